@@ -1,0 +1,63 @@
+//! `decode-lab bench`: prefill a random prompt, then decode token by token,
+//! and print what each step cost. Figures, not assertions.
+
+use std::io::Write;
+
+use engine::{Result, Session, Wanted};
+
+/// Runs the benchmark on an open session and prints the figures.
+pub async fn run(mut session: Session, prompt_len: usize, tokens: usize) -> Result<()> {
+    let c = session.config().clone();
+    let prompt_len = prompt_len.clamp(1, c.n_positions - 1);
+    let tokens = tokens.min(c.n_positions - prompt_len).max(1);
+    // A fixed pseudo-random prompt, so runs are comparable.
+    let prompt: Vec<u32> = (0..prompt_len).map(|i| ((i * 7919 + 13) % c.vocab_size) as u32).collect();
+    // Warm-up: first dispatches compile pipelines and fault in memory.
+    session.prefill(&prompt, Wanted::Last).await?;
+    session.decode(0).await?;
+    session.rewind(0)?;
+
+    let logits = session.prefill(&prompt, Wanted::Last).await?;
+    let prefill = session.last_stats();
+    let mut next = engine::sample::argmax(&logits);
+    let (mut wall, mut dispatches, mut submits, mut written, mut read) = (0.0, 0, 0, 0, 0);
+    for _ in 0..tokens {
+        let logits = session.decode(next).await?;
+        let s = session.last_stats();
+        wall += s.wall_ms;
+        dispatches += s.dispatches;
+        submits += s.submits;
+        written += s.bytes_written;
+        read += s.bytes_read;
+        next = engine::sample::argmax(&logits);
+    }
+    let n = tokens as f64;
+    let mut out = String::new();
+    use std::fmt::Write as _;
+    let _ = writeln!(out, "backend            {}", session.backend_name());
+    let _ = writeln!(
+        out,
+        "model              {} layers, {} dims, {} heads, vocab {}, {} params",
+        c.n_layer, c.n_embd, c.n_head, c.vocab_size, c.n_params()
+    );
+    let _ = writeln!(
+        out,"prompt             {prompt_len} tokens; decoded {tokens} tokens");
+    let _ = writeln!(
+        out,
+        "prefill            {:.2} ms ({:.0} tokens/s), {} dispatches, {} submits",
+        prefill.wall_ms,
+        prompt_len as f64 / prefill.wall_ms * 1e3,
+        prefill.dispatches,
+        prefill.submits
+    );
+    let _ = writeln!(
+        out,"decode             {:.2} ms/token, {:.1} tokens/s", wall / n, n / wall * 1e3);
+    let _ = writeln!(
+        out,"per decode token   {:.1} dispatches, {:.2} submits", dispatches as f64 / n, submits as f64 / n);
+    let _ = writeln!(
+        out,"per decode token   {:.0} bytes written, {:.0} bytes read back", written as f64 / n, read as f64 / n);
+    let _ = writeln!(
+        out,"kv cache in use    {} bytes", session.kv_bytes_in_use());
+    let _ = std::io::stdout().write_all(out.as_bytes());
+    Ok(())
+}

@@ -1,0 +1,93 @@
+//! `decode-lab random-model`: a GPT-2 with seeded random weights in Hugging
+//! Face layout, for benches on model shapes we do not ship.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use engine::{EngineError, Result};
+use rand_chacha::rand_core::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use safetensors::tensor::TensorView;
+use safetensors::Dtype;
+
+/// Writes `config.json` and `model.safetensors` into `out`.
+pub fn write(out: &Path, n_layer: usize, n_head: usize, n_embd: usize, vocab_size: usize, n_positions: usize, seed: u64) -> Result<()> {
+    let io = |e: std::io::Error| EngineError::Io { path: out.display().to_string(), message: e.to_string() };
+    std::fs::create_dir_all(out).map_err(io)?;
+    let config = serde_json::json!({
+        "model_type": "gpt2", "n_layer": n_layer, "n_head": n_head, "n_embd": n_embd,
+        "n_positions": n_positions, "vocab_size": vocab_size, "layer_norm_epsilon": 1e-5,
+        "activation_function": "gelu_new", "tie_word_embeddings": true,
+    });
+    std::fs::write(out.join("config.json"), config.to_string()).map_err(io)?;
+    // Validate the shape before allocating: the engine's own checks apply.
+    engine::model::Config::from_json(&config.to_string())?;
+
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let mut tensors: Vec<(String, Vec<usize>, Vec<u8>)> = Vec::new();
+    let mut add = |name: String, shape: Vec<usize>, fill: Fill| {
+        let n: usize = shape.iter().product();
+        let values: Vec<f32> = (0..n).map(|_| fill.draw(&mut rng)).collect();
+        tensors.push((name, shape, bytemuck_bytes(&values)));
+    };
+    let (e, i) = (n_embd, 4 * n_embd);
+    add("wte.weight".into(), vec![vocab_size, e], Fill::Normal(0.02));
+    add("wpe.weight".into(), vec![n_positions, e], Fill::Normal(0.01));
+    for l in 0..n_layer {
+        let p = |s: &str| format!("h.{l}.{s}");
+        for (name, shape, fill) in [
+            ("ln_1.weight", vec![e], Fill::One),
+            ("ln_1.bias", vec![e], Fill::Normal(0.0)),
+            ("attn.c_attn.weight", vec![e, 3 * e], Fill::Normal(0.02)),
+            ("attn.c_attn.bias", vec![3 * e], Fill::Normal(0.0)),
+            ("attn.c_proj.weight", vec![e, e], Fill::Normal(0.02)),
+            ("attn.c_proj.bias", vec![e], Fill::Normal(0.0)),
+            ("ln_2.weight", vec![e], Fill::One),
+            ("ln_2.bias", vec![e], Fill::Normal(0.0)),
+            ("mlp.c_fc.weight", vec![e, i], Fill::Normal(0.02)),
+            ("mlp.c_fc.bias", vec![i], Fill::Normal(0.0)),
+            ("mlp.c_proj.weight", vec![i, e], Fill::Normal(0.02)),
+            ("mlp.c_proj.bias", vec![e], Fill::Normal(0.0)),
+        ] {
+            add(p(name), shape, fill);
+        }
+    }
+    add("ln_f.weight".into(), vec![e], Fill::One);
+    add("ln_f.bias".into(), vec![e], Fill::Normal(0.0));
+
+    let views: HashMap<String, TensorView> = tensors
+        .iter()
+        .map(|(name, shape, data)| {
+            let view = TensorView::new(Dtype::F32, shape.clone(), data).expect("shape matches data length");
+            (name.clone(), view)
+        })
+        .collect();
+    safetensors::serialize_to_file(views, None, &out.join("model.safetensors"))
+        .map_err(|e| EngineError::Safetensors(e.to_string()))?;
+    eprintln!("wrote {}", out.display());
+    Ok(())
+}
+
+#[derive(Clone, Copy)]
+enum Fill {
+    One,
+    Normal(f32),
+}
+
+impl Fill {
+    fn draw(self, rng: &mut ChaCha20Rng) -> f32 {
+        match self {
+            Fill::One => 1.0,
+            Fill::Normal(std) => {
+                // Box–Muller from two 24-bit uniforms in (0, 1].
+                let u = |rng: &mut ChaCha20Rng| ((rng.next_u32() >> 8) as f32 + 1.0) / (1u32 << 24) as f32;
+                let (a, b) = (u(rng), u(rng));
+                std * (-2.0 * a.ln()).sqrt() * (std::f32::consts::TAU * b).cos()
+            }
+        }
+    }
+}
+
+fn bytemuck_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}

@@ -1,0 +1,15 @@
+//! The GPU engine on wgpu: the same forward pass as the CPU engine, each step
+//! a WGSL kernel from `shaders/`, with the KV cache resident in GPU memory.
+
+mod context;
+mod model;
+mod pipelines;
+pub mod plan;
+pub mod readback;
+mod session;
+pub mod testing;
+
+pub use context::GpuContext;
+pub use model::{GpuLayer, GpuModel, Scratch};
+pub use pipelines::Pipelines;
+pub use session::GpuSession;

@@ -1,0 +1,153 @@
+//! The model on the GPU: weights uploaded once, compiled pipelines, and the
+//! activation scratch every session of this model shares (a forward pass is
+//! written, submitted and read back within one call, so sessions never overlap
+//! in it).
+
+use std::sync::Arc;
+
+use crate::error::{EngineError, Result};
+use crate::gpu::readback::{buffer, upload, STORAGE};
+use crate::gpu::{GpuContext, Pipelines};
+use crate::kernels::attention::MAX_HEAD_SIZE;
+use crate::model::{Config, LayerWeights};
+use crate::session::SharedModel;
+
+/// One block's weights as GPU buffers (Conv1D layout, as in [`LayerWeights`]).
+pub struct GpuLayer {
+    pub ln_1_weight: wgpu::Buffer,      // (n_embd)
+    pub ln_1_bias: wgpu::Buffer,        // (n_embd)
+    pub c_attn_weight: wgpu::Buffer,    // (n_embd, 3 * n_embd)
+    pub c_attn_bias: wgpu::Buffer,      // (3 * n_embd)
+    pub attn_proj_weight: wgpu::Buffer, // (n_embd, n_embd)
+    pub attn_proj_bias: wgpu::Buffer,   // (n_embd)
+    pub ln_2_weight: wgpu::Buffer,      // (n_embd)
+    pub ln_2_bias: wgpu::Buffer,        // (n_embd)
+    pub c_fc_weight: wgpu::Buffer,      // (n_embd, n_inner)
+    pub c_fc_bias: wgpu::Buffer,        // (n_inner)
+    pub mlp_proj_weight: wgpu::Buffer,  // (n_inner, n_embd)
+    pub mlp_proj_bias: wgpu::Buffer,    // (n_embd)
+}
+
+/// Activations of one forward pass, sized for a full context of `n_positions` rows.
+pub struct Scratch {
+    pub tokens: wgpu::Buffer, // (n_positions) u32 ids of this pass
+    pub x: wgpu::Buffer,      // (n_positions, n_embd) residual stream
+    pub xb: wgpu::Buffer,     // (n_positions, n_embd) layernorm output
+    pub qkv: wgpu::Buffer,    // (n_positions, 3 * n_embd)
+    pub y: wgpu::Buffer,      // (n_positions, n_embd) attention output
+    pub proj: wgpu::Buffer,   // (n_positions, n_embd) block output before the residual add
+    pub fc: wgpu::Buffer,     // (n_positions, n_inner) MLP hidden layer
+}
+
+/// Weights, pipelines and scratch of one model on one device.
+pub struct GpuModel {
+    pub ctx: GpuContext,
+    pub model: SharedModel,
+    pub pipelines: Pipelines,
+    pub wte: wgpu::Buffer,         // (vocab_size, n_embd)
+    pub wpe: wgpu::Buffer,         // (n_positions, n_embd)
+    pub layers: Vec<GpuLayer>,     // (n_layer)
+    pub ln_f_weight: wgpu::Buffer, // (n_embd)
+    pub ln_f_bias: wgpu::Buffer,   // (n_embd)
+    /// `Some` only when untied; else the LM head is `wte`.
+    pub lm_head: Option<wgpu::Buffer>, // (vocab_size, n_embd)
+    pub scratch: Scratch,
+}
+
+impl GpuModel {
+    /// Checks the model against the device's limits, then uploads it.
+    pub async fn new(ctx: GpuContext, model: SharedModel) -> Result<Arc<GpuModel>> {
+        check_limits(&ctx, &model.config)?;
+        let pipelines = Pipelines::new(&ctx).await?;
+        let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let w = &model.weights;
+        let f = |label: &str, v: &[f32]| upload(&ctx, label, bytemuck::cast_slice(v));
+        let gpu = GpuModel {
+            wte: f("wte", &w.wte),
+            wpe: f("wpe", &w.wpe),
+            layers: w.layers.iter().map(|l| upload_layer(&ctx, l)).collect(),
+            ln_f_weight: f("ln_f.weight", &w.ln_f_weight),
+            ln_f_bias: f("ln_f.bias", &w.ln_f_bias),
+            lm_head: w.lm_head.as_deref().map(|v| f("lm_head", v)),
+            scratch: make_scratch(&ctx, &model.config),
+            pipelines,
+            model,
+            ctx,
+        };
+        if let Some(e) = scope.pop().await {
+            return Err(EngineError::Gpu(format!("out of GPU memory while uploading the model: {e}")));
+        }
+        Ok(Arc::new(gpu))
+    }
+
+    /// The model's hyper-parameters.
+    pub fn config(&self) -> &Config {
+        &self.model.config
+    }
+
+    /// The LM head buffer: `lm_head` when untied, else the token embedding.
+    pub fn lm_head(&self) -> &wgpu::Buffer {
+        self.lm_head.as_ref().unwrap_or(&self.wte)
+    }
+}
+
+fn upload_layer(ctx: &GpuContext, l: &LayerWeights) -> GpuLayer {
+    let f = |label: &str, v: &[f32]| upload(ctx, label, bytemuck::cast_slice(v));
+    GpuLayer {
+        ln_1_weight: f("ln_1.weight", &l.ln_1_weight),
+        ln_1_bias: f("ln_1.bias", &l.ln_1_bias),
+        c_attn_weight: f("c_attn.weight", &l.c_attn_weight),
+        c_attn_bias: f("c_attn.bias", &l.c_attn_bias),
+        attn_proj_weight: f("attn.c_proj.weight", &l.attn_proj_weight),
+        attn_proj_bias: f("attn.c_proj.bias", &l.attn_proj_bias),
+        ln_2_weight: f("ln_2.weight", &l.ln_2_weight),
+        ln_2_bias: f("ln_2.bias", &l.ln_2_bias),
+        c_fc_weight: f("c_fc.weight", &l.c_fc_weight),
+        c_fc_bias: f("c_fc.bias", &l.c_fc_bias),
+        mlp_proj_weight: f("mlp.c_proj.weight", &l.mlp_proj_weight),
+        mlp_proj_bias: f("mlp.c_proj.bias", &l.mlp_proj_bias),
+    }
+}
+
+fn make_scratch(ctx: &GpuContext, c: &Config) -> Scratch {
+    let rows = c.n_positions as u64;
+    let f = |label: &str, cols: usize| buffer(ctx, label, rows * cols as u64 * 4, STORAGE);
+    Scratch {
+        tokens: f("tokens", 1),
+        x: f("x", c.n_embd),
+        xb: f("xb", c.n_embd),
+        qkv: f("qkv", 3 * c.n_embd),
+        y: f("y", c.n_embd),
+        proj: f("proj", c.n_embd),
+        fc: f("fc", c.n_inner),
+    }
+}
+
+/// Every limit the forward pass can hit, checked before anything is allocated.
+fn check_limits(ctx: &GpuContext, c: &Config) -> Result<()> {
+    if c.head_size > MAX_HEAD_SIZE {
+        return Err(EngineError::DeviceLimit {
+            what: "head_size (the attention kernel holds one head in workgroup memory)".into(),
+            needed: c.head_size as u64,
+            allowed: MAX_HEAD_SIZE as u64,
+        });
+    }
+    let (e, i, v, p) = (c.n_embd as u64, c.n_inner as u64, c.vocab_size as u64, c.n_positions as u64);
+    ctx.check_binding("the token embedding wte", v * e * 4)?;
+    ctx.check_binding("the position embedding wpe", p * e * 4)?;
+    ctx.check_binding("the MLP weights c_fc", e * i * 4)?;
+    ctx.check_binding("the MLP activations", p * i * 4)?;
+    ctx.check_binding("the qkv activations", p * 3 * e * 4)?;
+    ctx.check_groups("one row per workgroup over n_positions", c.n_positions as u32)?;
+    let wg = crate::kernels::WG;
+    if ctx.limits.max_compute_invocations_per_workgroup < wg
+        || ctx.limits.max_compute_workgroup_size_x < wg
+    {
+        return Err(EngineError::DeviceLimit {
+            what: "invocations per workgroup".into(),
+            needed: u64::from(wg),
+            allowed: u64::from(ctx.limits.max_compute_invocations_per_workgroup),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,55 @@
+//! One compute pipeline per kernel, compiled once per device. Shader
+//! compilation runs inside a validation error scope so a WGSL error becomes an
+//! [`EngineError`] naming the kernel instead of a panic.
+
+use std::collections::HashMap;
+
+use crate::error::{EngineError, Result};
+use crate::gpu::GpuContext;
+use crate::kernels::{Kernel, WG};
+
+/// Compiled pipelines, looked up by kernel.
+pub struct Pipelines {
+    map: HashMap<Kernel, wgpu::ComputePipeline>,
+}
+
+impl Pipelines {
+    /// Compiles every kernel in `shaders/` for this device.
+    pub async fn new(ctx: &GpuContext) -> Result<Pipelines> {
+        let mut map = HashMap::new();
+        for kernel in Kernel::ALL {
+            map.insert(kernel, compile(ctx, kernel).await?);
+        }
+        Ok(Pipelines { map })
+    }
+
+    /// The pipeline of `kernel`.
+    pub fn get(&self, kernel: Kernel) -> &wgpu::ComputePipeline {
+        // Every kernel is inserted by `new`, so the lookup cannot fail.
+        &self.map[&kernel]
+    }
+}
+
+async fn compile(ctx: &GpuContext, kernel: Kernel) -> Result<wgpu::ComputePipeline> {
+    let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let module = ctx.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some(kernel.name()),
+        source: wgpu::ShaderSource::Wgsl(kernel.source().into()),
+    });
+    let constants: &[(&str, f64)] = if kernel.has_wg_override() { &[("WG", WG as f64)] } else { &[] };
+    let pipeline = ctx.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some(kernel.name()),
+        layout: None,
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: wgpu::PipelineCompilationOptions {
+            constants,
+            zero_initialize_workgroup_memory: true,
+        },
+        cache: None,
+    });
+    match scope.pop().await {
+        Some(e) => Err(EngineError::Gpu(format!("kernel `{}` failed to compile: {e}", kernel.name()))),
+        None => Ok(pipeline),
+    }
+}

@@ -1,0 +1,193 @@
+//! A GPU session: the KV cache (which never leaves the GPU), a uniform buffer
+//! of per-dispatch parameters, the logits buffer and its staging copy, and the
+//! prefill/decode op lists built once. A step is: one write of parameters and
+//! token ids, one compute pass, one copy of the wanted logits, one submit, one
+//! readback.
+
+use std::sync::Arc;
+
+use crate::cpu::check_input;
+use crate::error::{EngineError, Result};
+use crate::gpu::plan::{self, Op, Pass, SessionBuffers, SLOT};
+use crate::gpu::readback::{buffer, read_f32, STORAGE};
+use crate::gpu::GpuModel;
+use crate::kernels::Kernel;
+use crate::model::Config;
+use crate::session::{StepStats, Wanted};
+
+/// Logits rows kept on the GPU at once: `Wanted::All` over more rows is read in chunks.
+const MAX_LOGITS_BYTES: u64 = 64 << 20;
+
+/// One sequence on the GPU.
+pub struct GpuSession {
+    gpu: Arc<GpuModel>,
+    key_cache: Vec<wgpu::Buffer>,   // (n_layer) × (n_positions, n_embd)
+    value_cache: Vec<wgpu::Buffer>, // (n_layer) × (n_positions, n_embd)
+    params: wgpu::Buffer,           // (ops + 1) slots of SLOT bytes
+    logits: wgpu::Buffer,           // (logits_rows, vocab_size)
+    staging: wgpu::Buffer,          // (logits_rows, vocab_size), mappable
+    logits_rows: usize,
+    prefill_ops: Vec<Op>,
+    decode_ops: Vec<Op>,
+    /// The LM head alone, for chunks of `Wanted::All` after the first (last slot).
+    lm_head_op: Op,
+    pos: usize,
+    last: StepStats,
+}
+
+impl GpuSession {
+    /// An empty session over an uploaded model. Allocates the KV cache.
+    pub fn new(gpu: Arc<GpuModel>) -> Result<GpuSession> {
+        let c = gpu.config().clone();
+        let ctx = &gpu.ctx;
+        let cache_bytes = (c.n_positions * c.n_embd * 4) as u64;
+        ctx.check_binding("one layer's KV cache", cache_bytes)?;
+        let row_bytes = (c.vocab_size * 4) as u64;
+        let logits_rows = (MAX_LOGITS_BYTES / row_bytes).clamp(1, c.n_positions as u64);
+        ctx.check_binding("one row of logits", row_bytes)?;
+        let cache = |label| (0..c.n_layer).map(|_| buffer(ctx, label, cache_bytes, STORAGE)).collect();
+        let key_cache: Vec<_> = cache("key_cache");
+        let value_cache: Vec<_> = cache("value_cache");
+        let n_ops = 2 + 11 * c.n_layer + 1; // embedding, 11 per block, ln_f, lm_head
+        let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
+        let params = buffer(ctx, "params", (n_ops as u64 + 1) * SLOT, uniform);
+        let logits = buffer(ctx, "logits", logits_rows * row_bytes, STORAGE);
+        let read = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
+        let staging = buffer(ctx, "staging", logits_rows * row_bytes, read);
+        let s = SessionBuffers { params: &params, key_cache: &key_cache, value_cache: &value_cache, logits: &logits };
+        let prefill_ops = plan::build(&gpu, &s, Kernel::Matmul);
+        let decode_ops = plan::build(&gpu, &s, Kernel::Matvec);
+        debug_assert_eq!(prefill_ops.len(), n_ops);
+        let lm_head_op = Op {
+            kernel: Kernel::LmHead,
+            bind_group: plan::bind(&gpu, Kernel::LmHead, &params, n_ops as u64, &[&gpu.scratch.xb, gpu.lm_head(), &logits]),
+            shape: plan::Shape::LmHead,
+        };
+        Ok(GpuSession {
+            gpu, key_cache, value_cache, params, logits, staging,
+            logits_rows: logits_rows as usize,
+            prefill_ops, decode_ops, lm_head_op,
+            pos: 0,
+            last: StepStats::default(),
+        })
+    }
+
+    /// The model's hyper-parameters.
+    pub fn config(&self) -> &Config {
+        self.gpu.config()
+    }
+
+    /// Tokens in the cache.
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
+    /// Cost of the last forward call.
+    pub fn last_stats(&self) -> StepStats {
+        self.last
+    }
+
+    /// The adapter this session runs on.
+    pub fn adapter_name(&self) -> String {
+        self.gpu.ctx.adapter_name()
+    }
+
+    /// Forgets everything from position `to` on (the cache rows stay, unused).
+    pub fn rewind(&mut self, to: usize) -> Result<()> {
+        if to > self.pos {
+            return Err(EngineError::Rewind { to, pos: self.pos });
+        }
+        self.pos = to;
+        Ok(())
+    }
+
+    /// A new session whose KV cache is a GPU-to-GPU copy of this one's first `pos` rows.
+    pub fn fork(&self) -> Result<GpuSession> {
+        let mut other = GpuSession::new(self.gpu.clone())?;
+        let bytes = (self.pos * self.config().n_embd * 4) as u64;
+        if bytes > 0 {
+            let ctx = &self.gpu.ctx;
+            let mut enc = ctx.device.create_command_encoder(&Default::default());
+            for (src, dst) in self.key_cache.iter().zip(&other.key_cache) {
+                enc.copy_buffer_to_buffer(src, 0, dst, 0, bytes);
+            }
+            for (src, dst) in self.value_cache.iter().zip(&other.value_cache) {
+                enc.copy_buffer_to_buffer(src, 0, dst, 0, bytes);
+            }
+            ctx.queue.submit([enc.finish()]);
+        }
+        other.pos = self.pos;
+        Ok(other)
+    }
+
+    /// The whole prompt in one batched pass (matmul kernels).
+    pub async fn prefill(&mut self, tokens: &[u32], wanted: Wanted) -> Result<Vec<f32>> {
+        self.forward(tokens, wanted, false).await
+    }
+
+    /// One token through the cached context (matvec kernels).
+    pub async fn decode(&mut self, token: u32) -> Result<Vec<f32>> {
+        self.forward(&[token], Wanted::Last, true).await
+    }
+
+    async fn forward(&mut self, tokens: &[u32], wanted: Wanted, decode: bool) -> Result<Vec<f32>> {
+        let start = web_time::Instant::now();
+        check_input(&self.gpu.model, self.pos, tokens)?;
+        let n = tokens.len();
+        let (lm_row0, total_rows) = match wanted {
+            Wanted::Last => (n - 1, 1),
+            Wanted::All => (0, n),
+        };
+        let first_rows = total_rows.min(self.logits_rows);
+        let pass = Pass { n_rows: n as u32, pos0: self.pos as u32, lm_row0: lm_row0 as u32, lm_rows: first_rows as u32 };
+        let mut stats = StepStats { tokens: n, ..StepStats::default() };
+        let ops = if decode { &self.decode_ops } else { &self.prefill_ops };
+        let ctx = &self.gpu.ctx;
+        ctx.queue.write_buffer(&self.gpu.scratch.tokens, 0, bytemuck::cast_slice(tokens));
+        stats.bytes_written += n * 4;
+        let mut logits = self.run(ops, 0, &pass, &mut stats).await?;
+        // Rows beyond the logits buffer: the LM head alone, chunk by chunk.
+        while logits.len() < total_rows * self.config().vocab_size {
+            let done = logits.len() / self.config().vocab_size;
+            let rows = (total_rows - done).min(self.logits_rows);
+            let chunk = Pass { lm_row0: (lm_row0 + done) as u32, lm_rows: rows as u32, ..pass };
+            let slot = self.prefill_ops.len();
+            logits.extend(self.run(std::slice::from_ref(&self.lm_head_op), slot, &chunk, &mut stats).await?);
+        }
+        self.pos += n;
+        stats.wall_ms = start.elapsed().as_secs_f64() * 1e3;
+        self.last = stats;
+        Ok(logits)
+    }
+
+    /// Writes the parameters of `ops` (from `first_slot` on), encodes them in
+    /// one compute pass, copies `pass.lm_rows` of logits out, submits once and reads back.
+    async fn run(&self, ops: &[Op], first_slot: usize, pass: &Pass, stats: &mut StepStats) -> Result<Vec<f32>> {
+        let ctx = &self.gpu.ctx;
+        let mut params = vec![0u8; ops.len() * SLOT as usize];
+        let mut groups = Vec::with_capacity(ops.len());
+        for (i, op) in ops.iter().enumerate() {
+            let (bytes, wg) = op.params(&self.gpu, pass);
+            params[i * SLOT as usize..][..bytes.len()].copy_from_slice(&bytes);
+            groups.push(wg);
+        }
+        ctx.queue.write_buffer(&self.params, first_slot as u64 * SLOT, &params);
+        stats.bytes_written += params.len();
+        let read_bytes = pass.lm_rows as u64 * self.config().vocab_size as u64 * 4;
+        let mut enc = ctx.device.create_command_encoder(&Default::default());
+        {
+            let mut cpass = enc.begin_compute_pass(&Default::default());
+            for (op, wg) in ops.iter().zip(&groups) {
+                cpass.set_pipeline(self.gpu.pipelines.get(op.kernel));
+                cpass.set_bind_group(0, &op.bind_group, &[]);
+                cpass.dispatch_workgroups(wg[0], wg[1], wg[2]);
+            }
+        }
+        enc.copy_buffer_to_buffer(&self.logits, 0, &self.staging, 0, read_bytes);
+        ctx.queue.submit([enc.finish()]);
+        stats.dispatches += ops.len();
+        stats.submits += 1;
+        stats.bytes_read += read_bytes as usize;
+        read_f32(ctx, &self.staging, read_bytes).await
+    }
+}

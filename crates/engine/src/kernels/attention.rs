@@ -1,0 +1,66 @@
+//! `shaders/attention.wgsl`: causal multi-head attention over the KV cache.
+
+use bytemuck::{Pod, Zeroable};
+
+/// Largest head the shader holds in workgroup memory.
+pub const MAX_HEAD_SIZE: usize = 256;
+
+/// Mirror of the WGSL `Params`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct Params {
+    pub n_rows: u32,
+    pub pos0: u32,
+    pub n_embd: u32,
+    pub head_size: u32,
+    pub scale: f32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub _pad2: u32,
+}
+
+/// y[row, head] = softmax over j ≤ pos0 + row of (q · k_j · scale), applied to v_j.
+#[allow(clippy::too_many_arguments)] // mirrors the shader's bindings one to one
+pub fn run_cpu(
+    qkv: &[f32],         // (n_rows, 3 * n_embd)
+    key_cache: &[f32],   // (n_positions, n_embd)
+    value_cache: &[f32], // (n_positions, n_embd)
+    n_embd: usize,
+    head_size: usize,
+    pos0: usize,
+    scale: f32,
+    y: &mut [f32], // (n_rows, n_embd)
+) {
+    let mut att = Vec::new(); // (n_keys) scores, then weights
+    for (row, r) in qkv.chunks_exact(3 * n_embd).enumerate() {
+        let n_keys = pos0 + row + 1;
+        for h0 in (0..n_embd).step_by(head_size) {
+            let q = &r[h0..h0 + head_size];
+            att.clear();
+            att.extend((0..n_keys).map(|j| {
+                let k = &key_cache[j * n_embd + h0..][..head_size];
+                q.iter().zip(k).map(|(a, b)| a * b).sum::<f32>() * scale
+            }));
+            // Subtract the max so exp() cannot overflow.
+            let max = att.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let mut sum = 0.0;
+            for a in att.iter_mut() {
+                *a = (*a - max).exp();
+                sum += *a;
+            }
+            let out = &mut y[row * n_embd + h0..][..head_size];
+            out.fill(0.0);
+            for (j, a) in att.iter().enumerate() {
+                let v = &value_cache[j * n_embd + h0..][..head_size];
+                for (o, vv) in out.iter_mut().zip(v) {
+                    *o += a / sum * vv;
+                }
+            }
+        }
+    }
+}
+
+/// Dispatch size: one workgroup per (row, head).
+pub fn workgroups(p: &Params) -> [u32; 3] {
+    [p.n_rows, p.n_embd / p.head_size, 1]
+}

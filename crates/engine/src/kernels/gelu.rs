@@ -1,0 +1,26 @@
+//! `shaders/gelu.wgsl`: GPT-2's `gelu_new` activation, in place.
+
+use bytemuck::{Pod, Zeroable};
+
+/// Mirror of the WGSL `Params`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct Params {
+    pub n: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub _pad2: u32,
+}
+
+/// x = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³))), clamped as in the shader.
+pub fn run_cpu(x: &mut [f32]) {
+    for v in x.iter_mut() {
+        let inner = (0.797_884_6_f32 * (*v + 0.044715 * *v * *v * *v)).clamp(-10.0, 10.0);
+        *v = 0.5 * *v * (1.0 + inner.tanh());
+    }
+}
+
+/// Dispatch size: one thread per element.
+pub fn workgroups(p: &Params) -> [u32; 3] {
+    super::grid_1d(p.n as usize)
+}

@@ -1,0 +1,37 @@
+//! `shaders/layernorm.wgsl`: LayerNorm over each row.
+
+use bytemuck::{Pod, Zeroable};
+
+/// Mirror of the WGSL `Params`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct Params {
+    pub n_rows: u32,
+    pub n_embd: u32,
+    pub eps: f32,
+    pub _pad: u32,
+}
+
+/// out[row, :] = (x - mean) / sqrt(var + eps) * weight + bias, per row.
+pub fn run_cpu(
+    x: &[f32],      // (n_rows, n_embd)
+    weight: &[f32], // (n_embd)
+    bias: &[f32],   // (n_embd)
+    eps: f32,
+    out: &mut [f32], // (n_rows, n_embd)
+) {
+    let n_embd = weight.len();
+    for (xr, or) in x.chunks_exact(n_embd).zip(out.chunks_exact_mut(n_embd)) {
+        let mean = xr.iter().sum::<f32>() / n_embd as f32;
+        let var = xr.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / n_embd as f32;
+        let rstd = 1.0 / (var + eps).sqrt();
+        for c in 0..n_embd {
+            or[c] = (xr[c] - mean) * rstd * weight[c] + bias[c];
+        }
+    }
+}
+
+/// Dispatch size: one workgroup per row.
+pub fn workgroups(p: &Params) -> [u32; 3] {
+    [p.n_rows, 1, 1]
+}

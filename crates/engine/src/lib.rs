@@ -1,0 +1,20 @@
+//! Decode Lab's engine: a GPT-2 forward pass in plain Rust (the CPU reference
+//! and browser fallback) and in our own WGSL kernels on wgpu (WebGPU in the
+//! browser, Vulkan/Metal/DX12 natively), with a KV cache that stays on the GPU.
+//!
+//! Data flow: [`model`] (config, weights, tokenizer) → [`kernels`] (one module
+//! per shader, with its CPU twin) → [`cpu`] / [`gpu`] (sessions: prefill,
+//! decode, rewind, fork) → [`generate`] (text in, tokens out, context crop).
+//! No UI code lives here.
+
+pub mod cpu;
+pub mod error;
+pub mod generate;
+pub mod gpu;
+pub mod kernels;
+pub mod model;
+pub mod sample;
+pub mod session;
+
+pub use error::{EngineError, Result};
+pub use session::{Session, SharedModel, StepStats, Wanted};

@@ -1,0 +1,154 @@
+//! `config.json` in Hugging Face GPT-2 form → a validated [`Config`].
+//! First stop of the data flow: every size the engine allocates comes from here,
+//! so absurd values are rejected before anything is allocated.
+
+use serde::Deserialize;
+
+use crate::error::{EngineError, Result};
+
+/// Hyper-parameters of a GPT-2 model, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Number of transformer blocks.
+    pub n_layer: usize,
+    /// Attention heads per block.
+    pub n_head: usize,
+    /// Width of the residual stream.
+    pub n_embd: usize,
+    /// `n_embd / n_head`.
+    pub head_size: usize,
+    /// Width of the MLP's hidden layer (`n_inner`, default `4 * n_embd`).
+    pub n_inner: usize,
+    /// Rows of the position table: the longest context (`block_size`).
+    pub n_positions: usize,
+    /// Rows of the token embedding.
+    pub vocab_size: usize,
+    /// LayerNorm epsilon.
+    pub layer_norm_epsilon: f32,
+    /// Whether the LM head reuses the token embedding.
+    pub tie_word_embeddings: bool,
+    /// Token that ends a text, if the model has one.
+    pub eos_token_id: Option<u32>,
+    /// Divide attention scores by `sqrt(head_size)` (GPT-2 default: yes).
+    pub scale_attn_weights: bool,
+    /// Also divide scores of layer `i` by `i + 1` (off in GPT-2).
+    pub scale_attn_by_inverse_layer_idx: bool,
+}
+
+/// The JSON as written by `transformers`; every field optional so that a missing
+/// one becomes a clear message instead of a serde error about the whole file.
+#[derive(Deserialize)]
+struct RawConfig {
+    n_layer: Option<i64>,
+    n_head: Option<i64>,
+    n_embd: Option<i64>,
+    n_inner: Option<i64>,
+    n_positions: Option<i64>,
+    vocab_size: Option<i64>,
+    layer_norm_epsilon: Option<f64>,
+    activation_function: Option<String>,
+    tie_word_embeddings: Option<bool>,
+    eos_token_id: Option<serde_json::Value>,
+    scale_attn_weights: Option<bool>,
+    scale_attn_by_inverse_layer_idx: Option<bool>,
+}
+
+/// Upper bounds that keep every product below overflow and allocation sane.
+const MAX_DIM: i64 = 1 << 16;
+const MAX_VOCAB: i64 = 1 << 21;
+
+fn bad(msg: impl Into<String>) -> EngineError {
+    EngineError::Config(msg.into())
+}
+
+fn field(value: Option<i64>, name: &str, max: i64) -> Result<usize> {
+    let v = value.ok_or_else(|| bad(format!("missing field `{name}`")))?;
+    if v <= 0 || v > max {
+        return Err(bad(format!("`{name}` is {v}, expected 1..={max}")));
+    }
+    Ok(v as usize)
+}
+
+impl Config {
+    /// Parses and validates the text of a `config.json`.
+    pub fn from_json(text: &str) -> Result<Config> {
+        let raw: RawConfig =
+            serde_json::from_str(text).map_err(|e| bad(format!("not valid JSON: {e}")))?;
+        let n_layer = field(raw.n_layer, "n_layer", 1024)?;
+        let n_head = field(raw.n_head, "n_head", 1024)?;
+        let n_embd = field(raw.n_embd, "n_embd", MAX_DIM)?;
+        let n_positions = field(raw.n_positions, "n_positions", MAX_DIM)?;
+        let vocab_size = field(raw.vocab_size, "vocab_size", MAX_VOCAB)?;
+        let n_inner = match raw.n_inner {
+            None => 4 * n_embd,
+            Some(v) => field(Some(v), "n_inner", 4 * MAX_DIM)?,
+        };
+        if n_embd % n_head != 0 {
+            return Err(bad(format!(
+                "`n_embd` ({n_embd}) is not a multiple of `n_head` ({n_head})"
+            )));
+        }
+        let eps = raw.layer_norm_epsilon.unwrap_or(1e-5);
+        if !(eps.is_finite() && eps > 0.0 && eps < 1.0) {
+            return Err(bad(format!("`layer_norm_epsilon` is {eps}, expected 0 < eps < 1")));
+        }
+        let activation = raw.activation_function.as_deref().unwrap_or("gelu_new");
+        // Both names denote the tanh approximation the kernels implement.
+        if !matches!(activation, "gelu_new" | "gelu_pytorch_tanh") {
+            return Err(bad(format!(
+                "unsupported `activation_function` \"{activation}\": the engine implements \"gelu_new\" (tanh form)"
+            )));
+        }
+        Ok(Config {
+            n_layer,
+            n_head,
+            n_embd,
+            head_size: n_embd / n_head,
+            n_inner,
+            n_positions,
+            vocab_size,
+            layer_norm_epsilon: eps as f32,
+            tie_word_embeddings: raw.tie_word_embeddings.unwrap_or(true),
+            eos_token_id: parse_eos(raw.eos_token_id, vocab_size)?,
+            scale_attn_weights: raw.scale_attn_weights.unwrap_or(true),
+            scale_attn_by_inverse_layer_idx: raw.scale_attn_by_inverse_layer_idx.unwrap_or(false),
+        })
+    }
+
+    /// The factor attention scores of `layer` are multiplied by.
+    pub fn attn_scale(&self, layer: usize) -> f32 {
+        let mut scale = 1.0f32;
+        if self.scale_attn_weights {
+            scale /= (self.head_size as f32).sqrt();
+        }
+        if self.scale_attn_by_inverse_layer_idx {
+            scale /= (layer + 1) as f32;
+        }
+        scale
+    }
+
+    /// Number of parameters (tied LM head counted once).
+    pub fn n_params(&self) -> usize {
+        let (e, i) = (self.n_embd, self.n_inner);
+        let block = 4 * e + (e * 3 * e + 3 * e) + (e * e + e) + (e * i + i) + (i * e + e);
+        let head = if self.tie_word_embeddings { 0 } else { self.vocab_size * e };
+        self.vocab_size * e + self.n_positions * e + self.n_layer * block + 2 * e + head
+    }
+}
+
+/// `eos_token_id` may be absent, null, a number or (in newer configs) a list.
+fn parse_eos(value: Option<serde_json::Value>, vocab_size: usize) -> Result<Option<u32>> {
+    let id = match value {
+        None | Some(serde_json::Value::Null) => return Ok(None),
+        Some(serde_json::Value::Number(n)) => n.as_u64(),
+        Some(serde_json::Value::Array(a)) => a.first().and_then(|v| v.as_u64()),
+        Some(_) => None,
+    };
+    match id {
+        Some(id) if (id as usize) < vocab_size => Ok(Some(id as u32)),
+        // transformers' default config says 50256 even for tiny random vocabularies:
+        // such an id can never be produced, so treat it as "no end-of-text token".
+        Some(_) => Ok(None),
+        None => Err(bad("`eos_token_id` must be a token id")),
+    }
+}

@@ -1,0 +1,121 @@
+//! What every engine (CPU or GPU) offers: a session over one model that holds a
+//! KV cache and turns tokens into logits. `prefill` takes a whole prompt in one
+//! pass, `decode` one token; `rewind` and `fork` let callers branch.
+
+use std::sync::Arc;
+
+use crate::cpu::CpuSession;
+use crate::error::Result;
+use crate::gpu::GpuSession;
+use crate::model::Config;
+
+/// Which rows of logits a forward pass returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wanted {
+    /// Only the last token's logits: all that generation needs.
+    Last,
+    /// One row per input token (for checks against a reference).
+    All,
+}
+
+/// What one forward call cost. The GPU engine counts its own work; the CPU
+/// engine reports zero dispatches and submits.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StepStats {
+    /// Tokens that went through the model.
+    pub tokens: usize,
+    /// Compute dispatches recorded.
+    pub dispatches: usize,
+    /// Queue submits.
+    pub submits: usize,
+    /// Bytes written from CPU to GPU (token ids, kernel parameters).
+    pub bytes_written: usize,
+    /// Bytes read back from GPU to CPU (logits).
+    pub bytes_read: usize,
+    /// Wall time of the call, including the readback.
+    pub wall_ms: f64,
+}
+
+/// A model session on either engine.
+pub enum Session {
+    /// The reference engine: plain f32 Rust, also the browser fallback.
+    Cpu(CpuSession),
+    /// The wgpu engine: WGSL kernels, KV cache in GPU memory.
+    Gpu(GpuSession),
+}
+
+impl Session {
+    /// The model's hyper-parameters.
+    pub fn config(&self) -> &Config {
+        match self {
+            Session::Cpu(s) => s.config(),
+            Session::Gpu(s) => s.config(),
+        }
+    }
+
+    /// Tokens held in the KV cache: the position the next token will take.
+    pub fn pos(&self) -> usize {
+        match self {
+            Session::Cpu(s) => s.pos(),
+            Session::Gpu(s) => s.pos(),
+        }
+    }
+
+    /// Runs `tokens` at positions `pos..pos + len` in one pass; returns logits
+    /// `(rows, vocab_size)` flattened, with rows as `wanted` says.
+    pub async fn prefill(&mut self, tokens: &[u32], wanted: Wanted) -> Result<Vec<f32>> {
+        match self {
+            Session::Cpu(s) => s.forward(tokens, wanted),
+            Session::Gpu(s) => s.prefill(tokens, wanted).await,
+        }
+    }
+
+    /// Runs one token through the cached context; returns its `(vocab_size)` logits.
+    pub async fn decode(&mut self, token: u32) -> Result<Vec<f32>> {
+        match self {
+            Session::Cpu(s) => s.forward(&[token], Wanted::Last),
+            Session::Gpu(s) => s.decode(token).await,
+        }
+    }
+
+    /// Goes back to position `to`: later cache rows are ignored and overwritten.
+    pub fn rewind(&mut self, to: usize) -> Result<()> {
+        match self {
+            Session::Cpu(s) => s.rewind(to),
+            Session::Gpu(s) => s.rewind(to),
+        }
+    }
+
+    /// A second session with a copy of this one's KV cache (on the GPU: copied GPU-to-GPU).
+    pub fn fork(&self) -> Result<Session> {
+        Ok(match self {
+            Session::Cpu(s) => Session::Cpu(s.clone()),
+            Session::Gpu(s) => Session::Gpu(s.fork()?),
+        })
+    }
+
+    /// Cost of the last `prefill` or `decode`.
+    pub fn last_stats(&self) -> StepStats {
+        match self {
+            Session::Cpu(s) => s.last_stats(),
+            Session::Gpu(s) => s.last_stats(),
+        }
+    }
+
+    /// Bytes of KV cache in use (`2 · n_layer · pos · n_embd · 4`).
+    pub fn kv_bytes_in_use(&self) -> usize {
+        let c = self.config();
+        2 * c.n_layer * self.pos() * c.n_embd * 4
+    }
+
+    /// A short name of the engine and device, for headers and bench output.
+    pub fn backend_name(&self) -> String {
+        match self {
+            Session::Cpu(_) => "cpu".to_string(),
+            Session::Gpu(s) => format!("gpu ({})", s.adapter_name()),
+        }
+    }
+}
+
+/// Shared by both engines: the model is read-only and outlives every session.
+pub type SharedModel = Arc<crate::model::Model>;

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Installs what the project needs, skipping what is already present.
+# Sourced by tools/dev (serve and test); safe to run again at any time.
+# Versions are pinned: Trunk must never download a tool of its own, so the
+# wasm-bindgen CLI has to equal the `wasm-bindgen` crate in Cargo.lock exactly.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TRUNK_VERSION="0.21.14"
+BINARYEN_VERSION="132.0.0"
+WASM_BINDGEN_VERSION="$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/,""); print; exit}' "$ROOT/Cargo.lock")"
+
+log() { printf '\033[1;34m[setup]\033[0m %s\n' "$*" >&2; }
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    log "need root to run: $*"; return 1; fi
+}
+
+# Debian packages, installed only when missing.
+ensure_apt() {
+  local missing=()
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "apt-get install ${missing[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+ensure_rust() {
+  command -v cargo >/dev/null || { log "Rust is missing: install rustup (https://rustup.rs) first"; return 1; }
+  rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt
+  rustup target list --installed | grep -q '^wasm32-unknown-unknown$' || {
+    log "rustup target add wasm32-unknown-unknown"; rustup target add wasm32-unknown-unknown; }
+}
+
+# `cargo install` of an exact version, skipped when `BIN --version` already says it.
+ensure_cargo_tool() {
+  local crate="$1" bin="$2" version="$3"
+  if command -v "$bin" >/dev/null && "$bin" --version 2>/dev/null | grep -q " $version\$"; then return 0; fi
+  log "cargo install $crate $version (first time only; several minutes)"
+  # Thin LTO instead of fat: the install takes a fraction of the time on 2 cores.
+  CARGO_PROFILE_RELEASE_LTO=false cargo install --locked "$crate" --version "$version" --force
+}
+
+# wasm-opt from npm: Debian's binaryen is too old and yields a wasm that dies at start-up.
+ensure_wasm_opt() {
+  local dir="$ROOT/.tools/npm"
+  if [ ! -x "$dir/node_modules/.bin/wasm-opt" ]; then
+    command -v npm >/dev/null || ensure_apt npm
+    log "npm install binaryen@$BINARYEN_VERSION"
+    mkdir -p "$dir"
+    npm install --silent --no-audit --no-fund --prefix "$dir" "binaryen@$BINARYEN_VERSION"
+  fi
+  export PATH="$dir/node_modules/.bin:$PATH"
+}
+
+# What `trunk serve` / `trunk build` need.
+setup_web() {
+  ensure_rust
+  ensure_cargo_tool trunk trunk "$TRUNK_VERSION"
+  ensure_cargo_tool wasm-bindgen-cli wasm-bindgen "$WASM_BINDGEN_VERSION"
+  ensure_wasm_opt
+  export TRUNK_SKIP_VERSION_CHECK=true
+}
+
+# What the test suite needs on top: lavapipe (software Vulkan) for native GPU tests.
+setup_test() {
+  setup_web
+  ensure_apt mesa-vulkan-drivers libvulkan1
+}
