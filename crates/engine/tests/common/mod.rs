@@ -1,0 +1,77 @@
+//! Shared by the engine's integration tests: one GPU context per test binary,
+//! seeded random data, fixtures, and the tolerance check.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use decode_lab_engine::gpu::{GpuContext, Pipelines};
+use decode_lab_engine::model::Model;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+
+/// The device every GPU test in this binary shares, or `None` (loudly) when the
+/// machine has no adapter. Under `CI=true` a missing adapter fails the test:
+/// CI installs lavapipe, so its GPU tests must really run.
+pub fn gpu() -> Option<&'static (GpuContext, Pipelines)> {
+    static GPU: OnceLock<Option<(GpuContext, Pipelines)>> = OnceLock::new();
+    let gpu = GPU.get_or_init(|| {
+        pollster::block_on(async {
+            let ctx = GpuContext::new().await.map_err(|e| e.to_string())?;
+            let pipelines = Pipelines::new(&ctx).await.map_err(|e| e.to_string())?;
+            Ok::<_, String>((ctx, pipelines))
+        })
+        .map_err(|e| eprintln!("\n*** GPU TESTS SKIPPED: {e} ***\n"))
+        .ok()
+    });
+    if gpu.is_none() && std::env::var("CI").as_deref() == Ok("true") {
+        panic!("CI=true but no GPU adapter: install mesa-vulkan-drivers (lavapipe)");
+    }
+    gpu.as_ref()
+}
+
+/// `n` values uniform in [-1, 1) from a seeded generator (never zeros).
+pub fn random(n: usize, seed: u64) -> Vec<f32> {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect()
+}
+
+/// Output buffers start as NaN, so an element the kernel fails to write fails the check.
+pub fn poisoned(n: usize) -> Vec<f32> {
+    vec![f32::NAN; n]
+}
+
+/// f32 slice → bytes for upload.
+pub fn bytes(v: &[f32]) -> &[u8] {
+    bytemuck::cast_slice(v)
+}
+
+/// `|got - want| <= atol + rtol * |want|` for every element; NaN never passes.
+pub fn assert_close(what: &str, got: &[f32], want: &[f32], atol: f32, rtol: f32) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let ok = (g - w).abs() <= atol + rtol * w.abs(); // false for any NaN
+        assert!(ok, "{what}: element {i}: got {g}, want {w} (atol {atol}, rtol {rtol})");
+    }
+}
+
+/// max |got - want| / max |want|: the whole-model metric of the issue tracker.
+pub fn rel_max_err(got: &[f32], want: &[f32]) -> f32 {
+    assert_eq!(got.len(), want.len());
+    if got.iter().any(|v| !v.is_finite()) {
+        return f32::INFINITY;
+    }
+    let err = got.iter().zip(want).map(|(g, w)| (g - w).abs()).fold(0.0, f32::max);
+    err / want.iter().map(|w| w.abs()).fold(0.0, f32::max)
+}
+
+/// `tests/fixtures/` at the repository root.
+pub fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+}
+
+/// A golden fixture model by name.
+pub fn golden_model(name: &str) -> Arc<Model> {
+    let dir = fixtures().join("golden").join(name);
+    Arc::new(Model::from_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())))
+}
