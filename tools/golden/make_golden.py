@@ -99,10 +99,34 @@ def make_case(out_dir, name, overrides, lengths, flags, seed):
               metadata={"lengths": json.dumps(lengths)})
 
 
+# Text for the fixture tokenizer: enough repetition for merges, plus the
+# characters that stress byte-level decoding (accents, CJK, emoji, CRLF).
+TOKENIZER_TEXT = (
+    "To be, or not to be, that is the question: whether 'tis nobler in the mind "
+    "to suffer the slings and arrows of outrageous fortune. Café naïve façade. "
+    "東京 🙂 ✨ \r\n tabs\tand   spaces.\n"
+) * 50
+
+
+def make_tokenizer(case_dir, vocab_size):
+    """A byte-level BPE `tokenizer.json` with an end-of-text token, ids < vocab_size."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<|endoftext|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator([TOKENIZER_TEXT], trainer)
+    assert tok.get_vocab_size() <= vocab_size
+    tok.save(os.path.join(case_dir, "tokenizer.json"))
+
+
 def main():
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "tests", "fixtures", "golden")
     for i, (name, (overrides, lengths, flags)) in enumerate(CASES.items()):
         make_case(out_dir, name, overrides, lengths, flags, seed=1234 + i)
+    make_tokenizer(os.path.join(out_dir, "tiny_odd"), 1000)
 
 
 if __name__ == "__main__":

@@ -170,3 +170,13 @@ fn bad_tokens_and_overflow_are_errors_not_panics() {
         assert_eq!(s.pos(), 0, "a refused call leaves the session as it was");
     }
 }
+
+#[test]
+fn a_model_over_a_device_limit_is_a_clear_error() {
+    let Some((ctx, _)) = gpu() else { return };
+    let model = golden_model("tiny_odd"); // wte is 1000 x 48 x 4 = 192000 bytes
+    let mut small = ctx.clone();
+    small.limits.max_storage_buffer_binding_size = 100_000;
+    let e = pollster::block_on(GpuModel::new(small, model)).err().expect("refused").to_string();
+    assert!(e.contains("wte") && e.contains("needs 192000") && e.contains("allows 100000") && e.contains("over by 92000"), "{e}");
+}

@@ -1,0 +1,160 @@
+//! Bad model files give a clear error naming what is wrong — never a panic.
+
+mod common;
+
+use std::collections::HashMap;
+
+use decode_lab_engine::model::{Config, Model};
+use safetensors::tensor::TensorView;
+use safetensors::Dtype;
+
+/// A valid config for a 1-layer model with n_embd 4, 2 heads, vocab 5, 3 positions.
+const CONFIG: &str = r#"{"n_layer":1,"n_head":2,"n_embd":4,"n_positions":3,"vocab_size":5,"activation_function":"gelu_new"}"#;
+
+/// The tensors of that model as (name, shape), Hub-style names.
+fn tensor_specs() -> Vec<(String, Vec<usize>)> {
+    let e = 4;
+    let mut v = vec![("wte.weight".to_string(), vec![5, e]), ("wpe.weight".to_string(), vec![3, e])];
+    for (n, s) in [
+        ("ln_1.weight", vec![e]), ("ln_1.bias", vec![e]),
+        ("attn.c_attn.weight", vec![e, 3 * e]), ("attn.c_attn.bias", vec![3 * e]),
+        ("attn.c_proj.weight", vec![e, e]), ("attn.c_proj.bias", vec![e]),
+        ("ln_2.weight", vec![e]), ("ln_2.bias", vec![e]),
+        ("mlp.c_fc.weight", vec![e, 4 * e]), ("mlp.c_fc.bias", vec![4 * e]),
+        ("mlp.c_proj.weight", vec![4 * e, e]), ("mlp.c_proj.bias", vec![e]),
+    ] {
+        v.push((format!("h.0.{n}"), s));
+    }
+    v.push(("ln_f.weight".to_string(), vec![e]));
+    v.push(("ln_f.bias".to_string(), vec![e]));
+    v
+}
+
+/// Serialises `specs` as f32 (0.5 everywhere), letting `edit` change a tensor's bytes.
+fn safetensors_file(specs: &[(String, Vec<usize>)], dtype: Dtype, edit: impl Fn(&str, &mut Vec<u8>)) -> Vec<u8> {
+    let width = dtype.bitsize() / 8;
+    let data: Vec<(String, Vec<usize>, Vec<u8>)> = specs
+        .iter()
+        .map(|(name, shape)| {
+            let n: usize = shape.iter().product();
+            let mut bytes = match dtype {
+                Dtype::F16 => half::f16::from_f32(0.5).to_le_bytes().repeat(n),
+                _ => 0.5f32.to_le_bytes().repeat(n * width / 4),
+            };
+            edit(name, &mut bytes);
+            (name.clone(), shape.clone(), bytes)
+        })
+        .collect();
+    let views: HashMap<String, TensorView> = data
+        .iter()
+        .map(|(n, s, b)| (n.clone(), TensorView::new(dtype, s.clone(), b).unwrap()))
+        .collect();
+    safetensors::serialize(views, None).unwrap()
+}
+
+fn valid() -> Vec<u8> {
+    safetensors_file(&tensor_specs(), Dtype::F32, |_, _| {})
+}
+
+fn load_err(config: &str, weights: &[u8]) -> String {
+    Model::from_bytes(config, weights).expect_err("must be refused").to_string()
+}
+
+#[test]
+fn a_valid_minimal_model_loads_with_or_without_prefix() {
+    assert!(Model::from_bytes(CONFIG, &valid()).is_ok());
+    let prefixed: Vec<_> = tensor_specs().into_iter().map(|(n, s)| (format!("transformer.{n}"), s)).collect();
+    assert!(Model::from_bytes(CONFIG, &safetensors_file(&prefixed, Dtype::F32, |_, _| {})).is_ok());
+    let f16 = Model::from_bytes(CONFIG, &safetensors_file(&tensor_specs(), Dtype::F16, |_, _| {})).unwrap();
+    assert_eq!(f16.weights.wte[0], 0.5);
+}
+
+#[test]
+fn truncated_and_corrupt_files_are_refused() {
+    let good = valid();
+    for cut in [0, 4, 8, 20, good.len() / 2, good.len() - 1] {
+        let e = load_err(CONFIG, &good[..cut]);
+        assert!(e.contains("not a valid safetensors file"), "cut at {cut}: {e}");
+    }
+    let mut garbage = good.clone();
+    garbage[8..40].copy_from_slice(&[b'!'; 32]);
+    assert!(load_err(CONFIG, &garbage).contains("not a valid safetensors file"));
+    // A header length far larger than the file.
+    let mut huge = good.clone();
+    huge[..8].copy_from_slice(&(u64::MAX / 2).to_le_bytes());
+    assert!(load_err(CONFIG, &huge).contains("not a valid safetensors file"));
+}
+
+#[test]
+fn missing_tensor_is_named() {
+    let specs: Vec<_> = tensor_specs().into_iter().filter(|(n, _)| n != "h.0.mlp.c_fc.bias").collect();
+    let e = load_err(CONFIG, &safetensors_file(&specs, Dtype::F32, |_, _| {}));
+    assert!(e.contains("no tensor `h.0.mlp.c_fc.bias`"), "{e}");
+}
+
+#[test]
+fn wrong_shape_names_tensor_expected_and_found() {
+    let specs: Vec<_> = tensor_specs()
+        .into_iter()
+        .map(|(n, s)| if n == "h.0.attn.c_attn.weight" { (n, vec![12, 4]) } else { (n, s) })
+        .collect();
+    let e = load_err(CONFIG, &safetensors_file(&specs, Dtype::F32, |_, _| {}));
+    assert!(e.contains("`h.0.attn.c_attn.weight` has shape [12, 4], expected [4, 12]"), "{e}");
+}
+
+#[test]
+fn unsupported_dtype_is_named() {
+    let e = load_err(CONFIG, &safetensors_file(&tensor_specs(), Dtype::F64, |_, _| {}));
+    assert!(e.contains("dtype F64, expected F32, F16 or BF16"), "{e}");
+}
+
+#[test]
+fn nan_and_inf_weights_are_refused() {
+    for (bad, label) in [(f32::NAN, "NaN"), (f32::INFINITY, "inf")] {
+        let file = safetensors_file(&tensor_specs(), Dtype::F32, |name, bytes| {
+            if name == "h.0.ln_2.weight" {
+                bytes[8..12].copy_from_slice(&bad.to_le_bytes());
+            }
+        });
+        let e = load_err(CONFIG, &file);
+        assert!(e.contains("`h.0.ln_2.weight` contains a non-finite value") && e.contains("index 2"), "{label}: {e}");
+    }
+}
+
+#[test]
+fn untied_model_needs_lm_head() {
+    let config = CONFIG.replace('}', r#","tie_word_embeddings":false}"#);
+    assert!(load_err(&config, &valid()).contains("no tensor `lm_head.weight`"));
+}
+
+#[test]
+fn absurd_configs_are_refused_with_the_field_named() {
+    let cases = [
+        ("not json", "not valid JSON"),
+        (r#"{"n_head":2,"n_embd":4,"n_positions":3,"vocab_size":5}"#, "missing field `n_layer`"),
+        (r#"{"n_layer":1,"n_head":0,"n_embd":4,"n_positions":3,"vocab_size":5}"#, "`n_head` is 0"),
+        (r#"{"n_layer":1,"n_head":3,"n_embd":4,"n_positions":3,"vocab_size":5}"#, "not a multiple of `n_head`"),
+        (r#"{"n_layer":1,"n_head":2,"n_embd":4,"n_positions":-3,"vocab_size":5}"#, "`n_positions` is -3"),
+        (r#"{"n_layer":1,"n_head":2,"n_embd":4,"n_positions":3,"vocab_size":99999999999}"#, "`vocab_size` is 99999999999"),
+        (r#"{"n_layer":1,"n_head":2,"n_embd":4,"n_positions":3,"vocab_size":5,"activation_function":"relu"}"#, "unsupported `activation_function` \"relu\""),
+        (r#"{"n_layer":1,"n_head":2,"n_embd":4,"n_positions":3,"vocab_size":5,"layer_norm_epsilon":0}"#, "`layer_norm_epsilon` is 0"),
+    ];
+    for (json, want) in cases {
+        let e = Config::from_json(json).expect_err(json).to_string();
+        assert!(e.contains(want), "{json}: {e}");
+    }
+}
+
+#[test]
+fn missing_files_name_the_path() {
+    let e = Model::from_dir(std::path::Path::new("/nonexistent/model")).unwrap_err().to_string();
+    assert!(e.contains("/nonexistent/model/config.json"), "{e}");
+}
+
+#[test]
+fn eos_beyond_the_vocabulary_means_none() {
+    let c = Config::from_json(&CONFIG.replace('}', r#","eos_token_id":50256}"#)).unwrap();
+    assert_eq!(c.eos_token_id, None);
+    let c = Config::from_json(&CONFIG.replace('}', r#","eos_token_id":4}"#)).unwrap();
+    assert_eq!(c.eos_token_id, Some(4));
+}

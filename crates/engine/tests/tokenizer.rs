@@ -1,0 +1,82 @@
+//! The tokenizer round-trips text, and the streaming decoder releases whole
+//! characters only, even when one is split over several byte-level tokens.
+
+mod common;
+
+use decode_lab_engine::model::{TextStream, Tokenizer};
+
+fn tokenizer() -> Tokenizer {
+    let path = common::fixtures().join("golden/tiny_odd/tokenizer.json");
+    Tokenizer::from_bytes(&std::fs::read(path).unwrap()).unwrap()
+}
+
+const HARD: [&str; 5] = [
+    "To be, or not to be",
+    "Café naïve — 東京 🙂 ✨ 👩‍👩‍👧",
+    "e\u{301} combining, \r\n CRLF, \t tab",
+    "                              long spaces",
+    "🙂🙂🙂 emoji only",
+];
+
+#[test]
+fn encode_decode_round_trips() {
+    let t = tokenizer();
+    for text in HARD {
+        let ids = t.encode(text).unwrap();
+        assert!(!ids.is_empty());
+        assert_eq!(t.decode(&ids).unwrap(), text);
+    }
+    assert_eq!(t.token_to_id("<|endoftext|>"), Some(0));
+}
+
+#[test]
+fn stream_never_shows_broken_characters() {
+    let t = tokenizer();
+    for text in HARD {
+        let mut stream = TextStream::default();
+        let mut shown = String::new();
+        for id in t.encode(text).unwrap() {
+            if let Some(piece) = stream.push(&t, id).unwrap() {
+                assert!(!piece.contains('\u{FFFD}'), "{text:?}: broken piece {piece:?}");
+                shown.push_str(&piece);
+            }
+        }
+        assert_eq!(shown, text);
+    }
+}
+
+#[test]
+fn a_lone_emoji_byte_is_held_back() {
+    let t = tokenizer();
+    // Single bytes of a 4-byte emoji: tokens that decode to nothing valid alone.
+    let ids: Vec<u32> = "🙂".bytes().map(|b| byte_token(&t, b)).collect();
+    let mut stream = TextStream::default();
+    let pieces: Vec<_> = ids.iter().map(|&id| stream.push(&t, id).unwrap()).collect();
+    assert_eq!(pieces, vec![None, None, None, Some("🙂".to_string())]);
+}
+
+/// The id of the byte-level token for one raw byte (GPT-2's byte-to-char table).
+fn byte_token(t: &Tokenizer, b: u8) -> u32 {
+    let c = match b {
+        b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF => char::from(b),
+        _ => {
+            let mut n = 0u32;
+            for x in 0..=255u8 {
+                if !matches!(x, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF) {
+                    if x == b {
+                        break;
+                    }
+                    n += 1;
+                }
+            }
+            char::from_u32(256 + n).unwrap()
+        }
+    };
+    t.token_to_id(&c.to_string()).expect("every byte has a token")
+}
+
+#[test]
+fn garbage_tokenizer_is_an_error() {
+    let e = Tokenizer::from_bytes(b"{not json").err().expect("refused").to_string();
+    assert!(e.contains("cannot parse tokenizer.json"), "{e}");
+}
