@@ -1,1 +1,13 @@
-fn main() {}
+//! Decode Lab in the browser: mounts the app. Every failure is shown in the
+//! page; the panic hook exists so that, should a panic ever happen, its text is
+//! visible instead of a dead page.
+
+mod app;
+
+fn main() {
+    std::panic::set_hook(Box::new(|info| {
+        console_error_panic_hook::hook(info);
+        app::show_fatal(&info.to_string());
+    }));
+    leptos::mount::mount_to_body(app::App);
+}

@@ -11,7 +11,9 @@ pub async fn run(mut session: Session, prompt_len: usize, tokens: usize) -> Resu
     let prompt_len = prompt_len.clamp(1, c.n_positions - 1);
     let tokens = tokens.min(c.n_positions - prompt_len).max(1);
     // A fixed pseudo-random prompt, so runs are comparable.
-    let prompt: Vec<u32> = (0..prompt_len).map(|i| ((i * 7919 + 13) % c.vocab_size) as u32).collect();
+    let prompt: Vec<u32> = (0..prompt_len)
+        .map(|i| ((i * 7919 + 13) % c.vocab_size) as u32)
+        .collect();
     // Warm-up: first dispatches compile pipelines and fault in memory.
     session.prefill(&prompt, Wanted::Last).await?;
     session.decode(0).await?;
@@ -38,10 +40,16 @@ pub async fn run(mut session: Session, prompt_len: usize, tokens: usize) -> Resu
     let _ = writeln!(
         out,
         "model              {} layers, {} dims, {} heads, vocab {}, {} params",
-        c.n_layer, c.n_embd, c.n_head, c.vocab_size, c.n_params()
+        c.n_layer,
+        c.n_embd,
+        c.n_head,
+        c.vocab_size,
+        c.n_params()
     );
     let _ = writeln!(
-        out,"prompt             {prompt_len} tokens; decoded {tokens} tokens");
+        out,
+        "prompt             {prompt_len} tokens; decoded {tokens} tokens"
+    );
     let _ = writeln!(
         out,
         "prefill            {:.2} ms ({:.0} tokens/s), {} dispatches, {} submits",
@@ -51,13 +59,28 @@ pub async fn run(mut session: Session, prompt_len: usize, tokens: usize) -> Resu
         prefill.submits
     );
     let _ = writeln!(
-        out,"decode             {:.2} ms/token, {:.1} tokens/s", wall / n, n / wall * 1e3);
+        out,
+        "decode             {:.2} ms/token, {:.1} tokens/s",
+        wall / n,
+        n / wall * 1e3
+    );
     let _ = writeln!(
-        out,"per decode token   {:.1} dispatches, {:.2} submits", dispatches as f64 / n, submits as f64 / n);
+        out,
+        "per decode token   {:.1} dispatches, {:.2} submits",
+        dispatches as f64 / n,
+        submits as f64 / n
+    );
     let _ = writeln!(
-        out,"per decode token   {:.0} bytes written, {:.0} bytes read back", written as f64 / n, read as f64 / n);
+        out,
+        "per decode token   {:.0} bytes written, {:.0} bytes read back",
+        written as f64 / n,
+        read as f64 / n
+    );
     let _ = writeln!(
-        out,"kv cache in use    {} bytes", session.kv_bytes_in_use());
+        out,
+        "kv cache in use    {} bytes",
+        session.kv_bytes_in_use()
+    );
     let _ = std::io::stdout().write_all(out.as_bytes());
     Ok(())
 }

@@ -19,7 +19,11 @@ use engine::sample::Sampler;
 use engine::{EngineError, Result, Session, Wanted};
 
 #[derive(Parser)]
-#[command(name = "decode-lab", version, about = "Run a GPT-2 model on our WGSL kernels (or the CPU reference)")]
+#[command(
+    name = "decode-lab",
+    version,
+    about = "Run a GPT-2 model on our WGSL kernels (or the CPU reference)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -112,17 +116,38 @@ fn main() -> ExitCode {
 
 async fn run(command: Command) -> Result<()> {
     match command {
-        Command::Generate { model, prompt, backend, max_tokens, temperature, seed } => {
-            generate(&model, &prompt, backend, max_tokens, temperature, seed).await
-        }
-        Command::Logits { model, tokens, backend, mode } => logits(&model, &tokens, backend, mode).await,
-        Command::Bench { model, backend, prompt_len, tokens } => {
+        Command::Generate {
+            model,
+            prompt,
+            backend,
+            max_tokens,
+            temperature,
+            seed,
+        } => generate(&model, &prompt, backend, max_tokens, temperature, seed).await,
+        Command::Logits {
+            model,
+            tokens,
+            backend,
+            mode,
+        } => logits(&model, &tokens, backend, mode).await,
+        Command::Bench {
+            model,
+            backend,
+            prompt_len,
+            tokens,
+        } => {
             let session = open(&model, backend).await?;
             bench::run(session, prompt_len, tokens).await
         }
-        Command::RandomModel { out, n_layer, n_head, n_embd, vocab_size, n_positions, seed } => {
-            random_model::write(&out, n_layer, n_head, n_embd, vocab_size, n_positions, seed)
-        }
+        Command::RandomModel {
+            out,
+            n_layer,
+            n_head,
+            n_embd,
+            vocab_size,
+            n_positions,
+            seed,
+        } => random_model::write(&out, n_layer, n_head, n_embd, vocab_size, n_positions, seed),
     }
 }
 
@@ -138,7 +163,14 @@ pub async fn open(dir: &Path, backend: Backend) -> Result<Session> {
     })
 }
 
-async fn generate(dir: &Path, prompt: &str, backend: Backend, max_tokens: usize, temperature: f32, seed: u64) -> Result<()> {
+async fn generate(
+    dir: &Path,
+    prompt: &str,
+    backend: Backend,
+    max_tokens: usize,
+    temperature: f32,
+    seed: u64,
+) -> Result<()> {
     let tokenizer = Tokenizer::from_bytes(&engine::model::read(&dir.join("tokenizer.json"))?)?;
     let mut sampler = Sampler::new(temperature, seed)?;
     let session = open(dir, backend).await?;
@@ -147,7 +179,10 @@ async fn generate(dir: &Path, prompt: &str, backend: Backend, max_tokens: usize,
     let mut generator = Generator::new(session);
     let (mut logits, crop) = generator.start(&prompt_ids).await?;
     if let Some(c) = crop {
-        eprintln!("[prompt cropped to its last {} tokens; {} dropped]", c.kept, c.dropped);
+        eprintln!(
+            "[prompt cropped to its last {} tokens; {} dropped]",
+            c.kept, c.dropped
+        );
     }
     let mut stdout = std::io::stdout().lock();
     let _ = write!(stdout, "{prompt}");
@@ -163,7 +198,10 @@ async fn generate(dir: &Path, prompt: &str, backend: Backend, max_tokens: usize,
         }
         let (next, crop) = generator.advance(token).await?;
         if let Some(c) = crop {
-            eprintln!("\n[context full: kept the last {} tokens, dropped {}]", c.kept, c.dropped);
+            eprintln!(
+                "\n[context full: kept the last {} tokens, dropped {}]",
+                c.kept, c.dropped
+            );
         }
         logits = next;
     }
@@ -189,6 +227,10 @@ async fn logits(dir: &Path, tokens: &[u32], backend: Backend, mode: Mode) -> Res
     };
     let rows: Vec<&[f32]> = rows.chunks(vocab).collect();
     // A closed pipe (`| head`) is not an error worth a panic.
-    let _ = writeln!(std::io::stdout(), "{}", serde_json::json!({ "logits": rows }));
+    let _ = writeln!(
+        std::io::stdout(),
+        "{}",
+        serde_json::json!({ "logits": rows })
+    );
     Ok(())
 }

@@ -11,8 +11,19 @@ use safetensors::tensor::TensorView;
 use safetensors::Dtype;
 
 /// Writes `config.json` and `model.safetensors` into `out`.
-pub fn write(out: &Path, n_layer: usize, n_head: usize, n_embd: usize, vocab_size: usize, n_positions: usize, seed: u64) -> Result<()> {
-    let io = |e: std::io::Error| EngineError::Io { path: out.display().to_string(), message: e.to_string() };
+pub fn write(
+    out: &Path,
+    n_layer: usize,
+    n_head: usize,
+    n_embd: usize,
+    vocab_size: usize,
+    n_positions: usize,
+    seed: u64,
+) -> Result<()> {
+    let io = |e: std::io::Error| EngineError::Io {
+        path: out.display().to_string(),
+        message: e.to_string(),
+    };
     std::fs::create_dir_all(out).map_err(io)?;
     let config = serde_json::json!({
         "model_type": "gpt2", "n_layer": n_layer, "n_head": n_head, "n_embd": n_embd,
@@ -32,7 +43,11 @@ pub fn write(out: &Path, n_layer: usize, n_head: usize, n_embd: usize, vocab_siz
     };
     let (e, i) = (n_embd, 4 * n_embd);
     add("wte.weight".into(), vec![vocab_size, e], Fill::Normal(0.02));
-    add("wpe.weight".into(), vec![n_positions, e], Fill::Normal(0.01));
+    add(
+        "wpe.weight".into(),
+        vec![n_positions, e],
+        Fill::Normal(0.01),
+    );
     for l in 0..n_layer {
         let p = |s: &str| format!("h.{l}.{s}");
         for (name, shape, fill) in [
@@ -58,7 +73,8 @@ pub fn write(out: &Path, n_layer: usize, n_head: usize, n_embd: usize, vocab_siz
     let views: HashMap<String, TensorView> = tensors
         .iter()
         .map(|(name, shape, data)| {
-            let view = TensorView::new(Dtype::F32, shape.clone(), data).expect("shape matches data length");
+            let view = TensorView::new(Dtype::F32, shape.clone(), data)
+                .expect("shape matches data length");
             (name.clone(), view)
         })
         .collect();
@@ -80,7 +96,9 @@ impl Fill {
             Fill::One => 1.0,
             Fill::Normal(std) => {
                 // Box–Muller from two 24-bit uniforms in (0, 1].
-                let u = |rng: &mut ChaCha20Rng| ((rng.next_u32() >> 8) as f32 + 1.0) / (1u32 << 24) as f32;
+                let u = |rng: &mut ChaCha20Rng| {
+                    ((rng.next_u32() >> 8) as f32 + 1.0) / (1u32 << 24) as f32
+                };
                 let (a, b) = (u(rng), u(rng));
                 std * (-2.0 * a.ln()).sqrt() * (std::f32::consts::TAU * b).cos()
             }

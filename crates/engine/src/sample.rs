@@ -22,7 +22,10 @@ impl Sampler {
                 "temperature must be a number ≥ 0, got {temperature}"
             )));
         }
-        Ok(Sampler { temperature, rng: ChaCha20Rng::seed_from_u64(seed) })
+        Ok(Sampler {
+            temperature,
+            rng: ChaCha20Rng::seed_from_u64(seed),
+        })
     }
 
     /// The next token id.
@@ -60,7 +63,10 @@ pub fn argmax(logits: &[f32]) -> u32 {
 pub fn softmax(logits: &[f32], temperature: f32) -> Vec<f64> {
     let t = f64::from(temperature);
     let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
-    let mut probs: Vec<f64> = logits.iter().map(|&v| ((v as f64 - max) / t).exp()).collect();
+    let mut probs: Vec<f64> = logits
+        .iter()
+        .map(|&v| ((v as f64 - max) / t).exp())
+        .collect();
     let sum: f64 = probs.iter().sum();
     probs.iter_mut().for_each(|p| *p /= sum);
     probs

@@ -23,7 +23,8 @@ const CASES: [&str; 4] = ["tiny_odd", "untied_f16", "hub_names", "wide_head"];
 
 fn gpu_session(model: &Arc<Model>) -> Option<Session> {
     let (ctx, _) = gpu()?;
-    let gpu_model = pollster::block_on(GpuModel::new(ctx.clone(), model.clone())).expect("model uploads");
+    let gpu_model =
+        pollster::block_on(GpuModel::new(ctx.clone(), model.clone())).expect("model uploads");
     Some(Session::Gpu(GpuSession::new(gpu_model).expect("session")))
 }
 
@@ -35,16 +36,33 @@ fn sessions(model: &Arc<Model>) -> Vec<Session> {
 
 /// (tokens, prefill logits, decode logits) for each prompt length of a fixture.
 fn golden(name: &str) -> Vec<(Vec<u32>, Vec<f32>, Vec<f32>)> {
-    let bytes = std::fs::read(common::fixtures().join("golden").join(name).join("golden.safetensors")).unwrap();
+    let bytes = std::fs::read(
+        common::fixtures()
+            .join("golden")
+            .join(name)
+            .join("golden.safetensors"),
+    )
+    .unwrap();
     let st = SafeTensors::deserialize(&bytes).unwrap();
-    let mut lengths: Vec<usize> = st.names().iter().filter_map(|n| n.strip_prefix("tokens_")?.parse().ok()).collect();
+    let mut lengths: Vec<usize> = st
+        .names()
+        .iter()
+        .filter_map(|n| n.strip_prefix("tokens_")?.parse().ok())
+        .collect();
     lengths.sort();
-    let f32s = |name: String| -> Vec<f32> { bytemuck::pod_collect_to_vec(st.tensor(&name).unwrap().data()) };
+    let f32s = |name: String| -> Vec<f32> {
+        bytemuck::pod_collect_to_vec(st.tensor(&name).unwrap().data())
+    };
     lengths
         .into_iter()
         .map(|n| {
-            let ids: Vec<i64> = bytemuck::pod_collect_to_vec(st.tensor(&format!("tokens_{n}")).unwrap().data());
-            (ids.iter().map(|&i| i as u32).collect(), f32s(format!("prefill_{n}")), f32s(format!("decode_{n}")))
+            let ids: Vec<i64> =
+                bytemuck::pod_collect_to_vec(st.tensor(&format!("tokens_{n}")).unwrap().data());
+            (
+                ids.iter().map(|&i| i as u32).collect(),
+                f32s(format!("prefill_{n}")),
+                f32s(format!("decode_{n}")),
+            )
         })
         .collect()
 }
@@ -85,9 +103,12 @@ fn greedy(session: &mut Session, prompt: &[u32], steps: usize) -> (Vec<Vec<f32>>
 
 #[test]
 fn gpu_matches_cpu_over_64_decode_steps() {
-    for name in ["untied_f16", "wide_head"] { // 80 and 96 positions: room for 5 + 64
+    for name in ["untied_f16", "wide_head"] {
+        // 80 and 96 positions: room for 5 + 64
         let model = golden_model(name);
-        let Some(mut gpu) = gpu_session(&model) else { return };
+        let Some(mut gpu) = gpu_session(&model) else {
+            return;
+        };
         let mut cpu = Session::Cpu(CpuSession::new(model.clone()));
         let prompt = [5, 3, 2, 8, 1];
         let (cpu_logits, cpu_tokens) = greedy(&mut cpu, &prompt, 64);
@@ -99,7 +120,11 @@ fn gpu_matches_cpu_over_64_decode_steps() {
         }
         let s = gpu.last_stats();
         assert_eq!((s.submits, s.tokens), (1, 1), "one submit per decode step");
-        assert_eq!(s.bytes_read, model.config.vocab_size * 4, "only the last logits come back");
+        assert_eq!(
+            s.bytes_read,
+            model.config.vocab_size * 4,
+            "only the last logits come back"
+        );
     }
 }
 
@@ -114,7 +139,11 @@ fn kv_cache_decode_equals_recomputing_the_prefix() {
             fresh.rewind(0).unwrap();
             let full = pollster::block_on(fresh.prefill(&tokens[..=t], Wanted::Last)).unwrap();
             let err = rel_max_err(&step, &full);
-            assert!(err <= 1e-5, "{} step {t}: cached vs recomputed {err:e}", cached.backend_name());
+            assert!(
+                err <= 1e-5,
+                "{} step {t}: cached vs recomputed {err:e}",
+                cached.backend_name()
+            );
         }
     }
 }
@@ -132,7 +161,10 @@ fn rewind_and_fork_branch_without_rerunning_the_prefix() {
         // Rewinding `a` and taking `b`'s branch gives `b`'s logits.
         a.rewind(4).unwrap();
         let la2 = pollster::block_on(a.decode(11)).unwrap();
-        assert!(rel_max_err(&la2, &lb) <= 1e-6, "{name}: rewound branch equals forked branch");
+        assert!(
+            rel_max_err(&la2, &lb) <= 1e-6,
+            "{name}: rewound branch equals forked branch"
+        );
         assert_eq!((a.pos(), b.pos()), (5, 5));
         assert!(a.rewind(6).is_err(), "{name}: cannot rewind forward");
     }
@@ -146,9 +178,17 @@ fn full_context_is_cropped_and_reported() {
         let mut g = Generator::new(session);
         let prompt: Vec<u32> = (0..40).map(|i| i % 77).collect();
         let (_, crop) = pollster::block_on(g.start(&prompt)).unwrap();
-        assert_eq!(crop.map(|c| (c.kept, c.dropped)), Some((32, 8)), "{name}: long prompt keeps its last 32");
+        assert_eq!(
+            crop.map(|c| (c.kept, c.dropped)),
+            Some((32, 8)),
+            "{name}: long prompt keeps its last 32"
+        );
         let (_, crop) = pollster::block_on(g.advance(7)).unwrap();
-        assert_eq!(crop.map(|c| (c.kept, c.dropped)), Some((16, 17)), "{name}: full context keeps half");
+        assert_eq!(
+            crop.map(|c| (c.kept, c.dropped)),
+            Some((16, 17)),
+            "{name}: full context keeps half"
+        );
         assert_eq!(g.context().last(), Some(&7));
         assert_eq!(g.session().pos(), 16);
         let (_, crop) = pollster::block_on(g.advance(8)).unwrap();
@@ -166,7 +206,11 @@ fn bad_tokens_and_overflow_are_errors_not_panics() {
         assert!(e.to_string().contains("prompt is empty"), "{e}");
         let long: Vec<u32> = vec![1; 33];
         let e = pollster::block_on(s.prefill(&long, Wanted::Last)).unwrap_err();
-        assert!(e.to_string().contains("33 tokens do not fit the context of 32"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("33 tokens do not fit the context of 32"),
+            "{e}"
+        );
         assert_eq!(s.pos(), 0, "a refused call leaves the session as it was");
     }
 }
@@ -177,6 +221,15 @@ fn a_model_over_a_device_limit_is_a_clear_error() {
     let model = golden_model("tiny_odd"); // wte is 1000 x 48 x 4 = 192000 bytes
     let mut small = ctx.clone();
     small.limits.max_storage_buffer_binding_size = 100_000;
-    let e = pollster::block_on(GpuModel::new(small, model)).err().expect("refused").to_string();
-    assert!(e.contains("wte") && e.contains("needs 192000") && e.contains("allows 100000") && e.contains("over by 92000"), "{e}");
+    let e = pollster::block_on(GpuModel::new(small, model))
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        e.contains("wte")
+            && e.contains("needs 192000")
+            && e.contains("allows 100000")
+            && e.contains("over by 92000"),
+        "{e}"
+    );
 }

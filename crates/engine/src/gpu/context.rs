@@ -39,7 +39,12 @@ impl GpuContext {
             })
             .await
             .map_err(|e| EngineError::Gpu(format!("cannot open the GPU device: {e}")))?;
-        Ok(GpuContext::from_parts(device, queue, adapter.get_info(), limits))
+        Ok(GpuContext::from_parts(
+            device,
+            queue,
+            adapter.get_info(),
+            limits,
+        ))
     }
 
     /// Wraps a device made elsewhere. Errors the device reports outside an
@@ -54,17 +59,31 @@ impl GpuContext {
         device.on_uncaptured_error(Arc::new(|e| {
             eprintln!("decode-lab: uncaptured GPU error: {e}");
         }));
-        GpuContext { device, queue, adapter_info, limits }
+        GpuContext {
+            device,
+            queue,
+            adapter_info,
+            limits,
+        }
     }
 
-    /// "name (backend)", e.g. "llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)".
+    /// "name (backend)", e.g. "llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)". Browsers
+    /// hide the adapter's name by default, so fall back to what they do expose.
     pub fn adapter_name(&self) -> String {
-        format!("{} ({:?})", self.adapter_info.name, self.adapter_info.backend)
+        let info = &self.adapter_info;
+        let name = [&info.name, &info.driver_info, &info.driver]
+            .into_iter()
+            .find(|s| !s.is_empty())
+            .map_or("unnamed adapter", |s| s.as_str());
+        format!("{name} ({:?})", info.backend)
     }
 
     /// Fails with a clear message if a buffer of `bytes` cannot be bound as storage.
     pub fn check_binding(&self, what: &str, bytes: u64) -> Result<()> {
-        let allowed = self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size);
+        let allowed = self
+            .limits
+            .max_storage_buffer_binding_size
+            .min(self.limits.max_buffer_size);
         if bytes > allowed {
             return Err(EngineError::DeviceLimit {
                 what: format!("{what} ({bytes} bytes in one storage binding)"),

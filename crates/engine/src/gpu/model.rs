@@ -3,7 +3,7 @@
 //! written, submitted and read back within one call, so sessions never overlap
 //! in it).
 
-use std::sync::Arc;
+use std::rc::Rc;
 
 use crate::error::{EngineError, Result};
 use crate::gpu::readback::{buffer, upload, STORAGE};
@@ -39,7 +39,9 @@ pub struct Scratch {
     pub fc: wgpu::Buffer,     // (n_positions, n_inner) MLP hidden layer
 }
 
-/// Weights, pipelines and scratch of one model on one device.
+/// Weights, pipelines and scratch of one model on one device. Shared by its
+/// sessions through `Rc`: wgpu objects are not `Send` in the browser, and the
+/// engine runs on one thread everywhere.
 pub struct GpuModel {
     pub ctx: GpuContext,
     pub model: SharedModel,
@@ -56,7 +58,7 @@ pub struct GpuModel {
 
 impl GpuModel {
     /// Checks the model against the device's limits, then uploads it.
-    pub async fn new(ctx: GpuContext, model: SharedModel) -> Result<Arc<GpuModel>> {
+    pub async fn new(ctx: GpuContext, model: SharedModel) -> Result<Rc<GpuModel>> {
         check_limits(&ctx, &model.config)?;
         let pipelines = Pipelines::new(&ctx).await?;
         let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
@@ -75,9 +77,11 @@ impl GpuModel {
             ctx,
         };
         if let Some(e) = scope.pop().await {
-            return Err(EngineError::Gpu(format!("out of GPU memory while uploading the model: {e}")));
+            return Err(EngineError::Gpu(format!(
+                "out of GPU memory while uploading the model: {e}"
+            )));
         }
-        Ok(Arc::new(gpu))
+        Ok(Rc::new(gpu))
     }
 
     /// The model's hyper-parameters.
@@ -132,13 +136,21 @@ fn check_limits(ctx: &GpuContext, c: &Config) -> Result<()> {
             allowed: MAX_HEAD_SIZE as u64,
         });
     }
-    let (e, i, v, p) = (c.n_embd as u64, c.n_inner as u64, c.vocab_size as u64, c.n_positions as u64);
+    let (e, i, v, p) = (
+        c.n_embd as u64,
+        c.n_inner as u64,
+        c.vocab_size as u64,
+        c.n_positions as u64,
+    );
     ctx.check_binding("the token embedding wte", v * e * 4)?;
     ctx.check_binding("the position embedding wpe", p * e * 4)?;
     ctx.check_binding("the MLP weights c_fc", e * i * 4)?;
     ctx.check_binding("the MLP activations", p * i * 4)?;
     ctx.check_binding("the qkv activations", p * 3 * e * 4)?;
-    ctx.check_groups("one row per workgroup over n_positions", c.n_positions as u32)?;
+    ctx.check_groups(
+        "one row per workgroup over n_positions",
+        c.n_positions as u32,
+    )?;
     let wg = crate::kernels::WG;
     if ctx.limits.max_compute_invocations_per_workgroup < wg
         || ctx.limits.max_compute_workgroup_size_x < wg

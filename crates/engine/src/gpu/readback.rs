@@ -15,15 +15,21 @@ pub const STORAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
 
 /// A storage buffer holding `data`.
 pub fn upload(ctx: &GpuContext, label: &str, data: &[u8]) -> wgpu::Buffer {
-    ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-        label: Some(label),
-        contents: data,
-        usage: STORAGE,
-    })
+    ctx.device
+        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some(label),
+            contents: data,
+            usage: STORAGE,
+        })
 }
 
 /// An uninitialised buffer of `bytes` (at least 4, as zero-sized bindings are invalid).
-pub fn buffer(ctx: &GpuContext, label: &str, bytes: u64, usage: wgpu::BufferUsages) -> wgpu::Buffer {
+pub fn buffer(
+    ctx: &GpuContext,
+    label: &str,
+    bytes: u64,
+    usage: wgpu::BufferUsages,
+) -> wgpu::Buffer {
     ctx.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some(label),
         size: bytes.max(4).next_multiple_of(4),

@@ -4,7 +4,7 @@
 //! token ids, one compute pass, one copy of the wanted logits, one submit, one
 //! readback.
 
-use std::sync::Arc;
+use std::rc::Rc;
 
 use crate::cpu::check_input;
 use crate::error::{EngineError, Result};
@@ -20,7 +20,7 @@ const MAX_LOGITS_BYTES: u64 = 64 << 20;
 
 /// One sequence on the GPU.
 pub struct GpuSession {
-    gpu: Arc<GpuModel>,
+    gpu: Rc<GpuModel>,
     key_cache: Vec<wgpu::Buffer>,   // (n_layer) × (n_positions, n_embd)
     value_cache: Vec<wgpu::Buffer>, // (n_layer) × (n_positions, n_embd)
     params: wgpu::Buffer,           // (ops + 1) slots of SLOT bytes
@@ -37,7 +37,7 @@ pub struct GpuSession {
 
 impl GpuSession {
     /// An empty session over an uploaded model. Allocates the KV cache.
-    pub fn new(gpu: Arc<GpuModel>) -> Result<GpuSession> {
+    pub fn new(gpu: Rc<GpuModel>) -> Result<GpuSession> {
         let c = gpu.config().clone();
         let ctx = &gpu.ctx;
         let cache_bytes = (c.n_positions * c.n_embd * 4) as u64;
@@ -45,7 +45,11 @@ impl GpuSession {
         let row_bytes = (c.vocab_size * 4) as u64;
         let logits_rows = (MAX_LOGITS_BYTES / row_bytes).clamp(1, c.n_positions as u64);
         ctx.check_binding("one row of logits", row_bytes)?;
-        let cache = |label| (0..c.n_layer).map(|_| buffer(ctx, label, cache_bytes, STORAGE)).collect();
+        let cache = |label| {
+            (0..c.n_layer)
+                .map(|_| buffer(ctx, label, cache_bytes, STORAGE))
+                .collect()
+        };
         let key_cache: Vec<_> = cache("key_cache");
         let value_cache: Vec<_> = cache("value_cache");
         let n_ops = 2 + 11 * c.n_layer + 1; // embedding, 11 per block, ln_f, lm_head
@@ -54,19 +58,37 @@ impl GpuSession {
         let logits = buffer(ctx, "logits", logits_rows * row_bytes, STORAGE);
         let read = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
         let staging = buffer(ctx, "staging", logits_rows * row_bytes, read);
-        let s = SessionBuffers { params: &params, key_cache: &key_cache, value_cache: &value_cache, logits: &logits };
+        let s = SessionBuffers {
+            params: &params,
+            key_cache: &key_cache,
+            value_cache: &value_cache,
+            logits: &logits,
+        };
         let prefill_ops = plan::build(&gpu, &s, Kernel::Matmul);
         let decode_ops = plan::build(&gpu, &s, Kernel::Matvec);
         debug_assert_eq!(prefill_ops.len(), n_ops);
         let lm_head_op = Op {
             kernel: Kernel::LmHead,
-            bind_group: plan::bind(&gpu, Kernel::LmHead, &params, n_ops as u64, &[&gpu.scratch.xb, gpu.lm_head(), &logits]),
+            bind_group: plan::bind(
+                &gpu,
+                Kernel::LmHead,
+                &params,
+                n_ops as u64,
+                &[&gpu.scratch.xb, gpu.lm_head(), &logits],
+            ),
             shape: plan::Shape::LmHead,
         };
         Ok(GpuSession {
-            gpu, key_cache, value_cache, params, logits, staging,
+            gpu,
+            key_cache,
+            value_cache,
+            params,
+            logits,
+            staging,
             logits_rows: logits_rows as usize,
-            prefill_ops, decode_ops, lm_head_op,
+            prefill_ops,
+            decode_ops,
+            lm_head_op,
             pos: 0,
             last: StepStats::default(),
         })
@@ -139,20 +161,45 @@ impl GpuSession {
             Wanted::All => (0, n),
         };
         let first_rows = total_rows.min(self.logits_rows);
-        let pass = Pass { n_rows: n as u32, pos0: self.pos as u32, lm_row0: lm_row0 as u32, lm_rows: first_rows as u32 };
-        let mut stats = StepStats { tokens: n, ..StepStats::default() };
-        let ops = if decode { &self.decode_ops } else { &self.prefill_ops };
+        let pass = Pass {
+            n_rows: n as u32,
+            pos0: self.pos as u32,
+            lm_row0: lm_row0 as u32,
+            lm_rows: first_rows as u32,
+        };
+        let mut stats = StepStats {
+            tokens: n,
+            ..StepStats::default()
+        };
+        let ops = if decode {
+            &self.decode_ops
+        } else {
+            &self.prefill_ops
+        };
         let ctx = &self.gpu.ctx;
-        ctx.queue.write_buffer(&self.gpu.scratch.tokens, 0, bytemuck::cast_slice(tokens));
+        ctx.queue
+            .write_buffer(&self.gpu.scratch.tokens, 0, bytemuck::cast_slice(tokens));
         stats.bytes_written += n * 4;
         let mut logits = self.run(ops, 0, &pass, &mut stats).await?;
         // Rows beyond the logits buffer: the LM head alone, chunk by chunk.
         while logits.len() < total_rows * self.config().vocab_size {
             let done = logits.len() / self.config().vocab_size;
             let rows = (total_rows - done).min(self.logits_rows);
-            let chunk = Pass { lm_row0: (lm_row0 + done) as u32, lm_rows: rows as u32, ..pass };
+            let chunk = Pass {
+                lm_row0: (lm_row0 + done) as u32,
+                lm_rows: rows as u32,
+                ..pass
+            };
             let slot = self.prefill_ops.len();
-            logits.extend(self.run(std::slice::from_ref(&self.lm_head_op), slot, &chunk, &mut stats).await?);
+            logits.extend(
+                self.run(
+                    std::slice::from_ref(&self.lm_head_op),
+                    slot,
+                    &chunk,
+                    &mut stats,
+                )
+                .await?,
+            );
         }
         self.pos += n;
         stats.wall_ms = start.elapsed().as_secs_f64() * 1e3;
@@ -162,7 +209,13 @@ impl GpuSession {
 
     /// Writes the parameters of `ops` (from `first_slot` on), encodes them in
     /// one compute pass, copies `pass.lm_rows` of logits out, submits once and reads back.
-    async fn run(&self, ops: &[Op], first_slot: usize, pass: &Pass, stats: &mut StepStats) -> Result<Vec<f32>> {
+    async fn run(
+        &self,
+        ops: &[Op],
+        first_slot: usize,
+        pass: &Pass,
+        stats: &mut StepStats,
+    ) -> Result<Vec<f32>> {
         let ctx = &self.gpu.ctx;
         let mut params = vec![0u8; ops.len() * SLOT as usize];
         let mut groups = Vec::with_capacity(ops.len());
@@ -171,7 +224,8 @@ impl GpuSession {
             params[i * SLOT as usize..][..bytes.len()].copy_from_slice(&bytes);
             groups.push(wg);
         }
-        ctx.queue.write_buffer(&self.params, first_slot as u64 * SLOT, &params);
+        ctx.queue
+            .write_buffer(&self.params, first_slot as u64 * SLOT, &params);
         stats.bytes_written += params.len();
         let read_bytes = pass.lm_rows as u64 * self.config().vocab_size as u64 * 4;
         let mut enc = ctx.device.create_command_encoder(&Default::default());

@@ -17,9 +17,9 @@ const TILE_PER_GROUP: u32 = 32;
 
 /// out[m, n] = sum_k x[m, k] * w[k, n] + bias[n]   (w in Conv1D `[in, out]` layout)
 pub fn run_cpu(
-    x: &[f32],    // (m, k)
-    w: &[f32],    // (k, n)
-    bias: &[f32], // (n)
+    x: &[f32],       // (m, k)
+    w: &[f32],       // (k, n)
+    bias: &[f32],    // (n)
     out: &mut [f32], // (m, n)
 ) {
     let (k, n) = (w.len() / bias.len(), bias.len());
@@ -36,5 +36,9 @@ pub fn run_cpu(
 
 /// Dispatch size: one workgroup per 32×32 block of outputs.
 pub fn workgroups(p: &Params) -> [u32; 3] {
-    [p.n.div_ceil(TILE_PER_GROUP), p.m.div_ceil(TILE_PER_GROUP), 1]
+    [
+        p.n.div_ceil(TILE_PER_GROUP),
+        p.m.div_ceil(TILE_PER_GROUP),
+        1,
+    ]
 }

@@ -14,9 +14,9 @@ pub struct Params {
 
 /// out[n] = sum_k x[k] * w[k, n] + bias[n]
 pub fn run_cpu(
-    x: &[f32],    // (k)
-    w: &[f32],    // (k, n)
-    bias: &[f32], // (n)
+    x: &[f32],       // (k)
+    w: &[f32],       // (k, n)
+    bias: &[f32],    // (n)
     out: &mut [f32], // (n)
 ) {
     super::matmul::run_cpu(x, w, bias, out);

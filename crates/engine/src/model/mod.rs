@@ -30,9 +30,8 @@ impl Model {
     /// Loads `config.json` and `model.safetensors` from a directory (native only).
     pub fn from_dir(dir: &std::path::Path) -> Result<Model> {
         let config = read(&dir.join("config.json"))?;
-        let config = String::from_utf8(config).map_err(|_| {
-            EngineError::Config("config.json is not UTF-8 text".to_string())
-        })?;
+        let config = String::from_utf8(config)
+            .map_err(|_| EngineError::Config("config.json is not UTF-8 text".to_string()))?;
         Model::from_bytes(&config, &read(&dir.join("model.safetensors"))?)
     }
 

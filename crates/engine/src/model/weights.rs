@@ -10,28 +10,28 @@ use crate::model::Config;
 /// The weights of one transformer block. Linear weights are `[in, out]` (Conv1D).
 #[derive(Debug, Clone)]
 pub struct LayerWeights {
-    pub ln_1_weight: Vec<f32>,    // (n_embd)
-    pub ln_1_bias: Vec<f32>,      // (n_embd)
-    pub c_attn_weight: Vec<f32>,  // (n_embd, 3 * n_embd): q | k | v
-    pub c_attn_bias: Vec<f32>,    // (3 * n_embd)
+    pub ln_1_weight: Vec<f32>,      // (n_embd)
+    pub ln_1_bias: Vec<f32>,        // (n_embd)
+    pub c_attn_weight: Vec<f32>,    // (n_embd, 3 * n_embd): q | k | v
+    pub c_attn_bias: Vec<f32>,      // (3 * n_embd)
     pub attn_proj_weight: Vec<f32>, // (n_embd, n_embd)
-    pub attn_proj_bias: Vec<f32>, // (n_embd)
-    pub ln_2_weight: Vec<f32>,    // (n_embd)
-    pub ln_2_bias: Vec<f32>,      // (n_embd)
-    pub c_fc_weight: Vec<f32>,    // (n_embd, n_inner)
-    pub c_fc_bias: Vec<f32>,      // (n_inner)
-    pub mlp_proj_weight: Vec<f32>, // (n_inner, n_embd)
-    pub mlp_proj_bias: Vec<f32>,  // (n_embd)
+    pub attn_proj_bias: Vec<f32>,   // (n_embd)
+    pub ln_2_weight: Vec<f32>,      // (n_embd)
+    pub ln_2_bias: Vec<f32>,        // (n_embd)
+    pub c_fc_weight: Vec<f32>,      // (n_embd, n_inner)
+    pub c_fc_bias: Vec<f32>,        // (n_inner)
+    pub mlp_proj_weight: Vec<f32>,  // (n_inner, n_embd)
+    pub mlp_proj_bias: Vec<f32>,    // (n_embd)
 }
 
 /// All weights of a GPT-2 model, converted to f32.
 #[derive(Debug, Clone)]
 pub struct Weights {
-    pub wte: Vec<f32>,            // (vocab_size, n_embd) token embedding
-    pub wpe: Vec<f32>,            // (n_positions, n_embd) position embedding
+    pub wte: Vec<f32>,             // (vocab_size, n_embd) token embedding
+    pub wpe: Vec<f32>,             // (n_positions, n_embd) position embedding
     pub layers: Vec<LayerWeights>, // (n_layer)
-    pub ln_f_weight: Vec<f32>,    // (n_embd)
-    pub ln_f_bias: Vec<f32>,      // (n_embd)
+    pub ln_f_weight: Vec<f32>,     // (n_embd)
+    pub ln_f_bias: Vec<f32>,       // (n_embd)
     /// `Some` only when the LM head is not tied to `wte`.
     pub lm_head: Option<Vec<f32>>, // (vocab_size, n_embd)
 }
@@ -44,8 +44,8 @@ impl Weights {
 
     /// Reads and validates every tensor `config` calls for.
     pub fn from_safetensors(bytes: &[u8], config: &Config) -> Result<Weights> {
-        let st = SafeTensors::deserialize(bytes)
-            .map_err(|e| EngineError::Safetensors(e.to_string()))?;
+        let st =
+            SafeTensors::deserialize(bytes).map_err(|e| EngineError::Safetensors(e.to_string()))?;
         let t = Reader { st: &st };
         let (e, i, v) = (config.n_embd, config.n_inner, config.vocab_size);
         let mut layers = Vec::with_capacity(config.n_layer);
@@ -94,7 +94,9 @@ impl Reader<'_> {
         match self.st.tensor(name) {
             Ok(_) => self.exact(name, shape),
             Err(_) if self.st.tensor(&prefixed).is_ok() => self.exact(&prefixed, shape),
-            Err(_) => Err(EngineError::MissingTensor { name: name.to_string() }),
+            Err(_) => Err(EngineError::MissingTensor {
+                name: name.to_string(),
+            }),
         }
     }
 
@@ -102,7 +104,9 @@ impl Reader<'_> {
         let view = self
             .st
             .tensor(name)
-            .map_err(|_| EngineError::MissingTensor { name: name.to_string() })?;
+            .map_err(|_| EngineError::MissingTensor {
+                name: name.to_string(),
+            })?;
         if view.shape() != shape {
             return Err(EngineError::Shape {
                 name: name.to_string(),
@@ -112,7 +116,11 @@ impl Reader<'_> {
         }
         let values = to_f32(view.dtype(), view.data(), name)?;
         if let Some((index, &value)) = values.iter().enumerate().find(|(_, x)| !x.is_finite()) {
-            return Err(EngineError::NonFinite { name: name.to_string(), index, value });
+            return Err(EngineError::NonFinite {
+                name: name.to_string(),
+                index,
+                value,
+            });
         }
         Ok(values)
     }
@@ -134,7 +142,10 @@ fn to_f32(dtype: Dtype, data: &[u8], name: &str) -> Result<Vec<f32>> {
             .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
             .collect(),
         other => {
-            return Err(EngineError::Dtype { name: name.to_string(), got: format!("{other:?}") })
+            return Err(EngineError::Dtype {
+                name: name.to_string(),
+                got: format!("{other:?}"),
+            })
         }
     };
     Ok(values)
