@@ -55,8 +55,8 @@ enum Command {
         backend: Backend,
         #[arg(long, default_value_t = 100)]
         max_tokens: usize,
-        /// 0 means greedy.
-        #[arg(long, default_value_t = 0.8)]
+        /// 0 means greedy. Negative values reach the engine's own check (a clearer message).
+        #[arg(long, default_value_t = 0.8, allow_negative_numbers = true)]
         temperature: f32,
         #[arg(long, default_value_t = 0)]
         seed: u64,
