@@ -66,8 +66,9 @@ setup_web() {
   export TRUNK_SKIP_VERSION_CHECK=true
 }
 
-# What the test suite needs on top: lavapipe (software Vulkan) for native GPU tests.
+# What the test suite needs on top: lavapipe (software Vulkan) for native GPU
+# tests; Chromium and its driver for the engine's tests inside a real browser.
 setup_test() {
   setup_web
-  ensure_apt mesa-vulkan-drivers libvulkan1
+  ensure_apt mesa-vulkan-drivers libvulkan1 chromium chromium-driver
 }

@@ -8,6 +8,7 @@
 //! - matmul, matvec, lm_head: K·ε abs + 1e-5 rel for inputs in [-1, 1]:
 //!   the worst-case rounding gap between two summation orders of K products;
 //! - attention: 1e-5 abs + 1e-4 rel (online vs two-pass softmax).
+#![cfg(not(target_arch = "wasm32"))] // native test: wasm has tests/browser.rs
 
 mod common;
 

@@ -1,4 +1,5 @@
 //! Bad model files give a clear error naming what is wrong — never a panic.
+#![cfg(not(target_arch = "wasm32"))] // native test: wasm has tests/browser.rs
 
 mod common;
 

@@ -4,6 +4,7 @@
 //!
 //! Tolerance: the issue tracker's metric, max |ours - theirs| / max |theirs|
 //! over all positions, at most 1e-4 (f32 through a few layers sits near 1e-6).
+#![cfg(not(target_arch = "wasm32"))] // native test: wasm has tests/browser.rs
 
 mod common;
 

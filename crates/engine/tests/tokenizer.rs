@@ -1,5 +1,6 @@
 //! The tokenizer round-trips text, and the streaming decoder releases whole
 //! characters only, even when one is split over several byte-level tokens.
+#![cfg(not(target_arch = "wasm32"))] // native test: wasm has tests/browser.rs
 
 mod common;
 

@@ -1,3 +1,4 @@
+#![cfg(not(target_arch = "wasm32"))] // used by the native tests only
 //! Shared by the engine's integration tests: one GPU context per test binary,
 //! seeded random data, fixtures, and the tolerance check.
 #![allow(dead_code)] // each test binary uses a different subset

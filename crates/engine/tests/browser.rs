@@ -1,0 +1,76 @@
+//! The engine inside real headless Chromium: the wasm build, on the browser's
+//! WebGPU adapter (SwiftShader here) and on the CPU fallback, against the same
+//! `transformers` golden logits the native tests use. Run by `./tools/dev test`
+//! through wasm-bindgen-test-runner and chromedriver (see webdriver.json).
+#![cfg(target_arch = "wasm32")]
+
+use std::sync::Arc;
+
+use decode_lab_engine::cpu::CpuSession;
+use decode_lab_engine::gpu::{GpuContext, GpuModel, GpuSession};
+use decode_lab_engine::model::Model;
+use decode_lab_engine::{Session, Wanted};
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+const CONFIG: &str = include_str!("../../../tests/fixtures/golden/tiny_odd/config.json");
+const WEIGHTS: &[u8] = include_bytes!("../../../tests/fixtures/golden/tiny_odd/model.safetensors");
+const GOLDEN: &[u8] = include_bytes!("../../../tests/fixtures/golden/tiny_odd/golden.safetensors");
+
+fn golden(key: &str) -> Vec<f32> {
+    let st = safetensors::SafeTensors::deserialize(GOLDEN).unwrap();
+    bytemuck::pod_collect_to_vec(st.tensor(key).unwrap().data())
+}
+
+fn tokens() -> Vec<u32> {
+    let st = safetensors::SafeTensors::deserialize(GOLDEN).unwrap();
+    let ids: Vec<i64> = bytemuck::pod_collect_to_vec(st.tensor("tokens_17").unwrap().data());
+    ids.into_iter().map(|i| i as u32).collect()
+}
+
+fn rel_err(got: &[f32], want: &[f32]) -> f32 {
+    assert_eq!(got.len(), want.len());
+    let err = got
+        .iter()
+        .zip(want)
+        .map(|(g, w)| (g - w).abs())
+        .fold(
+            0.0f32,
+            |a, b| if b.is_nan() { f32::INFINITY } else { a.max(b) },
+        );
+    err / want.iter().map(|w| w.abs()).fold(0.0, f32::max)
+}
+
+async fn check(mut session: Session) {
+    let name = session.backend_name();
+    let got = session.prefill(&tokens(), Wanted::All).await.unwrap();
+    let err = rel_err(&got, &golden("prefill_17"));
+    assert!(err <= 1e-4, "{name} prefill: {err:e}");
+    session.rewind(0).unwrap();
+    let mut got = Vec::new();
+    for t in tokens() {
+        got.extend(session.decode(t).await.unwrap());
+    }
+    let err = rel_err(&got, &golden("decode_17"));
+    assert!(err <= 1e-4, "{name} decode: {err:e}");
+}
+
+#[wasm_bindgen_test]
+async fn gpu_engine_matches_transformers_on_webgpu() {
+    let model = Arc::new(Model::from_bytes(CONFIG, WEIGHTS).unwrap());
+    let ctx = GpuContext::new()
+        .await
+        .expect("Chromium runs with --enable-unsafe-webgpu: an adapter must exist");
+    let gpu = GpuModel::new(ctx, model).await.unwrap();
+    let session = Session::Gpu(GpuSession::new(gpu).unwrap());
+    let s = session.last_stats();
+    assert_eq!(s.submits, 0);
+    check(session).await;
+}
+
+#[wasm_bindgen_test]
+async fn cpu_engine_matches_transformers_in_wasm() {
+    let model = Arc::new(Model::from_bytes(CONFIG, WEIGHTS).unwrap());
+    check(Session::Cpu(CpuSession::new(model))).await;
+}
