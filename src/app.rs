@@ -15,12 +15,8 @@ pub enum Backend {
 
 async fn probe() -> Backend {
     match engine::gpu::GpuContext::new().await {
-        Ok(ctx) => Backend::WebGpu {
-            adapter: ctx.adapter_name(),
-        },
-        Err(e) => Backend::Cpu {
-            reason: e.to_string(),
-        },
+        Ok(ctx) => Backend::WebGpu { adapter: ctx.adapter_name() },
+        Err(e) => Backend::Cpu { reason: e.to_string() },
     }
 }
 
@@ -87,13 +83,8 @@ fn NoWebGpuBanner(
 
 /// Replaces the page with a visible error (used by the panic hook).
 pub fn show_fatal(message: &str) {
-    if let Some(body) = web_sys::window()
-        .and_then(|w| w.document())
-        .and_then(|d| d.body())
-    {
-        let div = body
-            .owner_document()
-            .and_then(|d| d.create_element("pre").ok());
+    if let Some(body) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.body()) {
+        let div = body.owner_document().and_then(|d| d.create_element("pre").ok());
         if let Some(div) = div {
             div.set_class_name("fatal");
             div.set_attribute("data-testid", "fatal").ok();

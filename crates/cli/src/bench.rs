@@ -11,9 +11,8 @@ pub async fn run(mut session: Session, prompt_len: usize, tokens: usize) -> Resu
     let prompt_len = prompt_len.clamp(1, c.n_positions - 1);
     let tokens = tokens.min(c.n_positions - prompt_len).max(1);
     // A fixed pseudo-random prompt, so runs are comparable.
-    let prompt: Vec<u32> = (0..prompt_len)
-        .map(|i| ((i * 7919 + 13) % c.vocab_size) as u32)
-        .collect();
+    let prompt: Vec<u32> =
+        (0..prompt_len).map(|i| ((i * 7919 + 13) % c.vocab_size) as u32).collect();
     // Warm-up: first dispatches compile pipelines and fault in memory.
     session.prefill(&prompt, Wanted::Last).await?;
     session.decode(0).await?;
@@ -46,10 +45,7 @@ pub async fn run(mut session: Session, prompt_len: usize, tokens: usize) -> Resu
         c.vocab_size,
         c.n_params()
     );
-    let _ = writeln!(
-        out,
-        "prompt             {prompt_len} tokens; decoded {tokens} tokens"
-    );
+    let _ = writeln!(out, "prompt             {prompt_len} tokens; decoded {tokens} tokens");
     let _ = writeln!(
         out,
         "prefill            {:.2} ms ({:.0} tokens/s), {} dispatches, {} submits",
@@ -76,11 +72,38 @@ pub async fn run(mut session: Session, prompt_len: usize, tokens: usize) -> Resu
         written as f64 / n,
         read as f64 / n
     );
-    let _ = writeln!(
-        out,
-        "kv cache in use    {} bytes",
-        session.kv_bytes_in_use()
-    );
+    let _ = writeln!(out, "kv cache in use    {} bytes", session.kv_bytes_in_use());
+    sampling(&mut out);
     let _ = std::io::stdout().write_all(out.as_bytes());
     Ok(())
+}
+
+/// Time of the whole explained pipeline on a GPT-2-sized vocabulary (median of 31 runs).
+fn sampling(out: &mut String) {
+    use std::fmt::Write as _;
+    let vocab = 50_257;
+    let logits: Vec<f32> = (0..vocab).map(|i| ((i * 7919 % 1000) as f32 / 100.0) - 5.0).collect();
+    let history: Vec<u32> = (0..64).map(|i| (i * 389 % vocab) as u32).collect();
+    let settings = engine::sample::Settings {
+        temperature: 0.8,
+        top_k: 50,
+        top_p: 0.9,
+        min_p: 0.05,
+        repetition_penalty: 1.1,
+        ..Default::default()
+    };
+    let mut times: Vec<f64> = (0..31)
+        .map(|_| {
+            let start = std::time::Instant::now();
+            let e = engine::sample::explain(&logits, &history, &settings).expect("valid settings");
+            std::hint::black_box(e);
+            start.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    let _ = writeln!(
+        out,
+        "sampling pipeline  {:.3} ms per step over {vocab} tokens (median of 31)",
+        times[15]
+    );
 }

@@ -4,7 +4,9 @@
 //! a randomly initialised GPT-2 for benches and tests.
 
 mod bench;
+mod generate;
 mod random_model;
+mod sample;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -12,10 +14,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use engine::generate::Generator;
 use engine::gpu::{GpuContext, GpuModel, GpuSession};
-use engine::model::{Model, TextStream, Tokenizer};
-use engine::sample::Sampler;
+use engine::model::{Model, Tokenizer};
+use engine::sample::Settings;
 use engine::{EngineError, Result, Session, Wanted};
 
 #[derive(Parser)]
@@ -55,11 +56,38 @@ enum Command {
         backend: Backend,
         #[arg(long, default_value_t = 100)]
         max_tokens: usize,
-        /// 0 means greedy. Negative values reach the engine's own check (a clearer message).
-        #[arg(long, default_value_t = 0.8, allow_negative_numbers = true)]
-        temperature: f32,
+        #[command(flatten)]
+        pipeline: PipelineArgs,
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Stop before this text (repeat for several); it is not printed.
+        #[arg(long)]
+        stop: Vec<String>,
+        /// Beam search with this many beams (1 = sample as the flags say).
+        #[arg(long, default_value_t = 1)]
+        beams: usize,
+        /// Beam scores are logprob / length^this (Hugging Face's convention).
+        #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+        length_penalty: f64,
+    },
+    /// Run the sampling pipeline on given logits and print every stage.
+    Sample {
+        /// Comma-separated logits, e.g. 3,2,1,0.5,0.1.
+        #[arg(long, value_delimiter = ',', allow_hyphen_values = true, required = true)]
+        logits: Vec<f32>,
+        /// One label per logit, e.g. the,a,an,this,some.
+        #[arg(long, value_delimiter = ',')]
+        labels: Vec<String>,
+        #[command(flatten)]
+        pipeline: PipelineArgs,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// How many tokens to draw from the final distribution.
+        #[arg(long, default_value_t = 0)]
+        draws: usize,
+        /// Print JSON (keys: final, kept, stages, draws, raw, labels, logits).
+        #[arg(long)]
+        json: bool,
     },
     /// Print `{"logits": [[...], ...]}`: one row of vocab_size logits per input token.
     Logits {
@@ -103,6 +131,51 @@ enum Command {
     },
 }
 
+/// The sampling pipeline's settings as flags (shared by `generate` and `sample`).
+#[derive(clap::Args)]
+struct PipelineArgs {
+    /// 0 means greedy. Negative values reach the engine's own check (a clearer message).
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    temperature: f64,
+    /// Keep the k most likely tokens (0 = off).
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    top_k: i64,
+    /// Nucleus: keep the smallest set whose mass reaches p (1 = off).
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    top_p: f64,
+    /// Keep tokens with p >= min_p * p_max (0 = off).
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    min_p: f64,
+    /// CTRL-style penalty on tokens already seen (1 = off).
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    repetition_penalty: f64,
+    /// OpenAI-style frequency penalty (0 = off).
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    frequency_penalty: f64,
+    /// OpenAI-style presence penalty (0 = off).
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    presence_penalty: f64,
+    /// Ban tokens that would repeat an n-gram (0 = off).
+    #[arg(long, default_value_t = 0)]
+    no_repeat_ngram: usize,
+}
+
+impl PipelineArgs {
+    fn settings(&self) -> Settings {
+        Settings {
+            temperature: self.temperature,
+            top_k: self.top_k,
+            top_p: self.top_p,
+            min_p: self.min_p,
+            repetition_penalty: self.repetition_penalty,
+            frequency_penalty: self.frequency_penalty,
+            presence_penalty: self.presence_penalty,
+            no_repeat_ngram: self.no_repeat_ngram,
+            logit_bias: Vec::new(),
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match pollster::block_on(run(cli.command)) {
@@ -121,33 +194,36 @@ async fn run(command: Command) -> Result<()> {
             prompt,
             backend,
             max_tokens,
-            temperature,
+            pipeline,
             seed,
-        } => generate(&model, &prompt, backend, max_tokens, temperature, seed).await,
-        Command::Logits {
-            model,
-            tokens,
-            backend,
-            mode,
-        } => logits(&model, &tokens, backend, mode).await,
-        Command::Bench {
-            model,
-            backend,
-            prompt_len,
-            tokens,
+            stop,
+            beams,
+            length_penalty,
         } => {
+            let session = open(&model, backend).await?;
+            let tokenizer =
+                Tokenizer::from_bytes(&engine::model::read(&model.join("tokenizer.json"))?)?;
+            let job =
+                generate::Job { prompt, max_tokens, settings: pipeline.settings(), seed, stop };
+            if beams > 1 {
+                generate::beams(session, &tokenizer, &job, beams, length_penalty).await
+            } else {
+                generate::sample(session, &tokenizer, &job).await
+            }
+        }
+        Command::Sample { logits, labels, pipeline, seed, draws, json } => {
+            sample::run(&logits, &labels, pipeline.settings(), seed, draws, json)
+        }
+        Command::Logits { model, tokens, backend, mode } => {
+            logits(&model, &tokens, backend, mode).await
+        }
+        Command::Bench { model, backend, prompt_len, tokens } => {
             let session = open(&model, backend).await?;
             bench::run(session, prompt_len, tokens).await
         }
-        Command::RandomModel {
-            out,
-            n_layer,
-            n_head,
-            n_embd,
-            vocab_size,
-            n_positions,
-            seed,
-        } => random_model::write(&out, n_layer, n_head, n_embd, vocab_size, n_positions, seed),
+        Command::RandomModel { out, n_layer, n_head, n_embd, vocab_size, n_positions, seed } => {
+            random_model::write(&out, n_layer, n_head, n_embd, vocab_size, n_positions, seed)
+        }
     }
 }
 
@@ -161,52 +237,6 @@ pub async fn open(dir: &Path, backend: Backend) -> Result<Session> {
             Session::Gpu(GpuSession::new(gpu)?)
         }
     })
-}
-
-async fn generate(
-    dir: &Path,
-    prompt: &str,
-    backend: Backend,
-    max_tokens: usize,
-    temperature: f32,
-    seed: u64,
-) -> Result<()> {
-    let tokenizer = Tokenizer::from_bytes(&engine::model::read(&dir.join("tokenizer.json"))?)?;
-    let mut sampler = Sampler::new(temperature, seed)?;
-    let session = open(dir, backend).await?;
-    let eos = session.config().eos_token_id;
-    let prompt_ids = tokenizer.encode(prompt)?;
-    let mut generator = Generator::new(session);
-    let (mut logits, crop) = generator.start(&prompt_ids).await?;
-    if let Some(c) = crop {
-        eprintln!(
-            "[prompt cropped to its last {} tokens; {} dropped]",
-            c.kept, c.dropped
-        );
-    }
-    let mut stdout = std::io::stdout().lock();
-    let _ = write!(stdout, "{prompt}");
-    let mut stream = TextStream::default();
-    for _ in 0..max_tokens {
-        let token = sampler.sample(&logits);
-        if Some(token) == eos {
-            break;
-        }
-        if let Some(piece) = stream.push(&tokenizer, token)? {
-            let _ = write!(stdout, "{piece}");
-            let _ = stdout.flush();
-        }
-        let (next, crop) = generator.advance(token).await?;
-        if let Some(c) = crop {
-            eprintln!(
-                "\n[context full: kept the last {} tokens, dropped {}]",
-                c.kept, c.dropped
-            );
-        }
-        logits = next;
-    }
-    let _ = writeln!(stdout);
-    Ok(())
 }
 
 async fn logits(dir: &Path, tokens: &[u32], backend: Backend, mode: Mode) -> Result<()> {
@@ -227,10 +257,6 @@ async fn logits(dir: &Path, tokens: &[u32], backend: Backend, mode: Mode) -> Res
     };
     let rows: Vec<&[f32]> = rows.chunks(vocab).collect();
     // A closed pipe (`| head`) is not an error worth a panic.
-    let _ = writeln!(
-        std::io::stdout(),
-        "{}",
-        serde_json::json!({ "logits": rows })
-    );
+    let _ = writeln!(std::io::stdout(), "{}", serde_json::json!({ "logits": rows }));
     Ok(())
 }

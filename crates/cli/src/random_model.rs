@@ -43,11 +43,7 @@ pub fn write(
     };
     let (e, i) = (n_embd, 4 * n_embd);
     add("wte.weight".into(), vec![vocab_size, e], Fill::Normal(0.02));
-    add(
-        "wpe.weight".into(),
-        vec![n_positions, e],
-        Fill::Normal(0.01),
-    );
+    add("wpe.weight".into(), vec![n_positions, e], Fill::Normal(0.01));
     for l in 0..n_layer {
         let p = |s: &str| format!("h.{l}.{s}");
         for (name, shape, fill) in [

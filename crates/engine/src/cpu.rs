@@ -84,13 +84,7 @@ impl CpuSession {
         let mut fc = vec![0.0; n * c.n_inner]; // (n, n_inner)
         embedding::run_cpu(tokens, &w.wte, &w.wpe, self.pos, e, &mut x);
         for (l, lw) in w.layers.iter().enumerate() {
-            layernorm::run_cpu(
-                &x,
-                &lw.ln_1_weight,
-                &lw.ln_1_bias,
-                c.layer_norm_epsilon,
-                &mut xb,
-            );
+            layernorm::run_cpu(&x, &lw.ln_1_weight, &lw.ln_1_bias, c.layer_norm_epsilon, &mut xb);
             matmul::run_cpu(&xb, &lw.c_attn_weight, &lw.c_attn_bias, &mut qkv);
             let (kc, vc) = (&mut self.key_cache[l], &mut self.value_cache[l]);
             kv_write::run_cpu(&qkv, e, self.pos, kc, vc);
@@ -98,25 +92,13 @@ impl CpuSession {
             attention::run_cpu(&qkv, kc, vc, e, c.head_size, self.pos, scale, &mut y);
             matmul::run_cpu(&y, &lw.attn_proj_weight, &lw.attn_proj_bias, &mut proj);
             residual_add::run_cpu(&proj, &mut x);
-            layernorm::run_cpu(
-                &x,
-                &lw.ln_2_weight,
-                &lw.ln_2_bias,
-                c.layer_norm_epsilon,
-                &mut xb,
-            );
+            layernorm::run_cpu(&x, &lw.ln_2_weight, &lw.ln_2_bias, c.layer_norm_epsilon, &mut xb);
             matmul::run_cpu(&xb, &lw.c_fc_weight, &lw.c_fc_bias, &mut fc);
             gelu::run_cpu(&mut fc);
             matmul::run_cpu(&fc, &lw.mlp_proj_weight, &lw.mlp_proj_bias, &mut proj);
             residual_add::run_cpu(&proj, &mut x);
         }
-        layernorm::run_cpu(
-            &x,
-            &w.ln_f_weight,
-            &w.ln_f_bias,
-            c.layer_norm_epsilon,
-            &mut xb,
-        );
+        layernorm::run_cpu(&x, &w.ln_f_weight, &w.ln_f_bias, c.layer_norm_epsilon, &mut xb);
         let (row0, n_out) = match wanted {
             Wanted::Last => (n - 1, 1),
             Wanted::All => (0, n),
@@ -135,10 +117,7 @@ pub(crate) fn check_input(model: &crate::model::Model, pos: usize, tokens: &[u32
     model.check_tokens(tokens)?;
     let n_positions = model.config.n_positions;
     if pos + tokens.len() > n_positions {
-        return Err(EngineError::ContextOverflow {
-            got: pos + tokens.len(),
-            n_positions,
-        });
+        return Err(EngineError::ContextOverflow { got: pos + tokens.len(), n_positions });
     }
     Ok(())
 }

@@ -22,11 +22,7 @@ pub enum EngineError {
 
     /// A tensor is present with the wrong shape.
     #[error("tensor `{name}` has shape {got:?}, expected {expected:?}")]
-    Shape {
-        name: String,
-        expected: Vec<usize>,
-        got: Vec<usize>,
-    },
+    Shape { name: String, expected: Vec<usize>, got: Vec<usize> },
 
     /// A tensor is stored in a dtype the engine cannot read.
     #[error("tensor `{name}` has dtype {got}, expected F32, F16 or BF16")]
@@ -34,11 +30,7 @@ pub enum EngineError {
 
     /// A weight is NaN or infinite: the model would produce garbage.
     #[error("tensor `{name}` contains a non-finite value ({value}) at index {index}")]
-    NonFinite {
-        name: String,
-        index: usize,
-        value: f32,
-    },
+    NonFinite { name: String, index: usize, value: f32 },
 
     /// The tokenizer file could not be loaded or used.
     #[error("tokenizer: {0}")]
@@ -66,11 +58,7 @@ pub enum EngineError {
 
     /// The model does not fit one of the adapter's limits.
     #[error("the model does not fit this GPU: {what} needs {needed} but the adapter allows {allowed} (over by {over})", over = needed - allowed)]
-    DeviceLimit {
-        what: String,
-        needed: u64,
-        allowed: u64,
-    },
+    DeviceLimit { what: String, needed: u64, allowed: u64 },
 
     /// Any other failure reported by the GPU driver (validation, out of memory, lost device).
     #[error("GPU error: {0}")]

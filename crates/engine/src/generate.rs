@@ -25,10 +25,7 @@ pub struct Generator {
 impl Generator {
     /// Wraps a fresh session.
     pub fn new(session: Session) -> Generator {
-        Generator {
-            session,
-            context: Vec::new(),
-        }
+        Generator { session, context: Vec::new() }
     }
 
     /// The underlying session (stats, backend name, KV bytes).
@@ -58,10 +55,7 @@ impl Generator {
         self.session.rewind(0)?;
         self.context = prompt[dropped..].to_vec();
         let logits = self.session.prefill(&self.context, Wanted::Last).await?;
-        let crop = (dropped > 0).then_some(Crop {
-            kept: self.context.len(),
-            dropped,
-        });
+        let crop = (dropped > 0).then_some(Crop { kept: self.context.len(), dropped });
         Ok((logits, crop))
     }
 
@@ -79,12 +73,6 @@ impl Generator {
         self.context.drain(..dropped);
         self.session.rewind(0)?;
         let logits = self.session.prefill(&self.context, Wanted::Last).await?;
-        Ok((
-            logits,
-            Some(Crop {
-                kept: keep,
-                dropped,
-            }),
-        ))
+        Ok((logits, Some(Crop { kept: keep, dropped })))
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! Data flow: [`model`] (config, weights, tokenizer) → [`kernels`] (one module
 //! per shader, with its CPU twin) → [`cpu`] / [`gpu`] (sessions: prefill,
-//! decode, rewind, fork) → [`generate`] (text in, tokens out, context crop).
+//! decode, rewind, fork) → [`sample`] (the decoding rules, explained stage by stage) → [`generate`]
+//! (text in, tokens out, context crop).
 //! No UI code lives here.
 
 pub mod cpu;

@@ -31,14 +31,13 @@ fn tokens() -> Vec<u32> {
 
 fn rel_err(got: &[f32], want: &[f32]) -> f32 {
     assert_eq!(got.len(), want.len());
-    let err = got
-        .iter()
-        .zip(want)
-        .map(|(g, w)| (g - w).abs())
-        .fold(
-            0.0f32,
-            |a, b| if b.is_nan() { f32::INFINITY } else { a.max(b) },
-        );
+    let err = got.iter().zip(want).map(|(g, w)| (g - w).abs()).fold(0.0f32, |a, b| {
+        if b.is_nan() {
+            f32::INFINITY
+        } else {
+            a.max(b)
+        }
+    });
     err / want.iter().map(|w| w.abs()).fold(0.0, f32::max)
 }
 
@@ -74,3 +73,17 @@ async fn cpu_engine_matches_transformers_in_wasm() {
     let model = Arc::new(Model::from_bytes(CONFIG, WEIGHTS).unwrap());
     check(Session::Cpu(CpuSession::new(model))).await;
 }
+
+/// The sampler's stream is the same in wasm as natively (tests/sample.rs holds the same list).
+#[wasm_bindgen_test]
+fn seeded_draws_match_native() {
+    use decode_lab_engine::sample::{Sampler, Settings};
+    let mut s = Sampler::new(Settings::default(), 42).unwrap();
+    let draws: Vec<u32> =
+        (0..20).map(|_| s.next(&[3.0, 2.0, 1.0, 0.5, 0.1], &[]).unwrap().token).collect();
+    assert_eq!(draws, EXPECTED_DRAWS_SEED_42);
+}
+
+/// 20 draws from logits [3, 2, 1, 0.5, 0.1] at T = 1 with seed 42.
+const EXPECTED_DRAWS_SEED_42: [u32; 20] =
+    [0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 1, 1, 0, 0, 1, 0, 0];

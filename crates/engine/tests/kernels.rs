@@ -39,9 +39,7 @@ fn dot_atol(k: usize) -> f32 {
 fn embedding_matches_twin() {
     for (i, &n_embd) in [1, 63, 65, 48].iter().enumerate() {
         let (vocab, n_positions, n_rows, pos0) = (1757, 70, 5 + i, 3);
-        let tokens: Vec<u32> = (0..n_rows)
-            .map(|r| ((r * 389 + 7) % vocab) as u32)
-            .collect();
+        let tokens: Vec<u32> = (0..n_rows).map(|r| ((r * 389 + 7) % vocab) as u32).collect();
         let wte = random(vocab * n_embd, 1);
         let wpe = random(n_positions * n_embd, 2);
         let mut want = poisoned(n_rows * n_embd);
@@ -56,23 +54,12 @@ fn embedding_matches_twin() {
         let Some(out) = run(
             Kernel::Embedding,
             bytemuck::bytes_of(&p),
-            &[
-                bytemuck::cast_slice(&tokens),
-                bytes(&wte),
-                bytes(&wpe),
-                bytes(&x),
-            ],
+            &[bytemuck::cast_slice(&tokens), bytes(&wte), bytes(&wpe), bytes(&x)],
             embedding::workgroups(&p),
         ) else {
             return;
         };
-        assert_close(
-            &format!("embedding n_embd {n_embd}"),
-            &out[3],
-            &want,
-            0.0,
-            0.0,
-        );
+        assert_close(&format!("embedding n_embd {n_embd}"), &out[3], &want, 0.0, 0.0);
     }
 }
 
@@ -81,10 +68,7 @@ fn layernorm_matches_twin() {
     for &n_embd in &SIZES {
         for n_rows in [1, 7] {
             // Offset inputs: a non-zero mean is what the two-pass variance is for.
-            let x: Vec<f32> = random(n_rows * n_embd, 3)
-                .iter()
-                .map(|v| v * 3.0 + 0.5)
-                .collect();
+            let x: Vec<f32> = random(n_rows * n_embd, 3).iter().map(|v| v * 3.0 + 0.5).collect();
             let (w, b) = (random(n_embd, 4), random(n_embd, 5));
             let mut want = poisoned(n_rows * n_embd);
             layernorm::run_cpu(&x, &w, &b, 1e-5, &mut want);
@@ -103,41 +87,20 @@ fn layernorm_matches_twin() {
             ) else {
                 return;
             };
-            assert_close(
-                &format!("layernorm {n_rows}x{n_embd}"),
-                &out[3],
-                &want,
-                1e-5,
-                1e-5,
-            );
+            assert_close(&format!("layernorm {n_rows}x{n_embd}"), &out[3], &want, 1e-5, 1e-5);
         }
     }
 }
 
 #[test]
 fn matmul_matches_twin() {
-    let shapes = [
-        (1, 1, 1),
-        (1, 63, 65),
-        (17, 1757, 65),
-        (65, 64, 63),
-        (33, 65, 1757),
-        (64, 48, 144),
-    ];
+    let shapes =
+        [(1, 1, 1), (1, 63, 65), (17, 1757, 65), (65, 64, 63), (33, 65, 1757), (64, 48, 144)];
     for (i, &(m, k, n)) in shapes.iter().enumerate() {
-        let (x, w, b) = (
-            random(m * k, 10 + i as u64),
-            random(k * n, 20 + i as u64),
-            random(n, 30),
-        );
+        let (x, w, b) = (random(m * k, 10 + i as u64), random(k * n, 20 + i as u64), random(n, 30));
         let mut want = poisoned(m * n);
         matmul::run_cpu(&x, &w, &b, &mut want);
-        let p = matmul::Params {
-            m: m as u32,
-            k: k as u32,
-            n: n as u32,
-            _pad: 0,
-        };
+        let p = matmul::Params { m: m as u32, k: k as u32, n: n as u32, _pad: 0 };
         let out0 = poisoned(m * n);
         let Some(out) = run(
             Kernel::Matmul,
@@ -147,40 +110,18 @@ fn matmul_matches_twin() {
         ) else {
             return;
         };
-        assert_close(
-            &format!("matmul {m}x{k}x{n}"),
-            &out[3],
-            &want,
-            dot_atol(k),
-            1e-5,
-        );
+        assert_close(&format!("matmul {m}x{k}x{n}"), &out[3], &want, dot_atol(k), 1e-5);
     }
 }
 
 #[test]
 fn matvec_matches_twin() {
-    let shapes = [
-        (1, 1),
-        (63, 65),
-        (1757, 64),
-        (64, 1757),
-        (65, 63),
-        (48, 144),
-    ];
+    let shapes = [(1, 1), (63, 65), (1757, 64), (64, 1757), (65, 63), (48, 144)];
     for (i, &(k, n)) in shapes.iter().enumerate() {
-        let (x, w, b) = (
-            random(k, 40 + i as u64),
-            random(k * n, 50 + i as u64),
-            random(n, 60),
-        );
+        let (x, w, b) = (random(k, 40 + i as u64), random(k * n, 50 + i as u64), random(n, 60));
         let mut want = poisoned(n);
         matvec::run_cpu(&x, &w, &b, &mut want);
-        let p = matvec::Params {
-            k: k as u32,
-            n: n as u32,
-            _pad0: 0,
-            _pad1: 0,
-        };
+        let p = matvec::Params { k: k as u32, n: n as u32, _pad0: 0, _pad1: 0 };
         let out0 = poisoned(n);
         let Some(out) = run(
             Kernel::Matvec,
@@ -190,13 +131,7 @@ fn matvec_matches_twin() {
         ) else {
             return;
         };
-        assert_close(
-            &format!("matvec {k}x{n}"),
-            &out[3],
-            &want,
-            dot_atol(k),
-            1e-5,
-        );
+        assert_close(&format!("matvec {k}x{n}"), &out[3], &want, dot_atol(k), 1e-5);
     }
 }
 
@@ -207,18 +142,10 @@ fn gelu_matches_twin() {
         let x: Vec<f32> = random(n, 70).iter().map(|v| v * 8.0).collect();
         let mut want = x.clone();
         gelu::run_cpu(&mut want);
-        let p = gelu::Params {
-            n: n as u32,
-            _pad0: 0,
-            _pad1: 0,
-            _pad2: 0,
-        };
-        let Some(out) = run(
-            Kernel::Gelu,
-            bytemuck::bytes_of(&p),
-            &[bytes(&x)],
-            gelu::workgroups(&p),
-        ) else {
+        let p = gelu::Params { n: n as u32, _pad0: 0, _pad1: 0, _pad2: 0 };
+        let Some(out) =
+            run(Kernel::Gelu, bytemuck::bytes_of(&p), &[bytes(&x)], gelu::workgroups(&p))
+        else {
             return;
         };
         assert_close(&format!("gelu {n}"), &out[0], &want, 1e-6, 1e-5);
@@ -228,27 +155,12 @@ fn gelu_matches_twin() {
 #[test]
 fn gelu_stays_finite_for_huge_inputs() {
     let x = [1e4f32, -1e4, 80.0, -80.0, 0.0];
-    let p = gelu::Params {
-        n: x.len() as u32,
-        _pad0: 0,
-        _pad1: 0,
-        _pad2: 0,
-    };
-    let Some(out) = run(
-        Kernel::Gelu,
-        bytemuck::bytes_of(&p),
-        &[bytes(&x)],
-        gelu::workgroups(&p),
-    ) else {
+    let p = gelu::Params { n: x.len() as u32, _pad0: 0, _pad1: 0, _pad2: 0 };
+    let Some(out) = run(Kernel::Gelu, bytemuck::bytes_of(&p), &[bytes(&x)], gelu::workgroups(&p))
+    else {
         return;
     };
-    assert_close(
-        "gelu extremes",
-        &out[0],
-        &[1e4, 0.0, 80.0, 0.0, 0.0],
-        1e-6,
-        1e-6,
-    );
+    assert_close("gelu extremes", &out[0], &[1e4, 0.0, 80.0, 0.0, 0.0], 1e-6, 1e-6);
 }
 
 #[test]
@@ -257,12 +169,7 @@ fn residual_add_matches_twin() {
         let (y, x) = (random(n, 80), random(n, 81));
         let mut want = x.clone();
         residual_add::run_cpu(&y, &mut want);
-        let p = residual_add::Params {
-            n: n as u32,
-            _pad0: 0,
-            _pad1: 0,
-            _pad2: 0,
-        };
+        let p = residual_add::Params { n: n as u32, _pad0: 0, _pad1: 0, _pad2: 0 };
         let Some(out) = run(
             Kernel::ResidualAdd,
             bytemuck::bytes_of(&p),
@@ -281,10 +188,7 @@ fn kv_write_matches_twin() {
         let n_positions = 64;
         let qkv = random(n_rows * 3 * n_embd, 90);
         // Rows outside [pos0, pos0 + n_rows) must survive untouched.
-        let (mut kc, mut vc) = (
-            random(n_positions * n_embd, 91),
-            random(n_positions * n_embd, 92),
-        );
+        let (mut kc, mut vc) = (random(n_positions * n_embd, 91), random(n_positions * n_embd, 92));
         let (k0, v0) = (kc.clone(), vc.clone());
         kv_write::run_cpu(&qkv, n_embd, pos0, &mut kc, &mut vc);
         let p = kv_write::Params {
@@ -322,14 +226,10 @@ fn attention_matches_twin() {
     for (i, &(n_rows, n_head, hs, pos0)) in cases.iter().enumerate() {
         let n_embd = n_head * hs;
         let n_positions = pos0 + n_rows + 3;
-        let qkv: Vec<f32> = random(n_rows * 3 * n_embd, 100 + i as u64)
-            .iter()
-            .map(|v| v * 2.0)
-            .collect();
-        let mut kc: Vec<f32> = random(n_positions * n_embd, 110 + i as u64)
-            .iter()
-            .map(|v| v * 2.0)
-            .collect();
+        let qkv: Vec<f32> =
+            random(n_rows * 3 * n_embd, 100 + i as u64).iter().map(|v| v * 2.0).collect();
+        let mut kc: Vec<f32> =
+            random(n_positions * n_embd, 110 + i as u64).iter().map(|v| v * 2.0).collect();
         let mut vc = random(n_positions * n_embd, 120 + i as u64);
         // The pass's own k and v go in first, as in the forward pass.
         kv_write::run_cpu(&qkv, n_embd, pos0, &mut kc, &mut vc);

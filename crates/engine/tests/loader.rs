@@ -15,10 +15,8 @@ const CONFIG: &str = r#"{"n_layer":1,"n_head":2,"n_embd":4,"n_positions":3,"voca
 /// The tensors of that model as (name, shape), Hub-style names.
 fn tensor_specs() -> Vec<(String, Vec<usize>)> {
     let e = 4;
-    let mut v = vec![
-        ("wte.weight".to_string(), vec![5, e]),
-        ("wpe.weight".to_string(), vec![3, e]),
-    ];
+    let mut v =
+        vec![("wte.weight".to_string(), vec![5, e]), ("wpe.weight".to_string(), vec![3, e])];
     for (n, s) in [
         ("ln_1.weight", vec![e]),
         ("ln_1.bias", vec![e]),
@@ -71,24 +69,17 @@ fn valid() -> Vec<u8> {
 }
 
 fn load_err(config: &str, weights: &[u8]) -> String {
-    Model::from_bytes(config, weights)
-        .expect_err("must be refused")
-        .to_string()
+    Model::from_bytes(config, weights).expect_err("must be refused").to_string()
 }
 
 #[test]
 fn a_valid_minimal_model_loads_with_or_without_prefix() {
     assert!(Model::from_bytes(CONFIG, &valid()).is_ok());
-    let prefixed: Vec<_> = tensor_specs()
-        .into_iter()
-        .map(|(n, s)| (format!("transformer.{n}"), s))
-        .collect();
+    let prefixed: Vec<_> =
+        tensor_specs().into_iter().map(|(n, s)| (format!("transformer.{n}"), s)).collect();
     assert!(Model::from_bytes(CONFIG, &safetensors_file(&prefixed, Dtype::F32, |_, _| {})).is_ok());
-    let f16 = Model::from_bytes(
-        CONFIG,
-        &safetensors_file(&tensor_specs(), Dtype::F16, |_, _| {}),
-    )
-    .unwrap();
+    let f16 = Model::from_bytes(CONFIG, &safetensors_file(&tensor_specs(), Dtype::F16, |_, _| {}))
+        .unwrap();
     assert_eq!(f16.weights.wte[0], 0.5);
 }
 
@@ -97,10 +88,7 @@ fn truncated_and_corrupt_files_are_refused() {
     let good = valid();
     for cut in [0, 4, 8, 20, good.len() / 2, good.len() - 1] {
         let e = load_err(CONFIG, &good[..cut]);
-        assert!(
-            e.contains("not a valid safetensors file"),
-            "cut at {cut}: {e}"
-        );
+        assert!(e.contains("not a valid safetensors file"), "cut at {cut}: {e}");
     }
     let mut garbage = good.clone();
     garbage[8..40].copy_from_slice(&[b'!'; 32]);
@@ -113,10 +101,8 @@ fn truncated_and_corrupt_files_are_refused() {
 
 #[test]
 fn missing_tensor_is_named() {
-    let specs: Vec<_> = tensor_specs()
-        .into_iter()
-        .filter(|(n, _)| n != "h.0.mlp.c_fc.bias")
-        .collect();
+    let specs: Vec<_> =
+        tensor_specs().into_iter().filter(|(n, _)| n != "h.0.mlp.c_fc.bias").collect();
     let e = load_err(CONFIG, &safetensors_file(&specs, Dtype::F32, |_, _| {}));
     assert!(e.contains("no tensor `h.0.mlp.c_fc.bias`"), "{e}");
 }
@@ -125,27 +111,15 @@ fn missing_tensor_is_named() {
 fn wrong_shape_names_tensor_expected_and_found() {
     let specs: Vec<_> = tensor_specs()
         .into_iter()
-        .map(|(n, s)| {
-            if n == "h.0.attn.c_attn.weight" {
-                (n, vec![12, 4])
-            } else {
-                (n, s)
-            }
-        })
+        .map(|(n, s)| if n == "h.0.attn.c_attn.weight" { (n, vec![12, 4]) } else { (n, s) })
         .collect();
     let e = load_err(CONFIG, &safetensors_file(&specs, Dtype::F32, |_, _| {}));
-    assert!(
-        e.contains("`h.0.attn.c_attn.weight` has shape [12, 4], expected [4, 12]"),
-        "{e}"
-    );
+    assert!(e.contains("`h.0.attn.c_attn.weight` has shape [12, 4], expected [4, 12]"), "{e}");
 }
 
 #[test]
 fn unsupported_dtype_is_named() {
-    let e = load_err(
-        CONFIG,
-        &safetensors_file(&tensor_specs(), Dtype::F64, |_, _| {}),
-    );
+    let e = load_err(CONFIG, &safetensors_file(&tensor_specs(), Dtype::F64, |_, _| {}));
     assert!(e.contains("dtype F64, expected F32, F16 or BF16"), "{e}");
 }
 
@@ -175,14 +149,8 @@ fn untied_model_needs_lm_head() {
 fn absurd_configs_are_refused_with_the_field_named() {
     let cases = [
         ("not json", "not valid JSON"),
-        (
-            r#"{"n_head":2,"n_embd":4,"n_positions":3,"vocab_size":5}"#,
-            "missing field `n_layer`",
-        ),
-        (
-            r#"{"n_layer":1,"n_head":0,"n_embd":4,"n_positions":3,"vocab_size":5}"#,
-            "`n_head` is 0",
-        ),
+        (r#"{"n_head":2,"n_embd":4,"n_positions":3,"vocab_size":5}"#, "missing field `n_layer`"),
+        (r#"{"n_layer":1,"n_head":0,"n_embd":4,"n_positions":3,"vocab_size":5}"#, "`n_head` is 0"),
         (
             r#"{"n_layer":1,"n_head":3,"n_embd":4,"n_positions":3,"vocab_size":5}"#,
             "not a multiple of `n_head`",
@@ -212,9 +180,7 @@ fn absurd_configs_are_refused_with_the_field_named() {
 
 #[test]
 fn missing_files_name_the_path() {
-    let e = Model::from_dir(std::path::Path::new("/nonexistent/model"))
-        .unwrap_err()
-        .to_string();
+    let e = Model::from_dir(std::path::Path::new("/nonexistent/model")).unwrap_err().to_string();
     assert!(e.contains("/nonexistent/model/config.json"), "{e}");
 }
 

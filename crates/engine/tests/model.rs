@@ -37,19 +37,12 @@ fn sessions(model: &Arc<Model>) -> Vec<Session> {
 
 /// (tokens, prefill logits, decode logits) for each prompt length of a fixture.
 fn golden(name: &str) -> Vec<(Vec<u32>, Vec<f32>, Vec<f32>)> {
-    let bytes = std::fs::read(
-        common::fixtures()
-            .join("golden")
-            .join(name)
-            .join("golden.safetensors"),
-    )
-    .unwrap();
+    let bytes =
+        std::fs::read(common::fixtures().join("golden").join(name).join("golden.safetensors"))
+            .unwrap();
     let st = SafeTensors::deserialize(&bytes).unwrap();
-    let mut lengths: Vec<usize> = st
-        .names()
-        .iter()
-        .filter_map(|n| n.strip_prefix("tokens_")?.parse().ok())
-        .collect();
+    let mut lengths: Vec<usize> =
+        st.names().iter().filter_map(|n| n.strip_prefix("tokens_")?.parse().ok()).collect();
     lengths.sort();
     let f32s = |name: String| -> Vec<f32> {
         bytemuck::pod_collect_to_vec(st.tensor(&name).unwrap().data())
@@ -121,11 +114,7 @@ fn gpu_matches_cpu_over_64_decode_steps() {
         }
         let s = gpu.last_stats();
         assert_eq!((s.submits, s.tokens), (1, 1), "one submit per decode step");
-        assert_eq!(
-            s.bytes_read,
-            model.config.vocab_size * 4,
-            "only the last logits come back"
-        );
+        assert_eq!(s.bytes_read, model.config.vocab_size * 4, "only the last logits come back");
     }
 }
 
@@ -162,10 +151,7 @@ fn rewind_and_fork_branch_without_rerunning_the_prefix() {
         // Rewinding `a` and taking `b`'s branch gives `b`'s logits.
         a.rewind(4).unwrap();
         let la2 = pollster::block_on(a.decode(11)).unwrap();
-        assert!(
-            rel_max_err(&la2, &lb) <= 1e-6,
-            "{name}: rewound branch equals forked branch"
-        );
+        assert!(rel_max_err(&la2, &lb) <= 1e-6, "{name}: rewound branch equals forked branch");
         assert_eq!((a.pos(), b.pos()), (5, 5));
         assert!(a.rewind(6).is_err(), "{name}: cannot rewind forward");
     }
@@ -207,11 +193,7 @@ fn bad_tokens_and_overflow_are_errors_not_panics() {
         assert!(e.to_string().contains("prompt is empty"), "{e}");
         let long: Vec<u32> = vec![1; 33];
         let e = pollster::block_on(s.prefill(&long, Wanted::Last)).unwrap_err();
-        assert!(
-            e.to_string()
-                .contains("33 tokens do not fit the context of 32"),
-            "{e}"
-        );
+        assert!(e.to_string().contains("33 tokens do not fit the context of 32"), "{e}");
         assert_eq!(s.pos(), 0, "a refused call leaves the session as it was");
     }
 }
@@ -222,10 +204,7 @@ fn a_model_over_a_device_limit_is_a_clear_error() {
     let model = golden_model("tiny_odd"); // wte is 1000 x 48 x 4 = 192000 bytes
     let mut small = ctx.clone();
     small.limits.max_storage_buffer_binding_size = 100_000;
-    let e = pollster::block_on(GpuModel::new(small, model))
-        .err()
-        .expect("refused")
-        .to_string();
+    let e = pollster::block_on(GpuModel::new(small, model)).err().expect("refused").to_string();
     assert!(
         e.contains("wte")
             && e.contains("needs 192000")

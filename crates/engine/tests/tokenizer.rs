@@ -38,10 +38,7 @@ fn stream_never_shows_broken_characters() {
         let mut shown = String::new();
         for id in t.encode(text).unwrap() {
             if let Some(piece) = stream.push(&t, id).unwrap() {
-                assert!(
-                    !piece.contains('\u{FFFD}'),
-                    "{text:?}: broken piece {piece:?}"
-                );
+                assert!(!piece.contains('\u{FFFD}'), "{text:?}: broken piece {piece:?}");
                 shown.push_str(&piece);
             }
         }
@@ -76,15 +73,11 @@ fn byte_token(t: &Tokenizer, b: u8) -> u32 {
             char::from_u32(256 + n).unwrap()
         }
     };
-    t.token_to_id(&c.to_string())
-        .expect("every byte has a token")
+    t.token_to_id(&c.to_string()).expect("every byte has a token")
 }
 
 #[test]
 fn garbage_tokenizer_is_an_error() {
-    let e = Tokenizer::from_bytes(b"{not json")
-        .err()
-        .expect("refused")
-        .to_string();
+    let e = Tokenizer::from_bytes(b"{not json").err().expect("refused").to_string();
     assert!(e.contains("cannot parse tokenizer.json"), "{e}");
 }

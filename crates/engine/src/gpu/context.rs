@@ -39,12 +39,7 @@ impl GpuContext {
             })
             .await
             .map_err(|e| EngineError::Gpu(format!("cannot open the GPU device: {e}")))?;
-        Ok(GpuContext::from_parts(
-            device,
-            queue,
-            adapter.get_info(),
-            limits,
-        ))
+        Ok(GpuContext::from_parts(device, queue, adapter.get_info(), limits))
     }
 
     /// Wraps a device made elsewhere. Errors the device reports outside an
@@ -59,12 +54,7 @@ impl GpuContext {
         device.on_uncaptured_error(Arc::new(|e| {
             eprintln!("decode-lab: uncaptured GPU error: {e}");
         }));
-        GpuContext {
-            device,
-            queue,
-            adapter_info,
-            limits,
-        }
+        GpuContext { device, queue, adapter_info, limits }
     }
 
     /// "name (backend)", e.g. "llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)". Browsers
@@ -80,10 +70,7 @@ impl GpuContext {
 
     /// Fails with a clear message if a buffer of `bytes` cannot be bound as storage.
     pub fn check_binding(&self, what: &str, bytes: u64) -> Result<()> {
-        let allowed = self
-            .limits
-            .max_storage_buffer_binding_size
-            .min(self.limits.max_buffer_size);
+        let allowed = self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size);
         if bytes > allowed {
             return Err(EngineError::DeviceLimit {
                 what: format!("{what} ({bytes} bytes in one storage binding)"),

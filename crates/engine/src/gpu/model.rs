@@ -136,21 +136,14 @@ fn check_limits(ctx: &GpuContext, c: &Config) -> Result<()> {
             allowed: MAX_HEAD_SIZE as u64,
         });
     }
-    let (e, i, v, p) = (
-        c.n_embd as u64,
-        c.n_inner as u64,
-        c.vocab_size as u64,
-        c.n_positions as u64,
-    );
+    let (e, i, v, p) =
+        (c.n_embd as u64, c.n_inner as u64, c.vocab_size as u64, c.n_positions as u64);
     ctx.check_binding("the token embedding wte", v * e * 4)?;
     ctx.check_binding("the position embedding wpe", p * e * 4)?;
     ctx.check_binding("the MLP weights c_fc", e * i * 4)?;
     ctx.check_binding("the MLP activations", p * i * 4)?;
     ctx.check_binding("the qkv activations", p * 3 * e * 4)?;
-    ctx.check_groups(
-        "one row per workgroup over n_positions",
-        c.n_positions as u32,
-    )?;
+    ctx.check_groups("one row per workgroup over n_positions", c.n_positions as u32)?;
     let wg = crate::kernels::WG;
     if ctx.limits.max_compute_invocations_per_workgroup < wg
         || ctx.limits.max_compute_workgroup_size_x < wg

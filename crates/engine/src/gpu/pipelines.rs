@@ -32,35 +32,27 @@ impl Pipelines {
 
 async fn compile(ctx: &GpuContext, kernel: Kernel) -> Result<wgpu::ComputePipeline> {
     let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
-    let module = ctx
-        .device
-        .create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some(kernel.name()),
-            source: wgpu::ShaderSource::Wgsl(kernel.source().into()),
-        });
-    let constants: &[(&str, f64)] = if kernel.has_wg_override() {
-        &[("WG", WG as f64)]
-    } else {
-        &[]
-    };
-    let pipeline = ctx
-        .device
-        .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(kernel.name()),
-            layout: None,
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: wgpu::PipelineCompilationOptions {
-                constants,
-                zero_initialize_workgroup_memory: true,
-            },
-            cache: None,
-        });
+    let module = ctx.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some(kernel.name()),
+        source: wgpu::ShaderSource::Wgsl(kernel.source().into()),
+    });
+    let constants: &[(&str, f64)] =
+        if kernel.has_wg_override() { &[("WG", WG as f64)] } else { &[] };
+    let pipeline = ctx.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some(kernel.name()),
+        layout: None,
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: wgpu::PipelineCompilationOptions {
+            constants,
+            zero_initialize_workgroup_memory: true,
+        },
+        cache: None,
+    });
     match scope.pop().await {
-        Some(e) => Err(EngineError::Gpu(format!(
-            "kernel `{}` failed to compile: {e}",
-            kernel.name()
-        ))),
+        Some(e) => {
+            Err(EngineError::Gpu(format!("kernel `{}` failed to compile: {e}", kernel.name())))
+        }
         None => Ok(pipeline),
     }
 }

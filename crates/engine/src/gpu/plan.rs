@@ -57,48 +57,23 @@ impl Op {
         let bytes = |p: &[u8]| p.to_vec();
         match self.shape {
             Shape::Embedding => {
-                let p = embedding::Params {
-                    n_rows,
-                    n_embd: e,
-                    pos0,
-                    _pad: 0,
-                };
+                let p = embedding::Params { n_rows, n_embd: e, pos0, _pad: 0 };
                 (bytes(bytemuck::bytes_of(&p)), embedding::workgroups(&p))
             }
             Shape::Layernorm => {
-                let p = layernorm::Params {
-                    n_rows,
-                    n_embd: e,
-                    eps: c.layer_norm_epsilon,
-                    _pad: 0,
-                };
+                let p = layernorm::Params { n_rows, n_embd: e, eps: c.layer_norm_epsilon, _pad: 0 };
                 (bytes(bytemuck::bytes_of(&p)), layernorm::workgroups(&p))
             }
             Shape::Linear { k, n } if self.kernel == Kernel::Matmul => {
-                let p = matmul::Params {
-                    m: n_rows,
-                    k,
-                    n,
-                    _pad: 0,
-                };
+                let p = matmul::Params { m: n_rows, k, n, _pad: 0 };
                 (bytes(bytemuck::bytes_of(&p)), matmul::workgroups(&p))
             }
             Shape::Linear { k, n } => {
-                let p = matvec::Params {
-                    k,
-                    n,
-                    _pad0: 0,
-                    _pad1: 0,
-                };
+                let p = matvec::Params { k, n, _pad0: 0, _pad1: 0 };
                 (bytes(bytemuck::bytes_of(&p)), matvec::workgroups(&p))
             }
             Shape::KvWrite => {
-                let p = kv_write::Params {
-                    n_rows,
-                    n_embd: e,
-                    pos0,
-                    _pad: 0,
-                };
+                let p = kv_write::Params { n_rows, n_embd: e, pos0, _pad: 0 };
                 (bytes(bytemuck::bytes_of(&p)), kv_write::workgroups(&p))
             }
             Shape::Attention { scale } => {
@@ -116,21 +91,11 @@ impl Op {
                 (bytes(bytemuck::bytes_of(&p)), attention::workgroups(&p))
             }
             Shape::Elementwise { cols } if self.kernel == Kernel::Gelu => {
-                let p = gelu::Params {
-                    n: n_rows * cols,
-                    _pad0: 0,
-                    _pad1: 0,
-                    _pad2: 0,
-                };
+                let p = gelu::Params { n: n_rows * cols, _pad0: 0, _pad1: 0, _pad2: 0 };
                 (bytes(bytemuck::bytes_of(&p)), gelu::workgroups(&p))
             }
             Shape::Elementwise { cols } => {
-                let p = residual_add::Params {
-                    n: n_rows * cols,
-                    _pad0: 0,
-                    _pad1: 0,
-                    _pad2: 0,
-                };
+                let p = residual_add::Params { n: n_rows * cols, _pad0: 0, _pad1: 0, _pad2: 0 };
                 (bytes(bytemuck::bytes_of(&p)), residual_add::workgroups(&p))
             }
             Shape::LmHead => {
@@ -163,78 +128,30 @@ pub fn build(gpu: &GpuModel, s: &SessionBuffers, linear: Kernel) -> Vec<Op> {
     let mut push = |kernel: Kernel, shape: Shape, buffers: &[&wgpu::Buffer]| {
         let slot = ops.len() as u64;
         let bind_group = bind(gpu, kernel, s.params, slot, buffers);
-        ops.push(Op {
-            kernel,
-            bind_group,
-            shape,
-        });
+        ops.push(Op { kernel, bind_group, shape });
     };
-    push(
-        Kernel::Embedding,
-        Shape::Embedding,
-        &[&sc.tokens, &gpu.wte, &gpu.wpe, &sc.x],
-    );
+    push(Kernel::Embedding, Shape::Embedding, &[&sc.tokens, &gpu.wte, &gpu.wpe, &sc.x]);
     for (l, w) in gpu.layers.iter().enumerate() {
         let (kc, vc) = (&s.key_cache[l], &s.value_cache[l]);
-        push(
-            Kernel::Layernorm,
-            Shape::Layernorm,
-            &[&sc.x, &w.ln_1_weight, &w.ln_1_bias, &sc.xb],
-        );
+        push(Kernel::Layernorm, Shape::Layernorm, &[&sc.x, &w.ln_1_weight, &w.ln_1_bias, &sc.xb]);
         let qkv = Shape::Linear { k: e, n: 3 * e };
-        push(
-            linear,
-            qkv,
-            &[&sc.xb, &w.c_attn_weight, &w.c_attn_bias, &sc.qkv],
-        );
+        push(linear, qkv, &[&sc.xb, &w.c_attn_weight, &w.c_attn_bias, &sc.qkv]);
         push(Kernel::KvWrite, Shape::KvWrite, &[&sc.qkv, kc, vc]);
         let scale = c.attn_scale(l);
-        push(
-            Kernel::Attention,
-            Shape::Attention { scale },
-            &[&sc.qkv, kc, vc, &sc.y],
-        );
+        push(Kernel::Attention, Shape::Attention { scale }, &[&sc.qkv, kc, vc, &sc.y]);
         let proj = Shape::Linear { k: e, n: e };
-        push(
-            linear,
-            proj,
-            &[&sc.y, &w.attn_proj_weight, &w.attn_proj_bias, &sc.proj],
-        );
-        push(
-            Kernel::ResidualAdd,
-            Shape::Elementwise { cols: e },
-            &[&sc.proj, &sc.x],
-        );
-        push(
-            Kernel::Layernorm,
-            Shape::Layernorm,
-            &[&sc.x, &w.ln_2_weight, &w.ln_2_bias, &sc.xb],
-        );
+        push(linear, proj, &[&sc.y, &w.attn_proj_weight, &w.attn_proj_bias, &sc.proj]);
+        push(Kernel::ResidualAdd, Shape::Elementwise { cols: e }, &[&sc.proj, &sc.x]);
+        push(Kernel::Layernorm, Shape::Layernorm, &[&sc.x, &w.ln_2_weight, &w.ln_2_bias, &sc.xb]);
         let fc = Shape::Linear { k: e, n: inner };
         push(linear, fc, &[&sc.xb, &w.c_fc_weight, &w.c_fc_bias, &sc.fc]);
         push(Kernel::Gelu, Shape::Elementwise { cols: inner }, &[&sc.fc]);
         let mlp = Shape::Linear { k: inner, n: e };
-        push(
-            linear,
-            mlp,
-            &[&sc.fc, &w.mlp_proj_weight, &w.mlp_proj_bias, &sc.proj],
-        );
-        push(
-            Kernel::ResidualAdd,
-            Shape::Elementwise { cols: e },
-            &[&sc.proj, &sc.x],
-        );
+        push(linear, mlp, &[&sc.fc, &w.mlp_proj_weight, &w.mlp_proj_bias, &sc.proj]);
+        push(Kernel::ResidualAdd, Shape::Elementwise { cols: e }, &[&sc.proj, &sc.x]);
     }
-    push(
-        Kernel::Layernorm,
-        Shape::Layernorm,
-        &[&sc.x, &gpu.ln_f_weight, &gpu.ln_f_bias, &sc.xb],
-    );
-    push(
-        Kernel::LmHead,
-        Shape::LmHead,
-        &[&sc.xb, gpu.lm_head(), s.logits],
-    );
+    push(Kernel::Layernorm, Shape::Layernorm, &[&sc.x, &gpu.ln_f_weight, &gpu.ln_f_bias, &sc.xb]);
+    push(Kernel::LmHead, Shape::LmHead, &[&sc.xb, gpu.lm_head(), s.logits]);
     ops
 }
 
@@ -256,16 +173,12 @@ pub fn bind(
         }),
     }];
     for (i, b) in buffers.iter().enumerate() {
-        entries.push(wgpu::BindGroupEntry {
-            binding: i as u32 + 1,
-            resource: b.as_entire_binding(),
-        });
+        entries
+            .push(wgpu::BindGroupEntry { binding: i as u32 + 1, resource: b.as_entire_binding() });
     }
-    gpu.ctx
-        .device
-        .create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(kernel.name()),
-            layout: &layout,
-            entries: &entries,
-        })
+    gpu.ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some(kernel.name()),
+        layout: &layout,
+        entries: &entries,
+    })
 }

@@ -15,12 +15,11 @@ pub const STORAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
 
 /// A storage buffer holding `data`.
 pub fn upload(ctx: &GpuContext, label: &str, data: &[u8]) -> wgpu::Buffer {
-    ctx.device
-        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some(label),
-            contents: data,
-            usage: STORAGE,
-        })
+    ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some(label),
+        contents: data,
+        usage: STORAGE,
+    })
 }
 
 /// An uninitialised buffer of `bytes` (at least 4, as zero-sized bindings are invalid).

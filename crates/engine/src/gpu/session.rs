@@ -45,11 +45,8 @@ impl GpuSession {
         let row_bytes = (c.vocab_size * 4) as u64;
         let logits_rows = (MAX_LOGITS_BYTES / row_bytes).clamp(1, c.n_positions as u64);
         ctx.check_binding("one row of logits", row_bytes)?;
-        let cache = |label| {
-            (0..c.n_layer)
-                .map(|_| buffer(ctx, label, cache_bytes, STORAGE))
-                .collect()
-        };
+        let cache =
+            |label| (0..c.n_layer).map(|_| buffer(ctx, label, cache_bytes, STORAGE)).collect();
         let key_cache: Vec<_> = cache("key_cache");
         let value_cache: Vec<_> = cache("value_cache");
         let n_ops = 2 + 11 * c.n_layer + 1; // embedding, 11 per block, ln_f, lm_head
@@ -167,38 +164,20 @@ impl GpuSession {
             lm_row0: lm_row0 as u32,
             lm_rows: first_rows as u32,
         };
-        let mut stats = StepStats {
-            tokens: n,
-            ..StepStats::default()
-        };
-        let ops = if decode {
-            &self.decode_ops
-        } else {
-            &self.prefill_ops
-        };
+        let mut stats = StepStats { tokens: n, ..StepStats::default() };
+        let ops = if decode { &self.decode_ops } else { &self.prefill_ops };
         let ctx = &self.gpu.ctx;
-        ctx.queue
-            .write_buffer(&self.gpu.scratch.tokens, 0, bytemuck::cast_slice(tokens));
+        ctx.queue.write_buffer(&self.gpu.scratch.tokens, 0, bytemuck::cast_slice(tokens));
         stats.bytes_written += n * 4;
         let mut logits = self.run(ops, 0, &pass, &mut stats).await?;
         // Rows beyond the logits buffer: the LM head alone, chunk by chunk.
         while logits.len() < total_rows * self.config().vocab_size {
             let done = logits.len() / self.config().vocab_size;
             let rows = (total_rows - done).min(self.logits_rows);
-            let chunk = Pass {
-                lm_row0: (lm_row0 + done) as u32,
-                lm_rows: rows as u32,
-                ..pass
-            };
+            let chunk = Pass { lm_row0: (lm_row0 + done) as u32, lm_rows: rows as u32, ..pass };
             let slot = self.prefill_ops.len();
             logits.extend(
-                self.run(
-                    std::slice::from_ref(&self.lm_head_op),
-                    slot,
-                    &chunk,
-                    &mut stats,
-                )
-                .await?,
+                self.run(std::slice::from_ref(&self.lm_head_op), slot, &chunk, &mut stats).await?,
             );
         }
         self.pos += n;
@@ -224,8 +203,7 @@ impl GpuSession {
             params[i * SLOT as usize..][..bytes.len()].copy_from_slice(&bytes);
             groups.push(wg);
         }
-        ctx.queue
-            .write_buffer(&self.params, first_slot as u64 * SLOT, &params);
+        ctx.queue.write_buffer(&self.params, first_slot as u64 * SLOT, &params);
         stats.bytes_written += params.len();
         let read_bytes = pass.lm_rows as u64 * self.config().vocab_size as u64 * 4;
         let mut enc = ctx.device.create_command_encoder(&Default::default());

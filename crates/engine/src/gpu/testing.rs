@@ -22,20 +22,13 @@ pub async fn run_kernel(
     let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
     let params_buf = buffer(ctx, "params", SLOT, uniform);
     ctx.queue.write_buffer(&params_buf, 0, params);
-    let gpu_bufs: Vec<_> = buffers
-        .iter()
-        .map(|b| upload(ctx, "test input", b))
-        .collect();
+    let gpu_bufs: Vec<_> = buffers.iter().map(|b| upload(ctx, "test input", b)).collect();
     let layout = pipelines.get(kernel).get_bind_group_layout(0);
-    let mut entries = vec![wgpu::BindGroupEntry {
-        binding: 0,
-        resource: params_buf.as_entire_binding(),
-    }];
+    let mut entries =
+        vec![wgpu::BindGroupEntry { binding: 0, resource: params_buf.as_entire_binding() }];
     for (i, b) in gpu_bufs.iter().enumerate() {
-        entries.push(wgpu::BindGroupEntry {
-            binding: i as u32 + 1,
-            resource: b.as_entire_binding(),
-        });
+        entries
+            .push(wgpu::BindGroupEntry { binding: i as u32 + 1, resource: b.as_entire_binding() });
     }
     let bind_group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: None,

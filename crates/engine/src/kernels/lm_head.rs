@@ -24,10 +24,7 @@ pub fn run_cpu(
     let vocab_size = lm_head.len() / n_embd;
     for r in 0..n_out {
         let xr = &x[(row0 + r) * n_embd..][..n_embd];
-        for (v, out) in logits[r * vocab_size..][..vocab_size]
-            .iter_mut()
-            .enumerate()
-        {
+        for (v, out) in logits[r * vocab_size..][..vocab_size].iter_mut().enumerate() {
             let wr = &lm_head[v * n_embd..][..n_embd];
             *out = xr.iter().zip(wr).map(|(a, b)| a * b).sum();
         }

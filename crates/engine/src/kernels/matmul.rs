@@ -36,9 +36,5 @@ pub fn run_cpu(
 
 /// Dispatch size: one workgroup per 32×32 block of outputs.
 pub fn workgroups(p: &Params) -> [u32; 3] {
-    [
-        p.n.div_ceil(TILE_PER_GROUP),
-        p.m.div_ceil(TILE_PER_GROUP),
-        1,
-    ]
+    [p.n.div_ceil(TILE_PER_GROUP), p.m.div_ceil(TILE_PER_GROUP), 1]
 }

@@ -90,9 +90,7 @@ impl Config {
         }
         let eps = raw.layer_norm_epsilon.unwrap_or(1e-5);
         if !(eps.is_finite() && eps > 0.0 && eps < 1.0) {
-            return Err(bad(format!(
-                "`layer_norm_epsilon` is {eps}, expected 0 < eps < 1"
-            )));
+            return Err(bad(format!("`layer_norm_epsilon` is {eps}, expected 0 < eps < 1")));
         }
         let activation = raw.activation_function.as_deref().unwrap_or("gelu_new");
         // Both names denote the tanh approximation the kernels implement.
@@ -133,11 +131,7 @@ impl Config {
     pub fn n_params(&self) -> usize {
         let (e, i) = (self.n_embd, self.n_inner);
         let block = 4 * e + (e * 3 * e + 3 * e) + (e * e + e) + (e * i + i) + (i * e + e);
-        let head = if self.tie_word_embeddings {
-            0
-        } else {
-            self.vocab_size * e
-        };
+        let head = if self.tie_word_embeddings { 0 } else { self.vocab_size * e };
         self.vocab_size * e + self.n_positions * e + self.n_layer * block + 2 * e + head
     }
 }

@@ -47,8 +47,6 @@ impl Model {
 
 /// Reads a whole file, turning the OS error into an engine error naming the path.
 pub fn read(path: &std::path::Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| EngineError::Io {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })
+    std::fs::read(path)
+        .map_err(|e| EngineError::Io { path: path.display().to_string(), message: e.to_string() })
 }

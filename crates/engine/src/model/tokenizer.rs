@@ -65,10 +65,7 @@ impl TextStream {
         }
         let piece: String = text.chars().skip(self.released).collect();
         // Keep only the last id as context: decoders may depend on the previous token.
-        let last = *self
-            .pending
-            .last()
-            .expect("pending holds the id just pushed");
+        let last = *self.pending.last().expect("pending holds the id just pushed");
         self.pending = vec![last];
         self.released = tokenizer.decode(&self.pending)?.chars().count();
         Ok((!piece.is_empty()).then_some(piece))

@@ -94,9 +94,7 @@ impl Reader<'_> {
         match self.st.tensor(name) {
             Ok(_) => self.exact(name, shape),
             Err(_) if self.st.tensor(&prefixed).is_ok() => self.exact(&prefixed, shape),
-            Err(_) => Err(EngineError::MissingTensor {
-                name: name.to_string(),
-            }),
+            Err(_) => Err(EngineError::MissingTensor { name: name.to_string() }),
         }
     }
 
@@ -104,9 +102,7 @@ impl Reader<'_> {
         let view = self
             .st
             .tensor(name)
-            .map_err(|_| EngineError::MissingTensor {
-                name: name.to_string(),
-            })?;
+            .map_err(|_| EngineError::MissingTensor { name: name.to_string() })?;
         if view.shape() != shape {
             return Err(EngineError::Shape {
                 name: name.to_string(),
@@ -116,11 +112,7 @@ impl Reader<'_> {
         }
         let values = to_f32(view.dtype(), view.data(), name)?;
         if let Some((index, &value)) = values.iter().enumerate().find(|(_, x)| !x.is_finite()) {
-            return Err(EngineError::NonFinite {
-                name: name.to_string(),
-                index,
-                value,
-            });
+            return Err(EngineError::NonFinite { name: name.to_string(), index, value });
         }
         Ok(values)
     }
@@ -129,23 +121,17 @@ impl Reader<'_> {
 /// Little-endian bytes → f32 values. The data may be unaligned, hence byte chunks.
 fn to_f32(dtype: Dtype, data: &[u8], name: &str) -> Result<Vec<f32>> {
     let values = match dtype {
-        Dtype::F32 => data
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect(),
-        Dtype::F16 => data
-            .chunks_exact(2)
-            .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
-            .collect(),
-        Dtype::BF16 => data
-            .chunks_exact(2)
-            .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
-            .collect(),
+        Dtype::F32 => {
+            data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+        }
+        Dtype::F16 => {
+            data.chunks_exact(2).map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32()).collect()
+        }
+        Dtype::BF16 => {
+            data.chunks_exact(2).map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32()).collect()
+        }
         other => {
-            return Err(EngineError::Dtype {
-                name: name.to_string(),
-                got: format!("{other:?}"),
-            })
+            return Err(EngineError::Dtype { name: name.to_string(), got: format!("{other:?}") })
         }
     };
     Ok(values)

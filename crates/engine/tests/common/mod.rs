@@ -52,10 +52,7 @@ pub fn assert_close(what: &str, got: &[f32], want: &[f32], atol: f32, rtol: f32)
     assert_eq!(got.len(), want.len(), "{what}: length");
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
         let ok = (g - w).abs() <= atol + rtol * w.abs(); // false for any NaN
-        assert!(
-            ok,
-            "{what}: element {i}: got {g}, want {w} (atol {atol}, rtol {rtol})"
-        );
+        assert!(ok, "{what}: element {i}: got {g}, want {w} (atol {atol}, rtol {rtol})");
     }
 }
 
@@ -65,11 +62,7 @@ pub fn rel_max_err(got: &[f32], want: &[f32]) -> f32 {
     if got.iter().any(|v| !v.is_finite()) {
         return f32::INFINITY;
     }
-    let err = got
-        .iter()
-        .zip(want)
-        .map(|(g, w)| (g - w).abs())
-        .fold(0.0, f32::max);
+    let err = got.iter().zip(want).map(|(g, w)| (g - w).abs()).fold(0.0, f32::max);
     err / want.iter().map(|w| w.abs()).fold(0.0, f32::max)
 }
 
