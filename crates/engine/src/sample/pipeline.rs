@@ -36,7 +36,8 @@ pub struct Explanation {
     pub raw_entropy_bits: f64,
     /// The stages in pipeline order; the last one's `probs` is the final distribution.
     pub stages: Vec<Stage>,
-    /// (vocab_size) ids by final probability, then lower id: ranks for every token.
+    /// (vocab_size) ids by probability after temperature, then lower id. Cuts
+    /// keep this order, so the kept tokens come first, ranked as in the final distribution.
     pub order: Vec<u32>,
 }
 
@@ -115,7 +116,7 @@ pub fn explain(logits: &[f32], history: &[u32], settings: &Settings) -> Result<E
         prev.iter().map(|&p| if p >= settings.min_p * p_max { p } else { 0.0 }).collect();
     stages.push(stage("min_p", prev, normalise(keep)));
 
-    let order = rank(stages.last().map(|s| &s.probs).expect("stages were pushed"));
+    // Later stages only cut and renormalise, so the kept tokens keep their order.
     Ok(Explanation { raw_probs, raw_entropy_bits, stages, order })
 }
 
