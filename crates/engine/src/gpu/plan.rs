@@ -50,31 +50,48 @@ pub struct Pass {
 }
 
 impl Op {
-    /// This op's `Params` bytes and workgroup count for `pass`.
-    pub fn params(&self, gpu: &GpuModel, pass: &Pass) -> (Vec<u8>, [u32; 3]) {
+    /// Writes this op's `Params` for `pass` into `slot` (its uniform slot) and
+    /// returns the workgroup count. No allocation: this runs for every dispatch
+    /// of every decode step.
+    pub fn params(&self, gpu: &GpuModel, pass: &Pass, slot: &mut [u8]) -> [u32; 3] {
         let c = gpu.config();
         let (e, n_rows, pos0) = (c.n_embd as u32, pass.n_rows, pass.pos0);
-        let bytes = |p: &[u8]| p.to_vec();
+        let mut put = |p: &[u8]| slot[..p.len()].copy_from_slice(p);
         match self.shape {
             Shape::Embedding => {
                 let p = embedding::Params { n_rows, n_embd: e, pos0, _pad: 0 };
-                (bytes(bytemuck::bytes_of(&p)), embedding::workgroups(&p))
+                {
+                    put(bytemuck::bytes_of(&p));
+                    embedding::workgroups(&p)
+                }
             }
             Shape::Layernorm => {
                 let p = layernorm::Params { n_rows, n_embd: e, eps: c.layer_norm_epsilon, _pad: 0 };
-                (bytes(bytemuck::bytes_of(&p)), layernorm::workgroups(&p))
+                {
+                    put(bytemuck::bytes_of(&p));
+                    layernorm::workgroups(&p)
+                }
             }
             Shape::Linear { k, n } if self.kernel == Kernel::Matmul => {
                 let p = matmul::Params { m: n_rows, k, n, _pad: 0 };
-                (bytes(bytemuck::bytes_of(&p)), matmul::workgroups(&p))
+                {
+                    put(bytemuck::bytes_of(&p));
+                    matmul::workgroups(&p)
+                }
             }
             Shape::Linear { k, n } => {
                 let p = matvec::Params { k, n, _pad0: 0, _pad1: 0 };
-                (bytes(bytemuck::bytes_of(&p)), matvec::workgroups(&p))
+                {
+                    put(bytemuck::bytes_of(&p));
+                    matvec::workgroups(&p)
+                }
             }
             Shape::KvWrite => {
                 let p = kv_write::Params { n_rows, n_embd: e, pos0, _pad: 0 };
-                (bytes(bytemuck::bytes_of(&p)), kv_write::workgroups(&p))
+                {
+                    put(bytemuck::bytes_of(&p));
+                    kv_write::workgroups(&p)
+                }
             }
             Shape::Attention { scale } => {
                 let head_size = c.head_size as u32;
@@ -88,15 +105,24 @@ impl Op {
                     _pad1: 0,
                     _pad2: 0,
                 };
-                (bytes(bytemuck::bytes_of(&p)), attention::workgroups(&p))
+                {
+                    put(bytemuck::bytes_of(&p));
+                    attention::workgroups(&p)
+                }
             }
             Shape::Elementwise { cols } if self.kernel == Kernel::Gelu => {
                 let p = gelu::Params { n: n_rows * cols, _pad0: 0, _pad1: 0, _pad2: 0 };
-                (bytes(bytemuck::bytes_of(&p)), gelu::workgroups(&p))
+                {
+                    put(bytemuck::bytes_of(&p));
+                    gelu::workgroups(&p)
+                }
             }
             Shape::Elementwise { cols } => {
                 let p = residual_add::Params { n: n_rows * cols, _pad0: 0, _pad1: 0, _pad2: 0 };
-                (bytes(bytemuck::bytes_of(&p)), residual_add::workgroups(&p))
+                {
+                    put(bytemuck::bytes_of(&p));
+                    residual_add::workgroups(&p)
+                }
             }
             Shape::LmHead => {
                 let p = lm_head::Params {
@@ -105,7 +131,10 @@ impl Op {
                     n_embd: e,
                     vocab_size: c.vocab_size as u32,
                 };
-                (bytes(bytemuck::bytes_of(&p)), lm_head::workgroups(&p))
+                {
+                    put(bytemuck::bytes_of(&p));
+                    lm_head::workgroups(&p)
+                }
             }
         }
     }

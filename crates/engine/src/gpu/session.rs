@@ -198,10 +198,8 @@ impl GpuSession {
         let ctx = &self.gpu.ctx;
         let mut params = vec![0u8; ops.len() * SLOT as usize];
         let mut groups = Vec::with_capacity(ops.len());
-        for (i, op) in ops.iter().enumerate() {
-            let (bytes, wg) = op.params(&self.gpu, pass);
-            params[i * SLOT as usize..][..bytes.len()].copy_from_slice(&bytes);
-            groups.push(wg);
+        for (op, slot) in ops.iter().zip(params.chunks_exact_mut(SLOT as usize)) {
+            groups.push(op.params(&self.gpu, pass, slot));
         }
         ctx.queue.write_buffer(&self.params, first_slot as u64 * SLOT, &params);
         stats.bytes_written += params.len();
