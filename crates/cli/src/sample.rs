@@ -54,7 +54,7 @@ fn table(e: &engine::sample::Explanation, labels: &[String], drawn: &[u32]) -> S
     let mut s = String::new();
     let names: Vec<&str> = e.stages.iter().map(|s| s.name).collect();
     let _ = writeln!(s, "{:>12} {:>9} {}", "token", "raw", names.join("  "));
-    for &id in &e.order {
+    for id in e.top(e.raw_probs.len()) {
         let label = labels.get(id as usize).cloned().unwrap_or_else(|| id.to_string());
         let cols: Vec<String> =
             e.stages.iter().map(|st| format!("{:>9.6}", st.probs[id as usize])).collect();

@@ -177,6 +177,54 @@ fn bad_settings_are_clear_errors() {
     assert!(e.contains("vocabulary is empty"), "{e}");
 }
 
+/// Entropy and kept mass against Python's `math`: −Σ p log2 p of
+/// softmax([3, 2, 1, 0.5, 0.1] / T), and of its top 3 renormalised.
+#[test]
+fn entropy_and_kept_mass_match_hand_computed_values() {
+    for (t, want) in
+        [(0.5, 0.7084140227760862), (1.0, 1.5964274429797092), (2.0, 2.1110022430979853)]
+    {
+        let e = explain(&COURSE, &[], &with(|s| s.temperature = t)).unwrap();
+        assert!(
+            (e.stages[1].entropy_bits - want).abs() < 1e-9,
+            "T {t}: {}",
+            e.stages[1].entropy_bits
+        );
+        assert!((e.stages[4].entropy_bits - want).abs() < 1e-9);
+    }
+    let e = explain(&COURSE, &[], &with(|s| s.top_k = 3)).unwrap();
+    assert!((e.raw_entropy_bits - 1.5964274429797092).abs() < 1e-9);
+    assert!((e.stages[2].entropy_bits - 1.200892977978363).abs() < 1e-9);
+    assert!((e.stages[2].kept_mass - 0.9164138871202021).abs() < 1e-9);
+    assert_eq!((e.stages[2].kept_count, &e.stages[2].removed[..]), (3, &[3, 4][..]));
+    // Stages that cut nothing keep all the mass and the entropy.
+    assert_eq!((e.stages[3].kept_mass, e.stages[3].entropy_bits), (1.0, e.stages[2].entropy_bits));
+    let greedy = explain(&COURSE, &[], &with(|s| s.temperature = 0.0)).unwrap();
+    assert_eq!(greedy.stages[4].entropy_bits, 0.0);
+}
+
+/// Tiny (even subnormal) and huge temperatures stay finite: the max is
+/// subtracted before dividing, and nothing multiplies by 1/T.
+#[test]
+fn extreme_temperatures_stay_finite() {
+    for t in [5e-324, 1e-300, 1e-6, 1e6, 1e300] {
+        let e = explain(&FRANCE, &[], &with(|s| s.temperature = t)).unwrap();
+        for stage in &e.stages {
+            assert!(stage.probs.iter().all(|p| p.is_finite()), "T {t}, {}", stage.name);
+            assert!(stage.entropy_bits.is_finite() && stage.entropy_bits >= 0.0, "T {t}");
+        }
+        let sum: f64 = e.final_probs().iter().sum();
+        assert!((sum - 1.0).abs() < 1e-12, "T {t}: sum {sum}");
+    }
+    // Tiny T is greedy; huge T is uniform over the 11 tokens.
+    assert_eq!(
+        explain(&FRANCE, &[], &with(|s| s.temperature = 1e-300)).unwrap().final_probs()[0],
+        1.0
+    );
+    let hot = explain(&FRANCE, &[], &with(|s| s.temperature = 1e300)).unwrap();
+    assert!((hot.stages[1].entropy_bits - 11f64.log2()).abs() < 1e-9);
+}
+
 fn logits_strategy() -> impl Strategy<Value = Vec<f32>> {
     let value = prop_oneof![
         8 => -20.0f32..20.0,
@@ -237,9 +285,10 @@ proptest! {
         let e = explain(&logits, &[], &with(|s| s.top_p = p)).unwrap();
         let before = &e.stages[2].probs;
         let is_kept = e.kept();
-        let kept: Vec<u32> = e.order.iter().copied().filter(|&i| is_kept[i as usize]).collect();
+        let order = e.top(logits.len());
+        let kept: Vec<u32> = order.iter().copied().filter(|&i| is_kept[i as usize]).collect();
         // The kept set is a prefix of the ranking...
-        prop_assert_eq!(&kept[..], &e.order[..kept.len()]);
+        prop_assert_eq!(&kept[..], &order[..kept.len()]);
         // ...whose mass reaches p, and which is short of p without its last token.
         let mass: f64 = kept.iter().map(|&i| before[i as usize]).sum();
         let last = before[*kept.last().unwrap() as usize];
@@ -263,4 +312,40 @@ fn stop_strings_match_across_pieces_and_are_not_emitted() {
     assert_eq!(m.push("café"), Stopped::No("caf".into()));
     assert_eq!(m.push("?"), Stopped::No("é?".into()));
     assert_eq!(m.flush(), "");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// The selection-based cuts against the textbook method: sort the whole
+    /// vocabulary, keep the first k, then walk the cumulative sum to p.
+    #[test]
+    fn cuts_match_full_sort_reference(
+        logits in logits_strategy(), t in 0.05f64..3.0, k in 0i64..3000, p in 0.0f64..1.0,
+    ) {
+        let e = explain(&logits, &[], &with(|s| { s.temperature = t; s.top_k = k; s.top_p = p; })).unwrap();
+        let tempered = &e.stages[1].probs;
+        let processed = &e.stages[0].probs;
+        let mut order: Vec<usize> = (0..logits.len()).filter(|&i| tempered[i] > 0.0).collect();
+        order.sort_by(|&a, &b| {
+            tempered[b].total_cmp(&tempered[a]).then(processed[b].total_cmp(&processed[a])).then(a.cmp(&b))
+        });
+        let k = if k == 0 { order.len() } else { (k as usize).min(order.len()) };
+        let after_k: f64 = order[..k].iter().map(|&i| tempered[i]).sum();
+        let mut n = 0;
+        let mut cum = 0.0;
+        for &i in &order[..k] {
+            cum += tempered[i] / after_k;
+            n += 1;
+            if cum >= p {
+                break;
+            }
+        }
+        let mut want = vec![false; logits.len()];
+        order[..n.max(1)].iter().for_each(|&i| want[i] = true);
+        let got: Vec<bool> = e.stages[3].probs.iter().map(|&q| q > 0.0).collect();
+        prop_assert_eq!(got, want);
+        let top = e.top(n.max(1));
+        prop_assert_eq!(top.iter().map(|&i| i as usize).collect::<Vec<_>>(), order[..n.max(1)].to_vec());
+    }
 }

@@ -11,6 +11,7 @@
 mod beam;
 pub mod pipeline;
 pub mod processors;
+mod rank;
 mod settings;
 mod stop;
 
@@ -82,10 +83,17 @@ pub fn argmax(logits: &[f32]) -> u32 {
 /// overflows; `-inf` logits get probability 0.
 pub fn softmax(logits: &[f32], temperature: f64) -> Vec<f64> {
     let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
-    let mut probs: Vec<f64> = logits
-        .iter()
-        .map(|&v| if v == f32::NEG_INFINITY { 0.0 } else { ((v as f64 - max) / temperature).exp() })
-        .collect();
+    let mut probs: Vec<f64> =
+        logits
+            .iter()
+            .map(|&v| {
+                if v == f32::NEG_INFINITY {
+                    0.0
+                } else {
+                    libm::exp((v as f64 - max) / temperature)
+                }
+            })
+            .collect();
     let sum: f64 = probs.iter().sum();
     probs.iter_mut().for_each(|p| *p /= sum);
     probs
@@ -94,7 +102,7 @@ pub fn softmax(logits: &[f32], temperature: f64) -> Vec<f64> {
 /// Natural-log probabilities of `logits` at temperature 1 (`-inf` stays `-inf`).
 pub fn log_softmax(logits: &[f32]) -> Vec<f64> {
     let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
-    let sum: f64 = logits.iter().map(|&v| (v as f64 - max).exp()).sum();
-    let lse = max + sum.ln();
+    let sum: f64 = logits.iter().map(|&v| libm::exp(v as f64 - max)).sum();
+    let lse = max + libm::log(sum);
     logits.iter().map(|&v| v as f64 - lse).collect()
 }
