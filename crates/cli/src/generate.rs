@@ -3,9 +3,9 @@
 
 use std::io::Write;
 
-use engine::generate::Generator;
-use engine::model::{TextStream, Tokenizer};
-use engine::sample::{beam_search, Sampler, Settings, StopMatcher, Stopped};
+use engine::model::Tokenizer;
+use engine::run::Run;
+use engine::sample::{beam_search, Settings, StopMatcher, Stopped};
 use engine::{Result, Session};
 
 /// What to generate.
@@ -17,39 +17,31 @@ pub struct Job {
     pub stop: Vec<String>,
 }
 
-/// Samples token by token through the pipeline, printing text as it is final.
+/// Samples token by token through the pipeline (the same [`Run`] the app
+/// uses), printing text as it becomes final.
 pub async fn sample(session: Session, tokenizer: &Tokenizer, job: &Job) -> Result<()> {
-    let mut sampler = Sampler::new(job.settings.clone(), job.seed)?;
-    let eos = session.config().eos_token_id;
-    let prompt_ids = tokenizer.encode(&job.prompt)?;
-    let mut history = prompt_ids.clone(); // what the penalties look at: prompt + output
-    let mut generator = Generator::new(session);
-    let (mut logits, crop) = generator.start(&prompt_ids).await?;
-    if let Some(c) = crop {
+    let settings = job.settings.clone();
+    let mut run =
+        Run::start(session, tokenizer, &job.prompt, settings, job.seed, &job.stop, job.max_tokens)
+            .await?;
+    if let Some(c) = run.prompt_crop {
         eprintln!("[prompt cropped to its last {} tokens; {} dropped]", c.kept, c.dropped);
     }
     let mut out = std::io::stdout().lock();
-    let _ = write!(out, "{}", job.prompt);
-    let (mut stream, mut stop) = (TextStream::default(), StopMatcher::new(&job.stop));
-    for _ in 0..job.max_tokens {
-        let token = sampler.next(&logits, &history)?.token;
-        if Some(token) == eos {
-            break;
-        }
-        history.push(token);
-        if let Some(piece) = stream.push(tokenizer, token)? {
-            match stop.push(&piece) {
-                Stopped::No(text) => print(&mut out, &text),
-                Stopped::Yes(text) => return finish(&mut out, &text),
-            }
-        }
-        let (next, crop) = generator.advance(token).await?;
-        if let Some(c) = crop {
+    print(&mut out, &job.prompt);
+    if job.max_tokens == 0 {
+        return finish(&mut out, "");
+    }
+    loop {
+        let step = run.step(tokenizer, None).await?;
+        print(&mut out, &step.text);
+        if let Some(c) = step.crop {
             eprintln!("\n[context full: kept the last {} tokens, dropped {}]", c.kept, c.dropped);
         }
-        logits = next;
+        if step.done.is_some() {
+            return finish(&mut out, "");
+        }
     }
-    finish(&mut out, &stop.flush())
 }
 
 /// Beam search: prints the best beam's text; every beam's log-probability goes to stderr.

@@ -5,7 +5,8 @@
 //! Data flow: [`model`] (config, weights, tokenizer) → [`kernels`] (one module
 //! per shader, with its CPU twin) → [`cpu`] / [`gpu`] (sessions: prefill,
 //! decode, rewind, fork) → [`sample`] (the decoding rules, explained stage by stage) → [`generate`]
-//! (text in, tokens out, context crop).
+//! (text in, tokens out, context crop) → [`run`] (one generation: choose, append,
+//! step; shared by the CLI and the app).
 //! No UI code lives here.
 
 pub mod cpu;
@@ -14,6 +15,7 @@ pub mod generate;
 pub mod gpu;
 pub mod kernels;
 pub mod model;
+pub mod run;
 pub mod sample;
 pub mod session;
 

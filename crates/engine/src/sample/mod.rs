@@ -50,6 +50,13 @@ impl Sampler {
         Ok(Sampler { settings, rng: ChaCha20Rng::seed_from_u64(seed) })
     }
 
+    /// Replaces the settings; the draw stream carries on where it was.
+    pub fn set_settings(&mut self, settings: Settings) -> Result<()> {
+        settings.validate()?;
+        self.settings = settings;
+        Ok(())
+    }
+
     /// The settings in use.
     pub fn settings(&self) -> &Settings {
         &self.settings

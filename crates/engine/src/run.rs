@@ -1,0 +1,170 @@
+//! One generation, token by token: the loop the CLI and the app share, so the
+//! same model + prompt + settings + seed gives the same text in both.
+//!
+//! Data flow per step: logits (for the next token) → pipeline + seeded draw (or
+//! a token the user picked) → history, text stream, stop strings → decode step
+//! → logits for the token after.
+
+use crate::generate::{Crop, Generator};
+use crate::model::{TextStream, Tokenizer};
+use crate::sample::{explain, Choice, Sampler, Settings, StopMatcher, Stopped};
+use crate::{EngineError, Result, Session};
+
+/// Why a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Done {
+    /// The model chose its end-of-text token (not appended, not shown).
+    Eos,
+    /// A stop string appeared (it is not shown).
+    Stop,
+    /// `max_tokens` tokens were appended.
+    MaxTokens,
+}
+
+/// What one step did.
+#[derive(Debug, Clone)]
+pub struct Step {
+    /// The token chosen, its final probability and rank when chosen.
+    pub choice: Choice,
+    /// (vocab_size) the logits it was chosen from, kept so a view can redraw
+    /// that step's distribution without running the model.
+    pub logits: Vec<f32>,
+    /// (history_len) the tokens the processors saw for that choice.
+    pub history_len: usize,
+    /// Text that became final with this step (may be empty: a character split
+    /// over tokens, or a possible stop string, is held back until known).
+    pub text: String,
+    /// Set when this step ended the run.
+    pub done: Option<Done>,
+    /// Set when the context was full and got cropped.
+    pub crop: Option<Crop>,
+}
+
+/// A generation in progress.
+pub struct Run {
+    generator: Generator,
+    sampler: Sampler,
+    /// (prompt + generated) what the penalties look at.
+    history: Vec<u32>,
+    stream: TextStream,
+    stop: StopMatcher,
+    eos: Option<u32>,
+    /// (vocab_size) logits for the next token.
+    logits: Vec<f32>,
+    generated: usize,
+    max_tokens: usize,
+    /// Set when the prompt itself was longer than the context.
+    pub prompt_crop: Option<Crop>,
+}
+
+impl Run {
+    /// Encodes `prompt` and prefills it: the run is ready to choose its first token.
+    pub async fn start(
+        session: Session,
+        tokenizer: &Tokenizer,
+        prompt: &str,
+        settings: Settings,
+        seed: u64,
+        stop: &[String],
+        max_tokens: usize,
+    ) -> Result<Run> {
+        let sampler = Sampler::new(settings, seed)?;
+        let prompt_ids = tokenizer.encode(prompt)?;
+        if prompt_ids.is_empty() {
+            return Err(EngineError::EmptyPrompt);
+        }
+        let eos = session.config().eos_token_id;
+        let mut generator = Generator::new(session);
+        let (logits, prompt_crop) = generator.start(&prompt_ids).await?;
+        Ok(Run {
+            generator,
+            sampler,
+            history: prompt_ids,
+            stream: TextStream::default(),
+            stop: StopMatcher::new(stop),
+            eos,
+            logits,
+            generated: 0,
+            max_tokens,
+            prompt_crop,
+        })
+    }
+
+    /// The session (stats, KV bytes, backend name).
+    pub fn session(&self) -> &Session {
+        self.generator.session()
+    }
+
+    /// Tokens in the KV cache now.
+    pub fn context_len(&self) -> usize {
+        self.generator.context().len()
+    }
+
+    /// (vocab_size) the logits the next choice will use.
+    pub fn logits(&self) -> &[f32] {
+        &self.logits
+    }
+
+    /// (prompt + generated) the token history the processors see.
+    pub fn history(&self) -> &[u32] {
+        &self.history
+    }
+
+    /// Replaces the settings for the following choices (the draw stream goes on).
+    pub fn set_settings(&mut self, settings: Settings) -> Result<()> {
+        self.sampler.set_settings(settings)
+    }
+
+    /// Chooses the next token (drawn, or `forced` when the user picked one),
+    /// appends it and runs the model one step.
+    pub async fn step(&mut self, tokenizer: &Tokenizer, forced: Option<u32>) -> Result<Step> {
+        let choice = match forced {
+            Some(token) => self.forced_choice(token)?,
+            None => self.sampler.next(&self.logits, &self.history)?,
+        };
+        let logits = std::mem::take(&mut self.logits);
+        let mut step = Step {
+            choice: choice.clone(),
+            logits,
+            history_len: self.history.len(),
+            text: String::new(),
+            done: None,
+            crop: None,
+        };
+        if Some(choice.token) == self.eos {
+            step.text = self.stop.flush();
+            step.done = Some(Done::Eos);
+            return Ok(step);
+        }
+        self.history.push(choice.token);
+        self.generated += 1;
+        if let Some(piece) = self.stream.push(tokenizer, choice.token)? {
+            match self.stop.push(&piece) {
+                Stopped::No(text) => step.text = text,
+                Stopped::Yes(text) => {
+                    step.text = text;
+                    step.done = Some(Done::Stop);
+                    return Ok(step);
+                }
+            }
+        }
+        // Advance even on the last token: the next distribution stays on view,
+        // and a caller may go on stepping past `max_tokens`.
+        let (next, crop) = self.generator.advance(choice.token).await?;
+        self.logits = next;
+        step.crop = crop;
+        if self.generated >= self.max_tokens {
+            step.text += &self.stop.flush();
+            step.done = Some(Done::MaxTokens);
+        }
+        Ok(step)
+    }
+
+    fn forced_choice(&self, token: u32) -> Result<Choice> {
+        if token as usize >= self.logits.len() {
+            return Err(EngineError::TokenOutOfRange { id: token, vocab_size: self.logits.len() });
+        }
+        let e = explain(&self.logits, &self.history, self.sampler.settings())?;
+        Ok(Choice { token, prob: e.final_probs()[token as usize], rank: e.rank_of(token) })
+    }
+}
