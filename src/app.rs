@@ -1,73 +1,135 @@
-//! The page shell: header with the backend in use, and the engine status.
-//! Probing the GPU is the first thing the app does, because it decides which
-//! engine (WebGPU or the CPU fallback) everything else runs on.
+//! The page shell: header (backend and adapter in use, status), the loading
+//! progress bar, the no-WebGPU banner, errors with a retry, then the playground.
+//!
+//! URL parameters read here: `model` (a model directory, default the bundled
+//! `models/shakespeare/`), `backend=cpu` (skip WebGPU), `prompt`.
 
 use leptos::prelude::*;
 
-/// Which engine the page runs on, and why.
+use crate::driver::{Controls, Driver};
+use crate::lab::{load, Backend, Progress};
+use crate::playground::Playground;
+
+const DEFAULT_MODEL: &str = "models/shakespeare/";
+const DEFAULT_PROMPT: &str = "ROMEO:\n";
+
+/// Where the page stands.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Backend {
-    /// WebGPU adapter found: our WGSL kernels run on it.
-    WebGpu { adapter: String },
-    /// No usable WebGPU: the CPU engine runs in wasm.
-    Cpu { reason: String },
+enum Phase {
+    Loading(Progress),
+    Ready(Backend),
+    Error(String),
 }
 
-async fn probe() -> Backend {
-    match engine::gpu::GpuContext::new().await {
-        Ok(ctx) => Backend::WebGpu { adapter: ctx.adapter_name() },
-        Err(e) => Backend::Cpu { reason: e.to_string() },
-    }
+fn query(name: &str) -> Option<String> {
+    let search = web_sys::window()?.location().search().ok()?;
+    web_sys::UrlSearchParams::new_with_str(&search).ok()?.get(name)
 }
 
 /// The whole app.
 #[component]
 pub fn App() -> impl IntoView {
-    // Read once at start-up; a Memo is not needed.
-    let backend = LocalResource::new(probe);
+    let phase =
+        RwSignal::new(Phase::Loading(Progress { what: "starting".into(), loaded: 0, total: None }));
+    let driver = RwSignal::new_local(None::<Driver>);
+    let prompt = RwSignal::new(query("prompt").unwrap_or_else(|| DEFAULT_PROMPT.to_string()));
+    let controls = Controls {
+        temperature: RwSignal::new(0.8),
+        top_k: RwSignal::new(0.0),
+        top_p: RwSignal::new(1.0),
+        min_p: RwSignal::new(0.0),
+        repetition_penalty: RwSignal::new(1.0),
+        max_tokens: RwSignal::new(60.0),
+        seed: RwSignal::new(1.0),
+        bars: RwSignal::new(20.0),
+        stop: RwSignal::new(String::new()),
+    };
+    let start = move || {
+        phase.set(Phase::Loading(Progress { what: "starting".into(), loaded: 0, total: None }));
+        leptos::task::spawn_local(async move {
+            let base = query("model").map(|m| if m.ends_with('/') { m } else { m + "/" });
+            let base = base.unwrap_or_else(|| DEFAULT_MODEL.to_string());
+            let force_cpu = query("backend").as_deref() == Some("cpu");
+            match load(&base, force_cpu, move |p| phase.set(Phase::Loading(p))).await {
+                Ok(lab) => {
+                    let backend = lab.backend.clone();
+                    let d = Driver::new(lab, controls, prompt);
+                    driver.set(Some(d));
+                    phase.set(Phase::Ready(backend));
+                    d.reset(); // reads the prompt: the first distribution shows at once
+                }
+                Err(e) => phase.set(Phase::Error(e)),
+            }
+        });
+    };
+    start();
+    let state = move || match phase.get() {
+        Phase::Loading(_) => "loading",
+        Phase::Error(_) => "error",
+        Phase::Ready(_) if driver.get().is_some_and(|d| d.generating.get()) => "generating",
+        Phase::Ready(_) => "ready",
+    };
     view! {
         <header class="header">
             <h1>"Decode Lab"</h1>
             <span class="tagline">"see and feel how a GPT chooses its next token"</span>
-            {move || match backend.get() {
-                None => view! { <span data-testid="status" data-state="loading">"probing WebGPU…"</span> }.into_any(),
-                Some(b) => view! { <BackendBadge backend=b/> }.into_any(),
+            <span class="status" data-testid="status" data-state=state>{state}</span>
+            {move || match phase.get() {
+                Phase::Ready(b) => Some(view! { <BackendBadge backend=b/> }),
+                _ => None,
             }}
         </header>
         <main>
-            {move || backend.get().and_then(|b| match b {
-                Backend::Cpu { reason } => Some(view! { <NoWebGpuBanner reason=reason/> }),
-                Backend::WebGpu { .. } => None,
-            })}
-            <p class="note">
-                "The engine is ready: GPT-2 forward passes in our own WGSL kernels with a GPU-resident KV cache, and a CPU twin. The playground arrives with the bundled model."
-            </p>
+            {move || match phase.get() {
+                Phase::Loading(p) => view! { <LoadingBar progress=p/> }.into_any(),
+                Phase::Error(e) => view! {
+                    <div class="error-box" role="alert">
+                        <p><strong>"The model could not be loaded. "</strong>{e}</p>
+                        <button data-testid="retry" on:click=move |_| start()>"Retry"</button>
+                    </div>
+                }.into_any(),
+                Phase::Ready(b) => view! {
+                    {match b { Backend::Cpu { reason } => Some(view! { <NoWebGpuBanner reason=reason/> }), _ => None }}
+                    {move || driver.get().map(|d| view! { <Playground driver=d/> })}
+                }.into_any(),
+            }}
         </main>
+    }
+}
+
+#[component]
+fn LoadingBar(progress: Progress) -> impl IntoView {
+    let (value, max) = match progress.total {
+        Some(t) if t > 0 => (progress.loaded as f64, t as f64),
+        _ => (0.0, 1.0),
+    };
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    let detail = match progress.total {
+        Some(t) => format!("{:.1} / {:.1} MiB", mib(progress.loaded), mib(t)),
+        None if progress.loaded > 0 => format!("{:.1} MiB", mib(progress.loaded)),
+        None => String::new(),
+    };
+    view! {
+        <div class="loading" data-testid="loading">
+            <p>{progress.what} " " {detail}</p>
+            <progress max=max value=value></progress>
+        </div>
     }
 }
 
 /// The header badge naming the backend and adapter in use.
 #[component]
-fn BackendBadge(
-    /// The probed backend.
-    backend: Backend,
-) -> impl IntoView {
-    let (kind, label) = match &backend {
-        Backend::WebGpu { adapter } => ("webgpu", format!("WebGPU · {adapter}")),
-        Backend::Cpu { .. } => ("cpu", "CPU (wasm)".to_string()),
+fn BackendBadge(backend: Backend) -> impl IntoView {
+    let label = match &backend {
+        Backend::WebGpu { adapter } => format!("WebGPU · {adapter}"),
+        Backend::Cpu { .. } => "CPU (wasm)".to_string(),
     };
-    view! {
-        <span data-testid="status" data-state="ready"></span>
-        <span class="badge" data-testid="backend" data-backend=kind>{label}</span>
-    }
+    view! { <span class="badge" data-testid="backend" data-backend=backend.kind()>{label}</span> }
 }
 
 /// Why WebGPU is not in use, and how to turn it on.
 #[component]
-fn NoWebGpuBanner(
-    /// The error the probe reported.
-    reason: String,
-) -> impl IntoView {
+fn NoWebGpuBanner(reason: String) -> impl IntoView {
     view! {
         <div class="banner" role="status">
             <strong>"WebGPU is not available, so the model runs on the CPU (slower, same results). "</strong>
@@ -81,7 +143,7 @@ fn NoWebGpuBanner(
     }
 }
 
-/// Replaces the page with a visible error (used by the panic hook).
+/// Adds a visible error to the page (used by the panic hook).
 pub fn show_fatal(message: &str) {
     if let Some(body) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.body()) {
         let div = body.owner_document().and_then(|d| d.create_element("pre").ok());

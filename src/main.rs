@@ -3,6 +3,12 @@
 //! visible instead of a dead page.
 
 mod app;
+mod controls;
+mod distribution;
+mod driver;
+mod lab;
+mod loader;
+mod playground;
 
 fn main() {
     std::panic::set_hook(Box::new(|info| {

@@ -1,0 +1,87 @@
+//! Number controls: a slider and a number box bound to one value, with a label
+//! and keyboard support (the browser's own for both inputs). Out-of-range or
+//! unreadable input is clamped or ignored with a visible notice, never a panic.
+
+use leptos::prelude::*;
+
+/// The range and step of one control.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Range {
+    pub min: f64,
+    pub max: f64,
+    pub step: f64,
+}
+
+impl Range {
+    /// `raw` parsed and clamped; `Err` says why it was not taken as typed.
+    pub fn read(&self, raw: &str) -> Result<f64, String> {
+        let v: f64 = raw.trim().parse().map_err(|_| format!("“{raw}” is not a number"))?;
+        if !v.is_finite() {
+            return Err(format!("“{raw}” is not a finite number"));
+        }
+        Ok(v.clamp(self.min, self.max))
+    }
+}
+
+/// A labelled slider + number box. `testid` goes on the number box (it takes
+/// any value; the slider snaps to its step).
+#[component]
+pub fn NumberControl(
+    label: &'static str,
+    testid: &'static str,
+    range: Range,
+    value: RwSignal<f64>,
+    #[prop(optional)] help: &'static str,
+) -> impl IntoView {
+    let notice = RwSignal::new(None::<String>);
+    // The number box shows what was typed ("0." mid-edit), not a re-rendering
+    // of the value; it follows the value only when the value moved elsewhere.
+    let text = RwSignal::new(value.get_untracked().to_string());
+    Effect::new(move |_| {
+        let v = value.get();
+        if text.with_untracked(|t| t.trim().parse::<f64>().ok()) != Some(v) {
+            text.set(v.to_string());
+        }
+    });
+    let take = move |raw: String| match range.read(&raw) {
+        Ok(v) => {
+            let typed: Option<f64> = raw.trim().parse().ok();
+            notice.set(
+                (typed != Some(v))
+                    .then(|| format!("{label} kept within {}–{}", range.min, range.max)),
+            );
+            value.set(v);
+        }
+        Err(e) => notice.set(Some(e)),
+    };
+    let id = format!("control-{testid}");
+    view! {
+        <div class="control" title=help>
+            <label for=id.clone()>{label}</label>
+            <input
+                type="range"
+                aria-label=label
+                min=range.min.to_string()
+                max=range.max.to_string()
+                step=range.step.to_string()
+                prop:value=move || value.get().to_string()
+                on:input=move |ev| take(event_target_value(&ev))
+            />
+            <input
+                id=id
+                type="number"
+                data-testid=testid
+                min=range.min.to_string()
+                max=range.max.to_string()
+                step=range.step.to_string()
+                prop:value=move || text.get()
+                on:input=move |ev| {
+                    let raw = event_target_value(&ev);
+                    text.set(raw.clone());
+                    take(raw)
+                }
+            />
+            {move || notice.get().map(|n| view! { <span class="notice" role="status">{n}</span> })}
+        </div>
+    }
+}

@@ -1,0 +1,191 @@
+//! The distribution panel, the core widget: the top N next tokens with their
+//! raw probability (T = 1, no cuts) ghosted behind their final probability,
+//! cut tokens struck through, one bar for "all the rest", entropy and kept
+//! readouts, and the pipeline strip. Moving a control re-runs only
+//! `engine::sample::explain` on stored logits, never the model.
+
+use std::sync::Arc;
+
+use engine::sample::{explain, Explanation, Settings};
+use leptos::prelude::*;
+
+/// The logits of one step and the history the processors see for it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepInput {
+    /// (vocab_size) raw logits from the model.
+    pub logits: Arc<Vec<f32>>,
+    /// (history_len) prompt + generated tokens before this step.
+    pub history: Arc<Vec<u32>>,
+}
+
+/// One bar as drawn (and as the test hooks read it).
+#[derive(Clone, Debug, PartialEq)]
+struct Bar {
+    id: u32,
+    text: String,
+    p_raw: f64,
+    p: f64,
+}
+
+/// Visible whitespace, so `" the"` and `"\n"` can be told apart on a bar.
+pub fn visible(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            ' ' => '␣',
+            '\n' => '⏎',
+            '\t' => '⇥',
+            '\r' => '␍',
+            c => c,
+        })
+        .collect()
+}
+
+/// The panel. `token_text` decodes one id; `on_pick`, when set, makes bars
+/// clickable (you are the sampler).
+#[component]
+pub fn DistributionPanel(
+    input: Signal<Option<StepInput>>,
+    settings: Signal<Settings>,
+    bars: Signal<usize>,
+    token_text: Callback<u32, String>,
+    #[prop(optional)] on_pick: Option<Callback<u32>>,
+) -> impl IntoView {
+    let explanation = Memo::new(move |_| {
+        let input = input.get()?;
+        Some(
+            explain(&input.logits, &input.history, &settings.get())
+                .map(Arc::new)
+                .map_err(|e| e.to_string()),
+        )
+    });
+    let shown = Memo::new(move |_| match explanation.get() {
+        Some(Ok(e)) => {
+            let final_probs = e.final_probs();
+            e.top(bars.get().max(1))
+                .into_iter()
+                .map(|id| Bar {
+                    id,
+                    text: token_text.run(id),
+                    p_raw: e.raw_probs[id as usize],
+                    p: final_probs[id as usize],
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    });
+    view! {
+        <section class="distribution" aria-label="next-token distribution">
+            {move || match explanation.get() {
+                None => view! { <p class="note">"The next-token distribution appears once the prompt has been read."</p> }.into_any(),
+                Some(Err(e)) => view! { <p class="error" role="alert">{e}</p> }.into_any(),
+                Some(Ok(e)) => view! { <Readouts e=e/> }.into_any(),
+            }}
+            <ol class="bars">
+                <For each=move || shown.get() key=|b| (b.id, b.p.to_bits(), b.p_raw.to_bits()) let:bar>
+                    <BarRow bar=bar on_pick=on_pick/>
+                </For>
+                {move || {
+                    let bars = shown.get();
+                    (!bars.is_empty()).then(|| {
+                        let raw: f64 = 1.0 - bars.iter().map(|b| b.p_raw).sum::<f64>();
+                        let fin: f64 = 1.0 - bars.iter().map(|b| b.p).sum::<f64>();
+                        view! {
+                            <li class="bar rest" data-testid="bar-rest">
+                                <span class="label">"all the rest"</span>
+                                <span class="track">
+                                    <span class="raw" style:width=pct(raw.max(0.0))></span>
+                                    <span class="final" style:width=pct(fin.max(0.0))></span>
+                                </span>
+                                <span class="value">{fmt_p(fin.max(0.0))}</span>
+                            </li>
+                        }
+                    })
+                }}
+            </ol>
+        </section>
+    }
+}
+
+fn pct(p: f64) -> String {
+    format!("{:.2}%", p * 100.0)
+}
+
+fn fmt_p(p: f64) -> String {
+    if p >= 0.001 || p == 0.0 {
+        format!("{:.1}%", p * 100.0)
+    } else {
+        format!("{p:.1e}")
+    }
+}
+
+#[component]
+fn BarRow(bar: Bar, on_pick: Option<Callback<u32>>) -> impl IntoView {
+    let kept = bar.p > 0.0;
+    let title =
+        format!("{:?}: raw {:.4}%, final {:.4}%", bar.text, bar.p_raw * 100.0, bar.p * 100.0);
+    let id = bar.id;
+    view! {
+        <li
+            class="bar"
+            class:cut=!kept
+            class:pickable=on_pick.is_some()
+            data-testid="bar"
+            data-token=bar.text.clone()
+            data-id=bar.id.to_string()
+            data-p-raw=bar.p_raw.to_string()
+            data-p=bar.p.to_string()
+            data-kept=kept.to_string()
+            title=title
+            role=on_pick.map(|_| "button")
+            tabindex=on_pick.map(|_| "0")
+            on:click=move |_| { if let Some(pick) = on_pick { pick.run(id) } }
+            on:keydown=move |ev| {
+                if let Some(pick) = on_pick {
+                    if ev.key() == "Enter" || ev.key() == " " { ev.prevent_default(); pick.run(id) }
+                }
+            }
+        >
+            <span class="label">{visible(&bar.text)}</span>
+            <span class="track">
+                <span class="raw" style:width=pct(bar.p_raw)></span>
+                <span class="final" style:width=pct(bar.p)></span>
+            </span>
+            <span class="value">{fmt_p(bar.p)}</span>
+        </li>
+    }
+}
+
+/// Entropy, kept count and mass, and what each stage removed.
+#[component]
+fn Readouts(e: Arc<Explanation>) -> impl IntoView {
+    let last = e.stages.last().expect("the pipeline always has stages");
+    let kept_mass: f64 = e.stages.iter().skip(2).map(|s| s.kept_mass).product();
+    let strip = e
+        .stages
+        .iter()
+        .map(|s| {
+            let removed = s.removed.len();
+            let active = removed > 0;
+            view! {
+                <li class:active=active title=format!("{} kept, {} removed, {:.3} bits", s.kept_count, removed, s.entropy_bits)>
+                    <span class="stage-name">{s.name.replace('_', "-")}</span>
+                    <span class="stage-count">{if removed > 0 { format!("−{removed}") } else { "·".to_string() }}</span>
+                </li>
+            }
+        })
+        .collect_view();
+    view! {
+        <div class="readouts">
+            <span data-testid="entropy-raw">"entropy " {format!("{:.3}", e.raw_entropy_bits)} " bits"</span>
+            " → "
+            <span data-testid="entropy-final">{format!("{:.3}", last.entropy_bits)} " bits"</span>
+            <span data-testid="kept-count">" · kept " {last.kept_count}</span>
+            <span data-testid="kept-mass">" · " {format!("{:.1}", kept_mass * 100.0)} "% of the tempered mass"</span>
+        </div>
+        <ol class="pipeline-strip" aria-label="pipeline">
+            <li><span class="stage-name">"raw"</span></li>
+            {strip}
+            <li><span class="stage-name">"final"</span></li>
+        </ol>
+    }
+}

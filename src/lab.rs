@@ -1,0 +1,141 @@
+//! The loaded model and the engine it runs on: the bridge between the page and
+//! `decode-lab-engine`. Loading order: probe WebGPU → fetch the three model
+//! files (with progress) → parse and check → upload to the GPU, or fall back to
+//! the CPU engine with the reason kept for the banner.
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use engine::cpu::CpuSession;
+use engine::gpu::{GpuContext, GpuModel, GpuSession};
+use engine::model::{Model, Tokenizer};
+use engine::Session;
+
+use crate::loader::{evict, fetch_bytes};
+
+/// Which engine the page runs on, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Backend {
+    /// WebGPU adapter found: our WGSL kernels run on it.
+    WebGpu { adapter: String },
+    /// No usable WebGPU: the CPU engine runs in wasm.
+    Cpu { reason: String },
+}
+
+impl Backend {
+    /// `webgpu` or `cpu`: the `data-backend` test hook.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Backend::WebGpu { .. } => "webgpu",
+            Backend::Cpu { .. } => "cpu",
+        }
+    }
+}
+
+/// Where loading stands (drives the progress bar).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Progress {
+    /// What is happening, in words.
+    pub what: String,
+    /// Bytes fetched so far over every file.
+    pub loaded: u64,
+    /// Bytes expected over every file, once the server said.
+    pub total: Option<u64>,
+}
+
+/// A model ready to open sessions on.
+pub struct Lab {
+    pub model: Arc<Model>,
+    pub tokenizer: Rc<Tokenizer>,
+    pub backend: Backend,
+    gpu: Option<Rc<GpuModel>>,
+}
+
+impl Lab {
+    /// A fresh session (empty KV cache) on the chosen engine.
+    pub fn session(&self) -> Result<Session, String> {
+        match &self.gpu {
+            Some(gpu) => GpuSession::new(gpu.clone()).map(Session::Gpu).map_err(|e| e.to_string()),
+            None => Ok(Session::Cpu(CpuSession::new(self.model.clone()))),
+        }
+    }
+
+    /// Display text of one token (as the tokenizer decodes it alone).
+    pub fn token_text(&self, id: u32) -> String {
+        self.tokenizer.decode(&[id]).unwrap_or_else(|_| format!("<{id}>"))
+    }
+}
+
+/// Loads the model directory at `base` (ending in `/`), reporting progress.
+/// `force_cpu` skips WebGPU (the `backend=cpu` URL parameter).
+pub async fn load(base: &str, force_cpu: bool, progress: impl Fn(Progress)) -> Result<Lab, String> {
+    progress(Progress { what: "probing WebGPU".into(), loaded: 0, total: None });
+    let ctx = if force_cpu {
+        Err("the CPU engine was asked for (backend=cpu)".to_string())
+    } else {
+        GpuContext::new().await.map_err(|e| e.to_string())
+    };
+
+    let files = ["config.json", "tokenizer.json", "model.safetensors"];
+    let mut blobs = Vec::new();
+    let mut done = 0;
+    for file in files {
+        let url = format!("{base}{file}");
+        let report = |loaded, total: Option<u64>| {
+            progress(Progress {
+                what: format!("downloading {file}"),
+                loaded: done + loaded,
+                total: total.map(|t| done + t),
+            })
+        };
+        let bytes = fetch_bytes(&url, report).await?;
+        done += bytes.len() as u64;
+        blobs.push((url, bytes));
+    }
+    progress(Progress { what: "checking the model".into(), loaded: done, total: Some(done) });
+    let parsed = parse(&blobs);
+    if parsed.is_err() {
+        // A corrupt file must not stay cached: the retry downloads it again.
+        for (url, _) in &blobs {
+            evict(url).await;
+        }
+    }
+    let (model, tokenizer) = parsed?;
+    if tokenizer.vocab_size() > model.config.vocab_size {
+        return Err(format!(
+            "the tokenizer has {} tokens but the model only {}",
+            tokenizer.vocab_size(),
+            model.config.vocab_size
+        ));
+    }
+    let model = Arc::new(model);
+    let (backend, gpu) = match ctx {
+        Ok(ctx) => {
+            let adapter = ctx.adapter_name();
+            progress(Progress {
+                what: "uploading weights to the GPU".into(),
+                loaded: done,
+                total: Some(done),
+            });
+            match GpuModel::new(ctx, model.clone()).await {
+                Ok(gpu) => (Backend::WebGpu { adapter }, Some(gpu)),
+                Err(e) => (
+                    Backend::Cpu { reason: format!("the GPU could not take this model: {e}") },
+                    None,
+                ),
+            }
+        }
+        Err(reason) => (Backend::Cpu { reason }, None),
+    };
+    Ok(Lab { model, tokenizer: Rc::new(tokenizer), backend, gpu })
+}
+
+fn parse(blobs: &[(String, Vec<u8>)]) -> Result<(Model, Tokenizer), String> {
+    let config =
+        std::str::from_utf8(&blobs[0].1).map_err(|_| format!("{}: not UTF-8 text", blobs[0].0))?;
+    let tokenizer =
+        Tokenizer::from_bytes(&blobs[1].1).map_err(|e| format!("{}: {e}", blobs[1].0))?;
+    let model =
+        Model::from_bytes(config, &blobs[2].1).map_err(|e| format!("{}: {e}", blobs[2].0))?;
+    Ok((model, tokenizer))
+}

@@ -1,0 +1,115 @@
+//! Fetching the model files with progress, through the browser's Cache Storage
+//! so a second visit (or a second embed on the same page) does not download
+//! again. Every failure becomes a message; nothing here panics.
+
+use js_sys::{Reflect, Uint8Array};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{Cache, Response};
+
+/// One Cache Storage bucket per app version: a new build never serves files
+/// cached by an older one.
+const CACHE: &str = concat!("decode-lab-models-", env!("CARGO_PKG_VERSION"));
+
+/// Text of a JS error (or any thrown value).
+pub fn js_error(e: &JsValue) -> String {
+    e.dyn_ref::<js_sys::Error>()
+        .map(|e| String::from(e.message()))
+        .or_else(|| e.as_string())
+        .unwrap_or_else(|| format!("{e:?}"))
+}
+
+async fn cache() -> Option<Cache> {
+    // Cache Storage is missing on plain-http origins other than localhost.
+    let caches = web_sys::window()?.caches().ok()?;
+    JsFuture::from(caches.open(CACHE)).await.ok()?.dyn_into().ok()
+}
+
+/// Forgets `url` in the cache (after its bytes turned out to be unusable).
+pub async fn evict(url: &str) {
+    if let Some(cache) = cache().await {
+        let _ = JsFuture::from(cache.delete_with_str(url)).await;
+    }
+}
+
+/// GETs `url` (from the cache when present), calling `progress(loaded, total)`
+/// as bytes arrive; `total` is `None` when the server does not say.
+pub async fn fetch_bytes(
+    url: &str,
+    progress: impl Fn(u64, Option<u64>),
+) -> Result<Vec<u8>, String> {
+    let window = web_sys::window().ok_or("no window")?;
+    let cache = cache().await;
+    let cached = match &cache {
+        Some(c) => JsFuture::from(c.match_with_str(url))
+            .await
+            .ok()
+            .and_then(|r| r.dyn_into::<Response>().ok()),
+        None => None,
+    };
+    let response = match cached {
+        Some(r) => r,
+        None => {
+            let r: Response = JsFuture::from(window.fetch_with_str(url))
+                .await
+                .map_err(|e| format!("could not fetch {url}: {}", js_error(&e)))?
+                .dyn_into()
+                .map_err(|_| format!("{url}: not a response"))?;
+            if !r.ok() {
+                return Err(format!(
+                    "could not fetch {url}: HTTP {} {}",
+                    r.status(),
+                    r.status_text()
+                ));
+            }
+            if let (Some(c), Ok(copy)) = (&cache, r.clone()) {
+                // Stored while we read our copy; a failed put only costs a re-download.
+                let _ = c.put_with_str(url, &copy);
+            }
+            r
+        }
+    };
+    let total =
+        response.headers().get("content-length").ok().flatten().and_then(|v| v.parse::<u64>().ok());
+    read_body(url, &response, total, progress).await
+}
+
+async fn read_body(
+    url: &str,
+    response: &Response,
+    total: Option<u64>,
+    progress: impl Fn(u64, Option<u64>),
+) -> Result<Vec<u8>, String> {
+    let Some(body) = response.body() else {
+        return Ok(Vec::new());
+    };
+    let reader: web_sys::ReadableStreamDefaultReader =
+        body.get_reader().dyn_into().map_err(|_| format!("{url}: unreadable body"))?;
+    let mut bytes = Vec::with_capacity(total.unwrap_or(0) as usize);
+    progress(0, total);
+    loop {
+        let chunk = JsFuture::from(reader.read())
+            .await
+            .map_err(|e| format!("download of {url} broke off: {}", js_error(&e)))?;
+        let done =
+            Reflect::get(&chunk, &"done".into()).ok().and_then(|d| d.as_bool()).unwrap_or(true);
+        if done {
+            break;
+        }
+        if let Ok(value) = Reflect::get(&chunk, &"value".into()) {
+            bytes.extend(Uint8Array::new(&value).to_vec());
+        }
+        progress(bytes.len() as u64, total);
+    }
+    Ok(bytes)
+}
+
+/// Resolves after the browser has had a turn (pending input, paint).
+pub async fn yield_to_browser() {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        if let Some(w) = web_sys::window() {
+            let _ = w.set_timeout_with_callback(&resolve);
+        }
+    });
+    let _ = JsFuture::from(promise).await;
+}
