@@ -129,7 +129,8 @@ fn ChipView(index: usize, chip: Chip, driver: Driver) -> impl IntoView {
 fn StatsLine(driver: Driver) -> impl IntoView {
     let s = move || driver.stats.get();
     view! {
-        <p class="stats" data-testid="stats">
+        <p class="stats" data-testid="stats" data-prefill-ms=move || s().prefill_ms.to_string()
+            data-decode-ms=move || s().decode_ms.to_string() data-tokens-per-s=move || s().tokens_per_s.to_string()>
             {move || format!(
                 "prefill {} tokens in {:.1} ms · decode {:.1} ms/token · {:.1} tokens/s · context {}/{} · KV cache {:.1} KiB",
                 s().prompt_tokens, s().prefill_ms, s().decode_ms, s().tokens_per_s, s().context, s().n_positions,

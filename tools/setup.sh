@@ -8,6 +8,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TRUNK_VERSION="0.21.14"
 BINARYEN_VERSION="132.0.0"
+PLAYWRIGHT_VERSION="1.65.1"
 WASM_BINDGEN_VERSION="$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/,""); print; exit}' "$ROOT/Cargo.lock")"
 
 log() { printf '\033[1;34m[setup]\033[0m %s\n' "$*" >&2; }
@@ -57,6 +58,19 @@ ensure_wasm_opt() {
   export PATH="$dir/node_modules/.bin:$PATH"
 }
 
+# playwright-core (the driver only, no bundled browser: it drives Debian's
+# chromium) for the app's end-to-end tests.
+ensure_playwright() {
+  local dir="$ROOT/.tools/npm"
+  if ! grep -qs "\"version\": \"$PLAYWRIGHT_VERSION\"" "$dir/node_modules/playwright-core/package.json"; then
+    command -v npm >/dev/null || ensure_apt npm
+    log "npm install playwright-core@$PLAYWRIGHT_VERSION"
+    mkdir -p "$dir"
+    npm install --silent --no-audit --no-fund --prefix "$dir" "playwright-core@$PLAYWRIGHT_VERSION"
+  fi
+  export PLAYWRIGHT_CORE="$dir/node_modules/playwright-core/index.mjs"
+}
+
 # What `trunk serve` / `trunk build` need.
 setup_web() {
   ensure_rust
@@ -71,4 +85,5 @@ setup_web() {
 setup_test() {
   setup_web
   ensure_apt mesa-vulkan-drivers libvulkan1 chromium chromium-driver
+  ensure_playwright
 }

@@ -1,0 +1,174 @@
+// End-to-end tests of the playground in real headless Chromium (Debian
+// `chromium`), driven by playwright-core, against the release build.
+// Run by `./tools/dev test` (which builds dist/ and the CLI first):
+//   DIST=dist CHROMIUM=/usr/bin/chromium PLAYWRIGHT_CORE=.../index.mjs CLI=target/release/decode-lab \
+//     node --test tests/e2e/
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { serve } from './server.mjs';
+
+const { chromium } = await import(process.env.PLAYWRIGHT_CORE);
+const PROMPT = 'ROMEO:\n';
+const ARTIFACTS = resolve(process.env.ARTIFACTS || 'target/e2e');
+let server;
+const browsers = {};
+
+before(async () => {
+  server = await serve(resolve(process.env.DIST || 'dist'));
+  mkdirSync(ARTIFACTS, { recursive: true });
+  for (const [name, extra] of [['webgpu', ['--enable-unsafe-webgpu']], ['cpu', []]]) {
+    browsers[name] = await chromium.launch({
+      executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+      args: ['--no-sandbox', '--disable-gpu-sandbox', '--disable-dev-shm-usage', ...extra],
+    });
+  }
+});
+
+after(async () => {
+  for (const b of Object.values(browsers)) await b.close();
+  await server?.close();
+});
+
+/** A fresh page on `backend`'s browser, loaded and ready, failing on any page error or panic. */
+async function open(backend, query = '') {
+  const page = await browsers[backend].newPage({ viewport: { width: 1280, height: 900 } });
+  page.errors = [];
+  page.on('pageerror', (e) => page.errors.push(e.message));
+  await page.goto(server.url + query);
+  await page.waitForSelector('[data-testid=status][data-state=ready], [data-testid=status][data-state=error]', { timeout: 180_000 });
+  return page;
+}
+
+async function noFatal(page) {
+  assert.equal(await page.locator('[data-testid=fatal]').count(), 0, 'a panic reached the page');
+  assert.deepEqual(page.errors, []);
+}
+
+async function set(page, testid, value) {
+  await page.fill(`[data-testid=${testid}]`, String(value));
+}
+
+async function generate(page) {
+  await page.click('[data-testid=generate]');
+  await page.waitForFunction(() => !document.querySelector('[data-testid=generate]').disabled
+    && document.querySelector('[data-testid=status]').dataset.state === 'ready', null, { timeout: 300_000 });
+  return page.textContent('[data-testid=output]');
+}
+
+async function bars(page) {
+  return page.$$eval('[data-testid=bar]', (els) => els.map((e) => ({
+    id: Number(e.dataset.id), token: e.dataset.token, pRaw: Number(e.dataset.pRaw), p: Number(e.dataset.p), kept: e.dataset.kept === 'true',
+  })));
+}
+
+function cliGreedy(tokens) {
+  const out = execFileSync(process.env.CLI || 'target/release/decode-lab', [
+    'generate', '--model', resolve(process.env.DIST || 'dist', 'models/shakespeare'), '--prompt', PROMPT,
+    '--temperature', '0', '--max-tokens', String(tokens), '--backend', 'cpu',
+  ], { encoding: 'utf8' });
+  return out.slice(PROMPT.length, -1); // the CLI echoes the prompt and ends with a newline
+}
+
+for (const backend of ['webgpu', 'cpu']) {
+  test(`${backend}: reports its backend and generates the CLI's greedy text`, async () => {
+    const page = await open(backend);
+    assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'ready');
+    assert.equal(await page.getAttribute('[data-testid=backend]', 'data-backend'), backend);
+    if (backend === 'cpu') assert.match(await page.textContent('.banner'), /WebGPU is not available/);
+    await set(page, 'prompt', PROMPT);
+    await set(page, 'temperature', 0);
+    await set(page, 'max-tokens', 24);
+    assert.equal(await generate(page), cliGreedy(24));
+    await page.screenshot({ path: `${ARTIFACTS}/playground-${backend}.png`, fullPage: true });
+    await noFatal(page);
+    await page.close();
+  });
+}
+
+test('sliders reshape the bars as the pipeline predicts', async () => {
+  const page = await open('webgpu');
+  await page.waitForSelector('[data-testid=bar]');
+  await set(page, 'temperature', 1);
+  await set(page, 'top-k', 3);
+  let b = await bars(page);
+  assert.equal(b.filter((x) => x.kept).length, 3, 'top-k 3 keeps exactly 3 bars');
+  assert.deepEqual(b.slice(0, 3).map((x) => x.kept), [true, true, true]);
+  const mass = b.slice(0, 3).reduce((s, x) => s + x.pRaw, 0);
+  b.slice(0, 3).forEach((x) => assert.ok(Math.abs(x.p - x.pRaw / mass) < 1e-9, 'renormalised over the 3 kept'));
+
+  await set(page, 'top-k', 0);
+  await set(page, 'min-p', 0.2);
+  b = await bars(page);
+  const max = b[0].pRaw;
+  b.forEach((x) => assert.equal(x.kept, x.pRaw >= 0.2 * max, `min-p on ${x.token}`));
+
+  await set(page, 'min-p', 0);
+  await set(page, 'top-p', 0.5);
+  b = await bars(page);
+  let cum = 0;
+  const want = b.map((x) => { const keep = cum < 0.5; cum += x.pRaw; return keep; });
+  assert.deepEqual(b.map((x) => x.kept), want, 'top-p keeps the minimal prefix reaching p');
+
+  await set(page, 'top-p', 1);
+  await set(page, 'temperature', 0);
+  b = await bars(page);
+  assert.deepEqual(b.filter((x) => x.kept).map((x) => x.p), [1], 'T = 0 leaves one bar at 1.0');
+  await noFatal(page);
+  await page.close();
+});
+
+test('same seed twice gives the same text; another seed another text', async () => {
+  const page = await open('webgpu');
+  await set(page, 'temperature', 1.0);
+  await set(page, 'max-tokens', 20);
+  await set(page, 'seed', 7);
+  const first = await generate(page);
+  const second = await generate(page);
+  assert.equal(second, first);
+  await set(page, 'seed', 8);
+  assert.notEqual(await generate(page), first);
+  await noFatal(page);
+  await page.close();
+});
+
+test('Step appends a drawn token; clicking a bar appends that token', async () => {
+  const page = await open('cpu');
+  await page.waitForSelector('[data-testid=bar]');
+  await page.click('[data-testid=step]');
+  await page.waitForSelector('.chip');
+  const b = await bars(page);
+  const pick = b[4];
+  await page.click(`[data-testid=bar][data-id="${pick.id}"]`);
+  await page.waitForFunction(() => document.querySelectorAll('.chip').length === 2);
+  const chips = await page.$$eval('.chip', (els) => els.map((e) => e.textContent));
+  assert.equal(chips[1], pick.token);
+  await noFatal(page);
+  await page.close();
+});
+
+test('Stop stops a long generation at once', async () => {
+  const page = await open('cpu');
+  await set(page, 'max-tokens', 1000);
+  await page.click('[data-testid=generate]');
+  await page.waitForSelector('.chip');
+  await page.click('[data-testid=stop]');
+  await page.waitForSelector('[data-testid=status][data-state=ready]', { timeout: 5_000 });
+  const n = await page.locator('.chip').count();
+  assert.ok(n >= 1 && n < 1000, `${n} chips`);
+  await noFatal(page);
+  await page.close();
+});
+
+test('a missing or corrupt model shows the error state with a retry', async () => {
+  for (const dir of ['broken/missing/', 'broken/corrupt/']) {
+    const page = await open('cpu', `?model=${dir}`);
+    assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'error');
+    assert.equal(await page.locator('[data-testid=retry]').count(), 1);
+    assert.match(await page.textContent('.error-box'), dir.includes('missing') ? /404/ : /safetensors/i);
+    await noFatal(page);
+    await page.close();
+  }
+});

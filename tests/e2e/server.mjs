@@ -1,0 +1,40 @@
+// A static file server for the release build (dist/), on 127.0.0.1 with a
+// free port, plus two deliberately broken model directories for error tests:
+//   /broken/corrupt/   real config and tokenizer, garbage model.safetensors
+//   /broken/missing/   nothing at all (404)
+// Counts requests per path so tests can assert what was (not) fetched.
+import { createServer } from 'node:http';
+import { readFile } from 'node:fs/promises';
+import { extname, join, normalize } from 'node:path';
+
+const TYPES = {
+  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.wasm': 'application/wasm',
+  '.css': 'text/css', '.json': 'application/json', '.png': 'image/png',
+};
+
+export async function serve(root) {
+  const requests = new Map();
+  const server = createServer(async (req, res) => {
+    const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    requests.set(path, (requests.get(path) || 0) + 1);
+    let body;
+    const served = path.endsWith('/') ? path + 'index.html' : path;
+    if (path === '/broken/corrupt/model.safetensors') {
+      body = Buffer.from('{"this is": "not a safetensors file"}'.repeat(50));
+    } else if (path.startsWith('/broken/corrupt/')) {
+      body = await readFile(join(root, 'models/shakespeare', path.slice('/broken/corrupt/'.length))).catch(() => null);
+    } else {
+      const file = normalize(join(root, served));
+      body = file.startsWith(root) ? await readFile(file).catch(() => null) : null;
+    }
+    if (!body) {
+      res.writeHead(404).end('not found');
+      return;
+    }
+    res.writeHead(200, { 'content-type': TYPES[extname(served)] || 'application/octet-stream', 'content-length': body.length });
+    res.end(body);
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const url = `http://127.0.0.1:${server.address().port}/`;
+  return { url, requests, close: () => new Promise((ok) => server.close(ok)) };
+}
