@@ -1,0 +1,98 @@
+//! The bundled Shakespeare model (`www/models/shakespeare`), as shipped: it
+//! loads, CPU and GPU engines agree on it, greedy generation from a fixed
+//! prompt gives the committed text byte for byte, and a seeded sample is the
+//! same twice. Expected text: `tests/fixtures/shakespeare_greedy.txt`
+//! (regenerate with `decode-lab generate --model www/models/shakespeare
+//! --prompt "ROMEO:" --temperature 0 --max-tokens 48 --backend cpu` after retraining).
+#![cfg(not(target_arch = "wasm32"))] // native test: the browser loads it in tests/e2e
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use common::{fixtures, gpu, rel_max_err};
+use decode_lab_engine::cpu::CpuSession;
+use decode_lab_engine::gpu::{GpuModel, GpuSession};
+use decode_lab_engine::model::{Model, Tokenizer};
+use decode_lab_engine::run::Run;
+use decode_lab_engine::sample::Settings;
+use decode_lab_engine::{Session, Wanted};
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../www/models/shakespeare")
+}
+
+fn load() -> (Arc<Model>, Tokenizer) {
+    let model = Model::from_dir(&dir()).expect("the bundled model loads");
+    let bytes = std::fs::read(dir().join("tokenizer.json")).expect("tokenizer.json");
+    (Arc::new(model), Tokenizer::from_bytes(&bytes).expect("the bundled tokenizer loads"))
+}
+
+fn text(
+    session: Session,
+    tokenizer: &Tokenizer,
+    settings: Settings,
+    seed: u64,
+    n: usize,
+) -> String {
+    let mut out = String::new();
+    pollster::block_on(async {
+        let mut run =
+            Run::start(session, tokenizer, "ROMEO:", settings, seed, &[], n).await.unwrap();
+        loop {
+            let step = run.step(tokenizer, None).await.unwrap();
+            out += &step.text;
+            if step.done.is_some() {
+                break;
+            }
+        }
+    });
+    out
+}
+
+#[test]
+fn greedy_text_is_the_committed_one() {
+    let (model, tokenizer) = load();
+    let greedy = Settings { temperature: 0.0, ..Settings::default() };
+    let got = text(Session::Cpu(CpuSession::new(model)), &tokenizer, greedy, 0, 48);
+    let want = std::fs::read_to_string(fixtures().join("shakespeare_greedy.txt")).unwrap();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn seeded_sampling_repeats_and_reads_as_words() {
+    let (model, tokenizer) = load();
+    let s = Settings { temperature: 0.8, ..Settings::default() };
+    let a = text(Session::Cpu(CpuSession::new(model.clone())), &tokenizer, s.clone(), 1, 40);
+    let b = text(Session::Cpu(CpuSession::new(model)), &tokenizer, s, 1, 40);
+    assert_eq!(a, b);
+    // Whole English words as single tokens: what the distribution panel teaches with.
+    for word in [" the", " my", " lord", ","] {
+        assert_eq!(tokenizer.encode(word).unwrap().len(), 1, "{word:?} is one token");
+    }
+}
+
+#[test]
+fn gpu_and_cpu_agree_on_the_bundled_model() {
+    let (model, tokenizer) = load();
+    let Some((ctx, _)) = gpu() else { return };
+    let gpu_model = pollster::block_on(GpuModel::new(ctx.clone(), model.clone())).unwrap();
+    let mut gpu = Session::Gpu(GpuSession::new(gpu_model).unwrap());
+    let mut cpu = Session::Cpu(CpuSession::new(model));
+    let prompt =
+        tokenizer.encode("ROMEO:\nBut soft, what light through yonder window breaks?").unwrap();
+    let g = pollster::block_on(gpu.prefill(&prompt, Wanted::All)).unwrap();
+    let c = pollster::block_on(cpu.prefill(&prompt, Wanted::All)).unwrap();
+    assert!(rel_max_err(&g, &c) <= 1e-4, "prefill: {:e}", rel_max_err(&g, &c));
+    let greedy = Settings { temperature: 0.0, ..Settings::default() };
+    let gpu_text = text(gpu_session_fresh(&gpu), &tokenizer, greedy.clone(), 0, 48);
+    let cpu_text = text(cpu, &tokenizer, greedy, 0, 48);
+    assert_eq!(gpu_text, cpu_text);
+}
+
+fn gpu_session_fresh(s: &Session) -> Session {
+    let mut fork = s.fork().unwrap();
+    fork.rewind(0).unwrap();
+    fork
+}
