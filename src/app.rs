@@ -44,13 +44,22 @@ pub fn App() -> impl IntoView {
         bars: RwSignal::new(20.0),
         stop: RwSignal::new(String::new()),
     };
+    // Set by the GPU's device-lost callback; the playground carries on on the CPU.
+    let lost = RwSignal::new(None::<String>);
+    Effect::new(move |_| {
+        if let (Some(reason), Some(d)) = (lost.get(), driver.get_untracked()) {
+            d.fall_back_to_cpu(reason);
+            phase.set(Phase::Ready(d.lab.with_value(|l| l.backend.clone())));
+        }
+    });
     let start = move || {
         phase.set(Phase::Loading(Progress { what: "starting".into(), loaded: 0, total: None }));
         leptos::task::spawn_local(async move {
             let base = query("model").map(|m| if m.ends_with('/') { m } else { m + "/" });
             let base = base.unwrap_or_else(|| DEFAULT_MODEL.to_string());
             let force_cpu = query("backend").as_deref() == Some("cpu");
-            match load(&base, force_cpu, move |p| phase.set(Phase::Loading(p))).await {
+            let on_lost = move |reason| lost.set(Some(reason));
+            match load(&base, force_cpu, move |p| phase.set(Phase::Loading(p)), on_lost).await {
                 Ok(lab) => {
                     let backend = lab.backend.clone();
                     let d = Driver::new(lab, controls, prompt);

@@ -110,6 +110,28 @@ impl Driver {
         }
     }
 
+    /// The GPU device was lost: carry on with the CPU engine. The prompt and
+    /// every chip stay; the new session re-reads them (one prefill).
+    pub fn fall_back_to_cpu(self, reason: String) {
+        self.lab.update_value(|l| {
+            l.fall_back_to_cpu(format!(
+                "the GPU device was lost ({reason}); switched to the CPU engine"
+            ))
+        });
+        self.stop();
+        self.run.set_value(None);
+        leptos::task::spawn_local(async move {
+            // Let the step in flight fail or finish first, then resume on the CPU.
+            while self.generating.get_untracked() {
+                yield_to_browser().await;
+            }
+            self.launch(move |d| async move {
+                let at = d.chips.with_untracked(|c| (!c.is_empty()).then_some(c.len()));
+                d.start(at).await
+            });
+        });
+    }
+
     /// Asks a running generation to stop after the step in flight.
     pub fn stop(&self) {
         self.stop_asked.set(true);

@@ -66,9 +66,24 @@ impl Lab {
     }
 }
 
+impl Lab {
+    /// Drops the GPU engine (after the device was lost): sessions opened from
+    /// now on run on the CPU.
+    pub fn fall_back_to_cpu(&mut self, reason: String) {
+        self.gpu = None;
+        self.backend = Backend::Cpu { reason };
+    }
+}
+
 /// Loads the model directory at `base` (ending in `/`), reporting progress.
-/// `force_cpu` skips WebGPU (the `backend=cpu` URL parameter).
-pub async fn load(base: &str, force_cpu: bool, progress: impl Fn(Progress)) -> Result<Lab, String> {
+/// `force_cpu` skips WebGPU (the `backend=cpu` URL parameter); `on_lost` is
+/// called if the GPU device is lost later.
+pub async fn load(
+    base: &str,
+    force_cpu: bool,
+    progress: impl Fn(Progress),
+    on_lost: impl Fn(String) + Send + 'static,
+) -> Result<Lab, String> {
     progress(Progress { what: "probing WebGPU".into(), loaded: 0, total: None });
     let ctx = if force_cpu {
         Err("the CPU engine was asked for (backend=cpu)".to_string())
@@ -112,6 +127,7 @@ pub async fn load(base: &str, force_cpu: bool, progress: impl Fn(Progress)) -> R
     let (backend, gpu) = match ctx {
         Ok(ctx) => {
             let adapter = ctx.adapter_name();
+            ctx.on_lost(on_lost);
             progress(Progress {
                 what: "uploading weights to the GPU".into(),
                 loaded: done,

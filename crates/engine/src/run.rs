@@ -68,8 +68,21 @@ impl Run {
         stop: &[String],
         max_tokens: usize,
     ) -> Result<Run> {
-        let sampler = Sampler::new(settings, seed)?;
         let prompt_ids = tokenizer.encode(prompt)?;
+        Run::start_ids(session, prompt_ids, settings, seed, stop, max_tokens).await
+    }
+
+    /// Like [`Run::start`] from token ids (a branch: a prompt plus tokens
+    /// already chosen).
+    pub async fn start_ids(
+        session: Session,
+        prompt_ids: Vec<u32>,
+        settings: Settings,
+        seed: u64,
+        stop: &[String],
+        max_tokens: usize,
+    ) -> Result<Run> {
+        let sampler = Sampler::new(settings, seed)?;
         if prompt_ids.is_empty() {
             return Err(EngineError::EmptyPrompt);
         }

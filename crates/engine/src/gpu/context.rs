@@ -57,6 +57,15 @@ impl GpuContext {
         GpuContext { device, queue, adapter_info, limits }
     }
 
+    /// Calls `callback` with the reason if the device is lost (driver reset,
+    /// GPU removed, tab in the background too long): the caller can fall back
+    /// to the CPU engine or recreate the GPU one.
+    pub fn on_lost(&self, callback: impl Fn(String) + Send + 'static) {
+        self.device.set_device_lost_callback(move |reason, message| {
+            callback(format!("{reason:?}: {message}"));
+        });
+    }
+
     /// "name (backend)", e.g. "llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)". Browsers
     /// hide the adapter's name by default, so fall back to what they do expose.
     pub fn adapter_name(&self) -> String {
