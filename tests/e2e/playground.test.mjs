@@ -172,3 +172,22 @@ test('a missing or corrupt model shows the error state with a retry', async () =
     await page.close();
   }
 });
+
+test('an empty prompt is a clear error; what was typed stays', async () => {
+  const page = await open('cpu');
+  await set(page, 'prompt', '');
+  await page.click('[data-testid=generate]');
+  await page.waitForSelector('[data-testid=error]');
+  assert.match(await page.textContent('[data-testid=error]'), /prompt is empty/);
+  await set(page, 'prompt', 'JULIET:\nO Romeo');
+  await set(page, 'top-p', 7); // out of range: clamped to 1 with a notice
+  assert.equal(await page.inputValue('[data-testid=top-p]'), '1');
+  assert.match(await page.textContent('.notice'), /kept within 0–1/);
+  await set(page, 'max-tokens', 5);
+  await generate(page);
+  assert.equal(await page.inputValue('[data-testid=prompt]'), 'JULIET:\nO Romeo');
+  assert.equal(await page.locator('[data-testid=error]').count(), 0);
+  assert.equal(await page.locator('.chip').count(), 5);
+  await noFatal(page);
+  await page.close();
+});
