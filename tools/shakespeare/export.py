@@ -94,6 +94,24 @@ def main() -> None:
     }
     (args.out / "export.json").write_text(json.dumps(figures, indent=1) + "\n")
     print(json.dumps(figures, indent=1))
+    write_card(args.out, args.ship, figures, model.config)
+
+
+def write_card(out: Path, ship: Path, figures: dict, config) -> None:
+    """MODEL_CARD.md from the template, so its numbers are always this run's."""
+    works = json.loads((out / "corpus.json").read_text())
+    train_tokens = len(train.load_ids(out)[0])
+    card = (Path(__file__).parent / "MODEL_CARD.template.md").read_text().format(
+        valid_works=", ".join(w["name"] for w in works if w["split"] == "valid"),
+        valid_bytes=sum(w["length"] for w in works if w["split"] == "valid"),
+        train_works=sum(1 for w in works if w["split"] == "train"),
+        train_bytes=sum(w["length"] for w in works if w["split"] == "train"),
+        n_layer=config.n_layer, n_embd=config.n_embd, n_head=config.n_head, n_positions=config.n_positions,
+        epochs=figures["tokens_seen"] / train_tokens,
+        f16_cost=figures["valid_nats_per_token_f16"] - figures["valid_nats_per_token_f32"],
+        **{k: v for k, v in figures.items() if k != "valid_works"},
+    )
+    (ship / "MODEL_CARD.md").write_text(card)
 
 
 if __name__ == "__main__":
