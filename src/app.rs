@@ -11,7 +11,8 @@ use crate::lab::{load, Backend, Progress};
 use crate::playground::Playground;
 
 const DEFAULT_MODEL: &str = "models/shakespeare/";
-const DEFAULT_PROMPT: &str = "ROMEO:\n";
+/// A speaker line as the corpus writes them (name, full stop, newline).
+const DEFAULT_PROMPT: &str = "Romeo.\n";
 
 /// Where the page stands.
 #[derive(Clone, Debug, PartialEq)]
