@@ -2,13 +2,15 @@
 //! progress bar, the no-WebGPU banner, errors with a retry, then the playground.
 //!
 //! URL parameters read here: `model` (a model directory, default the bundled
-//! `models/shakespeare/`), `backend=cpu` (skip WebGPU), `prompt`.
+//! `models/shakespeare/`), `backend=cpu` (skip WebGPU), `prompt`, and every
+//! control (`url_state.rs`).
 
 use leptos::prelude::*;
 
 use crate::driver::{Controls, Driver};
 use crate::lab::{load, Backend, Progress};
 use crate::playground::Playground;
+use crate::url_state::{self, query};
 
 const DEFAULT_MODEL: &str = "models/shakespeare/";
 /// A speaker line as the corpus writes them (name, full stop, newline).
@@ -20,11 +22,6 @@ enum Phase {
     Loading(Progress),
     Ready(Backend),
     Error(String),
-}
-
-fn query(name: &str) -> Option<String> {
-    let search = web_sys::window()?.location().search().ok()?;
-    web_sys::UrlSearchParams::new_with_str(&search).ok()?.get(name)
 }
 
 /// The whole app.
@@ -45,6 +42,7 @@ pub fn App() -> impl IntoView {
         bars: RwSignal::new(20.0),
         stop: RwSignal::new(String::new()),
     };
+    let notices = url_state::apply(&controls);
     // Set by the GPU's device-lost callback; the playground carries on on the CPU.
     let lost = RwSignal::new(None::<String>);
     Effect::new(move |_| {
@@ -90,6 +88,11 @@ pub fn App() -> impl IntoView {
             }}
         </header>
         <main>
+            {(!notices.is_empty()).then(|| view! {
+                <ul class="banner url-notices" role="status" data-testid="url-notices">
+                    {notices.into_iter().map(|n| view! { <li>{n}</li> }).collect_view()}
+                </ul>
+            })}
             {move || match phase.get() {
                 Phase::Loading(p) => view! { <LoadingBar progress=p/> }.into_any(),
                 Phase::Error(e) => view! {

@@ -9,6 +9,7 @@ mod driver;
 mod lab;
 mod loader;
 mod playground;
+mod url_state;
 
 fn main() {
     std::panic::set_hook(Box::new(|info| {

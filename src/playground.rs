@@ -106,6 +106,7 @@ fn Output(driver: Driver) -> impl IntoView {
 fn ChipView(index: usize, chip: Chip, driver: Driver) -> impl IntoView {
     // Tint: strong for confident choices, pale for long shots.
     let alpha = 0.12 + 0.6 * chip.prob.clamp(0.0, 1.0);
+    let newline = chip.text.contains('\n');
     let title = format!(
         "{:?}: p = {:.4}, rank {} (click for this step's distribution)",
         visible(&chip.text),
@@ -115,6 +116,7 @@ fn ChipView(index: usize, chip: Chip, driver: Driver) -> impl IntoView {
     view! {
         <span
             class="chip"
+            class:newline=newline
             class:selected=move || driver.selected.get() == Some(index)
             style:background-color=format!("rgba(53, 88, 214, {alpha:.3})")
             title=title

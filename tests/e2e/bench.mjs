@@ -47,7 +47,7 @@ for (const [backend, extra] of [['webgpu', ['--enable-unsafe-webgpu']], ['cpu', 
   await page.evaluate(() => { window.__longest = 0; });
   const t0 = Date.now();
   await page.click('[data-testid=generate]');
-  await page.waitForSelector('.chip', { timeout: 60_000 });
+  await page.waitForSelector('.chip', { state: 'attached', timeout: 60_000 });
   const firstToken = Date.now() - t0;
   await page.waitForFunction(() => document.querySelector('[data-testid=status]').dataset.state === 'ready', null, { timeout: 600_000 });
   const stats = await page.$eval('[data-testid=stats]', (e) => ({ ...e.dataset }));

@@ -138,7 +138,7 @@ test('Step appends a drawn token; clicking a bar appends that token', async () =
   const page = await open('cpu');
   await page.waitForSelector('[data-testid=bar]');
   await page.click('[data-testid=step]');
-  await page.waitForSelector('.chip');
+  await page.waitForSelector('.chip', { state: 'attached' });
   const b = await bars(page);
   const pick = b[4];
   await page.click(`[data-testid=bar][data-id="${pick.id}"]`);
@@ -153,7 +153,7 @@ test('Stop stops a long generation at once', async () => {
   const page = await open('cpu');
   await set(page, 'max-tokens', 1000);
   await page.click('[data-testid=generate]');
-  await page.waitForSelector('.chip');
+  await page.waitForSelector('.chip', { state: 'attached' });
   await page.click('[data-testid=stop]');
   await page.waitForSelector('[data-testid=status][data-state=ready]', { timeout: 5_000 });
   const n = await page.locator('.chip').count();
@@ -188,6 +188,25 @@ test('an empty prompt is a clear error; what was typed stays', async () => {
   assert.equal(await page.inputValue('[data-testid=prompt]'), 'JULIET:\nO Romeo');
   assert.equal(await page.locator('[data-testid=error]').count(), 0);
   assert.equal(await page.locator('.chip').count(), 5);
+  await noFatal(page);
+  await page.close();
+});
+
+test('controls come from the URL, clamped with notices; hostile text stays text', async () => {
+  const hostile = '<script>window.__pwned=1</script>"><img src=x onerror="window.__pwned=1">';
+  const q = new URLSearchParams({ temperature: '9', top_k: '3', seed: 'abc', bars: '12', prompt: hostile });
+  const page = await open('cpu', `?${q}`);
+  await page.waitForSelector('[data-testid=bar]');
+  const notices = await page.textContent('[data-testid=url-notices]');
+  assert.match(notices, /temperature=9 is outside 0–3: using 3/);
+  assert.match(notices, /seed: .*not a number/);
+  assert.equal(await page.inputValue('[data-testid=temperature]'), '3');
+  assert.equal(await page.inputValue('[data-testid=prompt]'), hostile);
+  const b = await bars(page);
+  assert.equal(b.length, 12);
+  assert.equal(b.filter((x) => x.kept).length, 3);
+  assert.equal(await page.locator('main img, main script').count(), 0);
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
   await noFatal(page);
   await page.close();
 });
