@@ -2,7 +2,7 @@
 // `chromium`), driven by playwright-core, against the release build.
 // Run by `./tools/dev test` (which builds dist/ and the CLI first):
 //   DIST=dist CHROMIUM=/usr/bin/chromium PLAYWRIGHT_CORE=.../index.mjs CLI=target/release/decode-lab \
-//     node --test tests/e2e/
+//     node --test tests/e2e/playground.test.mjs
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
