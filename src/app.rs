@@ -7,6 +7,7 @@
 
 use leptos::prelude::*;
 
+use crate::custom_logits::{parse_logits, CustomLogits};
 use crate::driver::{Controls, Driver};
 use crate::lab::{load, Backend, Progress};
 use crate::playground::Playground;
@@ -42,7 +43,29 @@ pub fn App() -> impl IntoView {
         bars: RwSignal::new(20.0),
         stop: RwSignal::new(String::new()),
     };
-    let notices = url_state::apply(&controls);
+    let mut notices = url_state::apply(&controls);
+    if let Some(raw) = query("logits") {
+        match parse_logits(&raw) {
+            Ok(logits) => {
+                let labels: Vec<String> = query("labels")
+                    .map(|l| l.split(',').map(str::to_string).collect())
+                    .unwrap_or_default();
+                return view! {
+                    <header class="header">
+                        <h1>"Decode Lab"</h1>
+                        <span class="tagline">"the sampling pipeline on your own logits"</span>
+                        <span class="status" data-testid="status" data-state="ready">"ready"</span>
+                    </header>
+                    <main>
+                        <UrlNotices notices=notices/>
+                        <CustomLogits logits=logits labels=labels controls=controls/>
+                    </main>
+                }
+                .into_any();
+            }
+            Err(e) => notices.push(format!("{e}; showing the model instead")),
+        }
+    }
     // Set by the GPU's device-lost callback; the playground carries on on the CPU.
     let lost = RwSignal::new(None::<String>);
     Effect::new(move |_| {
@@ -88,11 +111,7 @@ pub fn App() -> impl IntoView {
             }}
         </header>
         <main>
-            {(!notices.is_empty()).then(|| view! {
-                <ul class="banner url-notices" role="status" data-testid="url-notices">
-                    {notices.into_iter().map(|n| view! { <li>{n}</li> }).collect_view()}
-                </ul>
-            })}
+            <UrlNotices notices=notices/>
             {move || match phase.get() {
                 Phase::Loading(p) => view! { <LoadingBar progress=p/> }.into_any(),
                 Phase::Error(e) => view! {
@@ -108,6 +127,19 @@ pub fn App() -> impl IntoView {
             }}
         </main>
     }
+    .into_any()
+}
+
+/// What the URL asked for but did not get, shown above everything.
+#[component]
+fn UrlNotices(notices: Vec<String>) -> impl IntoView {
+    (!notices.is_empty()).then(|| {
+        view! {
+            <ul class="banner url-notices" role="status" data-testid="url-notices">
+                {notices.into_iter().map(|n| view! { <li>{n}</li> }).collect_view()}
+            </ul>
+        }
+    })
 }
 
 #[component]

@@ -4,6 +4,7 @@
 
 mod app;
 mod controls;
+mod custom_logits;
 mod distribution;
 mod driver;
 mod lab;

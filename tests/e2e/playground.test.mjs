@@ -210,3 +210,21 @@ test('controls come from the URL, clamped with notices; hostile text stays text'
   await noFatal(page);
   await page.close();
 });
+
+test('custom logits: exact softmax numbers, no model request', async () => {
+  const modelRequests = () => [...server.requests].filter(([p]) => p.startsWith('/models/')).reduce((n, [, c]) => n + c, 0);
+  const before = modelRequests();
+  const page = await open('cpu', '?logits=3,2,1,0.5,0.1&labels=the,a,an,this,some&temperature=0.5');
+  await page.waitForSelector('[data-testid=bar]');
+  const b = await bars(page);
+  // softmax([3, 2, 1, 0.5, 0.1] / 0.5), from Python's math.exp.
+  const want = [0.859537461809, 0.116325745846, 0.015742977762, 0.005791517861, 0.002602296721];
+  assert.deepEqual(b.map((x) => x.token), ['the', 'a', 'an', 'this', 'some']);
+  b.forEach((x, i) => assert.ok(Math.abs(x.p - want[i]) < 1e-8, `${x.token}: ${x.p} vs ${want[i]}`));
+  await set(page, 'top-k', 2);
+  assert.deepEqual((await bars(page)).map((x) => x.kept), [true, true, false, false, false]);
+  const after = modelRequests();
+  assert.equal(after, before, 'no model file was requested');
+  await noFatal(page);
+  await page.close();
+});
