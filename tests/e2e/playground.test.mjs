@@ -228,3 +228,18 @@ test('custom logits: exact softmax numbers, no model request', async () => {
   await noFatal(page);
   await page.close();
 });
+
+test('a second visit loads the model from Cache Storage', async () => {
+  const weights = '/models/shakespeare/model.safetensors';
+  const context = await browsers.cpu.newContext();
+  const first = await context.newPage();
+  await first.goto(server.url);
+  await first.waitForSelector('[data-testid=bar]', { timeout: 180_000 });
+  const fetched = server.requests.get(weights) || 0;
+  assert.ok(fetched >= 1);
+  const second = await context.newPage();
+  await second.goto(server.url);
+  await second.waitForSelector('[data-testid=bar]', { timeout: 180_000 });
+  assert.equal(server.requests.get(weights), fetched, 'the weights were not downloaded again');
+  await context.close();
+});
