@@ -137,13 +137,19 @@ impl Driver {
         self.stop_asked.set(true);
     }
 
-    /// Forgets the output (the prompt stays) and reads the prompt again.
+    /// Forgets the output (the prompt stays) and reads the prompt again. A
+    /// generation in flight is stopped first, so no late token reappears.
     pub fn reset(self) {
         self.stop();
-        self.chips.set(Vec::new());
-        self.selected.set(None);
-        self.run.set_value(None);
-        self.launch(|d| async move { d.start(None).await.map(|_| ()) });
+        leptos::task::spawn_local(async move {
+            while self.generating.get_untracked() {
+                yield_to_browser().await;
+            }
+            self.chips.set(Vec::new());
+            self.selected.set(None);
+            self.run.set_value(None);
+            self.launch(|d| async move { d.start(None).await.map(|_| ()) });
+        });
     }
 
     /// Generates up to max-tokens tokens from the prompt, streaming them.

@@ -243,3 +243,20 @@ test('a second visit loads the model from Cache Storage', async () => {
   assert.equal(server.requests.get(weights), fetched, 'the weights were not downloaded again');
   await context.close();
 });
+
+test('Reset during a generation stops it and clears the output; the prompt stays', async () => {
+  const page = await open('cpu');
+  await set(page, 'prompt', 'Romeo.\n');
+  await set(page, 'max-tokens', 1000);
+  await page.click('[data-testid=generate]');
+  await page.waitForSelector('.chip', { state: 'attached' });
+  await page.click('[data-testid=reset]');
+  await page.waitForSelector('[data-testid=status][data-state=ready]', { timeout: 5_000 });
+  await page.waitForFunction(() => document.querySelectorAll('.chip').length === 0, null, { timeout: 5_000 });
+  await page.waitForTimeout(500); // no late token may reappear
+  assert.equal(await page.locator('.chip').count(), 0);
+  assert.equal(await page.inputValue('[data-testid=prompt]'), 'Romeo.\n');
+  await page.waitForSelector('[data-testid=bar]');
+  await noFatal(page);
+  await page.close();
+});
