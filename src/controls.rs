@@ -23,6 +23,20 @@ impl Range {
     }
 }
 
+/// Every control's range, defined once: the controls, the URL reader and the
+/// custom-logits view all clamp to the same bounds.
+pub mod range {
+    use super::Range;
+    pub const TEMPERATURE: Range = Range { min: 0.0, max: 3.0, step: 0.05 };
+    pub const TOP_K: Range = Range { min: 0.0, max: 200.0, step: 1.0 };
+    /// top-p and min-p.
+    pub const PROBABILITY: Range = Range { min: 0.0, max: 1.0, step: 0.01 };
+    pub const REPETITION_PENALTY: Range = Range { min: 0.5, max: 2.0, step: 0.05 };
+    pub const SEED: Range = Range { min: 0.0, max: 4294967295.0, step: 1.0 };
+    pub const MAX_TOKENS: Range = Range { min: 1.0, max: 1000.0, step: 1.0 };
+    pub const BARS: Range = Range { min: 1.0, max: 100.0, step: 1.0 };
+}
+
 /// A labelled slider + number box. `testid` goes on the number box (it takes
 /// any value; the slider snaps to its step).
 #[component]

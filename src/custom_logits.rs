@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 
-use crate::controls::{NumberControl, Range};
+use crate::controls::{range, NumberControl};
 use crate::distribution::{DistributionPanel, StepInput};
 use crate::driver::Controls;
 
@@ -52,11 +52,11 @@ pub fn CustomLogits(logits: Vec<f32>, labels: Vec<String>, controls: Controls) -
             <p class="note">"These are the logits given in the link, not a model's: every number below is exact for them."</p>
             <section class="controls" aria-label="sampling controls">
                 <NumberControl label="Temperature" testid="temperature" value=c.temperature
-                    range=Range { min: 0.0, max: 3.0, step: 0.05 } help="0 = greedy"/>
-                <NumberControl label="Top-k" testid="top-k" value=c.top_k range=Range { min: 0.0, max: 200.0, step: 1.0 }/>
-                <NumberControl label="Top-p" testid="top-p" value=c.top_p range=Range { min: 0.0, max: 1.0, step: 0.01 }/>
-                <NumberControl label="Min-p" testid="min-p" value=c.min_p range=Range { min: 0.0, max: 1.0, step: 0.01 }/>
-                <NumberControl label="Bars shown" testid="bars" value=c.bars range=Range { min: 1.0, max: 100.0, step: 1.0 }/>
+                    range=range::TEMPERATURE help="0 = greedy"/>
+                <NumberControl label="Top-k" testid="top-k" value=c.top_k range=range::TOP_K/>
+                <NumberControl label="Top-p" testid="top-p" value=c.top_p range=range::PROBABILITY/>
+                <NumberControl label="Min-p" testid="min-p" value=c.min_p range=range::PROBABILITY/>
+                <NumberControl label="Bars shown" testid="bars" value=c.bars range=range::BARS/>
             </section>
             <section class="panel">
                 <DistributionPanel input=input settings=settings bars=bars token_text=token_text/>

@@ -4,7 +4,7 @@
 
 use leptos::prelude::*;
 
-use crate::controls::{NumberControl, Range};
+use crate::controls::{range, NumberControl};
 use crate::distribution::{visible, DistributionPanel};
 use crate::driver::{Chip, Driver};
 
@@ -46,23 +46,23 @@ pub fn Playground(driver: Driver) -> impl IntoView {
             </section>
             <section class="controls" aria-label="sampling controls">
                 <NumberControl label="Temperature" testid="temperature" value=c.temperature
-                    range=Range { min: 0.0, max: 3.0, step: 0.05 } help="0 = greedy (always the most likely token)"/>
+                    range=range::TEMPERATURE help="0 = greedy (always the most likely token)"/>
                 <NumberControl label="Top-k" testid="top-k" value=c.top_k
-                    range=Range { min: 0.0, max: 200.0, step: 1.0 } help="keep the k most likely tokens; 0 = off"/>
+                    range=range::TOP_K help="keep the k most likely tokens; 0 = off"/>
                 <NumberControl label="Top-p" testid="top-p" value=c.top_p
-                    range=Range { min: 0.0, max: 1.0, step: 0.01 } help="keep the smallest set whose mass reaches p; 1 = off"/>
+                    range=range::PROBABILITY help="keep the smallest set whose mass reaches p; 1 = off"/>
                 <NumberControl label="Min-p" testid="min-p" value=c.min_p
-                    range=Range { min: 0.0, max: 1.0, step: 0.01 } help="keep tokens with p ≥ min-p · p(top token); 0 = off"/>
+                    range=range::PROBABILITY help="keep tokens with p ≥ min-p · p(top token); 0 = off"/>
                 <NumberControl label="Repetition penalty" testid="repetition-penalty" value=c.repetition_penalty
-                    range=Range { min: 0.5, max: 2.0, step: 0.05 } help="divides the logits of tokens already seen; 1 = off"/>
+                    range=range::REPETITION_PENALTY help="divides the logits of tokens already seen; 1 = off"/>
                 <NumberControl label="Max new tokens" testid="max-tokens" value=c.max_tokens
-                    range=Range { min: 1.0, max: 1000.0, step: 1.0 }/>
+                    range=range::MAX_TOKENS/>
                 <div class="seed-row">
                     <NumberControl label="Seed" testid="seed" value=c.seed
-                        range=Range { min: 0.0, max: 4294967295.0, step: 1.0 } help="same seed + same settings = same text"/>
+                        range=range::SEED help="same seed + same settings = same text"/>
                     <button data-testid="new-seed" on:click=move |_| c.seed.set((js_sys::Math::random() * 4294967295.0).floor())>"new seed"</button>
                 </div>
-                <NumberControl label="Bars shown" testid="bars" value=c.bars range=Range { min: 1.0, max: 100.0, step: 1.0 }/>
+                <NumberControl label="Bars shown" testid="bars" value=c.bars range=range::BARS/>
                 <div class="control">
                     <label for="stops">"Stop strings (one per line)"</label>
                     <textarea id="stops" data-testid="stop-strings" rows="2"

@@ -4,7 +4,7 @@
 
 use leptos::prelude::*;
 
-use crate::controls::Range;
+use crate::controls::{range, Range};
 use crate::driver::Controls;
 
 /// One numeric URL parameter and the control it sets.
@@ -15,46 +15,18 @@ struct Param {
 }
 
 const PARAMS: [Param; 8] = [
-    Param {
-        name: "temperature",
-        range: Range { min: 0.0, max: 3.0, step: 0.05 },
-        set: |c, v| c.temperature.set(v),
-    },
-    Param {
-        name: "top_k",
-        range: Range { min: 0.0, max: 200.0, step: 1.0 },
-        set: |c, v| c.top_k.set(v.round()),
-    },
-    Param {
-        name: "top_p",
-        range: Range { min: 0.0, max: 1.0, step: 0.01 },
-        set: |c, v| c.top_p.set(v),
-    },
-    Param {
-        name: "min_p",
-        range: Range { min: 0.0, max: 1.0, step: 0.01 },
-        set: |c, v| c.min_p.set(v),
-    },
+    Param { name: "temperature", range: range::TEMPERATURE, set: |c, v| c.temperature.set(v) },
+    Param { name: "top_k", range: range::TOP_K, set: |c, v| c.top_k.set(v.round()) },
+    Param { name: "top_p", range: range::PROBABILITY, set: |c, v| c.top_p.set(v) },
+    Param { name: "min_p", range: range::PROBABILITY, set: |c, v| c.min_p.set(v) },
     Param {
         name: "repetition_penalty",
-        range: Range { min: 0.5, max: 2.0, step: 0.05 },
+        range: range::REPETITION_PENALTY,
         set: |c, v| c.repetition_penalty.set(v),
     },
-    Param {
-        name: "seed",
-        range: Range { min: 0.0, max: 4294967295.0, step: 1.0 },
-        set: |c, v| c.seed.set(v.round()),
-    },
-    Param {
-        name: "max_tokens",
-        range: Range { min: 1.0, max: 1000.0, step: 1.0 },
-        set: |c, v| c.max_tokens.set(v.round()),
-    },
-    Param {
-        name: "bars",
-        range: Range { min: 1.0, max: 100.0, step: 1.0 },
-        set: |c, v| c.bars.set(v.round()),
-    },
+    Param { name: "seed", range: range::SEED, set: |c, v| c.seed.set(v.round()) },
+    Param { name: "max_tokens", range: range::MAX_TOKENS, set: |c, v| c.max_tokens.set(v.round()) },
+    Param { name: "bars", range: range::BARS, set: |c, v| c.bars.set(v.round()) },
 ];
 
 /// The page's query parameter `name`, if present.
