@@ -1,17 +1,24 @@
-//! The page shell: header (backend and adapter in use, status), the loading
-//! progress bar, the no-WebGPU banner, errors with a retry, then the playground.
+//! The page shell: what the URL asks for (`route.rs`: playground or one
+//! widget, full page or embed), the loading progress bar, the no-WebGPU
+//! banner, errors with a retry, then the body. Full pages have a header and
+//! a "Copy embed code" button; embeds a compact footer and report their
+//! height to the parent page.
 //!
 //! URL parameters read here: `model` (a model directory, default the bundled
-//! `models/shakespeare/`), `backend=cpu` (skip WebGPU), `prompt`, and every
-//! control (`url_state.rs`).
+//! `models/shakespeare/`), `backend=cpu` (skip WebGPU), `prompt`, `logits` /
+//! `labels` (custom-logits mode), and every control (`url_state.rs`).
 
+use leptos::html::Div;
 use leptos::prelude::*;
 
-use crate::custom_logits::{parse_logits, CustomLogits};
+use crate::custom_logits::{parse_sets, CustomLogits};
 use crate::driver::{Controls, Driver};
+use crate::embed::{report_height, EmbedCode, EmbedFooter};
 use crate::lab::{load, Backend, Progress};
 use crate::playground::Playground;
-use crate::url_state::{self, query};
+use crate::route::{Route, Widget};
+use crate::url_state::{self, query, Share};
+use crate::widgets::{compare_params, preset, Logits, Source, WidgetView};
 
 const DEFAULT_MODEL: &str = "models/shakespeare/";
 /// A speaker line as the corpus writes them (name, full stop, newline).
@@ -22,51 +29,119 @@ const DEFAULT_PROMPT: &str = "Romeo.\n";
 enum Phase {
     Loading(Progress),
     Ready(Backend),
+    /// Custom-logits mode: nothing to load.
+    Logits,
     Error(String),
 }
 
 /// The whole app.
 #[component]
 pub fn App() -> impl IntoView {
-    let phase =
-        RwSignal::new(Phase::Loading(Progress { what: "starting".into(), loaded: 0, total: None }));
-    let driver = RwSignal::new_local(None::<Driver>);
-    let prompt = RwSignal::new(query("prompt").unwrap_or_else(|| DEFAULT_PROMPT.to_string()));
-    let controls = Controls {
-        temperature: RwSignal::new(0.8),
-        top_k: RwSignal::new(0.0),
-        top_p: RwSignal::new(1.0),
-        min_p: RwSignal::new(0.0),
-        repetition_penalty: RwSignal::new(1.0),
-        max_tokens: RwSignal::new(60.0),
-        seed: RwSignal::new(1.0),
-        bars: RwSignal::new(20.0),
-        stop: RwSignal::new(String::new()),
-    };
-    let mut notices = url_state::apply(&controls);
-    if let Some(raw) = query("logits") {
-        match parse_logits(&raw) {
-            Ok(logits) => {
-                let labels: Vec<String> = query("labels")
-                    .map(|l| l.split(',').map(str::to_string).collect())
-                    .unwrap_or_default();
-                return view! {
-                    <header class="header">
-                        <h1>"Decode Lab"</h1>
-                        <span class="tagline">"the sampling pipeline on your own logits"</span>
-                        <span class="status" data-testid="status" data-state="ready">"ready"</span>
-                    </header>
-                    <main>
-                        <UrlNotices notices=notices/>
-                        <CustomLogits logits=logits labels=labels controls=controls/>
-                    </main>
-                }
-                .into_any();
-            }
-            Err(e) => notices.push(format!("{e}; showing the model instead")),
-        }
+    let mut notices = Vec::new();
+    let route = Route::from_url(&mut notices);
+    let controls = Controls::new();
+    let prompt = RwSignal::new(DEFAULT_PROMPT.to_string());
+    if let Some(w) = route.widget {
+        preset(w, &controls, prompt);
     }
-    // Set by the GPU's device-lost callback; the playground carries on on the CPU.
+    if let Some(p) = query("prompt") {
+        prompt.set(p);
+    }
+    let skip =
+        if route.widget == Some(Widget::Compare) { compare_params().to_vec() } else { vec![] };
+    notices.extend(url_state::apply(&controls, &skip));
+    let logits = custom_logits(&route, &mut notices);
+    let share = Share {
+        route: StoredValue::new(route.clone()),
+        controls,
+        prompt,
+        logits: StoredValue::new(logits.as_ref().map(|(_, raw)| raw.clone())),
+        extra: RwSignal::new(Vec::new()),
+    };
+    provide_context(share);
+    share.follow_in_address_bar();
+
+    let phase = RwSignal::new(match logits {
+        Some(_) => Phase::Logits,
+        None => Phase::Loading(Progress { what: "starting".into(), loaded: 0, total: None }),
+    });
+    let driver = RwSignal::new_local(None::<Driver>);
+    let start = move || start_loading(phase, driver, controls, prompt);
+    if logits.is_none() {
+        start();
+    }
+    let state = Signal::derive(move || match phase.get() {
+        Phase::Loading(_) => "loading",
+        Phase::Error(_) => "error",
+        Phase::Ready(_) if driver.get().is_some_and(|d| d.generating.get()) => "generating",
+        Phase::Ready(_) | Phase::Logits => "ready",
+    });
+    let title = route.widget.map_or("Playground", Widget::title);
+    let shown = route.shown.clone();
+    let widget = route.widget;
+    let logits = logits.map(|(l, _)| l);
+    let body = move || match phase.get() {
+        Phase::Loading(p) => view! { <LoadingBar progress=p/> }.into_any(),
+        Phase::Error(e) => view! {
+            <div class="error-box" role="alert">
+                <p><strong>"The model could not be loaded. "</strong>{e}</p>
+                <button data-testid="retry" on:click=move |_| start()>"Retry"</button>
+            </div>
+        }
+        .into_any(),
+        Phase::Logits => {
+            let l = logits.expect("Phase::Logits is only set with logits");
+            match widget {
+                Some(w) => view! { <WidgetView widget=w source=Source::Logits(l) controls=controls shown=shown.clone()/> }.into_any(),
+                None => view! { <CustomLogits logits=l controls=controls shown=shown.clone()/> }.into_any(),
+            }
+        }
+        Phase::Ready(b) => {
+            let shown = shown.clone();
+            view! {
+                {match b { Backend::Cpu { reason } => Some(view! { <NoWebGpuBanner reason=reason/> }), _ => None }}
+                {move || driver.get().map(|d| match widget {
+                    Some(w) => view! { <WidgetView widget=w source=Source::Model(d) controls=controls shown=shown.clone()/> }.into_any(),
+                    None => view! { <Playground driver=d shown=shown.clone()/> }.into_any(),
+                })}
+            }
+            .into_any()
+        }
+    };
+    let backend = Signal::derive(move || match phase.get() {
+        Phase::Ready(b) => Some(b.label()),
+        Phase::Logits => Some("your logits".to_string()),
+        _ => None,
+    });
+    let root = NodeRef::<Div>::new();
+    if route.embed {
+        report_height(root, widget.map_or("playground", Widget::name));
+    }
+    view! {
+        <div class="app" class:embed=route.embed node_ref=root data-widget=widget.map_or("playground", Widget::name)>
+            {(!route.embed).then(|| view! { <Header state=state backend=backend phase=phase/> })}
+            <main>
+                <UrlNotices notices=notices/>
+                {(!route.embed).then(|| widget.map(|w| view! {
+                    <h2 class="widget-title">{w.title()}</h2>
+                    <p class="lesson">{w.lesson()}</p>
+                }))}
+                <div data-testid="widget">{body}</div>
+                {(!route.embed).then(|| view! { <EmbedCode title=title/> })}
+            </main>
+            {route.embed.then(|| view! { <EmbedFooter state=state backend=backend title=title/> })}
+        </div>
+    }
+}
+
+/// Loads the model (`model=`, default the bundled one) and starts a driver.
+fn start_loading(
+    phase: RwSignal<Phase>,
+    driver: RwSignal<Option<Driver>, LocalStorage>,
+    controls: Controls,
+    prompt: RwSignal<String>,
+) {
+    // Set by the GPU's device-lost callback; the page carries on on the CPU.
     let lost = RwSignal::new(None::<String>);
     Effect::new(move |_| {
         if let (Some(reason), Some(d)) = (lost.get(), driver.get_untracked()) {
@@ -74,60 +149,70 @@ pub fn App() -> impl IntoView {
             phase.set(Phase::Ready(d.lab.with_value(|l| l.backend.clone())));
         }
     });
-    let start = move || {
-        phase.set(Phase::Loading(Progress { what: "starting".into(), loaded: 0, total: None }));
-        leptos::task::spawn_local(async move {
-            let base = query("model").map(|m| if m.ends_with('/') { m } else { m + "/" });
-            let base = base.unwrap_or_else(|| DEFAULT_MODEL.to_string());
-            let force_cpu = query("backend").as_deref() == Some("cpu");
-            let on_lost = move |reason| lost.set(Some(reason));
-            match load(&base, force_cpu, move |p| phase.set(Phase::Loading(p)), on_lost).await {
-                Ok(lab) => {
-                    let backend = lab.backend.clone();
-                    let d = Driver::new(lab, controls, prompt);
-                    driver.set(Some(d));
-                    phase.set(Phase::Ready(backend));
-                    d.reset(); // reads the prompt: the first distribution shows at once
-                }
-                Err(e) => phase.set(Phase::Error(e)),
+    phase.set(Phase::Loading(Progress { what: "starting".into(), loaded: 0, total: None }));
+    leptos::task::spawn_local(async move {
+        let base = query("model").map(|m| if m.ends_with('/') { m } else { m + "/" });
+        let base = base.unwrap_or_else(|| DEFAULT_MODEL.to_string());
+        let force_cpu = query("backend").as_deref() == Some("cpu");
+        let on_lost = move |reason| lost.set(Some(reason));
+        match load(&base, force_cpu, move |p| phase.set(Phase::Loading(p)), on_lost).await {
+            Ok(lab) => {
+                let backend = lab.backend.clone();
+                let d = Driver::new(lab, controls, prompt);
+                driver.set(Some(d));
+                phase.set(Phase::Ready(backend));
+                d.reset(); // reads the prompt: the first distribution shows at once
             }
-        });
-    };
-    start();
-    let state = move || match phase.get() {
-        Phase::Loading(_) => "loading",
-        Phase::Error(_) => "error",
-        Phase::Ready(_) if driver.get().is_some_and(|d| d.generating.get()) => "generating",
-        Phase::Ready(_) => "ready",
-    };
+            Err(e) => phase.set(Phase::Error(e)),
+        }
+    });
+}
+
+/// `logits=` (and `labels=`) if given, parsed, and usable by the widget
+/// asked for; otherwise a notice says why the model runs instead.
+fn custom_logits(
+    route: &Route,
+    notices: &mut Vec<String>,
+) -> Option<(Logits, (String, Option<String>))> {
+    let raw = query("logits")?;
+    if let Some(w) = route.widget.filter(|w| w.needs_model()) {
+        notices.push(format!(
+            "logits: the {} widget runs the model, so the logits are not used",
+            w.name()
+        ));
+        return None;
+    }
+    let labels = query("labels");
+    match parse_sets(&raw, labels.as_deref(), notices) {
+        Ok(logits) => Some((logits, (raw, labels))),
+        Err(e) => {
+            notices.push(format!("{e}; showing the model instead"));
+            None
+        }
+    }
+}
+
+/// The full page's header: name, status, backend.
+#[component]
+fn Header(
+    state: Signal<&'static str>,
+    backend: Signal<Option<String>>,
+    phase: RwSignal<Phase>,
+) -> impl IntoView {
     view! {
         <header class="header">
-            <h1>"Decode Lab"</h1>
+            <h1><a href="?">"Decode Lab"</a></h1>
             <span class="tagline">"see and feel how a GPT chooses its next token"</span>
             <span class="status" data-testid="status" data-state=state>{state}</span>
             {move || match phase.get() {
-                Phase::Ready(b) => Some(view! { <BackendBadge backend=b/> }),
-                _ => None,
+                Phase::Ready(b) => Some(view! { <BackendBadge backend=b/> }.into_any()),
+                _ => backend.get().map(|b| view! { <span class="badge">{b}</span> }.into_any()),
             }}
+            <nav class="catalogue" aria-label="widgets">
+                {Widget::ALL.iter().map(|w| view! { <a href=format!("?widget={}", w.name())>{w.name()}</a> }).collect_view()}
+            </nav>
         </header>
-        <main>
-            <UrlNotices notices=notices/>
-            {move || match phase.get() {
-                Phase::Loading(p) => view! { <LoadingBar progress=p/> }.into_any(),
-                Phase::Error(e) => view! {
-                    <div class="error-box" role="alert">
-                        <p><strong>"The model could not be loaded. "</strong>{e}</p>
-                        <button data-testid="retry" on:click=move |_| start()>"Retry"</button>
-                    </div>
-                }.into_any(),
-                Phase::Ready(b) => view! {
-                    {match b { Backend::Cpu { reason } => Some(view! { <NoWebGpuBanner reason=reason/> }), _ => None }}
-                    {move || driver.get().map(|d| view! { <Playground driver=d/> })}
-                }.into_any(),
-            }}
-        </main>
     }
-    .into_any()
 }
 
 /// What the URL asked for but did not get, shown above everything.
@@ -165,11 +250,7 @@ fn LoadingBar(progress: Progress) -> impl IntoView {
 /// The header badge naming the backend and adapter in use.
 #[component]
 fn BackendBadge(backend: Backend) -> impl IntoView {
-    let label = match &backend {
-        Backend::WebGpu { adapter } => format!("WebGPU · {adapter}"),
-        Backend::Cpu { .. } => "CPU (wasm)".to_string(),
-    };
-    view! { <span class="badge" data-testid="backend" data-backend=backend.kind()>{label}</span> }
+    view! { <span class="badge" data-testid="backend" data-backend=backend.kind()>{backend.label()}</span> }
 }
 
 /// Why WebGPU is not in use, and how to turn it on.

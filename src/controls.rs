@@ -4,6 +4,9 @@
 
 use leptos::prelude::*;
 
+use crate::driver::Controls;
+use crate::route::{Control, Shown};
+
 /// The range and step of one control.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Range {
@@ -46,6 +49,9 @@ pub fn NumberControl(
     range: Range,
     value: RwSignal<f64>,
     #[prop(optional)] help: &'static str,
+    /// Shown but read-only (`controls=NAME:locked`).
+    #[prop(optional)]
+    locked: bool,
 ) -> impl IntoView {
     let notice = RwSignal::new(None::<String>);
     // The number box shows what was typed ("0." mid-edit), not a re-rendering
@@ -70,7 +76,7 @@ pub fn NumberControl(
     };
     let id = format!("control-{testid}");
     view! {
-        <div class="control" title=help>
+        <div class="control" class:locked=locked title=help>
             <label for=id.clone()>{label}</label>
             <input
                 type="range"
@@ -78,6 +84,7 @@ pub fn NumberControl(
                 min=range.min.to_string()
                 max=range.max.to_string()
                 step=range.step.to_string()
+                disabled=locked
                 prop:value=move || value.get().to_string()
                 on:input=move |ev| take(event_target_value(&ev))
             />
@@ -88,6 +95,7 @@ pub fn NumberControl(
                 min=range.min.to_string()
                 max=range.max.to_string()
                 step=range.step.to_string()
+                disabled=locked
                 prop:value=move || text.get()
                 on:input=move |ev| {
                     let raw = event_target_value(&ev);
@@ -98,4 +106,51 @@ pub fn NumberControl(
             {move || notice.get().map(|n| view! { <span class="notice" role="status">{n}</span> })}
         </div>
     }
+}
+
+/// The controls `shown` names, in the page's order (the prompt has its own
+/// editor and is skipped here).
+#[component]
+pub fn ControlsPanel(controls: Controls, shown: Shown) -> impl IntoView {
+    let c = controls;
+    let views = shown
+        .controls
+        .iter()
+        .map(|&(control, locked)| match control {
+            Control::Prompt => ().into_any(),
+            Control::Temperature => view! { <NumberControl label="Temperature" testid="temperature" value=c.temperature
+                range=range::TEMPERATURE locked=locked help="0 = greedy (always the most likely token)"/> }.into_any(),
+            Control::TopK => view! { <NumberControl label="Top-k" testid="top-k" value=c.top_k
+                range=range::TOP_K locked=locked help="keep the k most likely tokens; 0 = off"/> }.into_any(),
+            Control::TopP => view! { <NumberControl label="Top-p" testid="top-p" value=c.top_p
+                range=range::PROBABILITY locked=locked help="keep the smallest set whose mass reaches p; 1 = off"/> }.into_any(),
+            Control::MinP => view! { <NumberControl label="Min-p" testid="min-p" value=c.min_p
+                range=range::PROBABILITY locked=locked help="keep tokens with p ≥ min-p · p(top token); 0 = off"/> }.into_any(),
+            Control::RepetitionPenalty => view! { <NumberControl label="Repetition penalty" testid="repetition-penalty"
+                value=c.repetition_penalty range=range::REPETITION_PENALTY locked=locked
+                help="divides the logits of tokens already seen; 1 = off"/> }.into_any(),
+            Control::MaxTokens => view! { <NumberControl label="Max new tokens" testid="max-tokens" value=c.max_tokens
+                range=range::MAX_TOKENS locked=locked/> }.into_any(),
+            Control::Seed => view! {
+                <div class="seed-row">
+                    <NumberControl label="Seed" testid="seed" value=c.seed range=range::SEED locked=locked
+                        help="same seed + same settings = same text"/>
+                    {(!locked).then(|| view! {
+                        <button data-testid="new-seed"
+                            on:click=move |_| c.seed.set((js_sys::Math::random() * 4294967295.0).floor())>"new seed"</button>
+                    })}
+                </div>
+            }.into_any(),
+            Control::Bars => view! { <NumberControl label="Bars shown" testid="bars" value=c.bars range=range::BARS
+                locked=locked/> }.into_any(),
+            Control::Stop => view! {
+                <div class="control" class:locked=locked>
+                    <label for="stops">"Stop strings (one per line)"</label>
+                    <textarea id="stops" data-testid="stop-strings" rows="2" disabled=locked
+                        prop:value=move || c.stop.get() on:input=move |ev| c.stop.set(event_target_value(&ev))></textarea>
+                </div>
+            }.into_any(),
+        })
+        .collect_view();
+    view! { <section class="controls" aria-label="sampling controls">{views}</section> }
 }

@@ -2,13 +2,11 @@
 //! distribution panel and its controls on numbers an author gives, with no
 //! model download — a textbook example, exactly.
 
-use std::sync::Arc;
-
 use leptos::prelude::*;
 
-use crate::controls::{range, NumberControl};
-use crate::distribution::{DistributionPanel, StepInput};
 use crate::driver::Controls;
+use crate::route::{Control, Shown, Widget};
+use crate::widgets::{Logits, Source, WidgetView};
 
 /// The most logits a URL may carry (a GPT-2-sized vocabulary fits).
 const MAX_LOGITS: usize = 100_000;
@@ -35,32 +33,50 @@ pub fn parse_logits(raw: &str) -> Result<Vec<f32>, String> {
     Ok(logits)
 }
 
-/// The panel over the author's logits; `labels` name the tokens (ids otherwise).
+/// Parses `logits=` (one set, or two separated by `;` for the top-p switch)
+/// and `labels=` (the same shape); labels that do not fit are dropped with a
+/// notice.
+pub fn parse_sets(
+    raw: &str,
+    labels: Option<&str>,
+    notices: &mut Vec<String>,
+) -> Result<Logits, String> {
+    let mut sets = raw.split(';').map(parse_logits).collect::<Result<Vec<_>, _>>()?;
+    if sets.len() > 2 {
+        notices.push(format!("logits: {} sets given, the first two are used", sets.len()));
+        sets.truncate(2);
+    }
+    let mut label_sets: Vec<Vec<String>> = labels
+        .map(|l| l.split(';').map(|s| s.split(',').map(str::to_string).collect()).collect())
+        .unwrap_or_default();
+    label_sets.resize(sets.len(), Vec::new());
+    for (i, (labels, logits)) in label_sets.iter_mut().zip(&sets).enumerate() {
+        if labels.len() > logits.len() {
+            notices.push(format!(
+                "labels: set {} has {} labels for {} logits; the extra ones are ignored",
+                i + 1,
+                labels.len(),
+                logits.len()
+            ));
+            labels.truncate(logits.len());
+        }
+    }
+    Ok(Logits::new(sets, label_sets))
+}
+
+/// The panel over the author's logits, with the controls that apply to them.
 #[component]
-pub fn CustomLogits(logits: Vec<f32>, labels: Vec<String>, controls: Controls) -> impl IntoView {
-    let c = controls;
-    let input = StepInput { logits: Arc::new(logits), history: Arc::new(Vec::new()) };
-    let input = Signal::derive(move || Some(input.clone()));
-    let settings = Signal::derive(move || c.settings());
-    let bars = Signal::derive(move || c.bars.get() as usize);
-    let labels = Arc::new(labels);
-    let token_text = Callback::new(move |id: u32| {
-        labels.get(id as usize).cloned().unwrap_or_else(|| id.to_string())
-    });
+pub fn CustomLogits(logits: Logits, controls: Controls, shown: Shown) -> impl IntoView {
+    let shown = if shown.from_url {
+        shown
+    } else {
+        let c = [Control::Temperature, Control::TopK, Control::TopP, Control::MinP, Control::Bars];
+        Shown { controls: c.iter().map(|&c| (c, false)).collect(), from_url: false }
+    };
     view! {
         <div class="custom-logits">
             <p class="note">"These are the logits given in the link, not a model's: every number below is exact for them."</p>
-            <section class="controls" aria-label="sampling controls">
-                <NumberControl label="Temperature" testid="temperature" value=c.temperature
-                    range=range::TEMPERATURE help="0 = greedy"/>
-                <NumberControl label="Top-k" testid="top-k" value=c.top_k range=range::TOP_K/>
-                <NumberControl label="Top-p" testid="top-p" value=c.top_p range=range::PROBABILITY/>
-                <NumberControl label="Min-p" testid="min-p" value=c.min_p range=range::PROBABILITY/>
-                <NumberControl label="Bars shown" testid="bars" value=c.bars range=range::BARS/>
-            </section>
-            <section class="panel">
-                <DistributionPanel input=input settings=settings bars=bars token_text=token_text/>
-            </section>
+            <WidgetView widget=Widget::Temperature source=Source::Logits(logits) controls=controls shown=shown/>
         </div>
     }
 }

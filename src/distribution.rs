@@ -48,7 +48,7 @@ pub fn DistributionPanel(
     settings: Signal<Settings>,
     bars: Signal<usize>,
     token_text: Callback<u32, String>,
-    #[prop(optional)] on_pick: Option<Callback<u32>>,
+    #[prop(optional_no_strip)] on_pick: Option<Callback<u32>>,
 ) -> impl IntoView {
     let explanation = Memo::new(move |_| {
         let input = input.get()?;

@@ -52,6 +52,21 @@ pub struct Controls {
 }
 
 impl Controls {
+    /// The playground's starting values (a widget may preset others).
+    pub fn new() -> Controls {
+        Controls {
+            temperature: RwSignal::new(0.8),
+            top_k: RwSignal::new(0.0),
+            top_p: RwSignal::new(1.0),
+            min_p: RwSignal::new(0.0),
+            repetition_penalty: RwSignal::new(1.0),
+            max_tokens: RwSignal::new(60.0),
+            seed: RwSignal::new(1.0),
+            bars: RwSignal::new(20.0),
+            stop: RwSignal::new(String::new()),
+        }
+    }
+
     /// The sampling settings the controls describe.
     pub fn settings(&self) -> Settings {
         Settings {
@@ -91,6 +106,17 @@ pub struct Driver {
     stop_asked: RwSignal<bool>,
     pub stats: RwSignal<Stats>,
     pub error: RwSignal<Option<String>>,
+    /// Every finished generation, oldest first ("same seed, same text").
+    pub runs: RwSignal<Vec<RunRecord>>,
+}
+
+/// One finished generation: what produced it and what it said.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunRecord {
+    pub seed: u64,
+    pub settings: String,
+    pub prompt: String,
+    pub text: String,
 }
 
 impl Driver {
@@ -107,6 +133,7 @@ impl Driver {
             stop_asked: RwSignal::new(false),
             stats: RwSignal::new(Stats::default()),
             error: RwSignal::new(None),
+            runs: RwSignal::new(Vec::new()),
         }
     }
 
@@ -135,6 +162,11 @@ impl Driver {
     /// Asks a running generation to stop after the step in flight.
     pub fn stop(&self) {
         self.stop_asked.set(true);
+    }
+
+    /// Whether Stop (or Reset) was pressed since the job started.
+    pub fn stop_asked(&self) -> bool {
+        self.stop_asked.get_untracked()
     }
 
     /// Forgets the output (the prompt stays) and reads the prompt again. A
@@ -170,6 +202,7 @@ impl Driver {
                 }
                 yield_to_browser().await;
             }
+            d.record_run();
             Ok(())
         });
     }
@@ -189,8 +222,29 @@ impl Driver {
         });
     }
 
+    /// Notes the finished generation in `runs`.
+    fn record_run(self) {
+        let c = self.controls;
+        let s = c.settings_untracked();
+        let record = RunRecord {
+            seed: c.seed.get_untracked() as u64,
+            settings: format!(
+                "T {} · top-k {} · top-p {} · min-p {} · rep {} · max {}",
+                s.temperature,
+                s.top_k,
+                s.top_p,
+                s.min_p,
+                s.repetition_penalty,
+                c.max_tokens.get_untracked()
+            ),
+            prompt: self.prompt.get_untracked(),
+            text: self.chips.with_untracked(|c| c.iter().map(|c| c.text.as_str()).collect()),
+        };
+        self.runs.update(|r| r.push(record));
+    }
+
     /// Runs `job` unless one is running, flagging `generating` and catching errors.
-    fn launch<F, Fut>(self, job: F)
+    pub fn launch<F, Fut>(self, job: F)
     where
         F: FnOnce(Driver) -> Fut + 'static,
         Fut: std::future::Future<Output = Result<(), String>> + 'static,
@@ -297,7 +351,7 @@ impl Driver {
 }
 
 impl Controls {
-    fn settings_untracked(&self) -> Settings {
+    pub fn settings_untracked(&self) -> Settings {
         untrack(|| self.settings())
     }
 }

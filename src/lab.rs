@@ -30,6 +30,14 @@ impl Backend {
             Backend::Cpu { .. } => "cpu",
         }
     }
+
+    /// In words, with the adapter's name.
+    pub fn label(&self) -> String {
+        match self {
+            Backend::WebGpu { adapter } => format!("WebGPU · {adapter}"),
+            Backend::Cpu { .. } => "CPU (wasm)".to_string(),
+        }
+    }
 }
 
 /// Where loading stands (drives the progress bar).

@@ -3,6 +3,7 @@
 //! again. Every failure becomes a message; nothing here panics.
 
 use js_sys::{Reflect, Uint8Array};
+use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Cache, Response};
@@ -33,8 +34,17 @@ pub async fn evict(url: &str) {
 }
 
 /// GETs `url` (from the cache when present), calling `progress(loaded, total)`
-/// as bytes arrive; `total` is `None` when the server does not say.
+/// as bytes arrive; `total` is `None` when the server does not say. Embeds on
+/// one page take turns per file (a Web Lock), so only the first downloads it
+/// and the others read it from the cache.
 pub async fn fetch_bytes(
+    url: &str,
+    progress: impl Fn(u64, Option<u64>),
+) -> Result<Vec<u8>, String> {
+    with_lock(&format!("decode-lab:{url}"), fetch_through_cache(url, progress)).await
+}
+
+async fn fetch_through_cache(
     url: &str,
     progress: impl Fn(u64, Option<u64>),
 ) -> Result<Vec<u8>, String> {
@@ -47,6 +57,7 @@ pub async fn fetch_bytes(
             .and_then(|r| r.dyn_into::<Response>().ok()),
         None => None,
     };
+    let mut stored = None;
     let response = match cached {
         Some(r) => r,
         None => {
@@ -64,14 +75,51 @@ pub async fn fetch_bytes(
             }
             if let (Some(c), Ok(copy)) = (&cache, r.clone()) {
                 // Stored while we read our copy; a failed put only costs a re-download.
-                let _ = c.put_with_str(url, &copy);
+                stored = Some(c.put_with_str(url, &copy));
             }
             r
         }
     };
     let total =
         response.headers().get("content-length").ok().flatten().and_then(|v| v.parse::<u64>().ok());
-    read_body(url, &response, total, progress).await
+    let bytes = read_body(url, &response, total, progress).await;
+    if let Some(put) = stored {
+        // In the cache before the lock is released, for the next embed.
+        let _ = JsFuture::from(put).await;
+    }
+    bytes
+}
+
+/// Runs `job` holding the Web Lock `name` (shared by every page and frame of
+/// this origin); runs it at once where the browser has no Web Locks.
+async fn with_lock<T>(name: &str, job: impl std::future::Future<Output = T>) -> T {
+    let locks = web_sys::window()
+        .and_then(|w| Reflect::get(&w.navigator(), &"locks".into()).ok())
+        .filter(|l| !l.is_undefined() && !l.is_null());
+    let request = locks
+        .as_ref()
+        .and_then(|l| Reflect::get(l, &"request".into()).ok()?.dyn_into::<js_sys::Function>().ok());
+    let (Some(locks), Some(request)) = (locks, request) else { return job.await };
+    // `held` is what the lock callback returns: the lock lasts until it resolves.
+    let mut release = None;
+    let held = js_sys::Promise::new(&mut |resolve, _| release = Some(resolve));
+    let mut grant = None;
+    let granted = js_sys::Promise::new(&mut |resolve, _| grant = Some(resolve));
+    let callback = Closure::once_into_js(move |_lock: JsValue| {
+        if let Some(grant) = grant {
+            let _ = grant.call0(&JsValue::NULL);
+        }
+        held
+    });
+    if request.call2(&locks, &name.into(), &callback).is_err() {
+        return job.await;
+    }
+    let _ = JsFuture::from(granted).await;
+    let out = job.await;
+    if let Some(release) = release {
+        let _ = release.call0(&JsValue::NULL);
+    }
+    out
 }
 
 async fn read_body(

@@ -7,10 +7,14 @@ mod controls;
 mod custom_logits;
 mod distribution;
 mod driver;
+mod embed;
 mod lab;
 mod loader;
+mod nucleus;
 mod playground;
+mod route;
 mod url_state;
+mod widgets;
 
 fn main() {
     std::panic::set_hook(Box::new(|info| {

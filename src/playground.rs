@@ -4,12 +4,75 @@
 
 use leptos::prelude::*;
 
-use crate::controls::{range, NumberControl};
+use crate::controls::ControlsPanel;
 use crate::distribution::{visible, DistributionPanel};
 use crate::driver::{Chip, Driver};
+use crate::route::{Control, Shown};
 
 #[component]
-pub fn Playground(driver: Driver) -> impl IntoView {
+pub fn Playground(driver: Driver, shown: Shown) -> impl IntoView {
+    let d = driver;
+    let prompt_locked = shown.get(Control::Prompt);
+    view! {
+        <div class="playground">
+            <section class="editor">
+                {prompt_locked.map(|locked| view! { <PromptEditor driver=d locked=locked/> })}
+                <Buttons driver=d generate=true step=true/>
+                <Output driver=d/>
+                <StatsLine driver=d/>
+            </section>
+            <ControlsPanel controls=d.controls shown=shown/>
+            <section class="panel">
+                <NextPanel driver=d pick=true/>
+                <p class="note">"Order: processors (repetition penalty) → temperature → top-k → top-p → min-p → renormalise → draw."</p>
+            </section>
+        </div>
+    }
+}
+
+/// The prompt; `locked` makes it read-only (`controls=prompt:locked`).
+#[component]
+pub fn PromptEditor(driver: Driver, #[prop(optional)] locked: bool) -> impl IntoView {
+    let d = driver;
+    view! {
+        <label for="prompt">"Prompt"</label>
+        <textarea
+            id="prompt"
+            data-testid="prompt"
+            rows="3"
+            readonly=locked
+            prop:value=move || d.prompt.get()
+            on:input=move |ev| d.prompt.set(event_target_value(&ev))
+        ></textarea>
+    }
+}
+
+/// Generate / Step / Stop / Reset (the ones asked for), and the error line.
+#[component]
+pub fn Buttons(driver: Driver, generate: bool, step: bool) -> impl IntoView {
+    let d = driver;
+    let busy = move || d.generating.get();
+    view! {
+        <div class="buttons">
+            {generate.then(|| view! {
+                <button data-testid="generate" on:click=move |_| d.generate() disabled=busy>"Generate"</button>
+            })}
+            {step.then(|| view! {
+                <button data-testid="step" on:click=move |_| d.step_once(None) disabled=busy
+                    title="one token: predict → choose → append">"Step"</button>
+            })}
+            <button data-testid="stop" on:click=move |_| d.stop() disabled=move || !busy()>"Stop"</button>
+            <button data-testid="reset" on:click=move |_| d.reset()
+                title="forget the output and read the prompt again">"Reset"</button>
+        </div>
+        {move || d.error.get().map(|e| view! { <p class="error" role="alert" data-testid="error">{e}</p> })}
+    }
+}
+
+/// The distribution for the next token, or for a chip clicked in the output.
+/// With `pick`, clicking a bar appends (or branches with) that token.
+#[component]
+pub fn NextPanel(driver: Driver, pick: bool) -> impl IntoView {
     let d = driver;
     let c = d.controls;
     let settings = Signal::derive(move || c.settings());
@@ -20,82 +83,36 @@ pub fn Playground(driver: Driver) -> impl IntoView {
     });
     let lab = d.lab;
     let token_text = Callback::new(move |id: u32| lab.with_value(|l| l.token_text(id)));
-    let pick = Callback::new(move |id: u32| d.step_once(Some(id)));
-    let busy = move || d.generating.get();
+    let on_pick = pick.then(|| Callback::new(move |id: u32| d.step_once(Some(id))));
     view! {
-        <div class="playground">
-            <section class="editor">
-                <label for="prompt">"Prompt"</label>
-                <textarea
-                    id="prompt"
-                    data-testid="prompt"
-                    rows="3"
-                    prop:value=move || d.prompt.get()
-                    on:input=move |ev| d.prompt.set(event_target_value(&ev))
-                ></textarea>
-                <div class="buttons">
-                    <button data-testid="generate" on:click=move |_| d.generate() disabled=busy>"Generate"</button>
-                    <button data-testid="step" on:click=move |_| d.step_once(None) disabled=busy
-                        title="one token: predict → choose → append">"Step"</button>
-                    <button data-testid="stop" on:click=move |_| d.stop() disabled=move || !busy()>"Stop"</button>
-                    <button data-testid="reset" on:click=move |_| d.reset()>"Reset"</button>
-                </div>
-                {move || d.error.get().map(|e| view! { <p class="error" role="alert" data-testid="error">{e}</p> })}
-                <Output driver=d/>
-                <StatsLine driver=d/>
-            </section>
-            <section class="controls" aria-label="sampling controls">
-                <NumberControl label="Temperature" testid="temperature" value=c.temperature
-                    range=range::TEMPERATURE help="0 = greedy (always the most likely token)"/>
-                <NumberControl label="Top-k" testid="top-k" value=c.top_k
-                    range=range::TOP_K help="keep the k most likely tokens; 0 = off"/>
-                <NumberControl label="Top-p" testid="top-p" value=c.top_p
-                    range=range::PROBABILITY help="keep the smallest set whose mass reaches p; 1 = off"/>
-                <NumberControl label="Min-p" testid="min-p" value=c.min_p
-                    range=range::PROBABILITY help="keep tokens with p ≥ min-p · p(top token); 0 = off"/>
-                <NumberControl label="Repetition penalty" testid="repetition-penalty" value=c.repetition_penalty
-                    range=range::REPETITION_PENALTY help="divides the logits of tokens already seen; 1 = off"/>
-                <NumberControl label="Max new tokens" testid="max-tokens" value=c.max_tokens
-                    range=range::MAX_TOKENS/>
-                <div class="seed-row">
-                    <NumberControl label="Seed" testid="seed" value=c.seed
-                        range=range::SEED help="same seed + same settings = same text"/>
-                    <button data-testid="new-seed" on:click=move |_| c.seed.set((js_sys::Math::random() * 4294967295.0).floor())>"new seed"</button>
-                </div>
-                <NumberControl label="Bars shown" testid="bars" value=c.bars range=range::BARS/>
-                <div class="control">
-                    <label for="stops">"Stop strings (one per line)"</label>
-                    <textarea id="stops" data-testid="stop-strings" rows="2"
-                        prop:value=move || c.stop.get() on:input=move |ev| c.stop.set(event_target_value(&ev))></textarea>
-                </div>
-                <p class="note">"Order: processors (repetition penalty) → temperature → top-k → top-p → min-p → renormalise → draw."</p>
-            </section>
-            <section class="panel">
-                <h2>{move || match d.selected.get() {
-                    Some(i) => format!("Step {}: what the model saw", i + 1),
-                    None => "Next token".to_string(),
-                }}</h2>
-                {move || d.selected.get().map(|_| view! {
-                    <p class="note">"Click a bar to branch from here with that token, or "
-                        <button on:click=move |_| d.selected.set(None)>"back to the next token"</button></p>
-                })}
-                <DistributionPanel input=input settings=settings bars=bars token_text=token_text on_pick=pick/>
-                <p class="note">"You are the sampler: click a bar to append that token instead of a drawn one."</p>
-            </section>
-        </div>
+        <h2>{move || match d.selected.get() {
+            Some(i) => format!("Step {}: what the model saw", i + 1),
+            None => "Next token".to_string(),
+        }}</h2>
+        {move || d.selected.get().map(|_| view! {
+            <p class="note">{if pick { "Click a bar to branch from here with that token, or " } else { "" }}
+                <button on:click=move |_| d.selected.set(None)>"back to the next token"</button></p>
+        })}
+        <DistributionPanel input=input settings=settings bars=bars token_text=token_text on_pick=on_pick/>
+        {pick.then(|| view! {
+            <p class="note">"You are the sampler: click a bar to append that token instead of a drawn one."</p>
+        })}
     }
 }
 
 /// Generated tokens as chips, tinted by the probability they had when chosen.
 #[component]
-fn Output(driver: Driver) -> impl IntoView {
+pub fn Output(
+    driver: Driver,
+    #[prop(optional)] highlight: Option<Signal<Option<(usize, usize)>>>,
+) -> impl IntoView {
     let d = driver;
     view! {
         <div class="output" aria-live="polite">
             <span class="prompt-echo">{move || d.prompt.get()}</span>
             <span data-testid="output">
                 <For each=move || d.chips.get().into_iter().enumerate() key=|(i, chip)| (*i, chip.id) let:item>
-                    <ChipView index=item.0 chip=item.1 driver=d/>
+                    <ChipView index=item.0 chip=item.1 driver=d highlight=highlight/>
                 </For>
             </span>
         </div>
@@ -103,7 +120,16 @@ fn Output(driver: Driver) -> impl IntoView {
 }
 
 #[component]
-fn ChipView(index: usize, chip: Chip, driver: Driver) -> impl IntoView {
+fn ChipView(
+    index: usize,
+    chip: Chip,
+    driver: Driver,
+    highlight: Option<Signal<Option<(usize, usize)>>>,
+) -> impl IntoView {
+    // In the highlighted span (the greedy loop's repeated tokens)?
+    let in_span = move || {
+        highlight.and_then(|h| h.get()).is_some_and(|(from, to)| (from..to).contains(&index))
+    };
     // Tint: strong for confident choices, pale for long shots.
     let alpha = 0.12 + 0.6 * chip.prob.clamp(0.0, 1.0);
     let newline = chip.text.contains('\n');
@@ -118,6 +144,8 @@ fn ChipView(index: usize, chip: Chip, driver: Driver) -> impl IntoView {
             class="chip"
             class:newline=newline
             class:selected=move || driver.selected.get() == Some(index)
+            class:loop=in_span
+            data-loop=move || in_span().to_string()
             style:background-color=format!("rgba(53, 88, 214, {alpha:.3})")
             title=title
             data-p=chip.prob.to_string()
@@ -128,7 +156,7 @@ fn ChipView(index: usize, chip: Chip, driver: Driver) -> impl IntoView {
 }
 
 #[component]
-fn StatsLine(driver: Driver) -> impl IntoView {
+pub fn StatsLine(driver: Driver) -> impl IntoView {
     let s = move || driver.stats.get();
     view! {
         <p class="stats" data-testid="stats" data-prefill-ms=move || s().prefill_ms.to_string()

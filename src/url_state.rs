@@ -1,32 +1,63 @@
-//! State from the query string: every control can be set by URL, so a link
-//! reproduces a view (and, with its seed, a text). Values out of range are
-//! clamped, unreadable ones ignored — each with a notice the page shows.
+//! State from and to the query string: every control can be set by URL, so a
+//! link reproduces a view (and, with its seed, a text). Values out of range
+//! are clamped, unreadable ones ignored — each with a notice the page shows.
+//! The same table writes the state back: the address bar follows the controls
+//! and "Copy embed code" links to exactly what is on screen.
 
 use leptos::prelude::*;
+use wasm_bindgen::{JsCast, JsValue};
 
 use crate::controls::{range, Range};
 use crate::driver::Controls;
+use crate::route::Route;
 
 /// One numeric URL parameter and the control it sets.
 struct Param {
     name: &'static str,
     range: Range,
     set: fn(&Controls, f64),
+    get: fn(&Controls) -> RwSignal<f64>,
 }
 
 const PARAMS: [Param; 8] = [
-    Param { name: "temperature", range: range::TEMPERATURE, set: |c, v| c.temperature.set(v) },
-    Param { name: "top_k", range: range::TOP_K, set: |c, v| c.top_k.set(v.round()) },
-    Param { name: "top_p", range: range::PROBABILITY, set: |c, v| c.top_p.set(v) },
-    Param { name: "min_p", range: range::PROBABILITY, set: |c, v| c.min_p.set(v) },
+    Param {
+        name: "temperature",
+        range: range::TEMPERATURE,
+        set: |c, v| c.temperature.set(v),
+        get: |c| c.temperature,
+    },
+    Param {
+        name: "top_k",
+        range: range::TOP_K,
+        set: |c, v| c.top_k.set(v.round()),
+        get: |c| c.top_k,
+    },
+    Param {
+        name: "top_p",
+        range: range::PROBABILITY,
+        set: |c, v| c.top_p.set(v),
+        get: |c| c.top_p,
+    },
+    Param {
+        name: "min_p",
+        range: range::PROBABILITY,
+        set: |c, v| c.min_p.set(v),
+        get: |c| c.min_p,
+    },
     Param {
         name: "repetition_penalty",
         range: range::REPETITION_PENALTY,
         set: |c, v| c.repetition_penalty.set(v),
+        get: |c| c.repetition_penalty,
     },
-    Param { name: "seed", range: range::SEED, set: |c, v| c.seed.set(v.round()) },
-    Param { name: "max_tokens", range: range::MAX_TOKENS, set: |c, v| c.max_tokens.set(v.round()) },
-    Param { name: "bars", range: range::BARS, set: |c, v| c.bars.set(v.round()) },
+    Param { name: "seed", range: range::SEED, set: |c, v| c.seed.set(v.round()), get: |c| c.seed },
+    Param {
+        name: "max_tokens",
+        range: range::MAX_TOKENS,
+        set: |c, v| c.max_tokens.set(v.round()),
+        get: |c| c.max_tokens,
+    },
+    Param { name: "bars", range: range::BARS, set: |c, v| c.bars.set(v.round()), get: |c| c.bars },
 ];
 
 /// The page's query parameter `name`, if present.
@@ -35,11 +66,11 @@ pub fn query(name: &str) -> Option<String> {
     web_sys::UrlSearchParams::new_with_str(&search).ok()?.get(name)
 }
 
-/// Sets every control named in the URL; returns a notice per value that was
-/// not taken as given.
-pub fn apply(controls: &Controls) -> Vec<String> {
+/// Sets every control named in the URL except those in `skip` (a widget that
+/// reads them itself); returns a notice per value not taken as given.
+pub fn apply(controls: &Controls, skip: &[&str]) -> Vec<String> {
     let mut notices = Vec::new();
-    for p in &PARAMS {
+    for p in PARAMS.iter().filter(|p| !skip.contains(&p.name)) {
         let Some(raw) = query(p.name) else { continue };
         match p.range.read(&raw) {
             Ok(v) => {
@@ -54,5 +85,96 @@ pub fn apply(controls: &Controls) -> Vec<String> {
             Err(e) => notices.push(format!("{}: {e}; using the default", p.name)),
         }
     }
+    if let Some(stop) = query("stop") {
+        controls.stop.set(stop);
+    }
     notices
+}
+
+/// Everything a link must carry to reproduce the page.
+#[derive(Clone, Copy)]
+pub struct Share {
+    pub route: StoredValue<Route>,
+    pub controls: Controls,
+    pub prompt: RwSignal<String>,
+    /// `logits=` / `labels=` exactly as given (custom-logits mode).
+    pub logits: StoredValue<Option<(String, Option<String>)>>,
+    /// Parameters a widget writes itself (the compare widget's columns).
+    pub extra: RwSignal<Vec<(&'static str, String)>>,
+}
+
+impl Share {
+    /// The query string (with `?`) for this state; `embed` sets `embed=1`.
+    pub fn query(&self, embed: bool) -> String {
+        let Ok(params) = web_sys::UrlSearchParams::new() else { return String::new() };
+        let route = self.route.get_value();
+        if let Some(w) = route.widget {
+            params.append("widget", w.name());
+        }
+        match self.logits.get_value() {
+            Some((logits, labels)) => {
+                params.append("logits", &logits);
+                if let Some(labels) = labels {
+                    params.append("labels", &labels);
+                }
+            }
+            None => params.append("prompt", &self.prompt.get()),
+        }
+        let extra = self.extra.get();
+        for p in PARAMS.iter().filter(|p| !extra.iter().any(|(n, _)| *n == p.name)) {
+            params.append(p.name, &(p.get)(&self.controls).get().to_string());
+        }
+        for (name, value) in &extra {
+            params.append(name, value);
+        }
+        let stop = self.controls.stop.get();
+        if !stop.is_empty() {
+            params.append("stop", &stop);
+        }
+        for name in ["model", "backend"] {
+            if let Some(v) = query(name) {
+                params.append(name, &v);
+            }
+        }
+        if route.shown.from_url {
+            params.append("controls", &route.shown.to_param());
+        }
+        if embed {
+            params.append("embed", "1");
+        }
+        format!("?{}", String::from(params.to_string()))
+    }
+
+    /// This page's address (no query) followed by `query`.
+    pub fn url(&self, embed: bool) -> String {
+        let location = web_sys::window().map(|w| w.location());
+        let base =
+            location.and_then(|l| Some(l.origin().ok()? + &l.pathname().ok()?)).unwrap_or_default();
+        base + &self.query(embed)
+    }
+
+    /// Keeps the address bar on the current state (debounced: browsers
+    /// throttle `replaceState` while a slider is dragged).
+    pub fn follow_in_address_bar(self) {
+        let timer = StoredValue::new(None::<i32>);
+        Effect::new(move |_| {
+            let embed = self.route.with_value(|r| r.embed);
+            let q = self.query(embed);
+            let Some(window) = web_sys::window() else { return };
+            if let Some(t) = timer.get_value() {
+                window.clear_timeout_with_handle(t);
+            }
+            let write = wasm_bindgen::closure::Closure::once_into_js(move || {
+                if let Some(w) = web_sys::window() {
+                    if let Ok(history) = w.history() {
+                        let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&q));
+                    }
+                }
+            });
+            let handle = window
+                .set_timeout_with_callback_and_timeout_and_arguments_0(write.unchecked_ref(), 300)
+                .ok();
+            timer.set_value(handle);
+        });
+    }
 }

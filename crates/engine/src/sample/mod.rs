@@ -12,6 +12,7 @@ mod beam;
 pub mod pipeline;
 pub mod processors;
 mod rank;
+pub mod repeat;
 mod settings;
 mod stop;
 

@@ -1,0 +1,302 @@
+//! The widget catalogue (`?widget=NAME`): each a focused view of one lesson,
+//! built from the playground's parts. The distribution widgets run on the
+//! live model's next-token distribution for the prompt, or on an author's
+//! own logits (`logits=`); the loop widgets need the model.
+
+mod compare;
+mod greedy_loop;
+mod pipeline;
+mod runs;
+
+use std::sync::Arc;
+
+use leptos::prelude::*;
+
+use crate::controls::ControlsPanel;
+use crate::distribution::{DistributionPanel, StepInput};
+use crate::driver::{Controls, Driver};
+use crate::nucleus::NucleusChart;
+use crate::playground::{Buttons, NextPanel, Output, PromptEditor, StatsLine};
+use crate::route::{Control, Shown, Widget};
+pub use compare::compare_params;
+
+/// Two steps the bundled model is sure and unsure about (measured: entropy
+/// 2.3 bits, 17 tokens make 90 %; 8.5 bits, 371 tokens make 90 %).
+pub const CONFIDENT_PROMPT: &str = "[Exit";
+pub const LONG_TAILED_PROMPT: &str = "To be, or not to be, that is the";
+
+/// Widget defaults, set before the URL's values (which win).
+pub fn preset(widget: Widget, c: &Controls, prompt: RwSignal<String>) {
+    match widget {
+        Widget::Temperature => c.temperature.set(0.7),
+        Widget::TopK => {
+            c.temperature.set(1.0);
+            c.top_k.set(5.0);
+        }
+        Widget::TopP => {
+            c.temperature.set(1.0);
+            c.top_p.set(0.9);
+            prompt.set(LONG_TAILED_PROMPT.into());
+        }
+        Widget::MinP => {
+            c.temperature.set(1.0);
+            c.min_p.set(0.1);
+        }
+        Widget::Pipeline => {
+            c.top_k.set(50.0);
+            c.top_p.set(0.9);
+            c.min_p.set(0.05);
+            c.bars.set(12.0);
+        }
+        Widget::Step | Widget::Generate => {}
+        Widget::GreedyLoop => {
+            c.temperature.set(0.0);
+            c.max_tokens.set(64.0);
+            prompt.set("ROMEO:".into());
+        }
+        Widget::Compare => c.max_tokens.set(40.0),
+    }
+}
+
+/// Author-given logits: one set, or two (`A;B`) for the top-p switch.
+#[derive(Clone, Copy)]
+pub struct Logits {
+    pub sets: StoredValue<Vec<StepInput>>,
+    pub labels: StoredValue<Vec<Vec<String>>>,
+    pub current: RwSignal<usize>,
+}
+
+impl Logits {
+    pub fn new(sets: Vec<Vec<f32>>, labels: Vec<Vec<String>>) -> Logits {
+        let sets = sets
+            .into_iter()
+            .map(|l| StepInput { logits: Arc::new(l), history: Arc::new(Vec::new()) })
+            .collect();
+        Logits {
+            sets: StoredValue::new(sets),
+            labels: StoredValue::new(labels),
+            current: RwSignal::new(0),
+        }
+    }
+}
+
+/// Where a distribution widget's numbers come from.
+// Both variants are handles to arena-stored signals (Copy); the size gap is
+// a few hundred bytes on the stack, not worth a Box that breaks Copy.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Copy)]
+pub enum Source {
+    Model(Driver),
+    Logits(Logits),
+}
+
+impl Source {
+    fn input(self) -> Signal<Option<StepInput>> {
+        match self {
+            Source::Model(d) => d.next.into(),
+            Source::Logits(l) => {
+                Signal::derive(move || l.sets.with_value(|s| s.get(l.current.get()).cloned()))
+            }
+        }
+    }
+
+    fn token_text(self) -> Callback<u32, String> {
+        match self {
+            Source::Model(d) => {
+                Callback::new(move |id: u32| d.lab.with_value(|l| l.token_text(id)))
+            }
+            Source::Logits(l) => Callback::new(move |id: u32| {
+                let set = l.current.get_untracked();
+                l.labels
+                    .with_value(|labels| labels.get(set).and_then(|s| s.get(id as usize)).cloned())
+                    .unwrap_or_else(|| id.to_string())
+            }),
+        }
+    }
+}
+
+/// The widget `widget` on `source`.
+#[component]
+pub fn WidgetView(
+    widget: Widget,
+    source: Source,
+    controls: Controls,
+    shown: Shown,
+) -> impl IntoView {
+    match (widget, source) {
+        (Widget::Step, Source::Model(d)) => view! { <StepWidget driver=d shown=shown/> }.into_any(),
+        (Widget::Generate, Source::Model(d)) => {
+            view! { <GenerateWidget driver=d shown=shown/> }.into_any()
+        }
+        (Widget::GreedyLoop, Source::Model(d)) => {
+            view! { <greedy_loop::GreedyLoop driver=d shown=shown/> }.into_any()
+        }
+        (Widget::Compare, Source::Model(d)) => {
+            view! { <compare::Compare driver=d shown=shown/> }.into_any()
+        }
+        _ => view! { <DistributionWidget widget=widget source=source controls=controls shown=shown/> }
+            .into_any(),
+    }
+}
+
+/// temperature, top-k, top-p, min-p and pipeline: one distribution, reshaped.
+#[component]
+fn DistributionWidget(
+    widget: Widget,
+    source: Source,
+    controls: Controls,
+    shown: Shown,
+) -> impl IntoView {
+    let c = controls;
+    let input = source.input();
+    let settings = Signal::derive(move || c.settings());
+    let bars = Signal::derive(move || c.bars.get() as usize);
+    let token_text = source.token_text();
+    let prompt = match source {
+        Source::Model(d) => shown.get(Control::Prompt).map(|locked| {
+            reread_prompt_on_edit(d);
+            view! { <div class="editor"><PromptEditor driver=d locked=locked/></div> }
+        }),
+        Source::Logits(_) => None,
+    };
+    let switch = (widget == Widget::TopP).then(|| view! { <StepSwitch source=source/> });
+    let main = match widget {
+        Widget::Pipeline => view! {
+            <pipeline::PipelineTable input=input settings=settings bars=bars token_text=token_text/>
+        }
+        .into_any(),
+        _ => view! {
+            {(widget == Widget::TopP).then(|| view! { <NucleusChart input=input settings=settings top_p=c.top_p/> })}
+            {(widget == Widget::MinP).then(|| view! { <MinPThreshold input=input controls=c/> })}
+            <DistributionPanel input=input settings=settings bars=bars token_text=token_text/>
+        }
+        .into_any(),
+    };
+    view! {
+        <div class="widget-body">
+            {prompt}
+            {switch}
+            <ControlsPanel controls=c shown=shown/>
+            <section class="panel">{main}</section>
+        </div>
+    }
+}
+
+/// A distribution widget follows its prompt as it is edited (debounced: one
+/// prefill after typing pauses, not one per key).
+fn reread_prompt_on_edit(d: Driver) {
+    let timer = StoredValue::new(None::<i32>);
+    let first = StoredValue::new(true);
+    Effect::new(move |_| {
+        d.prompt.track();
+        if first.get_value() {
+            first.set_value(false); // the load already read it
+            return;
+        }
+        let Some(window) = web_sys::window() else { return };
+        if let Some(t) = timer.get_value() {
+            window.clear_timeout_with_handle(t);
+        }
+        let reread = wasm_bindgen::closure::Closure::once_into_js(move || d.reset());
+        let handle = window
+            .set_timeout_with_callback_and_timeout_and_arguments_0(
+                wasm_bindgen::JsCast::unchecked_ref(&reread),
+                400,
+            )
+            .ok();
+        timer.set_value(handle);
+    });
+}
+
+/// The top-p widget's switch between a confident and a long-tailed step.
+#[component]
+fn StepSwitch(source: Source) -> impl IntoView {
+    let choices: Vec<(&'static str, Callback<()>, Signal<bool>)> = match source {
+        Source::Model(d) => {
+            [("confident step", CONFIDENT_PROMPT), ("long-tailed step", LONG_TAILED_PROMPT)]
+                .into_iter()
+                .map(|(label, prompt)| {
+                    let on = Signal::derive(move || d.prompt.with(|p| p == prompt));
+                    (label, Callback::new(move |_| d.prompt.set(prompt.into())), on)
+                })
+                .collect()
+        }
+        Source::Logits(l) if l.sets.with_value(Vec::len) == 2 => {
+            [("first set", 0), ("second set", 1)]
+                .into_iter()
+                .map(|(label, i)| {
+                    let on = Signal::derive(move || l.current.get() == i);
+                    (label, Callback::new(move |_| l.current.set(i)), on)
+                })
+                .collect()
+        }
+        Source::Logits(_) => Vec::new(),
+    };
+    (!choices.is_empty()).then(|| {
+        let buttons = choices
+            .into_iter()
+            .map(|(label, pick, on)| {
+                view! {
+                    <button data-testid="switch-step" aria-pressed=move || on.get().to_string()
+                        class:on=on on:click=move |_| pick.run(())>{label}</button>
+                }
+            })
+            .collect_view();
+        view! { <div class="switch" role="group" aria-label="which step">{buttons}</div> }
+    })
+}
+
+/// min-p's cut in numbers: the threshold is relative to the top token.
+#[component]
+fn MinPThreshold(input: Signal<Option<StepInput>>, controls: Controls) -> impl IntoView {
+    let c = controls;
+    let line = move || {
+        let input = input.get()?;
+        let mut settings = c.settings();
+        settings.min_p = 0.0;
+        let e = engine::sample::explain(&input.logits, &input.history, &settings).ok()?;
+        let p_max = e.final_probs().iter().copied().fold(0.0, f64::max);
+        let min_p = c.min_p.get();
+        Some(format!(
+            "top token p = {p_max:.4}; threshold = min-p × p(top) = {min_p} × {p_max:.4} = {:.4}",
+            min_p * p_max
+        ))
+    };
+    view! { <p class="readout" data-testid="min-p-threshold">{line}</p> }
+}
+
+/// Predict → choose → append, one click at a time.
+#[component]
+fn StepWidget(driver: Driver, shown: Shown) -> impl IntoView {
+    let d = driver;
+    view! {
+        <div class="widget-body">
+            <section class="editor">
+                {shown.get(Control::Prompt).map(|locked| view! { <PromptEditor driver=d locked=locked/> })}
+                <Buttons driver=d generate=false step=true/>
+                <Output driver=d/>
+                <StatsLine driver=d/>
+            </section>
+            <ControlsPanel controls=d.controls shown=shown/>
+            <section class="panel"><NextPanel driver=d pick=true/></section>
+        </div>
+    }
+}
+
+/// Streaming generation, and every run listed so equal seeds show equal text.
+#[component]
+fn GenerateWidget(driver: Driver, shown: Shown) -> impl IntoView {
+    let d = driver;
+    view! {
+        <div class="widget-body">
+            <section class="editor">
+                {shown.get(Control::Prompt).map(|locked| view! { <PromptEditor driver=d locked=locked/> })}
+                <Buttons driver=d generate=true step=false/>
+                <Output driver=d/>
+                <StatsLine driver=d/>
+            </section>
+            <ControlsPanel controls=d.controls shown=shown/>
+            <section class="panel"><runs::RunsTable driver=d/></section>
+        </div>
+    }
+}
