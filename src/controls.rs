@@ -74,7 +74,10 @@ pub fn NumberControl(
         }
         Err(e) => notice.set(Some(e)),
     };
-    let id = format!("control-{testid}");
+    // Unique even when one control appears several times (compare's columns).
+    static NEXT_ID: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let id = format!("control-{testid}-{n}");
     view! {
         <div class="control" class:locked=locked title=help>
             <label for=id.clone()>{label}</label>

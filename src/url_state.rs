@@ -60,10 +60,18 @@ const PARAMS: [Param; 8] = [
     Param { name: "bars", range: range::BARS, set: |c, v| c.bars.set(v.round()), get: |c| c.bars },
 ];
 
-/// The page's query parameter `name`, if present.
+thread_local! {
+    /// The query string the page was opened with. Read once: the address bar
+    /// is rewritten as controls move, and a widget mounting later (after the
+    /// model loaded) must still see what the link asked for.
+    static OPENED_WITH: String = web_sys::window()
+        .and_then(|w| w.location().search().ok())
+        .unwrap_or_default();
+}
+
+/// The query parameter `name` of the URL the page was opened with.
 pub fn query(name: &str) -> Option<String> {
-    let search = web_sys::window()?.location().search().ok()?;
-    web_sys::UrlSearchParams::new_with_str(&search).ok()?.get(name)
+    OPENED_WITH.with(|search| web_sys::UrlSearchParams::new_with_str(search).ok()?.get(name))
 }
 
 /// Sets every control named in the URL except those in `skip` (a widget that

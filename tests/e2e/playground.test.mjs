@@ -5,72 +5,15 @@
 //     node --test tests/e2e/playground.test.mjs
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { serve } from './server.mjs';
+import { startLab, noFatal, set, generate, bars, cliGreedy, ARTIFACTS } from './helpers.mjs';
 
-const { chromium } = await import(process.env.PLAYWRIGHT_CORE);
 const PROMPT = 'ROMEO:\n';
-const ARTIFACTS = resolve(process.env.ARTIFACTS || 'target/e2e');
+const lab = await startLab();
+const { browsers } = lab;
 let server;
-const browsers = {};
-
-before(async () => {
-  server = await serve(resolve(process.env.DIST || 'dist'));
-  mkdirSync(ARTIFACTS, { recursive: true });
-  for (const [name, extra] of [['webgpu', ['--enable-unsafe-webgpu']], ['cpu', []]]) {
-    browsers[name] = await chromium.launch({
-      executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-      args: ['--no-sandbox', '--disable-gpu-sandbox', '--disable-dev-shm-usage', ...extra],
-    });
-  }
-});
-
-after(async () => {
-  for (const b of Object.values(browsers)) await b.close();
-  await server?.close();
-});
-
-/** A fresh page on `backend`'s browser, loaded and ready, failing on any page error or panic. */
-async function open(backend, query = '') {
-  const page = await browsers[backend].newPage({ viewport: { width: 1280, height: 900 } });
-  page.errors = [];
-  page.on('pageerror', (e) => page.errors.push(e.message));
-  await page.goto(server.url + query);
-  await page.waitForSelector('[data-testid=status][data-state=ready], [data-testid=status][data-state=error]', { timeout: 180_000 });
-  return page;
-}
-
-async function noFatal(page) {
-  assert.equal(await page.locator('[data-testid=fatal]').count(), 0, 'a panic reached the page');
-  assert.deepEqual(page.errors, []);
-}
-
-async function set(page, testid, value) {
-  await page.fill(`[data-testid=${testid}]`, String(value));
-}
-
-async function generate(page) {
-  await page.click('[data-testid=generate]');
-  await page.waitForFunction(() => !document.querySelector('[data-testid=generate]').disabled
-    && document.querySelector('[data-testid=status]').dataset.state === 'ready', null, { timeout: 300_000 });
-  return page.textContent('[data-testid=output]');
-}
-
-async function bars(page) {
-  return page.$$eval('[data-testid=bar]', (els) => els.map((e) => ({
-    id: Number(e.dataset.id), token: e.dataset.token, pRaw: Number(e.dataset.pRaw), p: Number(e.dataset.p), kept: e.dataset.kept === 'true',
-  })));
-}
-
-function cliGreedy(tokens) {
-  const out = execFileSync(process.env.CLI || 'target/release/decode-lab', [
-    'generate', '--model', resolve(process.env.DIST || 'dist', 'models/shakespeare'), '--prompt', PROMPT,
-    '--temperature', '0', '--max-tokens', String(tokens), '--backend', 'cpu',
-  ], { encoding: 'utf8' });
-  return out.slice(PROMPT.length, -1); // the CLI echoes the prompt and ends with a newline
-}
+before(async () => { server = await lab.start(); });
+after(() => lab.stop());
+const open = (backend, query) => lab.open(backend, query);
 
 for (const backend of ['webgpu', 'cpu']) {
   test(`${backend}: reports its backend and generates the CLI's greedy text`, async () => {

@@ -2,6 +2,8 @@
 // free port, plus two deliberately broken model directories for error tests:
 //   /broken/corrupt/   real config and tokenizer, garbage model.safetensors
 //   /broken/missing/   nothing at all (404)
+//   /course/decode-lab/...  the same files under a sub-path (static hosting
+//                           like GitHub Pages' /<repo>/)
 // Counts requests per path so tests can assert what was (not) fetched.
 import { createServer } from 'node:http';
 import { readFile } from 'node:fs/promises';
@@ -15,7 +17,7 @@ const TYPES = {
 export async function serve(root) {
   const requests = new Map();
   const server = createServer(async (req, res) => {
-    const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    const path = decodeURIComponent(new URL(req.url, 'http://x').pathname).replace(/^\/course\/decode-lab\//, '/');
     requests.set(path, (requests.get(path) || 0) + 1);
     let body;
     const served = path.endsWith('/') ? path + 'index.html' : path;

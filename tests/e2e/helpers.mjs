@@ -1,0 +1,79 @@
+// Shared by the e2e files: the static server, one Chromium with WebGPU
+// (`--enable-unsafe-webgpu`, SwiftShader) and one without (the CPU engine),
+// and small page helpers. Every page fails its test on a page error or panic.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { serve } from './server.mjs';
+
+const { chromium } = await import(process.env.PLAYWRIGHT_CORE);
+export const ARTIFACTS = resolve(process.env.ARTIFACTS || 'target/e2e');
+export const DIST = resolve(process.env.DIST || 'dist');
+
+/** Browsers + server, started by `start()` in a `before` hook. */
+export async function startLab() {
+  const lab = { browsers: {}, server: null };
+  lab.start = async () => {
+    lab.server = await serve(DIST);
+    mkdirSync(ARTIFACTS, { recursive: true });
+    for (const [name, extra] of [['webgpu', ['--enable-unsafe-webgpu']], ['cpu', []]]) {
+      lab.browsers[name] = await chromium.launch({
+        executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+        args: ['--no-sandbox', '--disable-gpu-sandbox', '--disable-dev-shm-usage', ...extra],
+      });
+    }
+    return lab.server;
+  };
+  lab.stop = async () => {
+    for (const b of Object.values(lab.browsers)) await b.close();
+    await lab.server?.close();
+  };
+  /** A fresh page (own context: own Cache Storage), loaded until ready or error. */
+  lab.open = async (backend, query = '', viewport = { width: 1280, height: 900 }) => {
+    const page = await lab.browsers[backend].newPage({ viewport });
+    page.errors = [];
+    page.on('pageerror', (e) => page.errors.push(e.message));
+    await page.goto(lab.server.url + query);
+    await waitSettled(page);
+    return page;
+  };
+  return lab;
+}
+
+/** Waits until the page (or frame) reports ready or error. */
+export async function waitSettled(page) {
+  await page.waitForSelector('[data-testid=status][data-state=ready], [data-testid=status][data-state=error]', { timeout: 180_000 });
+}
+
+export async function noFatal(page) {
+  assert.equal(await page.locator('[data-testid=fatal]').count(), 0, 'a panic reached the page');
+  assert.deepEqual(page.errors ?? [], []);
+}
+
+export async function set(page, testid, value) {
+  await page.fill(`[data-testid=${testid}]`, String(value));
+}
+
+/** Clicks Generate and waits for the run to finish; returns the output text. */
+export async function generate(page) {
+  await page.click('[data-testid=generate]');
+  await page.waitForFunction(() => !document.querySelector('[data-testid=generate]').disabled
+    && document.querySelector('[data-testid=status]').dataset.state === 'ready', null, { timeout: 300_000 });
+  return page.textContent('[data-testid=output]').catch(() => null);
+}
+
+export async function bars(page) {
+  return page.$$eval('[data-testid=bar]', (els) => els.map((e) => ({
+    id: Number(e.dataset.id), token: e.dataset.token, pRaw: Number(e.dataset.pRaw), p: Number(e.dataset.p), kept: e.dataset.kept === 'true',
+  })));
+}
+
+/** The CLI's greedy continuation of `prompt` (no echo of the prompt). */
+export function cliGreedy(tokens, prompt = 'ROMEO:\n') {
+  const out = execFileSync(process.env.CLI || 'target/release/decode-lab', [
+    'generate', '--model', resolve(DIST, 'models/shakespeare'), '--prompt', prompt,
+    '--temperature', '0', '--max-tokens', String(tokens), '--backend', 'cpu',
+  ], { encoding: 'utf8' });
+  return out.slice(prompt.length, -1); // the CLI echoes the prompt and ends with a newline
+}

@@ -1,0 +1,207 @@
+// End-to-end tests of the widget catalogue and embedding (EMBEDDING.md's
+// contract) in real headless Chromium against the release build.
+// Run by `./tools/dev test` next to playground.test.mjs (same environment).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startLab, waitSettled, noFatal, set, generate, bars, cliGreedy, ARTIFACTS } from './helpers.mjs';
+
+const lab = await startLab();
+let server;
+before(async () => { server = await lab.start(); });
+after(() => lab.stop());
+
+const WIDGETS = ['temperature', 'top-k', 'top-p', 'min-p', 'pipeline', 'step', 'generate', 'greedy-loop', 'compare'];
+const WITH_BARS = ['temperature', 'top-k', 'top-p', 'min-p', 'pipeline', 'step'];
+const modelRequests = () => [...server.requests].filter(([p]) => p.startsWith('/models/')).reduce((n, [, c]) => n + c, 0);
+// softmax([3, 2, 1, 0.5, 0.1] / 0.5), from Python's math.exp.
+const SOFTMAX_T05 = [0.859537461809, 0.116325745846, 0.015742977762, 0.005791517861, 0.002602296721];
+
+for (const name of WIDGETS) {
+  test(`${name}: loads full-page and as a 320 px embed`, async () => {
+    const full = await lab.open('webgpu', `?widget=${name}`);
+    assert.equal(await full.getAttribute('[data-testid=status]', 'data-state'), 'ready');
+    assert.equal(await full.locator('header.header').count(), 1);
+    assert.ok((await full.textContent('.widget-title')).length > 0);
+    if (WITH_BARS.includes(name)) await full.waitForSelector('[data-testid=bar]');
+    await noFatal(full);
+    await full.close();
+
+    const embed = await lab.open('webgpu', `?widget=${name}&embed=1`, { width: 320, height: 700 });
+    assert.equal(await embed.getAttribute('[data-testid=status]', 'data-state'), 'ready');
+    assert.equal(await embed.locator('header.header').count(), 0, 'no app chrome in an embed');
+    const link = await embed.getAttribute('[data-testid=open-full]', 'href');
+    assert.match(link, new RegExp(`widget=${name}`));
+    assert.doesNotMatch(link, /embed=1/);
+    if (WITH_BARS.includes(name)) await embed.waitForSelector('[data-testid=bar]');
+    const overflow = await embed.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 0, `no sideways scrolling at 320 px (${overflow} px too wide)`);
+    await embed.screenshot({ path: `${ARTIFACTS}/widget-${name}-320.png`, fullPage: true });
+    await noFatal(embed);
+    await embed.close();
+  });
+}
+
+test('custom logits in every distribution widget: exact softmax, hostile labels as text, no model request', async () => {
+  const before = modelRequests();
+  const hostile = '<img src=x onerror="window.__pwned=1">';
+  for (const name of ['temperature', 'top-k', 'top-p', 'min-p', 'pipeline']) {
+    const q = new URLSearchParams({ widget: name, logits: '3,2,1,0.5,0.1', labels: `the,a,an,this,${hostile}`,
+      temperature: '0.5', top_k: '0', top_p: '1', min_p: '0', embed: '1' });
+    const page = await lab.open('cpu', `?${q}`);
+    await page.waitForSelector('[data-testid=bar]');
+    const b = await bars(page);
+    assert.deepEqual(b.map((x) => x.token), ['the', 'a', 'an', 'this', hostile], name);
+    b.forEach((x, i) => assert.ok(Math.abs(x.p - SOFTMAX_T05[i]) < 1e-8, `${name} ${x.token}: ${x.p}`));
+    assert.equal(await page.locator('main img').count(), 0);
+    assert.equal(await page.evaluate(() => window.__pwned), undefined);
+    await noFatal(page);
+    await page.close();
+  }
+  assert.equal(modelRequests(), before, 'no model file was requested');
+});
+
+test('URL state round-trips: set controls, copy the embed code, reopen, same view', async () => {
+  const page = await lab.open('webgpu', '?widget=top-p');
+  await page.waitForSelector('[data-testid=bar]');
+  await set(page, 'prompt', 'My lord, I');
+  await set(page, 'temperature', 1.3);
+  await set(page, 'top-p', 0.6);
+  await set(page, 'bars', 7);
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid=bar]').length === 7);
+  await page.waitForFunction(() => document.querySelector('[data-testid=bar]').dataset.token === ' have'
+    || document.querySelector('[data-testid=bar]').dataset.token === ' am', null, { timeout: 30_000 });
+  const before = await bars(page);
+  await page.click('[data-testid=copy-embed]');
+  const code = await page.inputValue('[data-testid=embed-code]');
+  assert.match(code, /^<iframe src="http:\/\/127\.0\.0\.1:\d+\/\?/);
+  const src = code.match(/src="([^"]+)"/)[1].replaceAll('&amp;', '&');
+  assert.match(src, /embed=1/);
+  // The address bar follows too (debounced).
+  await page.waitForFunction(() => new URLSearchParams(location.search).get('top_p') === '0.6');
+  await page.close();
+
+  const again = await lab.browsers.webgpu.newPage({ viewport: { width: 800, height: 900 } });
+  await again.goto(src);
+  await waitSettled(again);
+  await again.waitForFunction(() => document.querySelectorAll('[data-testid=bar]').length === 7);
+  const after = await bars(again);
+  assert.deepEqual(after.map((x) => [x.id, x.kept]), before.map((x) => [x.id, x.kept]));
+  after.forEach((x, i) => assert.ok(Math.abs(x.p - before[i].p) < 1e-6, `${x.token}: ${x.p} vs ${before[i].p}`));
+  await noFatal(again);
+  await again.close();
+});
+
+test('controls= shows and locks; unknown names and widgets get notices', async () => {
+  const page = await lab.open('cpu', '?widget=top-k&controls=top_k:locked,bars,bogus&top_k=4');
+  await page.waitForSelector('[data-testid=bar]');
+  assert.equal(await page.locator('[data-testid=temperature]').count(), 0);
+  assert.equal(await page.locator('[data-testid=prompt]').count(), 0);
+  assert.ok(await page.locator('[data-testid=top-k]').isDisabled());
+  assert.ok(await page.locator('[data-testid=bars]').isEnabled());
+  assert.match(await page.textContent('[data-testid=url-notices]'), /no control called “bogus”/);
+  assert.equal((await bars(page)).filter((x) => x.kept).length, 4);
+  await page.close();
+
+  const other = await lab.open('cpu', '?widget=nope');
+  assert.match(await other.textContent('[data-testid=url-notices]'), /no widget called “nope”/);
+  assert.equal(await other.locator('[data-testid=generate]').count(), 1, 'the playground instead');
+  await noFatal(other);
+  await other.close();
+});
+
+test('top-p: dragging the line sets p; the switch changes how many tokens p keeps', async () => {
+  const page = await lab.open('webgpu', '?widget=top-p&top_p=0.9');
+  await page.waitForSelector('[data-testid=nucleus]');
+  const longTailed = Number(await page.getAttribute('[data-testid=nucleus]', 'data-kept-count'));
+  const box = await page.locator('[data-testid=nucleus]').boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height * 0.5);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height * 0.7, { steps: 4 });
+  await page.mouse.up();
+  const p = Number(await page.inputValue('[data-testid=top-p]'));
+  assert.ok(Math.abs(p - 0.3) <= 0.02, `dragged to 70 % of the height: p ${p}`);
+  const b = await bars(page);
+  let cum = 0;
+  assert.deepEqual(b.map((x) => x.kept), b.map((x) => { const keep = cum < p; cum += x.pRaw; return keep; }));
+  await set(page, 'top-p', 0.9);
+  await page.click('[data-testid=switch-step] >> text=confident step');
+  await page.waitForFunction((n) => Number(document.querySelector('[data-testid=nucleus]')?.dataset.keptCount) < n / 4,
+    longTailed, { timeout: 60_000 });
+  const confident = Number(await page.getAttribute('[data-testid=nucleus]', 'data-kept-count'));
+  assert.ok(confident >= 1 && confident * 4 < longTailed, `confident ${confident} vs long-tailed ${longTailed}`);
+  await noFatal(page);
+  await page.close();
+});
+
+test('greedy-loop: the greedy text equals the CLI, its loop is highlighted; sampling changes the text', async () => {
+  const page = await lab.open('cpu', '?widget=greedy-loop&max_tokens=48');
+  const text = await generate(page);
+  assert.equal(text, cliGreedy(48, 'ROMEO:'));
+  const start = await page.getAttribute('[data-testid=loop-report]', 'data-loop-start');
+  assert.ok(start !== '', 'a loop was found');
+  const looped = await page.locator('.chip[data-loop=true]').count();
+  assert.ok(looped >= 6, `${looped} chips highlighted`);
+  assert.match(await page.textContent('[data-testid=loop-report]'), /repeats/);
+  await page.click('[data-testid=sampling]');
+  await page.waitForFunction(() => document.querySelector('[data-testid=status]').dataset.state === 'ready'
+    && !document.querySelector('[data-testid=generate]').disabled);
+  assert.equal(await page.inputValue('[data-testid=max-tokens]'), '48');
+  assert.notEqual(await page.textContent('[data-testid=output]'), text);
+  await noFatal(page);
+  await page.close();
+});
+
+test('generate: the same seed twice is marked identical', async () => {
+  const page = await lab.open('cpu', '?widget=generate&max_tokens=20&seed=7');
+  const first = await generate(page);
+  const second = await generate(page);
+  assert.equal(second, first);
+  assert.equal(await page.getAttribute('[data-testid=run]:nth-child(2)', 'data-same-as'), '1');
+  await noFatal(page);
+  await page.close();
+});
+
+test('compare: four columns from one seed; greedy column equals the CLI; columns travel in the URL', async () => {
+  const page = await lab.open('cpu', '?widget=compare&max_tokens=16&prompt=ROMEO%3A&top_k=0,0,10,7');
+  await page.click('[data-testid=generate]');
+  await page.waitForFunction(() => document.querySelector('[data-testid=status]').dataset.state === 'ready'
+    && [...document.querySelectorAll('[data-testid=compare-output]')].every((e) => e.textContent.length > 0), null, { timeout: 120_000 });
+  const texts = await page.$$eval('[data-testid=compare-output]', (els) => els.map((e) => e.textContent));
+  assert.equal(texts.length, 4);
+  assert.equal(texts[0], cliGreedy(16, 'ROMEO:'));
+  assert.equal(await page.inputValue('[data-testid=compare-column][data-column="3"] [data-testid=compare-top-k]'), '7');
+  await page.waitForFunction(() => new URLSearchParams(location.search).get('top_k') === '0,0,10,7');
+  await noFatal(page);
+  await page.close();
+});
+
+test('a sub-path host serves every widget (relative asset paths)', async () => {
+  const page = await lab.open('cpu', 'course/decode-lab/?widget=temperature&embed=1');
+  await page.waitForSelector('[data-testid=bar]');
+  assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'ready');
+  await noFatal(page);
+  await page.close();
+});
+
+test('course note: seven embeds work together, the model downloads once, heights are reported', async () => {
+  const weights = '/models/shakespeare/model.safetensors';
+  const fetched = server.requests.get(weights) || 0;
+  const page = await lab.browsers.webgpu.newPage({ viewport: { width: 900, height: 8000 } });
+  page.errors = [];
+  page.on('pageerror', (e) => page.errors.push(e.message));
+  await page.goto(server.url + 'examples/course-note.html');
+  const frames = page.locator('iframe');
+  assert.ok(await frames.count() >= 5);
+  for (let i = 0; i < await frames.count(); i++) {
+    const frame = frames.nth(i).contentFrame();
+    await frame.locator('[data-testid=status][data-state=ready]').waitFor({ timeout: 240_000 });
+    assert.equal(await frame.locator('[data-testid=fatal]').count(), 0);
+  }
+  assert.equal(server.requests.get(weights) - fetched, 1, 'one download for all the embeds');
+  // The sizer script set every frame's height from its message.
+  const styled = await page.$$eval('iframe', (fs) => fs.map((f) => f.style.height));
+  styled.forEach((h, i) => assert.match(h, /^\d+px$/, `iframe ${i} was sized (${h})`));
+  await page.screenshot({ path: `${ARTIFACTS}/course-note.png`, fullPage: true });
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
