@@ -173,7 +173,7 @@ fn DistributionWidget(
         .into_any(),
     };
     view! {
-        <div class="widget-body">
+        <div class=format!("widget-body {}", widget.name())>
             {prompt}
             {switch}
             <ControlsPanel controls=c shown=shown/>
