@@ -40,6 +40,21 @@ pub fn visible(text: &str) -> String {
         .collect()
 }
 
+/// The pipeline's explanation of `input` under `settings`, recomputed only
+/// when either changes (dragging a control never re-runs the model).
+pub type Explained = Memo<Option<Result<Arc<Explanation>, String>>>;
+
+pub fn explained(input: Signal<Option<StepInput>>, settings: Signal<Settings>) -> Explained {
+    Memo::new(move |_| {
+        let input = input.get()?;
+        Some(
+            explain(&input.logits, &input.history, &settings.get())
+                .map(Arc::new)
+                .map_err(|e| e.to_string()),
+        )
+    })
+}
+
 /// The panel. `token_text` decodes one id; `on_pick`, when set, makes bars
 /// clickable (you are the sampler).
 #[component]
@@ -50,14 +65,7 @@ pub fn DistributionPanel(
     token_text: Callback<u32, String>,
     #[prop(optional_no_strip)] on_pick: Option<Callback<u32>>,
 ) -> impl IntoView {
-    let explanation = Memo::new(move |_| {
-        let input = input.get()?;
-        Some(
-            explain(&input.logits, &input.history, &settings.get())
-                .map(Arc::new)
-                .map_err(|e| e.to_string()),
-        )
-    });
+    let explanation = explained(input, settings);
     let shown = Memo::new(move |_| match explanation.get() {
         Some(Ok(e)) => {
             let final_probs = e.final_probs();

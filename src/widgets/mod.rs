@@ -124,9 +124,11 @@ pub fn WidgetView(
     shown: Shown,
 ) -> impl IntoView {
     match (widget, source) {
-        (Widget::Step, Source::Model(d)) => view! { <StepWidget driver=d shown=shown/> }.into_any(),
+        (Widget::Step, Source::Model(d)) => {
+            view! { <LoopWidget driver=d shown=shown generate=false/> }.into_any()
+        }
         (Widget::Generate, Source::Model(d)) => {
-            view! { <GenerateWidget driver=d shown=shown/> }.into_any()
+            view! { <LoopWidget driver=d shown=shown generate=true/> }.into_any()
         }
         (Widget::GreedyLoop, Source::Model(d)) => {
             view! { <greedy_loop::GreedyLoop driver=d shown=shown/> }.into_any()
@@ -265,38 +267,27 @@ fn MinPThreshold(input: Signal<Option<StepInput>>, controls: Controls) -> impl I
     view! { <p class="readout" data-testid="min-p-threshold">{line}</p> }
 }
 
-/// Predict → choose → append, one click at a time.
+/// `step` (predict → choose → append, one click at a time, bars pickable) or
+/// `generate` (streaming, every run listed so equal seeds show equal text).
 #[component]
-fn StepWidget(driver: Driver, shown: Shown) -> impl IntoView {
+fn LoopWidget(driver: Driver, shown: Shown, generate: bool) -> impl IntoView {
     let d = driver;
     view! {
         <div class="widget-body">
             <section class="editor">
                 {shown.get(Control::Prompt).map(|locked| view! { <PromptEditor driver=d locked=locked/> })}
-                <Buttons driver=d generate=false step=true/>
+                <Buttons driver=d generate=generate step=!generate/>
                 <Output driver=d/>
                 <StatsLine driver=d/>
             </section>
             <ControlsPanel controls=d.controls shown=shown/>
-            <section class="panel"><NextPanel driver=d pick=true/></section>
-        </div>
-    }
-}
-
-/// Streaming generation, and every run listed so equal seeds show equal text.
-#[component]
-fn GenerateWidget(driver: Driver, shown: Shown) -> impl IntoView {
-    let d = driver;
-    view! {
-        <div class="widget-body">
-            <section class="editor">
-                {shown.get(Control::Prompt).map(|locked| view! { <PromptEditor driver=d locked=locked/> })}
-                <Buttons driver=d generate=true step=false/>
-                <Output driver=d/>
-                <StatsLine driver=d/>
+            <section class="panel">
+                {if generate {
+                    view! { <runs::RunsTable driver=d/> }.into_any()
+                } else {
+                    view! { <NextPanel driver=d pick=true/> }.into_any()
+                }}
             </section>
-            <ControlsPanel controls=d.controls shown=shown/>
-            <section class="panel"><runs::RunsTable driver=d/></section>
         </div>
     }
 }

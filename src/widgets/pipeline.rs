@@ -2,12 +2,10 @@
 //! the order the sampler applies them (raw → processors → temperature →
 //! top-k → top-p → min-p = final). A cell is empty once a stage has cut it.
 
-use std::sync::Arc;
-
-use engine::sample::{explain, Settings};
+use engine::sample::Settings;
 use leptos::prelude::*;
 
-use crate::distribution::{visible, StepInput};
+use crate::distribution::{explained, visible, StepInput};
 
 /// One token's row: its probability after each stage.
 #[derive(Clone, Debug, PartialEq)]
@@ -26,14 +24,7 @@ pub fn PipelineTable(
     bars: Signal<usize>,
     token_text: Callback<u32, String>,
 ) -> impl IntoView {
-    let explanation = Memo::new(move |_| {
-        let input = input.get()?;
-        Some(
-            explain(&input.logits, &input.history, &settings.get())
-                .map(Arc::new)
-                .map_err(|e| e.to_string()),
-        )
-    });
+    let explanation = explained(input, settings);
     move || match explanation.get() {
         None => view! { <p class="note">"The stages appear once the prompt has been read."</p> }
             .into_any(),
