@@ -59,13 +59,11 @@ pub fn explained(input: Signal<Option<StepInput>>, settings: Signal<Settings>) -
 /// clickable (you are the sampler).
 #[component]
 pub fn DistributionPanel(
-    input: Signal<Option<StepInput>>,
-    settings: Signal<Settings>,
+    explanation: Explained,
     bars: Signal<usize>,
     token_text: Callback<u32, String>,
     #[prop(optional_no_strip)] on_pick: Option<Callback<u32>>,
 ) -> impl IntoView {
-    let explanation = explained(input, settings);
     let shown = Memo::new(move |_| match explanation.get() {
         Some(Ok(e)) => {
             let final_probs = e.final_probs();

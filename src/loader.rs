@@ -161,3 +161,23 @@ pub async fn yield_to_browser() {
     });
     let _ = JsFuture::from(promise).await;
 }
+
+/// Runs `f` once `ms` milliseconds pass with no further call of the returned
+/// function (a slider being dragged, a prompt being typed, calls only once).
+pub fn debounced(ms: i32, f: impl Fn() + Clone + 'static) -> impl Fn() + Copy {
+    let timer = leptos::prelude::StoredValue::new(None::<i32>);
+    let f = leptos::prelude::StoredValue::new_local(f);
+    move || {
+        use leptos::prelude::{GetValue, SetValue};
+        let Some(window) = web_sys::window() else { return };
+        if let Some(t) = timer.get_value() {
+            window.clear_timeout_with_handle(t);
+        }
+        let run = f.get_value();
+        let later = Closure::once_into_js(run);
+        let handle = window
+            .set_timeout_with_callback_and_timeout_and_arguments_0(later.unchecked_ref(), ms)
+            .ok();
+        timer.set_value(handle);
+    }
+}

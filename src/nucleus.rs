@@ -5,11 +5,11 @@
 
 use std::sync::Arc;
 
-use engine::sample::{explain, Settings};
+use engine::sample::Explanation;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::distribution::StepInput;
+use crate::distribution::Explained;
 
 /// Chart size in SVG units (it scales to its box).
 const WIDTH: f64 = 600.0;
@@ -28,8 +28,7 @@ struct Sorted {
     kept: usize,
 }
 
-fn sorted(input: &StepInput, settings: &Settings) -> Option<Sorted> {
-    let e = explain(&input.logits, &input.history, settings).ok()?;
+fn sorted(e: &Explanation) -> Option<Sorted> {
     let before = e.stages.iter().find(|s| s.name == "top_k")?;
     let after = e.stages.iter().find(|s| s.name == "top_p")?;
     let mut probs: Vec<f64> = before.probs.iter().copied().filter(|&p| p > 0.0).collect();
@@ -51,12 +50,8 @@ fn sorted(input: &StepInput, settings: &Settings) -> Option<Sorted> {
 
 /// The chart; dragging on it sets `top_p` (the number box follows).
 #[component]
-pub fn NucleusChart(
-    input: Signal<Option<StepInput>>,
-    settings: Signal<Settings>,
-    top_p: RwSignal<f64>,
-) -> impl IntoView {
-    let data = Memo::new(move |_| Some(Arc::new(sorted(&input.get()?, &settings.get())?)));
+pub fn NucleusChart(explanation: Explained, top_p: RwSignal<f64>) -> impl IntoView {
+    let data = Memo::new(move |_| Some(Arc::new(sorted(&*explanation.get()?.ok()?)?)));
     let dragging = RwSignal::new(false);
     let set_from = move |ev: &web_sys::PointerEvent| {
         let Some(el) = ev.current_target().and_then(|t| t.dyn_into::<web_sys::Element>().ok())

@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 
 use crate::controls::ControlsPanel;
-use crate::distribution::{visible, DistributionPanel};
+use crate::distribution::{explained, visible, DistributionPanel};
 use crate::driver::{Chip, Driver};
 use crate::route::{Control, Shown};
 
@@ -93,7 +93,7 @@ pub fn NextPanel(driver: Driver, pick: bool) -> impl IntoView {
             <p class="note">{if pick { "Click a bar to branch from here with that token, or " } else { "" }}
                 <button on:click=move |_| d.selected.set(None)>"back to the next token"</button></p>
         })}
-        <DistributionPanel input=input settings=settings bars=bars token_text=token_text on_pick=on_pick/>
+        <DistributionPanel explanation=explained(input, settings) bars=bars token_text=token_text on_pick=on_pick/>
         {pick.then(|| view! {
             <p class="note">"You are the sampler: click a bar to append that token instead of a drawn one."</p>
         })}

@@ -5,59 +5,40 @@
 //! and "Copy embed code" links to exactly what is on screen.
 
 use leptos::prelude::*;
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsValue;
 
 use crate::controls::{range, Range};
 use crate::driver::Controls;
+use crate::loader::debounced;
 use crate::route::Route;
 
-/// One numeric URL parameter and the control it sets.
+/// One numeric URL parameter and the control it reads and sets.
 struct Param {
     name: &'static str,
     range: Range,
-    set: fn(&Controls, f64),
-    get: fn(&Controls) -> RwSignal<f64>,
+    control: fn(&Controls) -> RwSignal<f64>,
+}
+
+impl Param {
+    /// Whole-number controls (step 1) take whole numbers.
+    fn set(&self, c: &Controls, v: f64) {
+        (self.control)(c).set(if self.range.step == 1.0 { v.round() } else { v });
+    }
 }
 
 const PARAMS: [Param; 8] = [
-    Param {
-        name: "temperature",
-        range: range::TEMPERATURE,
-        set: |c, v| c.temperature.set(v),
-        get: |c| c.temperature,
-    },
-    Param {
-        name: "top_k",
-        range: range::TOP_K,
-        set: |c, v| c.top_k.set(v.round()),
-        get: |c| c.top_k,
-    },
-    Param {
-        name: "top_p",
-        range: range::PROBABILITY,
-        set: |c, v| c.top_p.set(v),
-        get: |c| c.top_p,
-    },
-    Param {
-        name: "min_p",
-        range: range::PROBABILITY,
-        set: |c, v| c.min_p.set(v),
-        get: |c| c.min_p,
-    },
+    Param { name: "temperature", range: range::TEMPERATURE, control: |c| c.temperature },
+    Param { name: "top_k", range: range::TOP_K, control: |c| c.top_k },
+    Param { name: "top_p", range: range::PROBABILITY, control: |c| c.top_p },
+    Param { name: "min_p", range: range::PROBABILITY, control: |c| c.min_p },
     Param {
         name: "repetition_penalty",
         range: range::REPETITION_PENALTY,
-        set: |c, v| c.repetition_penalty.set(v),
-        get: |c| c.repetition_penalty,
+        control: |c| c.repetition_penalty,
     },
-    Param { name: "seed", range: range::SEED, set: |c, v| c.seed.set(v.round()), get: |c| c.seed },
-    Param {
-        name: "max_tokens",
-        range: range::MAX_TOKENS,
-        set: |c, v| c.max_tokens.set(v.round()),
-        get: |c| c.max_tokens,
-    },
-    Param { name: "bars", range: range::BARS, set: |c, v| c.bars.set(v.round()), get: |c| c.bars },
+    Param { name: "seed", range: range::SEED, control: |c| c.seed },
+    Param { name: "max_tokens", range: range::MAX_TOKENS, control: |c| c.max_tokens },
+    Param { name: "bars", range: range::BARS, control: |c| c.bars },
 ];
 
 thread_local! {
@@ -88,7 +69,7 @@ pub fn apply(controls: &Controls, skip: &[&str]) -> Vec<String> {
                         p.name, p.range.min, p.range.max
                     ));
                 }
-                (p.set)(controls, v);
+                p.set(controls, v);
             }
             Err(e) => notices.push(format!("{}: {e}; using the default", p.name)),
         }
@@ -130,7 +111,7 @@ impl Share {
         }
         let extra = self.extra.get();
         for p in PARAMS.iter().filter(|p| !extra.iter().any(|(n, _)| *n == p.name)) {
-            params.append(p.name, &(p.get)(&self.controls).get().to_string());
+            params.append(p.name, &(p.control)(&self.controls).get().to_string());
         }
         for (name, value) in &extra {
             params.append(name, value);
@@ -164,25 +145,15 @@ impl Share {
     /// Keeps the address bar on the current state (debounced: browsers
     /// throttle `replaceState` while a slider is dragged).
     pub fn follow_in_address_bar(self) {
-        let timer = StoredValue::new(None::<i32>);
-        Effect::new(move |_| {
-            let embed = self.route.with_value(|r| r.embed);
-            let q = self.query(embed);
-            let Some(window) = web_sys::window() else { return };
-            if let Some(t) = timer.get_value() {
-                window.clear_timeout_with_handle(t);
+        let write = debounced(300, move || {
+            let q = untrack(|| self.query(self.route.with_value(|r| r.embed)));
+            if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
+                let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&q));
             }
-            let write = wasm_bindgen::closure::Closure::once_into_js(move || {
-                if let Some(w) = web_sys::window() {
-                    if let Ok(history) = w.history() {
-                        let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&q));
-                    }
-                }
-            });
-            let handle = window
-                .set_timeout_with_callback_and_timeout_and_arguments_0(write.unchecked_ref(), 300)
-                .ok();
-            timer.set_value(handle);
+        });
+        Effect::new(move |_| {
+            self.query(false); // tracks every part of the state
+            write();
         });
     }
 }

@@ -13,8 +13,9 @@ use std::sync::Arc;
 use leptos::prelude::*;
 
 use crate::controls::ControlsPanel;
-use crate::distribution::{DistributionPanel, StepInput};
+use crate::distribution::{explained, DistributionPanel, Explained, StepInput};
 use crate::driver::{Controls, Driver};
+use crate::loader::debounced;
 use crate::nucleus::NucleusChart;
 use crate::playground::{Buttons, NextPanel, Output, PromptEditor, StatsLine};
 use crate::route::{Control, Shown, Widget};
@@ -150,8 +151,9 @@ fn DistributionWidget(
     shown: Shown,
 ) -> impl IntoView {
     let c = controls;
-    let input = source.input();
     let settings = Signal::derive(move || c.settings());
+    // One explanation per control change, shared by every view of it.
+    let explanation = explained(source.input(), settings);
     let bars = Signal::derive(move || c.bars.get() as usize);
     let token_text = source.token_text();
     let prompt = match source {
@@ -164,13 +166,13 @@ fn DistributionWidget(
     let switch = (widget == Widget::TopP).then(|| view! { <StepSwitch source=source/> });
     let main = match widget {
         Widget::Pipeline => view! {
-            <pipeline::PipelineTable input=input settings=settings bars=bars token_text=token_text/>
+            <pipeline::PipelineTable explanation=explanation bars=bars token_text=token_text/>
         }
         .into_any(),
         _ => view! {
-            {(widget == Widget::TopP).then(|| view! { <NucleusChart input=input settings=settings top_p=c.top_p/> })}
-            {(widget == Widget::MinP).then(|| view! { <MinPThreshold input=input controls=c/> })}
-            <DistributionPanel input=input settings=settings bars=bars token_text=token_text/>
+            {(widget == Widget::TopP).then(|| view! { <NucleusChart explanation=explanation top_p=c.top_p/> })}
+            {(widget == Widget::MinP).then(|| view! { <MinPThreshold explanation=explanation min_p=c.min_p/> })}
+            <DistributionPanel explanation=explanation bars=bars token_text=token_text/>
         }
         .into_any(),
     };
@@ -187,26 +189,12 @@ fn DistributionWidget(
 /// A distribution widget follows its prompt as it is edited (debounced: one
 /// prefill after typing pauses, not one per key).
 fn reread_prompt_on_edit(d: Driver) {
-    let timer = StoredValue::new(None::<i32>);
-    let first = StoredValue::new(true);
-    Effect::new(move |_| {
+    let reread = debounced(400, move || d.reset());
+    Effect::new(move |prev: Option<()>| {
         d.prompt.track();
-        if first.get_value() {
-            first.set_value(false); // the load already read it
-            return;
+        if prev.is_some() {
+            reread(); // not on the first run: the load already read the prompt
         }
-        let Some(window) = web_sys::window() else { return };
-        if let Some(t) = timer.get_value() {
-            window.clear_timeout_with_handle(t);
-        }
-        let reread = wasm_bindgen::closure::Closure::once_into_js(move || d.reset());
-        let handle = window
-            .set_timeout_with_callback_and_timeout_and_arguments_0(
-                wasm_bindgen::JsCast::unchecked_ref(&reread),
-                400,
-            )
-            .ok();
-        timer.set_value(handle);
     });
 }
 
@@ -248,17 +236,15 @@ fn StepSwitch(source: Source) -> impl IntoView {
     })
 }
 
-/// min-p's cut in numbers: the threshold is relative to the top token.
+/// min-p's cut in numbers: the threshold is relative to the top token of the
+/// distribution min-p cuts (the one after top-p).
 #[component]
-fn MinPThreshold(input: Signal<Option<StepInput>>, controls: Controls) -> impl IntoView {
-    let c = controls;
+fn MinPThreshold(explanation: Explained, min_p: RwSignal<f64>) -> impl IntoView {
     let line = move || {
-        let input = input.get()?;
-        let mut settings = c.settings();
-        settings.min_p = 0.0;
-        let e = engine::sample::explain(&input.logits, &input.history, &settings).ok()?;
-        let p_max = e.final_probs().iter().copied().fold(0.0, f64::max);
-        let min_p = c.min_p.get();
+        let e = explanation.get()?.ok()?;
+        let before = e.stages.iter().find(|s| s.name == "top_p")?;
+        let p_max = before.probs.iter().copied().fold(0.0, f64::max);
+        let min_p = min_p.get();
         Some(format!(
             "top token p = {p_max:.4}; threshold = min-p × p(top) = {min_p} × {p_max:.4} = {:.4}",
             min_p * p_max

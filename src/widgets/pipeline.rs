@@ -2,10 +2,9 @@
 //! the order the sampler applies them (raw → processors → temperature →
 //! top-k → top-p → min-p = final). A cell is empty once a stage has cut it.
 
-use engine::sample::Settings;
 use leptos::prelude::*;
 
-use crate::distribution::{explained, visible, StepInput};
+use crate::distribution::{visible, Explained};
 
 /// One token's row: its probability after each stage.
 #[derive(Clone, Debug, PartialEq)]
@@ -19,12 +18,10 @@ struct Row {
 
 #[component]
 pub fn PipelineTable(
-    input: Signal<Option<StepInput>>,
-    settings: Signal<Settings>,
+    explanation: Explained,
     bars: Signal<usize>,
     token_text: Callback<u32, String>,
 ) -> impl IntoView {
-    let explanation = explained(input, settings);
     move || match explanation.get() {
         None => view! { <p class="note">"The stages appear once the prompt has been read."</p> }
             .into_any(),
