@@ -79,7 +79,7 @@ pub async fn run(mut session: Session, prompt_len: usize, tokens: usize) -> Resu
 }
 
 /// Time of the whole explained pipeline on a GPT-2-sized vocabulary (median of
-/// 31 runs): a typical setting, and a costly one (no top-k, so top-p has to
+/// 101 runs): a typical setting, and a costly one (no top-k, so top-p has to
 /// walk a nucleus of thousands of tokens, plus every processor).
 fn sampling(out: &mut String) {
     use std::fmt::Write as _;
@@ -105,7 +105,7 @@ fn sampling(out: &mut String) {
     for (name, settings) in
         [("T 0.8, k 50, p 0.9, min-p 0.05", typical), ("T 1.5, p 0.95, penalties", costly)]
     {
-        let mut times: Vec<f64> = (0..31)
+        let mut times: Vec<f64> = (0..101)
             .map(|_| {
                 let start = std::time::Instant::now();
                 let e =
@@ -117,8 +117,8 @@ fn sampling(out: &mut String) {
         times.sort_by(f64::total_cmp);
         let _ = writeln!(
             out,
-            "sampling pipeline  {:.3} ms per step over {vocab} tokens ({name}; median of 31)",
-            times[15]
+            "sampling pipeline  {:.3} ms per step over {vocab} tokens ({name}; median of 101)",
+            times[50]
         );
     }
 }

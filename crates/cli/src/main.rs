@@ -19,6 +19,10 @@ use engine::model::{Model, Tokenizer};
 use engine::sample::Settings;
 use engine::{EngineError, Result, Session, Wanted};
 
+/// See the note in Cargo.toml: freed vectors are reused, not page-faulted back in.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "decode-lab",

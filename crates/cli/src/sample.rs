@@ -32,13 +32,13 @@ pub fn run(
             .iter()
             .map(|s| {
                 serde_json::json!({
-                    "name": s.name, "probs": s.probs, "removed": s.removed,
+                    "name": s.name, "probs": &s.probs[..], "removed": s.removed,
                     "kept_count": s.kept_count, "kept_mass": s.kept_mass, "entropy_bits": s.entropy_bits,
                 })
             })
             .collect();
         let value = serde_json::json!({
-            "labels": labels, "logits": logits, "raw": e.raw_probs, "raw_entropy_bits": e.raw_entropy_bits,
+            "labels": labels, "logits": logits, "raw": &e.raw_probs[..], "raw_entropy_bits": e.raw_entropy_bits,
             "stages": stages, "final": e.final_probs(), "kept": e.kept(), "draws": drawn,
         });
         format!("{value}\n")

@@ -9,16 +9,19 @@
 //! stages → final distribution → [`Sampler`] draws with a portable seeded RNG.
 
 mod beam;
+mod exp;
 pub mod pipeline;
 pub mod processors;
 mod rank;
 pub mod repeat;
 mod settings;
+mod softmax;
 mod stop;
 
 pub use beam::{beam_search, Beam};
 pub use pipeline::{explain, Explanation, Stage};
 pub use settings::Settings;
+pub use softmax::log_softmax;
 pub use stop::{StopMatcher, Stopped};
 
 use rand_chacha::rand_core::{Rng, SeedableRng};
@@ -85,32 +88,4 @@ pub fn argmax(logits: &[f32]) -> u32 {
         }
     }
     best as u32
-}
-
-/// softmax(logits / temperature) in f64, the max subtracted first so nothing
-/// overflows; `-inf` logits get probability 0.
-pub fn softmax(logits: &[f32], temperature: f64) -> Vec<f64> {
-    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
-    let mut probs: Vec<f64> =
-        logits
-            .iter()
-            .map(|&v| {
-                if v == f32::NEG_INFINITY {
-                    0.0
-                } else {
-                    libm::exp((v as f64 - max) / temperature)
-                }
-            })
-            .collect();
-    let sum: f64 = probs.iter().sum();
-    probs.iter_mut().for_each(|p| *p /= sum);
-    probs
-}
-
-/// Natural-log probabilities of `logits` at temperature 1 (`-inf` stays `-inf`).
-pub fn log_softmax(logits: &[f32]) -> Vec<f64> {
-    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
-    let sum: f64 = logits.iter().map(|&v| libm::exp(v as f64 - max)).sum();
-    let lse = max + libm::log(sum);
-    logits.iter().map(|&v| v as f64 - lse).collect()
 }

@@ -7,8 +7,11 @@
 //! lower ids); top-p keeps the token that crosses p, and always the top token;
 //! min-p keeps every token with p ≥ min_p · p_max (ties kept).
 
+use std::sync::Arc;
+
 use crate::error::{EngineError, Result};
-use crate::sample::rank::{self, Rank};
+use crate::sample::rank::{self, Candidate, Rank};
+use crate::sample::softmax::{one_hot, softmax_entropy, sum_lanes};
 use crate::sample::{processors, Choice, Settings};
 
 /// What one stage did.
@@ -16,8 +19,9 @@ use crate::sample::{processors, Choice, Settings};
 pub struct Stage {
     /// `processors`, `temperature`, `top_k`, `top_p` or `min_p`.
     pub name: &'static str,
-    /// (vocab_size) the distribution after this stage, renormalised.
-    pub probs: Vec<f64>,
+    /// (vocab_size) the distribution after this stage, renormalised. Shared
+    /// with the stage before when this one changed nothing.
+    pub probs: Arc<[f64]>,
     /// Ids this stage removed (had p > 0 before it, 0 after), ascending.
     pub removed: Vec<u32>,
     /// Tokens with p > 0 after this stage.
@@ -32,7 +36,7 @@ pub struct Stage {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Explanation {
     /// (vocab_size) softmax of the raw logits at T = 1, no cuts: the "raw" bars.
-    pub raw_probs: Vec<f64>,
+    pub raw_probs: Arc<[f64]>,
     /// Entropy of `raw_probs`, in bits.
     pub raw_entropy_bits: f64,
     /// The stages in pipeline order; the last one's `probs` is the final distribution.
@@ -86,62 +90,78 @@ impl Explanation {
 /// Runs every stage on `logits` (the model's raw output) given the `history`.
 ///
 /// Cost is a few passes over the vocabulary: two exponentials per token (raw
-/// and tempered softmax; entropies come from the same pass), selections instead
-/// of sorts for the cuts, and logarithms only over the tokens a cut keeps.
+/// and tempered softmax, vectorised; their entropies need no logarithm),
+/// selections instead of sorts for the cuts, and logarithms only over the
+/// tokens a cut keeps. A stage that changes nothing shares its predecessor's
+/// `probs` rather than copying them: at 50k tokens, memory traffic costs as
+/// much as arithmetic. `decode-lab bench` prints the time per step.
 pub fn explain(logits: &[f32], history: &[u32], settings: &Settings) -> Result<Explanation> {
     settings.validate()?;
     check_logits(logits)?;
-    let logits: Vec<f64> = logits.iter().map(|&l| f64::from(l)).collect();
-    let (raw_probs, raw_entropy_bits) = softmax_entropy(&logits, 1.0);
+    let (raw_probs, raw_entropy_bits) = softmax_entropy(logits, 1.0);
 
-    let processed = process(&logits, history, settings)?;
+    let processed = process(logits, history, settings)?;
     let processors = match &processed {
         Some(l) => {
             let (probs, entropy) = softmax_entropy(l, 1.0);
             Stage::reshaped("processors", &raw_probs, probs, entropy)
         }
         // Most steps run no processor: reuse the raw softmax.
-        None => Stage::reshaped("processors", &raw_probs, raw_probs.clone(), raw_entropy_bits),
+        None => Stage::first("processors", raw_probs.clone(), raw_entropy_bits),
     };
 
     let t = settings.temperature;
-    let scaled = processed.as_deref().unwrap_or(&logits);
-    let (probs, entropy) = match t {
-        0.0 => (one_hot(scaled), 0.0),
-        1.0 => (processors.probs.clone(), processors.entropy_bits),
-        _ => softmax_entropy(scaled, t),
+    let reshaped =
+        |(probs, entropy)| Stage::reshaped("temperature", &processors.probs, probs, entropy);
+    let temperature = match (t, &processed) {
+        (1.0, _) => Stage::unchanged("temperature", &processors),
+        (0.0, Some(l)) => reshaped((one_hot(l), 0.0)),
+        (0.0, None) => reshaped((one_hot(logits), 0.0)),
+        (_, Some(l)) => reshaped(softmax_entropy(l, t)),
+        (_, None) => reshaped(softmax_entropy(logits, t)),
     };
-    let temperature = Stage::reshaped("temperature", &processors.probs, probs, entropy);
 
     let rank = Rank { tempered: &temperature.probs, processed: &processors.probs };
+    let k = usize::try_from(settings.top_k).unwrap_or(0);
+    let top_k_on = k > 0 && k < temperature.kept_count;
+    if !top_k_on && settings.top_p == 1.0 && settings.min_p == 0.0 {
+        // Every cut off (plain sampling): skip listing 50k candidates for nothing.
+        let unchanged = |name| Stage::unchanged(name, &temperature);
+        let cuts = [unchanged("top_k"), unchanged("top_p"), unchanged("min_p")];
+        let stages = [processors, temperature].into_iter().chain(cuts).collect();
+        return Ok(Explanation { raw_probs, raw_entropy_bits, stages });
+    }
     // Candidates: the tokens still alive, narrowed by each cut. Cuts never
     // reorder, so each one selects a leading part of the previous survivors.
-    let mut alive: Vec<u32> =
-        (0..logits.len() as u32).filter(|&i| rank.tempered[i as usize] > 0.0).collect();
-    let k = usize::try_from(settings.top_k).unwrap_or(0);
-    if k > 0 && k < alive.len() {
-        rank.select(&mut alive, k);
-        alive.truncate(k);
-    }
-    let top_k = Stage::cut("top_k", &temperature, &alive);
+    let mut alive = match top_k_on {
+        true => rank.top_k(k),
+        false => rank.alive(temperature.kept_count),
+    };
+    let top_k = Stage::cut("top_k", &temperature, &alive, None);
 
+    let mut dropped = Vec::new();
     if settings.top_p < 1.0 {
         let n = rank.nucleus(&top_k.probs, &mut alive, settings.top_p);
-        alive.truncate(n);
+        dropped = alive.split_off(n);
     }
-    let top_p = Stage::cut("top_p", &top_k, &alive);
+    let top_p = Stage::cut("top_p", &top_k, &alive, Some(&dropped));
 
-    let p_max = alive.iter().map(|&i| top_p.probs[i as usize]).fold(0.0, f64::max);
-    let threshold = settings.min_p * p_max;
-    alive.retain(|&i| top_p.probs[i as usize] >= threshold);
-    let min_p = Stage::cut("min_p", &top_p, &alive);
+    if settings.min_p > 0.0 {
+        let p = |c: &Candidate| top_p.probs[c.id as usize];
+        let p_max = alive.iter().map(p).fold(0.0, |max, p| if p > max { p } else { max });
+        let threshold = settings.min_p * p_max;
+        (alive, dropped) = alive.iter().partition(|c| p(c) >= threshold);
+    } else {
+        dropped.clear();
+    }
+    let min_p = Stage::cut("min_p", &top_p, &alive, Some(&dropped));
 
     let stages = vec![processors, temperature, top_k, top_p, min_p];
     Ok(Explanation { raw_probs, raw_entropy_bits, stages })
 }
 
 /// The logits after every processor, or `None` when none changed anything.
-fn process(logits: &[f64], history: &[u32], settings: &Settings) -> Result<Option<Vec<f64>>> {
+fn process(logits: &[f32], history: &[u32], settings: &Settings) -> Result<Option<Vec<f64>>> {
     let s = settings;
     let neutral = s.repetition_penalty == 1.0
         && s.frequency_penalty == 0.0
@@ -151,7 +171,7 @@ fn process(logits: &[f64], history: &[u32], settings: &Settings) -> Result<Optio
     if neutral {
         return Ok(None);
     }
-    let mut processed = logits.to_vec();
+    let mut processed: Vec<f64> = logits.iter().map(|&l| f64::from(l)).collect();
     processors::repetition_penalty(&mut processed, history, s.repetition_penalty);
     processors::frequency_presence(
         &mut processed,
@@ -166,7 +186,8 @@ fn process(logits: &[f64], history: &[u32], settings: &Settings) -> Result<Optio
             "every token is banned (bias or no-repeat-n-gram)".into(),
         ));
     }
-    Ok((processed != logits).then_some(processed))
+    let changed = processed.iter().zip(logits).any(|(&p, &l)| p != f64::from(l));
+    Ok(changed.then_some(processed))
 }
 
 fn check_logits(logits: &[f32]) -> Result<()> {
@@ -185,94 +206,66 @@ fn check_logits(logits: &[f32]) -> Result<()> {
     Ok(())
 }
 
-/// softmax(logits / t) and its entropy in bits, with one exponential and no
-/// logarithm per token: with z = (l − max) / t and Z = Σ eᶻ, ln p = z − ln Z,
-/// so −Σ p ln p = ln Z − Σ p z. `-inf` logits get probability 0.
-fn softmax_entropy(logits: &[f64], t: f64) -> (Vec<f64>, f64) {
-    // Dividing by t (not multiplying by 1/t): a subnormal t makes 1/t infinite.
-    // A plain comparison loop: `f64::max`'s NaN handling costs more than the
-    // exponentials' share here, and `check_logits` has already ruled NaN out.
-    let mut max = f64::NEG_INFINITY;
-    for &v in logits {
-        if v > max {
-            max = v;
-        }
-    }
-    // One pass for the exponentials and both sums, then a multiply-only pass
-    // the compiler vectorises.
-    let (mut z_sum, mut ez_sum) = (0.0, 0.0);
-    let mut probs: Vec<f64> = logits
-        .iter()
-        .map(|&v| {
-            let z = (v - max) / t;
-            let e = if v == f64::NEG_INFINITY { 0.0 } else { libm::exp(z) };
-            if e > 0.0 {
-                z_sum += e;
-                ez_sum += e * z;
-            }
-            e
-        })
-        .collect();
-    let inv_sum = 1.0 / z_sum; // z_sum ≥ 1: the max contributes e⁰
-    probs.iter_mut().for_each(|p| *p *= inv_sum);
-    let pz = ez_sum * inv_sum;
-    (probs, ((libm::log(z_sum) - pz) / std::f64::consts::LN_2).max(0.0))
-}
-
-/// T = 0: all mass on the largest logit, the lowest id winning ties.
-fn one_hot(logits: &[f64]) -> Vec<f64> {
-    let (mut best, mut best_value) = (0, f64::NEG_INFINITY);
-    for (i, &v) in logits.iter().enumerate() {
-        if v > best_value {
-            (best, best_value) = (i, v);
-        }
-    }
-    let mut p = vec![0.0; logits.len()];
-    p[best] = 1.0;
-    p
-}
-
 impl Stage {
+    /// The first stage when no processor changed anything: the raw softmax, shared.
+    fn first(name: &'static str, probs: Arc<[f64]>, entropy_bits: f64) -> Stage {
+        let kept_count = probs.iter().filter(|&&p| p > 0.0).count();
+        Stage { name, probs, removed: Vec::new(), kept_count, kept_mass: 1.0, entropy_bits }
+    }
+
+    /// A stage that changed nothing: `before`'s distribution, shared.
+    fn unchanged(name: &'static str, before: &Stage) -> Stage {
+        Stage { name, removed: Vec::new(), kept_mass: 1.0, probs: before.probs.clone(), ..*before }
+    }
+
     /// A stage that may change every probability (processors, temperature).
-    fn reshaped(name: &'static str, before: &[f64], probs: Vec<f64>, entropy_bits: f64) -> Stage {
-        let (mut kept_count, mut kept_mass, mut removed) = (0, 0.0, Vec::new());
-        for (i, (&b, &p)) in before.iter().zip(&probs).enumerate() {
-            if p > 0.0 {
-                kept_count += 1;
-                kept_mass += b;
-            } else if b > 0.0 {
-                removed.push(i as u32);
-            }
-        }
+    fn reshaped(name: &'static str, before: &[f64], probs: Arc<[f64]>, entropy_bits: f64) -> Stage {
+        // Usually nothing drops to 0 here: only a ban or an underflow at a tiny
+        // temperature does. (A huge temperature can also revive a token that
+        // underflowed at T = 1: kept, with no mass before.)
+        let removed = removed(before, &probs, 0);
+        let kept_count = probs.iter().filter(|&&p| p > 0.0).count();
+        let kept_mass = match removed.is_empty() {
+            true => 1.0,
+            false => sum_lanes(
+                before.iter().zip(probs.iter()).map(|(&b, &p)| if p > 0.0 { b } else { 0.0 }),
+            ),
+        };
         Stage { name, probs, removed, kept_count, kept_mass, entropy_bits }
     }
 
-    /// A stage that keeps only the ids in `kept` (in any order) of `before`, renormalised.
-    fn cut(name: &'static str, before: &Stage, kept: &[u32]) -> Stage {
+    /// A stage that keeps only the candidates in `kept` (in any order) of
+    /// `before`, renormalised. `dropped`, when the caller knows it, lists
+    /// the rest of `before`'s survivors (it saves a pass over the vocabulary).
+    fn cut(
+        name: &'static str,
+        before: &Stage,
+        kept: &[Candidate],
+        dropped: Option<&[Candidate]>,
+    ) -> Stage {
         if kept.len() == before.kept_count {
             // Nothing removed: same distribution, same entropy, all the mass kept.
-            let probs = before.probs.clone();
-            let (kept_count, entropy_bits) = (before.kept_count, before.entropy_bits);
-            return Stage {
-                name,
-                probs,
-                removed: Vec::new(),
-                kept_count,
-                kept_mass: 1.0,
-                entropy_bits,
-            };
+            return Stage::unchanged(name, before);
         }
-        let kept_mass: f64 = kept.iter().map(|&i| before.probs[i as usize]).sum();
-        let mut probs = vec![0.0; before.probs.len()];
+        let kept_mass = sum_lanes(kept.iter().map(|c| before.probs[c.id as usize]));
+        // One allocation, zeroed, written in place (an `Arc` from a `Vec` would copy).
+        let mut probs: Arc<[f64]> = std::iter::repeat_n(0.0, before.probs.len()).collect();
+        let slots = Arc::get_mut(&mut probs).expect("just allocated, not shared");
         let mut entropy = 0.0;
-        for &i in kept {
-            let p = before.probs[i as usize] / kept_mass;
-            probs[i as usize] = p;
+        for c in kept {
+            let p = before.probs[c.id as usize] / kept_mass;
+            slots[c.id as usize] = p;
             entropy -= p * libm::log2(p);
         }
-        let removed = (0..probs.len() as u32)
-            .filter(|&i| before.probs[i as usize] > 0.0 && probs[i as usize] == 0.0)
-            .collect();
+        // Sorting a few ids beats a pass over the vocabulary; sorting many does not.
+        let removed = match dropped.filter(|d| d.len() * 16 < before.probs.len()) {
+            Some(dropped) => {
+                let mut ids: Vec<u32> = dropped.iter().map(|c| c.id).collect();
+                ids.sort_unstable();
+                ids
+            }
+            None => removed(&before.probs, &probs, before.kept_count - kept.len()),
+        };
         Stage {
             name,
             probs,
@@ -282,4 +275,13 @@ impl Stage {
             entropy_bits: entropy.max(0.0),
         }
     }
+}
+
+/// Ids with p > 0 in `before` and 0 in `after`, ascending; `count` is a
+/// capacity hint (0 when unknown).
+fn removed(before: &[f64], after: &[f64], count: usize) -> Vec<u32> {
+    let mut removed = Vec::with_capacity(count);
+    let pairs = before.iter().zip(after).enumerate();
+    removed.extend(pairs.filter(|(_, (&b, &a))| b > 0.0 && a == 0.0).map(|(i, _)| i as u32));
+    removed
 }

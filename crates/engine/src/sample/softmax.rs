@@ -1,0 +1,92 @@
+//! Logits to probabilities. All exponentials go through [`exp_nonpositive`]
+//! (arguments are ≤ 0 once the max is subtracted) and every sum runs in a
+//! fixed order, so the results are bit-identical on native and wasm32.
+
+use std::sync::Arc;
+
+use crate::sample::exp::exp_nonpositive;
+
+/// Independent partial sums: a single running sum makes every addition wait
+/// for the previous one (about 4 cycles each), which cost more than the
+/// exponentials themselves over a 50k-token vocabulary.
+const LANES: usize = 4;
+
+/// softmax(logits / t) and its entropy in bits, with one exponential and no
+/// logarithm per token: with z = (l − max) / t and Z = Σ eᶻ, ln p = z − ln Z,
+/// so −Σ p ln p = ln Z − Σ p z. `-inf` logits get probability 0. `logits`
+/// holds no NaN or +inf and at least one finite value; t > 0.
+pub(crate) fn softmax_entropy<L: Copy + Into<f64>>(logits: &[L], t: f64) -> (Arc<[f64]>, f64) {
+    let max = max(logits);
+    // Dividing by t (not multiplying by 1/t): a subnormal t makes 1/t infinite.
+    let z = |v: L| (v.into() - max) / t;
+    // A pass with no running sum, which the compiler vectorises.
+    let mut probs: Arc<[f64]> = logits.iter().map(|&v| exp_nonpositive(z(v))).collect();
+    // Σ e·z without a division per token: Σ e·(l − max), divided by t once.
+    let (mut e_sums, mut ed_sums) = ([0.0; LANES], [0.0; LANES]);
+    let mut add = |lane: usize, e: f64, v: L| {
+        e_sums[lane] += e;
+        // e = 0 must add nothing, and l may be −∞ there (0 · −∞ is NaN).
+        ed_sums[lane] += if e > 0.0 { e * (v.into() - max) } else { 0.0 };
+    };
+    let (mut e_chunks, mut l_chunks) = (probs.chunks_exact(LANES), logits.chunks_exact(LANES));
+    for (e, l) in (&mut e_chunks).zip(&mut l_chunks) {
+        for lane in 0..LANES {
+            add(lane, e[lane], l[lane]);
+        }
+    }
+    for (lane, (&e, &v)) in e_chunks.remainder().iter().zip(l_chunks.remainder()).enumerate() {
+        add(lane, e, v);
+    }
+    let z_sum: f64 = e_sums.iter().sum(); // ≥ 1: the max contributes e⁰
+    let inv_sum = 1.0 / z_sum;
+    let slots = Arc::get_mut(&mut probs).expect("just allocated, not shared");
+    slots.iter_mut().for_each(|p| *p *= inv_sum);
+    let pz = ed_sums.iter().sum::<f64>() / t * inv_sum;
+    (probs, ((libm::log(z_sum) - pz) / std::f64::consts::LN_2).max(0.0))
+}
+
+/// T = 0: all mass on the largest logit, the lowest id winning ties.
+pub(crate) fn one_hot<L: Copy + Into<f64>>(logits: &[L]) -> Arc<[f64]> {
+    let (mut best, mut best_value) = (0, f64::NEG_INFINITY);
+    for (i, &v) in logits.iter().enumerate() {
+        if v.into() > best_value {
+            (best, best_value) = (i, v.into());
+        }
+    }
+    (0..logits.len()).map(|i| if i == best { 1.0 } else { 0.0 }).collect()
+}
+
+/// The largest value, in lanes like the sums. A plain comparison: NaN never
+/// gets this far, and `f64::max`'s handling of it costs more than the loop.
+fn max<L: Copy + Into<f64>>(values: &[L]) -> f64 {
+    let larger = |a: f64, b: f64| if b > a { b } else { a };
+    let mut maxes = [f64::NEG_INFINITY; LANES];
+    let mut chunks = values.chunks_exact(LANES);
+    for chunk in &mut chunks {
+        for lane in 0..LANES {
+            maxes[lane] = larger(maxes[lane], chunk[lane].into());
+        }
+    }
+    for (lane, &v) in chunks.remainder().iter().enumerate() {
+        maxes[lane] = larger(maxes[lane], v.into());
+    }
+    maxes.into_iter().fold(f64::NEG_INFINITY, larger)
+}
+
+/// Σ `values` in [`LANES`] interleaved partial sums, added up in a fixed order.
+pub(crate) fn sum_lanes(values: impl Iterator<Item = f64>) -> f64 {
+    let mut sums = [0.0; LANES];
+    for (i, v) in values.enumerate() {
+        sums[i % LANES] += v;
+    }
+    sums.iter().sum()
+}
+
+/// Natural-log probabilities of `logits` at temperature 1 (`-inf` stays
+/// `-inf`): what beam search adds up.
+pub fn log_softmax(logits: &[f32]) -> Vec<f64> {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+    let sum: f64 = logits.iter().map(|&v| exp_nonpositive(v as f64 - max)).sum();
+    let lse = max + libm::log(sum);
+    logits.iter().map(|&v| v as f64 - lse).collect()
+}
