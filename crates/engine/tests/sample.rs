@@ -3,6 +3,9 @@
 //! settings, a 100,000-draw statistical test, and bad settings as errors.
 #![cfg(not(target_arch = "wasm32"))] // native test: wasm has tests/browser.rs
 
+#[path = "shared/portable.rs"]
+mod portable;
+
 use decode_lab_engine::sample::{explain, processors, Sampler, Settings};
 use proptest::prelude::*;
 
@@ -149,44 +152,13 @@ fn the_same_seed_gives_the_same_draws() {
     assert_eq!(draws(7), draws(7));
     assert_ne!(draws(7), draws(8));
     // The stream itself is part of the contract (checked in wasm too: tests/browser.rs).
-    assert_eq!(draws(42), EXPECTED_DRAWS_SEED_42);
+    assert_eq!(draws(42), portable::EXPECTED_DRAWS_SEED_42);
 }
 
 #[test]
 fn explanations_are_bit_identical_to_wasm() {
-    assert_eq!(explanation_fingerprint(), EXPLANATION_FINGERPRINT);
+    assert_eq!(portable::explanation_fingerprint(), portable::EXPLANATION_FINGERPRINT);
 }
-
-const EXPLANATION_FINGERPRINT: u64 = 14_902_435_712_795_492_728;
-
-/// A fingerprint of every bit of a 50,257-token explanation (all stages, all
-/// entropies): the probabilities themselves, not just the draws, must be
-/// identical natively and in wasm (tests/browser.rs holds the same value).
-fn explanation_fingerprint() -> u64 {
-    let logits: Vec<f32> =
-        (0..50_257u32).map(|i| ((i * 7919 % 1000) as f32 / 100.0) - 5.0).collect();
-    let history: Vec<u32> = (0..64).map(|i| i * 389).collect();
-    let settings = Settings {
-        temperature: 0.7,
-        top_p: 0.9,
-        min_p: 0.01,
-        repetition_penalty: 1.2,
-        ..Settings::default()
-    };
-    let e = decode_lab_engine::sample::explain(&logits, &history, &settings).unwrap();
-    let mut bits = e.raw_probs.iter().map(|p| p.to_bits()).collect::<Vec<_>>();
-    bits.push(e.raw_entropy_bits.to_bits());
-    for s in &e.stages {
-        bits.extend(s.probs.iter().map(|p| p.to_bits()));
-        bits.extend([s.entropy_bits.to_bits(), s.kept_mass.to_bits(), s.kept_count as u64]);
-    }
-    // FNV-1a over the 64-bit words.
-    bits.iter().fold(0xcbf2_9ce4_8422_2325, |h, &w| (h ^ w).wrapping_mul(0x0100_0000_01b3))
-}
-
-/// 20 draws from `COURSE` at T = 1 with seed 42.
-const EXPECTED_DRAWS_SEED_42: [u32; 20] =
-    [0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 1, 1, 0, 0, 1, 0, 0];
 
 #[test]
 fn bad_settings_are_clear_errors() {
