@@ -174,7 +174,7 @@ fn Readouts(e: Arc<Explanation>) -> impl IntoView {
             let active = removed > 0;
             view! {
                 <li class:active=active title=format!("{} kept, {} removed, {:.3} bits", s.kept_count, removed, s.entropy_bits)>
-                    <span class="stage-name">{s.name.replace('_', "-")}</span>
+                    <span class="stage-name">{s.kind.name().replace('_', "-")}</span>
                     <span class="stage-count">{if removed > 0 { format!("−{removed}") } else { "·".to_string() }}</span>
                 </li>
             }

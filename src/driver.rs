@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use engine::run::{Done, Run};
+use engine::run::{Done, Job, Run};
 use engine::sample::Settings;
 use leptos::prelude::*;
 
@@ -76,6 +76,16 @@ impl Controls {
             min_p: self.min_p.get(),
             repetition_penalty: self.repetition_penalty.get(),
             ..Settings::default()
+        }
+    }
+
+    /// The run the controls describe: settings, seed, stop strings, length.
+    pub fn job_untracked(&self) -> Job {
+        Job {
+            settings: self.settings_untracked(),
+            seed: self.seed.get_untracked() as u64,
+            stop: self.stops(),
+            max_tokens: self.max_tokens.get_untracked() as usize,
         }
     }
 
@@ -267,13 +277,12 @@ impl Driver {
     async fn start(self, branch_at: Option<usize>) -> Result<(), String> {
         let c = self.controls;
         let session = self.lab.with_value(|l| l.session())?;
-        let settings = c.settings_untracked();
-        let (seed, max) = (c.seed.get_untracked() as u64, c.max_tokens.get_untracked() as usize);
+        let job = c.job_untracked();
         let run = match branch_at {
             None => {
                 let tokenizer = self.lab.with_value(|l| l.tokenizer.clone());
                 let prompt = self.prompt.get_untracked();
-                Run::start(session, &tokenizer, &prompt, settings, seed, &c.stops(), max).await
+                Run::start(session, &tokenizer, &prompt, &job).await
             }
             Some(at) => {
                 let ids = self.chips.with_untracked(|chips| match chips.get(at) {
@@ -283,7 +292,7 @@ impl Driver {
                         .map(|l| [&l.input.history[..], &[l.id]].concat())
                         .unwrap_or_default(),
                 });
-                Run::start_ids(session, ids, settings, seed, &c.stops(), max).await
+                Run::start_ids(session, ids, &job).await
             }
         }
         .map_err(|e| e.to_string())?;

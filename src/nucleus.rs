@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use engine::sample::Explanation;
+use engine::sample::{Explanation, StageKind};
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -29,8 +29,8 @@ struct Sorted {
 }
 
 fn sorted(e: &Explanation) -> Option<Sorted> {
-    let before = e.stages.iter().find(|s| s.name == "top_k")?;
-    let after = e.stages.iter().find(|s| s.name == "top_p")?;
+    let before = e.stage(StageKind::TopK);
+    let after = e.stage(StageKind::TopP);
     let mut probs: Vec<f64> = before.probs.iter().copied().filter(|&p| p > 0.0).collect();
     probs.sort_by(|a, b| b.total_cmp(a));
     let kept = after.kept_count;

@@ -2,7 +2,7 @@
 //! its own temperature and top-k; the URL carries them as lists
 //! (`temperature=0,0.3,0.8,1.2&top_k=0,0,10,100`).
 
-use engine::run::Run;
+use engine::run::{Job, Run};
 use engine::sample::Settings;
 use leptos::prelude::*;
 
@@ -116,11 +116,10 @@ async fn generate_into(
     let c = d.controls;
     let session = d.lab.with_value(|l| l.session())?;
     let tokenizer = d.lab.with_value(|l| l.tokenizer.clone());
-    let (seed, max) = (c.seed.get_untracked() as u64, c.max_tokens.get_untracked() as usize);
+    let job = Job { settings, stop: Vec::new(), ..c.job_untracked() };
     let prompt = d.prompt.get_untracked();
-    let mut run = Run::start(session, &tokenizer, &prompt, settings, seed, &[], max)
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut run =
+        Run::start(session, &tokenizer, &prompt, &job).await.map_err(|e| e.to_string())?;
     while !d.stop_asked() {
         let step = run.step(&tokenizer, None).await.map_err(|e| e.to_string())?;
         texts.update(|t| t[i].push_str(&step.text));

@@ -10,6 +10,8 @@ mod runs;
 
 use std::sync::Arc;
 
+use engine::sample::StageKind;
+
 use leptos::prelude::*;
 
 use crate::controls::ControlsPanel;
@@ -242,7 +244,7 @@ fn StepSwitch(source: Source) -> impl IntoView {
 fn MinPThreshold(explanation: Explained, min_p: RwSignal<f64>) -> impl IntoView {
     let line = move || {
         let e = explanation.get()?.ok()?;
-        let before = e.stages.iter().find(|s| s.name == "top_p")?;
+        let before = e.stage(StageKind::TopP);
         let p_max = before.probs.iter().copied().fold(0.0, f64::max);
         let min_p = min_p.get();
         Some(format!(

@@ -45,8 +45,8 @@ pub fn PipelineTable(
             let heads = e.stages.iter().map(|s| {
                 let title = format!("{} kept, {} removed, {:.3} bits", s.kept_count, s.removed.len(), s.entropy_bits);
                 view! {
-                    <th scope="col" title=title data-stage=s.name>
-                        {s.name.replace('_', "-")}
+                    <th scope="col" title=title data-stage=s.kind.name()>
+                        {s.kind.name().replace('_', "-")}
                         <span class="stage-count">{format!("{} kept · {:.2} bits", s.kept_count, s.entropy_bits)}</span>
                     </th>
                 }
@@ -54,7 +54,7 @@ pub fn PipelineTable(
             let body = rows.into_iter().map(|r| {
                 let p_final = r.stages.last().copied().unwrap_or(0.0);
                 let cells = r.stages.iter().zip(&e.stages).map(|(&p, s)| view! {
-                    <td data-stage=s.name data-p=p.to_string() class:cut=p == 0.0><Cell p=p scale=scale/></td>
+                    <td data-stage=s.kind.name() data-p=p.to_string() class:cut=p == 0.0><Cell p=p scale=scale/></td>
                 }).collect_view();
                 view! {
                     <tr data-testid="bar" data-token=r.text.clone() data-id=r.id.to_string()

@@ -3,13 +3,19 @@
 
 use std::io::Write;
 
-use engine::{Result, Session, Wanted};
+use engine::{EngineError, Result, Session, Wanted};
 
 /// Runs the benchmark on an open session and prints the figures.
 pub async fn run(mut session: Session, prompt_len: usize, tokens: usize) -> Result<()> {
     let c = session.config().clone();
-    let prompt_len = prompt_len.clamp(1, c.n_positions - 1);
-    let tokens = tokens.min(c.n_positions - prompt_len).max(1);
+    // Refused, not clamped: a figure measured on other sizes than asked for
+    // would be reported under the wrong label.
+    if prompt_len == 0 || tokens == 0 || prompt_len + tokens > c.n_positions {
+        return Err(EngineError::Setting(format!(
+            "--prompt-len {prompt_len} and --tokens {tokens} must each be at least 1 and together at most the model's context of {} positions",
+            c.n_positions
+        )));
+    }
     // A fixed pseudo-random prompt, so runs are comparable.
     let prompt: Vec<u32> =
         (0..prompt_len).map(|i| ((i * 7919 + 13) % c.vocab_size) as u32).collect();

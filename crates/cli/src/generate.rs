@@ -5,31 +5,25 @@ use std::io::Write;
 
 use engine::model::Tokenizer;
 use engine::run::Run;
-use engine::sample::{beam_search, Settings, StopMatcher, Stopped};
+use engine::sample::{beam_search, StopMatcher, Stopped};
 use engine::{Result, Session};
 
-/// What to generate.
+/// What to generate: a prompt and the run's settings.
 pub struct Job {
     pub prompt: String,
-    pub max_tokens: usize,
-    pub settings: Settings,
-    pub seed: u64,
-    pub stop: Vec<String>,
+    pub run: engine::run::Job,
 }
 
 /// Samples token by token through the pipeline (the same [`Run`] the app
 /// uses), printing text as it becomes final.
 pub async fn sample(session: Session, tokenizer: &Tokenizer, job: &Job) -> Result<()> {
-    let settings = job.settings.clone();
-    let mut run =
-        Run::start(session, tokenizer, &job.prompt, settings, job.seed, &job.stop, job.max_tokens)
-            .await?;
+    let mut run = Run::start(session, tokenizer, &job.prompt, &job.run).await?;
     if let Some(c) = run.prompt_crop {
         eprintln!("[prompt cropped to its last {} tokens; {} dropped]", c.kept, c.dropped);
     }
     let mut out = std::io::stdout().lock();
     print(&mut out, &job.prompt);
-    if job.max_tokens == 0 {
+    if job.run.max_tokens == 0 {
         return finish(&mut out, "");
     }
     loop {
@@ -58,10 +52,10 @@ pub async fn beams(
         return Err(engine::EngineError::EmptyPrompt);
     }
     let beams =
-        beam_search(session, &prompt_ids, width, job.max_tokens, length_penalty, eos).await?;
+        beam_search(session, &prompt_ids, width, job.run.max_tokens, length_penalty, eos).await?;
     let text = |tokens: &[u32]| -> Result<String> {
         let tokens: Vec<u32> = tokens.iter().copied().filter(|&t| Some(t) != eos).collect();
-        let mut stop = StopMatcher::new(&job.stop);
+        let mut stop = StopMatcher::new(&job.run.stop);
         Ok(match stop.push(&tokenizer.decode(&tokens)?) {
             Stopped::No(t) => t + &stop.flush(),
             Stopped::Yes(t) => t,

@@ -204,12 +204,17 @@ async fn run(command: Command) -> Result<()> {
             beams,
             length_penalty,
         } => {
+            // Checked before the model loads: a typo should not cost a load.
+            engine::sample::check_beam_settings(beams, length_penalty)?;
+            pipeline.settings().validate()?;
             let session = open(&model, backend).await?;
-            let tokenizer =
-                Tokenizer::from_bytes(&engine::model::read(&model.join("tokenizer.json"))?)?;
-            let job =
-                generate::Job { prompt, max_tokens, settings: pipeline.settings(), seed, stop };
-            if beams > 1 {
+            let tokenizer = Tokenizer::from_bytes(&engine::model::read(
+                &model.join("tokenizer.json"),
+                engine::model::MAX_TOKENIZER_BYTES,
+            )?)?;
+            let run = engine::run::Job { settings: pipeline.settings(), seed, stop, max_tokens };
+            let job = generate::Job { prompt, run };
+            if beams != 1 {
                 generate::beams(session, &tokenizer, &job, beams, length_penalty).await
             } else {
                 generate::sample(session, &tokenizer, &job).await
@@ -245,7 +250,9 @@ pub async fn open(dir: &Path, backend: Backend) -> Result<Session> {
 
 async fn logits(dir: &Path, tokens: &[u32], backend: Backend, mode: Mode) -> Result<()> {
     if tokens.is_empty() {
-        return Err(EngineError::EmptyPrompt);
+        return Err(EngineError::Setting(
+            "no token ids: give them with --tokens, e.g. --tokens 12,7,99".into(),
+        ));
     }
     let mut session = open(dir, backend).await?;
     let vocab = session.config().vocab_size;

@@ -10,6 +10,11 @@ use rand_chacha::ChaCha20Rng;
 use safetensors::tensor::TensorView;
 use safetensors::Dtype;
 
+/// The largest model written: gpt2-medium in f32 (1.4 GB) fits; the weights
+/// are built in memory (twice, with the file's buffer), so this also bounds
+/// the memory a typo can ask for.
+pub const MAX_MODEL_BYTES: u64 = 2 << 30;
+
 /// Writes `config.json` and `model.safetensors` into `out`.
 pub fn write(
     out: &Path,
@@ -20,19 +25,28 @@ pub fn write(
     n_positions: usize,
     seed: u64,
 ) -> Result<()> {
-    let io = |e: std::io::Error| EngineError::Io {
-        path: out.display().to_string(),
-        message: e.to_string(),
-    };
-    std::fs::create_dir_all(out).map_err(io)?;
     let config = serde_json::json!({
         "model_type": "gpt2", "n_layer": n_layer, "n_head": n_head, "n_embd": n_embd,
         "n_positions": n_positions, "vocab_size": vocab_size, "layer_norm_epsilon": 1e-5,
         "activation_function": "gelu_new", "tie_word_embeddings": true,
     });
-    std::fs::write(out.join("config.json"), config.to_string()).map_err(io)?;
-    // Validate the shape before allocating: the engine's own checks apply.
-    engine::model::Config::from_json(&config.to_string())?;
+    // Everything is checked before the first byte is written: a refused
+    // shape leaves no half-made model folder behind.
+    let checked = engine::model::Config::from_json(&config.to_string())?;
+    let bytes = checked.n_params() as u64 * 4;
+    if bytes > MAX_MODEL_BYTES {
+        return Err(EngineError::Setting(format!(
+            "that shape has {} parameters ({bytes} bytes in f32); at most {MAX_MODEL_BYTES} bytes are written",
+            checked.n_params()
+        )));
+    }
+    let write_err = |path: &Path, e: &dyn std::fmt::Display| EngineError::Write {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    };
+    std::fs::create_dir_all(out).map_err(|e| write_err(out, &e))?;
+    let config_path = out.join("config.json");
+    std::fs::write(&config_path, config.to_string()).map_err(|e| write_err(&config_path, &e))?;
 
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let mut tensors: Vec<(String, Vec<usize>, Vec<u8>)> = Vec::new();
@@ -74,8 +88,9 @@ pub fn write(
             (name.clone(), view)
         })
         .collect();
-    safetensors::serialize_to_file(views, None, &out.join("model.safetensors"))
-        .map_err(|e| EngineError::Safetensors(e.to_string()))?;
+    let weights_path = out.join("model.safetensors");
+    safetensors::serialize_to_file(views, None, &weights_path)
+        .map_err(|e| write_err(&weights_path, &e))?;
     eprintln!("wrote {}", out.display());
     Ok(())
 }

@@ -7,6 +7,10 @@ use std::io::Write;
 use engine::sample::{explain, Sampler, Settings};
 use engine::{EngineError, Result};
 
+/// The most draws one call makes (40 MB of token ids); a statistical check
+/// needs 100k, so this leaves room without letting a typo exhaust memory.
+pub const MAX_DRAWS: usize = 10_000_000;
+
 /// Runs the pipeline on `logits`, draws `draws` tokens with `seed`, prints JSON or a table.
 pub fn run(
     logits: &[f32],
@@ -23,6 +27,11 @@ pub fn run(
             logits.len()
         )));
     }
+    if draws > MAX_DRAWS {
+        return Err(EngineError::Setting(format!(
+            "--draws {draws} is too many: at most {MAX_DRAWS} per call"
+        )));
+    }
     let e = explain(logits, &[], &settings)?;
     let mut sampler = Sampler::new(settings, seed)?;
     let drawn: Vec<u32> = (0..draws).map(|_| e.draw(sampler.uniform()).token).collect();
@@ -32,7 +41,7 @@ pub fn run(
             .iter()
             .map(|s| {
                 serde_json::json!({
-                    "name": s.name, "probs": &s.probs[..], "removed": s.removed,
+                    "name": s.kind.name(), "probs": &s.probs[..], "removed": s.removed,
                     "kept_count": s.kept_count, "kept_mass": s.kept_mass, "entropy_bits": s.entropy_bits,
                 })
             })
@@ -52,7 +61,7 @@ pub fn run(
 fn table(e: &engine::sample::Explanation, labels: &[String], drawn: &[u32]) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
-    let names: Vec<&str> = e.stages.iter().map(|s| s.name).collect();
+    let names: Vec<&str> = e.stages.iter().map(|s| s.kind.name()).collect();
     let _ = writeln!(s, "{:>12} {:>9} {}", "token", "raw", names.join("  "));
     for id in e.top(e.raw_probs.len()) {
         let label = labels.get(id as usize).cloned().unwrap_or_else(|| id.to_string());
@@ -64,7 +73,11 @@ fn table(e: &engine::sample::Explanation, labels: &[String], drawn: &[u32]) -> S
         let _ = writeln!(
             s,
             "{:>12}: kept {} ({:.4} of the mass), removed {:?}, entropy {:.4} bits",
-            st.name, st.kept_count, st.kept_mass, st.removed, st.entropy_bits
+            st.kind.name(),
+            st.kept_count,
+            st.kept_mass,
+            st.removed,
+            st.entropy_bits
         );
     }
     let _ = writeln!(s, "draws: {drawn:?}");

@@ -155,7 +155,7 @@ fn errors_are_messages_with_a_failing_exit() {
         (&["generate", "--model", m, "--prompt", "", "--backend", "cpu"], "prompt is empty"),
         (
             &["generate", "--model", m, "--prompt", "x", "--temperature", "-1", "--backend", "cpu"],
-            "temperature must be a number ≥ 0",
+            "temperature must be a finite number ≥ 0",
         ),
     ];
     for (args, want) in cases {
@@ -274,4 +274,70 @@ fn sample_reproduces_the_course_example_as_json() {
     assert_eq!(names, ["processors", "temperature", "top_k", "top_p", "min_p"]);
     assert_eq!(json["stages"][2]["removed"], serde_json::json!([3, 4]));
     assert_eq!(json["draws"].as_array().unwrap().len(), 5);
+}
+
+/// A fresh, empty folder under the target directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The bad-input sweep's findings, one regression case each: every one a
+/// clear message and exit 1, never a panic, an endless read or a silent
+/// clamp.
+#[test]
+fn bad_input_sweep_cases_are_clear_errors() {
+    let m = golden_dir("tiny_odd");
+    let m = m.to_str().unwrap();
+    // A model folder whose weights are a device (read forever) or a FIFO (blocks).
+    let zero = scratch("zero-model");
+    std::fs::copy(golden_dir("tiny_odd").join("config.json"), zero.join("config.json")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", zero.join("model.safetensors")).unwrap();
+    let fifo = scratch("fifo-model");
+    std::fs::copy(golden_dir("tiny_odd").join("config.json"), fifo.join("config.json")).unwrap();
+    let made = Command::new("mkfifo").arg(fifo.join("model.safetensors")).status().unwrap();
+    assert!(made.success());
+    let llama = scratch("llama-model");
+    let config = std::fs::read_to_string(golden_dir("tiny_odd").join("config.json")).unwrap();
+    std::fs::write(llama.join("config.json"), config.replace("\"gpt2\"", "\"llama\"")).unwrap();
+    std::fs::copy(
+        golden_dir("tiny_odd").join("model.safetensors"),
+        llama.join("model.safetensors"),
+    )
+    .unwrap();
+    let (zero, fifo, llama) =
+        (zero.display().to_string(), fifo.display().to_string(), llama.display().to_string());
+    let not_a_dir = scratch("not-a-dir").join("file");
+    std::fs::write(&not_a_dir, "x").unwrap();
+    let inside_file = not_a_dir.join("model").display().to_string();
+    let half = scratch("half-made").join("model");
+    let half_s = half.display().to_string();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["sample", "--logits", "3,2,1", "--draws", "18446744073709551615"], "--draws 18446744073709551615 is too many"),
+        (vec!["sample", "--logits", "3,2,1", "--draws", "1000000000"], "at most 10000000 per call"),
+        (vec!["generate", "--model", m, "--prompt", "x", "--beams", "1000"], "beam width must be between 1 and 16, got 1000"),
+        (vec!["generate", "--model", m, "--prompt", "x", "--beams", "0"], "beam width must be between 1 and 16, got 0"),
+        (vec!["generate", "--model", m, "--prompt", "x", "--beams", "2", "--length-penalty", "NaN"], "length penalty must be a number between -10 and 10, got NaN"),
+        (vec!["generate", "--model", m, "--prompt", "x", "--beams", "2", "--length-penalty", "inf"], "got inf"),
+        (vec!["generate", "--model", m, "--prompt", "x", "--beams", "2", "--length-penalty", "-1e308"], "got -1e308"),
+        (vec!["generate", "--model", m, "--prompt", "x", "--temperature", "inf", "--backend", "cpu"], "temperature must be a finite number ≥ 0 (0 = greedy), got inf"),
+        (vec!["random-model", "--out", &half_s, "--n-embd", "65536", "--n-head", "8", "--vocab-size", "2097152"], "at most 2147483648 bytes are written"),
+        (vec!["random-model", "--out", &half_s, "--n-head", "0"], "`n_head` is 0"),
+        (vec!["random-model", "--out", &inside_file, "--n-layer", "1", "--n-embd", "8", "--n-head", "2", "--vocab-size", "16", "--n-positions", "8"], "cannot write"),
+        (vec!["logits", "--model", &zero, "--tokens", "1", "--backend", "cpu"], "not a regular file"),
+        (vec!["logits", "--model", &fifo, "--tokens", "1", "--backend", "cpu"], "not a regular file"),
+        (vec!["logits", "--model", &llama, "--tokens", "1", "--backend", "cpu"], "`model_type` is \"llama\": Decode Lab runs GPT-2 models"),
+        (vec!["logits", "--model", m, "--backend", "cpu"], "no token ids: give them with --tokens"),
+        (vec!["bench", "--model", m, "--prompt-len", "300", "--backend", "cpu"], "--prompt-len 300 and --tokens 64 must each be at least 1 and together at most the model's context of 64 positions"),
+        (vec!["bench", "--model", m, "--prompt-len", "8", "--tokens", "300", "--backend", "cpu"], "--tokens 300"),
+    ];
+    for (args, want) in cases {
+        let out = decode_lab(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains(want) && !stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+    assert!(!half.exists(), "a refused shape leaves no model folder behind");
 }

@@ -8,7 +8,7 @@ use crate::kernels::{
     attention, embedding, gelu, kv_write, layernorm, lm_head, matmul, residual_add,
 };
 use crate::model::Config;
-use crate::session::{SharedModel, StepStats, Wanted};
+use crate::step::{check_input, SharedModel, StepStats, Wanted};
 
 /// A CPU session: the model plus its own KV cache.
 #[derive(Clone)]
@@ -107,17 +107,4 @@ impl CpuSession {
         lm_head::run_cpu(&xb, w.lm_head(), row0, n_out, e, &mut logits);
         logits
     }
-}
-
-/// The checks both engines make before any work: non-empty, ids in range, room in the context.
-pub(crate) fn check_input(model: &crate::model::Model, pos: usize, tokens: &[u32]) -> Result<()> {
-    if tokens.is_empty() {
-        return Err(EngineError::EmptyPrompt);
-    }
-    model.check_tokens(tokens)?;
-    let n_positions = model.config.n_positions;
-    if pos + tokens.len() > n_positions {
-        return Err(EngineError::ContextOverflow { got: pos + tokens.len(), n_positions });
-    }
-    Ok(())
 }

@@ -44,6 +44,10 @@ pub enum EngineError {
     #[error("the prompt is empty: type at least one character")]
     EmptyPrompt,
 
+    /// A forward pass was asked to run no token at all.
+    #[error("no tokens to run: give at least one token id")]
+    NoTokens,
+
     /// More tokens than the position table has rows.
     #[error("{got} tokens do not fit the context of {n_positions} positions")]
     ContextOverflow { got: usize, n_positions: usize },
@@ -71,6 +75,10 @@ pub enum EngineError {
     /// Reading a model file from disk failed.
     #[error("cannot read {path}: {message}")]
     Io { path: String, message: String },
+
+    /// Writing a file (a generated model) failed.
+    #[error("cannot write {path}: {message}")]
+    Write { path: String, message: String },
 }
 
 /// Shorthand used across the engine.

@@ -4,7 +4,8 @@
 //! can show it.
 
 use crate::error::{EngineError, Result};
-use crate::session::{Session, Wanted};
+use crate::session::Session;
+use crate::step::Wanted;
 
 /// What a context crop did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -18,6 +18,8 @@ pub mod model;
 pub mod run;
 pub mod sample;
 pub mod session;
+pub mod step;
 
 pub use error::{EngineError, Result};
-pub use session::{Session, SharedModel, StepStats, Wanted};
+pub use session::Session;
+pub use step::{SharedModel, StepStats, Wanted};

@@ -40,6 +40,21 @@ pub struct Step {
     pub crop: Option<Crop>,
 }
 
+/// How a run chooses its tokens and when it ends: what the CLI's flags and
+/// the app's controls describe, passed whole.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    /// The sampling pipeline's settings for the first choice (a caller may
+    /// change them between steps with [`Run::set_settings`]).
+    pub settings: Settings,
+    /// Seeds the draws: same seed + same settings = same text.
+    pub seed: u64,
+    /// Stop strings: the text ends before the first one that appears.
+    pub stop: Vec<String>,
+    /// The run ends after this many generated tokens.
+    pub max_tokens: usize,
+}
+
 /// A generation in progress.
 pub struct Run {
     generator: Generator,
@@ -63,26 +78,16 @@ impl Run {
         session: Session,
         tokenizer: &Tokenizer,
         prompt: &str,
-        settings: Settings,
-        seed: u64,
-        stop: &[String],
-        max_tokens: usize,
+        job: &Job,
     ) -> Result<Run> {
         let prompt_ids = tokenizer.encode(prompt)?;
-        Run::start_ids(session, prompt_ids, settings, seed, stop, max_tokens).await
+        Run::start_ids(session, prompt_ids, job).await
     }
 
     /// Like [`Run::start`] from token ids (a branch: a prompt plus tokens
     /// already chosen).
-    pub async fn start_ids(
-        session: Session,
-        prompt_ids: Vec<u32>,
-        settings: Settings,
-        seed: u64,
-        stop: &[String],
-        max_tokens: usize,
-    ) -> Result<Run> {
-        let sampler = Sampler::new(settings, seed)?;
+    pub async fn start_ids(session: Session, prompt_ids: Vec<u32>, job: &Job) -> Result<Run> {
+        let sampler = Sampler::new(job.settings.clone(), job.seed)?;
         if prompt_ids.is_empty() {
             return Err(EngineError::EmptyPrompt);
         }
@@ -94,11 +99,11 @@ impl Run {
             sampler,
             history: prompt_ids,
             stream: TextStream::default(),
-            stop: StopMatcher::new(stop),
+            stop: StopMatcher::new(&job.stop),
             eos,
             logits,
             generated: 0,
-            max_tokens,
+            max_tokens: job.max_tokens,
             prompt_crop,
         })
     }

@@ -2,39 +2,11 @@
 //! KV cache and turns tokens into logits. `prefill` takes a whole prompt in one
 //! pass, `decode` one token; `rewind` and `fork` let callers branch.
 
-use std::sync::Arc;
-
 use crate::cpu::CpuSession;
 use crate::error::Result;
 use crate::gpu::GpuSession;
 use crate::model::Config;
-
-/// Which rows of logits a forward pass returns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wanted {
-    /// Only the last token's logits: all that generation needs.
-    Last,
-    /// One row per input token (for checks against a reference).
-    All,
-}
-
-/// What one forward call cost. The GPU engine counts its own work; the CPU
-/// engine reports zero dispatches and submits.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct StepStats {
-    /// Tokens that went through the model.
-    pub tokens: usize,
-    /// Compute dispatches recorded.
-    pub dispatches: usize,
-    /// Queue submits.
-    pub submits: usize,
-    /// Bytes written from CPU to GPU (token ids, kernel parameters).
-    pub bytes_written: usize,
-    /// Bytes read back from GPU to CPU (logits).
-    pub bytes_read: usize,
-    /// Wall time of the call, including the readback.
-    pub wall_ms: f64,
-}
+use crate::step::{StepStats, Wanted};
 
 /// A model session on either engine.
 pub enum Session {
@@ -116,6 +88,3 @@ impl Session {
         }
     }
 }
-
-/// Shared by both engines: the model is read-only and outlives every session.
-pub type SharedModel = Arc<crate::model::Model>;

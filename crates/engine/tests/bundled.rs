@@ -15,7 +15,7 @@ use common::{fixtures, gpu, rel_max_err};
 use decode_lab_engine::cpu::CpuSession;
 use decode_lab_engine::gpu::{GpuModel, GpuSession};
 use decode_lab_engine::model::{Model, Tokenizer};
-use decode_lab_engine::run::Run;
+use decode_lab_engine::run::{Job, Run};
 use decode_lab_engine::sample::Settings;
 use decode_lab_engine::{Session, Wanted};
 
@@ -38,8 +38,8 @@ fn text(
 ) -> String {
     let mut out = String::new();
     pollster::block_on(async {
-        let mut run =
-            Run::start(session, tokenizer, "ROMEO:", settings, seed, &[], n).await.unwrap();
+        let job = Job { settings, seed, stop: Vec::new(), max_tokens: n };
+        let mut run = Run::start(session, tokenizer, "ROMEO:", &job).await.unwrap();
         loop {
             let step = run.step(tokenizer, None).await.unwrap();
             out += &step.text;

@@ -190,7 +190,7 @@ fn bad_tokens_and_overflow_are_errors_not_panics() {
         let e = pollster::block_on(s.prefill(&[1, 77], Wanted::Last)).unwrap_err();
         assert!(e.to_string().contains("token id 77 is out of range"), "{e}");
         let e = pollster::block_on(s.prefill(&[], Wanted::Last)).unwrap_err();
-        assert!(e.to_string().contains("prompt is empty"), "{e}");
+        assert!(e.to_string().contains("no tokens to run"), "{e}");
         let long: Vec<u32> = vec![1; 33];
         let e = pollster::block_on(s.prefill(&long, Wanted::Last)).unwrap_err();
         assert!(e.to_string().contains("33 tokens do not fit the context of 32"), "{e}");

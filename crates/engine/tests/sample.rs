@@ -6,7 +6,7 @@
 #[path = "shared/portable.rs"]
 mod portable;
 
-use decode_lab_engine::sample::{explain, processors, Sampler, Settings};
+use decode_lab_engine::sample::{explain, processors, Sampler, Settings, StageKind};
 use proptest::prelude::*;
 
 const COURSE: [f32; 5] = [3.0, 2.0, 1.0, 0.5, 0.1];
@@ -46,11 +46,8 @@ fn capital_of_france_under_top_k_and_top_p() {
     let mut want = [0.0; 11];
     want[..3].copy_from_slice(&[0.995066951257, 0.002466524371, 0.002466524371]);
     close(e.final_probs(), &want, 1e-8);
-    let top_k = &e.stages[2];
-    assert_eq!(
-        (top_k.name, top_k.kept_count, top_k.removed.clone()),
-        ("top_k", 3, (3..11).collect())
-    );
+    let top_k = e.stage(StageKind::TopK);
+    assert_eq!((top_k.kept_count, top_k.removed.clone()), (3, (3..11).collect()));
     assert!((top_k.kept_mass - (0.9924198447 + 2.0 * 0.00245996285)).abs() < 1e-9);
     // p(" Paris") = 0.992 already crosses 0.9: only the top token is kept.
     let e = explain(&FRANCE, &[], &with(|s| s.top_p = 0.9)).unwrap();
@@ -79,7 +76,7 @@ fn min_p_keeps_tokens_above_a_share_of_the_top() {
     // 0.1 · 0.6096 = 0.061: keeps 0.6096, 0.2243, 0.0825.
     let e = explain(&COURSE, &[], &with(|s| s.min_p = 0.1)).unwrap();
     assert_eq!(e.kept(), vec![true, true, true, false, false]);
-    assert_eq!(e.stages[4].name, "min_p");
+    assert_eq!(e.stages[4].kind, StageKind::MinP);
 }
 
 #[test]
@@ -214,7 +211,7 @@ fn extreme_temperatures_stay_finite() {
     for t in [5e-324, 1e-300, 1e-6, 1e6, 1e300] {
         let e = explain(&FRANCE, &[], &with(|s| s.temperature = t)).unwrap();
         for stage in &e.stages {
-            assert!(stage.probs.iter().all(|p| p.is_finite()), "T {t}, {}", stage.name);
+            assert!(stage.probs.iter().all(|p| p.is_finite()), "T {t}, {:?}", stage.kind);
             assert!(stage.entropy_bits.is_finite() && stage.entropy_bits >= 0.0, "T {t}");
         }
         let sum: f64 = e.final_probs().iter().sum();
@@ -269,8 +266,8 @@ proptest! {
         let e = explain(&logits, &history, &settings).unwrap();
         for stage in &e.stages {
             let sum: f64 = stage.probs.iter().sum();
-            prop_assert!(stage.probs.iter().all(|p| p.is_finite() && *p >= 0.0), "{}", stage.name);
-            prop_assert!((sum - 1.0).abs() <= 1e-5, "{} sums to {sum}", stage.name);
+            prop_assert!(stage.probs.iter().all(|p| p.is_finite() && *p >= 0.0), "{:?}", stage.kind);
+            prop_assert!((sum - 1.0).abs() <= 1e-5, "{:?} sums to {sum}", stage.kind);
             prop_assert!(stage.kept_count >= 1);
         }
         // Removed tokens are never drawn, whatever the uniform number.
@@ -359,4 +356,34 @@ proptest! {
         let top = e.top(n.max(1));
         prop_assert_eq!(top.iter().map(|&i| i as usize).collect::<Vec<_>>(), order[..n.max(1)].to_vec());
     }
+}
+
+#[test]
+fn stages_follow_their_kinds_and_processors_report_what_they_changed() {
+    use decode_lab_engine::sample::Processor;
+    let settings = Settings {
+        repetition_penalty: 1.5,
+        frequency_penalty: 0.5,
+        no_repeat_ngram: 2,
+        ..Settings::default()
+    };
+    let logits = [1.0f32, 2.0, 3.0, 0.5, -1.0, 0.0];
+    // Tokens 0 and 1 were seen; the bigram (0, 1) occurred and the last token is 0.
+    let history = [0, 1, 0, 1, 0];
+    let e = explain(&logits, &history, &settings).unwrap();
+    for (stage, kind) in e.stages.iter().zip(StageKind::ALL) {
+        assert_eq!(stage.kind, kind);
+        assert_eq!(e.stage(kind), stage);
+    }
+    let effects: Vec<(Processor, usize)> =
+        e.effects.iter().map(|f| (f.processor, f.changed)).collect();
+    let want = [
+        (Processor::RepetitionPenalty, 2),
+        (Processor::FrequencyPenalty, 2),
+        (Processor::NoRepeatNgram, 1), // token 1 banned once, however often it followed 0
+    ];
+    assert_eq!(effects, want);
+    assert_eq!(e.stage(StageKind::Processors).removed, vec![1]);
+    let off = explain(&logits, &history, &Settings::default()).unwrap();
+    assert!(off.effects.is_empty(), "processors that are off report nothing");
 }

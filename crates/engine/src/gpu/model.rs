@@ -10,7 +10,7 @@ use crate::gpu::readback::{buffer, upload, STORAGE};
 use crate::gpu::{GpuContext, Pipelines};
 use crate::kernels::attention::MAX_HEAD_SIZE;
 use crate::model::{Config, LayerWeights};
-use crate::session::SharedModel;
+use crate::step::SharedModel;
 
 /// One block's weights as GPU buffers (Conv1D layout, as in [`LayerWeights`]).
 pub struct GpuLayer {

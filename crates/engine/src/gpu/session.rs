@@ -6,14 +6,13 @@
 
 use std::rc::Rc;
 
-use crate::cpu::check_input;
 use crate::error::{EngineError, Result};
 use crate::gpu::plan::{self, Op, Pass, SessionBuffers, SLOT};
 use crate::gpu::readback::{buffer, read_f32, STORAGE};
 use crate::gpu::GpuModel;
 use crate::kernels::Kernel;
 use crate::model::Config;
-use crate::session::{StepStats, Wanted};
+use crate::step::{check_input, StepStats, Wanted};
 
 /// Logits rows kept on the GPU at once: `Wanted::All` over more rows is read in chunks.
 const MAX_LOGITS_BYTES: u64 = 64 << 20;

@@ -39,6 +39,7 @@ pub struct Config {
 /// one becomes a clear message instead of a serde error about the whole file.
 #[derive(Deserialize)]
 struct RawConfig {
+    model_type: Option<String>,
     n_layer: Option<i64>,
     n_head: Option<i64>,
     n_embd: Option<i64>,
@@ -74,6 +75,13 @@ impl Config {
     pub fn from_json(text: &str) -> Result<Config> {
         let raw: RawConfig =
             serde_json::from_str(text).map_err(|e| bad(format!("not valid JSON: {e}")))?;
+        // Other families (llama, gpt_neox, ...) have other layers and weight
+        // names: refuse them by name rather than fail later on a missing tensor.
+        if let Some(t) = raw.model_type.as_deref().filter(|t| *t != "gpt2") {
+            return Err(bad(format!(
+                "`model_type` is \"{t}\": Decode Lab runs GPT-2 models (`model_type` \"gpt2\")"
+            )));
+        }
         let n_layer = field(raw.n_layer, "n_layer", 1024)?;
         let n_head = field(raw.n_head, "n_head", 1024)?;
         let n_embd = field(raw.n_embd, "n_embd", MAX_DIM)?;

@@ -12,6 +12,12 @@ pub use weights::{LayerWeights, Weights};
 
 use crate::error::{EngineError, Result};
 
+/// The largest `config.json` accepted (real ones are about 1 KB).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// The largest `tokenizer.json` accepted (GPT-2's is 1.4 MB).
+pub const MAX_TOKENIZER_BYTES: u64 = 64 << 20;
+
 /// A loaded, validated GPT-2 model: hyper-parameters and f32 weights.
 #[derive(Debug, Clone)]
 pub struct Model {
@@ -29,10 +35,10 @@ impl Model {
 
     /// Loads `config.json` and `model.safetensors` from a directory (native only).
     pub fn from_dir(dir: &std::path::Path) -> Result<Model> {
-        let config = read(&dir.join("config.json"))?;
+        let config = read(&dir.join("config.json"), MAX_CONFIG_BYTES)?;
         let config = String::from_utf8(config)
             .map_err(|_| EngineError::Config("config.json is not UTF-8 text".to_string()))?;
-        Model::from_bytes(&config, &read(&dir.join("model.safetensors"))?)
+        Model::from_bytes(&config, &read(&dir.join("model.safetensors"), MAX_FILE_BYTES)?)
     }
 
     /// Checks that every id is a row of the embedding, before any GPU work is queued.
@@ -45,8 +51,35 @@ impl Model {
     }
 }
 
-/// Reads a whole file, turning the OS error into an engine error naming the path.
-pub fn read(path: &std::path::Path) -> Result<Vec<u8>> {
-    std::fs::read(path)
-        .map_err(|e| EngineError::Io { path: path.display().to_string(), message: e.to_string() })
+/// The largest file [`read`] accepts: above any GPT-2 checkpoint in f32
+/// (gpt2-xl is 6.4 GB), far below what would exhaust memory by accident.
+pub const MAX_FILE_BYTES: u64 = 8 << 30;
+
+/// Reads a whole file, turning the OS error into an engine error naming the
+/// path. Only regular files of at most `max_bytes` are read: a device such as
+/// `/dev/zero` would be read forever and a FIFO would block, so both are
+/// refused before the first byte.
+pub fn read(path: &std::path::Path, max_bytes: u64) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let io = |message: String| EngineError::Io { path: path.display().to_string(), message };
+    let meta = std::fs::metadata(path).map_err(|e| io(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(io(
+            "not a regular file (a directory, device or pipe cannot be a model file)".into()
+        ));
+    }
+    if meta.len() > max_bytes {
+        return Err(io(format!(
+            "the file is {} bytes; at most {max_bytes} are accepted",
+            meta.len()
+        )));
+    }
+    let file = std::fs::File::open(path).map_err(|e| io(e.to_string()))?;
+    // `take` guards a file that grows while it is read.
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(max_bytes + 1).read_to_end(&mut bytes).map_err(|e| io(e.to_string()))?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(io(format!("the file grew past {max_bytes} bytes while it was read")));
+    }
+    Ok(bytes)
 }

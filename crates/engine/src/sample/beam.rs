@@ -4,7 +4,8 @@
 
 use crate::error::{EngineError, Result};
 use crate::sample::log_softmax;
-use crate::session::{Session, Wanted};
+use crate::session::Session;
+use crate::step::Wanted;
 
 /// A finished or surviving hypothesis.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,6 +24,31 @@ struct Live {
     logits: Vec<f32>,
 }
 
+/// The widest beam search accepted: every beam holds its own KV cache, so
+/// memory grows with the width (16 × a GPT-2-124M cache is 1.2 GB).
+pub const MAX_BEAMS: usize = 16;
+
+/// Length penalties outside this range only overflow the score
+/// (`len^penalty` becomes 0 or infinite); useful values lie in −2 … 2.
+pub const LENGTH_PENALTY_RANGE: std::ops::RangeInclusive<f64> = -10.0..=10.0;
+
+/// Checks a beam width and length penalty before any work.
+pub fn check_beam_settings(width: usize, length_penalty: f64) -> Result<()> {
+    if !(1..=MAX_BEAMS).contains(&width) {
+        return Err(EngineError::Setting(format!(
+            "beam width must be between 1 and {MAX_BEAMS}, got {width}"
+        )));
+    }
+    if !LENGTH_PENALTY_RANGE.contains(&length_penalty) {
+        return Err(EngineError::Setting(format!(
+            "length penalty must be a number between {} and {}, got {length_penalty:?}",
+            LENGTH_PENALTY_RANGE.start(),
+            LENGTH_PENALTY_RANGE.end()
+        )));
+    }
+    Ok(())
+}
+
 /// Returns up to `width` beams, best first.
 pub async fn beam_search(
     mut session: Session,
@@ -32,9 +58,7 @@ pub async fn beam_search(
     length_penalty: f64,
     eos: Option<u32>,
 ) -> Result<Vec<Beam>> {
-    if width == 0 {
-        return Err(EngineError::Setting("beam width must be at least 1".into()));
-    }
+    check_beam_settings(width, length_penalty)?;
     session.rewind(0)?;
     let logits = session.prefill(prompt, Wanted::Last).await?;
     let empty = Beam { tokens: Vec::new(), logprob: 0.0, score: 0.0 };

@@ -18,8 +18,9 @@ mod settings;
 mod softmax;
 mod stop;
 
-pub use beam::{beam_search, Beam};
-pub use pipeline::{explain, Explanation, Stage};
+pub use beam::{beam_search, check_beam_settings, Beam, LENGTH_PENALTY_RANGE, MAX_BEAMS};
+pub use pipeline::{explain, Explanation, Stage, StageKind};
+pub use processors::{Effect, Processor};
 pub use settings::Settings;
 pub use softmax::log_softmax;
 pub use stop::{StopMatcher, Stopped};

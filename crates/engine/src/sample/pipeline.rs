@@ -10,15 +10,48 @@
 use std::sync::Arc;
 
 use crate::error::{EngineError, Result};
+use crate::sample::processors::{self, Effect, Processor};
 use crate::sample::rank::{self, Candidate, Rank};
 use crate::sample::softmax::{one_hot, softmax_entropy, sum_lanes};
-use crate::sample::{processors, Choice, Settings};
+use crate::sample::{Choice, Settings};
+
+/// The stages, in pipeline order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StageKind {
+    Processors,
+    Temperature,
+    TopK,
+    TopP,
+    MinP,
+}
+
+impl StageKind {
+    /// Every stage, in pipeline order.
+    pub const ALL: [StageKind; 5] = [
+        StageKind::Processors,
+        StageKind::Temperature,
+        StageKind::TopK,
+        StageKind::TopP,
+        StageKind::MinP,
+    ];
+
+    /// Its name as the settings and the CLI's JSON spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            StageKind::Processors => "processors",
+            StageKind::Temperature => "temperature",
+            StageKind::TopK => "top_k",
+            StageKind::TopP => "top_p",
+            StageKind::MinP => "min_p",
+        }
+    }
+}
 
 /// What one stage did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stage {
-    /// `processors`, `temperature`, `top_k`, `top_p` or `min_p`.
-    pub name: &'static str,
+    /// Which stage this is.
+    pub kind: StageKind,
     /// (vocab_size) the distribution after this stage, renormalised. Shared
     /// with the stage before when this one changed nothing.
     pub probs: Arc<[f64]>,
@@ -41,9 +74,16 @@ pub struct Explanation {
     pub raw_entropy_bits: f64,
     /// The stages in pipeline order; the last one's `probs` is the final distribution.
     pub stages: Vec<Stage>,
+    /// Each processor that is on, in order, with what it changed.
+    pub effects: Vec<Effect>,
 }
 
 impl Explanation {
+    /// The stage of that kind (every explanation has all five).
+    pub fn stage(&self, kind: StageKind) -> &Stage {
+        &self.stages[kind as usize]
+    }
+
     /// (vocab_size) the distribution the draw uses.
     pub fn final_probs(&self) -> &[f64] {
         &self.stages.last().expect("the pipeline always has stages").probs
@@ -66,7 +106,10 @@ impl Explanation {
     }
 
     fn rank(&self) -> Rank<'_> {
-        Rank { tempered: &self.stages[1].probs, processed: &self.stages[0].probs }
+        Rank {
+            tempered: &self.stage(StageKind::Temperature).probs,
+            processed: &self.stage(StageKind::Processors).probs,
+        }
     }
 
     /// Inverse-CDF draw over the final distribution in id order, for `u` in [0, 1).
@@ -100,21 +143,22 @@ pub fn explain(logits: &[f32], history: &[u32], settings: &Settings) -> Result<E
     check_logits(logits)?;
     let (raw_probs, raw_entropy_bits) = softmax_entropy(logits, 1.0);
 
-    let processed = process(logits, history, settings)?;
+    let (processed, effects) = process(logits, history, settings)?;
     let processors = match &processed {
         Some(l) => {
             let (probs, entropy) = softmax_entropy(l, 1.0);
-            Stage::reshaped("processors", &raw_probs, probs, entropy)
+            Stage::reshaped(StageKind::Processors, &raw_probs, probs, entropy)
         }
         // Most steps run no processor: reuse the raw softmax.
-        None => Stage::first("processors", raw_probs.clone(), raw_entropy_bits),
+        None => Stage::first(StageKind::Processors, raw_probs.clone(), raw_entropy_bits),
     };
 
     let t = settings.temperature;
-    let reshaped =
-        |(probs, entropy)| Stage::reshaped("temperature", &processors.probs, probs, entropy);
+    let reshaped = |(probs, entropy)| {
+        Stage::reshaped(StageKind::Temperature, &processors.probs, probs, entropy)
+    };
     let temperature = match (t, &processed) {
-        (1.0, _) => Stage::unchanged("temperature", &processors),
+        (1.0, _) => Stage::unchanged(StageKind::Temperature, &processors),
         (0.0, Some(l)) => reshaped((one_hot(l), 0.0)),
         (0.0, None) => reshaped((one_hot(logits), 0.0)),
         (_, Some(l)) => reshaped(softmax_entropy(l, t)),
@@ -127,9 +171,9 @@ pub fn explain(logits: &[f32], history: &[u32], settings: &Settings) -> Result<E
     if !top_k_on && settings.top_p == 1.0 && settings.min_p == 0.0 {
         // Every cut off (plain sampling): skip listing 50k candidates for nothing.
         let unchanged = |name| Stage::unchanged(name, &temperature);
-        let cuts = [unchanged("top_k"), unchanged("top_p"), unchanged("min_p")];
+        let cuts = [StageKind::TopK, StageKind::TopP, StageKind::MinP].map(unchanged);
         let stages = [processors, temperature].into_iter().chain(cuts).collect();
-        return Ok(Explanation { raw_probs, raw_entropy_bits, stages });
+        return Ok(Explanation { raw_probs, raw_entropy_bits, stages, effects });
     }
     // Candidates: the tokens still alive, narrowed by each cut. Cuts never
     // reorder, so each one selects a leading part of the previous survivors.
@@ -137,14 +181,14 @@ pub fn explain(logits: &[f32], history: &[u32], settings: &Settings) -> Result<E
         true => rank.top_k(k),
         false => rank.alive(temperature.kept_count),
     };
-    let top_k = Stage::cut("top_k", &temperature, &alive, None);
+    let top_k = Stage::cut(StageKind::TopK, &temperature, &alive, None);
 
     let mut dropped = Vec::new();
     if settings.top_p < 1.0 {
         let n = rank.nucleus(&top_k.probs, &mut alive, settings.top_p);
         dropped = alive.split_off(n);
     }
-    let top_p = Stage::cut("top_p", &top_k, &alive, Some(&dropped));
+    let top_p = Stage::cut(StageKind::TopP, &top_k, &alive, Some(&dropped));
 
     if settings.min_p > 0.0 {
         let p = |c: &Candidate| top_p.probs[c.id as usize];
@@ -154,40 +198,50 @@ pub fn explain(logits: &[f32], history: &[u32], settings: &Settings) -> Result<E
     } else {
         dropped.clear();
     }
-    let min_p = Stage::cut("min_p", &top_p, &alive, Some(&dropped));
+    let min_p = Stage::cut(StageKind::MinP, &top_p, &alive, Some(&dropped));
 
     let stages = vec![processors, temperature, top_k, top_p, min_p];
-    Ok(Explanation { raw_probs, raw_entropy_bits, stages })
+    Ok(Explanation { raw_probs, raw_entropy_bits, stages, effects })
 }
 
-/// The logits after every processor, or `None` when none changed anything.
-fn process(logits: &[f32], history: &[u32], settings: &Settings) -> Result<Option<Vec<f64>>> {
+/// The logits after every processor (`None` when none changed anything),
+/// and what each processor that is on did.
+fn process(
+    logits: &[f32],
+    history: &[u32],
+    settings: &Settings,
+) -> Result<(Option<Vec<f64>>, Vec<Effect>)> {
     let s = settings;
-    let neutral = s.repetition_penalty == 1.0
-        && s.frequency_penalty == 0.0
-        && s.presence_penalty == 0.0
-        && s.no_repeat_ngram == 0
-        && s.logit_bias.is_empty();
-    if neutral {
-        return Ok(None);
+    let on: Vec<Processor> = Processor::ALL.into_iter().filter(|p| p.is_on(s)).collect();
+    if on.is_empty() {
+        return Ok((None, Vec::new()));
     }
     let mut processed: Vec<f64> = logits.iter().map(|&l| f64::from(l)).collect();
-    processors::repetition_penalty(&mut processed, history, s.repetition_penalty);
-    processors::frequency_presence(
-        &mut processed,
-        history,
-        s.frequency_penalty,
-        s.presence_penalty,
-    );
-    processors::no_repeat_ngram(&mut processed, history, s.no_repeat_ngram);
-    processors::logit_bias(&mut processed, &s.logit_bias);
+    let repetition = processors::repetition_penalty(&mut processed, history, s.repetition_penalty);
+    // Frequency and presence are one pass (one count of the history).
+    let (f, p) = (s.frequency_penalty, s.presence_penalty);
+    let counted = processors::frequency_presence(&mut processed, history, f, p);
+    let banned = processors::no_repeat_ngram(&mut processed, history, s.no_repeat_ngram);
+    let biased = processors::logit_bias(&mut processed, &s.logit_bias);
     if processed.iter().all(|&l| l == f64::NEG_INFINITY) {
         return Err(EngineError::Setting(
             "every token is banned (bias or no-repeat-n-gram)".into(),
         ));
     }
+    let effects = on
+        .into_iter()
+        .map(|processor| Effect {
+            processor,
+            changed: match processor {
+                Processor::RepetitionPenalty => repetition,
+                Processor::FrequencyPenalty | Processor::PresencePenalty => counted,
+                Processor::NoRepeatNgram => banned,
+                Processor::LogitBias => biased,
+            },
+        })
+        .collect();
     let changed = processed.iter().zip(logits).any(|(&p, &l)| p != f64::from(l));
-    Ok(changed.then_some(processed))
+    Ok((changed.then_some(processed), effects))
 }
 
 fn check_logits(logits: &[f32]) -> Result<()> {
@@ -208,18 +262,18 @@ fn check_logits(logits: &[f32]) -> Result<()> {
 
 impl Stage {
     /// The first stage when no processor changed anything: the raw softmax, shared.
-    fn first(name: &'static str, probs: Arc<[f64]>, entropy_bits: f64) -> Stage {
+    fn first(kind: StageKind, probs: Arc<[f64]>, entropy_bits: f64) -> Stage {
         let kept_count = probs.iter().filter(|&&p| p > 0.0).count();
-        Stage { name, probs, removed: Vec::new(), kept_count, kept_mass: 1.0, entropy_bits }
+        Stage { kind, probs, removed: Vec::new(), kept_count, kept_mass: 1.0, entropy_bits }
     }
 
     /// A stage that changed nothing: `before`'s distribution, shared.
-    fn unchanged(name: &'static str, before: &Stage) -> Stage {
-        Stage { name, removed: Vec::new(), kept_mass: 1.0, probs: before.probs.clone(), ..*before }
+    fn unchanged(kind: StageKind, before: &Stage) -> Stage {
+        Stage { kind, removed: Vec::new(), kept_mass: 1.0, probs: before.probs.clone(), ..*before }
     }
 
     /// A stage that may change every probability (processors, temperature).
-    fn reshaped(name: &'static str, before: &[f64], probs: Arc<[f64]>, entropy_bits: f64) -> Stage {
+    fn reshaped(kind: StageKind, before: &[f64], probs: Arc<[f64]>, entropy_bits: f64) -> Stage {
         // Usually nothing drops to 0 here: only a ban or an underflow at a tiny
         // temperature does. (A huge temperature can also revive a token that
         // underflowed at T = 1: kept, with no mass before.)
@@ -231,21 +285,21 @@ impl Stage {
                 before.iter().zip(probs.iter()).map(|(&b, &p)| if p > 0.0 { b } else { 0.0 }),
             ),
         };
-        Stage { name, probs, removed, kept_count, kept_mass, entropy_bits }
+        Stage { kind, probs, removed, kept_count, kept_mass, entropy_bits }
     }
 
     /// A stage that keeps only the candidates in `kept` (in any order) of
     /// `before`, renormalised. `dropped`, when the caller knows it, lists
     /// the rest of `before`'s survivors (it saves a pass over the vocabulary).
     fn cut(
-        name: &'static str,
+        kind: StageKind,
         before: &Stage,
         kept: &[Candidate],
         dropped: Option<&[Candidate]>,
     ) -> Stage {
         if kept.len() == before.kept_count {
             // Nothing removed: same distribution, same entropy, all the mass kept.
-            return Stage::unchanged(name, before);
+            return Stage::unchanged(kind, before);
         }
         let kept_mass = sum_lanes(kept.iter().map(|c| before.probs[c.id as usize]));
         // One allocation, zeroed, written in place (an `Arc` from a `Vec` would copy).
@@ -267,7 +321,7 @@ impl Stage {
             None => removed(&before.probs, &probs, before.kept_count - kept.len()),
         };
         Stage {
-            name,
+            kind,
             probs,
             removed,
             kept_count: kept.len(),

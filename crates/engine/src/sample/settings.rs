@@ -43,15 +43,16 @@ impl Default for Settings {
     }
 }
 
-fn bad(what: &str, value: impl std::fmt::Display, want: &str) -> EngineError {
-    EngineError::Setting(format!("{what} must be {want}, got {value}"))
+/// `Debug` prints a float short (`1e308`, not 309 digits) and exactly.
+fn bad(what: &str, value: impl std::fmt::Debug, want: &str) -> EngineError {
+    EngineError::Setting(format!("{what} must be {want}, got {value:?}"))
 }
 
 impl Settings {
     /// Checks every value against its range.
     pub fn validate(&self) -> Result<()> {
         if !(self.temperature.is_finite() && self.temperature >= 0.0) {
-            return Err(bad("temperature", self.temperature, "a number ≥ 0"));
+            return Err(bad("temperature", self.temperature, "a finite number ≥ 0 (0 = greedy)"));
         }
         if self.top_k < 0 {
             return Err(bad("top-k", self.top_k, "≥ 0 (0 = off)"));

@@ -1,0 +1,53 @@
+//! The vocabulary every engine shares, in a leaf module that both `cpu`,
+//! `gpu` and `session` import (so none of them imports another): which
+//! logits a pass returns, what a pass cost, the shared model handle and the
+//! input checks both engines make before any work.
+
+use std::sync::Arc;
+
+use crate::error::{EngineError, Result};
+use crate::model::Model;
+
+/// Which rows of logits a forward pass returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wanted {
+    /// Only the last token's logits: all that generation needs.
+    Last,
+    /// One row per input token (for checks against a reference).
+    All,
+}
+
+/// What one forward call cost. The GPU engine counts its own work; the CPU
+/// engine reports zero dispatches and submits.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StepStats {
+    /// Tokens that went through the model.
+    pub tokens: usize,
+    /// Compute dispatches recorded.
+    pub dispatches: usize,
+    /// Queue submits.
+    pub submits: usize,
+    /// Bytes written from CPU to GPU (token ids, kernel parameters).
+    pub bytes_written: usize,
+    /// Bytes read back from GPU to CPU (logits).
+    pub bytes_read: usize,
+    /// Wall time of the call, including the readback.
+    pub wall_ms: f64,
+}
+
+/// Shared by both engines: the model is read-only and outlives every session.
+pub type SharedModel = Arc<Model>;
+
+/// The checks both engines make before any work: non-empty, ids in range,
+/// room in the context.
+pub(crate) fn check_input(model: &Model, pos: usize, tokens: &[u32]) -> Result<()> {
+    if tokens.is_empty() {
+        return Err(EngineError::NoTokens);
+    }
+    model.check_tokens(tokens)?;
+    let n_positions = model.config.n_positions;
+    if pos + tokens.len() > n_positions {
+        return Err(EngineError::ContextOverflow { got: pos + tokens.len(), n_positions });
+    }
+    Ok(())
+}
