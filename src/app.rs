@@ -12,17 +12,17 @@ use leptos::html::Div;
 use leptos::prelude::*;
 
 use crate::custom_logits::{parse_sets, CustomLogits};
-use crate::driver::{Controls, Driver};
+use crate::driver::Driver;
 use crate::embed::{report_height, EmbedCode, EmbedFooter};
 use crate::lab::{load, Backend, Progress};
 use crate::playground::Playground;
+use crate::query::query;
+use crate::registry::{echo, Controls};
 use crate::route::{Route, Widget};
-use crate::url_state::{self, query, Share};
-use crate::widgets::{compare_params, preset, Logits, Source, WidgetView};
+use crate::url_state::{self, Share};
+use crate::widgets::{Logits, Source, WidgetView, COLUMN_CONTROLS};
 
 const DEFAULT_MODEL: &str = "models/shakespeare/";
-/// A speaker line as the corpus writes them (name, full stop, newline).
-const DEFAULT_PROMPT: &str = "Romeo.\n";
 
 /// Where the page stands.
 #[derive(Clone, Debug, PartialEq)]
@@ -40,21 +40,15 @@ pub fn App() -> impl IntoView {
     let mut notices = Vec::new();
     let route = Route::from_url(&mut notices);
     let controls = Controls::new();
-    let prompt = RwSignal::new(DEFAULT_PROMPT.to_string());
-    if let Some(w) = route.widget {
-        preset(w, &controls, prompt);
-    }
-    if let Some(p) = query("prompt") {
-        prompt.set(p);
-    }
-    let skip =
-        if route.widget == Some(Widget::Compare) { compare_params().to_vec() } else { vec![] };
-    notices.extend(url_state::apply(&controls, &skip));
+    let presets = route.widget.map_or(&[][..], Widget::presets);
+    let skip = if route.widget == Some(Widget::Compare) { &COLUMN_CONTROLS[..] } else { &[] };
+    notices.extend(url_state::apply(&controls, presets, skip));
+    notices.extend(url_state::repeated_params());
+    let force_cpu = backend_from_url(&mut notices);
     let logits = custom_logits(&route, &mut notices);
     let share = Share {
         route: StoredValue::new(route.clone()),
         controls,
-        prompt,
         logits: StoredValue::new(logits.as_ref().map(|(_, raw)| raw.clone())),
         extra: RwSignal::new(Vec::new()),
     };
@@ -66,7 +60,7 @@ pub fn App() -> impl IntoView {
         None => Phase::Loading(Progress { what: "starting".into(), loaded: 0, total: None }),
     });
     let driver = RwSignal::new_local(None::<Driver>);
-    let start = move || start_loading(phase, driver, controls, prompt);
+    let start = move || start_loading(phase, driver, controls, force_cpu);
     if logits.is_none() {
         start();
     }
@@ -139,7 +133,7 @@ fn start_loading(
     phase: RwSignal<Phase>,
     driver: RwSignal<Option<Driver>, LocalStorage>,
     controls: Controls,
-    prompt: RwSignal<String>,
+    force_cpu: bool,
 ) {
     // Set by the GPU's device-lost callback; the page carries on on the CPU.
     let lost = RwSignal::new(None::<String>);
@@ -153,12 +147,11 @@ fn start_loading(
     leptos::task::spawn_local(async move {
         let base = query("model").map(|m| if m.ends_with('/') { m } else { m + "/" });
         let base = base.unwrap_or_else(|| DEFAULT_MODEL.to_string());
-        let force_cpu = query("backend").as_deref() == Some("cpu");
         let on_lost = move |reason| lost.set(Some(reason));
         match load(&base, force_cpu, move |p| phase.set(Phase::Loading(p)), on_lost).await {
             Ok(lab) => {
                 let backend = lab.backend.clone();
-                let d = Driver::new(lab, controls, prompt);
+                let d = Driver::new(lab, controls);
                 driver.set(Some(d));
                 phase.set(Phase::Ready(backend));
                 d.reset(); // reads the prompt: the first distribution shows at once
@@ -166,6 +159,21 @@ fn start_loading(
             Err(e) => phase.set(Phase::Error(e)),
         }
     });
+}
+
+/// `backend=cpu` skips WebGPU; `webgpu` (or nothing) uses it where it works.
+fn backend_from_url(notices: &mut Vec<String>) -> bool {
+    match query("backend").as_deref().map(str::trim) {
+        None | Some("" | "webgpu" | "gpu" | "auto") => false,
+        Some("cpu") => true,
+        Some(other) => {
+            notices.push(format!(
+                "backend: {} is not a backend (cpu or webgpu); using WebGPU where it works",
+                echo(other)
+            ));
+            false
+        }
+    }
 }
 
 /// `logits=` (and `labels=`) if given, parsed, and usable by the widget

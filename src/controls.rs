@@ -4,55 +4,28 @@
 
 use leptos::prelude::*;
 
-use crate::driver::Controls;
-use crate::route::{Control, Shown};
+use crate::registry::{Control, Controls, Input, Spec, Value};
+use crate::route::Shown;
 
-/// The range and step of one control.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Range {
-    pub min: f64,
-    pub max: f64,
-    pub step: f64,
-}
-
-impl Range {
-    /// `raw` parsed and clamped; `Err` says why it was not taken as typed.
-    pub fn read(&self, raw: &str) -> Result<f64, String> {
-        let v: f64 = raw.trim().parse().map_err(|_| format!("“{raw}” is not a number"))?;
-        if !v.is_finite() {
-            return Err(format!("“{raw}” is not a finite number"));
-        }
-        Ok(v.clamp(self.min, self.max))
-    }
-}
-
-/// Every control's range, defined once: the controls, the URL reader and the
-/// custom-logits view all clamp to the same bounds.
-pub mod range {
-    use super::Range;
-    pub const TEMPERATURE: Range = Range { min: 0.0, max: 3.0, step: 0.05 };
-    pub const TOP_K: Range = Range { min: 0.0, max: 200.0, step: 1.0 };
-    /// top-p and min-p.
-    pub const PROBABILITY: Range = Range { min: 0.0, max: 1.0, step: 0.01 };
-    pub const REPETITION_PENALTY: Range = Range { min: 0.5, max: 2.0, step: 0.05 };
-    pub const SEED: Range = Range { min: 0.0, max: 4294967295.0, step: 1.0 };
-    pub const MAX_TOKENS: Range = Range { min: 1.0, max: 1000.0, step: 1.0 };
-    pub const BARS: Range = Range { min: 1.0, max: 100.0, step: 1.0 };
-}
-
-/// A labelled slider + number box. `testid` goes on the number box (it takes
-/// any value; the slider snaps to its step).
+/// The slider + number box of the number control `spec`. Its test id (on
+/// the number box, which takes any value; the slider snaps to its step) is
+/// `testid_prefix` + the spec's.
 #[component]
 pub fn NumberControl(
-    label: &'static str,
-    testid: &'static str,
-    range: Range,
+    spec: &'static Spec,
     value: RwSignal<f64>,
-    #[prop(optional)] help: &'static str,
     /// Shown but read-only (`controls=NAME:locked`).
     #[prop(optional)]
     locked: bool,
+    /// Tells several copies of one control apart (compare's columns).
+    #[prop(optional)]
+    testid_prefix: &'static str,
 ) -> impl IntoView {
+    let Input::Number { range, .. } = spec.input else {
+        return ().into_any();
+    };
+    let (label, help) = (spec.label, spec.help);
+    let testid = format!("{testid_prefix}{}", spec.testid());
     let notice = RwSignal::new(None::<String>);
     // The number box shows what was typed ("0." mid-edit), not a re-rendering
     // of the value; it follows the value only when the value moved elsewhere.
@@ -63,14 +36,10 @@ pub fn NumberControl(
             text.set(v.to_string());
         }
     });
-    let take = move |raw: String| match range.read(&raw) {
-        Ok(v) => {
-            let typed: Option<f64> = raw.trim().parse().ok();
-            notice.set(
-                (typed != Some(v))
-                    .then(|| format!("{label} kept within {}–{}", range.min, range.max)),
-            );
-            value.set(v);
+    let take = move |raw: String| match spec.read(&raw) {
+        Ok(taken) => {
+            notice.set(taken.adjusted.then(|| spec.adjustment(&raw, taken)));
+            value.set(taken.value);
         }
         Err(e) => notice.set(Some(e)),
     };
@@ -109,51 +78,60 @@ pub fn NumberControl(
             {move || notice.get().map(|n| view! { <span class="notice" role="status">{n}</span> })}
         </div>
     }
+    .into_any()
 }
 
 /// The controls `shown` names, in the page's order (the prompt has its own
 /// editor and is skipped here).
 #[component]
 pub fn ControlsPanel(controls: Controls, shown: Shown) -> impl IntoView {
-    let c = controls;
     let views = shown
         .controls
         .iter()
-        .map(|&(control, locked)| match control {
-            Control::Prompt => ().into_any(),
-            Control::Temperature => view! { <NumberControl label="Temperature" testid="temperature" value=c.temperature
-                range=range::TEMPERATURE locked=locked help="0 = greedy (always the most likely token)"/> }.into_any(),
-            Control::TopK => view! { <NumberControl label="Top-k" testid="top-k" value=c.top_k
-                range=range::TOP_K locked=locked help="keep the k most likely tokens; 0 = off"/> }.into_any(),
-            Control::TopP => view! { <NumberControl label="Top-p" testid="top-p" value=c.top_p
-                range=range::PROBABILITY locked=locked help="keep the smallest set whose mass reaches p; 1 = off"/> }.into_any(),
-            Control::MinP => view! { <NumberControl label="Min-p" testid="min-p" value=c.min_p
-                range=range::PROBABILITY locked=locked help="keep tokens with p ≥ min-p · p(top token); 0 = off"/> }.into_any(),
-            Control::RepetitionPenalty => view! { <NumberControl label="Repetition penalty" testid="repetition-penalty"
-                value=c.repetition_penalty range=range::REPETITION_PENALTY locked=locked
-                help="divides the logits of tokens already seen; 1 = off"/> }.into_any(),
-            Control::MaxTokens => view! { <NumberControl label="Max new tokens" testid="max-tokens" value=c.max_tokens
-                range=range::MAX_TOKENS locked=locked/> }.into_any(),
-            Control::Seed => view! {
-                <div class="seed-row">
-                    <NumberControl label="Seed" testid="seed" value=c.seed range=range::SEED locked=locked
-                        help="same seed + same settings = same text"/>
-                    {(!locked).then(|| view! {
-                        <button data-testid="new-seed"
-                            on:click=move |_| c.seed.set((js_sys::Math::random() * 4294967295.0).floor())>"new seed"</button>
-                    })}
-                </div>
-            }.into_any(),
-            Control::Bars => view! { <NumberControl label="Bars shown" testid="bars" value=c.bars range=range::BARS
-                locked=locked/> }.into_any(),
-            Control::Stop => view! {
-                <div class="control" class:locked=locked>
-                    <label for="stops">"Stop strings (one per line)"</label>
-                    <textarea id="stops" data-testid="stop-strings" rows="2" disabled=locked
-                        prop:value=move || c.stop.get() on:input=move |ev| c.stop.set(event_target_value(&ev))></textarea>
-                </div>
-            }.into_any(),
+        .map(|&(control, locked)| {
+            let spec = control.spec();
+            match controls.value(control) {
+                Value::Text(_) if control == Control::Prompt => ().into_any(),
+                Value::Text(text) => {
+                    view! { <TextControl spec=spec text=text locked=locked/> }.into_any()
+                }
+                Value::Number(value) if control == Control::Seed => {
+                    view! { <SeedControl spec=spec value=value locked=locked/> }.into_any()
+                }
+                Value::Number(value) => {
+                    view! { <NumberControl spec=spec value=value locked=locked/> }.into_any()
+                }
+            }
         })
         .collect_view();
     view! { <section class="controls" aria-label="sampling controls">{views}</section> }
+}
+
+/// The seed, with a button that draws a new one.
+#[component]
+fn SeedControl(spec: &'static Spec, value: RwSignal<f64>, locked: bool) -> impl IntoView {
+    let Input::Number { range, .. } = spec.input else { return ().into_any() };
+    view! {
+        <div class="seed-row">
+            <NumberControl spec=spec value=value locked=locked/>
+            {(!locked).then(|| view! {
+                <button data-testid="new-seed"
+                    on:click=move |_| value.set((js_sys::Math::random() * range.max).floor())>"new seed"</button>
+            })}
+        </div>
+    }
+    .into_any()
+}
+
+/// A text control (stop strings): a box, one entry per line.
+#[component]
+fn TextControl(spec: &'static Spec, text: RwSignal<String>, locked: bool) -> impl IntoView {
+    let id = format!("control-{}", spec.testid());
+    view! {
+        <div class="control" class:locked=locked title=spec.help>
+            <label for=id.clone()>{spec.label}</label>
+            <textarea id=id data-testid=spec.testid() rows="2" disabled=locked
+                prop:value=move || text.get() on:input=move |ev| text.set(event_target_value(&ev))></textarea>
+        </div>
+    }
 }

@@ -4,8 +4,8 @@
 
 use leptos::prelude::*;
 
-use crate::driver::Controls;
-use crate::route::{Control, Shown, Widget};
+use crate::registry::{echo, Control, Controls};
+use crate::route::{Shown, Widget};
 use crate::widgets::{Logits, Source, WidgetView};
 
 /// The most logits a URL may carry (a GPT-2-sized vocabulary fits).
@@ -13,20 +13,31 @@ const MAX_LOGITS: usize = 100_000;
 
 /// Parses `3,2,1,-inf`: finite numbers or `-inf` (a banned token).
 pub fn parse_logits(raw: &str) -> Result<Vec<f32>, String> {
+    let count = raw.split(',').count();
+    if count > MAX_LOGITS {
+        return Err(format!("logits: {count} values, at most {MAX_LOGITS}"));
+    }
     let logits = raw
         .split(',')
-        .map(|s| match s.trim() {
-            "-inf" | "-Infinity" => Ok(f32::NEG_INFINITY),
-            t => t
-                .parse::<f32>()
-                .ok()
-                .filter(|v| v.is_finite())
-                .ok_or_else(|| format!("logits: “{t}” is not a number")),
+        .map(|s| {
+            let t = s.trim();
+            match t.parse::<f64>() {
+                // `-inf`, `-Infinity` (any case): a banned token.
+                Ok(f64::NEG_INFINITY) => Ok(f32::NEG_INFINITY),
+                Err(_) => Err(format!("logits: {} is not a number", echo(t))),
+                // Parsed wide first, so an overflow is called what it is.
+                Ok(v) if v.is_finite() && (v as f32).is_infinite() => Err(format!(
+                    "logits: {} is too large (logits must lie within ±3.4e38)",
+                    echo(t)
+                )),
+                Ok(v) if !v.is_finite() => Err(format!(
+                    "logits: {} is not a finite number (only -inf is allowed: a banned token)",
+                    echo(t)
+                )),
+                Ok(v) => Ok(v as f32),
+            }
         })
         .collect::<Result<Vec<f32>, String>>()?;
-    if logits.len() > MAX_LOGITS {
-        return Err(format!("logits: {} values, at most {MAX_LOGITS}", logits.len()));
-    }
     if logits.iter().all(|&l| l == f32::NEG_INFINITY) {
         return Err("logits: at least one must be a number (not -inf)".into());
     }
@@ -59,6 +70,13 @@ pub fn parse_sets(
                 logits.len()
             ));
             labels.truncate(logits.len());
+        } else if !labels.is_empty() && labels.len() < logits.len() {
+            notices.push(format!(
+                "labels: set {} has {} labels for {} logits; the rest are shown as their index",
+                i + 1,
+                labels.len(),
+                logits.len()
+            ));
         }
     }
     Ok(Logits::new(sets, label_sets))

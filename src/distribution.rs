@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use engine::sample::{explain, Explanation, Settings};
+use engine::sample::{explain, Explanation, Processor, Settings, StageKind};
 use leptos::prelude::*;
 
 /// The logits of one step and the history the processors see for it.
@@ -63,6 +63,9 @@ pub fn DistributionPanel(
     bars: Signal<usize>,
     token_text: Callback<u32, String>,
     #[prop(optional_no_strip)] on_pick: Option<Callback<u32>>,
+    /// The stop strings, shown at the end of the pipeline strip when set.
+    #[prop(optional_no_strip)]
+    stop: Option<RwSignal<String>>,
 ) -> impl IntoView {
     let shown = Memo::new(move |_| match explanation.get() {
         Some(Ok(e)) => {
@@ -84,7 +87,7 @@ pub fn DistributionPanel(
             {move || match explanation.get() {
                 None => view! { <p class="note">"The next-token distribution appears once the prompt has been read."</p> }.into_any(),
                 Some(Err(e)) => view! { <p class="error" role="alert">{e}</p> }.into_any(),
-                Some(Ok(e)) => view! { <Readouts e=e/> }.into_any(),
+                Some(Ok(e)) => view! { <Readouts e=e stop=stop/> }.into_any(),
             }}
             <ol class="bars">
                 <For each=move || shown.get() key=|b| (b.id, b.p.to_bits(), b.p_raw.to_bits()) let:bar>
@@ -161,25 +164,54 @@ fn BarRow(bar: Bar, on_pick: Option<Callback<u32>>) -> impl IntoView {
     }
 }
 
-/// Entropy, kept count and mass, and what each stage removed.
+/// Entropy, kept count and mass, and what each stage removed: the strip
+/// names each processor that is on (and how many tokens it changed), every
+/// stage, and the stop strings that end the text after the draw.
 #[component]
-fn Readouts(e: Arc<Explanation>) -> impl IntoView {
+fn Readouts(e: Arc<Explanation>, stop: Option<RwSignal<String>>) -> impl IntoView {
     let last = e.stages.last().expect("the pipeline always has stages");
     let kept_mass: f64 = e.stages.iter().skip(2).map(|s| s.kept_mass).product();
+    let effects = e
+        .effects
+        .iter()
+        .map(|f| {
+            let verb = if f.processor == Processor::NoRepeatNgram { "banned" } else { "changed" };
+            view! {
+                <li class="active processor" data-processor=f.processor.name()
+                    title=format!("{} tokens {verb}", f.changed)>
+                    <span class="stage-name">{f.processor.name().replace('_', "-")}</span>
+                    <span class="stage-count">{format!("{} {verb}", f.changed)}</span>
+                </li>
+            }
+        })
+        .collect_view();
     let strip = e
         .stages
         .iter()
+        // With processors on, their own items stand for the stage.
+        .filter(|s| s.kind != StageKind::Processors || e.effects.is_empty())
         .map(|s| {
             let removed = s.removed.len();
             let active = removed > 0;
             view! {
-                <li class:active=active title=format!("{} kept, {} removed, {:.3} bits", s.kept_count, removed, s.entropy_bits)>
+                <li class:active=active data-stage=s.kind.name()
+                    title=format!("{} kept, {} removed, {:.3} bits", s.kept_count, removed, s.entropy_bits)>
                     <span class="stage-name">{s.kind.name().replace('_', "-")}</span>
                     <span class="stage-count">{if removed > 0 { format!("−{removed}") } else { "·".to_string() }}</span>
                 </li>
             }
         })
         .collect_view();
+    let stops = move || {
+        let raw = stop?.get();
+        let n = raw.lines().filter(|l| !l.is_empty()).count();
+        (n > 0).then(|| view! {
+            <li class="active" data-stage="stop" title=format!("the text ends before: {}", raw.replace('\n', " | "))>
+                <span class="stage-name">"stop"</span>
+                <span class="stage-count">{format!("{n} string{}", if n == 1 { "" } else { "s" })}</span>
+            </li>
+        })
+    };
     view! {
         <div class="readouts">
             <span data-testid="entropy-raw">"entropy " {format!("{:.3}", e.raw_entropy_bits)} " bits"</span>
@@ -188,10 +220,12 @@ fn Readouts(e: Arc<Explanation>) -> impl IntoView {
             <span data-testid="kept-count">" · kept " {last.kept_count}</span>
             <span data-testid="kept-mass">" · " {format!("{:.1}", kept_mass * 100.0)} "% of the tempered mass"</span>
         </div>
-        <ol class="pipeline-strip" aria-label="pipeline">
+        <ol class="pipeline-strip" aria-label="pipeline" data-testid="pipeline-strip">
             <li><span class="stage-name">"raw"</span></li>
+            {effects}
             {strip}
             <li><span class="stage-name">"final"</span></li>
+            {stops}
         </ol>
     }
 }

@@ -6,13 +6,14 @@
 
 use std::sync::Arc;
 
-use engine::run::{Done, Job, Run};
-use engine::sample::Settings;
+use engine::generate::Crop;
+use engine::run::{Done, Run};
 use leptos::prelude::*;
 
 use crate::distribution::StepInput;
 use crate::lab::Lab;
 use crate::loader::yield_to_browser;
+use crate::registry::{Control, Controls};
 
 /// One generated token as the output shows it.
 #[derive(Clone, Debug, PartialEq)]
@@ -37,69 +38,6 @@ pub struct Stats {
     pub kv_bytes: usize,
 }
 
-/// Every control the pipeline and the run read.
-#[derive(Clone, Copy)]
-pub struct Controls {
-    pub temperature: RwSignal<f64>,
-    pub top_k: RwSignal<f64>,
-    pub top_p: RwSignal<f64>,
-    pub min_p: RwSignal<f64>,
-    pub repetition_penalty: RwSignal<f64>,
-    pub max_tokens: RwSignal<f64>,
-    pub seed: RwSignal<f64>,
-    pub bars: RwSignal<f64>,
-    pub stop: RwSignal<String>,
-}
-
-impl Controls {
-    /// The playground's starting values (a widget may preset others).
-    pub fn new() -> Controls {
-        Controls {
-            temperature: RwSignal::new(0.8),
-            top_k: RwSignal::new(0.0),
-            top_p: RwSignal::new(1.0),
-            min_p: RwSignal::new(0.0),
-            repetition_penalty: RwSignal::new(1.0),
-            max_tokens: RwSignal::new(60.0),
-            seed: RwSignal::new(1.0),
-            bars: RwSignal::new(20.0),
-            stop: RwSignal::new(String::new()),
-        }
-    }
-
-    /// The sampling settings the controls describe.
-    pub fn settings(&self) -> Settings {
-        Settings {
-            temperature: self.temperature.get(),
-            top_k: self.top_k.get() as i64,
-            top_p: self.top_p.get(),
-            min_p: self.min_p.get(),
-            repetition_penalty: self.repetition_penalty.get(),
-            ..Settings::default()
-        }
-    }
-
-    /// The run the controls describe: settings, seed, stop strings, length.
-    pub fn job_untracked(&self) -> Job {
-        Job {
-            settings: self.settings_untracked(),
-            seed: self.seed.get_untracked() as u64,
-            stop: self.stops(),
-            max_tokens: self.max_tokens.get_untracked() as usize,
-        }
-    }
-
-    fn stops(&self) -> Vec<String> {
-        // One stop string per line; "\n" typed literally means a newline.
-        self.stop
-            .get_untracked()
-            .lines()
-            .filter(|l| !l.is_empty())
-            .map(|l| l.replace("\\n", "\n"))
-            .collect()
-    }
-}
-
 /// The playground's state: signals (for views) plus the run and the model.
 #[derive(Clone, Copy)]
 pub struct Driver {
@@ -116,6 +54,11 @@ pub struct Driver {
     stop_asked: RwSignal<bool>,
     pub stats: RwSignal<Stats>,
     pub error: RwSignal<Option<String>>,
+    /// Something the run did that the reader should know (the context crop).
+    pub notice: RwSignal<Option<String>>,
+    /// Index of the first chip of the current run (earlier ones are a
+    /// branch's prefix): a stop string is looked for from there.
+    run_from: StoredValue<usize>,
     /// Every finished generation, oldest first ("same seed, same text").
     pub runs: RwSignal<Vec<RunRecord>>,
 }
@@ -130,12 +73,12 @@ pub struct RunRecord {
 }
 
 impl Driver {
-    pub fn new(lab: Lab, controls: Controls, prompt: RwSignal<String>) -> Driver {
+    pub fn new(lab: Lab, controls: Controls) -> Driver {
         Driver {
             lab: StoredValue::new_local(lab),
             run: StoredValue::new_local(None),
             controls,
-            prompt,
+            prompt: controls.text(Control::Prompt),
             chips: RwSignal::new(Vec::new()),
             next: RwSignal::new(None),
             selected: RwSignal::new(None),
@@ -143,6 +86,8 @@ impl Driver {
             stop_asked: RwSignal::new(false),
             stats: RwSignal::new(Stats::default()),
             error: RwSignal::new(None),
+            notice: RwSignal::new(None),
+            run_from: StoredValue::new(0),
             runs: RwSignal::new(Vec::new()),
         }
     }
@@ -237,15 +182,18 @@ impl Driver {
         let c = self.controls;
         let s = c.settings_untracked();
         let record = RunRecord {
-            seed: c.seed.get_untracked() as u64,
+            seed: c.job_untracked().seed,
             settings: format!(
-                "T {} · top-k {} · top-p {} · min-p {} · rep {} · max {}",
+                "T {} · top-k {} · top-p {} · min-p {} · rep {} · freq {} · presence {} · no-repeat {} · max {}",
                 s.temperature,
                 s.top_k,
                 s.top_p,
                 s.min_p,
                 s.repetition_penalty,
-                c.max_tokens.get_untracked()
+                s.frequency_penalty,
+                s.presence_penalty,
+                s.no_repeat_ngram,
+                c.job_untracked().max_tokens
             ),
             prompt: self.prompt.get_untracked(),
             text: self.chips.with_untracked(|c| c.iter().map(|c| c.text.as_str()).collect()),
@@ -265,6 +213,7 @@ impl Driver {
         self.generating.set(true);
         self.stop_asked.set(false);
         self.error.set(None);
+        self.notice.set(None);
         leptos::task::spawn_local(async move {
             if let Err(e) = job(self).await {
                 self.error.set(Some(e));
@@ -296,6 +245,10 @@ impl Driver {
             }
         }
         .map_err(|e| e.to_string())?;
+        self.run_from.set_value(self.chips.with_untracked(Vec::len));
+        if let Some(crop) = run.prompt_crop {
+            self.notice.set(Some(crop_notice("the prompt is longer than the context", crop)));
+        }
         let stats = run.session().last_stats();
         self.stats.set(Stats {
             prefill_ms: stats.wall_ms,
@@ -339,6 +292,12 @@ impl Driver {
         if step.done != Some(Done::Eos) {
             self.chips.update(|c| c.push(chip));
         }
+        if step.done == Some(Done::Stop) {
+            self.hide_stop_string();
+        }
+        if let Some(crop) = step.crop {
+            self.notice.set(Some(crop_notice("the context is full", crop)));
+        }
         let last = run.session().last_stats();
         self.stats.update(|s| {
             s.decode_ms = last.wall_ms;
@@ -350,6 +309,35 @@ impl Driver {
         Ok(step.done)
     }
 
+    /// The run stopped on a stop string: its chips (and anything after it)
+    /// leave the output, which then reads like the CLI's text. A chip the
+    /// stop string starts inside keeps its text up to there.
+    fn hide_stop_string(self) {
+        let stops = self.controls.job_untracked().stop;
+        let from = self.run_from.get_value();
+        self.chips.update(|chips| {
+            let text: String =
+                chips[from.min(chips.len())..].iter().map(|c| c.text.as_str()).collect();
+            let Some(at) = stops.iter().filter_map(|s| text.find(s.as_str())).min() else {
+                return; // the stop string spans tokens the chips show differently
+            };
+            let mut start = 0;
+            let mut keep = from;
+            for chip in chips.iter_mut().skip(from) {
+                if start >= at {
+                    break;
+                }
+                let end = start + chip.text.len();
+                if end > at {
+                    chip.text.truncate(at - start);
+                }
+                start = end;
+                keep += 1;
+            }
+            chips.truncate(keep);
+        });
+    }
+
     fn stats_of(&self, run: &Run) -> Stats {
         Stats {
             context: run.context_len(),
@@ -359,10 +347,12 @@ impl Driver {
     }
 }
 
-impl Controls {
-    pub fn settings_untracked(&self) -> Settings {
-        untrack(|| self.settings())
-    }
+/// The crop in words (the CLI prints the same to stderr).
+fn crop_notice(why: &str, crop: Crop) -> String {
+    format!(
+        "{why}: the model now sees the last {} tokens ({} earlier ones dropped)",
+        crop.kept, crop.dropped
+    )
 }
 
 fn input_of(run: &Run) -> StepInput {

@@ -12,6 +12,8 @@ mod lab;
 mod loader;
 mod nucleus;
 mod playground;
+mod query;
+mod registry;
 mod route;
 mod url_state;
 mod widgets;

@@ -7,7 +7,8 @@ use leptos::prelude::*;
 use crate::controls::ControlsPanel;
 use crate::distribution::{explained, visible, DistributionPanel};
 use crate::driver::{Chip, Driver};
-use crate::route::{Control, Shown};
+use crate::registry::Control;
+use crate::route::Shown;
 
 #[component]
 pub fn Playground(driver: Driver, shown: Shown) -> impl IntoView {
@@ -24,7 +25,7 @@ pub fn Playground(driver: Driver, shown: Shown) -> impl IntoView {
             <ControlsPanel controls=d.controls shown=shown/>
             <section class="panel">
                 <NextPanel driver=d pick=true/>
-                <p class="note">"Order: processors (repetition penalty) → temperature → top-k → top-p → min-p → renormalise → draw."</p>
+                <p class="note">"Order: processors (repetition, frequency and presence penalties, no-repeat n-gram) → temperature → top-k → top-p → min-p → renormalise → draw → stop strings."</p>
             </section>
         </div>
     }
@@ -66,6 +67,7 @@ pub fn Buttons(driver: Driver, generate: bool, step: bool) -> impl IntoView {
                 title="forget the output and read the prompt again">"Reset"</button>
         </div>
         {move || d.error.get().map(|e| view! { <p class="error" role="alert" data-testid="error">{e}</p> })}
+        {move || d.notice.get().map(|n| view! { <p class="note notice" role="status" data-testid="run-notice">{n}</p> })}
     }
 }
 
@@ -76,7 +78,7 @@ pub fn NextPanel(driver: Driver, pick: bool) -> impl IntoView {
     let d = driver;
     let c = d.controls;
     let settings = Signal::derive(move || c.settings());
-    let bars = Signal::derive(move || c.bars.get() as usize);
+    let bars = Signal::derive(move || c.number(Control::Bars).get() as usize);
     let input = Signal::derive(move || match d.selected.get() {
         Some(i) => d.chips.with(|chips| chips.get(i).map(|chip| chip.input.clone())),
         None => d.next.get(),
@@ -93,7 +95,8 @@ pub fn NextPanel(driver: Driver, pick: bool) -> impl IntoView {
             <p class="note">{if pick { "Click a bar to branch from here with that token, or " } else { "" }}
                 <button on:click=move |_| d.selected.set(None)>"back to the next token"</button></p>
         })}
-        <DistributionPanel explanation=explained(input, settings) bars=bars token_text=token_text on_pick=on_pick/>
+        <DistributionPanel explanation=explained(input, settings) bars=bars token_text=token_text on_pick=on_pick
+            stop=Some(c.text(Control::Stop))/>
         {pick.then(|| view! {
             <p class="note">"You are the sampler: click a bar to append that token instead of a drawn one."</p>
         })}

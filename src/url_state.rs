@@ -7,77 +7,60 @@
 use leptos::prelude::*;
 use wasm_bindgen::JsValue;
 
-use crate::controls::{range, Range};
-use crate::driver::Controls;
 use crate::loader::debounced;
-use crate::route::Route;
+use crate::query::query;
+use crate::registry::{Control, Controls, Input, Value, SPECS};
+use crate::route::{Preset, Route};
 
-/// One numeric URL parameter and the control it reads and sets.
-struct Param {
-    name: &'static str,
-    range: Range,
-    control: fn(&Controls) -> RwSignal<f64>,
-}
-
-impl Param {
-    /// Whole-number controls (step 1) take whole numbers.
-    fn set(&self, c: &Controls, v: f64) {
-        (self.control)(c).set(if self.range.step == 1.0 { v.round() } else { v });
-    }
-}
-
-const PARAMS: [Param; 8] = [
-    Param { name: "temperature", range: range::TEMPERATURE, control: |c| c.temperature },
-    Param { name: "top_k", range: range::TOP_K, control: |c| c.top_k },
-    Param { name: "top_p", range: range::PROBABILITY, control: |c| c.top_p },
-    Param { name: "min_p", range: range::PROBABILITY, control: |c| c.min_p },
-    Param {
-        name: "repetition_penalty",
-        range: range::REPETITION_PENALTY,
-        control: |c| c.repetition_penalty,
-    },
-    Param { name: "seed", range: range::SEED, control: |c| c.seed },
-    Param { name: "max_tokens", range: range::MAX_TOKENS, control: |c| c.max_tokens },
-    Param { name: "bars", range: range::BARS, control: |c| c.bars },
-];
-
-thread_local! {
-    /// The query string the page was opened with. Read once: the address bar
-    /// is rewritten as controls move, and a widget mounting later (after the
-    /// model loaded) must still see what the link asked for.
-    static OPENED_WITH: String = web_sys::window()
-        .and_then(|w| w.location().search().ok())
-        .unwrap_or_default();
-}
-
-/// The query parameter `name` of the URL the page was opened with.
-pub fn query(name: &str) -> Option<String> {
-    OPENED_WITH.with(|search| web_sys::UrlSearchParams::new_with_str(search).ok()?.get(name))
-}
-
-/// Sets every control named in the URL except those in `skip` (a widget that
-/// reads them itself); returns a notice per value not taken as given.
-pub fn apply(controls: &Controls, skip: &[&str]) -> Vec<String> {
-    let mut notices = Vec::new();
-    for p in PARAMS.iter().filter(|p| !skip.contains(&p.name)) {
-        let Some(raw) = query(p.name) else { continue };
-        match p.range.read(&raw) {
-            Ok(v) => {
-                if raw.trim().parse::<f64>().ok() != Some(v) {
-                    notices.push(format!(
-                        "{}={raw} is outside {}–{}: using {v}",
-                        p.name, p.range.min, p.range.max
-                    ));
-                }
-                p.set(controls, v);
-            }
-            Err(e) => notices.push(format!("{}: {e}; using the default", p.name)),
+/// Sets `presets` (a widget's starting values), then every control the URL
+/// names except those in `skip` (a widget that reads them itself); returns a
+/// notice per value not taken as given.
+pub fn apply(controls: &Controls, presets: &[(Control, Preset)], skip: &[Control]) -> Vec<String> {
+    for &(control, preset) in presets {
+        match (controls.value(control), preset) {
+            (Value::Number(s), Preset::Number(v)) => s.set(v),
+            (Value::Text(s), Preset::Text(t)) => s.set(t.to_string()),
+            _ => {} // a preset of the wrong kind is caught by the route's test
         }
     }
-    if let Some(stop) = query("stop") {
-        controls.stop.set(stop);
+    let mut notices = Vec::new();
+    for spec in SPECS.iter().filter(|s| !skip.contains(&s.control)) {
+        let Some(raw) = query(spec.name) else { continue };
+        match controls.value(spec.control) {
+            Value::Text(s) => s.set(raw),
+            Value::Number(s) => match spec.read(&raw) {
+                Ok(taken) => {
+                    if taken.adjusted {
+                        notices.push(spec.adjustment(&raw, taken));
+                    }
+                    s.set(taken.value);
+                }
+                Err(e) => notices.push(format!("{}: {e}; using the default", spec.name)),
+            },
+        }
     }
     notices
+}
+
+/// A notice for each parameter the URL gives more than once (the last wins).
+pub fn repeated_params() -> Vec<String> {
+    let Some(search) = web_sys::window().and_then(|w| w.location().search().ok()) else {
+        return Vec::new();
+    };
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    for pair in search.trim_start_matches('?').split('&').filter(|p| !p.is_empty()) {
+        let name = pair.split('=').next().unwrap_or_default().to_string();
+        match seen.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, count)) => *count += 1,
+            None => seen.push((name, 1)),
+        }
+    }
+    seen.into_iter()
+        .filter(|(_, count)| *count > 1)
+        .map(|(name, count)| {
+            format!("{} is given {count} times: the last one is used", crate::registry::echo(&name))
+        })
+        .collect()
 }
 
 /// Everything a link must carry to reproduce the page.
@@ -85,11 +68,10 @@ pub fn apply(controls: &Controls, skip: &[&str]) -> Vec<String> {
 pub struct Share {
     pub route: StoredValue<Route>,
     pub controls: Controls,
-    pub prompt: RwSignal<String>,
     /// `logits=` / `labels=` exactly as given (custom-logits mode).
     pub logits: StoredValue<Option<(String, Option<String>)>>,
     /// Parameters a widget writes itself (the compare widget's columns).
-    pub extra: RwSignal<Vec<(&'static str, String)>>,
+    pub extra: RwSignal<Vec<(Control, String)>>,
 }
 
 impl Share {
@@ -100,25 +82,31 @@ impl Share {
         if let Some(w) = route.widget {
             params.append("widget", w.name());
         }
-        match self.logits.get_value() {
-            Some((logits, labels)) => {
-                params.append("logits", &logits);
-                if let Some(labels) = labels {
-                    params.append("labels", &labels);
-                }
+        let logits = self.logits.get_value();
+        if let Some((logits, labels)) = &logits {
+            params.append("logits", logits);
+            if let Some(labels) = labels {
+                params.append("labels", labels);
             }
-            None => params.append("prompt", &self.prompt.get()),
         }
         let extra = self.extra.get();
-        for p in PARAMS.iter().filter(|p| !extra.iter().any(|(n, _)| *n == p.name)) {
-            params.append(p.name, &(p.control)(&self.controls).get().to_string());
-        }
-        for (name, value) in &extra {
-            params.append(name, value);
-        }
-        let stop = self.controls.stop.get();
-        if !stop.is_empty() {
-            params.append("stop", &stop);
+        for spec in SPECS {
+            if let Some((_, value)) = extra.iter().find(|(c, _)| *c == spec.control) {
+                params.append(spec.name, value);
+                continue;
+            }
+            match (self.controls.value(spec.control), spec.input) {
+                (Value::Number(v), _) => params.append(spec.name, &v.get().to_string()),
+                // The prompt means nothing over an author's logits.
+                (Value::Text(_), _) if spec.control == Control::Prompt && logits.is_some() => {}
+                (Value::Text(t), Input::Text { default }) => {
+                    let t = t.get();
+                    if !t.is_empty() || !default.is_empty() {
+                        params.append(spec.name, &t);
+                    }
+                }
+                (Value::Text(_), Input::Number { .. }) => {}
+            }
         }
         for name in ["model", "backend"] {
             if let Some(v) = query(name) {

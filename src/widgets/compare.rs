@@ -6,39 +6,75 @@ use engine::run::{Job, Run};
 use engine::sample::Settings;
 use leptos::prelude::*;
 
-use crate::controls::{range, ControlsPanel, NumberControl};
+use crate::controls::{ControlsPanel, NumberControl};
 use crate::driver::Driver;
 use crate::loader::yield_to_browser;
 use crate::playground::PromptEditor;
-use crate::route::{Control, Shown};
-use crate::url_state::{query, Share};
+use crate::query::query;
+use crate::registry::{Control, Drives};
+use crate::route::Shown;
+use crate::url_state::Share;
 
-/// greedy; low T; medium T + small k; higher T + larger k.
-/// One column's (temperature, top-k) controls.
-type Column = (RwSignal<f64>, RwSignal<f64>);
+/// The controls each column sets for itself; the URL carries each as a list,
+/// one value per column. The other controls (seed, length) are shared.
+pub const COLUMN_CONTROLS: [Control; 2] = [Control::Temperature, Control::TopK];
 
-const DEFAULT_COLUMNS: [(f64, f64); 4] = [(0.0, 0.0), (0.3, 0.0), (0.8, 10.0), (1.2, 100.0)];
+/// greedy; low T; medium T + small k; higher T + larger k — one value per
+/// `COLUMN_CONTROLS` entry.
+const DEFAULT_COLUMNS: [[f64; 2]; 4] = [[0.0, 0.0], [0.3, 0.0], [0.8, 10.0], [1.2, 100.0]];
 const NAMES: [&str; 4] = ["greedy", "low temperature", "medium T, small k", "higher T, larger k"];
 
-/// The URL parameters this widget reads itself (the others must skip them).
-pub fn compare_params() -> [&'static str; 2] {
-    ["temperature", "top_k"]
-}
+/// One column's values of `COLUMN_CONTROLS`.
+type Column = [RwSignal<f64>; 2];
 
-/// The four columns' (temperature, top-k) from the URL lists, with notices.
-fn columns_from_url(notices: &mut Vec<String>) -> [(f64, f64); 4] {
+/// The columns' values from the URL lists, each clamped or defaulted with a
+/// notice; a list of the wrong length is said to be so.
+fn columns_from_url(notices: &mut Vec<String>) -> [[f64; 2]; 4] {
     let mut cols = DEFAULT_COLUMNS;
-    for (name, r, which) in [("temperature", range::TEMPERATURE, 0), ("top_k", range::TOP_K, 1)] {
-        let Some(raw) = query(name) else { continue };
-        for (i, item) in raw.split(',').take(4).enumerate() {
-            match r.read(item) {
-                Ok(v) if which == 0 => cols[i].0 = v,
-                Ok(v) => cols[i].1 = v.round(),
-                Err(e) => notices.push(format!("{name} (column {}): {e}", i + 1)),
+    for (j, control) in COLUMN_CONTROLS.into_iter().enumerate() {
+        let spec = control.spec();
+        let Some(raw) = query(spec.name) else { continue };
+        let items: Vec<&str> = raw.split(',').collect();
+        if items.len() != cols.len() {
+            notices.push(format!(
+                "{}: {} values for {} columns; {}",
+                spec.name,
+                items.len(),
+                cols.len(),
+                if items.len() > cols.len() {
+                    "the extra ones are ignored"
+                } else {
+                    "the columns without one keep their default"
+                }
+            ));
+        }
+        for (i, item) in items.into_iter().take(cols.len()).enumerate() {
+            match spec.read(item) {
+                Ok(taken) => {
+                    if taken.adjusted {
+                        notices.push(format!("column {}: {}", i + 1, spec.adjustment(item, taken)));
+                    }
+                    cols[i][j] = taken.value;
+                }
+                Err(e) => notices.push(format!(
+                    "{} (column {}): {e}; using the default",
+                    spec.name,
+                    i + 1
+                )),
             }
         }
     }
     cols
+}
+
+/// The shared settings with one column's values of `COLUMN_CONTROLS`.
+fn column_settings(mut settings: Settings, column: [f64; 2]) -> Settings {
+    for (control, v) in COLUMN_CONTROLS.into_iter().zip(column) {
+        if let Drives::Setting(apply) = control.spec().drives {
+            apply(&mut settings, v);
+        }
+    }
+    settings
 }
 
 #[component]
@@ -46,30 +82,28 @@ pub fn Compare(driver: Driver, shown: Shown) -> impl IntoView {
     let d = driver;
     let mut notices = Vec::new();
     let cols = columns_from_url(&mut notices);
-    let columns: Vec<Column> =
-        cols.iter().map(|&(t, k)| (RwSignal::new(t), RwSignal::new(k))).collect();
+    let columns: Vec<Column> = cols.iter().map(|c| c.map(RwSignal::new)).collect();
     let texts = RwSignal::new(vec![String::new(); 4]);
     // The columns travel in links as lists.
     if let Some(share) = use_context::<Share>() {
         let cols = columns.clone();
         Effect::new(move |_| {
-            let list = |f: &dyn Fn(&Column) -> f64| {
-                cols.iter().map(|c| f(c).to_string()).collect::<Vec<_>>().join(",")
-            };
-            share
-                .extra
-                .set(vec![("temperature", list(&|c| c.0.get())), ("top_k", list(&|c| c.1.get()))]);
+            let lists = COLUMN_CONTROLS.into_iter().enumerate().map(|(j, control)| {
+                let list: Vec<String> = cols.iter().map(|c| c[j].get().to_string()).collect();
+                (control, list.join(","))
+            });
+            share.extra.set(lists.collect());
         });
     }
     let cols = columns.clone();
     let run_all = move || {
-        let cols: Vec<(f64, f64)> =
-            cols.iter().map(|(t, k)| (t.get_untracked(), k.get_untracked())).collect();
+        let cols: Vec<[f64; 2]> = cols.iter().map(|c| c.map(|v| v.get_untracked())).collect();
         texts.set(vec![String::new(); 4]);
         d.launch(move |d| async move {
-            for (i, (temperature, top_k)) in cols.into_iter().enumerate() {
-                let settings = Settings { temperature, top_k: top_k as i64, ..Settings::default() };
-                generate_into(d, settings, texts, i).await?;
+            for (i, column) in cols.into_iter().enumerate() {
+                // Each column: plain sampling with its own values (the
+                // playground's cuts and penalties are not part of this lesson).
+                generate_into(d, column_settings(Settings::default(), column), texts, i).await?;
             }
             Ok(())
         });
@@ -77,11 +111,12 @@ pub fn Compare(driver: Driver, shown: Shown) -> impl IntoView {
     let panels = columns
         .into_iter()
         .enumerate()
-        .map(|(i, (t, k))| view! {
+        .map(|(i, column)| view! {
             <section class="compare-column" data-testid="compare-column" data-column=i.to_string()>
                 <h3>{NAMES[i]}</h3>
-                <NumberControl label="Temperature" testid="compare-temperature" value=t range=range::TEMPERATURE/>
-                <NumberControl label="Top-k" testid="compare-top-k" value=k range=range::TOP_K/>
+                {COLUMN_CONTROLS.into_iter().zip(column).map(|(control, value)| view! {
+                    <NumberControl spec=control.spec() value=value testid_prefix="compare-"/>
+                }).collect_view()}
                 <div class="output" data-testid="compare-output">{move || texts.with(|t| t[i].clone())}</div>
             </section>
         })

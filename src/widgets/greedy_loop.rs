@@ -8,7 +8,8 @@ use leptos::prelude::*;
 use crate::controls::ControlsPanel;
 use crate::driver::Driver;
 use crate::playground::{Buttons, Output, PromptEditor};
-use crate::route::{Control, Shown};
+use crate::registry::Control;
+use crate::route::Shown;
 
 /// The temperature the "sampling" side of the switch uses (unless the URL
 /// or the page already set a non-zero one).
@@ -26,17 +27,17 @@ pub fn GreedyLoop(driver: Driver, shown: Shown) -> impl IntoView {
     let last_sampling_t = StoredValue::new(SAMPLING_T);
     let choose = move |greedy: bool| {
         if greedy {
-            let t = c.temperature.get_untracked();
+            let t = c.number(Control::Temperature).get_untracked();
             if t > 0.0 {
                 last_sampling_t.set_value(t);
             }
-            c.temperature.set(0.0);
+            c.number(Control::Temperature).set(0.0);
         } else {
-            c.temperature.set(last_sampling_t.get_value());
+            c.number(Control::Temperature).set(last_sampling_t.get_value());
         }
         d.generate();
     };
-    let greedy = move || c.temperature.get() == 0.0;
+    let greedy = move || c.number(Control::Temperature).get() == 0.0;
     let report = move || match (found.get(), d.chips.with(Vec::is_empty)) {
         (_, true) => "Generate to see where greedy decoding goes.".to_string(),
         (Some(l), _) => format!(
@@ -57,7 +58,7 @@ pub fn GreedyLoop(driver: Driver, shown: Shown) -> impl IntoView {
                         disabled=move || d.generating.get() on:click=move |_| choose(true)>"greedy (T = 0)"</button>
                     <button data-testid="sampling" aria-pressed=move || (!greedy()).to_string() class:on=move || !greedy()
                         disabled=move || d.generating.get() on:click=move |_| choose(false)>
-                        {move || format!("sampling (T = {})", if greedy() { last_sampling_t.get_value() } else { c.temperature.get() })}
+                        {move || format!("sampling (T = {})", if greedy() { last_sampling_t.get_value() } else { c.number(Control::Temperature).get() })}
                     </button>
                 </div>
                 <Buttons driver=d generate=true step=false/>

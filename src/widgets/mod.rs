@@ -16,50 +16,13 @@ use leptos::prelude::*;
 
 use crate::controls::ControlsPanel;
 use crate::distribution::{explained, DistributionPanel, Explained, StepInput};
-use crate::driver::{Controls, Driver};
+use crate::driver::Driver;
 use crate::loader::debounced;
 use crate::nucleus::NucleusChart;
 use crate::playground::{Buttons, NextPanel, Output, PromptEditor, StatsLine};
-use crate::route::{Control, Shown, Widget};
-pub use compare::compare_params;
-
-/// Two steps the bundled model is sure and unsure about (measured: entropy
-/// 2.3 bits, 17 tokens make 90 %; 8.5 bits, 371 tokens make 90 %).
-pub const CONFIDENT_PROMPT: &str = "[Exit";
-pub const LONG_TAILED_PROMPT: &str = "To be, or not to be, that is the";
-
-/// Widget defaults, set before the URL's values (which win).
-pub fn preset(widget: Widget, c: &Controls, prompt: RwSignal<String>) {
-    match widget {
-        Widget::Temperature => c.temperature.set(0.7),
-        Widget::TopK => {
-            c.temperature.set(1.0);
-            c.top_k.set(5.0);
-        }
-        Widget::TopP => {
-            c.temperature.set(1.0);
-            c.top_p.set(0.9);
-            prompt.set(LONG_TAILED_PROMPT.into());
-        }
-        Widget::MinP => {
-            c.temperature.set(1.0);
-            c.min_p.set(0.1);
-        }
-        Widget::Pipeline => {
-            c.top_k.set(50.0);
-            c.top_p.set(0.9);
-            c.min_p.set(0.05);
-            c.bars.set(12.0);
-        }
-        Widget::Step | Widget::Generate => {}
-        Widget::GreedyLoop => {
-            c.temperature.set(0.0);
-            c.max_tokens.set(64.0);
-            prompt.set("ROMEO:".into());
-        }
-        Widget::Compare => c.max_tokens.set(40.0),
-    }
-}
+use crate::registry::{Control, Controls};
+use crate::route::{Shown, Widget, CONFIDENT_PROMPT, LONG_TAILED_PROMPT};
+pub use compare::COLUMN_CONTROLS;
 
 /// Author-given logits: one set, or two (`A;B`) for the top-p switch.
 #[derive(Clone, Copy)]
@@ -156,7 +119,7 @@ fn DistributionWidget(
     let settings = Signal::derive(move || c.settings());
     // One explanation per control change, shared by every view of it.
     let explanation = explained(source.input(), settings);
-    let bars = Signal::derive(move || c.bars.get() as usize);
+    let bars = Signal::derive(move || c.number(Control::Bars).get() as usize);
     let token_text = source.token_text();
     let prompt = match source {
         Source::Model(d) => shown.get(Control::Prompt).map(|locked| {
@@ -172,9 +135,9 @@ fn DistributionWidget(
         }
         .into_any(),
         _ => view! {
-            {(widget == Widget::TopP).then(|| view! { <NucleusChart explanation=explanation top_p=c.top_p/> })}
-            {(widget == Widget::MinP).then(|| view! { <MinPThreshold explanation=explanation min_p=c.min_p/> })}
-            <DistributionPanel explanation=explanation bars=bars token_text=token_text/>
+            {(widget == Widget::TopP).then(|| view! { <NucleusChart explanation=explanation top_p=c.number(Control::TopP)/> })}
+            {(widget == Widget::MinP).then(|| view! { <MinPThreshold explanation=explanation min_p=c.number(Control::MinP)/> })}
+            <DistributionPanel explanation=explanation bars=bars token_text=token_text stop=None/>
         }
         .into_any(),
     };

@@ -159,8 +159,9 @@ fn explanations_are_bit_identical_to_wasm() {
 
 #[test]
 fn bad_settings_are_clear_errors() {
-    let cases: [(Settings, &str); 7] = [
-        (with(|s| s.temperature = -1.0), "temperature must be a number ≥ 0"),
+    let cases: [(Settings, &str); 8] = [
+        (with(|s| s.temperature = -1.0), "temperature must be a finite number ≥ 0"),
+        (with(|s| s.temperature = f64::INFINITY), "got inf"),
         (with(|s| s.temperature = f64::NAN), "temperature"),
         (with(|s| s.top_k = -1), "top-k must be ≥ 0"),
         (with(|s| s.top_p = 1.5), "top-p must be between 0 and 1"),
