@@ -11,16 +11,16 @@
 use leptos::html::Div;
 use leptos::prelude::*;
 
-use crate::custom_logits::{parse_sets, CustomLogits};
+use crate::custom_logits::CustomLogits;
 use crate::driver::Driver;
 use crate::embed::{report_height, EmbedCode, EmbedFooter};
 use crate::lab::{load, Backend, Progress};
 use crate::playground::Playground;
-use crate::query::query;
-use crate::registry::{echo, Controls};
-use crate::route::{Route, Widget};
+use crate::query::{query, with_opened};
+use crate::registry::Controls;
 use crate::url_state::{self, Share};
 use crate::widgets::{Logits, Source, WidgetView, COLUMN_CONTROLS};
+use contract::{backend_cpu, parse_sets, Route, Widget};
 
 const DEFAULT_MODEL: &str = "models/shakespeare/";
 
@@ -38,13 +38,12 @@ enum Phase {
 #[component]
 pub fn App() -> impl IntoView {
     let mut notices = Vec::new();
-    let route = Route::from_url(&mut notices);
+    let route = with_opened(|q| Route::from_query(q, &mut notices));
     let controls = Controls::new();
     let presets = route.widget.map_or(&[][..], Widget::presets);
     let skip = if route.widget == Some(Widget::Compare) { &COLUMN_CONTROLS[..] } else { &[] };
     notices.extend(url_state::apply(&controls, presets, skip));
-    notices.extend(url_state::repeated_params());
-    let force_cpu = backend_from_url(&mut notices);
+    let force_cpu = with_opened(|q| backend_cpu(q, &mut notices));
     let logits = custom_logits(&route, &mut notices);
     let share = Share {
         route: StoredValue::new(route.clone()),
@@ -161,21 +160,6 @@ fn start_loading(
     });
 }
 
-/// `backend=cpu` skips WebGPU; `webgpu` (or nothing) uses it where it works.
-fn backend_from_url(notices: &mut Vec<String>) -> bool {
-    match query("backend").as_deref().map(str::trim) {
-        None | Some("" | "webgpu" | "gpu" | "auto") => false,
-        Some("cpu") => true,
-        Some(other) => {
-            notices.push(format!(
-                "backend: {} is not a backend (cpu or webgpu); using WebGPU where it works",
-                echo(other)
-            ));
-            false
-        }
-    }
-}
-
 /// `logits=` (and `labels=`) if given, parsed, and usable by the widget
 /// asked for; otherwise a notice says why the model runs instead.
 fn custom_logits(
@@ -192,7 +176,7 @@ fn custom_logits(
     }
     let labels = query("labels");
     match parse_sets(&raw, labels.as_deref(), notices) {
-        Ok(logits) => Some((logits, (raw, labels))),
+        Ok(parsed) => Some((Logits::new(parsed.sets, parsed.labels), (raw, labels))),
         Err(e) => {
             notices.push(format!("{e}; showing the model instead"));
             None

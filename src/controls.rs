@@ -4,8 +4,10 @@
 
 use leptos::prelude::*;
 
-use crate::registry::{Control, Controls, Input, Spec, Value};
-use crate::route::Shown;
+use contract::{Control, Input, Spec};
+
+use crate::registry::{Controls, Value};
+use contract::Shown;
 
 /// The slider + number box of the number control `spec`. Its test id (on
 /// the number box, which takes any value; the slider snaps to its step) is

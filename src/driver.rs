@@ -13,7 +13,9 @@ use leptos::prelude::*;
 use crate::distribution::StepInput;
 use crate::lab::Lab;
 use crate::loader::yield_to_browser;
-use crate::registry::{Control, Controls};
+use contract::Control;
+
+use crate::registry::Controls;
 
 /// One generated token as the output shows it.
 #[derive(Clone, Debug, PartialEq)]

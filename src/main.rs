@@ -14,7 +14,6 @@ mod nucleus;
 mod playground;
 mod query;
 mod registry;
-mod route;
 mod url_state;
 mod widgets;
 

@@ -7,8 +7,8 @@ use leptos::prelude::*;
 use crate::controls::ControlsPanel;
 use crate::distribution::{explained, visible, DistributionPanel};
 use crate::driver::{Chip, Driver};
-use crate::registry::Control;
-use crate::route::Shown;
+use contract::Control;
+use contract::Shown;
 
 #[component]
 pub fn Playground(driver: Driver, shown: Shown) -> impl IntoView {

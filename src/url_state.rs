@@ -7,60 +7,27 @@
 use leptos::prelude::*;
 use wasm_bindgen::JsValue;
 
+use contract::{read_controls, Control, Input, Preset, Route, Val, SPECS};
+
 use crate::loader::debounced;
-use crate::query::query;
-use crate::registry::{Control, Controls, Input, Value, SPECS};
-use crate::route::{Preset, Route};
+use crate::query::{query, with_opened};
+use crate::registry::{Controls, Value};
 
 /// Sets `presets` (a widget's starting values), then every control the URL
 /// names except those in `skip` (a widget that reads them itself); returns a
 /// notice per value not taken as given.
 pub fn apply(controls: &Controls, presets: &[(Control, Preset)], skip: &[Control]) -> Vec<String> {
-    for &(control, preset) in presets {
-        match (controls.value(control), preset) {
-            (Value::Number(s), Preset::Number(v)) => s.set(v),
-            (Value::Text(s), Preset::Text(t)) => s.set(t.to_string()),
-            _ => {} // a preset of the wrong kind is caught by the route's test
-        }
-    }
     let mut notices = Vec::new();
-    for spec in SPECS.iter().filter(|s| !skip.contains(&s.control)) {
-        let Some(raw) = query(spec.name) else { continue };
-        match controls.value(spec.control) {
-            Value::Text(s) => s.set(raw),
-            Value::Number(s) => match spec.read(&raw) {
-                Ok(taken) => {
-                    if taken.adjusted {
-                        notices.push(spec.adjustment(&raw, taken));
-                    }
-                    s.set(taken.value);
-                }
-                Err(e) => notices.push(format!("{}: {e}; using the default", spec.name)),
-            },
+    let values = with_opened(|q| read_controls(q, presets, skip, &mut notices));
+    for (control, val) in values {
+        match (controls.value(control), val) {
+            (Value::Number(s), Val::Number(v)) => s.set(v),
+            (Value::Text(s), Val::Text(t)) => s.set(t),
+            // The table gives each control one kind: the contract's tests check presets.
+            _ => {}
         }
     }
     notices
-}
-
-/// A notice for each parameter the URL gives more than once (the last wins).
-pub fn repeated_params() -> Vec<String> {
-    let Some(search) = web_sys::window().and_then(|w| w.location().search().ok()) else {
-        return Vec::new();
-    };
-    let mut seen: Vec<(String, usize)> = Vec::new();
-    for pair in search.trim_start_matches('?').split('&').filter(|p| !p.is_empty()) {
-        let name = pair.split('=').next().unwrap_or_default().to_string();
-        match seen.iter_mut().find(|(n, _)| *n == name) {
-            Some((_, count)) => *count += 1,
-            None => seen.push((name, 1)),
-        }
-    }
-    seen.into_iter()
-        .filter(|(_, count)| *count > 1)
-        .map(|(name, count)| {
-            format!("{} is given {count} times: the last one is used", crate::registry::echo(&name))
-        })
-        .collect()
 }
 
 /// Everything a link must carry to reproduce the page.

@@ -10,10 +10,10 @@ use crate::controls::{ControlsPanel, NumberControl};
 use crate::driver::Driver;
 use crate::loader::yield_to_browser;
 use crate::playground::PromptEditor;
-use crate::query::query;
-use crate::registry::{Control, Drives};
-use crate::route::Shown;
+use crate::query::with_opened;
 use crate::url_state::Share;
+use contract::Shown;
+use contract::{column_values, Control, Drives};
 
 /// The controls each column sets for itself; the URL carries each as a list,
 /// one value per column. The other controls (seed, length) are shared.
@@ -27,44 +27,9 @@ const NAMES: [&str; 4] = ["greedy", "low temperature", "medium T, small k", "hig
 /// One column's values of `COLUMN_CONTROLS`.
 type Column = [RwSignal<f64>; 2];
 
-/// The columns' values from the URL lists, each clamped or defaulted with a
-/// notice; a list of the wrong length is said to be so.
+/// The columns' values from the URL lists, with notices.
 fn columns_from_url(notices: &mut Vec<String>) -> [[f64; 2]; 4] {
-    let mut cols = DEFAULT_COLUMNS;
-    for (j, control) in COLUMN_CONTROLS.into_iter().enumerate() {
-        let spec = control.spec();
-        let Some(raw) = query(spec.name) else { continue };
-        let items: Vec<&str> = raw.split(',').collect();
-        if items.len() != cols.len() {
-            notices.push(format!(
-                "{}: {} values for {} columns; {}",
-                spec.name,
-                items.len(),
-                cols.len(),
-                if items.len() > cols.len() {
-                    "the extra ones are ignored"
-                } else {
-                    "the columns without one keep their default"
-                }
-            ));
-        }
-        for (i, item) in items.into_iter().take(cols.len()).enumerate() {
-            match spec.read(item) {
-                Ok(taken) => {
-                    if taken.adjusted {
-                        notices.push(format!("column {}: {}", i + 1, spec.adjustment(item, taken)));
-                    }
-                    cols[i][j] = taken.value;
-                }
-                Err(e) => notices.push(format!(
-                    "{} (column {}): {e}; using the default",
-                    spec.name,
-                    i + 1
-                )),
-            }
-        }
-    }
-    cols
+    with_opened(|q| column_values(q, COLUMN_CONTROLS, DEFAULT_COLUMNS, notices))
 }
 
 /// The shared settings with one column's values of `COLUMN_CONTROLS`.

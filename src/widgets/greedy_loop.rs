@@ -8,8 +8,8 @@ use leptos::prelude::*;
 use crate::controls::ControlsPanel;
 use crate::driver::Driver;
 use crate::playground::{Buttons, Output, PromptEditor};
-use crate::registry::Control;
-use crate::route::Shown;
+use contract::Control;
+use contract::Shown;
 
 /// The temperature the "sampling" side of the switch uses (unless the URL
 /// or the page already set a non-zero one).

@@ -20,9 +20,11 @@ use crate::driver::Driver;
 use crate::loader::debounced;
 use crate::nucleus::NucleusChart;
 use crate::playground::{Buttons, NextPanel, Output, PromptEditor, StatsLine};
-use crate::registry::{Control, Controls};
-use crate::route::{Shown, Widget, CONFIDENT_PROMPT, LONG_TAILED_PROMPT};
+use contract::Control;
+
+use crate::registry::Controls;
 pub use compare::COLUMN_CONTROLS;
+use contract::{Shown, Widget, CONFIDENT_PROMPT, LONG_TAILED_PROMPT};
 
 /// Author-given logits: one set, or two (`A;B`) for the top-p switch.
 #[derive(Clone, Copy)]

@@ -3,8 +3,8 @@
 //! Query-string routing, so any static host serves every widget from the one
 //! `index.html`. The parameter contract is documented in EMBEDDING.md.
 
-use crate::query::query;
-use crate::registry::{echo, Control};
+use crate::controls::{echo, Control};
+use crate::query::Query;
 
 /// Two steps the bundled model is sure and unsure about (measured: entropy
 /// 2.3 bits, 17 tokens make 90 %; 8.5 bits, 371 tokens make 90 %).
@@ -234,22 +234,30 @@ pub struct Route {
 impl Route {
     /// Reads `widget`, `embed` and `controls`, adding a notice for anything
     /// that could not be taken.
-    pub fn from_url(notices: &mut Vec<String>) -> Route {
-        let widget = query("widget").and_then(|name| {
-            let w = Widget::from_name(&name);
+    pub fn from_query(query: &Query, notices: &mut Vec<String>) -> Route {
+        let widget = query.get("widget").and_then(|name| {
+            let w = Widget::from_name(name);
             if w.is_none() && !name.trim().is_empty() {
                 let names: Vec<&str> = Widget::ALL.iter().map(|w| w.name()).collect();
                 notices.push(format!(
                     "widget: no widget called {} (there are: {}); showing the playground",
-                    echo(&name),
+                    echo(name),
                     names.join(", ")
                 ));
             }
             w
         });
-        let embed = matches!(query("embed").as_deref().map(str::trim), Some("1" | "true" | "yes"));
-        let shown = match query("controls") {
-            Some(raw) => Shown::parse(&raw, notices),
+        let embed = match query.get("embed").map(str::trim) {
+            None | Some("0" | "false" | "no" | "") => false,
+            Some("1" | "true" | "yes") => true,
+            Some(other) => {
+                notices
+                    .push(format!("embed: {} is not 1 or 0; showing the full page", echo(other)));
+                false
+            }
+        };
+        let shown = match query.get("controls") {
+            Some(raw) => Shown::parse(raw, notices),
             None => match widget {
                 Some(w) => Shown {
                     controls: w.default_controls().iter().map(|&c| (c, false)).collect(),

@@ -1,0 +1,185 @@
+//! The one table of controls. Everything that knows a control — the controls
+//! panel, the URL reader and writer, `controls=` (shown / locked), widget
+//! presets, the compare widget's columns, the clamping notices and the run's
+//! settings — iterates [`SPECS`]. Adding a control is one row in
+//! `controls!` below (its test id is its URL name with `_` → `-`).
+
+use engine::run::Job;
+use engine::sample::Settings;
+
+/// The range and step of a number control.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Range {
+    pub min: f64,
+    pub max: f64,
+    pub step: f64,
+}
+
+/// What a control edits, and its starting value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Input {
+    /// A slider and a number box; `whole`: integers only.
+    Number { range: Range, whole: bool, default: f64 },
+    /// Text (the prompt has its own editor; the others a text box).
+    Text { default: &'static str },
+}
+
+/// What a control's value drives.
+#[derive(Clone, Copy)]
+pub enum Drives {
+    /// A field of the sampling settings: moving it re-runs only the pipeline.
+    Setting(fn(&mut Settings, f64)),
+    /// A field of the run (seed, length), read when a run starts.
+    Run(fn(&mut Job, f64)),
+    /// The run's stop strings (one per line; `\n` typed literally is a newline).
+    Stop,
+    /// The prompt.
+    Prompt,
+    /// Only what the page shows.
+    View,
+}
+
+/// One control: its row in the table.
+pub struct Spec {
+    pub control: Control,
+    /// URL parameter and `controls=` name.
+    pub name: &'static str,
+    pub label: &'static str,
+    /// One line on what it does (the tooltip).
+    pub help: &'static str,
+    pub input: Input,
+    pub drives: Drives,
+}
+
+const fn real(min: f64, max: f64, step: f64, default: f64) -> Input {
+    Input::Number { range: Range { min, max, step }, whole: false, default }
+}
+
+const fn whole(min: f64, max: f64, default: f64) -> Input {
+    Input::Number { range: Range { min, max, step: 1.0 }, whole: true, default }
+}
+
+/// The prompt a page starts with: a speaker line as the corpus writes them.
+pub const DEFAULT_PROMPT: &str = "Romeo.\n";
+
+macro_rules! controls {
+    ($($control:ident: $name:literal, $label:literal, $input:expr, $drives:expr, $help:literal;)*) => {
+        /// A control, named by type; its row is [`Control::spec`].
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Control { $($control),* }
+
+        /// Every control, in the page's order.
+        pub const SPECS: &[Spec] = &[$(Spec {
+            control: Control::$control, name: $name, label: $label, input: $input,
+            drives: $drives, help: $help,
+        }),*];
+    };
+}
+
+controls! {
+    Prompt: "prompt", "Prompt", Input::Text { default: DEFAULT_PROMPT }, Drives::Prompt,
+        "the text the model continues";
+    Temperature: "temperature", "Temperature", real(0.0, 3.0, 0.05, 0.8),
+        Drives::Setting(|s, v| s.temperature = v), "0 = greedy (always the most likely token)";
+    TopK: "top_k", "Top-k", whole(0.0, 200.0, 0.0),
+        Drives::Setting(|s, v| s.top_k = v as i64), "keep the k most likely tokens; 0 = off";
+    TopP: "top_p", "Top-p", real(0.0, 1.0, 0.01, 1.0),
+        Drives::Setting(|s, v| s.top_p = v), "keep the smallest set whose mass reaches p; 1 = off";
+    MinP: "min_p", "Min-p", real(0.0, 1.0, 0.01, 0.0),
+        Drives::Setting(|s, v| s.min_p = v), "keep tokens with p ≥ min-p · p(top token); 0 = off";
+    RepetitionPenalty: "repetition_penalty", "Repetition penalty", real(0.5, 2.0, 0.05, 1.0),
+        Drives::Setting(|s, v| s.repetition_penalty = v),
+        "divides the logits of tokens already seen (multiplies negative ones); 1 = off";
+    FrequencyPenalty: "frequency_penalty", "Frequency penalty", real(-2.0, 2.0, 0.05, 0.0),
+        Drives::Setting(|s, v| s.frequency_penalty = v),
+        "subtracts this × (times a token was seen) from its logit; 0 = off";
+    PresencePenalty: "presence_penalty", "Presence penalty", real(-2.0, 2.0, 0.05, 0.0),
+        Drives::Setting(|s, v| s.presence_penalty = v),
+        "subtracts this from the logit of every token already seen; 0 = off";
+    NoRepeatNgram: "no_repeat_ngram", "No-repeat n-gram", whole(0.0, 10.0, 0.0),
+        Drives::Setting(|s, v| s.no_repeat_ngram = v as usize),
+        "bans any token that would repeat an n-gram of the text so far; 0 = off";
+    MaxTokens: "max_tokens", "Max new tokens", whole(1.0, 1000.0, 60.0),
+        Drives::Run(|j, v| j.max_tokens = v as usize), "Generate stops after this many tokens";
+    Seed: "seed", "Seed", whole(0.0, 4294967295.0, 1.0),
+        Drives::Run(|j, v| j.seed = v as u64), "same seed + same settings = same text";
+    Bars: "bars", "Bars shown", whole(1.0, 100.0, 20.0), Drives::View,
+        "how many of the most likely tokens the panel draws";
+    Stop: "stop", "Stop strings (one per line)", Input::Text { default: "" }, Drives::Stop,
+        "generation ends before the first of these that appears; \\n means a newline";
+}
+
+impl Control {
+    /// Its row in the table.
+    pub fn spec(self) -> &'static Spec {
+        &SPECS[self as usize]
+    }
+
+    /// Every control, in the page's order.
+    pub fn all() -> impl Iterator<Item = Control> {
+        SPECS.iter().map(|s| s.control)
+    }
+
+    /// The control whose URL name is `name`.
+    pub fn from_name(name: &str) -> Option<Control> {
+        SPECS.iter().find(|s| s.name == name).map(|s| s.control)
+    }
+}
+
+/// A value read from a URL or typed, and whether it had to be changed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Taken {
+    pub value: f64,
+    /// Rounded to a whole number or clamped into the range.
+    pub adjusted: bool,
+}
+
+/// Longest piece of a user's value a message repeats (a 100 KB value is not echoed).
+const ECHO_CHARS: usize = 40;
+
+/// `raw` as a message shows it: quoted, cut after a few dozen characters.
+pub fn echo(raw: &str) -> String {
+    match raw.char_indices().nth(ECHO_CHARS) {
+        Some((cut, _)) => format!("“{}…” ({} characters)", &raw[..cut], raw.chars().count()),
+        None => format!("“{raw}”"),
+    }
+}
+
+impl Spec {
+    /// The test id of its input (`top_k` → `top-k`).
+    pub fn testid(&self) -> String {
+        self.name.replace('_', "-")
+    }
+
+    /// `raw` parsed as this number control takes it: rounded when whole,
+    /// clamped into the range. `Err` says why it could not be taken.
+    pub fn read(&self, raw: &str) -> Result<Taken, String> {
+        let Input::Number { range, whole, .. } = self.input else {
+            return Err(format!("{} is text, not a number", self.name));
+        };
+        let v: f64 = raw.trim().parse().map_err(|_| format!("{} is not a number", echo(raw)))?;
+        if !v.is_finite() {
+            return Err(format!("{} is not a finite number", echo(raw)));
+        }
+        let rounded = if whole { v.round() } else { v };
+        let value = rounded.clamp(range.min, range.max);
+        Ok(Taken { value, adjusted: value != v })
+    }
+
+    /// Why `raw` became `taken.value`, in words (for the notices).
+    pub fn adjustment(&self, raw: &str, taken: Taken) -> String {
+        let Input::Number { range, whole, .. } = self.input else { return String::new() };
+        let v: f64 = raw.trim().parse().unwrap_or(taken.value);
+        let why = if whole && v.fract() != 0.0 && (range.min..=range.max).contains(&v) {
+            "takes whole numbers".to_string()
+        } else {
+            format!("is kept within {}–{}", range.min, range.max)
+        };
+        format!("{} {why}: {} became {}", self.name, echo(raw), taken.value)
+    }
+}
+
+/// One stop string per line; `\n` typed literally means a newline.
+pub fn stops(raw: &str) -> Vec<String> {
+    raw.lines().filter(|l| !l.is_empty()).map(|l| l.replace("\\n", "\n")).collect()
+}

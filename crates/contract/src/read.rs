@@ -1,0 +1,117 @@
+//! Control values from a query string: a widget's presets, then every value
+//! the link gives, each parsed, rounded and clamped by its row of the table,
+//! with a notice for anything not taken as given. The page sets its signals
+//! from the result; nothing here touches the page.
+
+use crate::controls::{echo, Control, Input, SPECS};
+use crate::query::Query;
+use crate::route::Preset;
+
+/// A control's value as read.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Val {
+    Number(f64),
+    Text(String),
+}
+
+/// The value of every control that `presets` or the URL set (a control
+/// named in `skip` is read by its widget itself), in table order, and a
+/// notice per value not taken as given.
+pub fn read_controls(
+    query: &Query,
+    presets: &[(Control, Preset)],
+    skip: &[Control],
+    notices: &mut Vec<String>,
+) -> Vec<(Control, Val)> {
+    let mut values: Vec<(Control, Val)> = presets
+        .iter()
+        .map(|&(c, p)| match p {
+            Preset::Number(v) => (c, Val::Number(v)),
+            Preset::Text(t) => (c, Val::Text(t.to_string())),
+        })
+        .collect();
+    for spec in SPECS.iter().filter(|s| !skip.contains(&s.control)) {
+        let Some(raw) = query.get(spec.name) else { continue };
+        let val = match spec.input {
+            Input::Text { .. } => Val::Text(raw.to_string()),
+            Input::Number { .. } => match spec.read(raw) {
+                Ok(taken) => {
+                    if taken.adjusted {
+                        notices.push(spec.adjustment(raw, taken));
+                    }
+                    Val::Number(taken.value)
+                }
+                Err(e) => {
+                    notices.push(format!("{}: {e}; using the default", spec.name));
+                    continue;
+                }
+            },
+        };
+        values.retain(|(c, _)| *c != spec.control);
+        values.push((spec.control, val));
+    }
+    for (name, count) in query.repeated() {
+        notices.push(format!("{} is given {count} times: the last one is used", echo(name)));
+    }
+    if query.cut {
+        notices.push("the address is over 1 MB: only its first 1 MB was read".into());
+    }
+    values.sort_by_key(|(c, _)| *c as usize);
+    values
+}
+
+/// One value per column for each control in `controls`, from URL lists
+/// (`temperature=0,0.3,0.8,1.2`), starting from `defaults[column][i]`. A
+/// list of the wrong length and every item not taken as given get a notice.
+pub fn column_values<const C: usize, const N: usize>(
+    query: &Query,
+    controls: [Control; C],
+    defaults: [[f64; C]; N],
+    notices: &mut Vec<String>,
+) -> [[f64; C]; N] {
+    let mut cols = defaults;
+    for (j, control) in controls.into_iter().enumerate() {
+        let spec = control.spec();
+        let Some(raw) = query.get(spec.name) else { continue };
+        let items: Vec<&str> = raw.split(',').collect();
+        if items.len() != N {
+            let what = match items.len() > N {
+                true => "the extra ones are ignored",
+                false => "the columns without one keep their default",
+            };
+            notices.push(format!("{}: {} values for {N} columns; {what}", spec.name, items.len()));
+        }
+        for (i, item) in items.into_iter().take(N).enumerate() {
+            match spec.read(item) {
+                Ok(taken) => {
+                    if taken.adjusted {
+                        notices.push(format!("column {}: {}", i + 1, spec.adjustment(item, taken)));
+                    }
+                    cols[i][j] = taken.value;
+                }
+                Err(e) => notices.push(format!(
+                    "{} (column {}): {e}; using the default",
+                    spec.name,
+                    i + 1
+                )),
+            }
+        }
+    }
+    cols
+}
+
+/// Whether `backend=` asks for the CPU engine (`cpu`); `webgpu` or nothing
+/// means WebGPU where it works; anything else is a notice.
+pub fn backend_cpu(query: &Query, notices: &mut Vec<String>) -> bool {
+    match query.get("backend").map(str::trim) {
+        None | Some("" | "webgpu" | "gpu" | "auto") => false,
+        Some("cpu") => true,
+        Some(other) => {
+            notices.push(format!(
+                "backend: {} is not a backend (cpu or webgpu); using WebGPU where it works",
+                echo(other)
+            ));
+            false
+        }
+    }
+}

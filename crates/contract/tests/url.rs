@@ -1,0 +1,235 @@
+//! The URL contract natively: the control table is consistent, every value a
+//! link can carry is read, rounded or clamped with a notice, and hostile
+//! query strings (huge, NaN, repeated, unicode, markup) never panic and are
+//! never echoed in full.
+
+use decode_lab_contract::{
+    backend_cpu, column_values, parse_logits, parse_sets, read_controls, Control, Input, Preset,
+    Query, Route, Val, Widget, SPECS,
+};
+
+fn read(search: &str) -> (Vec<(Control, Val)>, Vec<String>) {
+    let mut notices = Vec::new();
+    let values = read_controls(&Query::parse(search), &[], &[], &mut notices);
+    (values, notices)
+}
+
+fn number(values: &[(Control, Val)], control: Control) -> Option<f64> {
+    values.iter().find(|(c, _)| *c == control).and_then(|(_, v)| match v {
+        Val::Number(n) => Some(*n),
+        Val::Text(_) => None,
+    })
+}
+
+#[test]
+fn the_table_is_consistent() {
+    for (i, spec) in SPECS.iter().enumerate() {
+        assert_eq!(spec.control as usize, i, "{}: row order = enum order", spec.name);
+        assert_eq!(Control::from_name(spec.name), Some(spec.control));
+        assert_eq!(spec.testid(), spec.name.replace('_', "-"));
+        assert!(!spec.label.is_empty() && !spec.help.is_empty(), "{}", spec.name);
+        if let Input::Number { range, whole, default } = spec.input {
+            assert!(range.min < range.max && range.step > 0.0, "{}", spec.name);
+            assert!((range.min..=range.max).contains(&default), "{} default", spec.name);
+            assert_eq!(whole, range.step == 1.0, "{}: whole numbers step by 1", spec.name);
+        }
+    }
+    for widget in Widget::ALL {
+        for &(control, preset) in widget.presets() {
+            match (control.spec().input, preset) {
+                (Input::Number { range, .. }, Preset::Number(v)) => {
+                    assert!((range.min..=range.max).contains(&v), "{widget:?} {control:?}")
+                }
+                (Input::Text { .. }, Preset::Text(_)) => {}
+                _ => panic!("{widget:?}: preset of {control:?} is of the wrong kind"),
+            }
+        }
+    }
+}
+
+#[test]
+fn every_issue_value_gets_a_specific_notice() {
+    let (v, n) = read("?top_k=2.5&seed=1.5&temperature=9");
+    assert_eq!(number(&v, Control::TopK), Some(3.0));
+    assert_eq!(number(&v, Control::Seed), Some(2.0));
+    assert_eq!(number(&v, Control::Temperature), Some(3.0));
+    assert!(n.iter().any(|n| n == "top_k takes whole numbers: “2.5” became 3"), "{n:?}");
+    assert!(n.iter().any(|n| n == "seed takes whole numbers: “1.5” became 2"), "{n:?}");
+    assert!(n.iter().any(|n| n == "temperature is kept within 0–3: “9” became 3"), "{n:?}");
+
+    let (v, n) = read("?top_p=NaN&min_p=&no_repeat_ngram=-3&frequency_penalty=1e999");
+    assert_eq!(number(&v, Control::TopP), None, "NaN is not taken");
+    assert!(n.iter().any(|n| n.starts_with("top_p: “NaN” is not a finite number")), "{n:?}");
+    assert!(n.iter().any(|n| n.starts_with("min_p: “” is not a number")), "{n:?}");
+    assert_eq!(number(&v, Control::NoRepeatNgram), Some(0.0));
+    assert!(n.iter().any(|n| n.starts_with("frequency_penalty: “1e999” is not a finite")), "{n:?}");
+
+    let (v, n) = read("?temperature=0.5&temperature=2");
+    assert_eq!(number(&v, Control::Temperature), Some(2.0), "the last one wins");
+    assert!(n.iter().any(|n| n == "“temperature” is given 2 times: the last one is used"), "{n:?}");
+
+    let mut n = Vec::new();
+    assert!(!backend_cpu(&Query::parse("?backend=bogus"), &mut n));
+    assert!(n[0].starts_with("backend: “bogus” is not a backend"), "{n:?}");
+    assert!(backend_cpu(&Query::parse("?backend=cpu"), &mut Vec::new()));
+}
+
+#[test]
+fn compare_lists_say_when_they_are_clamped_or_the_wrong_length() {
+    let q = Query::parse("?temperature=9,9,9,9,9&top_k=-7,2.5,abc");
+    let mut n = Vec::new();
+    let defaults = [[0.0, 0.0], [0.3, 0.0], [0.8, 10.0], [1.2, 100.0]];
+    let cols = column_values(&q, [Control::Temperature, Control::TopK], defaults, &mut n);
+    assert_eq!(cols, [[3.0, 0.0], [3.0, 3.0], [3.0, 10.0], [3.0, 100.0]]);
+    for want in [
+        "temperature: 5 values for 4 columns; the extra ones are ignored",
+        "column 1: temperature is kept within 0–3: “9” became 3",
+        "top_k: 3 values for 4 columns; the columns without one keep their default",
+        "column 1: top_k is kept within 0–200: “-7” became 0",
+        "column 2: top_k takes whole numbers: “2.5” became 3",
+        "top_k (column 3): “abc” is not a number; using the default",
+    ] {
+        assert!(n.iter().any(|n| n == want), "missing {want:?} in {n:?}");
+    }
+}
+
+#[test]
+fn logits_and_labels_are_checked_with_clear_messages() {
+    assert!(parse_logits("1e308,1").unwrap_err().contains("“1e308” is too large"));
+    assert!(parse_logits("nan,1").unwrap_err().contains("“nan” is not a finite number"));
+    assert_eq!(parse_logits("2,-inf,-Infinity").unwrap()[1..], [f32::NEG_INFINITY; 2]);
+    assert!(parse_logits("-inf").unwrap_err().contains("at least one must be a number"));
+    let mut n = Vec::new();
+    let sets = parse_sets("3,2,1", Some("a,b"), &mut n).unwrap();
+    assert_eq!(sets.labels, vec![vec!["a".to_string(), "b".to_string()]]);
+    assert_eq!(n, ["labels: set 1 has 2 labels for 3 logits; the rest are shown as their index"]);
+}
+
+#[test]
+fn routes_and_controls_lists_read_as_documented() {
+    let mut n = Vec::new();
+    let r = Route::from_query(&Query::parse("?widget=nope&embed=maybe"), &mut n);
+    assert_eq!((r.widget, r.embed), (None, false));
+    assert!(n[0].starts_with("widget: no widget called “nope”"), "{n:?}");
+    assert!(n[1].starts_with("embed: “maybe” is not 1 or 0"), "{n:?}");
+    let mut n = Vec::new();
+    let q = Query::parse("?widget=pipeline&controls=top_k:locked,stop,bogus,frequency_penalty");
+    let r = Route::from_query(&q, &mut n);
+    assert_eq!(r.widget, Some(Widget::Pipeline));
+    let shown: Vec<_> = r.shown.controls.clone();
+    assert_eq!(
+        shown,
+        [(Control::TopK, true), (Control::FrequencyPenalty, false), (Control::Stop, false)]
+    );
+    assert_eq!(r.shown.to_param(), "top_k:locked,frequency_penalty,stop");
+    assert_eq!(n, ["controls: no control called “bogus”"]);
+}
+
+/// A seeded stream of hostile values (splitmix64: no dependency, same on
+/// every platform).
+struct Hostile(u64);
+
+impl Hostile {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[(self.next() % items.len() as u64) as usize]
+    }
+
+    fn value(&mut self) -> String {
+        let atoms = [
+            "1e308",
+            "-1e308",
+            "NaN",
+            "inf",
+            "-inf",
+            "",
+            "0",
+            "-0",
+            "2.5",
+            "1.5",
+            "99999999999",
+            "18446744073709551616",
+            "0x10",
+            "1,2,3,4,5",
+            ";",
+            "%00",
+            "%ZZ",
+            "%E2%82%AC",
+            "🙂",
+            "javascript:alert(1)",
+            "<script>alert(1)</script>",
+            "\"'><img src=x onerror=alert(1)>",
+            "top_k:locked",
+            "none",
+            " 3 ",
+            "+1",
+            "1e-400",
+            "-",
+            ".",
+            "1..2",
+            "\u{202e}rtl",
+        ];
+        match self.next() % 10 {
+            0 => "9".repeat(100_000),
+            1 => "a".repeat(20_000) + "🙂",
+            _ => self.pick(&atoms).to_string(),
+        }
+    }
+}
+
+/// 500 generated hostile query strings over every parameter: no panic, every
+/// notice short (a 100 KB value is never echoed whole), values in range.
+#[test]
+fn hostile_query_strings_never_panic_and_are_not_echoed_whole() {
+    let mut h = Hostile(2026);
+    let mut names: Vec<&str> = SPECS.iter().map(|s| s.name).collect();
+    names.extend(["widget", "embed", "controls", "backend", "logits", "labels", "model", "x"]);
+    for _ in 0..500 {
+        let mut search = String::from("?");
+        for _ in 0..(1 + h.next() % 8) {
+            let name = h.pick(&names);
+            let value = h.value();
+            let encoded: String = form_value(&value);
+            search += &format!("{name}={encoded}&");
+        }
+        let q = Query::parse(&search);
+        let mut notices = Vec::new();
+        let route = Route::from_query(&q, &mut notices);
+        let presets = route.widget.map_or(&[][..], Widget::presets);
+        let values = read_controls(&q, presets, &[], &mut notices);
+        column_values(&q, [Control::Temperature, Control::TopK], [[0.0; 2]; 4], &mut notices);
+        backend_cpu(&q, &mut notices);
+        if let Some(raw) = q.get("logits") {
+            let _ = parse_sets(raw, q.get("labels"), &mut notices).map_err(|e| notices.push(e));
+        }
+        for n in &notices {
+            assert!(n.chars().count() < 400, "notice too long ({} chars)", n.chars().count());
+        }
+        for (control, val) in values {
+            if let (Input::Number { range, .. }, Val::Number(v)) = (control.spec().input, val) {
+                assert!((range.min..=range.max).contains(&v), "{control:?} = {v}");
+            }
+        }
+    }
+}
+
+/// `value` percent-encoded as a browser's URLSearchParams writes it.
+fn form_value(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'*' => {
+                (b as char).to_string()
+            }
+            b' ' => "+".to_string(),
+            b => format!("%{b:02X}"),
+        })
+        .collect()
+}
