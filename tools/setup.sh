@@ -9,6 +9,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TRUNK_VERSION="0.21.14"
 BINARYEN_VERSION="132.0.0"
 PLAYWRIGHT_VERSION="1.65.1"
+CARGO_FUZZ_VERSION="0.13.2"
 WASM_BINDGEN_VERSION="$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/,""); print; exit}' "$ROOT/Cargo.lock")"
 
 log() { printf '\033[1;34m[setup]\033[0m %s\n' "$*" >&2; }
@@ -80,10 +81,17 @@ setup_web() {
   export TRUNK_SKIP_VERSION_CHECK=true
 }
 
+# cargo-fuzz (its targets build on stable Rust with RUSTC_BOOTSTRAP=1).
+setup_fuzz() {
+  ensure_rust
+  ensure_cargo_tool cargo-fuzz cargo-fuzz "$CARGO_FUZZ_VERSION"
+}
+
 # What the test suite needs on top: lavapipe (software Vulkan) for native GPU
 # tests; Chromium and its driver for the engine's tests inside a real browser.
 setup_test() {
   setup_web
   ensure_apt mesa-vulkan-drivers libvulkan1 chromium chromium-driver
   ensure_playwright
+  setup_fuzz
 }

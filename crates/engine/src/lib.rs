@@ -12,6 +12,7 @@
 pub mod cpu;
 pub mod error;
 pub mod generate;
+#[cfg(feature = "gpu")]
 pub mod gpu;
 pub mod kernels;
 pub mod model;

@@ -4,6 +4,7 @@
 
 use crate::cpu::CpuSession;
 use crate::error::Result;
+#[cfg(feature = "gpu")]
 use crate::gpu::GpuSession;
 use crate::model::Config;
 use crate::step::{StepStats, Wanted};
@@ -13,6 +14,7 @@ pub enum Session {
     /// The reference engine: plain f32 Rust, also the browser fallback.
     Cpu(CpuSession),
     /// The wgpu engine: WGSL kernels, KV cache in GPU memory.
+    #[cfg(feature = "gpu")]
     Gpu(GpuSession),
 }
 
@@ -21,6 +23,7 @@ impl Session {
     pub fn config(&self) -> &Config {
         match self {
             Session::Cpu(s) => s.config(),
+            #[cfg(feature = "gpu")]
             Session::Gpu(s) => s.config(),
         }
     }
@@ -29,6 +32,7 @@ impl Session {
     pub fn pos(&self) -> usize {
         match self {
             Session::Cpu(s) => s.pos(),
+            #[cfg(feature = "gpu")]
             Session::Gpu(s) => s.pos(),
         }
     }
@@ -38,6 +42,7 @@ impl Session {
     pub async fn prefill(&mut self, tokens: &[u32], wanted: Wanted) -> Result<Vec<f32>> {
         match self {
             Session::Cpu(s) => s.forward(tokens, wanted),
+            #[cfg(feature = "gpu")]
             Session::Gpu(s) => s.prefill(tokens, wanted).await,
         }
     }
@@ -46,6 +51,7 @@ impl Session {
     pub async fn decode(&mut self, token: u32) -> Result<Vec<f32>> {
         match self {
             Session::Cpu(s) => s.forward(&[token], Wanted::Last),
+            #[cfg(feature = "gpu")]
             Session::Gpu(s) => s.decode(token).await,
         }
     }
@@ -54,6 +60,7 @@ impl Session {
     pub fn rewind(&mut self, to: usize) -> Result<()> {
         match self {
             Session::Cpu(s) => s.rewind(to),
+            #[cfg(feature = "gpu")]
             Session::Gpu(s) => s.rewind(to),
         }
     }
@@ -62,6 +69,7 @@ impl Session {
     pub fn fork(&self) -> Result<Session> {
         Ok(match self {
             Session::Cpu(s) => Session::Cpu(s.clone()),
+            #[cfg(feature = "gpu")]
             Session::Gpu(s) => Session::Gpu(s.fork()?),
         })
     }
@@ -70,6 +78,7 @@ impl Session {
     pub fn last_stats(&self) -> StepStats {
         match self {
             Session::Cpu(s) => s.last_stats(),
+            #[cfg(feature = "gpu")]
             Session::Gpu(s) => s.last_stats(),
         }
     }
@@ -84,6 +93,7 @@ impl Session {
     pub fn backend_name(&self) -> String {
         match self {
             Session::Cpu(_) => "cpu".to_string(),
+            #[cfg(feature = "gpu")]
             Session::Gpu(s) => format!("gpu ({})", s.adapter_name()),
         }
     }

@@ -79,5 +79,19 @@ fn byte_token(t: &Tokenizer, b: u8) -> u32 {
 #[test]
 fn garbage_tokenizer_is_an_error() {
     let e = Tokenizer::from_bytes(b"{not json").err().expect("refused").to_string();
-    assert!(e.contains("cannot parse tokenizer.json"), "{e}");
+    assert!(e.contains("tokenizer.json is not valid JSON: key must be a string"), "{e}");
+}
+
+/// Found by the fuzz target `tokenizer_json`: a syntax error inside the
+/// `decoder` object made the `tokenizers` crate panic; now it is an error.
+#[test]
+fn a_corrupt_decoder_is_an_error_not_a_panic() {
+    for (file, want) in [
+        ("fuzz_tokenizer_bad_decoder.json", "expected ident"),
+        ("fuzz_tokenizer_bad_escape.json", "invalid unicode code point"),
+    ] {
+        let bytes = std::fs::read(common::fixtures().join(file)).unwrap();
+        let e = Tokenizer::from_bytes(&bytes).err().expect("refused").to_string();
+        assert!(e.contains(&format!("tokenizer.json is not valid JSON: {want}")), "{file}: {e}");
+    }
 }

@@ -12,7 +12,14 @@ pub struct Tokenizer {
 impl Tokenizer {
     /// Parses the bytes of a `tokenizer.json`.
     pub fn from_bytes(bytes: &[u8]) -> Result<Tokenizer> {
-        let inner = tokenizers::Tokenizer::from_bytes(bytes)
+        // `tokenizers` panics (instead of erring) on a syntax error inside its
+        // `decoder` object (found by the fuzz target `tokenizer_json`). Parsed
+        // into a JSON value first, the text's syntax is checked whole, and the
+        // tokenizer is then built from a value that has no syntax left to fail.
+        let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+            EngineError::Tokenizer(format!("tokenizer.json is not valid JSON: {e}"))
+        })?;
+        let inner: tokenizers::Tokenizer = serde_json::from_value(value)
             .map_err(|e| EngineError::Tokenizer(format!("cannot parse tokenizer.json: {e}")))?;
         Ok(Tokenizer { inner })
     }

@@ -1,0 +1,14 @@
+//! `model.safetensors` bytes (header, tensor table, data) against the tiny
+//! fixture's config: any input is a model or an error, never a panic, and
+//! nothing is allocated from a size the file claims but does not hold.
+#![no_main]
+
+use engine::model::{Config, Weights};
+use libfuzzer_sys::fuzz_target;
+
+const CONFIG: &str = include_str!("../../tests/fixtures/golden/tiny_odd/config.json");
+
+fuzz_target!(|data: &[u8]| {
+    let config = Config::from_json(CONFIG).expect("the fixture's config is valid");
+    let _ = Weights::from_safetensors(data, &config);
+});
