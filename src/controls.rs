@@ -50,7 +50,7 @@ pub fn NumberControl(
     let n = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let id = format!("control-{testid}-{n}");
     view! {
-        <div class="control" class:locked=locked title=help>
+        <div class="control" class:locked=locked title=help data-control=spec.name>
             <label for=id.clone()>{label}</label>
             <input
                 type="range"
@@ -130,7 +130,7 @@ fn SeedControl(spec: &'static Spec, value: RwSignal<f64>, locked: bool) -> impl 
 fn TextControl(spec: &'static Spec, text: RwSignal<String>, locked: bool) -> impl IntoView {
     let id = format!("control-{}", spec.testid());
     view! {
-        <div class="control" class:locked=locked title=spec.help>
+        <div class="control" class:locked=locked title=spec.help data-control=spec.name>
             <label for=id.clone()>{spec.label}</label>
             <textarea id=id data-testid=spec.testid() rows="2" disabled=locked
                 prop:value=move || text.get() on:input=move |ev| text.set(event_target_value(&ev))></textarea>

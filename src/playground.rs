@@ -62,7 +62,7 @@ pub fn Buttons(driver: Driver, generate: bool, step: bool) -> impl IntoView {
                 <button data-testid="step" on:click=move |_| d.step_once(None) disabled=busy
                     title="one token: predict → choose → append">"Step"</button>
             })}
-            <button data-testid="stop" on:click=move |_| d.stop() disabled=move || !busy()>"Stop"</button>
+            <button data-testid="stop-generation" on:click=move |_| d.stop() disabled=move || !busy()>"Stop"</button>
             <button data-testid="reset" on:click=move |_| d.reset()
                 title="forget the output and read the prompt again">"Reset"</button>
         </div>

@@ -89,13 +89,13 @@ pub fn Compare(driver: Driver, shown: Shown) -> impl IntoView {
     view! {
         <div class="widget-body compare">
             {(!notices.is_empty()).then(|| view! {
-                <ul class="banner url-notices" role="status">{notices.into_iter().map(|n| view! { <li>{n}</li> }).collect_view()}</ul>
+                <ul class="banner url-notices" role="status" data-testid="url-notices">{notices.into_iter().map(|n| view! { <li>{n}</li> }).collect_view()}</ul>
             })}
             <section class="editor">
                 {shown.get(Control::Prompt).map(|locked| view! { <PromptEditor driver=d locked=locked/> })}
                 <div class="buttons">
                     <button data-testid="generate" disabled=move || d.generating.get() on:click=move |_| run_all()>"Run all four"</button>
-                    <button data-testid="stop" disabled=move || !d.generating.get() on:click=move |_| d.stop()>"Stop"</button>
+                    <button data-testid="stop-generation" disabled=move || !d.generating.get() on:click=move |_| d.stop()>"Stop"</button>
                 </div>
                 {move || d.error.get().map(|e| view! { <p class="error" role="alert" data-testid="error">{e}</p> })}
             </section>

@@ -34,6 +34,7 @@ export async function startLab() {
     const page = await lab.browsers[backend].newPage({ viewport });
     page.errors = [];
     page.on('pageerror', (e) => page.errors.push(e.message));
+    await watchCsp(page);
     await page.goto(lab.server.url + query);
     await waitSettled(page);
     return page;
@@ -46,9 +47,18 @@ export async function waitSettled(page) {
   await page.waitForSelector('[data-testid=status][data-state=ready], [data-testid=status][data-state=error]', { timeout: 180_000 });
 }
 
+/** Records Content-Security-Policy violations (see server.mjs) in `window.__csp`. */
+export async function watchCsp(page) {
+  await page.addInitScript(() => {
+    window.__csp = [];
+    document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+  });
+}
+
 export async function noFatal(page) {
   assert.equal(await page.locator('[data-testid=fatal]').count(), 0, 'a panic reached the page');
   assert.deepEqual(page.errors ?? [], []);
+  assert.deepEqual(await page.evaluate(() => window.__csp ?? []), [], 'no Content-Security-Policy violation');
 }
 
 export async function set(page, testid, value) {
@@ -70,10 +80,10 @@ export async function bars(page) {
 }
 
 /** The CLI's greedy continuation of `prompt` (no echo of the prompt). */
-export function cliGreedy(tokens, prompt = 'ROMEO:\n') {
+export function cliGreedy(tokens, prompt = 'ROMEO:\n', extra = []) {
   const out = execFileSync(process.env.CLI || 'target/release/decode-lab', [
     'generate', '--model', resolve(DIST, 'models/shakespeare'), '--prompt', prompt,
-    '--temperature', '0', '--max-tokens', String(tokens), '--backend', 'cpu',
+    '--temperature', '0', '--max-tokens', String(tokens), '--backend', 'cpu', ...extra,
   ], { encoding: 'utf8' });
   return out.slice(prompt.length, -1); // the CLI echoes the prompt and ends with a newline
 }

@@ -97,7 +97,7 @@ test('Stop stops a long generation at once', async () => {
   await set(page, 'max-tokens', 1000);
   await page.click('[data-testid=generate]');
   await page.waitForSelector('.chip', { state: 'attached' });
-  await page.click('[data-testid=stop]');
+  await page.click('[data-testid=stop-generation]');
   await page.waitForSelector('[data-testid=status][data-state=ready]', { timeout: 5_000 });
   const n = await page.locator('.chip').count();
   assert.ok(n >= 1 && n < 1000, `${n} chips`);
@@ -141,7 +141,7 @@ test('controls come from the URL, clamped with notices; hostile text stays text'
   const page = await open('cpu', `?${q}`);
   await page.waitForSelector('[data-testid=bar]');
   const notices = await page.textContent('[data-testid=url-notices]');
-  assert.match(notices, /temperature=9 is outside 0–3: using 3/);
+  assert.match(notices, /temperature is kept within 0–3: “9” became 3/);
   assert.match(notices, /seed: .*not a number/);
   assert.equal(await page.inputValue('[data-testid=temperature]'), '3');
   assert.equal(await page.inputValue('[data-testid=prompt]'), hostile);

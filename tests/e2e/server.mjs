@@ -5,6 +5,11 @@
 //   /course/decode-lab/...  the same files under a sub-path (static hosting
 //                           like GitHub Pages' /<repo>/)
 // Counts requests per path so tests can assert what was (not) fetched.
+// The app's page is served under the strict Content Security Policy that
+// EMBEDDING.md recommends (no inline script; wasm compiles under
+// 'wasm-unsafe-eval'), so every e2e test runs under it.
+export const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; " +
+  "img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'";
 import { createServer } from 'node:http';
 import { readFile } from 'node:fs/promises';
 import { extname, join, normalize } from 'node:path';
@@ -16,7 +21,8 @@ const TYPES = {
 
 export async function serve(root) {
   const requests = new Map();
-  const server = createServer(async (req, res) => {
+  // Long URLs (a 100 KB value in a hostile-query test) are read, as Chromium sends them.
+  const server = createServer({ maxHeaderSize: 4 << 20 }, async (req, res) => {
     const path = decodeURIComponent(new URL(req.url, 'http://x').pathname).replace(/^\/course\/decode-lab\//, '/');
     requests.set(path, (requests.get(path) || 0) + 1);
     let body;
@@ -33,7 +39,10 @@ export async function serve(root) {
       res.writeHead(404).end('not found');
       return;
     }
-    res.writeHead(200, { 'content-type': TYPES[extname(served)] || 'application/octet-stream', 'content-length': body.length });
+    const headers = { 'content-type': TYPES[extname(served)] || 'application/octet-stream', 'content-length': body.length };
+    // The app's page only: a course author's page (examples/) has its own policy.
+    if (served.endsWith('/index.html')) headers['content-security-policy'] = CSP;
+    res.writeHead(200, headers);
     res.end(body);
   });
   await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
