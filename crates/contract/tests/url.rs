@@ -233,3 +233,26 @@ fn form_value(value: &str) -> String {
         })
         .collect()
 }
+
+/// EMBEDDING.md documents every control of the table with its range: the
+/// page for course authors cannot drift from the code.
+#[test]
+fn embedding_md_lists_every_control_with_its_range() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../EMBEDDING.md"))
+        .expect("EMBEDDING.md at the repository root");
+    let (_, doc) = doc.split_once("### Parameters").expect("a Parameters section");
+    for spec in SPECS {
+        let row = doc
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{}` |", spec.name)))
+            .unwrap_or_else(|| panic!("EMBEDDING.md has no row for `{}`", spec.name));
+        if let Input::Number { range, .. } = spec.input {
+            let want = format!("{} – {}", range.min, range.max);
+            assert!(row.contains(&want), "the row of `{}` should say {want}: {row}", spec.name);
+        }
+    }
+    let controls_row = doc.lines().find(|l| l.starts_with("| `controls` |")).unwrap();
+    for spec in SPECS {
+        assert!(controls_row.contains(spec.name), "`controls=` row lacks {}", spec.name);
+    }
+}
