@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use engine::cpu::CpuSession;
 use engine::gpu::{GpuContext, GpuModel, GpuSession};
-use engine::model::{Model, Tokenizer};
+use engine::model::{Config, Model, Tokenizer, Weights};
 use engine::Session;
 
 use crate::loader::{evict, fetch_bytes};
@@ -99,10 +99,9 @@ pub async fn load(
         GpuContext::new().await.map_err(|e| e.to_string())
     };
 
-    let files = ["config.json", "tokenizer.json", "model.safetensors"];
     let mut blobs = Vec::new();
     let mut done = 0;
-    for file in files {
+    for file in FILES {
         let url = format!("{base}{file}");
         let report = |loaded, total: Option<u64>| {
             progress(Progress {
@@ -116,10 +115,14 @@ pub async fn load(
         blobs.push((url, bytes));
     }
     progress(Progress { what: "checking the model".into(), loaded: done, total: Some(done) });
-    let parsed = parse(&blobs);
+    let urls: Vec<String> = blobs.iter().map(|(url, _)| url.clone()).collect();
+    let parsed = match <[(String, Vec<u8>); 3]>::try_from(blobs) {
+        Ok([config, tokenizer, weights]) => parse(&config, &tokenizer, &weights),
+        Err(_) => Err("internal: expected three model files".into()),
+    };
     if parsed.is_err() {
         // A corrupt file must not stay cached: the retry downloads it again.
-        for (url, _) in &blobs {
+        for url in &urls {
             evict(url).await;
         }
     }
@@ -154,12 +157,21 @@ pub async fn load(
     Ok(Lab { model, tokenizer: Rc::new(tokenizer), backend, gpu })
 }
 
-fn parse(blobs: &[(String, Vec<u8>)]) -> Result<(Model, Tokenizer), String> {
-    let config =
-        std::str::from_utf8(&blobs[0].1).map_err(|_| format!("{}: not UTF-8 text", blobs[0].0))?;
+/// The files of a model directory, in the order they are fetched.
+const FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
+
+/// Parses the three fetched files `(url, bytes)`; each error names its own file.
+fn parse(
+    config: &(String, Vec<u8>),
+    tokenizer: &(String, Vec<u8>),
+    weights: &(String, Vec<u8>),
+) -> Result<(Model, Tokenizer), String> {
+    let text =
+        std::str::from_utf8(&config.1).map_err(|_| format!("{}: not UTF-8 text", config.0))?;
+    let config_parsed = Config::from_json(text).map_err(|e| format!("{}: {e}", config.0))?;
     let tokenizer =
-        Tokenizer::from_bytes(&blobs[1].1).map_err(|e| format!("{}: {e}", blobs[1].0))?;
-    let model =
-        Model::from_bytes(config, &blobs[2].1).map_err(|e| format!("{}: {e}", blobs[2].0))?;
-    Ok((model, tokenizer))
+        Tokenizer::from_bytes(&tokenizer.1).map_err(|e| format!("{}: {e}", tokenizer.0))?;
+    let weights_parsed = Weights::from_safetensors(&weights.1, &config_parsed)
+        .map_err(|e| format!("{}: {e}", weights.0))?;
+    Ok((Model { config: config_parsed, weights: weights_parsed }, tokenizer))
 }

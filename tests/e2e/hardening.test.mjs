@@ -77,6 +77,15 @@ test('a stop string ends the text where the CLI ends it, and its tokens leave th
   }
 });
 
+test('a config.json error names config.json, not the weights file', async () => {
+  const page = await lab.open('cpu', '?model=broken/llama/');
+  const text = await page.textContent('[role=alert]');
+  assert.match(text, /broken\/llama\/config\.json: config\.json: `model_type` is "llama": Decode Lab runs GPT-2 models/);
+  assert.doesNotMatch(text, /model\.safetensors/);
+  await noFatal(page);
+  await page.close();
+});
+
 test('generating past the context crops it with a notice', async () => {
   const page = await lab.open('cpu');
   await set(page, 'temperature', 0);

@@ -2,6 +2,7 @@
 // free port, plus two deliberately broken model directories for error tests:
 //   /broken/corrupt/   real config and tokenizer, garbage model.safetensors
 //   /broken/missing/   nothing at all (404)
+//   /broken/llama/     the real files, but config.json says "model_type": "llama"
 //   /course/decode-lab/...  the same files under a sub-path (static hosting
 //                           like GitHub Pages' /<repo>/)
 // Counts requests per path so tests can assert what was (not) fetched.
@@ -29,8 +30,11 @@ export async function serve(root) {
     const served = path.endsWith('/') ? path + 'index.html' : path;
     if (path === '/broken/corrupt/model.safetensors') {
       body = Buffer.from('{"this is": "not a safetensors file"}'.repeat(50));
-    } else if (path.startsWith('/broken/corrupt/')) {
-      body = await readFile(join(root, 'models/shakespeare', path.slice('/broken/corrupt/'.length))).catch(() => null);
+    } else if (path === '/broken/llama/config.json') {
+      const real = await readFile(join(root, 'models/shakespeare/config.json'), 'utf8');
+      body = Buffer.from(real.replace('"gpt2"', '"llama"'));
+    } else if (path.startsWith('/broken/corrupt/') || path.startsWith('/broken/llama/')) {
+      body = await readFile(join(root, 'models/shakespeare', path.split('/').pop())).catch(() => null);
     } else {
       const file = normalize(join(root, served));
       body = file.startsWith(root) ? await readFile(file).catch(() => null) : null;

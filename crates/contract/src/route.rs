@@ -3,7 +3,7 @@
 //! Query-string routing, so any static host serves every widget from the one
 //! `index.html`. The parameter contract is documented in EMBEDDING.md.
 
-use crate::controls::{echo, Control};
+use crate::controls::{echo, Control, Drives};
 use crate::query::Query;
 
 /// Two steps the bundled model is sure and unsure about (measured: entropy
@@ -126,44 +126,32 @@ impl Widget {
         }
     }
 
-    /// The controls shown when the URL does not say.
-    pub fn default_controls(self) -> &'static [Control] {
+    /// The controls shown when the URL does not say. The pipeline shows
+    /// every control that shapes the distribution and `generate` every
+    /// control but the bars, derived from the table, so a new control
+    /// appears there without an edit here.
+    pub fn default_controls(self) -> Vec<Control> {
         use Control::*;
-        match self {
+        let fixed: &[Control] = match self {
             Widget::Temperature => &[Prompt, Temperature, Bars],
             Widget::TopK => &[Prompt, Temperature, TopK, Bars],
             Widget::TopP => &[Prompt, Temperature, TopP, Bars],
             Widget::MinP => &[Prompt, Temperature, MinP, Bars],
-            Widget::Pipeline => &[
-                Prompt,
-                Temperature,
-                TopK,
-                TopP,
-                MinP,
-                RepetitionPenalty,
-                FrequencyPenalty,
-                PresencePenalty,
-                NoRepeatNgram,
-                Bars,
-            ],
             Widget::Step => &[Prompt, Temperature, TopK, TopP, Seed, Bars],
-            Widget::Generate => &[
-                Prompt,
-                Temperature,
-                TopK,
-                TopP,
-                MinP,
-                RepetitionPenalty,
-                FrequencyPenalty,
-                PresencePenalty,
-                NoRepeatNgram,
-                MaxTokens,
-                Seed,
-                Stop,
-            ],
             Widget::GreedyLoop => &[Prompt, MaxTokens],
             Widget::Compare => &[Prompt, MaxTokens, Seed],
-        }
+            Widget::Pipeline => {
+                let shapes =
+                    |c: &Control| !matches!(c.spec().drives, Drives::Run(_) | Drives::Stop);
+                return Control::all().filter(shapes).collect();
+            }
+            Widget::Generate => {
+                return Control::all()
+                    .filter(|c| !matches!(c.spec().drives, Drives::View))
+                    .collect()
+            }
+        };
+        fixed.to_vec()
     }
 }
 

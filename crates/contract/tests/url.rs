@@ -34,6 +34,10 @@ fn the_table_is_consistent() {
             assert_eq!(whole, range.step == 1.0, "{}: whole numbers step by 1", spec.name);
         }
     }
+    let pipeline = Widget::Pipeline.default_controls();
+    assert!(pipeline.contains(&Control::NoRepeatNgram) && !pipeline.contains(&Control::Seed));
+    let generate = Widget::Generate.default_controls();
+    assert!(generate.contains(&Control::Stop) && !generate.contains(&Control::Bars));
     for widget in Widget::ALL {
         for &(control, preset) in widget.presets() {
             match (control.spec().input, preset) {
