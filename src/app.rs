@@ -152,12 +152,28 @@ fn start_loading(
                 let backend = lab.backend.clone();
                 let d = Driver::new(lab, controls);
                 driver.set(Some(d));
+                if query("test_hooks").as_deref() == Some("1") {
+                    install_test_hooks(d);
+                }
                 phase.set(Phase::Ready(backend));
                 d.reset(); // reads the prompt: the first distribution shows at once
             }
             Err(e) => phase.set(Phase::Error(e)),
         }
     });
+}
+
+/// `window.decodeLabTest` for end-to-end tests (`test_hooks=1` only):
+/// `loseGpuDevice()` destroys the WebGPU device mid-run.
+fn install_test_hooks(d: Driver) {
+    use wasm_bindgen::closure::Closure;
+    use wasm_bindgen::JsCast;
+    let Some(window) = web_sys::window() else { return };
+    let hooks = js_sys::Object::new();
+    let lose = Closure::<dyn Fn()>::new(move || d.lab.with_value(|l| l.lose_gpu_device()));
+    let _ = js_sys::Reflect::set(&hooks, &"loseGpuDevice".into(), lose.as_ref().unchecked_ref());
+    lose.forget(); // lives as long as the page
+    let _ = js_sys::Reflect::set(&window, &"decodeLabTest".into(), &hooks);
 }
 
 /// `logits=` (and `labels=`) if given, parsed, and usable by the widget

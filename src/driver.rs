@@ -61,6 +61,8 @@ pub struct Driver {
     /// Index of the first chip of the current run (earlier ones are a
     /// branch's prefix): a stop string is looked for from there.
     run_from: StoredValue<usize>,
+    /// A generation ended by an error (not by its end or Stop).
+    unfinished: StoredValue<bool>,
     /// Every finished generation, oldest first ("same seed, same text").
     pub runs: RwSignal<Vec<RunRecord>>,
 }
@@ -90,30 +92,51 @@ impl Driver {
             error: RwSignal::new(None),
             notice: RwSignal::new(None),
             run_from: StoredValue::new(0),
+            unfinished: StoredValue::new(false),
             runs: RwSignal::new(Vec::new()),
         }
     }
 
-    /// The GPU device was lost: carry on with the CPU engine. The prompt and
-    /// every chip stay; the new session re-reads them (one prefill).
+    /// The GPU device was lost: carry on with the CPU engine. The prompt, every
+    /// chip and the run's draw stream stay: the run moves onto a CPU session
+    /// (one prefill of its context), and a generation that was under way goes
+    /// on, so the text is the one a CPU-only run with the same seed writes.
     pub fn fall_back_to_cpu(self, reason: String) {
         self.lab.update_value(|l| {
             l.fall_back_to_cpu(format!(
                 "the GPU device was lost ({reason}); switched to the CPU engine"
             ))
         });
-        self.stop();
-        self.run.set_value(None);
         leptos::task::spawn_local(async move {
-            // Let the step in flight fail or finish first, then resume on the CPU.
+            // Let the step in flight fail (its device is gone) or finish first.
             while self.generating.get_untracked() {
                 yield_to_browser().await;
             }
+            let interrupted = self.unfinished.get_value();
             self.launch(move |d| async move {
-                let at = d.chips.with_untracked(|c| (!c.is_empty()).then_some(c.len()));
-                d.start(at).await
+                d.resume_on_cpu().await?;
+                if interrupted {
+                    d.generate_steps().await?;
+                }
+                Ok(())
             });
         });
+    }
+
+    /// Moves the current run onto a fresh session of the (now CPU) engine,
+    /// or re-reads prompt and chips when there is no run.
+    async fn resume_on_cpu(self) -> Result<(), String> {
+        let mut taken = None;
+        self.run.update_value(|r| taken = r.take());
+        let Some(mut run) = taken else {
+            let at = self.chips.with_untracked(|c| (!c.is_empty()).then_some(c.len()));
+            return self.start(at).await;
+        };
+        let session = self.lab.with_value(|l| l.session())?;
+        let switched = run.switch_session(session).await.map_err(|e| e.to_string());
+        self.next.set(Some(input_of(&run)));
+        self.run.set_value(Some(run));
+        switched
     }
 
     /// Asks a running generation to stop after the step in flight.
@@ -137,6 +160,7 @@ impl Driver {
             self.chips.set(Vec::new());
             self.selected.set(None);
             self.run.set_value(None);
+            self.unfinished.set_value(false);
             self.launch(|d| async move { d.start(None).await.map(|_| ()) });
         });
     }
@@ -147,21 +171,30 @@ impl Driver {
         self.selected.set(None);
         self.launch(|d| async move {
             d.start(None).await?;
-            let started = web_time::Instant::now();
-            let mut steps = 0;
-            while !d.stop_asked.get_untracked() {
-                let done = d.step(None).await?;
-                steps += 1;
-                let secs = started.elapsed().as_secs_f64();
-                d.stats.update(|s| s.tokens_per_s = steps as f64 / secs.max(1e-9));
-                if done.is_some() {
-                    break;
-                }
-                yield_to_browser().await;
-            }
-            d.record_run();
-            Ok(())
+            d.generate_steps().await
         });
+    }
+
+    /// Steps the current run until it ends or Stop is pressed, yielding to
+    /// the browser between tokens; then notes the run in `runs`.
+    async fn generate_steps(self) -> Result<(), String> {
+        // Stays set if a step fails: a device-loss fallback then carries on.
+        self.unfinished.set_value(true);
+        let started = web_time::Instant::now();
+        let mut steps = 0;
+        while !self.stop_asked.get_untracked() {
+            let done = self.step(None).await?;
+            steps += 1;
+            let secs = started.elapsed().as_secs_f64();
+            self.stats.update(|s| s.tokens_per_s = steps as f64 / secs.max(1e-9));
+            if done.is_some() {
+                break;
+            }
+            yield_to_browser().await;
+        }
+        self.unfinished.set_value(false);
+        self.record_run();
+        Ok(())
     }
 
     /// One token: drawn by the sampler, or `forced` (a clicked bar). With a

@@ -75,6 +75,14 @@ impl Lab {
 }
 
 impl Lab {
+    /// Destroys the GPU device, as a driver reset would (the `test_hooks=1`
+    /// hook `decodeLabTest.loseGpuDevice()`): the device-lost path then runs.
+    pub fn lose_gpu_device(&self) {
+        if let Some(gpu) = &self.gpu {
+            gpu.ctx.device.destroy();
+        }
+    }
+
     /// Drops the GPU engine (after the device was lost): sessions opened from
     /// now on run on the CPU.
     pub fn fall_back_to_cpu(&mut self, reason: String) {

@@ -77,6 +77,26 @@ test('a stop string ends the text where the CLI ends it, and its tokens leave th
   }
 });
 
+test('device loss mid-generation: the page carries on on the CPU engine with the text a CPU-only run writes', async () => {
+  const q = '?test_hooks=1&prompt=ROMEO%3A&temperature=1&top_k=40&seed=11&max_tokens=40';
+  const cpu = await lab.open('cpu', q);
+  const want = await generate(cpu);
+  await cpu.close();
+  const page = await lab.open('webgpu', q);
+  assert.equal(await page.getAttribute('[data-testid=backend]', 'data-backend'), 'webgpu');
+  await page.click('[data-testid=generate]');
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid=output] .chip').length >= 10);
+  await page.evaluate(() => window.decodeLabTest.loseGpuDevice());
+  await page.waitForSelector('[data-testid=backend][data-backend=cpu]', { timeout: 60_000 });
+  await page.waitForFunction(() => document.querySelector('[data-testid=status]').dataset.state === 'ready'
+    && !document.querySelector('[data-testid=generate]').disabled, null, { timeout: 120_000 });
+  assert.equal(await page.inputValue('[data-testid=prompt]'), 'ROMEO:', 'the prompt stays');
+  assert.equal(await page.textContent('[data-testid=output]'), want);
+  assert.match(await page.textContent('.banner'), /the GPU device was lost/);
+  await noFatal(page);
+  await page.close();
+});
+
 test('a config.json error names config.json, not the weights file', async () => {
   const page = await lab.open('cpu', '?model=broken/llama/');
   const text = await page.textContent('[role=alert]');

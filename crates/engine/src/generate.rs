@@ -68,12 +68,16 @@ impl Generator {
             self.context.push(token);
             return Ok((logits, None));
         }
-        self.context.push(token);
+        // Built aside and kept only once the prefill succeeded: a failed step
+        // (a lost GPU device) leaves the context as it was.
+        let mut context = self.context.clone();
+        context.push(token);
         let keep = self.keep();
-        let dropped = self.context.len() - keep;
-        self.context.drain(..dropped);
+        let dropped = context.len() - keep;
+        context.drain(..dropped);
         self.session.rewind(0)?;
-        let logits = self.session.prefill(&self.context, Wanted::Last).await?;
+        let logits = self.session.prefill(&context, Wanted::Last).await?;
+        self.context = context;
         Ok((logits, Some(Crop { kept: keep, dropped })))
     }
 }

@@ -136,6 +136,7 @@ impl Run {
     /// Chooses the next token (drawn, or `forced` when the user picked one),
     /// appends it and runs the model one step.
     pub async fn step(&mut self, tokenizer: &Tokenizer, forced: Option<u32>) -> Result<Step> {
+        let before = self.sampler.clone();
         let choice = match forced {
             Some(token) => self.forced_choice(token)?,
             None => self.sampler.next(&self.logits, &self.history)?,
@@ -154,6 +155,19 @@ impl Run {
             step.done = Some(Done::Eos);
             return Ok(step);
         }
+        // The model step first: if it fails (a lost GPU device), nothing of
+        // the run has changed but the draw, which is rolled back, so after
+        // `switch_session` the same step is taken again with the same draw.
+        let (next, crop) = match self.generator.advance(choice.token).await {
+            Ok(advanced) => advanced,
+            Err(e) => {
+                self.sampler = before;
+                self.logits = step.logits;
+                return Err(e);
+            }
+        };
+        self.logits = next;
+        step.crop = crop;
         self.history.push(choice.token);
         self.generated += 1;
         if let Some(piece) = self.stream.push(tokenizer, choice.token)? {
@@ -166,16 +180,24 @@ impl Run {
                 }
             }
         }
-        // Advance even on the last token: the next distribution stays on view,
-        // and a caller may go on stepping past `max_tokens`.
-        let (next, crop) = self.generator.advance(choice.token).await?;
-        self.logits = next;
-        step.crop = crop;
         if self.generated >= self.max_tokens {
             step.text += &self.stop.flush();
             step.done = Some(Done::MaxTokens);
         }
         Ok(step)
+    }
+
+    /// Moves the run onto another session (the CPU engine after the GPU
+    /// device was lost): the new one prefills the tokens the old cache held
+    /// (the prompt and the text so far, as cropped), and the run goes on with
+    /// its own draw stream, so the text continues as if nothing happened.
+    pub async fn switch_session(&mut self, session: Session) -> Result<()> {
+        let context = self.generator.context().to_vec();
+        let mut generator = Generator::new(session);
+        let (logits, _) = generator.start(&context).await?;
+        self.generator = generator;
+        self.logits = logits;
+        Ok(())
     }
 
     fn forced_choice(&self, token: u32) -> Result<Choice> {

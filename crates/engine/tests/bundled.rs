@@ -96,3 +96,33 @@ fn gpu_session_fresh(s: &Session) -> Session {
     fork.rewind(0).unwrap();
     fork
 }
+
+/// A run that moves from the GPU to the CPU engine mid-way (what the page does
+/// when the GPU device is lost) writes the text a run on the CPU alone writes,
+/// seeded sampling included: the draw stream carries on where it was.
+#[test]
+fn a_run_switched_to_the_cpu_mid_way_continues_the_same_text() {
+    let (model, tokenizer) = load();
+    let Some((ctx, _)) = gpu() else { return };
+    let gpu_model = pollster::block_on(GpuModel::new(ctx.clone(), model.clone())).unwrap();
+    let settings = Settings { temperature: 1.0, top_k: 40, ..Settings::default() };
+    let job = Job { settings: settings.clone(), seed: 11, stop: Vec::new(), max_tokens: 40 };
+    let want = text(Session::Cpu(CpuSession::new(model.clone())), &tokenizer, settings, 11, 40);
+    let mut got = String::new();
+    pollster::block_on(async {
+        let gpu = Session::Gpu(GpuSession::new(gpu_model).unwrap());
+        let mut run = Run::start(gpu, &tokenizer, "ROMEO:", &job).await.unwrap();
+        for i in 0.. {
+            if i == 15 {
+                run.switch_session(Session::Cpu(CpuSession::new(model.clone()))).await.unwrap();
+                assert_eq!(run.session().backend_name(), "cpu");
+            }
+            let step = run.step(&tokenizer, None).await.unwrap();
+            got += &step.text;
+            if step.done.is_some() {
+                break;
+            }
+        }
+    });
+    assert_eq!(got, want);
+}

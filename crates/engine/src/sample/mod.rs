@@ -43,6 +43,8 @@ pub struct Choice {
 
 /// Settings plus a seeded generator: the same seed gives the same draws on
 /// every platform (ChaCha20 has a documented, platform-independent stream).
+/// `Clone` copies the stream's position: a run rolls a failed step back with it.
+#[derive(Clone)]
 pub struct Sampler {
     settings: Settings,
     rng: ChaCha20Rng,
