@@ -8,6 +8,7 @@
 //! `models/shakespeare/`), `backend=cpu` (skip WebGPU), `prompt`, `logits` /
 //! `labels` (custom-logits mode), and every control (`url_state.rs`).
 
+use contract::{backend_cpu, parse_sets, Route, Widget};
 use leptos::html::Div;
 use leptos::prelude::*;
 
@@ -20,7 +21,6 @@ use crate::query::{query, with_opened};
 use crate::registry::Controls;
 use crate::url_state::{self, Share};
 use crate::widgets::{Logits, Source, WidgetView, COLUMN_CONTROLS};
-use contract::{backend_cpu, parse_sets, Route, Widget};
 
 const DEFAULT_MODEL: &str = "models/shakespeare/";
 

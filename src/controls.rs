@@ -2,12 +2,10 @@
 //! and keyboard support (the browser's own for both inputs). Out-of-range or
 //! unreadable input is clamped or ignored with a visible notice, never a panic.
 
+use contract::{Control, Input, Shown, Spec};
 use leptos::prelude::*;
 
-use contract::{Control, Input, Spec};
-
 use crate::registry::{Controls, Value};
-use contract::Shown;
 
 /// The slider + number box of the number control `spec`. Its test id (on
 /// the number box, which takes any value; the slider snaps to its step) is

@@ -2,9 +2,8 @@
 //! distribution panel and its controls on numbers an author gives, with no
 //! model download — a textbook example, exactly.
 
-use leptos::prelude::*;
-
 use contract::{Control, Shown, Widget};
+use leptos::prelude::*;
 
 use crate::registry::Controls;
 use crate::widgets::{Logits, Source, WidgetView};

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use contract::Control;
 use engine::generate::Crop;
 use engine::run::{Done, Run};
 use leptos::prelude::*;
@@ -13,8 +14,6 @@ use leptos::prelude::*;
 use crate::distribution::StepInput;
 use crate::lab::Lab;
 use crate::loader::yield_to_browser;
-use contract::Control;
-
 use crate::registry::Controls;
 
 /// One generated token as the output shows it.

@@ -2,13 +2,12 @@
 //! output as chips tinted by their probability, the live distribution panel
 //! and the stats line. Layout only; the behaviour is in `driver.rs`.
 
+use contract::{Control, Shown};
 use leptos::prelude::*;
 
 use crate::controls::ControlsPanel;
 use crate::distribution::{explained, visible, DistributionPanel};
 use crate::driver::{Chip, Driver};
-use contract::Control;
-use contract::Shown;
 
 #[component]
 pub fn Playground(driver: Driver, shown: Shown) -> impl IntoView {

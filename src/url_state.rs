@@ -4,10 +4,9 @@
 //! The same table writes the state back: the address bar follows the controls
 //! and "Copy embed code" links to exactly what is on screen.
 
+use contract::{read_controls, Control, Input, Preset, Route, Val, SPECS};
 use leptos::prelude::*;
 use wasm_bindgen::JsValue;
-
-use contract::{read_controls, Control, Input, Preset, Route, Val, SPECS};
 
 use crate::loader::debounced;
 use crate::query::{query, with_opened};

@@ -2,6 +2,7 @@
 //! its own temperature and top-k; the URL carries them as lists
 //! (`temperature=0,0.3,0.8,1.2&top_k=0,0,10,100`).
 
+use contract::{column_values, Control, Drives, Shown};
 use engine::run::{Job, Run};
 use engine::sample::Settings;
 use leptos::prelude::*;
@@ -12,8 +13,6 @@ use crate::loader::yield_to_browser;
 use crate::playground::PromptEditor;
 use crate::query::with_opened;
 use crate::url_state::Share;
-use contract::Shown;
-use contract::{column_values, Control, Drives};
 
 /// The controls each column sets for itself; the URL carries each as a list,
 /// one value per column. The other controls (seed, length) are shared.

@@ -2,14 +2,13 @@
 //! the periodic tail (`engine::sample::repeat::find_loop`) and highlight it;
 //! one switch moves to sampling, which usually breaks the loop.
 
+use contract::{Control, Shown};
 use engine::sample::repeat::find_loop;
 use leptos::prelude::*;
 
 use crate::controls::ControlsPanel;
 use crate::driver::Driver;
 use crate::playground::{Buttons, Output, PromptEditor};
-use contract::Control;
-use contract::Shown;
 
 /// The temperature the "sampling" side of the switch uses (unless the URL
 /// or the page already set a non-zero one).

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use engine::sample::StageKind;
 
+use contract::{Control, Shown, Widget, CONFIDENT_PROMPT, LONG_TAILED_PROMPT};
 use leptos::prelude::*;
 
 use crate::controls::ControlsPanel;
@@ -20,11 +21,8 @@ use crate::driver::Driver;
 use crate::loader::debounced;
 use crate::nucleus::NucleusChart;
 use crate::playground::{Buttons, NextPanel, Output, PromptEditor, StatsLine};
-use contract::Control;
-
 use crate::registry::Controls;
 pub use compare::COLUMN_CONTROLS;
-use contract::{Shown, Widget, CONFIDENT_PROMPT, LONG_TAILED_PROMPT};
 
 /// Author-given logits: one set, or two (`A;B`) for the top-p switch.
 #[derive(Clone, Copy)]
