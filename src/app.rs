@@ -8,7 +8,7 @@
 //! `models/shakespeare/`), `backend=cpu` (skip WebGPU), `prompt`, `logits` /
 //! `labels` (custom-logits mode), and every control (`url_state.rs`).
 
-use contract::{backend_cpu, parse_sets, Route, Widget};
+use contract::{parse_sets, read_page, Route, Widget};
 use leptos::html::Div;
 use leptos::prelude::*;
 
@@ -20,7 +20,7 @@ use crate::playground::Playground;
 use crate::query::{query, with_opened};
 use crate::registry::Controls;
 use crate::url_state::{self, Share};
-use crate::widgets::{Logits, Source, WidgetView, COLUMN_CONTROLS};
+use crate::widgets::{Logits, Source, WidgetView};
 
 const DEFAULT_MODEL: &str = "models/shakespeare/";
 
@@ -38,12 +38,12 @@ enum Phase {
 #[component]
 pub fn App() -> impl IntoView {
     let mut notices = Vec::new();
-    let route = with_opened(|q| Route::from_query(q, &mut notices));
+    let page = with_opened(read_page);
+    let route = page.route;
     let controls = Controls::new();
-    let presets = route.widget.map_or(&[][..], Widget::presets);
-    let skip = if route.widget == Some(Widget::Compare) { &COLUMN_CONTROLS[..] } else { &[] };
-    notices.extend(url_state::apply(&controls, presets, skip));
-    let force_cpu = with_opened(|q| backend_cpu(q, &mut notices));
+    url_state::apply(&controls, page.values);
+    notices.extend(page.notices);
+    let force_cpu = page.force_cpu;
     let logits = custom_logits(&route, &mut notices);
     let share = Share {
         route: StoredValue::new(route.clone()),

@@ -4,20 +4,17 @@
 //! The same table writes the state back: the address bar follows the controls
 //! and "Copy embed code" links to exactly what is on screen.
 
-use contract::{read_controls, Control, Input, Preset, Route, Val, SPECS};
+use contract::{Control, Input, Route, Val, SPECS};
 use leptos::prelude::*;
 use wasm_bindgen::JsValue;
 
 use crate::loader::debounced;
-use crate::query::{query, with_opened};
+use crate::query::query;
 use crate::registry::{Controls, Value};
 
-/// Sets `presets` (a widget's starting values), then every control the URL
-/// names except those in `skip` (a widget that reads them itself); returns a
-/// notice per value not taken as given.
-pub fn apply(controls: &Controls, presets: &[(Control, Preset)], skip: &[Control]) -> Vec<String> {
-    let mut notices = Vec::new();
-    let values = with_opened(|q| read_controls(q, presets, skip, &mut notices));
+/// Sets the controls to the values the page read from its URL (the widget's
+/// presets, then the link's own).
+pub fn apply(controls: &Controls, values: Vec<(Control, Val)>) {
     for (control, val) in values {
         match (controls.value(control), val) {
             (Value::Number(s), Val::Number(v)) => s.set(v),
@@ -26,7 +23,6 @@ pub fn apply(controls: &Controls, presets: &[(Control, Preset)], skip: &[Control
             _ => {}
         }
     }
-    notices
 }
 
 /// Everything a link must carry to reproduce the page.
@@ -61,17 +57,20 @@ impl Share {
                 params.append(spec.name, value);
                 continue;
             }
-            match (self.controls.value(spec.control), spec.input) {
-                (Value::Number(v), _) => params.append(spec.name, &v.get().to_string()),
+            match self.controls.value(spec.control) {
+                Value::Number(v) => params.append(spec.name, &v.get().to_string()),
                 // The prompt means nothing over an author's logits.
-                (Value::Text(_), _) if spec.control == Control::Prompt && logits.is_some() => {}
-                (Value::Text(t), Input::Text { default }) => {
+                Value::Text(_) if spec.control == Control::Prompt && logits.is_some() => {}
+                // A text control with a default (the prompt) is always written,
+                // so an empty one stays empty; others only when set.
+                Value::Text(t) => {
                     let t = t.get();
-                    if !t.is_empty() || !default.is_empty() {
+                    let has_default =
+                        matches!(spec.input, Input::Text { default } if !default.is_empty());
+                    if !t.is_empty() || has_default {
                         params.append(spec.name, &t);
                     }
                 }
-                (Value::Text(_), Input::Number { .. }) => {}
             }
         }
         for name in ["model", "backend"] {

@@ -1,23 +1,17 @@
-//! A page's query string, read as the app reads it: the route (`widget`,
-//! `embed`, `controls`), every control's value, the compare widget's lists
-//! and `backend`. Never a panic; every number taken lies in its control's
+//! A page's query string, read by the very function the app reads it with
+//! (`read_page`: route, presets, every control, backend), plus the compare
+//! widget's lists. Never a panic; every number taken lies in its control's
 //! range; no notice echoes a long value whole.
 #![no_main]
 
-use contract::{
-    backend_cpu, column_values, read_controls, Control, Input, Query, Route, Val, Widget,
-};
+use contract::{column_values, read_page, Input, Page, Query, Val, Widget};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let search = String::from_utf8_lossy(data);
     let q = Query::parse(&search);
-    let mut notices = Vec::new();
-    let route = Route::from_query(&q, &mut notices);
-    let presets = route.widget.map_or(&[][..], Widget::presets);
-    let values = read_controls(&q, presets, &[], &mut notices);
-    column_values(&q, [Control::Temperature, Control::TopK], [[0.0; 2]; 4], &mut notices);
-    backend_cpu(&q, &mut notices);
+    let Page { route, values, mut notices, .. } = read_page(&q);
+    column_values(&q, Widget::COMPARE_COLUMN_CONTROLS, [[0.0; 2]; 4], &mut notices);
     let _ = route.shown.to_param();
     for (control, val) in values {
         if let (Input::Number { range, .. }, Val::Number(v)) = (control.spec().input, val) {

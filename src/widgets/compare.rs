@@ -2,7 +2,7 @@
 //! its own temperature and top-k; the URL carries them as lists
 //! (`temperature=0,0.3,0.8,1.2&top_k=0,0,10,100`).
 
-use contract::{column_values, Control, Drives, Shown};
+use contract::{column_values, Control, Drives, Shown, Widget};
 use engine::run::{Job, Run};
 use engine::sample::Settings;
 use leptos::prelude::*;
@@ -14,9 +14,8 @@ use crate::playground::PromptEditor;
 use crate::query::with_opened;
 use crate::url_state::Share;
 
-/// The controls each column sets for itself; the URL carries each as a list,
-/// one value per column. The other controls (seed, length) are shared.
-pub const COLUMN_CONTROLS: [Control; 2] = [Control::Temperature, Control::TopK];
+/// The controls each column sets for itself (seed and length are shared).
+const COLUMN_CONTROLS: [Control; 2] = Widget::COMPARE_COLUMN_CONTROLS;
 
 /// greedy; low T; medium T + small k; higher T + larger k — one value per
 /// `COLUMN_CONTROLS` entry.

@@ -22,7 +22,6 @@ use crate::loader::debounced;
 use crate::nucleus::NucleusChart;
 use crate::playground::{Buttons, NextPanel, Output, PromptEditor, StatsLine};
 use crate::registry::Controls;
-pub use compare::COLUMN_CONTROLS;
 
 /// Author-given logits: one set, or two (`A;B`) for the top-p switch.
 #[derive(Clone, Copy)]

@@ -48,9 +48,4 @@ impl Query {
         counts.retain(|&(_, c)| c > 1);
         counts
     }
-
-    /// Every name, in URL order (repeats included).
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.pairs.iter().map(|(n, _)| n.as_str())
-    }
 }

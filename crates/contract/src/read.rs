@@ -5,7 +5,35 @@
 
 use crate::controls::{echo, Control, Input, SPECS};
 use crate::query::Query;
-use crate::route::Preset;
+use crate::route::{Preset, Route, Widget};
+
+/// Everything the page reads from its URL when it opens, with one notice per
+/// value not taken as given. (The compare widget's per-column lists are read
+/// by the widget: [`column_values`].)
+#[derive(Clone, Debug, PartialEq)]
+pub struct Page {
+    pub route: Route,
+    /// The widget's presets, then the URL's values, in table order.
+    pub values: Vec<(Control, Val)>,
+    /// `backend=cpu`.
+    pub force_cpu: bool,
+    pub notices: Vec<String>,
+}
+
+/// Reads the route, every control (after the widget's presets) and the
+/// backend: the one path the app, the tests and the fuzz target share.
+pub fn read_page(query: &Query) -> Page {
+    let mut notices = Vec::new();
+    let route = Route::from_query(query, &mut notices);
+    let presets = route.widget.map_or(&[][..], Widget::presets);
+    let skip = match route.widget {
+        Some(Widget::Compare) => &Widget::COMPARE_COLUMN_CONTROLS[..],
+        _ => &[],
+    };
+    let values = read_controls(query, presets, skip, &mut notices);
+    let force_cpu = backend_cpu(query, &mut notices);
+    Page { route, values, force_cpu, notices }
+}
 
 /// A control's value as read.
 #[derive(Clone, Debug, PartialEq)]

@@ -45,6 +45,10 @@ impl Widget {
         Widget::Compare,
     ];
 
+    /// The controls each compare column sets for itself (the URL carries
+    /// each as a list, one value per column); the others are shared.
+    pub const COMPARE_COLUMN_CONTROLS: [Control; 2] = [Control::Temperature, Control::TopK];
+
     /// The `widget=` value.
     pub fn name(self) -> &'static str {
         match self {

@@ -4,8 +4,8 @@
 //! never echoed in full.
 
 use decode_lab_contract::{
-    backend_cpu, column_values, parse_logits, parse_sets, read_controls, Control, Input, Preset,
-    Query, Route, Val, Widget, SPECS,
+    backend_cpu, column_values, parse_logits, parse_sets, read_controls, read_page, Control, Input,
+    Page, Preset, Query, Route, Val, Widget, SPECS,
 };
 
 fn read(search: &str) -> (Vec<(Control, Val)>, Vec<String>) {
@@ -204,12 +204,8 @@ fn hostile_query_strings_never_panic_and_are_not_echoed_whole() {
             search += &format!("{name}={encoded}&");
         }
         let q = Query::parse(&search);
-        let mut notices = Vec::new();
-        let route = Route::from_query(&q, &mut notices);
-        let presets = route.widget.map_or(&[][..], Widget::presets);
-        let values = read_controls(&q, presets, &[], &mut notices);
-        column_values(&q, [Control::Temperature, Control::TopK], [[0.0; 2]; 4], &mut notices);
-        backend_cpu(&q, &mut notices);
+        let Page { values, mut notices, .. } = read_page(&q);
+        column_values(&q, Widget::COMPARE_COLUMN_CONTROLS, [[0.0; 2]; 4], &mut notices);
         if let Some(raw) = q.get("logits") {
             let _ = parse_sets(raw, q.get("labels"), &mut notices).map_err(|e| notices.push(e));
         }
