@@ -185,11 +185,12 @@ test('an embed posts its height to its parent only, and ignores garbage messages
   const page = await lab.browsers.webgpu.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto(`${server.url}examples/course-note.html`); // a same-origin parent page
+  // A same-origin parent with no other embeds: course-note.html's own iframes
+  // would post their heights into the listener too.
+  await page.goto(`${server.url}parent.html`);
   await page.evaluate((src) => {
     window.__messages = [];
     addEventListener('message', (e) => window.__messages.push({ data: e.data, fromFrame: e.source === document.getElementById('probe').contentWindow }));
-    document.body.innerHTML = '';
     const frame = document.createElement('iframe');
     frame.id = 'probe';
     frame.src = src;

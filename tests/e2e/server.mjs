@@ -3,6 +3,7 @@
 //   /broken/corrupt/   real config and tokenizer, garbage model.safetensors
 //   /broken/missing/   nothing at all (404)
 //   /broken/llama/     the real files, but config.json says "model_type": "llama"
+//   /parent.html       an empty same-origin page with no embeds, to host one
 //   /course/decode-lab/...  the same files under a sub-path (static hosting
 //                           like GitHub Pages' /<repo>/)
 // Counts requests per path so tests can assert what was (not) fetched.
@@ -28,7 +29,9 @@ export async function serve(root) {
     requests.set(path, (requests.get(path) || 0) + 1);
     let body;
     const served = path.endsWith('/') ? path + 'index.html' : path;
-    if (path === '/broken/corrupt/model.safetensors') {
+    if (path === '/parent.html') {
+      body = Buffer.from('<!doctype html><meta charset="utf-8"><title>parent</title><body></body>');
+    } else if (path === '/broken/corrupt/model.safetensors') {
       body = Buffer.from('{"this is": "not a safetensors file"}'.repeat(50));
     } else if (path === '/broken/llama/config.json') {
       const real = await readFile(join(root, 'models/shakespeare/config.json'), 'utf8');
