@@ -9,6 +9,7 @@
 //! `labels` (custom-logits mode), and every control (`url_state.rs`).
 
 use contract::{parse_sets, read_page, Route, Widget};
+use engine::model::Config;
 use leptos::html::Div;
 use leptos::prelude::*;
 
@@ -19,6 +20,7 @@ use crate::lab::{load, Backend, Progress};
 use crate::playground::Playground;
 use crate::query::{query, with_opened};
 use crate::registry::Controls;
+use crate::selftest::{Outcome, SelfTestPanel};
 use crate::url_state::{self, Share};
 use crate::widgets::{Logits, Source, WidgetView};
 
@@ -44,6 +46,8 @@ pub fn App() -> impl IntoView {
     url_state::apply(&controls, page.values);
     notices.extend(page.notices);
     let force_cpu = page.force_cpu;
+    // `selftest=1`: filled in once the self-test has run, before the widget starts.
+    let self_test = page.selftest.then(|| RwSignal::new(None::<(Outcome, Config)>));
     let logits = custom_logits(&route, &mut notices);
     let share = Share {
         route: StoredValue::new(route.clone()),
@@ -59,7 +63,7 @@ pub fn App() -> impl IntoView {
         None => Phase::Loading(Progress { what: "starting".into(), loaded: 0, total: None }),
     });
     let driver = RwSignal::new_local(None::<Driver>);
-    let start = move || start_loading(phase, driver, controls, force_cpu);
+    let start = move || start_loading(phase, driver, controls, force_cpu, self_test);
     if logits.is_none() {
         start();
     }
@@ -92,6 +96,7 @@ pub fn App() -> impl IntoView {
         Phase::Ready(b) => {
             let shown = shown.clone();
             view! {
+                {self_test.and_then(|s| s.get()).map(|(outcome, config)| view! { <SelfTestPanel outcome=outcome config=config/> })}
                 {match b { Backend::Cpu { reason } => Some(view! { <NoWebGpuBanner reason=reason/> }), _ => None }}
                 {move || driver.get().map(|d| match widget {
                     Some(w) => view! { <WidgetView widget=w source=Source::Model(d) controls=controls shown=shown.clone()/> }.into_any(),
@@ -127,12 +132,14 @@ pub fn App() -> impl IntoView {
     }
 }
 
-/// Loads the model (`model=`, default the bundled one) and starts a driver.
+/// Loads the model (`model=`, default the bundled one), runs the self-test
+/// if `self_test` is given, and starts a driver.
 fn start_loading(
     phase: RwSignal<Phase>,
     driver: RwSignal<Option<Driver>, LocalStorage>,
     controls: Controls,
     force_cpu: bool,
+    self_test: Option<RwSignal<Option<(Outcome, Config)>>>,
 ) {
     // Set by the GPU's device-lost callback; the page carries on on the CPU.
     let lost = RwSignal::new(None::<String>);
@@ -148,7 +155,24 @@ fn start_loading(
         let base = base.unwrap_or_else(|| DEFAULT_MODEL.to_string());
         let on_lost = move |reason| lost.set(Some(reason));
         match load(&base, force_cpu, move |p| phase.set(Phase::Loading(p)), on_lost).await {
-            Ok(lab) => {
+            Ok(mut lab) => {
+                if let Some(shown) = self_test {
+                    phase.set(Phase::Loading(Progress {
+                        what: "running the on-device self-test".into(),
+                        loaded: 0,
+                        total: None,
+                    }));
+                    let outcome = match lab.self_test(self_test_fault()).await {
+                        Some(report) => Outcome::Ran(report),
+                        None => Outcome::NoGpu(match &lab.backend {
+                            Backend::Cpu { reason } => reason.clone(),
+                            Backend::WebGpu { .. } => {
+                                "the self-test prompt did not tokenize".into()
+                            }
+                        }),
+                    };
+                    shown.set(Some((outcome, lab.model.config.clone())));
+                }
                 let backend = lab.backend.clone();
                 let d = Driver::new(lab, controls);
                 driver.set(Some(d));
@@ -161,6 +185,15 @@ fn start_loading(
             Err(e) => phase.set(Phase::Error(e)),
         }
     });
+}
+
+/// `selftest_fault=KERNEL` (with `test_hooks=1` only): the self-test
+/// corrupts that kernel's first result, to show a wrong kernel is caught.
+fn self_test_fault() -> Option<engine::kernels::Kernel> {
+    if query("test_hooks").as_deref() != Some("1") {
+        return None;
+    }
+    engine::kernels::Kernel::from_name(&query("selftest_fault")?)
 }
 
 /// `window.decodeLabTest` for end-to-end tests (`test_hooks=1` only):

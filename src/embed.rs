@@ -81,13 +81,7 @@ pub fn EmbedCode(title: &'static str) -> impl IntoView {
         height.set(measured_height());
         open.set(true);
         let text = code();
-        leptos::task::spawn_local(async move {
-            let ok = match web_sys::window().map(|w| w.navigator().clipboard()) {
-                Some(c) => wasm_bindgen_futures::JsFuture::from(c.write_text(&text)).await.is_ok(),
-                None => false,
-            };
-            copied.set(Some(ok));
-        });
+        leptos::task::spawn_local(async move { copied.set(Some(copy_to_clipboard(&text).await)) });
     };
     view! {
         <div class="embed-code">
@@ -104,8 +98,17 @@ pub fn EmbedCode(title: &'static str) -> impl IntoView {
     .into_any()
 }
 
+/// Puts `text` on the clipboard; false where the browser refuses (no
+/// permission, insecure origin): the caller then shows the text to copy by hand.
+pub async fn copy_to_clipboard(text: &str) -> bool {
+    match web_sys::window().map(|w| w.navigator().clipboard()) {
+        Some(c) => wasm_bindgen_futures::JsFuture::from(c.write_text(text)).await.is_ok(),
+        None => false,
+    }
+}
+
 /// Selects the whole snippet when its box gets focus (easy to copy by hand).
-fn select_all(ev: web_sys::FocusEvent) {
+pub fn select_all(ev: web_sys::FocusEvent) {
     event_target::<web_sys::HtmlTextAreaElement>(&ev).select()
 }
 

@@ -7,7 +7,9 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use engine::cpu::CpuSession;
+use engine::gpu::selftest::{self, Report};
 use engine::gpu::{GpuContext, GpuModel, GpuSession};
+use engine::kernels::Kernel;
 use engine::model::{Config, Model, Tokenizer, Weights};
 use engine::Session;
 
@@ -81,6 +83,20 @@ impl Lab {
         if let Some(gpu) = &self.gpu {
             gpu.ctx.device.destroy();
         }
+    }
+
+    /// The on-device self-test (`selftest=1`) on the GPU engine, if there is
+    /// one: every kernel against its CPU twin, then 16 greedy steps of the
+    /// model on both engines. A failure moves the page to the CPU engine with
+    /// the reason. `fault` corrupts one kernel's result (test hook).
+    pub async fn self_test(&mut self, fault: Option<Kernel>) -> Option<Report> {
+        let gpu = self.gpu.clone()?;
+        let prompt = self.tokenizer.encode(SELF_TEST_PROMPT).ok().filter(|p| !p.is_empty())?;
+        let report = selftest::run(gpu, &prompt, SELF_TEST_STEPS, fault).await;
+        if let Some(reason) = report.failure() {
+            self.fall_back_to_cpu(reason);
+        }
+        Some(report)
     }
 
     /// Drops the GPU engine (after the device was lost): sessions opened from
@@ -164,6 +180,11 @@ pub async fn load(
     };
     Ok(Lab { model, tokenizer: Rc::new(tokenizer), backend, gpu })
 }
+
+/// What the self-test's model check runs: a prompt every GPT-2 tokenizer
+/// encodes, then this many greedy steps.
+const SELF_TEST_PROMPT: &str = "To be, or not to be";
+const SELF_TEST_STEPS: usize = 16;
 
 /// The files of a model directory, in the order they are fetched.
 const FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];

@@ -14,6 +14,7 @@ mod nucleus;
 mod playground;
 mod query;
 mod registry;
+mod selftest;
 mod url_state;
 mod widgets;
 

@@ -5,7 +5,7 @@
 
 use crate::controls::{echo, Control, Input, SPECS};
 use crate::query::Query;
-use crate::route::{Preset, Route, Widget};
+use crate::route::{flag, Preset, Route, Widget};
 
 /// Everything the page reads from its URL when it opens, with one notice per
 /// value not taken as given. (The compare widget's per-column lists are read
@@ -17,6 +17,8 @@ pub struct Page {
     pub values: Vec<(Control, Val)>,
     /// `backend=cpu`.
     pub force_cpu: bool,
+    /// `selftest=1`: check the GPU kernels and model against the CPU twins first.
+    pub selftest: bool,
     pub notices: Vec<String>,
 }
 
@@ -32,7 +34,8 @@ pub fn read_page(query: &Query) -> Page {
     };
     let values = read_controls(query, presets, skip, &mut notices);
     let force_cpu = backend_cpu(query, &mut notices);
-    Page { route, values, force_cpu, notices }
+    let selftest = flag(query, "selftest", &mut notices, "no self-test");
+    Page { route, values, force_cpu, selftest, notices }
 }
 
 /// A control's value as read.

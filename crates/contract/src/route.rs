@@ -223,6 +223,19 @@ pub struct Route {
     pub shown: Shown,
 }
 
+/// A yes/no parameter: `1`/`true`/`yes` or `0`/`false`/`no`/empty/absent;
+/// anything else is no, with a notice ending in `otherwise`.
+pub(crate) fn flag(query: &Query, name: &str, notices: &mut Vec<String>, otherwise: &str) -> bool {
+    match query.get(name).map(str::trim) {
+        None | Some("0" | "false" | "no" | "") => false,
+        Some("1" | "true" | "yes") => true,
+        Some(other) => {
+            notices.push(format!("{name}: {} is not 1 or 0; {otherwise}", echo(other)));
+            false
+        }
+    }
+}
+
 impl Route {
     /// Reads `widget`, `embed` and `controls`, adding a notice for anything
     /// that could not be taken.
@@ -239,15 +252,7 @@ impl Route {
             }
             w
         });
-        let embed = match query.get("embed").map(str::trim) {
-            None | Some("0" | "false" | "no" | "") => false,
-            Some("1" | "true" | "yes") => true,
-            Some(other) => {
-                notices
-                    .push(format!("embed: {} is not 1 or 0; showing the full page", echo(other)));
-                false
-            }
-        };
+        let embed = flag(query, "embed", notices, "showing the full page");
         let shown = match query.get("controls") {
             Some(raw) => Shown::parse(raw, notices),
             None => match widget {

@@ -76,6 +76,12 @@ fn every_issue_value_gets_a_specific_notice() {
     assert!(!backend_cpu(&Query::parse("?backend=bogus"), &mut n));
     assert!(n[0].starts_with("backend: “bogus” is not a backend"), "{n:?}");
     assert!(backend_cpu(&Query::parse("?backend=cpu"), &mut Vec::new()));
+
+    assert!(read_page(&Query::parse("?selftest=1")).selftest);
+    assert!(!read_page(&Query::parse("?selftest=0")).selftest);
+    let page = read_page(&Query::parse("?selftest=please"));
+    assert!(!page.selftest);
+    assert_eq!(page.notices, ["selftest: “please” is not 1 or 0; no self-test"]);
 }
 
 #[test]

@@ -126,3 +126,23 @@ fn a_run_switched_to_the_cpu_mid_way_continues_the_same_text() {
     });
     assert_eq!(got, want);
 }
+
+/// The page's `?selftest=1` on the bundled model: every kernel and 16 greedy
+/// model steps pass on this adapter, and the report says so in plain text.
+#[test]
+fn self_test_passes_on_the_bundled_model() {
+    use decode_lab_engine::gpu::selftest;
+    let Some((ctx, _)) = gpu() else { return };
+    let (model, tokenizer) = load();
+    let gpu_model = pollster::block_on(GpuModel::new(ctx.clone(), model)).unwrap();
+    let prompt = tokenizer.encode("ROMEO:").unwrap();
+    let report = pollster::block_on(selftest::run(gpu_model, &prompt, 16, None));
+    assert!(report.passed(), "{}", report.text());
+    assert_eq!(report.failure(), None);
+    assert_eq!((report.model.steps, report.model.same_tokens), (16, 16));
+    assert!(report.model.rel_err <= selftest::MODEL_REL_TOL);
+    let text = report.text();
+    assert!(text.starts_with("Decode Lab self-test: PASS\nadapter: "), "{text}");
+    assert!(text.contains("maxStorageBufferBindingSize: "));
+    assert_eq!(text.lines().filter(|l| l.starts_with("  pass ")).count(), report.kernels.len());
+}

@@ -6,6 +6,7 @@ mod model;
 mod pipelines;
 pub mod plan;
 pub mod readback;
+pub mod selftest;
 mod session;
 pub mod testing;
 

@@ -63,6 +63,11 @@ impl Kernel {
         }
     }
 
+    /// The kernel whose `name()` is `name`.
+    pub fn from_name(name: &str) -> Option<Kernel> {
+        Kernel::ALL.into_iter().find(|k| k.name() == name)
+    }
+
     /// The WGSL source, compiled into the binary.
     pub fn source(self) -> &'static str {
         match self {

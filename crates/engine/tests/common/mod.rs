@@ -1,6 +1,6 @@
 #![cfg(not(target_arch = "wasm32"))] // used by the native tests only
 //! Shared by the engine's integration tests: one GPU context per test binary,
-//! seeded random data, fixtures, and the tolerance check.
+//! fixtures, and the tolerance check.
 #![allow(dead_code)] // each test binary uses a different subset
 
 use std::path::PathBuf;
@@ -8,8 +8,6 @@ use std::sync::{Arc, OnceLock};
 
 use decode_lab_engine::gpu::{GpuContext, Pipelines};
 use decode_lab_engine::model::Model;
-use rand::{RngExt, SeedableRng};
-use rand_chacha::ChaCha20Rng;
 
 /// The device every GPU test in this binary shares, or `None` (loudly) when the
 /// machine has no adapter. Under `CI=true` a missing adapter fails the test:
@@ -29,17 +27,6 @@ pub fn gpu() -> Option<&'static (GpuContext, Pipelines)> {
         panic!("CI=true but no GPU adapter: install mesa-vulkan-drivers (lavapipe)");
     }
     gpu.as_ref()
-}
-
-/// `n` values uniform in [-1, 1) from a seeded generator (never zeros).
-pub fn random(n: usize, seed: u64) -> Vec<f32> {
-    let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect()
-}
-
-/// Output buffers start as NaN, so an element the kernel fails to write fails the check.
-pub fn poisoned(n: usize) -> Vec<f32> {
-    vec![f32::NAN; n]
 }
 
 /// f32 slice → bytes for upload.

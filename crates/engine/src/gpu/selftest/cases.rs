@@ -1,0 +1,341 @@
+//! The kernel checks: every WGSL kernel on seeded inputs at awkward sizes (1,
+//! 63, 64, 65, 1757, odd model dims), with the CPU twin's answer and the
+//! tolerance it must meet. One table, run by the native tests
+//! (`tests/kernels.rs`, on lavapipe) and by the page's `?selftest=1` (on the
+//! visitor's adapter). Outputs start as NaN, so an element a kernel fails to
+//! write fails the check. Tolerances, per op:
+//! - embedding, kv_write, residual_add: exact (copies and a single f32 add are
+//!   correctly rounded on both sides);
+//! - gelu: 1e-6 abs + 1e-5 rel (the driver's tanh is not the CPU's);
+//! - layernorm: 1e-5 abs + 1e-5 rel (tree vs sequential reductions);
+//! - matmul, matvec, lm_head: K·ε abs + 1e-5 rel for inputs in [-1, 1]:
+//!   the worst-case rounding gap between two summation orders of K products;
+//! - attention: 1e-5 abs + 1e-4 rel (online vs two-pass softmax).
+
+use rand_chacha::rand_core::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+
+use crate::kernels::*;
+
+/// `|gpu - cpu| <= atol + rtol · |cpu|` for every element; NaN never passes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tolerance {
+    pub atol: f32,
+    pub rtol: f32,
+}
+
+const EXACT: Tolerance = Tolerance { atol: 0.0, rtol: 0.0 };
+
+/// Summation-order tolerance of a K-term dot product of inputs in [-1, 1].
+fn dot(k: usize) -> Tolerance {
+    Tolerance { atol: k as f32 * f32::EPSILON, rtol: 1e-5 }
+}
+
+/// One dispatch of one kernel and what its CPU twin says it must write.
+pub struct Case {
+    pub kernel: Kernel,
+    /// The sizes in words, e.g. "17x1757x65".
+    pub shape: String,
+    /// The uniform at binding 0.
+    pub params: Vec<u8>,
+    /// Bindings 1.. in order (outputs included, poisoned with NaN).
+    pub buffers: Vec<Vec<u8>>,
+    pub groups: [u32; 3],
+    /// (index into `buffers`, output name, the CPU twin's values).
+    pub want: Vec<(usize, &'static str, Vec<f32>)>,
+    pub tolerance: Tolerance,
+}
+
+/// Every case of `kernel`.
+pub fn cases(kernel: Kernel) -> Vec<Case> {
+    match kernel {
+        Kernel::Embedding => embedding_cases(),
+        Kernel::Layernorm => layernorm_cases(),
+        Kernel::Matmul => matmul_cases(),
+        Kernel::Matvec => matvec_cases(),
+        Kernel::KvWrite => kv_write_cases(),
+        Kernel::Attention => attention_cases(),
+        Kernel::ResidualAdd => residual_add_cases(),
+        Kernel::Gelu => gelu_cases(),
+        Kernel::LmHead => lm_head_cases(),
+    }
+}
+
+const SIZES: [usize; 5] = [1, 63, 64, 65, 1757];
+
+/// `n` values uniform in [-1, 1) from a seeded generator, the same on every platform.
+pub fn random(n: usize, seed: u64) -> Vec<f32> {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    (0..n).map(|_| (rng.next_u32() >> 8) as f32 / (1u32 << 23) as f32 - 1.0).collect()
+}
+
+fn poisoned(n: usize) -> Vec<f32> {
+    vec![f32::NAN; n]
+}
+
+fn bytes(v: &[f32]) -> Vec<u8> {
+    bytemuck::cast_slice(v).to_vec()
+}
+
+fn params<P: bytemuck::Pod>(p: &P) -> Vec<u8> {
+    bytemuck::bytes_of(p).to_vec()
+}
+
+fn embedding_cases() -> Vec<Case> {
+    let mut out = Vec::new();
+    for (i, &n_embd) in [1, 63, 65, 48].iter().enumerate() {
+        let (vocab, n_positions, n_rows, pos0) = (1757, 70, 5 + i, 3);
+        let tokens: Vec<u32> = (0..n_rows).map(|r| ((r * 389 + 7) % vocab) as u32).collect();
+        let wte = random(vocab * n_embd, 1);
+        let wpe = random(n_positions * n_embd, 2);
+        let mut want = poisoned(n_rows * n_embd);
+        embedding::run_cpu(&tokens, &wte, &wpe, pos0, n_embd, &mut want);
+        let p = embedding::Params {
+            n_rows: n_rows as u32,
+            n_embd: n_embd as u32,
+            pos0: pos0 as u32,
+            _pad: 0,
+        };
+        out.push(Case {
+            kernel: Kernel::Embedding,
+            shape: format!("{n_rows} rows of {n_embd}"),
+            params: params(&p),
+            buffers: vec![
+                bytemuck::cast_slice(&tokens).to_vec(),
+                bytes(&wte),
+                bytes(&wpe),
+                bytes(&poisoned(n_rows * n_embd)),
+            ],
+            groups: embedding::workgroups(&p),
+            want: vec![(3, "x", want)],
+            tolerance: EXACT,
+        });
+    }
+    out
+}
+
+fn layernorm_cases() -> Vec<Case> {
+    let mut out = Vec::new();
+    for &n_embd in &SIZES {
+        for n_rows in [1, 7] {
+            // Offset inputs: a non-zero mean is what the two-pass variance is for.
+            let x: Vec<f32> = random(n_rows * n_embd, 3).iter().map(|v| v * 3.0 + 0.5).collect();
+            let (w, b) = (random(n_embd, 4), random(n_embd, 5));
+            let mut want = poisoned(n_rows * n_embd);
+            layernorm::run_cpu(&x, &w, &b, 1e-5, &mut want);
+            let p = layernorm::Params {
+                n_rows: n_rows as u32,
+                n_embd: n_embd as u32,
+                eps: 1e-5,
+                _pad: 0,
+            };
+            out.push(Case {
+                kernel: Kernel::Layernorm,
+                shape: format!("{n_rows}x{n_embd}"),
+                params: params(&p),
+                buffers: vec![bytes(&x), bytes(&w), bytes(&b), bytes(&poisoned(n_rows * n_embd))],
+                groups: layernorm::workgroups(&p),
+                want: vec![(3, "out", want)],
+                tolerance: Tolerance { atol: 1e-5, rtol: 1e-5 },
+            });
+        }
+    }
+    out
+}
+
+fn matmul_cases() -> Vec<Case> {
+    let shapes =
+        [(1, 1, 1), (1, 63, 65), (17, 1757, 65), (65, 64, 63), (33, 65, 1757), (64, 48, 144)];
+    let mut out = Vec::new();
+    for (i, &(m, k, n)) in shapes.iter().enumerate() {
+        let (x, w, b) = (random(m * k, 10 + i as u64), random(k * n, 20 + i as u64), random(n, 30));
+        let mut want = poisoned(m * n);
+        matmul::run_cpu(&x, &w, &b, &mut want);
+        let p = matmul::Params { m: m as u32, k: k as u32, n: n as u32, _pad: 0 };
+        out.push(Case {
+            kernel: Kernel::Matmul,
+            shape: format!("{m}x{k}x{n}"),
+            params: params(&p),
+            buffers: vec![bytes(&x), bytes(&w), bytes(&b), bytes(&poisoned(m * n))],
+            groups: matmul::workgroups(&p),
+            want: vec![(3, "out", want)],
+            tolerance: dot(k),
+        });
+    }
+    out
+}
+
+fn matvec_cases() -> Vec<Case> {
+    let shapes = [(1, 1), (63, 65), (1757, 64), (64, 1757), (65, 63), (48, 144)];
+    let mut out = Vec::new();
+    for (i, &(k, n)) in shapes.iter().enumerate() {
+        let (x, w, b) = (random(k, 40 + i as u64), random(k * n, 50 + i as u64), random(n, 60));
+        let mut want = poisoned(n);
+        matvec::run_cpu(&x, &w, &b, &mut want);
+        let p = matvec::Params { k: k as u32, n: n as u32, _pad0: 0, _pad1: 0 };
+        out.push(Case {
+            kernel: Kernel::Matvec,
+            shape: format!("{k}x{n}"),
+            params: params(&p),
+            buffers: vec![bytes(&x), bytes(&w), bytes(&b), bytes(&poisoned(n))],
+            groups: matvec::workgroups(&p),
+            want: vec![(3, "out", want)],
+            tolerance: dot(k),
+        });
+    }
+    out
+}
+
+fn kv_write_cases() -> Vec<Case> {
+    let mut out = Vec::new();
+    for &(n_rows, n_embd, pos0) in &[(1, 1, 0), (5, 63, 2), (17, 65, 40), (3, 1757, 1)] {
+        let n_positions = 64;
+        let qkv = random(n_rows * 3 * n_embd, 90);
+        // Rows outside [pos0, pos0 + n_rows) must survive untouched.
+        let (mut kc, mut vc) = (random(n_positions * n_embd, 91), random(n_positions * n_embd, 92));
+        let (k0, v0) = (kc.clone(), vc.clone());
+        kv_write::run_cpu(&qkv, n_embd, pos0, &mut kc, &mut vc);
+        let p = kv_write::Params {
+            n_rows: n_rows as u32,
+            n_embd: n_embd as u32,
+            pos0: pos0 as u32,
+            _pad: 0,
+        };
+        out.push(Case {
+            kernel: Kernel::KvWrite,
+            shape: format!("{n_rows} rows of {n_embd} at {pos0}"),
+            params: params(&p),
+            buffers: vec![bytes(&qkv), bytes(&k0), bytes(&v0)],
+            groups: kv_write::workgroups(&p),
+            want: vec![(1, "keys", kc), (2, "values", vc)],
+            tolerance: EXACT,
+        });
+    }
+    out
+}
+
+fn attention_cases() -> Vec<Case> {
+    // (n_rows, n_head, head_size, pos0): single key, one tile, tile edges, three tiles,
+    // head sizes of 1, 63, 65 (two dims per thread) and the maximum 256.
+    let cases = [
+        (1, 1, 1, 0),
+        (1, 3, 16, 62),
+        (2, 2, 63, 63),
+        (17, 1, 65, 0),
+        (1, 2, 64, 129),
+        (9, 3, 7, 57),
+        (3, 1, 256, 61),
+    ];
+    let mut out = Vec::new();
+    for (i, &(n_rows, n_head, hs, pos0)) in cases.iter().enumerate() {
+        let n_embd = n_head * hs;
+        let n_positions = pos0 + n_rows + 3;
+        let qkv: Vec<f32> =
+            random(n_rows * 3 * n_embd, 100 + i as u64).iter().map(|v| v * 2.0).collect();
+        let mut kc: Vec<f32> =
+            random(n_positions * n_embd, 110 + i as u64).iter().map(|v| v * 2.0).collect();
+        let mut vc = random(n_positions * n_embd, 120 + i as u64);
+        // The pass's own k and v go in first, as in the forward pass.
+        kv_write::run_cpu(&qkv, n_embd, pos0, &mut kc, &mut vc);
+        let scale = 1.0 / (hs as f32).sqrt();
+        let mut want = poisoned(n_rows * n_embd);
+        attention::run_cpu(&qkv, &kc, &vc, n_embd, hs, pos0, scale, &mut want);
+        let p = attention::Params {
+            n_rows: n_rows as u32,
+            pos0: pos0 as u32,
+            n_embd: n_embd as u32,
+            head_size: hs as u32,
+            scale,
+            _pad0: 0,
+            _pad1: 0,
+            _pad2: 0,
+        };
+        out.push(Case {
+            kernel: Kernel::Attention,
+            shape: format!("{n_rows} rows, {n_head} heads of {hs}, at {pos0}"),
+            params: params(&p),
+            buffers: vec![bytes(&qkv), bytes(&kc), bytes(&vc), bytes(&poisoned(n_rows * n_embd))],
+            groups: attention::workgroups(&p),
+            want: vec![(3, "y", want)],
+            tolerance: Tolerance { atol: 1e-5, rtol: 1e-4 },
+        });
+    }
+    out
+}
+
+fn residual_add_cases() -> Vec<Case> {
+    SIZES
+        .iter()
+        .map(|&n| {
+            let (y, x) = (random(n, 80), random(n, 81));
+            let mut want = x.clone();
+            residual_add::run_cpu(&y, &mut want);
+            let p = residual_add::Params { n: n as u32, _pad0: 0, _pad1: 0, _pad2: 0 };
+            Case {
+                kernel: Kernel::ResidualAdd,
+                shape: format!("{n}"),
+                params: params(&p),
+                buffers: vec![bytes(&y), bytes(&x)],
+                groups: residual_add::workgroups(&p),
+                want: vec![(1, "x", want)],
+                tolerance: EXACT,
+            }
+        })
+        .collect()
+}
+
+fn gelu_cases() -> Vec<Case> {
+    // Spread over [-8, 8]: both tails and the curved middle; then extremes,
+    // where a naive tanh overflows to NaN.
+    let mut inputs: Vec<Vec<f32>> =
+        SIZES.iter().map(|&n| random(n, 70).iter().map(|v| v * 8.0).collect()).collect();
+    inputs.push(vec![1e4, -1e4, 80.0, -80.0, 0.0]);
+    inputs
+        .into_iter()
+        .map(|x| {
+            let mut want = x.clone();
+            gelu::run_cpu(&mut want);
+            let p = gelu::Params { n: x.len() as u32, _pad0: 0, _pad1: 0, _pad2: 0 };
+            Case {
+                kernel: Kernel::Gelu,
+                shape: format!("{}", x.len()),
+                params: params(&p),
+                buffers: vec![bytes(&x)],
+                groups: gelu::workgroups(&p),
+                want: vec![(0, "x", want)],
+                tolerance: Tolerance { atol: 1e-6, rtol: 1e-5 },
+            }
+        })
+        .collect()
+}
+
+fn lm_head_cases() -> Vec<Case> {
+    let mut out = Vec::new();
+    for &(vocab, n_embd, n_rows, row0, n_out) in &[
+        (1, 1, 1, 0, 1),
+        (63, 65, 4, 3, 1),
+        (1757, 48, 17, 0, 17),
+        (65, 1757, 2, 1, 1),
+        (64, 63, 5, 2, 3),
+    ] {
+        let (x, w) = (random(n_rows * n_embd, 130), random(vocab * n_embd, 131));
+        let mut want = poisoned(n_out * vocab);
+        lm_head::run_cpu(&x, &w, row0, n_out, n_embd, &mut want);
+        let p = lm_head::Params {
+            n_out: n_out as u32,
+            row0: row0 as u32,
+            n_embd: n_embd as u32,
+            vocab_size: vocab as u32,
+        };
+        out.push(Case {
+            kernel: Kernel::LmHead,
+            shape: format!("vocab {vocab}, n_embd {n_embd}, {n_out} of {n_rows} rows"),
+            params: params(&p),
+            buffers: vec![bytes(&x), bytes(&w), bytes(&poisoned(n_out * vocab))],
+            groups: lm_head::workgroups(&p),
+            want: vec![(2, "logits", want)],
+            tolerance: dot(n_embd),
+        });
+    }
+    out
+}
