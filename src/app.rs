@@ -197,7 +197,8 @@ fn self_test_fault() -> Option<engine::kernels::Kernel> {
 }
 
 /// `window.decodeLabTest` for end-to-end tests (`test_hooks=1` only):
-/// `loseGpuDevice()` destroys the WebGPU device mid-run.
+/// `loseGpuDevice()` destroys the WebGPU device mid-run; `wasmMemoryBytes()`
+/// is the size of the wasm linear memory (the long-session test).
 fn install_test_hooks(d: Driver) {
     use wasm_bindgen::closure::Closure;
     use wasm_bindgen::JsCast;
@@ -206,6 +207,13 @@ fn install_test_hooks(d: Driver) {
     let lose = Closure::<dyn Fn()>::new(move || d.lab.with_value(|l| l.lose_gpu_device()));
     let _ = js_sys::Reflect::set(&hooks, &"loseGpuDevice".into(), lose.as_ref().unchecked_ref());
     lose.forget(); // lives as long as the page
+    let memory = Closure::<dyn Fn() -> f64>::new(|| {
+        let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
+        memory.buffer().unchecked_into::<js_sys::ArrayBuffer>().byte_length() as f64
+    });
+    let _ =
+        js_sys::Reflect::set(&hooks, &"wasmMemoryBytes".into(), memory.as_ref().unchecked_ref());
+    memory.forget();
     let _ = js_sys::Reflect::set(&window, &"decodeLabTest".into(), &hooks);
 }
 

@@ -6,14 +6,14 @@
 use std::rc::Rc;
 use std::sync::Arc;
 
-use engine::cpu::CpuSession;
+use engine::cpu::{CpuSession, Pause};
 use engine::gpu::selftest::{self, Report};
 use engine::gpu::{GpuContext, GpuModel, GpuSession};
 use engine::kernels::Kernel;
 use engine::model::{Config, Model, Tokenizer, Weights};
 use engine::Session;
 
-use crate::loader::{evict, fetch_bytes};
+use crate::loader::{evict, fetch_bytes, yield_to_browser};
 
 /// Which engine the page runs on, and why.
 #[derive(Clone, Debug, PartialEq)]
@@ -66,7 +66,11 @@ impl Lab {
     pub fn session(&self) -> Result<Session, String> {
         match &self.gpu {
             Some(gpu) => GpuSession::new(gpu.clone()).map(Session::Gpu).map_err(|e| e.to_string()),
-            None => Ok(Session::Cpu(CpuSession::new(self.model.clone()))),
+            None => {
+                // The CPU engine runs on the page's thread: a long prefill lets the page in.
+                let pause: Pause = Rc::new(|| Box::pin(yield_to_browser()));
+                Ok(Session::Cpu(CpuSession::new(self.model.clone()).with_pause(pause)))
+            }
         }
     }
 

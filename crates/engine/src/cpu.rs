@@ -3,12 +3,26 @@
 //! against and what the browser runs when WebGPU is absent, so it uses no
 //! threads and no file system.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+
 use crate::error::{EngineError, Result};
 use crate::kernels::{
     attention, embedding, gelu, kv_write, layernorm, lm_head, matmul, residual_add,
 };
 use crate::model::Config;
 use crate::step::{check_input, SharedModel, StepStats, Wanted};
+
+/// Gives the caller's event loop a turn. In the browser the CPU engine runs
+/// on the page's main thread: a long prefill (a long prompt, or the re-prefill
+/// after a context crop) is cut into chunks with a pause between them, so the
+/// page keeps painting and answering clicks. The app passes a `setTimeout(0)`.
+pub type Pause = Rc<dyn Fn() -> Pin<Box<dyn Future<Output = ()>>>>;
+
+/// Floating-point work per chunk of a paused prefill: about 25 ms of the
+/// ~4 GFLOP/s the CPU engine does in Chromium (the bundled model: 13 rows).
+const CHUNK_FLOPS: usize = 100_000_000;
 
 /// A CPU session: the model plus its own KV cache.
 #[derive(Clone)]
@@ -18,6 +32,7 @@ pub struct CpuSession {
     value_cache: Vec<Vec<f32>>, // (n_layer) × (n_positions, n_embd)
     pos: usize,
     last: StepStats,
+    pause: Option<Pause>,
 }
 
 impl CpuSession {
@@ -31,7 +46,53 @@ impl CpuSession {
             model,
             pos: 0,
             last: StepStats::default(),
+            pause: None,
         }
+    }
+
+    /// The same session, pausing between chunks of a long prefill (see [`Pause`]).
+    pub fn with_pause(mut self, pause: Pause) -> CpuSession {
+        self.pause = Some(pause);
+        self
+    }
+
+    /// Rows per chunk of a paused prefill: [`CHUNK_FLOPS`] of work, at least one.
+    fn chunk_rows(&self) -> usize {
+        let c = self.config();
+        let (e, i) = (c.n_embd, c.n_inner);
+        // The block matmuls, plus attention over a full context (an upper bound).
+        let per_row = 2 * c.n_layer * (4 * e * e + 2 * e * i + 2 * c.n_positions * e);
+        (CHUNK_FLOPS / per_row.max(1)).max(1)
+    }
+
+    /// `tokens` in one pass, or, with a pause set, in chunks of
+    /// [`chunk_rows`](Self::chunk_rows) with a pause between them. The logits
+    /// are the same bit for bit: every row's arithmetic is the same whatever
+    /// the chunk (a test checks it).
+    pub async fn prefill(&mut self, tokens: &[u32], wanted: Wanted) -> Result<Vec<f32>> {
+        let rows = self.chunk_rows();
+        let Some(pause) = self.pause.clone().filter(|_| tokens.len() > rows) else {
+            return self.forward(tokens, wanted);
+        };
+        let start = web_time::Instant::now();
+        check_input(&self.model, self.pos, tokens)?;
+        let mut logits = Vec::new();
+        for (i, chunk) in tokens.chunks(rows).enumerate() {
+            if i > 0 {
+                pause().await;
+            }
+            let part = self.forward(chunk, wanted)?;
+            match wanted {
+                Wanted::All => logits.extend(part),
+                Wanted::Last => logits = part,
+            }
+        }
+        self.last = StepStats {
+            tokens: tokens.len(),
+            wall_ms: start.elapsed().as_secs_f64() * 1e3,
+            ..StepStats::default()
+        };
+        Ok(logits)
     }
 
     /// The model's hyper-parameters.

@@ -41,7 +41,7 @@ impl Session {
     /// `(rows, vocab_size)` flattened, with rows as `wanted` says.
     pub async fn prefill(&mut self, tokens: &[u32], wanted: Wanted) -> Result<Vec<f32>> {
         match self {
-            Session::Cpu(s) => s.forward(tokens, wanted),
+            Session::Cpu(s) => s.prefill(tokens, wanted).await,
             #[cfg(feature = "gpu")]
             Session::Gpu(s) => s.prefill(tokens, wanted).await,
         }

@@ -146,3 +146,41 @@ fn self_test_passes_on_the_bundled_model() {
     assert!(text.contains("maxStorageBufferBindingSize: "));
     assert_eq!(text.lines().filter(|l| l.starts_with("  pass ")).count(), report.kernels.len());
 }
+
+/// The browser's CPU engine cuts a long prefill into chunks with a pause
+/// between them (so the page is not frozen); the logits are the same bit for
+/// bit as one pass, for every row and for the last one, and the KV cache too
+/// (the decode step after it is the same).
+#[test]
+fn paused_cpu_prefill_equals_one_pass_bit_for_bit() {
+    use std::cell::Cell;
+    use std::rc::Rc;
+    let (model, tokenizer) = load();
+    let text = "To be, or not to be, that is the question. ".repeat(40);
+    let tokens: Vec<u32> = tokenizer.encode(&text).unwrap().into_iter().take(200).collect();
+    assert_eq!(tokens.len(), 200);
+    let pauses = Rc::new(Cell::new(0));
+    let counted = pauses.clone();
+    let pause: decode_lab_engine::cpu::Pause = Rc::new(move || {
+        counted.set(counted.get() + 1);
+        Box::pin(async {})
+    });
+    for wanted in [Wanted::All, Wanted::Last] {
+        pauses.set(0);
+        let mut plain = Session::Cpu(CpuSession::new(model.clone()));
+        let mut paused = Session::Cpu(CpuSession::new(model.clone()).with_pause(pause.clone()));
+        let (a, b) = pollster::block_on(async {
+            let a = plain.prefill(&tokens, wanted).await.unwrap();
+            let b = paused.prefill(&tokens, wanted).await.unwrap();
+            (a, b)
+        });
+        assert!(pauses.get() >= 10, "{} pauses", pauses.get());
+        assert_eq!(a.len(), b.len());
+        assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()), "{wanted:?}");
+        assert_eq!((plain.pos(), paused.last_stats().tokens), (200, 200));
+        let (a, b) = pollster::block_on(async {
+            (plain.decode(5).await.unwrap(), paused.decode(5).await.unwrap())
+        });
+        assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()));
+    }
+}

@@ -95,6 +95,47 @@ impl GpuModel {
     }
 }
 
+impl GpuLayer {
+    fn buffers(&self) -> [&wgpu::Buffer; 12] {
+        [
+            &self.ln_1_weight,
+            &self.ln_1_bias,
+            &self.c_attn_weight,
+            &self.c_attn_bias,
+            &self.attn_proj_weight,
+            &self.attn_proj_bias,
+            &self.ln_2_weight,
+            &self.ln_2_bias,
+            &self.c_fc_weight,
+            &self.c_fc_bias,
+            &self.mlp_proj_weight,
+            &self.mlp_proj_bias,
+        ]
+    }
+}
+
+impl Scratch {
+    fn buffers(&self) -> [&wgpu::Buffer; 7] {
+        [&self.tokens, &self.x, &self.xb, &self.qkv, &self.y, &self.proj, &self.fc]
+    }
+}
+
+/// Frees the weights and scratch once the last session of the model is gone
+/// (after a fall-back to the CPU engine, say), instead of whenever the
+/// browser's garbage collector gets to them (see `GpuSession`'s `Drop`).
+impl Drop for GpuModel {
+    fn drop(&mut self) {
+        let fixed = [&self.wte, &self.wpe, &self.ln_f_weight, &self.ln_f_bias];
+        let layers = self.layers.iter().flat_map(GpuLayer::buffers);
+        fixed
+            .into_iter()
+            .chain(self.lm_head.as_ref())
+            .chain(layers)
+            .for_each(wgpu::Buffer::destroy);
+        self.scratch.buffers().into_iter().for_each(wgpu::Buffer::destroy);
+    }
+}
+
 fn upload_layer(ctx: &GpuContext, l: &LayerWeights) -> GpuLayer {
     let f = |label: &str, v: &[f32]| upload(ctx, label, bytemuck::cast_slice(v));
     GpuLayer {

@@ -185,6 +185,12 @@ impl GpuSession {
         Ok(logits)
     }
 
+    /// Every buffer this session owns (what `Drop` frees).
+    fn buffers(&self) -> impl Iterator<Item = &wgpu::Buffer> {
+        let own = [&self.params, &self.logits, &self.staging];
+        self.key_cache.iter().chain(&self.value_cache).chain(own)
+    }
+
     /// Writes the parameters of `ops` (from `first_slot` on), encodes them in
     /// one compute pass, copies `pass.lm_rows` of logits out, submits once and reads back.
     async fn run(
@@ -218,5 +224,15 @@ impl GpuSession {
         stats.submits += 1;
         stats.bytes_read += read_bytes as usize;
         read_f32(ctx, &self.staging, read_bytes).await
+    }
+}
+
+/// Frees the KV cache and logits buffers at once. In the browser a dropped
+/// `wgpu::Buffer` is only a JS object waiting for the garbage collector, which
+/// knows nothing of GPU memory: a page that generates and resets for an hour
+/// would hold every old cache until then. Work already submitted finishes first.
+impl Drop for GpuSession {
+    fn drop(&mut self) {
+        self.buffers().for_each(wgpu::Buffer::destroy);
     }
 }

@@ -56,5 +56,8 @@ pub async fn run_kernel(
     for (s, b) in stagings.iter().zip(buffers) {
         out.push(read_f32(ctx, s, b.len().max(4) as u64).await?);
     }
+    // Freed now, not when the browser's garbage collector runs (the self-test
+    // makes hundreds of these on a visitor's GPU).
+    gpu_bufs.iter().chain(&stagings).chain([&params_buf]).for_each(wgpu::Buffer::destroy);
     Ok(out)
 }
