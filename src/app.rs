@@ -198,7 +198,8 @@ fn self_test_fault() -> Option<engine::kernels::Kernel> {
 
 /// `window.decodeLabTest` for end-to-end tests (`test_hooks=1` only):
 /// `loseGpuDevice()` destroys the WebGPU device mid-run; `wasmMemoryBytes()`
-/// is the size of the wasm linear memory (the long-session test).
+/// is the size of the wasm linear memory and `rustHeapBytes()` the bytes
+/// allocated in it and not freed (the long-session test).
 fn install_test_hooks(d: Driver) {
     use wasm_bindgen::closure::Closure;
     use wasm_bindgen::JsCast;
@@ -214,6 +215,9 @@ fn install_test_hooks(d: Driver) {
     let _ =
         js_sys::Reflect::set(&hooks, &"wasmMemoryBytes".into(), memory.as_ref().unchecked_ref());
     memory.forget();
+    let heap = Closure::<dyn Fn() -> f64>::new(|| crate::alloc::in_use() as f64);
+    let _ = js_sys::Reflect::set(&hooks, &"rustHeapBytes".into(), heap.as_ref().unchecked_ref());
+    heap.forget();
     let _ = js_sys::Reflect::set(&window, &"decodeLabTest".into(), &hooks);
 }
 

@@ -90,9 +90,12 @@ pub fn DistributionPanel(
                 Some(Ok(e)) => view! { <Readouts e=e stop=stop/> }.into_any(),
             }}
             <ol class="bars">
-                <For each=move || shown.get() key=|b| (b.id, b.p.to_bits(), b.p_raw.to_bits()) let:bar>
-                    <BarRow bar=bar on_pick=on_pick/>
-                </For>
+                // Rebuilt whole on every change, not a keyed <For>: every bar's
+                // key changes with each token or slider move anyway, and a long-
+                // lived <For> keeps a dead reactive owner (~100 bytes) per removed
+                // row until its parent is disposed (the long-session test found
+                // 80 bytes per bar per token of wasm memory never freed).
+                {move || shown.get().into_iter().map(|bar| view! { <BarRow bar=bar on_pick=on_pick/> }).collect_view()}
                 {move || {
                     let bars = shown.get();
                     (!bars.is_empty()).then(|| {

@@ -2,6 +2,7 @@
 //! page; the panic hook exists so that, should a panic ever happen, its text is
 //! visible instead of a dead page.
 
+mod alloc;
 mod app;
 mod controls;
 mod custom_logits;
@@ -17,6 +18,9 @@ mod registry;
 mod selftest;
 mod url_state;
 mod widgets;
+
+#[global_allocator]
+static ALLOCATOR: alloc::Counting = alloc::Counting;
 
 fn main() {
     std::panic::set_hook(Box::new(|info| {

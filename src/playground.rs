@@ -109,13 +109,22 @@ pub fn Output(
     #[prop(optional)] highlight: Option<Signal<Option<(usize, usize)>>>,
 ) -> impl IntoView {
     let d = driver;
+    let emptied = Memo::new(move |_| d.chips.with(Vec::is_empty));
     view! {
         <div class="output" aria-live="polite">
             <span class="prompt-echo">{move || d.prompt.get()}</span>
             <span data-testid="output">
-                <For each=move || d.chips.get().into_iter().enumerate() key=|(i, chip)| (*i, chip.id) let:item>
-                    <ChipView index=item.0 chip=item.1 driver=d highlight=highlight/>
-                </For>
+                // The <For> is made anew when the output empties (Reset, Generate):
+                // its rows' reactive owners are only freed with its parent, so a
+                // <For> living as long as the page kept every chip's for good.
+                {move || {
+                    emptied.track();
+                    view! {
+                        <For each=move || d.chips.get().into_iter().enumerate() key=|(i, chip)| (*i, chip.id) let:item>
+                            <ChipView index=item.0 chip=item.1 driver=d highlight=highlight/>
+                        </For>
+                    }
+                }}
             </span>
         </div>
     }
