@@ -116,6 +116,19 @@ enum Command {
         #[arg(long, default_value_t = 64)]
         tokens: usize,
     },
+    /// The page's `?selftest=1` on this machine's GPU: every kernel against its
+    /// CPU twin, then the model on the GPU against the CPU engine; prints the
+    /// report and fails if anything is off.
+    Selftest {
+        #[arg(long)]
+        model: PathBuf,
+        /// The model check's prompt.
+        #[arg(long, default_value = "To be, or not to be")]
+        prompt: String,
+        /// Greedy steps of the model check.
+        #[arg(long, default_value_t = 16)]
+        steps: usize,
+    },
     /// Write a randomly initialised GPT-2 (config.json + model.safetensors).
     RandomModel {
         #[arg(long)]
@@ -230,6 +243,7 @@ async fn run(command: Command) -> Result<()> {
             let session = open(&model, backend).await?;
             bench::run(session, prompt_len, tokens).await
         }
+        Command::Selftest { model, prompt, steps } => selftest(&model, &prompt, steps).await,
         Command::RandomModel { out, n_layer, n_head, n_embd, vocab_size, n_positions, seed } => {
             random_model::write(&out, n_layer, n_head, n_embd, vocab_size, n_positions, seed)
         }
@@ -246,6 +260,28 @@ pub async fn open(dir: &Path, backend: Backend) -> Result<Session> {
             Session::Gpu(GpuSession::new(gpu)?)
         }
     })
+}
+
+async fn selftest(dir: &Path, prompt: &str, steps: usize) -> Result<()> {
+    if steps == 0 || steps > 1024 {
+        return Err(EngineError::Setting(format!("--steps must be 1 to 1024, got {steps}")));
+    }
+    let model = Arc::new(Model::from_dir(dir)?);
+    let tokenizer = Tokenizer::from_bytes(&engine::model::read(
+        &dir.join("tokenizer.json"),
+        engine::model::MAX_TOKENIZER_BYTES,
+    )?)?;
+    let prompt = tokenizer.encode(prompt)?;
+    if prompt.is_empty() {
+        return Err(EngineError::EmptyPrompt);
+    }
+    let gpu = GpuModel::new(GpuContext::new().await?, model).await?;
+    let report = engine::gpu::selftest::run(gpu, &prompt, steps, None).await;
+    print!("{}", report.text());
+    match report.failure() {
+        None => Ok(()),
+        Some(why) => Err(EngineError::Gpu(why)),
+    }
 }
 
 async fn logits(dir: &Path, tokens: &[u32], backend: Backend, mode: Mode) -> Result<()> {

@@ -167,6 +167,21 @@ fn errors_are_messages_with_a_failing_exit() {
 }
 
 #[test]
+fn selftest_passes_on_the_gpu_and_prints_the_report() {
+    if !backends().contains(&"gpu") {
+        return;
+    }
+    let model = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../www/models/shakespeare");
+    let out = decode_lab(&["selftest", "--model", model.to_str().unwrap(), "--steps", "8"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.starts_with("Decode Lab self-test: PASS\nadapter: "), "{text}");
+    assert!(text.contains("model (8 greedy steps, GPU vs CPU engine): pass"), "{text}");
+    let bad = decode_lab(&["selftest", "--model", model.to_str().unwrap(), "--steps", "0"]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--steps must be 1 to 1024, got 0"));
+}
+
+#[test]
 fn bench_reports_one_submit_per_decode_token() {
     for backend in backends() {
         let out = decode_lab(&[
