@@ -1,5 +1,6 @@
 // embedding: x[row, c] = wte[tokens[row], c] + wpe[pos0 + row, c]
 // First kernel of the forward pass. Token ids are checked on the CPU before upload.
+// `Word` and `w_load` come from the weight format's snippet (shaders/format_*.wgsl).
 
 struct Params {
     n_rows: u32, // tokens in this pass
@@ -10,7 +11,7 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> tokens: array<u32>;  // (n_rows)
-@group(0) @binding(2) var<storage, read> wte: array<f32>;     // (vocab_size, n_embd)
+@group(0) @binding(2) var<storage, read> w: array<Word>;      // (vocab_size, n_embd) wte, in the weight format
 @group(0) @binding(3) var<storage, read> wpe: array<f32>;     // (n_positions, n_embd)
 @group(0) @binding(4) var<storage, read_write> x: array<f32>; // (n_rows, n_embd)
 
@@ -25,5 +26,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
     let row = i / p.n_embd;
     let c = i % p.n_embd;
-    x[i] = wte[tokens[row] * p.n_embd + c] + wpe[(p.pos0 + row) * p.n_embd + c];
+    x[i] = w_load(tokens[row] * p.n_embd + c) + wpe[(p.pos0 + row) * p.n_embd + c];
 }

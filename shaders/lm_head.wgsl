@@ -1,6 +1,7 @@
 // lm_head: logits[r, v] = x[row0 + r, :] · lm_head[v, :]
 // lm_head is (vocab_size, n_embd): the token embedding itself when tied.
 // Only the rows whose logits are wanted are computed (usually just the last).
+// `Word` and `w_load` come from the weight format's snippet (shaders/format_*.wgsl).
 
 struct Params {
     n_out: u32,  // rows of logits to produce
@@ -11,7 +12,7 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;            // (n_rows, n_embd) after ln_f
-@group(0) @binding(2) var<storage, read> lm_head: array<f32>;      // (vocab_size, n_embd)
+@group(0) @binding(2) var<storage, read> w: array<Word>;           // (vocab_size, n_embd) lm_head, in the weight format
 @group(0) @binding(3) var<storage, read_write> logits: array<f32>; // (n_out, vocab_size)
 
 override WG: u32 = 64u;
@@ -27,7 +28,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let wr = v * p.n_embd;
     var acc = 0.0;
     for (var c = 0u; c < p.n_embd; c = c + 1u) {
-        acc = acc + x[xr + c] * lm_head[wr + c];
+        acc = acc + x[xr + c] * w_load(wr + c);
     }
     logits[r * p.vocab_size + v] = acc;
 }

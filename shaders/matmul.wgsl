@@ -2,6 +2,7 @@
 // w is in Hugging Face Conv1D layout [in, out], so neighbouring threads read
 // neighbouring columns of w. Each thread computes a 4×4 block in registers:
 // no workgroup memory and no barriers (barriers are slow on software adapters).
+// `Word` and `w_load` come from the weight format's snippet (shaders/format_*.wgsl).
 
 struct Params {
     m: u32, // rows of x (tokens)
@@ -12,7 +13,7 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;         // (m, k)
-@group(0) @binding(2) var<storage, read> w: array<f32>;         // (k, n)
+@group(0) @binding(2) var<storage, read> w: array<Word>;        // (k, n) in the weight format
 @group(0) @binding(3) var<storage, read> bias: array<f32>;      // (n)
 @group(0) @binding(4) var<storage, read_write> out: array<f32>; // (m, n)
 
@@ -32,7 +33,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         for (var t = 0u; t < TILE; t = t + 1u) {
             // Clamped indices keep edge threads in bounds; their extra results are not stored.
             a[t] = x[min(row0 + t, p.m - 1u) * p.k + kk];
-            b[t] = w[kk * p.n + min(col0 + t, p.n - 1u)];
+            b[t] = w_load(kk * p.n + min(col0 + t, p.n - 1u));
         }
         for (var r = 0u; r < TILE; r = r + 1u) {
             for (var c = 0u; c < TILE; c = c + 1u) {

@@ -51,6 +51,13 @@ pub async fn run(mut session: Session, prompt_len: usize, tokens: usize) -> Resu
         c.vocab_size,
         c.n_params()
     );
+    let (format, weight_bytes) = session.weights();
+    let _ = writeln!(
+        out,
+        "weights            {}, {weight_bytes} bytes ({:.1} MB)",
+        format.name(),
+        weight_bytes as f64 / 1e6
+    );
     let _ = writeln!(out, "prompt             {prompt_len} tokens; decoded {tokens} tokens");
     let _ = writeln!(
         out,

@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use engine::gpu::{GpuContext, GpuModel, GpuSession};
+use engine::kernels::format::Format;
 use engine::model::{Model, Tokenizer};
 use engine::sample::Settings;
 use engine::{EngineError, Result, Session, Wanted};
@@ -40,6 +41,24 @@ pub enum Backend {
     Cpu,
 }
 
+/// How the GPU engine stores the weight matrices.
+#[derive(Clone, Copy, ValueEnum, PartialEq)]
+pub enum Weights {
+    /// 4 bytes per weight.
+    F32,
+    /// 2 bytes per weight, two per 32-bit word, widened to f32 in the kernels.
+    F16,
+}
+
+impl Weights {
+    fn format(self) -> Format {
+        match self {
+            Weights::F32 => Format::F32,
+            Weights::F16 => Format::F16,
+        }
+    }
+}
+
 #[derive(Clone, Copy, ValueEnum, PartialEq)]
 enum Mode {
     /// All tokens in one batched pass.
@@ -58,6 +77,9 @@ enum Command {
         prompt: String,
         #[arg(long, value_enum, default_value = "gpu")]
         backend: Backend,
+        /// Weight storage on the GPU engine (the CPU engine holds f32).
+        #[arg(long, value_enum, default_value = "f32")]
+        weights: Weights,
         #[arg(long, default_value_t = 100)]
         max_tokens: usize,
         #[command(flatten)]
@@ -102,6 +124,9 @@ enum Command {
         tokens: Vec<u32>,
         #[arg(long, value_enum, default_value = "gpu")]
         backend: Backend,
+        /// Weight storage on the GPU engine (the CPU engine holds f32).
+        #[arg(long, value_enum, default_value = "f32")]
+        weights: Weights,
         #[arg(long, value_enum, default_value = "prefill")]
         mode: Mode,
     },
@@ -111,6 +136,9 @@ enum Command {
         model: PathBuf,
         #[arg(long, value_enum, default_value = "gpu")]
         backend: Backend,
+        /// Weight storage on the GPU engine (the CPU engine holds f32).
+        #[arg(long, value_enum, default_value = "f32")]
+        weights: Weights,
         #[arg(long, default_value_t = 64)]
         prompt_len: usize,
         #[arg(long, default_value_t = 64)]
@@ -128,6 +156,9 @@ enum Command {
         /// Greedy steps of the model check.
         #[arg(long, default_value_t = 16)]
         steps: usize,
+        /// Weight storage of the model check (the kernel checks run every format).
+        #[arg(long, value_enum, default_value = "f32")]
+        weights: Weights,
     },
     /// Write a randomly initialised GPT-2 (config.json + model.safetensors).
     RandomModel {
@@ -210,6 +241,7 @@ async fn run(command: Command) -> Result<()> {
             model,
             prompt,
             backend,
+            weights,
             max_tokens,
             pipeline,
             seed,
@@ -220,7 +252,7 @@ async fn run(command: Command) -> Result<()> {
             // Checked before the model loads: a typo should not cost a load.
             engine::sample::check_beam_settings(beams, length_penalty)?;
             pipeline.settings().validate()?;
-            let session = open(&model, backend).await?;
+            let session = open(&model, backend, weights).await?;
             let tokenizer = Tokenizer::from_bytes(&engine::model::read(
                 &model.join("tokenizer.json"),
                 engine::model::MAX_TOKENIZER_BYTES,
@@ -236,33 +268,43 @@ async fn run(command: Command) -> Result<()> {
         Command::Sample { logits, labels, pipeline, seed, draws, json } => {
             sample::run(&logits, &labels, pipeline.settings(), seed, draws, json)
         }
-        Command::Logits { model, tokens, backend, mode } => {
-            logits(&model, &tokens, backend, mode).await
+        Command::Logits { model, tokens, backend, weights, mode } => {
+            logits(&model, &tokens, backend, weights, mode).await
         }
-        Command::Bench { model, backend, prompt_len, tokens } => {
-            let session = open(&model, backend).await?;
+        Command::Bench { model, backend, weights, prompt_len, tokens } => {
+            let session = open(&model, backend, weights).await?;
             bench::run(session, prompt_len, tokens).await
         }
-        Command::Selftest { model, prompt, steps } => selftest(&model, &prompt, steps).await,
+        Command::Selftest { model, prompt, steps, weights } => {
+            selftest(&model, &prompt, steps, weights.format()).await
+        }
         Command::RandomModel { out, n_layer, n_head, n_embd, vocab_size, n_positions, seed } => {
             random_model::write(&out, n_layer, n_head, n_embd, vocab_size, n_positions, seed)
         }
     }
 }
 
-/// Loads the model in `dir` and opens a session on the chosen backend.
-pub async fn open(dir: &Path, backend: Backend) -> Result<Session> {
+/// Loads the model in `dir` and opens a session on the chosen backend, with
+/// the GPU engine's weights stored as `weights` says.
+pub async fn open(dir: &Path, backend: Backend, weights: Weights) -> Result<Session> {
+    if backend == Backend::Cpu && weights != Weights::F32 {
+        return Err(EngineError::Setting(format!(
+            "--weights {} is for the GPU engine; the CPU engine holds f32 weights (drop --weights or use --backend gpu)",
+            weights.format().name()
+        )));
+    }
     let model = Arc::new(Model::from_dir(dir)?);
     Ok(match backend {
         Backend::Cpu => Session::Cpu(engine::cpu::CpuSession::new(model)),
         Backend::Gpu => {
-            let gpu = GpuModel::new(GpuContext::new().await?, model).await?;
+            let ctx = GpuContext::new().await?;
+            let gpu = GpuModel::with_format(ctx, model, weights.format()).await?;
             Session::Gpu(GpuSession::new(gpu)?)
         }
     })
 }
 
-async fn selftest(dir: &Path, prompt: &str, steps: usize) -> Result<()> {
+async fn selftest(dir: &Path, prompt: &str, steps: usize, format: Format) -> Result<()> {
     if steps == 0 || steps > 1024 {
         return Err(EngineError::Setting(format!("--steps must be 1 to 1024, got {steps}")));
     }
@@ -275,7 +317,7 @@ async fn selftest(dir: &Path, prompt: &str, steps: usize) -> Result<()> {
     if prompt.is_empty() {
         return Err(EngineError::EmptyPrompt);
     }
-    let gpu = GpuModel::new(GpuContext::new().await?, model).await?;
+    let gpu = GpuModel::with_format(GpuContext::new().await?, model, format).await?;
     let report = engine::gpu::selftest::run(gpu, &prompt, steps, None).await;
     print!("{}", report.text());
     match report.failure() {
@@ -284,13 +326,19 @@ async fn selftest(dir: &Path, prompt: &str, steps: usize) -> Result<()> {
     }
 }
 
-async fn logits(dir: &Path, tokens: &[u32], backend: Backend, mode: Mode) -> Result<()> {
+async fn logits(
+    dir: &Path,
+    tokens: &[u32],
+    backend: Backend,
+    weights: Weights,
+    mode: Mode,
+) -> Result<()> {
     if tokens.is_empty() {
         return Err(EngineError::Setting(
             "no token ids: give them with --tokens, e.g. --tokens 12,7,99".into(),
         ));
     }
-    let mut session = open(dir, backend).await?;
+    let mut session = open(dir, backend, weights).await?;
     let vocab = session.config().vocab_size;
     let rows: Vec<f32> = match mode {
         Mode::Prefill => session.prefill(tokens, Wanted::All).await?,

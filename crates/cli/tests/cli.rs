@@ -176,7 +176,10 @@ fn selftest_passes_on_the_gpu_and_prints_the_report() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
     assert!(text.starts_with("Decode Lab self-test: PASS\nadapter: "), "{text}");
-    assert!(text.contains("model (8 greedy steps, GPU vs CPU engine): pass"), "{text}");
+    assert!(
+        text.contains("model (8 greedy steps, f32 weights, GPU vs CPU engine): pass"),
+        "{text}"
+    );
     let bad = decode_lab(&["selftest", "--model", model.to_str().unwrap(), "--steps", "0"]);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--steps must be 1 to 1024, got 0"));
 }
@@ -355,4 +358,82 @@ fn bad_input_sweep_cases_are_clear_errors() {
         assert!(stderr.contains(want) && !stderr.contains("panicked"), "{args:?}: {stderr}");
     }
     assert!(!half.exists(), "a refused shape leaves no model folder behind");
+}
+
+/// `--weights f16` keeps the GPU's weight matrices at two bytes: on an f16
+/// checkpoint the logits are the f32 path's exactly (same JSON), bench reports
+/// the smaller weights, the self-test passes against a CPU reference with the
+/// same rounding, and the CPU engine refuses the flag with a reason.
+#[test]
+fn f16_weights_on_the_gpu_give_the_same_logits_for_an_f16_checkpoint() {
+    let model = golden_dir("untied_f16");
+    let model = model.to_str().unwrap();
+    let refused = decode_lab(&[
+        "logits",
+        "--model",
+        model,
+        "--tokens",
+        "1,2",
+        "--backend",
+        "cpu",
+        "--weights",
+        "f16",
+    ]);
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--weights f16 is for the GPU engine")
+    );
+    if !backends().contains(&"gpu") {
+        return;
+    }
+    let json = |weights: &str| {
+        let out = decode_lab(&[
+            "logits",
+            "--model",
+            model,
+            "--tokens",
+            "1,2,3,4,5",
+            "--weights",
+            weights,
+        ]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        out.stdout
+    };
+    assert_eq!(json("f16"), json("f32"));
+    let bench = |weights: &str| {
+        let out = decode_lab(&[
+            "bench",
+            "--model",
+            model,
+            "--prompt-len",
+            "4",
+            "--tokens",
+            "4",
+            "--weights",
+            weights,
+        ]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let line =
+            text.lines().find(|l| l.starts_with("weights")).expect("a weights line").to_string();
+        let bytes: u64 = line.split_whitespace().nth(2).unwrap().parse().unwrap();
+        (line, bytes)
+    };
+    let ((l32, b32), (l16, b16)) = (bench("f32"), bench("f16"));
+    assert!(l32.contains("f32,") && l16.contains("f16,"), "{l32} / {l16}");
+    assert!(b16 < b32 * 6 / 10, "{b32} → {b16}");
+    let bundled = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../www/models/shakespeare");
+    let out = decode_lab(&[
+        "selftest",
+        "--model",
+        bundled.to_str().unwrap(),
+        "--steps",
+        "4",
+        "--weights",
+        "f16",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("f16 weights, GPU vs CPU engine): pass"),
+        "{text}"
+    );
 }

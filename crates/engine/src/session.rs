@@ -6,6 +6,7 @@ use crate::cpu::CpuSession;
 use crate::error::Result;
 #[cfg(feature = "gpu")]
 use crate::gpu::GpuSession;
+use crate::kernels::format::Format;
 use crate::model::Config;
 use crate::step::{StepStats, Wanted};
 
@@ -87,6 +88,16 @@ impl Session {
     pub fn kv_bytes_in_use(&self) -> usize {
         let c = self.config();
         2 * c.n_layer * self.pos() * c.n_embd * 4
+    }
+
+    /// How the weight matrices are stored, and the bytes all weights take
+    /// (the CPU engine holds f32).
+    pub fn weights(&self) -> (Format, u64) {
+        match self {
+            Session::Cpu(s) => (Format::F32, 4 * s.config().n_params() as u64),
+            #[cfg(feature = "gpu")]
+            Session::Gpu(s) => (s.model().format(), s.model().weight_bytes()),
+        }
     }
 
     /// A short name of the engine and device, for headers and bench output.

@@ -10,14 +10,21 @@ mod common;
 use common::{assert_close, bytes, gpu};
 use decode_lab_engine::gpu::selftest::{self, cases};
 use decode_lab_engine::gpu::testing::run_kernel;
+use decode_lab_engine::gpu::Pipelines;
+use decode_lab_engine::kernels::format::Format;
 use decode_lab_engine::kernels::*;
 
 /// Runs every case of `kernel` and fails on the first element out of tolerance.
 fn check(kernel: Kernel) {
-    let Some((ctx, pipelines)) = gpu() else { return };
+    let Some((ctx, _)) = gpu() else { return };
     let all = cases::cases(kernel);
     assert!(!all.is_empty());
+    let mut compiled = Vec::new();
+    for format in Format::ALL {
+        compiled.push(pollster::block_on(Pipelines::new(ctx, format)).expect("compiles"));
+    }
     for case in &all {
+        let pipelines = compiled.iter().find(|p| p.format == case.format).unwrap();
         let buffers: Vec<&[u8]> = case.buffers.iter().map(Vec::as_slice).collect();
         let out = pollster::block_on(run_kernel(
             ctx,
@@ -29,7 +36,7 @@ fn check(kernel: Kernel) {
         ))
         .expect("kernel runs");
         for (index, name, want) in &case.want {
-            let what = format!("{} {} {name}", kernel.name(), case.shape);
+            let what = format!("{} {} {} {name}", kernel.name(), case.format.name(), case.shape);
             let t = case.tolerance;
             assert_close(&what, &out[*index][..want.len()], want, t.atol, t.rtol);
         }
@@ -110,15 +117,15 @@ fn gelu_stays_finite_for_huge_inputs() {
 /// (the page's `selftest_fault=` hook) fails with a reason naming it.
 #[test]
 fn self_test_passes_and_catches_a_wrong_kernel() {
-    let Some((ctx, pipelines)) = gpu() else { return };
-    let results = pollster::block_on(selftest::check_kernels(ctx, pipelines, None));
+    let Some((ctx, _)) = gpu() else { return };
+    let results = pollster::block_on(selftest::check_kernels(ctx, None));
     let cases: usize = Kernel::ALL.iter().map(|&k| cases::cases(k).len()).sum();
     assert_eq!(results.len(), cases);
     for r in &results {
         assert!(r.passed(), "{} {}: {:?}", r.kernel.name(), r.shape, r);
         assert!(r.worst_ratio.is_finite() && r.max_abs.is_finite());
     }
-    let faulty = pollster::block_on(selftest::check_kernels(ctx, pipelines, Some(Kernel::Matvec)));
+    let faulty = pollster::block_on(selftest::check_kernels(ctx, Some(Kernel::Matvec)));
     let failed: Vec<_> = faulty.iter().filter(|r| !r.passed()).collect();
     assert_eq!(failed.len(), 1);
     assert_eq!(failed[0].kernel, Kernel::Matvec);
@@ -131,4 +138,23 @@ fn grid_folds_large_counts_into_two_dimensions() {
     assert_eq!(grid_1d(64 * 65_535), [65_535, 1, 1]);
     let [x, y, _] = grid_1d(64 * 65_535 + 1);
     assert!(x <= MAX_GROUPS_PER_DIM && y == 2 && (x * y) as usize * 64 > 64 * 65_535);
+}
+
+/// The f16 packing and its CPU twin: two per word, low half first, an odd
+/// count padded; values already f16 unchanged, others rounded to nearest even.
+#[test]
+fn f16_format_packs_two_per_word_and_rounds_to_nearest() {
+    let w = [1.0f32, -2.5, 0.1, 65504.0, 3.0];
+    let packed = Format::F16.pack(&w);
+    assert_eq!(packed.len(), 12); // 5 halves in 3 words
+    assert_eq!(Format::F16.bytes(5), 12);
+    let words: Vec<u32> = bytemuck::pod_collect_to_vec(&packed);
+    assert_eq!(words[0] & 0xffff, 0x3c00); // 1.0
+    assert_eq!(words[0] >> 16, 0xc100); // -2.5
+    assert_eq!(words[2] >> 16, 0); // the padding half
+    let back = Format::F16.round(&w);
+    assert_eq!(back[..2], [1.0, -2.5]);
+    assert_eq!(back[2], half::f16::from_f32(0.1).to_f32());
+    assert_eq!(Format::F32.round(&w), w);
+    assert_eq!(Format::from_name("f16"), Some(Format::F16));
 }

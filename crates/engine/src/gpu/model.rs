@@ -9,22 +9,24 @@ use crate::error::{EngineError, Result};
 use crate::gpu::readback::{buffer, upload, STORAGE};
 use crate::gpu::{GpuContext, Pipelines};
 use crate::kernels::attention::MAX_HEAD_SIZE;
+use crate::kernels::format::Format;
 use crate::model::{Config, LayerWeights};
 use crate::step::SharedModel;
 
 /// One block's weights as GPU buffers (Conv1D layout, as in [`LayerWeights`]).
+/// The four matrices are in the model's weight [`Format`]; the rest f32.
 pub struct GpuLayer {
     pub ln_1_weight: wgpu::Buffer,      // (n_embd)
     pub ln_1_bias: wgpu::Buffer,        // (n_embd)
-    pub c_attn_weight: wgpu::Buffer,    // (n_embd, 3 * n_embd)
+    pub c_attn_weight: wgpu::Buffer,    // (n_embd, 3 * n_embd) format
     pub c_attn_bias: wgpu::Buffer,      // (3 * n_embd)
-    pub attn_proj_weight: wgpu::Buffer, // (n_embd, n_embd)
+    pub attn_proj_weight: wgpu::Buffer, // (n_embd, n_embd) format
     pub attn_proj_bias: wgpu::Buffer,   // (n_embd)
     pub ln_2_weight: wgpu::Buffer,      // (n_embd)
     pub ln_2_bias: wgpu::Buffer,        // (n_embd)
-    pub c_fc_weight: wgpu::Buffer,      // (n_embd, n_inner)
+    pub c_fc_weight: wgpu::Buffer,      // (n_embd, n_inner) format
     pub c_fc_bias: wgpu::Buffer,        // (n_inner)
-    pub mlp_proj_weight: wgpu::Buffer,  // (n_inner, n_embd)
+    pub mlp_proj_weight: wgpu::Buffer,  // (n_inner, n_embd) format
     pub mlp_proj_bias: wgpu::Buffer,    // (n_embd)
 }
 
@@ -46,31 +48,41 @@ pub struct GpuModel {
     pub ctx: GpuContext,
     pub model: SharedModel,
     pub pipelines: Pipelines,
-    pub wte: wgpu::Buffer,         // (vocab_size, n_embd)
+    pub wte: wgpu::Buffer,         // (vocab_size, n_embd) format
     pub wpe: wgpu::Buffer,         // (n_positions, n_embd)
     pub layers: Vec<GpuLayer>,     // (n_layer)
     pub ln_f_weight: wgpu::Buffer, // (n_embd)
     pub ln_f_bias: wgpu::Buffer,   // (n_embd)
     /// `Some` only when untied; else the LM head is `wte`.
-    pub lm_head: Option<wgpu::Buffer>, // (vocab_size, n_embd)
+    pub lm_head: Option<wgpu::Buffer>, // (vocab_size, n_embd) format
     pub scratch: Scratch,
 }
 
 impl GpuModel {
-    /// Checks the model against the device's limits, then uploads it.
+    /// Checks the model against the device's limits, then uploads it (weights as f32).
     pub async fn new(ctx: GpuContext, model: SharedModel) -> Result<Rc<GpuModel>> {
-        check_limits(&ctx, &model.config)?;
-        let pipelines = Pipelines::new(&ctx).await?;
+        GpuModel::with_format(ctx, model, Format::F32).await
+    }
+
+    /// As [`new`](Self::new), with the weight matrices stored in `format`.
+    pub async fn with_format(
+        ctx: GpuContext,
+        model: SharedModel,
+        format: Format,
+    ) -> Result<Rc<GpuModel>> {
+        check_limits(&ctx, &model.config, format)?;
+        let pipelines = Pipelines::new(&ctx, format).await?;
         let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let w = &model.weights;
         let f = |label: &str, v: &[f32]| upload(&ctx, label, bytemuck::cast_slice(v));
+        let m = |label: &str, v: &[f32]| upload(&ctx, label, &format.pack(v));
         let gpu = GpuModel {
-            wte: f("wte", &w.wte),
+            wte: m("wte", &w.wte),
             wpe: f("wpe", &w.wpe),
-            layers: w.layers.iter().map(|l| upload_layer(&ctx, l)).collect(),
+            layers: w.layers.iter().map(|l| upload_layer(&ctx, l, format)).collect(),
             ln_f_weight: f("ln_f.weight", &w.ln_f_weight),
             ln_f_bias: f("ln_f.bias", &w.ln_f_bias),
-            lm_head: w.lm_head.as_deref().map(|v| f("lm_head", v)),
+            lm_head: w.lm_head.as_deref().map(|v| m("lm_head", v)),
             scratch: make_scratch(&ctx, &model.config),
             pipelines,
             model,
@@ -87,6 +99,18 @@ impl GpuModel {
     /// The model's hyper-parameters.
     pub fn config(&self) -> &Config {
         &self.model.config
+    }
+
+    /// The format the weight matrices are stored in.
+    pub fn format(&self) -> Format {
+        self.pipelines.format
+    }
+
+    /// Bytes of every weight buffer on the GPU (matrices in the format, the rest f32).
+    pub fn weight_bytes(&self) -> u64 {
+        let fixed = [&self.wte, &self.wpe, &self.ln_f_weight, &self.ln_f_bias];
+        let layers = self.layers.iter().flat_map(GpuLayer::buffers);
+        fixed.into_iter().chain(self.lm_head.as_ref()).chain(layers).map(wgpu::Buffer::size).sum()
     }
 
     /// The LM head buffer: `lm_head` when untied, else the token embedding.
@@ -136,20 +160,21 @@ impl Drop for GpuModel {
     }
 }
 
-fn upload_layer(ctx: &GpuContext, l: &LayerWeights) -> GpuLayer {
+fn upload_layer(ctx: &GpuContext, l: &LayerWeights, format: Format) -> GpuLayer {
     let f = |label: &str, v: &[f32]| upload(ctx, label, bytemuck::cast_slice(v));
+    let m = |label: &str, v: &[f32]| upload(ctx, label, &format.pack(v));
     GpuLayer {
         ln_1_weight: f("ln_1.weight", &l.ln_1_weight),
         ln_1_bias: f("ln_1.bias", &l.ln_1_bias),
-        c_attn_weight: f("c_attn.weight", &l.c_attn_weight),
+        c_attn_weight: m("c_attn.weight", &l.c_attn_weight),
         c_attn_bias: f("c_attn.bias", &l.c_attn_bias),
-        attn_proj_weight: f("attn.c_proj.weight", &l.attn_proj_weight),
+        attn_proj_weight: m("attn.c_proj.weight", &l.attn_proj_weight),
         attn_proj_bias: f("attn.c_proj.bias", &l.attn_proj_bias),
         ln_2_weight: f("ln_2.weight", &l.ln_2_weight),
         ln_2_bias: f("ln_2.bias", &l.ln_2_bias),
-        c_fc_weight: f("c_fc.weight", &l.c_fc_weight),
+        c_fc_weight: m("c_fc.weight", &l.c_fc_weight),
         c_fc_bias: f("c_fc.bias", &l.c_fc_bias),
-        mlp_proj_weight: f("mlp.c_proj.weight", &l.mlp_proj_weight),
+        mlp_proj_weight: m("mlp.c_proj.weight", &l.mlp_proj_weight),
         mlp_proj_bias: f("mlp.c_proj.bias", &l.mlp_proj_bias),
     }
 }
@@ -169,7 +194,7 @@ fn make_scratch(ctx: &GpuContext, c: &Config) -> Scratch {
 }
 
 /// Every limit the forward pass can hit, checked before anything is allocated.
-fn check_limits(ctx: &GpuContext, c: &Config) -> Result<()> {
+fn check_limits(ctx: &GpuContext, c: &Config, format: Format) -> Result<()> {
     if c.head_size > MAX_HEAD_SIZE {
         return Err(EngineError::DeviceLimit {
             what: "head_size (the attention kernel holds one head in workgroup memory)".into(),
@@ -179,9 +204,10 @@ fn check_limits(ctx: &GpuContext, c: &Config) -> Result<()> {
     }
     let (e, i, v, p) =
         (c.n_embd as u64, c.n_inner as u64, c.vocab_size as u64, c.n_positions as u64);
-    ctx.check_binding("the token embedding wte", v * e * 4)?;
+    let matrix = |rows: u64, cols: u64| format.bytes((rows * cols) as usize);
+    ctx.check_binding("the token embedding wte", matrix(v, e))?;
     ctx.check_binding("the position embedding wpe", p * e * 4)?;
-    ctx.check_binding("the MLP weights c_fc", e * i * 4)?;
+    ctx.check_binding("the MLP weights c_fc", matrix(e, i))?;
     ctx.check_binding("the MLP activations", p * i * 4)?;
     ctx.check_binding("the qkv activations", p * 3 * e * 4)?;
     ctx.check_groups("one row per workgroup over n_positions", c.n_positions as u32)?;

@@ -6,21 +6,23 @@ use std::collections::HashMap;
 
 use crate::error::{EngineError, Result};
 use crate::gpu::GpuContext;
+use crate::kernels::format::Format;
 use crate::kernels::{Kernel, WG};
 
-/// Compiled pipelines, looked up by kernel.
+/// Compiled pipelines for weights in one format, looked up by kernel.
 pub struct Pipelines {
+    pub format: Format,
     map: HashMap<Kernel, wgpu::ComputePipeline>,
 }
 
 impl Pipelines {
-    /// Compiles every kernel in `shaders/` for this device.
-    pub async fn new(ctx: &GpuContext) -> Result<Pipelines> {
+    /// Compiles every kernel in `shaders/` for this device, reading weights in `format`.
+    pub async fn new(ctx: &GpuContext, format: Format) -> Result<Pipelines> {
         let mut map = HashMap::new();
         for kernel in Kernel::ALL {
-            map.insert(kernel, compile(ctx, kernel).await?);
+            map.insert(kernel, compile(ctx, kernel, format).await?);
         }
-        Ok(Pipelines { map })
+        Ok(Pipelines { format, map })
     }
 
     /// The pipeline of `kernel`.
@@ -30,11 +32,15 @@ impl Pipelines {
     }
 }
 
-async fn compile(ctx: &GpuContext, kernel: Kernel) -> Result<wgpu::ComputePipeline> {
+async fn compile(
+    ctx: &GpuContext,
+    kernel: Kernel,
+    format: Format,
+) -> Result<wgpu::ComputePipeline> {
     let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
     let module = ctx.device.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: Some(kernel.name()),
-        source: wgpu::ShaderSource::Wgsl(kernel.source().into()),
+        source: wgpu::ShaderSource::Wgsl(kernel.source_for(format).into()),
     });
     let constants: &[(&str, f64)] =
         if kernel.has_wg_override() { &[("WG", WG as f64)] } else { &[] };
@@ -51,7 +57,8 @@ async fn compile(ctx: &GpuContext, kernel: Kernel) -> Result<wgpu::ComputePipeli
     });
     match scope.pop().await {
         Some(e) => {
-            Err(EngineError::Gpu(format!("kernel `{}` failed to compile: {e}", kernel.name())))
+            let (k, f) = (kernel.name(), format.name());
+            Err(EngineError::Gpu(format!("kernel `{k}` ({f} weights) failed to compile: {e}")))
         }
         None => Ok(pipeline),
     }

@@ -105,6 +105,11 @@ impl GpuSession {
         self.last
     }
 
+    /// The model on the GPU this session runs (its weight format and bytes).
+    pub fn model(&self) -> &GpuModel {
+        &self.gpu
+    }
+
     /// The adapter this session runs on.
     pub fn adapter_name(&self) -> String {
         self.gpu.ctx.adapter_name()

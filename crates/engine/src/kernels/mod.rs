@@ -5,6 +5,7 @@
 
 pub mod attention;
 pub mod embedding;
+pub mod format;
 pub mod gelu;
 pub mod kv_write;
 pub mod layernorm;
@@ -80,6 +81,21 @@ impl Kernel {
             Kernel::ResidualAdd => include_str!("../../../../shaders/residual_add.wgsl"),
             Kernel::Gelu => include_str!("../../../../shaders/gelu.wgsl"),
             Kernel::LmHead => include_str!("../../../../shaders/lm_head.wgsl"),
+        }
+    }
+
+    /// Whether the kernel reads a weight matrix through the format snippet.
+    pub fn reads_weights(self) -> bool {
+        matches!(self, Kernel::Embedding | Kernel::Matmul | Kernel::Matvec | Kernel::LmHead)
+    }
+
+    /// The WGSL to compile for weights stored in `format`: the format's
+    /// snippet first for the kernels that read weights.
+    pub fn source_for(self, format: format::Format) -> String {
+        if self.reads_weights() {
+            format!("{}\n{}", format.snippet(), self.source())
+        } else {
+            self.source().to_string()
         }
     }
 

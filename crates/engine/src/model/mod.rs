@@ -41,6 +41,29 @@ impl Model {
         Model::from_bytes(&config, &read(&dir.join("model.safetensors"), MAX_FILE_BYTES)?)
     }
 
+    /// The same model with its weight matrices rounded through `format`: what
+    /// the GPU engine computes with when it stores them so (the CPU reference
+    /// the self-test compares a packed GPU model against).
+    pub fn rounded_to(&self, format: crate::kernels::format::Format) -> Model {
+        let mut m = self.clone();
+        let w = &mut m.weights;
+        w.wte = format.round(&w.wte);
+        if let Some(head) = &mut w.lm_head {
+            *head = format.round(head);
+        }
+        for l in &mut w.layers {
+            for matrix in [
+                &mut l.c_attn_weight,
+                &mut l.attn_proj_weight,
+                &mut l.c_fc_weight,
+                &mut l.mlp_proj_weight,
+            ] {
+                *matrix = format.round(matrix);
+            }
+        }
+        m
+    }
+
     /// Checks that every id is a row of the embedding, before any GPU work is queued.
     pub fn check_tokens(&self, tokens: &[u32]) -> Result<()> {
         let vocab_size = self.config.vocab_size;

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use decode_lab_engine::gpu::{GpuContext, Pipelines};
+use decode_lab_engine::kernels::format::Format;
 use decode_lab_engine::model::Model;
 
 /// The device every GPU test in this binary shares, or `None` (loudly) when the
@@ -17,7 +18,7 @@ pub fn gpu() -> Option<&'static (GpuContext, Pipelines)> {
     let gpu = GPU.get_or_init(|| {
         pollster::block_on(async {
             let ctx = GpuContext::new().await.map_err(|e| e.to_string())?;
-            let pipelines = Pipelines::new(&ctx).await.map_err(|e| e.to_string())?;
+            let pipelines = Pipelines::new(&ctx, Format::F32).await.map_err(|e| e.to_string())?;
             Ok::<_, String>((ctx, pipelines))
         })
         .map_err(|e| eprintln!("\n*** GPU TESTS SKIPPED: {e} ***\n"))

@@ -11,10 +11,15 @@
 //! - matmul, matvec, lm_head: K·ε abs + 1e-5 rel for inputs in [-1, 1]:
 //!   the worst-case rounding gap between two summation orders of K products;
 //! - attention: 1e-5 abs + 1e-4 rel (online vs two-pass softmax).
+//!
+//! The kernels that read weights (embedding, matmul, matvec, lm_head) run once
+//! per weight [`Format`]: the twin computes on the weights as that format
+//! holds them ([`Format::round`]), so the tolerances are the f32 ones.
 
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
+use crate::kernels::format::Format;
 use crate::kernels::*;
 
 /// `|gpu - cpu| <= atol + rtol · |cpu|` for every element; NaN never passes.
@@ -34,6 +39,8 @@ fn dot(k: usize) -> Tolerance {
 /// One dispatch of one kernel and what its CPU twin says it must write.
 pub struct Case {
     pub kernel: Kernel,
+    /// The weight format the kernel is compiled for.
+    pub format: Format,
     /// The sizes in words, e.g. "17x1757x65".
     pub shape: String,
     /// The uniform at binding 0.
@@ -46,18 +53,24 @@ pub struct Case {
     pub tolerance: Tolerance,
 }
 
-/// Every case of `kernel`.
+/// Every case of `kernel` (in every weight format, for the kernels that read weights).
 pub fn cases(kernel: Kernel) -> Vec<Case> {
+    let formats: &[Format] = if kernel.reads_weights() { &Format::ALL } else { &[Format::F32] };
+    formats.iter().flat_map(|&format| cases_in(kernel, format)).collect()
+}
+
+/// The cases of `kernel` with weights in `format`.
+fn cases_in(kernel: Kernel, format: Format) -> Vec<Case> {
     match kernel {
-        Kernel::Embedding => embedding_cases(),
+        Kernel::Embedding => embedding_cases(format),
         Kernel::Layernorm => layernorm_cases(),
-        Kernel::Matmul => matmul_cases(),
-        Kernel::Matvec => matvec_cases(),
+        Kernel::Matmul => matmul_cases(format),
+        Kernel::Matvec => matvec_cases(format),
         Kernel::KvWrite => kv_write_cases(),
         Kernel::Attention => attention_cases(),
         Kernel::ResidualAdd => residual_add_cases(),
         Kernel::Gelu => gelu_cases(),
-        Kernel::LmHead => lm_head_cases(),
+        Kernel::LmHead => lm_head_cases(format),
     }
 }
 
@@ -81,7 +94,7 @@ fn params<P: bytemuck::Pod>(p: &P) -> Vec<u8> {
     bytemuck::bytes_of(p).to_vec()
 }
 
-fn embedding_cases() -> Vec<Case> {
+fn embedding_cases(format: Format) -> Vec<Case> {
     let mut out = Vec::new();
     for (i, &n_embd) in [1, 63, 65, 48].iter().enumerate() {
         let (vocab, n_positions, n_rows, pos0) = (1757, 70, 5 + i, 3);
@@ -89,7 +102,7 @@ fn embedding_cases() -> Vec<Case> {
         let wte = random(vocab * n_embd, 1);
         let wpe = random(n_positions * n_embd, 2);
         let mut want = poisoned(n_rows * n_embd);
-        embedding::run_cpu(&tokens, &wte, &wpe, pos0, n_embd, &mut want);
+        embedding::run_cpu(&tokens, &format.round(&wte), &wpe, pos0, n_embd, &mut want);
         let p = embedding::Params {
             n_rows: n_rows as u32,
             n_embd: n_embd as u32,
@@ -98,11 +111,12 @@ fn embedding_cases() -> Vec<Case> {
         };
         out.push(Case {
             kernel: Kernel::Embedding,
+            format,
             shape: format!("{n_rows} rows of {n_embd}"),
             params: params(&p),
             buffers: vec![
                 bytemuck::cast_slice(&tokens).to_vec(),
-                bytes(&wte),
+                format.pack(&wte),
                 bytes(&wpe),
                 bytes(&poisoned(n_rows * n_embd)),
             ],
@@ -131,6 +145,7 @@ fn layernorm_cases() -> Vec<Case> {
             };
             out.push(Case {
                 kernel: Kernel::Layernorm,
+                format: Format::F32,
                 shape: format!("{n_rows}x{n_embd}"),
                 params: params(&p),
                 buffers: vec![bytes(&x), bytes(&w), bytes(&b), bytes(&poisoned(n_rows * n_embd))],
@@ -143,20 +158,21 @@ fn layernorm_cases() -> Vec<Case> {
     out
 }
 
-fn matmul_cases() -> Vec<Case> {
+fn matmul_cases(format: Format) -> Vec<Case> {
     let shapes =
         [(1, 1, 1), (1, 63, 65), (17, 1757, 65), (65, 64, 63), (33, 65, 1757), (64, 48, 144)];
     let mut out = Vec::new();
     for (i, &(m, k, n)) in shapes.iter().enumerate() {
         let (x, w, b) = (random(m * k, 10 + i as u64), random(k * n, 20 + i as u64), random(n, 30));
         let mut want = poisoned(m * n);
-        matmul::run_cpu(&x, &w, &b, &mut want);
+        matmul::run_cpu(&x, &format.round(&w), &b, &mut want);
         let p = matmul::Params { m: m as u32, k: k as u32, n: n as u32, _pad: 0 };
         out.push(Case {
             kernel: Kernel::Matmul,
+            format,
             shape: format!("{m}x{k}x{n}"),
             params: params(&p),
-            buffers: vec![bytes(&x), bytes(&w), bytes(&b), bytes(&poisoned(m * n))],
+            buffers: vec![bytes(&x), format.pack(&w), bytes(&b), bytes(&poisoned(m * n))],
             groups: matmul::workgroups(&p),
             want: vec![(3, "out", want)],
             tolerance: dot(k),
@@ -165,19 +181,20 @@ fn matmul_cases() -> Vec<Case> {
     out
 }
 
-fn matvec_cases() -> Vec<Case> {
+fn matvec_cases(format: Format) -> Vec<Case> {
     let shapes = [(1, 1), (63, 65), (1757, 64), (64, 1757), (65, 63), (48, 144)];
     let mut out = Vec::new();
     for (i, &(k, n)) in shapes.iter().enumerate() {
         let (x, w, b) = (random(k, 40 + i as u64), random(k * n, 50 + i as u64), random(n, 60));
         let mut want = poisoned(n);
-        matvec::run_cpu(&x, &w, &b, &mut want);
+        matvec::run_cpu(&x, &format.round(&w), &b, &mut want);
         let p = matvec::Params { k: k as u32, n: n as u32, _pad0: 0, _pad1: 0 };
         out.push(Case {
             kernel: Kernel::Matvec,
+            format,
             shape: format!("{k}x{n}"),
             params: params(&p),
-            buffers: vec![bytes(&x), bytes(&w), bytes(&b), bytes(&poisoned(n))],
+            buffers: vec![bytes(&x), format.pack(&w), bytes(&b), bytes(&poisoned(n))],
             groups: matvec::workgroups(&p),
             want: vec![(3, "out", want)],
             tolerance: dot(k),
@@ -203,6 +220,7 @@ fn kv_write_cases() -> Vec<Case> {
         };
         out.push(Case {
             kernel: Kernel::KvWrite,
+            format: Format::F32,
             shape: format!("{n_rows} rows of {n_embd} at {pos0}"),
             params: params(&p),
             buffers: vec![bytes(&qkv), bytes(&k0), bytes(&v0)],
@@ -252,6 +270,7 @@ fn attention_cases() -> Vec<Case> {
         };
         out.push(Case {
             kernel: Kernel::Attention,
+            format: Format::F32,
             shape: format!("{n_rows} rows, {n_head} heads of {hs}, at {pos0}"),
             params: params(&p),
             buffers: vec![bytes(&qkv), bytes(&kc), bytes(&vc), bytes(&poisoned(n_rows * n_embd))],
@@ -273,6 +292,7 @@ fn residual_add_cases() -> Vec<Case> {
             let p = residual_add::Params { n: n as u32, _pad0: 0, _pad1: 0, _pad2: 0 };
             Case {
                 kernel: Kernel::ResidualAdd,
+                format: Format::F32,
                 shape: format!("{n}"),
                 params: params(&p),
                 buffers: vec![bytes(&y), bytes(&x)],
@@ -298,6 +318,7 @@ fn gelu_cases() -> Vec<Case> {
             let p = gelu::Params { n: x.len() as u32, _pad0: 0, _pad1: 0, _pad2: 0 };
             Case {
                 kernel: Kernel::Gelu,
+                format: Format::F32,
                 shape: format!("{}", x.len()),
                 params: params(&p),
                 buffers: vec![bytes(&x)],
@@ -309,7 +330,7 @@ fn gelu_cases() -> Vec<Case> {
         .collect()
 }
 
-fn lm_head_cases() -> Vec<Case> {
+fn lm_head_cases(format: Format) -> Vec<Case> {
     let mut out = Vec::new();
     for &(vocab, n_embd, n_rows, row0, n_out) in &[
         (1, 1, 1, 0, 1),
@@ -320,7 +341,7 @@ fn lm_head_cases() -> Vec<Case> {
     ] {
         let (x, w) = (random(n_rows * n_embd, 130), random(vocab * n_embd, 131));
         let mut want = poisoned(n_out * vocab);
-        lm_head::run_cpu(&x, &w, row0, n_out, n_embd, &mut want);
+        lm_head::run_cpu(&x, &format.round(&w), row0, n_out, n_embd, &mut want);
         let p = lm_head::Params {
             n_out: n_out as u32,
             row0: row0 as u32,
@@ -329,9 +350,10 @@ fn lm_head_cases() -> Vec<Case> {
         };
         out.push(Case {
             kernel: Kernel::LmHead,
+            format,
             shape: format!("vocab {vocab}, n_embd {n_embd}, {n_out} of {n_rows} rows"),
             params: params(&p),
-            buffers: vec![bytes(&x), bytes(&w), bytes(&poisoned(n_out * vocab))],
+            buffers: vec![bytes(&x), format.pack(&w), bytes(&poisoned(n_out * vocab))],
             groups: lm_head::workgroups(&p),
             want: vec![(2, "logits", want)],
             tolerance: dot(n_embd),

@@ -15,6 +15,7 @@ use crate::cpu::CpuSession;
 use crate::error::Result;
 use crate::gpu::testing::run_kernel;
 use crate::gpu::{GpuContext, GpuModel, GpuSession, Pipelines};
+use crate::kernels::format::Format;
 use crate::kernels::Kernel;
 use crate::sample::argmax;
 use crate::step::Wanted;
@@ -24,6 +25,8 @@ use cases::{Case, Tolerance};
 #[derive(Clone, Debug, PartialEq)]
 pub struct CaseResult {
     pub kernel: Kernel,
+    pub format: Format,
+    /// The sizes in words, led by the weight format for kernels that read weights.
     pub shape: String,
     /// Largest `|gpu - cpu|` over every output (infinite for NaN or an error).
     pub max_abs: f32,
@@ -53,9 +56,14 @@ pub async fn run_case(
     let started = Instant::now();
     let buffers: Vec<&[u8]> = case.buffers.iter().map(Vec::as_slice).collect();
     let ran = run_kernel(ctx, pipelines, case.kernel, &case.params, &buffers, case.groups).await;
+    let shape = match case.kernel.reads_weights() {
+        true => format!("{} {}", case.format.name(), case.shape),
+        false => case.shape.clone(),
+    };
     let mut result = CaseResult {
         kernel: case.kernel,
-        shape: case.shape.clone(),
+        format: case.format,
+        shape,
         max_abs: 0.0,
         worst_ratio: 0.0,
         tolerance: case.tolerance,
@@ -116,20 +124,41 @@ fn compare(case: &Case, got: &[Vec<f32>], result: &mut CaseResult) {
     }
 }
 
-/// Every case of every kernel, in data-flow order; `fault` names a kernel to
-/// corrupt (test hook).
-pub async fn check_kernels(
-    ctx: &GpuContext,
-    pipelines: &Pipelines,
-    fault: Option<Kernel>,
-) -> Vec<CaseResult> {
+/// Every case of every kernel in every weight format, in data-flow order;
+/// `fault` names a kernel to corrupt (test hook). The pipelines are compiled
+/// here, once per format.
+pub async fn check_kernels(ctx: &GpuContext, fault: Option<Kernel>) -> Vec<CaseResult> {
+    let mut compiled = Vec::new();
+    for format in Format::ALL {
+        compiled.push((format, Pipelines::new(ctx, format).await));
+    }
     let mut out = Vec::new();
     for kernel in Kernel::ALL {
         for (i, case) in cases::cases(kernel).iter().enumerate() {
-            out.push(run_case(ctx, pipelines, case, fault == Some(kernel) && i == 0).await);
+            let corrupt = fault == Some(kernel) && i == 0;
+            let pipelines = compiled.iter().find(|(f, _)| *f == case.format).map(|(_, p)| p);
+            out.push(match pipelines {
+                Some(Ok(p)) => run_case(ctx, p, case, corrupt).await,
+                Some(Err(e)) => not_compiled(case, e.to_string()),
+                None => not_compiled(case, "no pipelines for this format".into()),
+            });
         }
     }
     out
+}
+
+/// A case whose kernel did not compile.
+fn not_compiled(case: &Case, why: String) -> CaseResult {
+    CaseResult {
+        kernel: case.kernel,
+        format: case.format,
+        shape: case.shape.clone(),
+        max_abs: f32::INFINITY,
+        worst_ratio: f32::INFINITY,
+        tolerance: case.tolerance,
+        ms: 0.0,
+        detail: Some(why),
+    }
 }
 
 /// The whole model, GPU engine against CPU engine, fed the same tokens.
@@ -180,7 +209,12 @@ async fn compare_steps(
     steps: usize,
     check: &mut ModelCheck,
 ) -> Result<()> {
-    let mut cpu = CpuSession::new(gpu.model.clone());
+    // The CPU reference computes with the weights as the GPU holds them.
+    let model = match gpu.format() {
+        Format::F32 => gpu.model.clone(),
+        format => std::sync::Arc::new(gpu.model.rounded_to(format)),
+    };
+    let mut cpu = CpuSession::new(model);
     let mut on_gpu = GpuSession::new(gpu)?;
     let mut want = cpu.forward(prompt, Wanted::Last)?;
     let mut got = on_gpu.prefill(prompt, Wanted::Last).await?;
@@ -226,6 +260,8 @@ fn diff(got: &[f32], want: &[f32]) -> (f32, f32) {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Report {
     pub adapter: String,
+    /// How the model check's GPU model stores its weight matrices.
+    pub weights: Format,
     /// The device limits the engine depends on, by WebGPU name.
     pub limits: Vec<(&'static str, u64)>,
     pub kernels: Vec<CaseResult>,
@@ -283,8 +319,9 @@ impl Report {
         let m = &self.model;
         let _ = writeln!(
             s,
-            "model ({} greedy steps, GPU vs CPU engine): {}  relative error {:.2e} (allowed {MODEL_REL_TOL:.0e}), max |Δlogit| {:.2e}, same tokens {}/{}, GPU {:.2} ms/token, CPU {:.2} ms/token{}",
+            "model ({} greedy steps, {} weights, GPU vs CPU engine): {}  relative error {:.2e} (allowed {MODEL_REL_TOL:.0e}), max |Δlogit| {:.2e}, same tokens {}/{}, GPU {:.2} ms/token, CPU {:.2} ms/token{}",
             m.steps,
+            self.weights.name(),
             if m.passed() { "pass" } else { "FAIL" },
             m.rel_err,
             m.max_abs,
@@ -300,7 +337,7 @@ impl Report {
 
 /// Runs everything on `gpu`'s device: kernels, then the model on `prompt`.
 pub async fn run(gpu: Rc<GpuModel>, prompt: &[u32], steps: usize, fault: Option<Kernel>) -> Report {
-    let kernels = check_kernels(&gpu.ctx, &gpu.pipelines, fault).await;
+    let kernels = check_kernels(&gpu.ctx, fault).await;
     let l = &gpu.ctx.limits;
     let limits = vec![
         ("maxStorageBufferBindingSize", l.max_storage_buffer_binding_size),
@@ -311,6 +348,7 @@ pub async fn run(gpu: Rc<GpuModel>, prompt: &[u32], steps: usize, fault: Option<
         ("maxComputeWorkgroupStorageSize", u64::from(l.max_compute_workgroup_storage_size)),
     ];
     let adapter = gpu.ctx.adapter_name();
+    let weights = gpu.format();
     let model = check_model(gpu, prompt, steps).await;
-    Report { adapter, limits, kernels, model }
+    Report { adapter, weights, limits, kernels, model }
 }
