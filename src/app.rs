@@ -45,7 +45,7 @@ pub fn App() -> impl IntoView {
     let controls = Controls::new();
     url_state::apply(&controls, page.values);
     notices.extend(page.notices);
-    let force_cpu = page.force_cpu;
+    let engine = EngineChoice { force_cpu: page.force_cpu, weights: page.weights };
     // `selftest=1`: filled in once the self-test has run, before the widget starts.
     let self_test = page.selftest.then(|| RwSignal::new(None::<(Outcome, Config)>));
     let logits = custom_logits(&route, &mut notices);
@@ -63,7 +63,7 @@ pub fn App() -> impl IntoView {
         None => Phase::Loading(Progress { what: "starting".into(), loaded: 0, total: None }),
     });
     let driver = RwSignal::new_local(None::<Driver>);
-    let start = move || start_loading(phase, driver, controls, force_cpu, self_test);
+    let start = move || start_loading(phase, driver, controls, engine, self_test);
     if logits.is_none() {
         start();
     }
@@ -132,13 +132,20 @@ pub fn App() -> impl IntoView {
     }
 }
 
+/// What the URL asks of the engine: `backend=cpu`, `weights=`.
+#[derive(Clone, Copy)]
+struct EngineChoice {
+    force_cpu: bool,
+    weights: contract::WeightsChoice,
+}
+
 /// Loads the model (`model=`, default the bundled one), runs the self-test
 /// if `self_test` is given, and starts a driver.
 fn start_loading(
     phase: RwSignal<Phase>,
     driver: RwSignal<Option<Driver>, LocalStorage>,
     controls: Controls,
-    force_cpu: bool,
+    engine: EngineChoice,
     self_test: Option<RwSignal<Option<(Outcome, Config)>>>,
 ) {
     // Set by the GPU's device-lost callback; the page carries on on the CPU.
@@ -154,7 +161,8 @@ fn start_loading(
         let base = query("model").map(|m| if m.ends_with('/') { m } else { m + "/" });
         let base = base.unwrap_or_else(|| DEFAULT_MODEL.to_string());
         let on_lost = move |reason| lost.set(Some(reason));
-        match load(&base, force_cpu, move |p| phase.set(Phase::Loading(p)), on_lost).await {
+        let progress = move |p| phase.set(Phase::Loading(p));
+        match load(&base, engine.force_cpu, engine.weights, progress, on_lost).await {
             Ok(mut lab) => {
                 if let Some(shown) = self_test {
                     phase.set(Phase::Loading(Progress {
@@ -303,7 +311,11 @@ fn LoadingBar(progress: Progress) -> impl IntoView {
 /// The header badge naming the backend and adapter in use.
 #[component]
 fn BackendBadge(backend: Backend) -> impl IntoView {
-    view! { <span class="badge" data-testid="backend" data-backend=backend.kind()>{backend.label()}</span> }
+    view! {
+        <span class="badge" data-testid="backend" data-backend=backend.kind() data-weights=backend.weights()>
+            {backend.label()}
+        </span>
+    }
 }
 
 /// Why WebGPU is not in use, and how to turn it on.

@@ -6,9 +6,11 @@
 use std::rc::Rc;
 use std::sync::Arc;
 
+use contract::WeightsChoice;
 use engine::cpu::{CpuSession, Pause};
 use engine::gpu::selftest::{self, Report};
 use engine::gpu::{GpuContext, GpuModel, GpuSession};
+use engine::kernels::format::Format;
 use engine::kernels::Kernel;
 use engine::model::{Config, Model, Tokenizer, Weights};
 use engine::Session;
@@ -18,8 +20,9 @@ use crate::loader::{evict, fetch_bytes, yield_to_browser};
 /// Which engine the page runs on, and why.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Backend {
-    /// WebGPU adapter found: our WGSL kernels run on it.
-    WebGpu { adapter: String },
+    /// WebGPU adapter found: our WGSL kernels run on it, the weight matrices
+    /// stored as `weights` (taking `weight_bytes` of GPU memory with the rest).
+    WebGpu { adapter: String, weights: Format, weight_bytes: u64 },
     /// No usable WebGPU: the CPU engine runs in wasm.
     Cpu { reason: String },
 }
@@ -33,10 +36,22 @@ impl Backend {
         }
     }
 
-    /// In words, with the adapter's name.
+    /// `f32` or `f16` on the GPU; the CPU engine holds f32: the `data-weights` hook.
+    pub fn weights(&self) -> &'static str {
+        match self {
+            Backend::WebGpu { weights, .. } => weights.name(),
+            Backend::Cpu { .. } => Format::F32.name(),
+        }
+    }
+
+    /// In words, with the adapter's name and the weights' format and size.
     pub fn label(&self) -> String {
         match self {
-            Backend::WebGpu { adapter } => format!("WebGPU · {adapter}"),
+            Backend::WebGpu { adapter, weights, weight_bytes } => format!(
+                "WebGPU · {adapter} · {} weights, {:.1} MB",
+                weights.name(),
+                *weight_bytes as f64 / 1e6
+            ),
             Backend::Cpu { .. } => "CPU (wasm)".to_string(),
         }
     }
@@ -112,11 +127,12 @@ impl Lab {
 }
 
 /// Loads the model directory at `base` (ending in `/`), reporting progress.
-/// `force_cpu` skips WebGPU (the `backend=cpu` URL parameter); `on_lost` is
-/// called if the GPU device is lost later.
+/// `force_cpu` skips WebGPU (the `backend=cpu` URL parameter); `weights` is
+/// the `weights=` parameter; `on_lost` is called if the GPU device is lost later.
 pub async fn load(
     base: &str,
     force_cpu: bool,
+    weights: WeightsChoice,
     progress: impl Fn(Progress),
     on_lost: impl Fn(String) + Send + 'static,
 ) -> Result<Lab, String> {
@@ -172,8 +188,18 @@ pub async fn load(
                 loaded: done,
                 total: Some(done),
             });
-            match GpuModel::new(ctx, model.clone()).await {
-                Ok(gpu) => (Backend::WebGpu { adapter }, Some(gpu)),
+            let format = match weights {
+                WeightsChoice::F32 => Format::F32,
+                WeightsChoice::F16 => Format::F16,
+                // An f16 checkpoint (the bundled model) loses nothing in f16.
+                WeightsChoice::Auto if model.exact_in(Format::F16) => Format::F16,
+                WeightsChoice::Auto => Format::F32,
+            };
+            match GpuModel::with_format(ctx, model.clone(), format).await {
+                Ok(gpu) => {
+                    let weight_bytes = gpu.weight_bytes();
+                    (Backend::WebGpu { adapter, weights: format, weight_bytes }, Some(gpu))
+                }
                 Err(e) => (
                     Backend::Cpu { reason: format!("the GPU could not take this model: {e}") },
                     None,

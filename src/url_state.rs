@@ -73,7 +73,7 @@ impl Share {
                 }
             }
         }
-        for name in ["model", "backend"] {
+        for name in ["model", "backend", "weights"] {
             if let Some(v) = query(name) {
                 params.append(name, &v);
             }

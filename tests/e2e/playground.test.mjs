@@ -203,3 +203,27 @@ test('Reset during a generation stops it and clears the output; the prompt stays
   await noFatal(page);
   await page.close();
 });
+
+test('weights=: the bundled f16 model is kept as f16 on the GPU by default, with the f32 path\'s exact numbers', async () => {
+  const auto = await open('webgpu', '?prompt=ROMEO%3A&bars=30');
+  assert.equal(await auto.getAttribute('[data-testid=backend]', 'data-weights'), 'f16');
+  assert.match(await auto.textContent('[data-testid=backend]'), /f16 weights, 7\.\d MB/);
+  await auto.waitForSelector('[data-testid=bar]');
+  const f32 = await open('webgpu', '?prompt=ROMEO%3A&bars=30&weights=f32');
+  assert.equal(await f32.getAttribute('[data-testid=backend]', 'data-weights'), 'f32');
+  assert.match(await f32.textContent('[data-testid=backend]'), /f32 weights, 15\.\d MB/);
+  await f32.waitForSelector('[data-testid=bar]');
+  // The same values in both formats: every bar's probabilities are equal to the last digit.
+  assert.deepEqual(await bars(auto), await bars(f32));
+  await set(auto, 'prompt', PROMPT);
+  await set(auto, 'temperature', 0);
+  await set(auto, 'max-tokens', 12);
+  assert.equal(await generate(auto), cliGreedy(12));
+  const bad = await open('cpu', '?weights=int3');
+  assert.match(await bad.textContent('[data-testid=url-notices]'), /weights: “int3” is not a weight format/);
+  assert.equal(await bad.getAttribute('[data-testid=backend]', 'data-weights'), 'f32');
+  for (const p of [auto, f32, bad]) {
+    await noFatal(p);
+    await p.close();
+  }
+});

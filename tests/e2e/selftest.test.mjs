@@ -40,7 +40,7 @@ test('webgpu: ?selftest=1 passes every kernel and the model, and copies a plain-
   console.log(report.split('\n').map((l) => `# ${l}`).join('\n'));
   assert.match(report, /^Decode Lab self-test: PASS\nadapter: /);
   assert.match(report, /maxStorageBufferBindingSize: \d+/);
-  assert.match(report, /model \(16 greedy steps, f32 weights, GPU vs CPU engine\): pass/);
+  assert.match(report, /model \(16 greedy steps, f16 weights, GPU vs CPU engine\): pass/);
   assert.match(report, /browser: Mozilla/);
   assert.equal(report.split('\n').filter((l) => l.startsWith('  pass ')).length > 40, true);
   await page.click('[data-testid=copy-report]');

@@ -18,5 +18,7 @@ pub mod route;
 pub use controls::{echo, Control, Drives, Input, Range, Spec, Taken, DEFAULT_PROMPT, SPECS};
 pub use logits::{parse_logits, parse_sets, LogitSets};
 pub use query::Query;
-pub use read::{backend_cpu, column_values, read_controls, read_page, Page, Val};
+pub use read::{
+    backend_cpu, column_values, read_controls, read_page, weights_choice, Page, Val, WeightsChoice,
+};
 pub use route::{Preset, Route, Shown, Widget, CONFIDENT_PROMPT, LONG_TAILED_PROMPT};

@@ -19,6 +19,8 @@ pub struct Page {
     pub force_cpu: bool,
     /// `selftest=1`: check the GPU kernels and model against the CPU twins first.
     pub selftest: bool,
+    /// `weights=`: how the GPU engine stores the weight matrices.
+    pub weights: WeightsChoice,
     pub notices: Vec<String>,
 }
 
@@ -35,7 +37,8 @@ pub fn read_page(query: &Query) -> Page {
     let values = read_controls(query, presets, skip, &mut notices);
     let force_cpu = backend_cpu(query, &mut notices);
     let selftest = flag(query, "selftest", &mut notices, "no self-test");
-    Page { route, values, force_cpu, selftest, notices }
+    let weights = weights_choice(query, &mut notices);
+    Page { route, values, force_cpu, selftest, weights, notices }
 }
 
 /// A control's value as read.
@@ -133,6 +136,32 @@ pub fn column_values<const C: usize, const N: usize>(
 
 /// Whether `backend=` asks for the CPU engine (`cpu`); `webgpu` or nothing
 /// means WebGPU where it works; anything else is a notice.
+/// `weights=`: the GPU engine's storage of the weight matrices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WeightsChoice {
+    /// f16 when every weight matrix is exactly an f16 value (an f16
+    /// checkpoint: nothing is lost and half the memory is used), else f32.
+    Auto,
+    F32,
+    F16,
+}
+
+/// Reads `weights=` (`f32`, `f16` or `auto`), with a notice for anything else.
+pub fn weights_choice(query: &Query, notices: &mut Vec<String>) -> WeightsChoice {
+    match query.get("weights").map(str::trim) {
+        None | Some("" | "auto") => WeightsChoice::Auto,
+        Some("f32") => WeightsChoice::F32,
+        Some("f16") => WeightsChoice::F16,
+        Some(other) => {
+            notices.push(format!(
+                "weights: {} is not a weight format (f32, f16 or auto); using auto",
+                echo(other)
+            ));
+            WeightsChoice::Auto
+        }
+    }
+}
+
 pub fn backend_cpu(query: &Query, notices: &mut Vec<String>) -> bool {
     match query.get("backend").map(str::trim) {
         None | Some("" | "webgpu" | "gpu" | "auto") => false,

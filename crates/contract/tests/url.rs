@@ -5,7 +5,7 @@
 
 use decode_lab_contract::{
     backend_cpu, column_values, parse_logits, parse_sets, read_controls, read_page, Control, Input,
-    Page, Preset, Query, Route, Val, Widget, SPECS,
+    Page, Preset, Query, Route, Val, WeightsChoice, Widget, SPECS,
 };
 
 fn read(search: &str) -> (Vec<(Control, Val)>, Vec<String>) {
@@ -82,6 +82,16 @@ fn every_issue_value_gets_a_specific_notice() {
     let page = read_page(&Query::parse("?selftest=please"));
     assert!(!page.selftest);
     assert_eq!(page.notices, ["selftest: “please” is not 1 or 0; no self-test"]);
+
+    assert_eq!(read_page(&Query::parse("?weights=f16")).weights, WeightsChoice::F16);
+    assert_eq!(read_page(&Query::parse("?weights=f32")).weights, WeightsChoice::F32);
+    assert_eq!(read_page(&Query::parse("?x=1")).weights, WeightsChoice::Auto);
+    let page = read_page(&Query::parse("?weights=int3"));
+    assert_eq!(page.weights, WeightsChoice::Auto);
+    assert_eq!(
+        page.notices,
+        ["weights: “int3” is not a weight format (f32, f16 or auto); using auto"]
+    );
 }
 
 #[test]

@@ -64,6 +64,16 @@ impl Model {
         m
     }
 
+    /// Whether `format` holds every weight matrix exactly (f16: an f16 checkpoint).
+    pub fn exact_in(&self, format: crate::kernels::format::Format) -> bool {
+        let w = &self.weights;
+        let layers = w.layers.iter().flat_map(|l| {
+            [&l.c_attn_weight, &l.attn_proj_weight, &l.c_fc_weight, &l.mlp_proj_weight]
+        });
+        let mut matrices = [&w.wte].into_iter().chain(w.lm_head.as_ref()).chain(layers);
+        matrices.all(|m| format.round(m) == **m)
+    }
+
     /// Checks that every id is a row of the embedding, before any GPU work is queued.
     pub fn check_tokens(&self, tokens: &[u32]) -> Result<()> {
         let vocab_size = self.config.vocab_size;
