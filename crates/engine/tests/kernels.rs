@@ -157,4 +157,5 @@ fn f16_format_packs_two_per_word_and_rounds_to_nearest() {
     assert_eq!(back[2], half::f16::from_f32(0.1).to_f32());
     assert_eq!(Format::F32.round(&w), w);
     assert_eq!(Format::from_name("f16"), Some(Format::F16));
+    assert!(Format::F16.holds(-2.5) && !Format::F16.holds(0.1) && Format::F32.holds(0.1));
 }

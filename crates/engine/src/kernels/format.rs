@@ -73,6 +73,14 @@ impl Format {
         }
     }
 
+    /// Whether this format holds `v` exactly (checked per value, without packing).
+    pub fn holds(self, v: f32) -> bool {
+        match self {
+            Format::F32 => true,
+            Format::F16 => f16::from_f32(v).to_f32() == v,
+        }
+    }
+
     /// What the kernels compute with: `w` through this format and back
     /// (f16: rounded to nearest, ties to even; values already f16 are unchanged).
     pub fn round(self, w: &[f32]) -> Vec<f32> {

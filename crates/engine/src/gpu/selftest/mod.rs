@@ -209,10 +209,11 @@ async fn compare_steps(
     steps: usize,
     check: &mut ModelCheck,
 ) -> Result<()> {
-    // The CPU reference computes with the weights as the GPU holds them.
+    // The CPU reference computes with the weights as the GPU holds them; a
+    // model the format holds exactly (an f16 checkpoint in f16) is not copied.
     let model = match gpu.format() {
-        Format::F32 => gpu.model.clone(),
-        format => std::sync::Arc::new(gpu.model.rounded_to(format)),
+        format if !gpu.model.exact_in(format) => std::sync::Arc::new(gpu.model.rounded_to(format)),
+        _ => gpu.model.clone(),
     };
     let mut cpu = CpuSession::new(model);
     let mut on_gpu = GpuSession::new(gpu)?;
