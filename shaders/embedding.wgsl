@@ -26,5 +26,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
     let row = i / p.n_embd;
     let c = i % p.n_embd;
-    x[i] = w_load(tokens[row] * p.n_embd + c) + wpe[(p.pos0 + row) * p.n_embd + c];
+    let token = tokens[row];
+    x[i] = w_load(token * p.n_embd + c, token) + wpe[(p.pos0 + row) * p.n_embd + c];
 }

@@ -6,6 +6,6 @@
 
 alias Word = u32;
 
-fn w_load(i: u32) -> f32 {
+fn w_load(i: u32, ch: u32) -> f32 {
     return unpack2x16float(w[i >> 1u])[i & 1u];
 }

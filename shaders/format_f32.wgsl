@@ -1,10 +1,11 @@
 // Weight format f32: one weight per word, as loaded. Prepended to every kernel
 // that reads a weight matrix (matmul, matvec, lm_head, embedding), which binds
-// it as `w: array<Word>` and reads element i with `w_load(i)`.
+// it as `w: array<Word>` and reads element i of output channel ch with
+// `w_load(i, ch)` (ch matters only to per-channel scales: format_int8).
 // CPU twin: `Format::load` in crates/engine/src/kernels/format.rs.
 
 alias Word = f32;
 
-fn w_load(i: u32) -> f32 {
+fn w_load(i: u32, ch: u32) -> f32 {
     return w[i];
 }

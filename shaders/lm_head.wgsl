@@ -28,7 +28,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let wr = v * p.n_embd;
     var acc = 0.0;
     for (var c = 0u; c < p.n_embd; c = c + 1u) {
-        acc = acc + x[xr + c] * w_load(wr + c);
+        acc = acc + x[xr + c] * w_load(wr + c, v);
     }
     logits[r * p.vocab_size + v] = acc;
 }

@@ -33,7 +33,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         for (var t = 0u; t < TILE; t = t + 1u) {
             // Clamped indices keep edge threads in bounds; their extra results are not stored.
             a[t] = x[min(row0 + t, p.m - 1u) * p.k + kk];
-            b[t] = w_load(kk * p.n + min(col0 + t, p.n - 1u));
+            let col = min(col0 + t, p.n - 1u);
+            b[t] = w_load(kk * p.n + col, col);
         }
         for (var r = 0u; r < TILE; r = r + 1u) {
             for (var c = 0u; c < TILE; c = c + 1u) {

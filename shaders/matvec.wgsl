@@ -26,7 +26,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     var acc = 0.0;
     for (var kk = 0u; kk < p.k; kk = kk + 1u) {
-        acc = acc + x[kk] * w_load(kk * p.n + col);
+        acc = acc + x[kk] * w_load(kk * p.n + col, col);
     }
     out[col] = acc + bias[col];
 }

@@ -97,7 +97,7 @@ pub fn App() -> impl IntoView {
             let shown = shown.clone();
             view! {
                 {self_test.and_then(|s| s.get()).map(|(outcome, config)| view! { <SelfTestPanel outcome=outcome config=config/> })}
-                {match b { Backend::Cpu { reason } => Some(view! { <NoWebGpuBanner reason=reason/> }), _ => None }}
+                {match b { Backend::Cpu { reason, .. } => Some(view! { <NoWebGpuBanner reason=reason/> }), _ => None }}
                 {move || driver.get().map(|d| match widget {
                     Some(w) => view! { <WidgetView widget=w source=Source::Model(d) controls=controls shown=shown.clone()/> }.into_any(),
                     None => view! { <Playground driver=d shown=shown.clone()/> }.into_any(),
@@ -173,7 +173,7 @@ fn start_loading(
                     let outcome = match lab.self_test(self_test_fault()).await {
                         Some(report) => Outcome::Ran(report),
                         None => Outcome::NoGpu(match &lab.backend {
-                            Backend::Cpu { reason } => reason.clone(),
+                            Backend::Cpu { reason, .. } => reason.clone(),
                             Backend::WebGpu { .. } => {
                                 "the self-test prompt did not tokenize".into()
                             }

@@ -20,11 +20,18 @@ use crate::loader::{evict, fetch_bytes, yield_to_browser};
 /// Which engine the page runs on, and why.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Backend {
-    /// WebGPU adapter found: our WGSL kernels run on it, the weight matrices
-    /// stored as `weights` (taking `weight_bytes` of GPU memory with the rest).
-    WebGpu { adapter: String, weights: Format, weight_bytes: u64 },
+    /// WebGPU adapter found: our WGSL kernels run on it.
+    WebGpu { adapter: String, held: WeightsHeld },
     /// No usable WebGPU: the CPU engine runs in wasm.
-    Cpu { reason: String },
+    Cpu { reason: String, held: WeightsHeld },
+}
+
+/// How the model's weight matrices are stored (on either engine), and the
+/// bytes every weight takes: the `data-weights` hook and the badge's size.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WeightsHeld {
+    pub format: Format,
+    pub bytes: u64,
 }
 
 impl Backend {
@@ -36,23 +43,25 @@ impl Backend {
         }
     }
 
-    /// `f32` or `f16` on the GPU; the CPU engine holds f32: the `data-weights` hook.
-    pub fn weights(&self) -> &'static str {
+    /// The weights' format and size (the same on either engine).
+    pub fn held(&self) -> WeightsHeld {
         match self {
-            Backend::WebGpu { weights, .. } => weights.name(),
-            Backend::Cpu { .. } => Format::F32.name(),
+            Backend::WebGpu { held, .. } | Backend::Cpu { held, .. } => *held,
         }
+    }
+
+    /// `f32`, `f16`, `int8` or `int4`: the `data-weights` hook.
+    pub fn weights(&self) -> &'static str {
+        self.held().format.name()
     }
 
     /// In words, with the adapter's name and the weights' format and size.
     pub fn label(&self) -> String {
+        let WeightsHeld { format, bytes } = self.held();
+        let held = format!("{} weights, {:.1} MB", format.name(), bytes as f64 / 1e6);
         match self {
-            Backend::WebGpu { adapter, weights, weight_bytes } => format!(
-                "WebGPU · {adapter} · {} weights, {:.1} MB",
-                weights.name(),
-                *weight_bytes as f64 / 1e6
-            ),
-            Backend::Cpu { .. } => "CPU (wasm)".to_string(),
+            Backend::WebGpu { adapter, .. } => format!("WebGPU · {adapter} · {held}"),
+            Backend::Cpu { .. } => format!("CPU (wasm) · {held}"),
         }
     }
 }
@@ -70,6 +79,7 @@ pub struct Progress {
 
 /// A model ready to open sessions on.
 pub struct Lab {
+    /// The model with its matrices in the chosen format (both engines run it).
     pub model: Arc<Model>,
     pub tokenizer: Rc<Tokenizer>,
     pub backend: Backend,
@@ -122,7 +132,7 @@ impl Lab {
     /// now on run on the CPU.
     pub fn fall_back_to_cpu(&mut self, reason: String) {
         self.gpu = None;
-        self.backend = Backend::Cpu { reason };
+        self.backend = Backend::Cpu { reason, held: self.backend.held() };
     }
 }
 
@@ -178,7 +188,29 @@ pub async fn load(
             model.config.vocab_size
         ));
     }
+    let format = match weights {
+        WeightsChoice::F32 => Format::F32,
+        WeightsChoice::F16 => Format::F16,
+        WeightsChoice::Int8 => Format::Int8,
+        WeightsChoice::Int4 => Format::Int4,
+        // An f16 checkpoint (the bundled model) loses nothing in f16.
+        WeightsChoice::Auto if model.exact_in(Format::F16) => Format::F16,
+        WeightsChoice::Auto => Format::F32,
+    };
+    let model = match model.format() == format {
+        true => model,
+        false => {
+            progress(Progress {
+                what: format!("packing the weights as {}", format.name()),
+                loaded: done,
+                total: Some(done),
+            });
+            yield_to_browser().await;
+            model.to_format(format).map_err(|e| e.to_string())?
+        }
+    };
     let model = Arc::new(model);
+    let held = WeightsHeld { format, bytes: model.weights.bytes() };
     let (backend, gpu) = match ctx {
         Ok(ctx) => {
             let adapter = ctx.adapter_name();
@@ -188,25 +220,18 @@ pub async fn load(
                 loaded: done,
                 total: Some(done),
             });
-            let format = match weights {
-                WeightsChoice::F32 => Format::F32,
-                WeightsChoice::F16 => Format::F16,
-                // An f16 checkpoint (the bundled model) loses nothing in f16.
-                WeightsChoice::Auto if model.exact_in(Format::F16) => Format::F16,
-                WeightsChoice::Auto => Format::F32,
-            };
-            match GpuModel::with_format(ctx, model.clone(), format).await {
-                Ok(gpu) => {
-                    let weight_bytes = gpu.weight_bytes();
-                    (Backend::WebGpu { adapter, weights: format, weight_bytes }, Some(gpu))
-                }
+            match GpuModel::new(ctx, model.clone()).await {
+                Ok(gpu) => (Backend::WebGpu { adapter, held }, Some(gpu)),
                 Err(e) => (
-                    Backend::Cpu { reason: format!("the GPU could not take this model: {e}") },
+                    Backend::Cpu {
+                        reason: format!("the GPU could not take this model: {e}"),
+                        held,
+                    },
                     None,
                 ),
             }
         }
-        Err(reason) => (Backend::Cpu { reason }, None),
+        Err(reason) => (Backend::Cpu { reason, held }, None),
     };
     Ok(Lab { model, tokenizer: Rc::new(tokenizer), backend, gpu })
 }

@@ -41,20 +41,30 @@ pub enum Backend {
     Cpu,
 }
 
-/// How the GPU engine stores the weight matrices.
+/// How both engines store the weight matrices.
 #[derive(Clone, Copy, ValueEnum, PartialEq)]
 pub enum Weights {
+    /// f16 when that holds every weight exactly (an f16 checkpoint), else f32.
+    Auto,
     /// 4 bytes per weight.
     F32,
     /// 2 bytes per weight, two per 32-bit word, widened to f32 in the kernels.
     F16,
+    /// 1 byte per weight, one f32 scale per output channel.
+    Int8,
+    /// Half a byte per weight, one f32 scale per group of 32 (q4_0's rule).
+    Int4,
 }
 
 impl Weights {
-    fn format(self) -> Format {
+    /// The format for `model`.
+    fn format(self, model: &Model) -> Format {
         match self {
-            Weights::F32 => Format::F32,
+            Weights::Auto if model.exact_in(Format::F16) => Format::F16,
+            Weights::Auto | Weights::F32 => Format::F32,
             Weights::F16 => Format::F16,
+            Weights::Int8 => Format::Int8,
+            Weights::Int4 => Format::Int4,
         }
     }
 }
@@ -77,8 +87,8 @@ enum Command {
         prompt: String,
         #[arg(long, value_enum, default_value = "gpu")]
         backend: Backend,
-        /// Weight storage on the GPU engine (the CPU engine holds f32).
-        #[arg(long, value_enum, default_value = "f32")]
+        /// Weight storage, on either engine.
+        #[arg(long, value_enum, default_value = "auto")]
         weights: Weights,
         #[arg(long, default_value_t = 100)]
         max_tokens: usize,
@@ -124,8 +134,8 @@ enum Command {
         tokens: Vec<u32>,
         #[arg(long, value_enum, default_value = "gpu")]
         backend: Backend,
-        /// Weight storage on the GPU engine (the CPU engine holds f32).
-        #[arg(long, value_enum, default_value = "f32")]
+        /// Weight storage, on either engine.
+        #[arg(long, value_enum, default_value = "auto")]
         weights: Weights,
         #[arg(long, value_enum, default_value = "prefill")]
         mode: Mode,
@@ -136,8 +146,8 @@ enum Command {
         model: PathBuf,
         #[arg(long, value_enum, default_value = "gpu")]
         backend: Backend,
-        /// Weight storage on the GPU engine (the CPU engine holds f32).
-        #[arg(long, value_enum, default_value = "f32")]
+        /// Weight storage, on either engine.
+        #[arg(long, value_enum, default_value = "auto")]
         weights: Weights,
         #[arg(long, default_value_t = 64)]
         prompt_len: usize,
@@ -157,7 +167,7 @@ enum Command {
         #[arg(long, default_value_t = 16)]
         steps: usize,
         /// Weight storage of the model check (the kernel checks run every format).
-        #[arg(long, value_enum, default_value = "f32")]
+        #[arg(long, value_enum, default_value = "auto")]
         weights: Weights,
     },
     /// Write a randomly initialised GPT-2 (config.json + model.safetensors).
@@ -276,7 +286,7 @@ async fn run(command: Command) -> Result<()> {
             bench::run(session, prompt_len, tokens).await
         }
         Command::Selftest { model, prompt, steps, weights } => {
-            selftest(&model, &prompt, steps, weights.format()).await
+            selftest(&model, &prompt, steps, weights).await
         }
         Command::RandomModel { out, n_layer, n_head, n_embd, vocab_size, n_positions, seed } => {
             random_model::write(&out, n_layer, n_head, n_embd, vocab_size, n_positions, seed)
@@ -285,26 +295,25 @@ async fn run(command: Command) -> Result<()> {
 }
 
 /// Loads the model in `dir` and opens a session on the chosen backend, with
-/// the GPU engine's weights stored as `weights` says.
+/// the weight matrices stored as `weights` says.
 pub async fn open(dir: &Path, backend: Backend, weights: Weights) -> Result<Session> {
-    if backend == Backend::Cpu && weights != Weights::F32 {
-        return Err(EngineError::Setting(format!(
-            "--weights {} is for the GPU engine; the CPU engine holds f32 weights (drop --weights or use --backend gpu)",
-            weights.format().name()
-        )));
-    }
-    let model = Arc::new(Model::from_dir(dir)?);
+    let model = Model::from_dir(dir)?;
+    let format = weights.format(&model);
+    let model = Arc::new(match model.format() == format {
+        true => model,
+        false => model.to_format(format)?,
+    });
     Ok(match backend {
         Backend::Cpu => Session::Cpu(engine::cpu::CpuSession::new(model)),
         Backend::Gpu => {
             let ctx = GpuContext::new().await?;
-            let gpu = GpuModel::with_format(ctx, model, weights.format()).await?;
+            let gpu = GpuModel::new(ctx, model).await?;
             Session::Gpu(GpuSession::new(gpu)?)
         }
     })
 }
 
-async fn selftest(dir: &Path, prompt: &str, steps: usize, format: Format) -> Result<()> {
+async fn selftest(dir: &Path, prompt: &str, steps: usize, weights: Weights) -> Result<()> {
     if steps == 0 || steps > 1024 {
         return Err(EngineError::Setting(format!("--steps must be 1 to 1024, got {steps}")));
     }
@@ -317,6 +326,7 @@ async fn selftest(dir: &Path, prompt: &str, steps: usize, format: Format) -> Res
     if prompt.is_empty() {
         return Err(EngineError::EmptyPrompt);
     }
+    let format = weights.format(&model);
     let gpu = GpuModel::with_format(GpuContext::new().await?, model, format).await?;
     let report = engine::gpu::selftest::run(gpu, &prompt, steps, None).await;
     print!("{}", report.text());

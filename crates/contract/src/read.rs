@@ -134,9 +134,7 @@ pub fn column_values<const C: usize, const N: usize>(
     cols
 }
 
-/// Whether `backend=` asks for the CPU engine (`cpu`); `webgpu` or nothing
-/// means WebGPU where it works; anything else is a notice.
-/// `weights=`: the GPU engine's storage of the weight matrices.
+/// `weights=`: how the engine (GPU or CPU) stores the weight matrices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WeightsChoice {
     /// f16 when every weight matrix is exactly an f16 value (an f16
@@ -144,24 +142,43 @@ pub enum WeightsChoice {
     Auto,
     F32,
     F16,
+    /// Symmetric int8, one scale per output channel.
+    Int8,
+    /// Symmetric int4, one scale per group of 32 weights.
+    Int4,
 }
 
-/// Reads `weights=` (`f32`, `f16` or `auto`), with a notice for anything else.
+impl WeightsChoice {
+    /// Every explicit choice with its URL value (`auto` is the default).
+    pub const NAMED: [(WeightsChoice, &'static str); 4] = [
+        (WeightsChoice::F32, "f32"),
+        (WeightsChoice::F16, "f16"),
+        (WeightsChoice::Int8, "int8"),
+        (WeightsChoice::Int4, "int4"),
+    ];
+}
+
+/// Reads `weights=` (`f32`, `f16`, `int8`, `int4` or `auto`), with a notice
+/// for anything else.
 pub fn weights_choice(query: &Query, notices: &mut Vec<String>) -> WeightsChoice {
-    match query.get("weights").map(str::trim) {
-        None | Some("" | "auto") => WeightsChoice::Auto,
-        Some("f32") => WeightsChoice::F32,
-        Some("f16") => WeightsChoice::F16,
-        Some(other) => {
+    let value = match query.get("weights").map(str::trim) {
+        None | Some("" | "auto") => return WeightsChoice::Auto,
+        Some(value) => value,
+    };
+    match WeightsChoice::NAMED.iter().find(|(_, name)| *name == value) {
+        Some(&(choice, _)) => choice,
+        None => {
             notices.push(format!(
-                "weights: {} is not a weight format (f32, f16 or auto); using auto",
-                echo(other)
+                "weights: {} is not a weight format (f32, f16, int8, int4 or auto); using auto",
+                echo(value)
             ));
             WeightsChoice::Auto
         }
     }
 }
 
+/// Whether `backend=` asks for the CPU engine (`cpu`); `webgpu` or nothing
+/// means WebGPU where it works; anything else is a notice.
 pub fn backend_cpu(query: &Query, notices: &mut Vec<String>) -> bool {
     match query.get("backend").map(str::trim) {
         None | Some("" | "webgpu" | "gpu" | "auto") => false,

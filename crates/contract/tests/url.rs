@@ -85,12 +85,14 @@ fn every_issue_value_gets_a_specific_notice() {
 
     assert_eq!(read_page(&Query::parse("?weights=f16")).weights, WeightsChoice::F16);
     assert_eq!(read_page(&Query::parse("?weights=f32")).weights, WeightsChoice::F32);
+    assert_eq!(read_page(&Query::parse("?weights=int8")).weights, WeightsChoice::Int8);
+    assert_eq!(read_page(&Query::parse("?weights=int4")).weights, WeightsChoice::Int4);
     assert_eq!(read_page(&Query::parse("?x=1")).weights, WeightsChoice::Auto);
     let page = read_page(&Query::parse("?weights=int3"));
     assert_eq!(page.weights, WeightsChoice::Auto);
     assert_eq!(
         page.notices,
-        ["weights: “int3” is not a weight format (f32, f16 or auto); using auto"]
+        ["weights: “int3” is not a weight format (f32, f16, int8, int4 or auto); using auto"]
     );
 }
 

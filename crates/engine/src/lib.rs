@@ -16,6 +16,7 @@ pub mod generate;
 pub mod gpu;
 pub mod kernels;
 pub mod model;
+pub mod quality;
 pub mod run;
 pub mod sample;
 pub mod session;

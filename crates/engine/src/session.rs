@@ -90,11 +90,10 @@ impl Session {
         2 * c.n_layer * self.pos() * c.n_embd * 4
     }
 
-    /// How the weight matrices are stored, and the bytes all weights take
-    /// (the CPU engine holds f32).
+    /// How the weight matrices are stored, and the bytes all weights take.
     pub fn weights(&self) -> (Format, u64) {
         match self {
-            Session::Cpu(s) => (Format::F32, 4 * s.config().n_params() as u64),
+            Session::Cpu(s) => (s.model().format(), s.model().weights.bytes()),
             #[cfg(feature = "gpu")]
             Session::Gpu(s) => (s.model().format(), s.model().weight_bytes()),
         }

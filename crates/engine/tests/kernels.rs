@@ -11,7 +11,9 @@ use common::{assert_close, bytes, gpu};
 use decode_lab_engine::gpu::selftest::{self, cases};
 use decode_lab_engine::gpu::testing::run_kernel;
 use decode_lab_engine::gpu::Pipelines;
+use decode_lab_engine::kernels::format::Channels;
 use decode_lab_engine::kernels::format::Format;
+use decode_lab_engine::kernels::matrix::Matrix;
 use decode_lab_engine::kernels::*;
 
 /// Runs every case of `kernel` and fails on the first element out of tolerance.
@@ -32,6 +34,7 @@ fn check(kernel: Kernel) {
             kernel,
             &case.params,
             &buffers,
+            case.scales.as_deref(),
             case.groups,
         ))
         .expect("kernel runs");
@@ -107,6 +110,7 @@ fn gelu_stays_finite_for_huge_inputs() {
         Kernel::Gelu,
         bytemuck::bytes_of(&p),
         &[bytes(&x)],
+        None,
         gelu::workgroups(&p),
     ))
     .expect("kernel runs");
@@ -145,17 +149,91 @@ fn grid_folds_large_counts_into_two_dimensions() {
 #[test]
 fn f16_format_packs_two_per_word_and_rounds_to_nearest() {
     let w = [1.0f32, -2.5, 0.1, 65504.0, 3.0];
-    let packed = Format::F16.pack(&w);
-    assert_eq!(packed.len(), 12); // 5 halves in 3 words
-    assert_eq!(Format::F16.bytes(5), 12);
-    let words: Vec<u32> = bytemuck::pod_collect_to_vec(&packed);
-    assert_eq!(words[0] & 0xffff, 0x3c00); // 1.0
-    assert_eq!(words[0] >> 16, 0xc100); // -2.5
-    assert_eq!(words[2] >> 16, 0); // the padding half
-    let back = Format::F16.round(&w);
+    let m = Matrix::new(Format::F16, 1, 5, Channels::Cols, &w);
+    assert_eq!(m.words().len(), 3); // 5 halves in 3 words
+    assert_eq!((m.bytes(), Format::F16.bytes(5)), (12, 12));
+    assert_eq!(m.words()[0] & 0xffff, 0x3c00); // 1.0
+    assert_eq!(m.words()[0] >> 16, 0xc100); // -2.5
+    assert_eq!(m.words()[2] >> 16, 0); // the padding half
+    let back = m.to_f32();
     assert_eq!(back[..2], [1.0, -2.5]);
     assert_eq!(back[2], half::f16::from_f32(0.1).to_f32());
-    assert_eq!(Format::F32.round(&w), w);
+    assert_eq!(Matrix::new(Format::F32, 1, 5, Channels::Cols, &w).to_f32(), w);
     assert_eq!(Format::from_name("f16"), Some(Format::F16));
-    assert!(Format::F16.holds(-2.5) && !Format::F16.holds(0.1) && Format::F32.holds(0.1));
+    assert_eq!(Format::F16.holds(-2.5), Some(true));
+    assert_eq!(Format::F16.holds(0.1), Some(false));
+    assert_eq!(Format::F32.holds(0.1), Some(true));
+    assert!(!m.exact_in(Format::F32) || m.exact_in(Format::F16));
+}
+
+/// int8: one scale per output channel (`max|w| / 127`), four values per word
+/// low byte first, each channel's extreme exactly ±127 · scale, every value
+/// within half a step; the channel axis is the columns of a Conv1D weight
+/// and the rows of the embedding.
+#[test]
+fn int8_format_scales_each_output_channel() {
+    // (2, 3): column 1 holds an outlier; column 2 is all zeros.
+    let w = [0.5f32, -100.0, 0.0, -0.25, 3.0, 0.0];
+    let by_col = Matrix::new(Format::Int8, 2, 3, Channels::Cols, &w);
+    assert_eq!(by_col.scales(), &[0.5 / 127.0, 100.0 / 127.0, 0.0]);
+    assert_eq!((by_col.words().len(), by_col.bytes()), (2, 8 + 12));
+    assert_eq!(by_col.words()[0] & 0xff, 127); // 0.5 / (0.5 / 127)
+    assert_eq!((by_col.words()[0] >> 8) & 0xff, (-127i32 as u32) & 0xff);
+    let back = by_col.to_f32();
+    for (i, (&a, &b)) in w.iter().zip(&back).enumerate() {
+        let step = by_col.scales()[i % 3];
+        assert!((a - b).abs() <= step / 2.0 * 1.0001, "{i}: {a} vs {b}");
+    }
+    assert_eq!((back[0], back[1], back[2]), (0.5, -100.0, 0.0));
+    // Per row, the outlier's row gets the coarse grid and the other row keeps a fine one.
+    let by_row = Matrix::new(Format::Int8, 2, 3, Channels::Rows, &w);
+    assert_eq!(by_row.scales(), &[100.0 / 127.0, 3.0 / 127.0]);
+    assert_eq!(Format::Int8.holds(1.0), None);
+    assert!(Matrix::new(Format::Int8, 1, 2, Channels::Cols, &[0.5, -0.25]).exact_in(Format::Int8));
+}
+
+/// int4 (q4_0's rule): groups of 32 consecutive weights, eight per word low
+/// nibble first, the group's largest-magnitude weight exactly -8 · scale,
+/// every other value within half a step unless clipped at +7.
+#[test]
+fn int4_format_packs_groups_of_32_the_q4_0_way() {
+    let mut w = cases::random(70, 7); // two full groups and a partial one
+    w[42] = -3.0; // the extreme of group 1, negative: its scale is positive
+    let m = Matrix::new(Format::Int4, 7, 10, Channels::Cols, &w);
+    assert_eq!(m.scales().len(), 3);
+    assert_eq!(m.words().len(), 9); // 70 nibbles in 9 words
+    assert_eq!(m.scales()[1], -3.0 / -8.0);
+    let back = m.to_f32();
+    assert_eq!(back[42], -3.0);
+    assert_eq!((m.words()[5] >> 8) & 0xf, 8); // -8 as a nibble
+    for (i, (&a, &b)) in w.iter().zip(&back).enumerate() {
+        let step = m.scales()[i / 32].abs();
+        let clipped = a / m.scales()[i / 32] > 7.5;
+        assert!(clipped || (a - b).abs() <= step / 2.0 * 1.0001, "{i}: {a} vs {b}");
+    }
+    let names: Vec<_> = Format::ALL.iter().map(|f| f.name()).collect();
+    assert_eq!(names, ["f32", "f16", "int8", "int4"]);
+}
+
+/// The CPU engine's unpacking loops (`Matrix::row`) equal the twin of
+/// `w_load` (`Matrix::get`) bit for bit, in every format and channel axis, for
+/// rows on word boundaries (the word-at-a-time loops) and rows that start
+/// mid-word or mid-group; f16 includes subnormals, ±0 and the largest value.
+#[test]
+fn unpacked_rows_equal_the_twin_of_w_load() {
+    for (rows, cols) in [(37, 13), (5, 64), (7, 40)] {
+        let mut w = cases::random(rows * cols, 9);
+        w[..6].copy_from_slice(&[6.0e-8, -6.1e-5, 0.0, -0.0, 65504.0, -1.0e-7]);
+        for format in Format::ALL {
+            for channels in [Channels::Rows, Channels::Cols] {
+                let m = Matrix::new(format, rows, cols, channels, &w);
+                let mut buf = Vec::new();
+                for r in 0..rows {
+                    let row: Vec<u32> = m.row(r, &mut buf).iter().map(|v| v.to_bits()).collect();
+                    let want: Vec<u32> = (0..cols).map(|c| m.get(r * cols + c).to_bits()).collect();
+                    assert_eq!(row, want, "{} {channels:?} {rows}x{cols} row {r}", format.name());
+                }
+            }
+        }
+    }
 }

@@ -80,7 +80,7 @@ fn a_valid_minimal_model_loads_with_or_without_prefix() {
     assert!(Model::from_bytes(CONFIG, &safetensors_file(&prefixed, Dtype::F32, |_, _| {})).is_ok());
     let f16 = Model::from_bytes(CONFIG, &safetensors_file(&tensor_specs(), Dtype::F16, |_, _| {}))
         .unwrap();
-    assert_eq!(f16.weights.wte[0], 0.5);
+    assert_eq!(f16.weights.wte.get(0), 0.5);
 }
 
 #[test]

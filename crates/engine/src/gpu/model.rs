@@ -10,24 +10,51 @@ use crate::gpu::readback::{buffer, upload, STORAGE};
 use crate::gpu::{GpuContext, Pipelines};
 use crate::kernels::attention::MAX_HEAD_SIZE;
 use crate::kernels::format::Format;
+use crate::kernels::matrix::Matrix;
 use crate::model::{Config, LayerWeights};
 use crate::step::SharedModel;
 
 /// One block's weights as GPU buffers (Conv1D layout, as in [`LayerWeights`]).
 /// The four matrices are in the model's weight [`Format`]; the rest f32.
 pub struct GpuLayer {
-    pub ln_1_weight: wgpu::Buffer,      // (n_embd)
-    pub ln_1_bias: wgpu::Buffer,        // (n_embd)
-    pub c_attn_weight: wgpu::Buffer,    // (n_embd, 3 * n_embd) format
-    pub c_attn_bias: wgpu::Buffer,      // (3 * n_embd)
-    pub attn_proj_weight: wgpu::Buffer, // (n_embd, n_embd) format
-    pub attn_proj_bias: wgpu::Buffer,   // (n_embd)
-    pub ln_2_weight: wgpu::Buffer,      // (n_embd)
-    pub ln_2_bias: wgpu::Buffer,        // (n_embd)
-    pub c_fc_weight: wgpu::Buffer,      // (n_embd, n_inner) format
-    pub c_fc_bias: wgpu::Buffer,        // (n_inner)
-    pub mlp_proj_weight: wgpu::Buffer,  // (n_inner, n_embd) format
-    pub mlp_proj_bias: wgpu::Buffer,    // (n_embd)
+    pub ln_1_weight: wgpu::Buffer,    // (n_embd)
+    pub ln_1_bias: wgpu::Buffer,      // (n_embd)
+    pub c_attn_weight: GpuMatrix,     // (n_embd, 3 * n_embd) format
+    pub c_attn_bias: wgpu::Buffer,    // (3 * n_embd)
+    pub attn_proj_weight: GpuMatrix,  // (n_embd, n_embd) format
+    pub attn_proj_bias: wgpu::Buffer, // (n_embd)
+    pub ln_2_weight: wgpu::Buffer,    // (n_embd)
+    pub ln_2_bias: wgpu::Buffer,      // (n_embd)
+    pub c_fc_weight: GpuMatrix,       // (n_embd, n_inner) format
+    pub c_fc_bias: wgpu::Buffer,      // (n_inner)
+    pub mlp_proj_weight: GpuMatrix,   // (n_inner, n_embd) format
+    pub mlp_proj_bias: wgpu::Buffer,  // (n_embd)
+}
+
+/// A weight matrix on the GPU: its packed words (the kernels' `w` binding)
+/// and, in the formats that have them, its scales (binding [`SCALES_BINDING`](crate::kernels::format::SCALES_BINDING)).
+pub struct GpuMatrix {
+    pub words: wgpu::Buffer,          // (rows · cols / per_word) u32, f32 for f32
+    pub scales: Option<wgpu::Buffer>, // (format.scale_count) f32
+}
+
+impl GpuMatrix {
+    fn upload(ctx: &GpuContext, label: &str, m: &Matrix) -> GpuMatrix {
+        let scales = m
+            .format
+            .has_scales()
+            .then(|| upload(ctx, &format!("{label} scales"), bytemuck::cast_slice(m.scales())));
+        GpuMatrix { words: upload(ctx, label, bytemuck::cast_slice(m.words())), scales }
+    }
+
+    /// The scales buffer, if the format has one (what a bind group needs).
+    pub fn sc(&self) -> Option<&wgpu::Buffer> {
+        self.scales.as_ref()
+    }
+
+    fn buffers(&self) -> impl Iterator<Item = &wgpu::Buffer> {
+        std::iter::once(&self.words).chain(self.scales.as_ref())
+    }
 }
 
 /// Activations of one forward pass, sized for a full context of `n_positions` rows.
@@ -48,41 +75,48 @@ pub struct GpuModel {
     pub ctx: GpuContext,
     pub model: SharedModel,
     pub pipelines: Pipelines,
-    pub wte: wgpu::Buffer,         // (vocab_size, n_embd) format
+    pub wte: GpuMatrix,            // (vocab_size, n_embd) format
     pub wpe: wgpu::Buffer,         // (n_positions, n_embd)
     pub layers: Vec<GpuLayer>,     // (n_layer)
     pub ln_f_weight: wgpu::Buffer, // (n_embd)
     pub ln_f_bias: wgpu::Buffer,   // (n_embd)
     /// `Some` only when untied; else the LM head is `wte`.
-    pub lm_head: Option<wgpu::Buffer>, // (vocab_size, n_embd) format
+    pub lm_head: Option<GpuMatrix>, // (vocab_size, n_embd) format
     pub scratch: Scratch,
 }
 
 impl GpuModel {
-    /// Checks the model against the device's limits, then uploads it (weights as f32).
-    pub async fn new(ctx: GpuContext, model: SharedModel) -> Result<Rc<GpuModel>> {
-        GpuModel::with_format(ctx, model, Format::F32).await
-    }
-
-    /// As [`new`](Self::new), with the weight matrices stored in `format`.
+    /// As [`new`](Self::new), with the weight matrices stored in `format`
+    /// (the model converted first when it is in another format).
     pub async fn with_format(
         ctx: GpuContext,
         model: SharedModel,
         format: Format,
     ) -> Result<Rc<GpuModel>> {
+        let model = match model.format() == format {
+            true => model,
+            false => std::sync::Arc::new(model.to_format(format)?),
+        };
+        GpuModel::new(ctx, model).await
+    }
+
+    /// Checks the model against the device's limits, then uploads it, the
+    /// weight matrices in the format the model holds them in.
+    pub async fn new(ctx: GpuContext, model: SharedModel) -> Result<Rc<GpuModel>> {
+        let format = model.format();
         check_limits(&ctx, &model.config, format)?;
         let pipelines = Pipelines::new(&ctx, format).await?;
         let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let w = &model.weights;
         let f = |label: &str, v: &[f32]| upload(&ctx, label, bytemuck::cast_slice(v));
-        let m = |label: &str, v: &[f32]| upload(&ctx, label, &format.pack(v));
+        let m = |label: &str, v: &Matrix| GpuMatrix::upload(&ctx, label, v);
         let gpu = GpuModel {
             wte: m("wte", &w.wte),
             wpe: f("wpe", &w.wpe),
-            layers: w.layers.iter().map(|l| upload_layer(&ctx, l, format)).collect(),
+            layers: w.layers.iter().map(|l| upload_layer(&ctx, l)).collect(),
             ln_f_weight: f("ln_f.weight", &w.ln_f_weight),
             ln_f_bias: f("ln_f.bias", &w.ln_f_bias),
-            lm_head: w.lm_head.as_deref().map(|v| m("lm_head", v)),
+            lm_head: w.lm_head.as_ref().map(|v| m("lm_head", v)),
             scratch: make_scratch(&ctx, &model.config),
             pipelines,
             model,
@@ -108,33 +142,37 @@ impl GpuModel {
 
     /// Bytes of every weight buffer on the GPU (matrices in the format, the rest f32).
     pub fn weight_bytes(&self) -> u64 {
-        let fixed = [&self.wte, &self.wpe, &self.ln_f_weight, &self.ln_f_bias];
-        let layers = self.layers.iter().flat_map(GpuLayer::buffers);
-        fixed.into_iter().chain(self.lm_head.as_ref()).chain(layers).map(wgpu::Buffer::size).sum()
+        self.weight_buffers().map(wgpu::Buffer::size).sum()
     }
 
-    /// The LM head buffer: `lm_head` when untied, else the token embedding.
-    pub fn lm_head(&self) -> &wgpu::Buffer {
+    /// The LM head: `lm_head` when untied, else the token embedding.
+    pub fn lm_head(&self) -> &GpuMatrix {
         self.lm_head.as_ref().unwrap_or(&self.wte)
+    }
+
+    fn weight_buffers(&self) -> impl Iterator<Item = &wgpu::Buffer> {
+        let fixed = [&self.wpe, &self.ln_f_weight, &self.ln_f_bias];
+        let matrices = std::iter::once(&self.wte).chain(self.lm_head.as_ref());
+        let layers = self.layers.iter().flat_map(GpuLayer::buffers);
+        fixed.into_iter().chain(matrices.flat_map(GpuMatrix::buffers)).chain(layers)
     }
 }
 
 impl GpuLayer {
-    fn buffers(&self) -> [&wgpu::Buffer; 12] {
-        [
+    fn buffers(&self) -> impl Iterator<Item = &wgpu::Buffer> {
+        let vectors = [
             &self.ln_1_weight,
             &self.ln_1_bias,
-            &self.c_attn_weight,
             &self.c_attn_bias,
-            &self.attn_proj_weight,
             &self.attn_proj_bias,
             &self.ln_2_weight,
             &self.ln_2_bias,
-            &self.c_fc_weight,
             &self.c_fc_bias,
-            &self.mlp_proj_weight,
             &self.mlp_proj_bias,
-        ]
+        ];
+        let matrices =
+            [&self.c_attn_weight, &self.attn_proj_weight, &self.c_fc_weight, &self.mlp_proj_weight];
+        vectors.into_iter().chain(matrices.into_iter().flat_map(GpuMatrix::buffers))
     }
 }
 
@@ -149,20 +187,14 @@ impl Scratch {
 /// browser's garbage collector gets to them (see `GpuSession`'s `Drop`).
 impl Drop for GpuModel {
     fn drop(&mut self) {
-        let fixed = [&self.wte, &self.wpe, &self.ln_f_weight, &self.ln_f_bias];
-        let layers = self.layers.iter().flat_map(GpuLayer::buffers);
-        fixed
-            .into_iter()
-            .chain(self.lm_head.as_ref())
-            .chain(layers)
-            .for_each(wgpu::Buffer::destroy);
+        self.weight_buffers().for_each(wgpu::Buffer::destroy);
         self.scratch.buffers().into_iter().for_each(wgpu::Buffer::destroy);
     }
 }
 
-fn upload_layer(ctx: &GpuContext, l: &LayerWeights, format: Format) -> GpuLayer {
+fn upload_layer(ctx: &GpuContext, l: &LayerWeights) -> GpuLayer {
     let f = |label: &str, v: &[f32]| upload(ctx, label, bytemuck::cast_slice(v));
-    let m = |label: &str, v: &[f32]| upload(ctx, label, &format.pack(v));
+    let m = |label: &str, v: &Matrix| GpuMatrix::upload(ctx, label, v);
     GpuLayer {
         ln_1_weight: f("ln_1.weight", &l.ln_1_weight),
         ln_1_bias: f("ln_1.bias", &l.ln_1_bias),

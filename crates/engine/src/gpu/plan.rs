@@ -4,6 +4,7 @@
 //! from slot `i` of the session's uniform buffer.
 
 use crate::gpu::GpuModel;
+use crate::kernels::format::SCALES_BINDING;
 use crate::kernels::{
     attention, embedding, gelu, kv_write, layernorm, lm_head, matmul, matvec, residual_add, Kernel,
 };
@@ -154,43 +155,52 @@ pub fn build(gpu: &GpuModel, s: &SessionBuffers, linear: Kernel) -> Vec<Op> {
     let (e, inner) = (c.n_embd as u32, c.n_inner as u32);
     let sc = &gpu.scratch;
     let mut ops = Vec::new();
-    let mut push = |kernel: Kernel, shape: Shape, buffers: &[&wgpu::Buffer]| {
+    // `scales`: the scales of the op's weight matrix, in the formats that have them.
+    let mut push = |kernel, shape, buffers: &[&wgpu::Buffer], scales: Option<&wgpu::Buffer>| {
         let slot = ops.len() as u64;
-        let bind_group = bind(gpu, kernel, s.params, slot, buffers);
+        let bind_group = bind(gpu, kernel, s.params, slot, buffers, scales);
         ops.push(Op { kernel, bind_group, shape });
     };
-    push(Kernel::Embedding, Shape::Embedding, &[&sc.tokens, &gpu.wte, &gpu.wpe, &sc.x]);
+    let wte = &gpu.wte;
+    push(Kernel::Embedding, Shape::Embedding, &[&sc.tokens, &wte.words, &gpu.wpe, &sc.x], wte.sc());
     for (l, w) in gpu.layers.iter().enumerate() {
         let (kc, vc) = (&s.key_cache[l], &s.value_cache[l]);
-        push(Kernel::Layernorm, Shape::Layernorm, &[&sc.x, &w.ln_1_weight, &w.ln_1_bias, &sc.xb]);
-        let qkv = Shape::Linear { k: e, n: 3 * e };
-        push(linear, qkv, &[&sc.xb, &w.c_attn_weight, &w.c_attn_bias, &sc.qkv]);
-        push(Kernel::KvWrite, Shape::KvWrite, &[&sc.qkv, kc, vc]);
-        let scale = c.attn_scale(l);
-        push(Kernel::Attention, Shape::Attention { scale }, &[&sc.qkv, kc, vc, &sc.y]);
-        let proj = Shape::Linear { k: e, n: e };
-        push(linear, proj, &[&sc.y, &w.attn_proj_weight, &w.attn_proj_bias, &sc.proj]);
-        push(Kernel::ResidualAdd, Shape::Elementwise { cols: e }, &[&sc.proj, &sc.x]);
-        push(Kernel::Layernorm, Shape::Layernorm, &[&sc.x, &w.ln_2_weight, &w.ln_2_bias, &sc.xb]);
-        let fc = Shape::Linear { k: e, n: inner };
-        push(linear, fc, &[&sc.xb, &w.c_fc_weight, &w.c_fc_bias, &sc.fc]);
-        push(Kernel::Gelu, Shape::Elementwise { cols: inner }, &[&sc.fc]);
-        let mlp = Shape::Linear { k: inner, n: e };
-        push(linear, mlp, &[&sc.fc, &w.mlp_proj_weight, &w.mlp_proj_bias, &sc.proj]);
-        push(Kernel::ResidualAdd, Shape::Elementwise { cols: e }, &[&sc.proj, &sc.x]);
+        let ln_1 = [&sc.x, &w.ln_1_weight, &w.ln_1_bias, &sc.xb];
+        push(Kernel::Layernorm, Shape::Layernorm, &ln_1, None);
+        let (qkv, m) = (Shape::Linear { k: e, n: 3 * e }, &w.c_attn_weight);
+        push(linear, qkv, &[&sc.xb, &m.words, &w.c_attn_bias, &sc.qkv], m.sc());
+        push(Kernel::KvWrite, Shape::KvWrite, &[&sc.qkv, kc, vc], None);
+        let attention = Shape::Attention { scale: c.attn_scale(l) };
+        push(Kernel::Attention, attention, &[&sc.qkv, kc, vc, &sc.y], None);
+        let (proj, m) = (Shape::Linear { k: e, n: e }, &w.attn_proj_weight);
+        push(linear, proj, &[&sc.y, &m.words, &w.attn_proj_bias, &sc.proj], m.sc());
+        push(Kernel::ResidualAdd, Shape::Elementwise { cols: e }, &[&sc.proj, &sc.x], None);
+        let ln_2 = [&sc.x, &w.ln_2_weight, &w.ln_2_bias, &sc.xb];
+        push(Kernel::Layernorm, Shape::Layernorm, &ln_2, None);
+        let (fc, m) = (Shape::Linear { k: e, n: inner }, &w.c_fc_weight);
+        push(linear, fc, &[&sc.xb, &m.words, &w.c_fc_bias, &sc.fc], m.sc());
+        push(Kernel::Gelu, Shape::Elementwise { cols: inner }, &[&sc.fc], None);
+        let (mlp, m) = (Shape::Linear { k: inner, n: e }, &w.mlp_proj_weight);
+        push(linear, mlp, &[&sc.fc, &m.words, &w.mlp_proj_bias, &sc.proj], m.sc());
+        push(Kernel::ResidualAdd, Shape::Elementwise { cols: e }, &[&sc.proj, &sc.x], None);
     }
-    push(Kernel::Layernorm, Shape::Layernorm, &[&sc.x, &gpu.ln_f_weight, &gpu.ln_f_bias, &sc.xb]);
-    push(Kernel::LmHead, Shape::LmHead, &[&sc.xb, gpu.lm_head(), s.logits]);
+    let ln_f = [&sc.x, &gpu.ln_f_weight, &gpu.ln_f_bias, &sc.xb];
+    push(Kernel::Layernorm, Shape::Layernorm, &ln_f, None);
+    let head = gpu.lm_head();
+    push(Kernel::LmHead, Shape::LmHead, &[&sc.xb, &head.words, s.logits], head.sc());
     ops
 }
 
-/// A bind group: binding 0 is the `Params` slot, bindings 1.. are `buffers` in order.
+/// A bind group: binding 0 is the `Params` slot, bindings 1.. are `buffers`
+/// in order, and `scales` (a weight matrix's, when its format has them) at
+/// [`SCALES_BINDING`].
 pub fn bind(
     gpu: &GpuModel,
     kernel: Kernel,
     params: &wgpu::Buffer,
     slot: u64,
     buffers: &[&wgpu::Buffer],
+    scales: Option<&wgpu::Buffer>,
 ) -> wgpu::BindGroup {
     let layout = gpu.pipelines.get(kernel).get_bind_group_layout(0);
     let mut entries = vec![wgpu::BindGroupEntry {
@@ -204,6 +214,12 @@ pub fn bind(
     for (i, b) in buffers.iter().enumerate() {
         entries
             .push(wgpu::BindGroupEntry { binding: i as u32 + 1, resource: b.as_entire_binding() });
+    }
+    if let Some(b) = scales {
+        entries.push(wgpu::BindGroupEntry {
+            binding: SCALES_BINDING,
+            resource: b.as_entire_binding(),
+        });
     }
     gpu.ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: Some(kernel.name()),

@@ -70,7 +70,8 @@ impl GpuSession {
                 Kernel::LmHead,
                 &params,
                 n_ops as u64,
-                &[&gpu.scratch.xb, gpu.lm_head(), &logits],
+                &[&gpu.scratch.xb, &gpu.lm_head().words, &logits],
+                gpu.lm_head().sc(),
             ),
             shape: plan::Shape::LmHead,
         };

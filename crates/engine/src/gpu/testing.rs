@@ -6,9 +6,11 @@ use crate::error::Result;
 use crate::gpu::plan::SLOT;
 use crate::gpu::readback::{buffer, read_f32, upload};
 use crate::gpu::{GpuContext, Pipelines};
+use crate::kernels::format::SCALES_BINDING;
 use crate::kernels::Kernel;
 
-/// Uploads `buffers` as bindings 1.., `params` as binding 0, dispatches
+/// Uploads `buffers` as bindings 1.., `params` as binding 0, `scales` (a
+/// weight matrix's, in the formats that have them) at [`SCALES_BINDING`], dispatches
 /// `kernel` once with `groups`, and returns every buffer's contents afterwards
 /// as f32 (u32 inputs come back reinterpreted; callers read only outputs).
 pub async fn run_kernel(
@@ -17,6 +19,7 @@ pub async fn run_kernel(
     kernel: Kernel,
     params: &[u8],
     buffers: &[&[u8]],
+    scales: Option<&[u8]>,
     groups: [u32; 3],
 ) -> Result<Vec<Vec<f32>>> {
     let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
@@ -29,6 +32,13 @@ pub async fn run_kernel(
     for (i, b) in gpu_bufs.iter().enumerate() {
         entries
             .push(wgpu::BindGroupEntry { binding: i as u32 + 1, resource: b.as_entire_binding() });
+    }
+    let scales_buf = scales.map(|s| upload(ctx, "test scales", s));
+    if let Some(b) = &scales_buf {
+        entries.push(wgpu::BindGroupEntry {
+            binding: SCALES_BINDING,
+            resource: b.as_entire_binding(),
+        });
     }
     let bind_group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: None,
@@ -58,6 +68,7 @@ pub async fn run_kernel(
     }
     // Freed now, not when the browser's garbage collector runs (the self-test
     // makes hundreds of these on a visitor's GPU).
-    gpu_bufs.iter().chain(&stagings).chain([&params_buf]).for_each(wgpu::Buffer::destroy);
+    let all = gpu_bufs.iter().chain(&stagings).chain(&scales_buf).chain([&params_buf]);
+    all.for_each(wgpu::Buffer::destroy);
     Ok(out)
 }

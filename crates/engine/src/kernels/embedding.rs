@@ -2,6 +2,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::matrix::Matrix;
+
 /// Mirror of the WGSL `Params`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
@@ -15,14 +17,15 @@ pub struct Params {
 /// x[row, :] = wte[tokens[row], :] + wpe[pos0 + row, :]
 pub fn run_cpu(
     tokens: &[u32], // (n_rows)
-    wte: &[f32],    // (vocab_size, n_embd)
+    wte: &Matrix,   // (vocab_size, n_embd) in its format
     wpe: &[f32],    // (n_positions, n_embd)
     pos0: usize,
-    n_embd: usize,
     x: &mut [f32], // (n_rows, n_embd)
 ) {
+    let n_embd = wte.cols;
+    let mut buf = Vec::new();
     for (row, &token) in tokens.iter().enumerate() {
-        let te = &wte[token as usize * n_embd..][..n_embd];
+        let te = wte.row(token as usize, &mut buf);
         let pe = &wpe[(pos0 + row) * n_embd..][..n_embd];
         for (c, out) in x[row * n_embd..][..n_embd].iter_mut().enumerate() {
             *out = te[c] + pe[c];

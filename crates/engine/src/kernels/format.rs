@@ -1,9 +1,10 @@
 //! How weight matrices are stored for the kernels that read them (matmul,
 //! matvec, lm_head, embedding): each format is a WGSL snippet
 //! (`shaders/format_*.wgsl`, prepended to those kernels) defining the word type
-//! of the `w` binding and `w_load(i)`, and here its CPU twin [`Format::load`]
-//! and the packing that writes the words. Layer norms, biases, the position
-//! embedding and the KV cache stay f32 in every format.
+//! of the `w` binding and `w_load(i, ch)` (element `i`, output channel `ch`),
+//! and here its CPU twin [`Format::load`] and the packing that writes the words
+//! and scales. Layer norms, biases, the position embedding and the KV cache
+//! stay f32 in every format.
 
 use half::f16;
 
@@ -14,16 +15,41 @@ pub enum Format {
     F32,
     /// Two f16 per u32 word (2 bytes per weight); widened to f32 in the kernel.
     F16,
+    /// Symmetric int8, four per u32 word, one f32 scale per output channel
+    /// (`scale = max|w| / 127` over the channel).
+    Int8,
+    /// Symmetric int4, eight per u32 word, one f32 scale per group of
+    /// [`GROUP`] consecutive weights (llama.cpp's q4_0 rule: `scale = w_max / -8`
+    /// where `w_max` is the group's weight of largest magnitude, sign kept).
+    Int4,
+}
+
+/// Weights per int4 scale.
+pub const GROUP: usize = 32;
+
+/// The binding of the `scales` array in the formats that have one (after
+/// every kernel's own bindings).
+pub const SCALES_BINDING: u32 = 7;
+
+/// Which axis of a `(rows, cols)` matrix indexes output channels (int8 keeps
+/// one scale per channel): the columns of a Conv1D `[in, out]` weight, the
+/// rows of the `[vocab, n_embd]` embedding / LM head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channels {
+    Rows,
+    Cols,
 }
 
 impl Format {
-    pub const ALL: [Format; 2] = [Format::F32, Format::F16];
+    pub const ALL: [Format; 4] = [Format::F32, Format::F16, Format::Int8, Format::Int4];
 
-    /// The name on the command line (`--weights`) and in reports.
+    /// The name on the command line (`--weights`), in URLs and in reports.
     pub fn name(self) -> &'static str {
         match self {
             Format::F32 => "f32",
             Format::F16 => "f16",
+            Format::Int8 => "int8",
+            Format::Int4 => "int4",
         }
     }
 
@@ -36,56 +62,139 @@ impl Format {
         match self {
             Format::F32 => include_str!("../../../../shaders/format_f32.wgsl"),
             Format::F16 => include_str!("../../../../shaders/format_f16.wgsl"),
+            Format::Int8 => include_str!("../../../../shaders/format_int8.wgsl"),
+            Format::Int4 => include_str!("../../../../shaders/format_int4.wgsl"),
         }
     }
 
-    /// Bytes that `n` weights take in this format (whole 4-byte words).
+    /// Weights per u32 word.
+    pub fn per_word(self) -> usize {
+        match self {
+            Format::F32 => 1,
+            Format::F16 => 2,
+            Format::Int8 => 4,
+            Format::Int4 => 8,
+        }
+    }
+
+    /// Whether the kernels bind a `scales` array at [`SCALES_BINDING`].
+    pub fn has_scales(self) -> bool {
+        matches!(self, Format::Int8 | Format::Int4)
+    }
+
+    /// Scales of a `(rows, cols)` matrix with output channels along `channels`.
+    pub fn scale_count(self, rows: usize, cols: usize, channels: Channels) -> usize {
+        match (self, channels) {
+            (Format::F32 | Format::F16, _) => 0,
+            (Format::Int8, Channels::Rows) => rows,
+            (Format::Int8, Channels::Cols) => cols,
+            (Format::Int4, _) => (rows * cols).div_ceil(GROUP),
+        }
+    }
+
+    /// Bytes of the words holding `n` weights (whole 4-byte words; scales apart).
     pub fn bytes(self, n: usize) -> u64 {
+        4 * n.div_ceil(self.per_word()) as u64
+    }
+
+    /// Whether this format holds `v` exactly by itself (f32 always, f16 when
+    /// `v` is an f16 value); the scaled formats depend on the other weights
+    /// sharing the scale, so no single value answers for them.
+    pub fn holds(self, v: f32) -> Option<bool> {
         match self {
-            Format::F32 => 4 * n as u64,
-            Format::F16 => 4 * n.div_ceil(2) as u64,
+            Format::F32 => Some(true),
+            Format::F16 => Some(f16::from_f32(v).to_f32() == v),
+            Format::Int8 | Format::Int4 => None,
         }
     }
 
-    /// The words uploaded for `w`, as bytes (an odd f16 count ends with a zero half).
-    pub fn pack(self, w: &[f32]) -> Vec<u8> {
+    /// Packs a `(rows, cols)` row-major matrix: (words, scales). An incomplete
+    /// last word is padded with zeros.
+    pub fn pack(self, w: &[f32], cols: usize, channels: Channels) -> (Vec<u32>, Vec<f32>) {
         match self {
-            Format::F32 => bytemuck::cast_slice(w).to_vec(),
+            Format::F32 => (w.iter().map(|v| v.to_bits()).collect(), Vec::new()),
             Format::F16 => {
-                let words: Vec<u32> = w
-                    .chunks(2)
-                    .map(|pair| {
-                        let lo = f16::from_f32(pair[0]).to_bits() as u32;
-                        let hi = pair.get(1).map_or(0, |&v| f16::from_f32(v).to_bits() as u32);
-                        lo | (hi << 16)
-                    })
-                    .collect();
-                bytemuck::cast_slice(&words).to_vec()
+                let halves = w.iter().map(|&v| u32::from(f16::from_f32(v).to_bits()));
+                (pack_fields(halves, 16), Vec::new())
+            }
+            Format::Int8 => {
+                let scales = int8_scales(w, cols, channels);
+                let q = w.iter().enumerate().map(|(i, &v)| {
+                    let s = scales[channel(i, cols, channels)];
+                    let q = if s > 0.0 { (v / s).round().clamp(-127.0, 127.0) } else { 0.0 };
+                    (q as i32 as u32) & 0xff
+                });
+                (pack_fields(q, 8), scales)
+            }
+            Format::Int4 => {
+                let scales: Vec<f32> = w.chunks(GROUP).map(int4_scale).collect();
+                let q = w.iter().enumerate().map(|(i, &v)| {
+                    let s = scales[i / GROUP];
+                    let inv = if s != 0.0 { 1.0 / s } else { 0.0 };
+                    // q4_0's rounding: truncate v/s + 8.5 into [0, 15], stored minus 8.
+                    let q = ((v * inv + 8.5) as i32).clamp(0, 15) - 8;
+                    (q as u32) & 0xf
+                });
+                (pack_fields(q, 4), scales)
             }
         }
     }
 
-    /// CPU twin of the snippet's `w_load(i)` on packed `words`.
-    pub fn load(self, words: &[u32], i: usize) -> f32 {
+    /// CPU twin of the snippet's `w_load(i, ch)` on packed `words` and `scales`.
+    pub fn load(self, words: &[u32], scales: &[f32], i: usize, ch: usize) -> f32 {
+        let field = |bits: usize| {
+            let per = 32 / bits;
+            let shift = (i % per) * bits;
+            // Sign-extends the field, as WGSL's `extractBits` on an i32 does.
+            ((words[i / per] << (32 - bits - shift)) as i32) >> (32 - bits)
+        };
         match self {
             Format::F32 => f32::from_bits(words[i]),
             Format::F16 => f16::from_bits((words[i / 2] >> (16 * (i % 2))) as u16).to_f32(),
+            Format::Int8 => field(8) as f32 * scales[ch],
+            Format::Int4 => field(4) as f32 * scales[i / GROUP],
         }
     }
+}
 
-    /// Whether this format holds `v` exactly (checked per value, without packing).
-    pub fn holds(self, v: f32) -> bool {
-        match self {
-            Format::F32 => true,
-            Format::F16 => f16::from_f32(v).to_f32() == v,
+/// The output channel of element `i` of a matrix with `cols` columns.
+pub fn channel(i: usize, cols: usize, channels: Channels) -> usize {
+    match channels {
+        Channels::Rows => i / cols,
+        Channels::Cols => i % cols,
+    }
+}
+
+/// `bits`-wide fields, element j at bit `(j % (32 / bits)) · bits` of word `j / (32 / bits)`.
+fn pack_fields(fields: impl Iterator<Item = u32>, bits: usize) -> Vec<u32> {
+    let per = 32 / bits;
+    let mut words = Vec::new();
+    for (j, f) in fields.enumerate() {
+        if j % per == 0 {
+            words.push(0);
         }
+        *words.last_mut().expect("pushed above") |= f << ((j % per) * bits);
     }
+    words
+}
 
-    /// What the kernels compute with: `w` through this format and back
-    /// (f16: rounded to nearest, ties to even; values already f16 are unchanged).
-    pub fn round(self, w: &[f32]) -> Vec<f32> {
-        let packed = self.pack(w);
-        let words: Vec<u32> = bytemuck::pod_collect_to_vec(&packed);
-        (0..w.len()).map(|i| self.load(&words, i)).collect()
+/// `max|w| / 127` per output channel.
+fn int8_scales(w: &[f32], cols: usize, channels: Channels) -> Vec<f32> {
+    let n = match channels {
+        Channels::Rows => w.len() / cols.max(1),
+        Channels::Cols => cols,
+    };
+    let mut absmax = vec![0.0f32; n];
+    for (i, &v) in w.iter().enumerate() {
+        let m = &mut absmax[channel(i, cols, channels)];
+        *m = m.max(v.abs());
     }
+    absmax.into_iter().map(|m| m / 127.0).collect()
+}
+
+/// q4_0's scale: the group's weight of largest magnitude (sign kept) over -8,
+/// so that weight lands exactly on -8 and the others in [-8, 7].
+fn int4_scale(group: &[f32]) -> f32 {
+    let extreme = group.iter().fold(0.0f32, |m, &v| if v.abs() > m.abs() { v } else { m });
+    extreme / -8.0
 }

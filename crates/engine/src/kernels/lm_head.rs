@@ -2,6 +2,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::matrix::Matrix;
+
 /// Mirror of the WGSL `Params`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
@@ -14,19 +16,20 @@ pub struct Params {
 
 /// logits[r, v] = x[row0 + r, :] · lm_head[v, :]  for r < n_out
 pub fn run_cpu(
-    x: &[f32],       // (n_rows, n_embd)
-    lm_head: &[f32], // (vocab_size, n_embd)
+    x: &[f32],        // (n_rows, n_embd)
+    lm_head: &Matrix, // (vocab_size, n_embd) in its format
     row0: usize,
     n_out: usize,
-    n_embd: usize,
     logits: &mut [f32], // (n_out, vocab_size)
 ) {
-    let vocab_size = lm_head.len() / n_embd;
-    for r in 0..n_out {
-        let xr = &x[(row0 + r) * n_embd..][..n_embd];
-        for (v, out) in logits[r * vocab_size..][..vocab_size].iter_mut().enumerate() {
-            let wr = &lm_head[v * n_embd..][..n_embd];
-            *out = xr.iter().zip(wr).map(|(a, b)| a * b).sum();
+    let (vocab_size, n_embd) = (lm_head.rows, lm_head.cols);
+    let mut buf = Vec::new();
+    // Row-outer: each packed row of the head is unpacked once for all n_out rows.
+    for v in 0..vocab_size {
+        let wr = lm_head.row(v, &mut buf);
+        for r in 0..n_out {
+            let xr = &x[(row0 + r) * n_embd..][..n_embd];
+            logits[r * vocab_size + v] = xr.iter().zip(wr).map(|(a, b)| a * b).sum();
         }
     }
 }

@@ -2,6 +2,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::matrix::Matrix;
+
 /// Mirror of the WGSL `Params`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
@@ -15,7 +17,7 @@ pub struct Params {
 /// out[n] = sum_k x[k] * w[k, n] + bias[n]
 pub fn run_cpu(
     x: &[f32],       // (k)
-    w: &[f32],       // (k, n)
+    w: &Matrix,      // (k, n) in its format
     bias: &[f32],    // (n)
     out: &mut [f32], // (n)
 ) {

@@ -11,6 +11,7 @@ pub mod kv_write;
 pub mod layernorm;
 pub mod lm_head;
 pub mod matmul;
+pub mod matrix;
 pub mod matvec;
 pub mod residual_add;
 

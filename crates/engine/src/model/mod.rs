@@ -11,6 +11,7 @@ pub use tokenizer::{TextStream, Tokenizer};
 pub use weights::{LayerWeights, Weights};
 
 use crate::error::{EngineError, Result};
+use crate::kernels::format::Format;
 
 /// The largest `config.json` accepted (real ones are about 1 KB).
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
@@ -18,7 +19,8 @@ pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// The largest `tokenizer.json` accepted (GPT-2's is 1.4 MB).
 pub const MAX_TOKENIZER_BYTES: u64 = 64 << 20;
 
-/// A loaded, validated GPT-2 model: hyper-parameters and f32 weights.
+/// A loaded, validated GPT-2 model: hyper-parameters and weights (f32 as
+/// loaded, the matrices possibly packed: [`Model::to_format`]).
 #[derive(Debug, Clone)]
 pub struct Model {
     pub config: Config,
@@ -41,38 +43,29 @@ impl Model {
         Model::from_bytes(&config, &read(&dir.join("model.safetensors"), MAX_FILE_BYTES)?)
     }
 
-    /// The same model with its weight matrices rounded through `format`: what
-    /// the GPU engine computes with when it stores them so (the CPU reference
-    /// the self-test compares a packed GPU model against).
-    pub fn rounded_to(&self, format: crate::kernels::format::Format) -> Model {
-        let mut m = self.clone();
-        let w = &mut m.weights;
-        w.wte = format.round(&w.wte);
-        if let Some(head) = &mut w.lm_head {
-            *head = format.round(head);
-        }
-        for l in &mut w.layers {
-            for matrix in [
-                &mut l.c_attn_weight,
-                &mut l.attn_proj_weight,
-                &mut l.c_fc_weight,
-                &mut l.mlp_proj_weight,
-            ] {
-                *matrix = format.round(matrix);
+    /// The same model with its weight matrices in `format` (from a model as
+    /// loaded: converting an already quantised model quantises twice). f16
+    /// refuses a weight beyond its range (±65504) instead of storing infinity.
+    pub fn to_format(&self, format: Format) -> Result<Model> {
+        if format == Format::F16 {
+            let too_big = self.weights.matrices().flat_map(|m| m.as_f32().unwrap_or(&[]));
+            if let Some(v) = too_big.copied().find(|v| v.abs() > half::f16::MAX.to_f32()) {
+                return Err(EngineError::Setting(format!(
+                    "the weights do not fit f16: one is {v}, beyond ±65504 (use f32, int8 or int4)"
+                )));
             }
         }
-        m
+        Ok(Model { config: self.config.clone(), weights: self.weights.to_format(format) })
+    }
+
+    /// The format the weight matrices are stored in.
+    pub fn format(&self) -> Format {
+        self.weights.format()
     }
 
     /// Whether `format` holds every weight matrix exactly (f16: an f16 checkpoint).
-    pub fn exact_in(&self, format: crate::kernels::format::Format) -> bool {
-        let w = &self.weights;
-        let layers = w.layers.iter().flat_map(|l| {
-            [&l.c_attn_weight, &l.attn_proj_weight, &l.c_fc_weight, &l.mlp_proj_weight]
-        });
-        let mut matrices = [&w.wte].into_iter().chain(w.lm_head.as_ref()).chain(layers);
-        // Per value, stopping at the first miss: no rounded copy of a 154 MB `wte`.
-        matrices.all(|m| m.iter().all(|&v| format.holds(v)))
+    pub fn exact_in(&self, format: Format) -> bool {
+        self.weights.matrices().all(|m| m.exact_in(format))
     }
 
     /// Checks that every id is a row of the embedding, before any GPU work is queued.

@@ -1,45 +1,115 @@
-//! `model.safetensors` → [`Weights`] (f32, row-major, Hugging Face Conv1D layout).
+//! `model.safetensors` → [`Weights`] (f32, row-major, Hugging Face Conv1D layout;
+//! the six weight matrices as [`Matrix`], which [`Weights::to_format`] packs).
 //! Second stop of the data flow: every tensor is checked for presence, shape,
 //! dtype and finiteness here, so the forward passes can trust their inputs.
 
 use safetensors::{Dtype, SafeTensors};
 
 use crate::error::{EngineError, Result};
+use crate::kernels::format::{Channels, Format};
+use crate::kernels::matrix::Matrix;
 use crate::model::Config;
 
 /// The weights of one transformer block. Linear weights are `[in, out]` (Conv1D).
 #[derive(Debug, Clone)]
 pub struct LayerWeights {
-    pub ln_1_weight: Vec<f32>,      // (n_embd)
-    pub ln_1_bias: Vec<f32>,        // (n_embd)
-    pub c_attn_weight: Vec<f32>,    // (n_embd, 3 * n_embd): q | k | v
-    pub c_attn_bias: Vec<f32>,      // (3 * n_embd)
-    pub attn_proj_weight: Vec<f32>, // (n_embd, n_embd)
-    pub attn_proj_bias: Vec<f32>,   // (n_embd)
-    pub ln_2_weight: Vec<f32>,      // (n_embd)
-    pub ln_2_bias: Vec<f32>,        // (n_embd)
-    pub c_fc_weight: Vec<f32>,      // (n_embd, n_inner)
-    pub c_fc_bias: Vec<f32>,        // (n_inner)
-    pub mlp_proj_weight: Vec<f32>,  // (n_inner, n_embd)
-    pub mlp_proj_bias: Vec<f32>,    // (n_embd)
+    pub ln_1_weight: Vec<f32>,    // (n_embd)
+    pub ln_1_bias: Vec<f32>,      // (n_embd)
+    pub c_attn_weight: Matrix,    // (n_embd, 3 * n_embd): q | k | v
+    pub c_attn_bias: Vec<f32>,    // (3 * n_embd)
+    pub attn_proj_weight: Matrix, // (n_embd, n_embd)
+    pub attn_proj_bias: Vec<f32>, // (n_embd)
+    pub ln_2_weight: Vec<f32>,    // (n_embd)
+    pub ln_2_bias: Vec<f32>,      // (n_embd)
+    pub c_fc_weight: Matrix,      // (n_embd, n_inner)
+    pub c_fc_bias: Vec<f32>,      // (n_inner)
+    pub mlp_proj_weight: Matrix,  // (n_inner, n_embd)
+    pub mlp_proj_bias: Vec<f32>,  // (n_embd)
 }
 
-/// All weights of a GPT-2 model, converted to f32.
+impl LayerWeights {
+    /// The four matrices, in data-flow order.
+    pub fn matrices(&self) -> [&Matrix; 4] {
+        [&self.c_attn_weight, &self.attn_proj_weight, &self.c_fc_weight, &self.mlp_proj_weight]
+    }
+
+    /// Values in the f32 vectors (layer norms and biases).
+    fn vector_len(&self) -> usize {
+        [
+            &self.ln_1_weight,
+            &self.ln_1_bias,
+            &self.c_attn_bias,
+            &self.attn_proj_bias,
+            &self.ln_2_weight,
+            &self.ln_2_bias,
+            &self.c_fc_bias,
+            &self.mlp_proj_bias,
+        ]
+        .iter()
+        .map(|v| v.len())
+        .sum()
+    }
+}
+
+/// All weights of a GPT-2 model: f32 as loaded, the matrices possibly packed.
 #[derive(Debug, Clone)]
 pub struct Weights {
-    pub wte: Vec<f32>,             // (vocab_size, n_embd) token embedding
+    pub wte: Matrix,               // (vocab_size, n_embd) token embedding
     pub wpe: Vec<f32>,             // (n_positions, n_embd) position embedding
     pub layers: Vec<LayerWeights>, // (n_layer)
     pub ln_f_weight: Vec<f32>,     // (n_embd)
     pub ln_f_bias: Vec<f32>,       // (n_embd)
     /// `Some` only when the LM head is not tied to `wte`.
-    pub lm_head: Option<Vec<f32>>, // (vocab_size, n_embd)
+    pub lm_head: Option<Matrix>, // (vocab_size, n_embd)
 }
 
 impl Weights {
     /// The LM head matrix: `lm_head` when untied, else the token embedding.
-    pub fn lm_head(&self) -> &[f32] {
-        self.lm_head.as_deref().unwrap_or(&self.wte)
+    pub fn lm_head(&self) -> &Matrix {
+        self.lm_head.as_ref().unwrap_or(&self.wte)
+    }
+
+    /// The weight matrices, in data-flow order (the LM head last when untied).
+    pub fn matrices(&self) -> impl Iterator<Item = &Matrix> {
+        let layers = self.layers.iter().flat_map(LayerWeights::matrices);
+        std::iter::once(&self.wte).chain(layers).chain(self.lm_head.as_ref())
+    }
+
+    /// The format the matrices are stored in.
+    pub fn format(&self) -> Format {
+        self.wte.format
+    }
+
+    /// The same weights with every matrix in `format` (see [`Matrix::to_format`]).
+    pub fn to_format(&self, format: Format) -> Weights {
+        let m = |w: &Matrix| w.to_format(format);
+        Weights {
+            wte: m(&self.wte),
+            wpe: self.wpe.clone(),
+            layers: self
+                .layers
+                .iter()
+                .map(|l| LayerWeights {
+                    c_attn_weight: m(&l.c_attn_weight),
+                    attn_proj_weight: m(&l.attn_proj_weight),
+                    c_fc_weight: m(&l.c_fc_weight),
+                    mlp_proj_weight: m(&l.mlp_proj_weight),
+                    ..l.clone()
+                })
+                .collect(),
+            ln_f_weight: self.ln_f_weight.clone(),
+            ln_f_bias: self.ln_f_bias.clone(),
+            lm_head: self.lm_head.as_ref().map(m),
+        }
+    }
+
+    /// Bytes of every weight: the matrices in their format, the rest f32.
+    pub fn bytes(&self) -> u64 {
+        let vectors = self.layers.iter().map(LayerWeights::vector_len).sum::<usize>()
+            + self.wpe.len()
+            + self.ln_f_weight.len()
+            + self.ln_f_bias.len();
+        self.matrices().map(Matrix::bytes).sum::<u64>() + 4 * vectors as u64
     }
 
     /// Reads and validates every tensor `config` calls for.
@@ -54,25 +124,26 @@ impl Weights {
             layers.push(LayerWeights {
                 ln_1_weight: t.get(&p("ln_1.weight"), &[e])?,
                 ln_1_bias: t.get(&p("ln_1.bias"), &[e])?,
-                c_attn_weight: t.get(&p("attn.c_attn.weight"), &[e, 3 * e])?,
+                c_attn_weight: t.matrix(&p("attn.c_attn.weight"), e, 3 * e)?,
                 c_attn_bias: t.get(&p("attn.c_attn.bias"), &[3 * e])?,
-                attn_proj_weight: t.get(&p("attn.c_proj.weight"), &[e, e])?,
+                attn_proj_weight: t.matrix(&p("attn.c_proj.weight"), e, e)?,
                 attn_proj_bias: t.get(&p("attn.c_proj.bias"), &[e])?,
                 ln_2_weight: t.get(&p("ln_2.weight"), &[e])?,
                 ln_2_bias: t.get(&p("ln_2.bias"), &[e])?,
-                c_fc_weight: t.get(&p("mlp.c_fc.weight"), &[e, i])?,
+                c_fc_weight: t.matrix(&p("mlp.c_fc.weight"), e, i)?,
                 c_fc_bias: t.get(&p("mlp.c_fc.bias"), &[i])?,
-                mlp_proj_weight: t.get(&p("mlp.c_proj.weight"), &[i, e])?,
+                mlp_proj_weight: t.matrix(&p("mlp.c_proj.weight"), i, e)?,
                 mlp_proj_bias: t.get(&p("mlp.c_proj.bias"), &[e])?,
             });
         }
         let lm_head = if config.tie_word_embeddings {
             None
         } else {
-            Some(t.exact("lm_head.weight", &[v, e])?)
+            let head = t.exact("lm_head.weight", &[v, e])?;
+            Some(Matrix::from_f32(v, e, Channels::Rows, head))
         };
         Ok(Weights {
-            wte: t.get("wte.weight", &[v, e])?,
+            wte: Matrix::from_f32(v, e, Channels::Rows, t.get("wte.weight", &[v, e])?),
             wpe: t.get("wpe.weight", &[config.n_positions, e])?,
             layers,
             ln_f_weight: t.get("ln_f.weight", &[e])?,
@@ -88,6 +159,11 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
+    /// A Conv1D `[in, out]` weight: output channels are columns.
+    fn matrix(&self, name: &str, rows: usize, cols: usize) -> Result<Matrix> {
+        Ok(Matrix::from_f32(rows, cols, Channels::Cols, self.get(name, &[rows, cols])?))
+    }
+
     /// `name` as saved by `GPT2Model`, or `transformer.name` as saved by `GPT2LMHeadModel`.
     fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
         let prefixed = format!("transformer.{name}");

@@ -13,13 +13,16 @@
 //! - attention: 1e-5 abs + 1e-4 rel (online vs two-pass softmax).
 //!
 //! The kernels that read weights (embedding, matmul, matvec, lm_head) run once
-//! per weight [`Format`]: the twin computes on the weights as that format
-//! holds them ([`Format::round`]), so the tolerances are the f32 ones.
+//! per weight [`Format`]: the twin computes on the same packed [`Matrix`], so
+//! the tolerances are the f32 ones, except that the embedding in a scaled
+//! format (int8, int4) allows an f32 ulp or two: `q · scale + wpe` may be
+//! fused into one multiply-add on a GPU and rounded once instead of twice.
 
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
-use crate::kernels::format::Format;
+use crate::kernels::format::{Channels, Format};
+use crate::kernels::matrix::Matrix;
 use crate::kernels::*;
 
 /// `|gpu - cpu| <= atol + rtol · |cpu|` for every element; NaN never passes.
@@ -47,6 +50,8 @@ pub struct Case {
     pub params: Vec<u8>,
     /// Bindings 1.. in order (outputs included, poisoned with NaN).
     pub buffers: Vec<Vec<u8>>,
+    /// The weight matrix's scales, in the formats that have them.
+    pub scales: Option<Vec<u8>>,
     pub groups: [u32; 3],
     /// (index into `buffers`, output name, the CPU twin's values).
     pub want: Vec<(usize, &'static str, Vec<f32>)>,
@@ -90,6 +95,19 @@ fn bytes(v: &[f32]) -> Vec<u8> {
     bytemuck::cast_slice(v).to_vec()
 }
 
+/// A seeded weight matrix in `format`: its packed words as a binding and its scales.
+fn weights(
+    format: Format,
+    (rows, cols): (usize, usize),
+    channels: Channels,
+    seed: u64,
+) -> (Matrix, Vec<u8>, Option<Vec<u8>>) {
+    let m = Matrix::new(format, rows, cols, channels, &random(rows * cols, seed));
+    let words = bytemuck::cast_slice(m.words()).to_vec();
+    let scales = format.has_scales().then(|| bytes(m.scales()));
+    (m, words, scales)
+}
+
 fn params<P: bytemuck::Pod>(p: &P) -> Vec<u8> {
     bytemuck::bytes_of(p).to_vec()
 }
@@ -99,10 +117,10 @@ fn embedding_cases(format: Format) -> Vec<Case> {
     for (i, &n_embd) in [1, 63, 65, 48].iter().enumerate() {
         let (vocab, n_positions, n_rows, pos0) = (1757, 70, 5 + i, 3);
         let tokens: Vec<u32> = (0..n_rows).map(|r| ((r * 389 + 7) % vocab) as u32).collect();
-        let wte = random(vocab * n_embd, 1);
+        let (wte, words, scales) = weights(format, (vocab, n_embd), Channels::Rows, 1);
         let wpe = random(n_positions * n_embd, 2);
         let mut want = poisoned(n_rows * n_embd);
-        embedding::run_cpu(&tokens, &format.round(&wte), &wpe, pos0, n_embd, &mut want);
+        embedding::run_cpu(&tokens, &wte, &wpe, pos0, &mut want);
         let p = embedding::Params {
             n_rows: n_rows as u32,
             n_embd: n_embd as u32,
@@ -116,13 +134,17 @@ fn embedding_cases(format: Format) -> Vec<Case> {
             params: params(&p),
             buffers: vec![
                 bytemuck::cast_slice(&tokens).to_vec(),
-                format.pack(&wte),
+                words,
                 bytes(&wpe),
                 bytes(&poisoned(n_rows * n_embd)),
             ],
+            scales,
             groups: embedding::workgroups(&p),
             want: vec![(3, "x", want)],
-            tolerance: EXACT,
+            tolerance: match format.has_scales() {
+                true => Tolerance { atol: 4.0 * f32::EPSILON, rtol: 0.0 },
+                false => EXACT,
+            },
         });
     }
     out
@@ -149,6 +171,7 @@ fn layernorm_cases() -> Vec<Case> {
                 shape: format!("{n_rows}x{n_embd}"),
                 params: params(&p),
                 buffers: vec![bytes(&x), bytes(&w), bytes(&b), bytes(&poisoned(n_rows * n_embd))],
+                scales: None,
                 groups: layernorm::workgroups(&p),
                 want: vec![(3, "out", want)],
                 tolerance: Tolerance { atol: 1e-5, rtol: 1e-5 },
@@ -163,16 +186,18 @@ fn matmul_cases(format: Format) -> Vec<Case> {
         [(1, 1, 1), (1, 63, 65), (17, 1757, 65), (65, 64, 63), (33, 65, 1757), (64, 48, 144)];
     let mut out = Vec::new();
     for (i, &(m, k, n)) in shapes.iter().enumerate() {
-        let (x, w, b) = (random(m * k, 10 + i as u64), random(k * n, 20 + i as u64), random(n, 30));
+        let (x, b) = (random(m * k, 10 + i as u64), random(n, 30));
+        let (w, words, scales) = weights(format, (k, n), Channels::Cols, 20 + i as u64);
         let mut want = poisoned(m * n);
-        matmul::run_cpu(&x, &format.round(&w), &b, &mut want);
+        matmul::run_cpu(&x, &w, &b, &mut want);
         let p = matmul::Params { m: m as u32, k: k as u32, n: n as u32, _pad: 0 };
         out.push(Case {
             kernel: Kernel::Matmul,
             format,
             shape: format!("{m}x{k}x{n}"),
             params: params(&p),
-            buffers: vec![bytes(&x), format.pack(&w), bytes(&b), bytes(&poisoned(m * n))],
+            buffers: vec![bytes(&x), words, bytes(&b), bytes(&poisoned(m * n))],
+            scales,
             groups: matmul::workgroups(&p),
             want: vec![(3, "out", want)],
             tolerance: dot(k),
@@ -185,16 +210,18 @@ fn matvec_cases(format: Format) -> Vec<Case> {
     let shapes = [(1, 1), (63, 65), (1757, 64), (64, 1757), (65, 63), (48, 144)];
     let mut out = Vec::new();
     for (i, &(k, n)) in shapes.iter().enumerate() {
-        let (x, w, b) = (random(k, 40 + i as u64), random(k * n, 50 + i as u64), random(n, 60));
+        let (x, b) = (random(k, 40 + i as u64), random(n, 60));
+        let (w, words, scales) = weights(format, (k, n), Channels::Cols, 50 + i as u64);
         let mut want = poisoned(n);
-        matvec::run_cpu(&x, &format.round(&w), &b, &mut want);
+        matvec::run_cpu(&x, &w, &b, &mut want);
         let p = matvec::Params { k: k as u32, n: n as u32, _pad0: 0, _pad1: 0 };
         out.push(Case {
             kernel: Kernel::Matvec,
             format,
             shape: format!("{k}x{n}"),
             params: params(&p),
-            buffers: vec![bytes(&x), format.pack(&w), bytes(&b), bytes(&poisoned(n))],
+            buffers: vec![bytes(&x), words, bytes(&b), bytes(&poisoned(n))],
+            scales,
             groups: matvec::workgroups(&p),
             want: vec![(3, "out", want)],
             tolerance: dot(k),
@@ -224,6 +251,7 @@ fn kv_write_cases() -> Vec<Case> {
             shape: format!("{n_rows} rows of {n_embd} at {pos0}"),
             params: params(&p),
             buffers: vec![bytes(&qkv), bytes(&k0), bytes(&v0)],
+            scales: None,
             groups: kv_write::workgroups(&p),
             want: vec![(1, "keys", kc), (2, "values", vc)],
             tolerance: EXACT,
@@ -274,6 +302,7 @@ fn attention_cases() -> Vec<Case> {
             shape: format!("{n_rows} rows, {n_head} heads of {hs}, at {pos0}"),
             params: params(&p),
             buffers: vec![bytes(&qkv), bytes(&kc), bytes(&vc), bytes(&poisoned(n_rows * n_embd))],
+            scales: None,
             groups: attention::workgroups(&p),
             want: vec![(3, "y", want)],
             tolerance: Tolerance { atol: 1e-5, rtol: 1e-4 },
@@ -296,6 +325,7 @@ fn residual_add_cases() -> Vec<Case> {
                 shape: format!("{n}"),
                 params: params(&p),
                 buffers: vec![bytes(&y), bytes(&x)],
+                scales: None,
                 groups: residual_add::workgroups(&p),
                 want: vec![(1, "x", want)],
                 tolerance: EXACT,
@@ -322,6 +352,7 @@ fn gelu_cases() -> Vec<Case> {
                 shape: format!("{}", x.len()),
                 params: params(&p),
                 buffers: vec![bytes(&x)],
+                scales: None,
                 groups: gelu::workgroups(&p),
                 want: vec![(0, "x", want)],
                 tolerance: Tolerance { atol: 1e-6, rtol: 1e-5 },
@@ -339,9 +370,10 @@ fn lm_head_cases(format: Format) -> Vec<Case> {
         (65, 1757, 2, 1, 1),
         (64, 63, 5, 2, 3),
     ] {
-        let (x, w) = (random(n_rows * n_embd, 130), random(vocab * n_embd, 131));
+        let x = random(n_rows * n_embd, 130);
+        let (w, words, scales) = weights(format, (vocab, n_embd), Channels::Rows, 131);
         let mut want = poisoned(n_out * vocab);
-        lm_head::run_cpu(&x, &format.round(&w), row0, n_out, n_embd, &mut want);
+        lm_head::run_cpu(&x, &w, row0, n_out, &mut want);
         let p = lm_head::Params {
             n_out: n_out as u32,
             row0: row0 as u32,
@@ -353,7 +385,8 @@ fn lm_head_cases(format: Format) -> Vec<Case> {
             format,
             shape: format!("vocab {vocab}, n_embd {n_embd}, {n_out} of {n_rows} rows"),
             params: params(&p),
-            buffers: vec![bytes(&x), format.pack(&w), bytes(&poisoned(n_out * vocab))],
+            buffers: vec![bytes(&x), words, bytes(&poisoned(n_out * vocab))],
+            scales,
             groups: lm_head::workgroups(&p),
             want: vec![(2, "logits", want)],
             tolerance: dot(n_embd),

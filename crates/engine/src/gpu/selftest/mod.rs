@@ -55,7 +55,9 @@ pub async fn run_case(
 ) -> CaseResult {
     let started = Instant::now();
     let buffers: Vec<&[u8]> = case.buffers.iter().map(Vec::as_slice).collect();
-    let ran = run_kernel(ctx, pipelines, case.kernel, &case.params, &buffers, case.groups).await;
+    let scales = case.scales.as_deref();
+    let ran =
+        run_kernel(ctx, pipelines, case.kernel, &case.params, &buffers, scales, case.groups).await;
     let shape = match case.kernel.reads_weights() {
         true => format!("{} {}", case.format.name(), case.shape),
         false => case.shape.clone(),
@@ -209,13 +211,8 @@ async fn compare_steps(
     steps: usize,
     check: &mut ModelCheck,
 ) -> Result<()> {
-    // The CPU reference computes with the weights as the GPU holds them; a
-    // model the format holds exactly (an f16 checkpoint in f16) is not copied.
-    let model = match gpu.format() {
-        format if !gpu.model.exact_in(format) => std::sync::Arc::new(gpu.model.rounded_to(format)),
-        _ => gpu.model.clone(),
-    };
-    let mut cpu = CpuSession::new(model);
+    // The CPU engine runs the very model the GPU holds: the same packed weights.
+    let mut cpu = CpuSession::new(gpu.model.clone());
     let mut on_gpu = GpuSession::new(gpu)?;
     let mut want = cpu.forward(prompt, Wanted::Last)?;
     let mut got = on_gpu.prefill(prompt, Wanted::Last).await?;

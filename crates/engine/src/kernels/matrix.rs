@@ -1,0 +1,174 @@
+//! A weight matrix as both engines hold it: packed in its [`Format`] (the
+//! words and scales the GPU uploads as they are, and the CPU twins read
+//! directly, so the browser's CPU fallback gets the smaller formats too).
+
+use super::format::{channel, Channels, Format, GROUP};
+
+/// An f16 value widened to f32 without a branch: the exponent and mantissa
+/// shifted into place and rescaled by 2¹¹² (exact for normal and subnormal
+/// values alike); weights are finite, so no infinity or NaN case is needed.
+fn f16_to_f32(h: u16) -> f32 {
+    let sign = u32::from(h & 0x8000) << 16;
+    let magnitude = f32::from_bits(u32::from(h & 0x7fff) << 13) * f32::from_bits(0x7780_0000);
+    f32::from_bits(sign | magnitude.to_bits())
+}
+
+/// A `(rows, cols)` row-major weight matrix in a [`Format`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Matrix {
+    pub format: Format,
+    pub rows: usize,
+    pub cols: usize,
+    /// The output-channel axis (per-channel scales, see [`Channels`]).
+    pub channels: Channels,
+    words: Vec<u32>,  // (rows · cols / per_word) packed weights
+    scales: Vec<f32>, // (format.scale_count) empty for f32 and f16
+}
+
+impl Matrix {
+    /// `values` packed into `format`.
+    pub fn new(
+        format: Format,
+        rows: usize,
+        cols: usize,
+        channels: Channels,
+        values: &[f32],
+    ) -> Matrix {
+        debug_assert_eq!(values.len(), rows * cols);
+        let (words, scales) = format.pack(values, cols, channels);
+        Matrix { format, rows, cols, channels, words, scales }
+    }
+
+    /// An f32 matrix that takes `values` over (no copy).
+    pub fn from_f32(rows: usize, cols: usize, channels: Channels, values: Vec<f32>) -> Matrix {
+        debug_assert_eq!(values.len(), rows * cols);
+        let words = bytemuck::allocation::cast_vec(values);
+        Matrix { format: Format::F32, rows, cols, channels, words, scales: Vec::new() }
+    }
+
+    /// The same weights in `format`: unpacked to f32 and packed again, so
+    /// convert from the loaded (f32 or f16) matrix, not from a quantised one.
+    pub fn to_format(&self, format: Format) -> Matrix {
+        if format == self.format {
+            return self.clone();
+        }
+        Matrix::new(format, self.rows, self.cols, self.channels, &self.to_f32())
+    }
+
+    /// Element `i` (row-major) as the kernels compute with it.
+    pub fn get(&self, i: usize) -> f32 {
+        let ch = channel(i, self.cols, self.channels);
+        self.format.load(&self.words, &self.scales, i, ch)
+    }
+
+    /// Every element as f32.
+    pub fn to_f32(&self) -> Vec<f32> {
+        match self.as_f32() {
+            Some(v) => v.to_vec(),
+            None => (0..self.rows * self.cols).map(|i| self.get(i)).collect(),
+        }
+    }
+
+    /// The values themselves when the format is f32.
+    pub fn as_f32(&self) -> Option<&[f32]> {
+        (self.format == Format::F32).then(|| bytemuck::cast_slice(&self.words))
+    }
+
+    /// Row `r` as f32: borrowed for f32, else unpacked into `buf` (the CPU
+    /// engine's inner loops then run on plain f32 rows in every format).
+    pub fn row<'a>(&'a self, r: usize, buf: &'a mut Vec<f32>) -> &'a [f32] {
+        let start = r * self.cols;
+        if let Some(v) = self.as_f32() {
+            return &v[start..][..self.cols];
+        }
+        buf.clear();
+        buf.resize(self.cols, 0.0);
+        if !self.unpack_words(r, buf) {
+            self.unpack_elements(r, buf);
+        }
+        buf
+    }
+
+    /// Row `r` into `buf` a whole word at a time: loops over slices with no
+    /// index arithmetic, which the compiler vectorises. Only for rows that
+    /// start on a word (and, for int4, a group) boundary, as every real
+    /// model's do; returns false otherwise.
+    fn unpack_words(&self, r: usize, buf: &mut [f32]) -> bool {
+        let (start, per) = (r * self.cols, self.format.per_word());
+        let group = if self.format == Format::Int4 { GROUP } else { per };
+        if !start.is_multiple_of(group) || !self.cols.is_multiple_of(per) {
+            return false;
+        }
+        let words = &self.words[start / per..][..self.cols / per];
+        match self.format {
+            Format::F32 => return false,
+            Format::F16 => {
+                for (o, &word) in buf.chunks_exact_mut(2).zip(words) {
+                    o[0] = f16_to_f32(word as u16);
+                    o[1] = f16_to_f32((word >> 16) as u16);
+                }
+            }
+            Format::Int8 => {
+                let unpack = |o: &mut [f32], word: u32, s: [f32; 4]| {
+                    for (t, o) in o.iter_mut().enumerate() {
+                        *o = f32::from((word >> (8 * t)) as u8 as i8) * s[t];
+                    }
+                };
+                let chunks = buf.chunks_exact_mut(4).zip(words);
+                match self.channels {
+                    Channels::Rows => chunks.for_each(|(o, &w)| unpack(o, w, [self.scales[r]; 4])),
+                    Channels::Cols => chunks
+                        .zip(self.scales.chunks_exact(4))
+                        .for_each(|((o, &w), s)| unpack(o, w, [s[0], s[1], s[2], s[3]])),
+                }
+            }
+            Format::Int4 => {
+                let scales = &self.scales[start / GROUP..];
+                let groups = buf.chunks_mut(GROUP).zip(words.chunks(GROUP / 8)).zip(scales);
+                for ((o, ws), &s) in groups {
+                    for (o, &word) in o.chunks_exact_mut(8).zip(ws) {
+                        for (t, o) in o.iter_mut().enumerate() {
+                            *o = (((word >> (4 * t)) << 28) as i32 >> 28) as f32 * s;
+                        }
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    /// Row `r` into `buf` element by element (any alignment).
+    fn unpack_elements(&self, r: usize, buf: &mut [f32]) {
+        let start = r * self.cols;
+        let ch = |c: usize| if self.channels == Channels::Rows { r } else { c };
+        for (c, o) in buf.iter_mut().enumerate() {
+            *o = self.format.load(&self.words, &self.scales, start + c, ch(c));
+        }
+    }
+
+    /// The packed words, as uploaded.
+    pub fn words(&self) -> &[u32] {
+        &self.words
+    }
+
+    /// The scales (empty unless the format has them), as uploaded.
+    pub fn scales(&self) -> &[f32] {
+        &self.scales
+    }
+
+    /// Bytes held: words plus scales.
+    pub fn bytes(&self) -> u64 {
+        4 * (self.words.len() + self.scales.len()) as u64
+    }
+
+    /// Whether `format` holds every weight exactly (an f16 checkpoint in f16).
+    pub fn exact_in(&self, format: Format) -> bool {
+        match self.as_f32() {
+            // Per value, stopping at the first miss: no packed copy of a 154 MB `wte`.
+            Some(v) if format.holds(0.0).is_some() => {
+                v.iter().all(|&x| format.holds(x) == Some(true))
+            }
+            _ => self.to_format(format).to_f32() == self.to_f32(),
+        }
+    }
+}

@@ -1,0 +1,16 @@
+// Weight format int4: symmetric, eight weights per u32 word (element 8j + t in
+// bits 4t..4t+3, values -8..7), one f32 scale per group of 32 consecutive
+// weights (llama.cpp's q4_0 rule: the group's largest-magnitude weight maps
+// to -8 exactly): w ≈ q · scales[i / 32]. Small groups keep an outlier's
+// damage local. `extractBits` on an i32 sign-extends the field.
+// 0.625 bytes per weight (0.5 for the nibbles, 0.125 for the f32 scales).
+// CPU twin: `Format::load` in crates/engine/src/kernels/format.rs.
+
+alias Word = u32;
+
+@group(0) @binding(7) var<storage, read> scales: array<f32>; // (weights / 32, rounded up)
+
+fn w_load(i: u32, ch: u32) -> f32 {
+    let q = extractBits(bitcast<i32>(w[i >> 3u]), (i & 7u) * 4u, 4u);
+    return f32(q) * scales[i >> 5u];
+}

@@ -1,0 +1,15 @@
+// Weight format int8: symmetric, four weights per u32 word (element 4j + t in
+// bits 8t..8t+7), one f32 scale per output channel (max|w| / 127 over the
+// channel): w ≈ q · scales[ch]. Per channel rather than per tensor because one
+// outlier column would otherwise coarsen the grid of every other column.
+// `extractBits` on an i32 sign-extends the field. A quarter of f32's bytes.
+// CPU twin: `Format::load` in crates/engine/src/kernels/format.rs.
+
+alias Word = u32;
+
+@group(0) @binding(7) var<storage, read> scales: array<f32>; // (output channels)
+
+fn w_load(i: u32, ch: u32) -> f32 {
+    let q = extractBits(bitcast<i32>(w[i >> 2u]), (i & 3u) * 8u, 8u);
+    return f32(q) * scales[ch];
+}
