@@ -204,6 +204,23 @@ test('Reset during a generation stops it and clears the output; the prompt stays
   await page.close();
 });
 
+test('weights=int8|int4: both engines run the packed weights and write the CLI\'s greedy text in that format', async () => {
+  for (const [weights, mb] of [['int8', /int8 weights, 4\.0 MB/], ['int4', /int4 weights, 2\.6 MB/]]) {
+    const want = cliGreedy(12, 'ROMEO:\n', ['--weights', weights]);
+    for (const backend of ['webgpu', 'cpu']) {
+      const page = await open(backend, `?weights=${weights}`);
+      assert.equal(await page.getAttribute('[data-testid=backend]', 'data-weights'), weights);
+      assert.match(await page.textContent('[data-testid=backend]'), mb);
+      await set(page, 'prompt', PROMPT);
+      await set(page, 'temperature', 0);
+      await set(page, 'max-tokens', 12);
+      assert.equal(await generate(page), want, `${weights} on ${backend}`);
+      await noFatal(page);
+      await page.close();
+    }
+  }
+});
+
 test('weights=: the bundled f16 model is kept as f16 on the GPU by default, with the f32 path\'s exact numbers', async () => {
   const auto = await open('webgpu', '?prompt=ROMEO%3A&bars=30');
   assert.equal(await auto.getAttribute('[data-testid=backend]', 'data-weights'), 'f16');
@@ -221,7 +238,8 @@ test('weights=: the bundled f16 model is kept as f16 on the GPU by default, with
   assert.equal(await generate(auto), cliGreedy(12));
   const bad = await open('cpu', '?weights=int3');
   assert.match(await bad.textContent('[data-testid=url-notices]'), /weights: “int3” is not a weight format/);
-  assert.equal(await bad.getAttribute('[data-testid=backend]', 'data-weights'), 'f32');
+  assert.equal(await bad.getAttribute('[data-testid=backend]', 'data-weights'), 'f16');
+  assert.match(await bad.textContent('[data-testid=backend]'), /CPU \(wasm\) · f16 weights, 7\.\d MB/);
   for (const p of [auto, f32, bad]) {
     await noFatal(p);
     await p.close();
