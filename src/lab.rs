@@ -188,15 +188,7 @@ pub async fn load(
             model.config.vocab_size
         ));
     }
-    let format = match weights {
-        WeightsChoice::F32 => Format::F32,
-        WeightsChoice::F16 => Format::F16,
-        WeightsChoice::Int8 => Format::Int8,
-        WeightsChoice::Int4 => Format::Int4,
-        // An f16 checkpoint (the bundled model) loses nothing in f16.
-        WeightsChoice::Auto if model.exact_in(Format::F16) => Format::F16,
-        WeightsChoice::Auto => Format::F32,
-    };
+    let format = weights.format(&model);
     let model = match model.format() == format {
         true => model,
         false => {

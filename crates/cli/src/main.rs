@@ -15,8 +15,7 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use engine::gpu::{GpuContext, GpuModel, GpuSession};
-use engine::kernels::format::Format;
-use engine::model::{Model, Tokenizer};
+use engine::model::{Model, Tokenizer, WeightsChoice};
 use engine::sample::Settings;
 use engine::{EngineError, Result, Session, Wanted};
 
@@ -41,32 +40,10 @@ pub enum Backend {
     Cpu,
 }
 
-/// How both engines store the weight matrices.
-#[derive(Clone, Copy, ValueEnum, PartialEq)]
-pub enum Weights {
-    /// f16 when that holds every weight exactly (an f16 checkpoint), else f32.
-    Auto,
-    /// 4 bytes per weight.
-    F32,
-    /// 2 bytes per weight, two per 32-bit word, widened to f32 in the kernels.
-    F16,
-    /// 1 byte per weight, one f32 scale per output channel.
-    Int8,
-    /// Half a byte per weight, one f32 scale per group of 32 (q4_0's rule).
-    Int4,
-}
-
-impl Weights {
-    /// The format for `model`.
-    fn format(self, model: &Model) -> Format {
-        match self {
-            Weights::Auto if model.exact_in(Format::F16) => Format::F16,
-            Weights::Auto | Weights::F32 => Format::F32,
-            Weights::F16 => Format::F16,
-            Weights::Int8 => Format::Int8,
-            Weights::Int4 => Format::Int4,
-        }
-    }
+/// `--weights`: `auto` or a format's name.
+fn weights_choice(name: &str) -> std::result::Result<WeightsChoice, String> {
+    WeightsChoice::from_name(name)
+        .ok_or_else(|| format!("not a weight format (the formats: {})", WeightsChoice::names()))
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq)]
@@ -87,9 +64,9 @@ enum Command {
         prompt: String,
         #[arg(long, value_enum, default_value = "gpu")]
         backend: Backend,
-        /// Weight storage, on either engine.
-        #[arg(long, value_enum, default_value = "auto")]
-        weights: Weights,
+        /// Weight storage on either engine: auto (f16 for an f16 checkpoint, else f32) or a format (f32, f16, bf16, int8-tensor, int8 = per output channel, int4 = groups of 32).
+        #[arg(long, value_parser = weights_choice, default_value = "auto")]
+        weights: WeightsChoice,
         #[arg(long, default_value_t = 100)]
         max_tokens: usize,
         #[command(flatten)]
@@ -134,9 +111,9 @@ enum Command {
         tokens: Vec<u32>,
         #[arg(long, value_enum, default_value = "gpu")]
         backend: Backend,
-        /// Weight storage, on either engine.
-        #[arg(long, value_enum, default_value = "auto")]
-        weights: Weights,
+        /// Weight storage on either engine: auto (f16 for an f16 checkpoint, else f32) or a format (f32, f16, bf16, int8-tensor, int8 = per output channel, int4 = groups of 32).
+        #[arg(long, value_parser = weights_choice, default_value = "auto")]
+        weights: WeightsChoice,
         #[arg(long, value_enum, default_value = "prefill")]
         mode: Mode,
     },
@@ -146,9 +123,9 @@ enum Command {
         model: PathBuf,
         #[arg(long, value_enum, default_value = "gpu")]
         backend: Backend,
-        /// Weight storage, on either engine.
-        #[arg(long, value_enum, default_value = "auto")]
-        weights: Weights,
+        /// Weight storage on either engine: auto (f16 for an f16 checkpoint, else f32) or a format (f32, f16, bf16, int8-tensor, int8 = per output channel, int4 = groups of 32).
+        #[arg(long, value_parser = weights_choice, default_value = "auto")]
+        weights: WeightsChoice,
         #[arg(long, default_value_t = 64)]
         prompt_len: usize,
         #[arg(long, default_value_t = 64)]
@@ -167,8 +144,8 @@ enum Command {
         #[arg(long, default_value_t = 16)]
         steps: usize,
         /// Weight storage of the model check (the kernel checks run every format).
-        #[arg(long, value_enum, default_value = "auto")]
-        weights: Weights,
+        #[arg(long, value_parser = weights_choice, default_value = "auto")]
+        weights: WeightsChoice,
     },
     /// Write a randomly initialised GPT-2 (config.json + model.safetensors).
     RandomModel {
@@ -296,7 +273,7 @@ async fn run(command: Command) -> Result<()> {
 
 /// Loads the model in `dir` and opens a session on the chosen backend, with
 /// the weight matrices stored as `weights` says.
-pub async fn open(dir: &Path, backend: Backend, weights: Weights) -> Result<Session> {
+pub async fn open(dir: &Path, backend: Backend, weights: WeightsChoice) -> Result<Session> {
     let model = Model::from_dir(dir)?;
     let format = weights.format(&model);
     let model = Arc::new(match model.format() == format {
@@ -313,7 +290,7 @@ pub async fn open(dir: &Path, backend: Backend, weights: Weights) -> Result<Sess
     })
 }
 
-async fn selftest(dir: &Path, prompt: &str, steps: usize, weights: Weights) -> Result<()> {
+async fn selftest(dir: &Path, prompt: &str, steps: usize, weights: WeightsChoice) -> Result<()> {
     if steps == 0 || steps > 1024 {
         return Err(EngineError::Setting(format!("--steps must be 1 to 1024, got {steps}")));
     }
@@ -340,7 +317,7 @@ async fn logits(
     dir: &Path,
     tokens: &[u32],
     backend: Backend,
-    weights: Weights,
+    weights: WeightsChoice,
     mode: Mode,
 ) -> Result<()> {
     if tokens.is_empty() {

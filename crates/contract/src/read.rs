@@ -6,6 +6,7 @@
 use crate::controls::{echo, Control, Input, SPECS};
 use crate::query::Query;
 use crate::route::{flag, Preset, Route, Widget};
+pub use engine::model::WeightsChoice;
 
 /// Everything the page reads from its URL when it opens, with one notice per
 /// value not taken as given. (The compare widget's per-column lists are read
@@ -134,47 +135,20 @@ pub fn column_values<const C: usize, const N: usize>(
     cols
 }
 
-/// `weights=`: how the engine (GPU or CPU) stores the weight matrices.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WeightsChoice {
-    /// f16 when every weight matrix is exactly an f16 value (an f16
-    /// checkpoint: nothing is lost and half the memory is used), else f32.
-    Auto,
-    F32,
-    F16,
-    /// Symmetric int8, one scale per output channel.
-    Int8,
-    /// Symmetric int4, one scale per group of 32 weights.
-    Int4,
-}
-
-impl WeightsChoice {
-    /// Every explicit choice with its URL value (`auto` is the default).
-    pub const NAMED: [(WeightsChoice, &'static str); 4] = [
-        (WeightsChoice::F32, "f32"),
-        (WeightsChoice::F16, "f16"),
-        (WeightsChoice::Int8, "int8"),
-        (WeightsChoice::Int4, "int4"),
-    ];
-}
-
-/// Reads `weights=` (`f32`, `f16`, `int8`, `int4` or `auto`), with a notice
-/// for anything else.
+/// Reads `weights=` (`auto` or a format's name), with a notice for anything else.
 pub fn weights_choice(query: &Query, notices: &mut Vec<String>) -> WeightsChoice {
     let value = match query.get("weights").map(str::trim) {
-        None | Some("" | "auto") => return WeightsChoice::Auto,
+        None | Some("") => return WeightsChoice::Auto,
         Some(value) => value,
     };
-    match WeightsChoice::NAMED.iter().find(|(_, name)| *name == value) {
-        Some(&(choice, _)) => choice,
-        None => {
-            notices.push(format!(
-                "weights: {} is not a weight format (f32, f16, int8, int4 or auto); using auto",
-                echo(value)
-            ));
-            WeightsChoice::Auto
-        }
-    }
+    WeightsChoice::from_name(value).unwrap_or_else(|| {
+        notices.push(format!(
+            "weights: {} is not a weight format ({}); using auto",
+            echo(value),
+            WeightsChoice::names()
+        ));
+        WeightsChoice::Auto
+    })
 }
 
 /// Whether `backend=` asks for the CPU engine (`cpu`); `webgpu` or nothing

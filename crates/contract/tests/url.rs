@@ -7,6 +7,7 @@ use decode_lab_contract::{
     backend_cpu, column_values, parse_logits, parse_sets, read_controls, read_page, Control, Input,
     Page, Preset, Query, Route, Val, WeightsChoice, Widget, SPECS,
 };
+use engine::kernels::format::Format;
 
 fn read(search: &str) -> (Vec<(Control, Val)>, Vec<String>) {
     let mut notices = Vec::new();
@@ -83,16 +84,32 @@ fn every_issue_value_gets_a_specific_notice() {
     assert!(!page.selftest);
     assert_eq!(page.notices, ["selftest: “please” is not 1 or 0; no self-test"]);
 
-    assert_eq!(read_page(&Query::parse("?weights=f16")).weights, WeightsChoice::F16);
-    assert_eq!(read_page(&Query::parse("?weights=f32")).weights, WeightsChoice::F32);
-    assert_eq!(read_page(&Query::parse("?weights=int8")).weights, WeightsChoice::Int8);
-    assert_eq!(read_page(&Query::parse("?weights=int4")).weights, WeightsChoice::Int4);
+    assert_eq!(
+        read_page(&Query::parse("?weights=f16")).weights,
+        WeightsChoice::Exactly(Format::F16)
+    );
+    assert_eq!(
+        read_page(&Query::parse("?weights=f32")).weights,
+        WeightsChoice::Exactly(Format::F32)
+    );
+    assert_eq!(
+        read_page(&Query::parse("?weights=int8")).weights,
+        WeightsChoice::Exactly(Format::Int8)
+    );
+    assert_eq!(
+        read_page(&Query::parse("?weights=int4")).weights,
+        WeightsChoice::Exactly(Format::Int4)
+    );
+    let bf16 = read_page(&Query::parse("?weights=bf16")).weights;
+    assert_eq!(bf16, WeightsChoice::Exactly(Format::Bf16));
     assert_eq!(read_page(&Query::parse("?x=1")).weights, WeightsChoice::Auto);
     let page = read_page(&Query::parse("?weights=int3"));
     assert_eq!(page.weights, WeightsChoice::Auto);
     assert_eq!(
         page.notices,
-        ["weights: “int3” is not a weight format (f32, f16, int8, int4 or auto); using auto"]
+        [
+            "weights: “int3” is not a weight format (auto, f32, f16, bf16, int8-tensor, int8, int4); using auto"
+        ]
     );
 }
 

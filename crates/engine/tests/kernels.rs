@@ -212,7 +212,51 @@ fn int4_format_packs_groups_of_32_the_q4_0_way() {
         assert!(clipped || (a - b).abs() <= step / 2.0 * 1.0001, "{i}: {a} vs {b}");
     }
     let names: Vec<_> = Format::ALL.iter().map(|f| f.name()).collect();
-    assert_eq!(names, ["f32", "f16", "int8", "int4"]);
+    assert_eq!(names, ["f32", "f16", "bf16", "int8-tensor", "int8", "int4"]);
+}
+
+/// bf16: f32's top 16 bits, rounded to nearest even (a tie goes to the even
+/// mantissa), two per word low half first; f32's range, so 1e30 survives
+/// where f16 overflows.
+#[test]
+fn bf16_format_keeps_the_top_half_of_f32_rounded_to_nearest_even() {
+    let tie_down = 1.0 + 2f32.powi(-8); // halfway between 1 and 1 + 2^-7: even is 1
+    let tie_up = 1.0 + 3.0 * 2f32.powi(-8); // halfway between 1 + 2^-7 and 1 + 2^-6: even is the latter
+    let w = [1.0f32, -2.5, tie_down, tie_up, 1.0e30];
+    let m = Matrix::new(Format::Bf16, 1, 5, Channels::Cols, &w);
+    assert_eq!((m.words().len(), m.bytes()), (3, 12));
+    assert_eq!(m.words()[0], (0xc020 << 16) | 0x3f80); // -2.5 high, 1.0 low
+    let back = m.to_f32();
+    assert_eq!(back[..4], [1.0, -2.5, 1.0, 1.0 + 2f32.powi(-6)]);
+    assert!((back[4] / 1.0e30 - 1.0).abs() < 2f32.powi(-8));
+    assert_eq!(Format::Bf16.holds(-2.5), Some(true));
+    assert_eq!(Format::Bf16.holds(0.1), Some(false));
+}
+
+/// int8 per tensor: one scale, `max|w| / 127` over the whole matrix, so an
+/// outlier coarsens every channel's grid; per channel, the other channels keep
+/// fine grids and the rounding error falls (the lesson's point, in numbers).
+#[test]
+fn int8_per_tensor_has_one_scale_and_loses_more_than_per_channel() {
+    let (rows, cols) = (16, 8);
+    let mut w = cases::random(rows * cols, 3);
+    w[5] = 40.0; // one outlier in column 5
+    let tensor = Matrix::new(Format::Int8PerTensor, rows, cols, Channels::Cols, &w);
+    assert_eq!(tensor.scales(), &[40.0 / 127.0]);
+    assert_eq!(tensor.bytes(), 4 * (rows * cols / 4) as u64 + 4);
+    let channel = Matrix::new(Format::Int8, rows, cols, Channels::Cols, &w);
+    // Rounding error over the channels without the outlier.
+    let rms = |m: &Matrix| {
+        let back = m.to_f32();
+        let others = w.iter().zip(&back).enumerate().filter(|(i, _)| i % cols != 5);
+        let sq: Vec<f32> = others.map(|(_, (a, b))| (a - b) * (a - b)).collect();
+        (sq.iter().sum::<f32>() / sq.len() as f32).sqrt()
+    };
+    for (i, (&a, &b)) in w.iter().zip(&tensor.to_f32()).enumerate() {
+        assert!((a - b).abs() <= 40.0 / 127.0 / 2.0 * 1.0001, "{i}: {a} vs {b}");
+    }
+    assert!(rms(&channel) * 10.0 < rms(&tensor), "{} vs {}", rms(&channel), rms(&tensor));
+    assert_eq!(Matrix::new(Format::Int8PerTensor, 0, 4, Channels::Cols, &[]).scales().len(), 0);
 }
 
 /// The CPU engine's unpacking loops (`Matrix::row`) equal the twin of
@@ -223,7 +267,15 @@ fn int4_format_packs_groups_of_32_the_q4_0_way() {
 fn unpacked_rows_equal_the_twin_of_w_load() {
     for (rows, cols) in [(37, 13), (5, 64), (7, 40)] {
         let mut w = cases::random(rows * cols, 9);
-        w[..6].copy_from_slice(&[6.0e-8, -6.1e-5, 0.0, -0.0, 65504.0, -1.0e-7]);
+        w[..7].copy_from_slice(&[
+            6.0e-8,
+            -6.1e-5,
+            0.0,
+            -0.0,
+            65504.0,
+            -1.0e-7,
+            1.0 + 2f32.powi(-8),
+        ]);
         for format in Format::ALL {
             for channels in [Channels::Rows, Channels::Cols] {
                 let m = Matrix::new(format, rows, cols, channels, &w);

@@ -6,7 +6,7 @@
 //! and scales. Layer norms, biases, the position embedding and the KV cache
 //! stay f32 in every format.
 
-use half::f16;
+use half::{bf16, f16};
 
 /// A weight storage format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -15,9 +15,15 @@ pub enum Format {
     F32,
     /// Two f16 per u32 word (2 bytes per weight); widened to f32 in the kernel.
     F16,
+    /// Two bf16 per u32 word (2 bytes per weight): f32's top 16 bits, rounded
+    /// to nearest even (f32's range, 8 bits of precision).
+    Bf16,
     /// Symmetric int8, four per u32 word, one f32 scale per output channel
     /// (`scale = max|w| / 127` over the channel).
     Int8,
+    /// Symmetric int8 with one f32 scale for the whole matrix (`max|w| / 127`
+    /// over every weight): the per-tensor scheme per channel improves on.
+    Int8PerTensor,
     /// Symmetric int4, eight per u32 word, one f32 scale per group of
     /// [`GROUP`] consecutive weights (llama.cpp's q4_0 rule: `scale = w_max / -8`
     /// where `w_max` is the group's weight of largest magnitude, sign kept).
@@ -41,14 +47,17 @@ pub enum Channels {
 }
 
 impl Format {
-    pub const ALL: [Format; 4] = [Format::F32, Format::F16, Format::Int8, Format::Int4];
+    pub const ALL: [Format; 6] =
+        [Format::F32, Format::F16, Format::Bf16, Format::Int8PerTensor, Format::Int8, Format::Int4];
 
     /// The name on the command line (`--weights`), in URLs and in reports.
     pub fn name(self) -> &'static str {
         match self {
             Format::F32 => "f32",
             Format::F16 => "f16",
+            Format::Bf16 => "bf16",
             Format::Int8 => "int8",
+            Format::Int8PerTensor => "int8-tensor",
             Format::Int4 => "int4",
         }
     }
@@ -62,7 +71,9 @@ impl Format {
         match self {
             Format::F32 => include_str!("../../../../shaders/format_f32.wgsl"),
             Format::F16 => include_str!("../../../../shaders/format_f16.wgsl"),
+            Format::Bf16 => include_str!("../../../../shaders/format_bf16.wgsl"),
             Format::Int8 => include_str!("../../../../shaders/format_int8.wgsl"),
+            Format::Int8PerTensor => include_str!("../../../../shaders/format_int8_tensor.wgsl"),
             Format::Int4 => include_str!("../../../../shaders/format_int4.wgsl"),
         }
     }
@@ -71,21 +82,22 @@ impl Format {
     pub fn per_word(self) -> usize {
         match self {
             Format::F32 => 1,
-            Format::F16 => 2,
-            Format::Int8 => 4,
+            Format::F16 | Format::Bf16 => 2,
+            Format::Int8 | Format::Int8PerTensor => 4,
             Format::Int4 => 8,
         }
     }
 
     /// Whether the kernels bind a `scales` array at [`SCALES_BINDING`].
     pub fn has_scales(self) -> bool {
-        matches!(self, Format::Int8 | Format::Int4)
+        matches!(self, Format::Int8 | Format::Int8PerTensor | Format::Int4)
     }
 
     /// Scales of a `(rows, cols)` matrix with output channels along `channels`.
     pub fn scale_count(self, rows: usize, cols: usize, channels: Channels) -> usize {
         match (self, channels) {
-            (Format::F32 | Format::F16, _) => 0,
+            (Format::F32 | Format::F16 | Format::Bf16, _) => 0,
+            (Format::Int8PerTensor, _) => usize::from(rows * cols > 0),
             (Format::Int8, Channels::Rows) => rows,
             (Format::Int8, Channels::Cols) => cols,
             (Format::Int4, _) => (rows * cols).div_ceil(GROUP),
@@ -104,7 +116,8 @@ impl Format {
         match self {
             Format::F32 => Some(true),
             Format::F16 => Some(f16::from_f32(v).to_f32() == v),
-            Format::Int8 | Format::Int4 => None,
+            Format::Bf16 => Some(bf16::from_f32(v).to_f32() == v),
+            Format::Int8 | Format::Int8PerTensor | Format::Int4 => None,
         }
     }
 
@@ -117,13 +130,19 @@ impl Format {
                 let halves = w.iter().map(|&v| u32::from(f16::from_f32(v).to_bits()));
                 (pack_fields(halves, 16), Vec::new())
             }
+            Format::Bf16 => {
+                let halves = w.iter().map(|&v| u32::from(bf16::from_f32(v).to_bits()));
+                (pack_fields(halves, 16), Vec::new())
+            }
             Format::Int8 => {
                 let scales = int8_scales(w, cols, channels);
-                let q = w.iter().enumerate().map(|(i, &v)| {
-                    let s = scales[channel(i, cols, channels)];
-                    let q = if s > 0.0 { (v / s).round().clamp(-127.0, 127.0) } else { 0.0 };
-                    (q as i32 as u32) & 0xff
-                });
+                let q = int8_fields(w, |i| scales[channel(i, cols, channels)]);
+                (pack_fields(q, 8), scales)
+            }
+            Format::Int8PerTensor => {
+                let scale = w.iter().fold(0.0f32, |m, v| m.max(v.abs())) / 127.0;
+                let q = int8_fields(w, |_| scale);
+                let scales = vec![scale; self.scale_count(w.len() / cols.max(1), cols, channels)];
                 (pack_fields(q, 8), scales)
             }
             Format::Int4 => {
@@ -151,7 +170,9 @@ impl Format {
         match self {
             Format::F32 => f32::from_bits(words[i]),
             Format::F16 => f16::from_bits((words[i / 2] >> (16 * (i % 2))) as u16).to_f32(),
+            Format::Bf16 => f32::from_bits((words[i / 2] >> (16 * (i % 2))) << 16),
             Format::Int8 => field(8) as f32 * scales[ch],
+            Format::Int8PerTensor => field(8) as f32 * scales[0],
             Format::Int4 => field(4) as f32 * scales[i / GROUP],
         }
     }
@@ -176,6 +197,18 @@ fn pack_fields(fields: impl Iterator<Item = u32>, bits: usize) -> Vec<u32> {
         *words.last_mut().expect("pushed above") |= f << ((j % per) * bits);
     }
     words
+}
+
+/// Each weight as an int8 field: `round(v / scale(i))` in [-127, 127].
+fn int8_fields<'a>(
+    w: &'a [f32],
+    scale: impl Fn(usize) -> f32 + 'a,
+) -> impl Iterator<Item = u32> + 'a {
+    w.iter().enumerate().map(move |(i, &v)| {
+        let s = scale(i);
+        let q = if s > 0.0 { (v / s).round().clamp(-127.0, 127.0) } else { 0.0 };
+        (q as i32 as u32) & 0xff
+    })
 }
 
 /// `max|w| / 127` per output channel.

@@ -108,16 +108,27 @@ impl Matrix {
                     o[1] = f16_to_f32((word >> 16) as u16);
                 }
             }
-            Format::Int8 => {
+            Format::Bf16 => {
+                for (o, &word) in buf.chunks_exact_mut(2).zip(words) {
+                    o[0] = f32::from_bits(word << 16);
+                    o[1] = f32::from_bits(word & 0xffff_0000);
+                }
+            }
+            Format::Int8 | Format::Int8PerTensor => {
                 let unpack = |o: &mut [f32], word: u32, s: [f32; 4]| {
                     for (t, o) in o.iter_mut().enumerate() {
                         *o = f32::from((word >> (8 * t)) as u8 as i8) * s[t];
                     }
                 };
                 let chunks = buf.chunks_exact_mut(4).zip(words);
-                match self.channels {
-                    Channels::Rows => chunks.for_each(|(o, &w)| unpack(o, w, [self.scales[r]; 4])),
-                    Channels::Cols => chunks
+                match (self.format, self.channels) {
+                    (Format::Int8PerTensor, _) => {
+                        chunks.for_each(|(o, &w)| unpack(o, w, [self.scales[0]; 4]))
+                    }
+                    (_, Channels::Rows) => {
+                        chunks.for_each(|(o, &w)| unpack(o, w, [self.scales[r]; 4]))
+                    }
+                    (_, Channels::Cols) => chunks
                         .zip(self.scales.chunks_exact(4))
                         .for_each(|((o, &w), s)| unpack(o, w, [s[0], s[1], s[2], s[3]])),
                 }

@@ -78,6 +78,41 @@ impl Model {
     }
 }
 
+/// How to store a model's weight matrices: `auto` or a [`Format`] by name
+/// (the CLI's `--weights`, the page's `weights=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WeightsChoice {
+    /// f16 when every matrix is exactly an f16 value (an f16 checkpoint:
+    /// nothing is lost and half the memory is used), else f32.
+    Auto,
+    Exactly(Format),
+}
+
+impl WeightsChoice {
+    /// `auto` or a format's name.
+    pub fn from_name(name: &str) -> Option<WeightsChoice> {
+        match name.trim() {
+            "auto" => Some(WeightsChoice::Auto),
+            name => Format::from_name(name).map(WeightsChoice::Exactly),
+        }
+    }
+
+    /// Every accepted name, for messages and help: `auto, f32, f16, …`.
+    pub fn names() -> String {
+        let formats = Format::ALL.map(Format::name);
+        format!("auto, {}", formats.join(", "))
+    }
+
+    /// The format for `model`.
+    pub fn format(self, model: &Model) -> Format {
+        match self {
+            WeightsChoice::Auto if model.exact_in(Format::F16) => Format::F16,
+            WeightsChoice::Auto => Format::F32,
+            WeightsChoice::Exactly(format) => format,
+        }
+    }
+}
+
 /// The largest file [`read`] accepts: above any GPT-2 checkpoint in f32
 /// (gpt2-xl is 6.4 GB), far below what would exhaust memory by accident.
 pub const MAX_FILE_BYTES: u64 = 8 << 30;

@@ -1,0 +1,14 @@
+// Weight format int8 per tensor: as format_int8 (four weights per u32 word,
+// element 4j + t in bits 8t..8t+7) but one f32 scale for the whole matrix,
+// max|w| / 127 over every weight. The lesson's foil to per channel: one
+// outlier sets the grid step of every weight.
+// CPU twin: `Format::load` in crates/engine/src/kernels/format.rs.
+
+alias Word = u32;
+
+@group(0) @binding(7) var<storage, read> scales: array<f32>; // (1)
+
+fn w_load(i: u32, ch: u32) -> f32 {
+    let q = extractBits(bitcast<i32>(w[i >> 2u]), (i & 3u) * 8u, 8u);
+    return f32(q) * scales[0];
+}
