@@ -92,6 +92,9 @@ pub fn ControlsPanel(controls: Controls, shown: Shown) -> impl IntoView {
             let spec = control.spec();
             match controls.value(control) {
                 Value::Text(_) if control == Control::Prompt => ().into_any(),
+                Value::Text(text) if matches!(spec.input, Input::Choice { .. }) => {
+                    view! { <ChoiceControl spec=spec value=text locked=locked/> }.into_any()
+                }
                 Value::Text(text) => {
                     view! { <TextControl spec=spec text=text locked=locked/> }.into_any()
                 }
@@ -134,4 +137,24 @@ fn TextControl(spec: &'static Spec, text: RwSignal<String>, locked: bool) -> imp
                 prop:value=move || text.get() on:input=move |ev| text.set(event_target_value(&ev))></textarea>
         </div>
     }
+}
+
+/// A choice control: a drop-down of its options.
+#[component]
+pub fn ChoiceControl(spec: &'static Spec, value: RwSignal<String>, locked: bool) -> impl IntoView {
+    let Input::Choice { options, .. } = spec.input else { return ().into_any() };
+    let id = format!("control-{}", spec.testid());
+    let options = options
+        .iter()
+        .map(|&o| view! { <option value=o selected=move || value.with(|v| v == o)>{o}</option> })
+        .collect_view();
+    view! {
+        <div class="control" class:locked=locked title=spec.help data-control=spec.name>
+            <label for=id.clone()>{spec.label}</label>
+            <select id=id data-testid=spec.testid() disabled=locked
+                prop:value=move || value.get()
+                on:change=move |ev| value.set(event_target_value(&ev))>{options}</select>
+        </div>
+    }
+    .into_any()
 }

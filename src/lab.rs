@@ -83,7 +83,39 @@ pub struct Lab {
     pub model: Arc<Model>,
     pub tokenizer: Rc<Tokenizer>,
     pub backend: Backend,
+    /// Whether the matrices hold the checkpoint's values exactly (f32, or
+    /// f16 for an f16 checkpoint): the quantization lesson starts from them.
+    pub lossless: bool,
+    /// The model directory's address (ending in `/`): other files of the
+    /// model (the held-out passage) are fetched from there.
+    pub base: String,
     gpu: Option<Rc<GpuModel>>,
+}
+
+/// The engine the page runs on, apart from any one model: opens sessions on
+/// other formats of the loaded model (the quantization lesson).
+#[derive(Clone)]
+pub struct Engine {
+    ctx: Option<GpuContext>,
+}
+
+impl Engine {
+    /// A fresh session on `model` (uploaded to the GPU when the page runs there).
+    pub async fn open(&self, model: Arc<Model>) -> Result<Session, String> {
+        match &self.ctx {
+            Some(ctx) => {
+                let gpu = GpuModel::new(ctx.clone(), model).await.map_err(|e| e.to_string())?;
+                GpuSession::new(gpu).map(Session::Gpu).map_err(|e| e.to_string())
+            }
+            None => Ok(Session::Cpu(cpu_session(model))),
+        }
+    }
+}
+
+/// A CPU session that lets the page in during a long prefill (it runs on the page's thread).
+fn cpu_session(model: Arc<Model>) -> CpuSession {
+    let pause: Pause = Rc::new(|| Box::pin(yield_to_browser()));
+    CpuSession::new(model).with_pause(pause)
 }
 
 impl Lab {
@@ -91,12 +123,13 @@ impl Lab {
     pub fn session(&self) -> Result<Session, String> {
         match &self.gpu {
             Some(gpu) => GpuSession::new(gpu.clone()).map(Session::Gpu).map_err(|e| e.to_string()),
-            None => {
-                // The CPU engine runs on the page's thread: a long prefill lets the page in.
-                let pause: Pause = Rc::new(|| Box::pin(yield_to_browser()));
-                Ok(Session::Cpu(CpuSession::new(self.model.clone()).with_pause(pause)))
-            }
+            None => Ok(Session::Cpu(cpu_session(self.model.clone()))),
         }
+    }
+
+    /// The engine, to open sessions on other models with.
+    pub fn engine(&self) -> Engine {
+        Engine { ctx: self.gpu.as_ref().map(|g| g.ctx.clone()) }
     }
 
     /// Display text of one token (as the tokenizer decodes it alone).
@@ -189,6 +222,7 @@ pub async fn load(
         ));
     }
     let format = weights.format(&model);
+    let lossless = format == Format::F32 || model.exact_in(format);
     let model = match model.format() == format {
         true => model,
         false => {
@@ -225,7 +259,7 @@ pub async fn load(
         }
         Err(reason) => (Backend::Cpu { reason, held }, None),
     };
-    Ok(Lab { model, tokenizer: Rc::new(tokenizer), backend, gpu })
+    Ok(Lab { model, tokenizer: Rc::new(tokenizer), backend, lossless, base: base.to_string(), gpu })
 }
 
 /// What the self-test's model check runs: a prompt every GPT-2 tokenizer

@@ -26,7 +26,9 @@ impl Controls {
         Controls {
             values: std::array::from_fn(|i| match SPECS[i].input {
                 Input::Number { default, .. } => Value::Number(RwSignal::new(default)),
-                Input::Text { default } => Value::Text(RwSignal::new(default.to_string())),
+                Input::Text { default } | Input::Choice { default, .. } => {
+                    Value::Text(RwSignal::new(default.to_string()))
+                }
             }),
         }
     }
@@ -78,7 +80,7 @@ impl Controls {
                 match spec.drives {
                     Drives::Run(apply) => apply(&mut job, self.number(spec.control).get()),
                     Drives::Stop => job.stop = stops(&self.text(spec.control).get()),
-                    Drives::Setting(_) | Drives::Prompt | Drives::View => {}
+                    Drives::Setting(_) | Drives::Prompt | Drives::View | Drives::Lesson => {}
                 }
             }
             job

@@ -4,7 +4,7 @@
 //! The same table writes the state back: the address bar follows the controls
 //! and "Copy embed code" links to exactly what is on screen.
 
-use contract::{Control, Input, Route, Val, SPECS};
+use contract::{Control, Drives, Input, Route, Val, SPECS};
 use leptos::prelude::*;
 use wasm_bindgen::JsValue;
 
@@ -58,6 +58,12 @@ impl Share {
                 continue;
             }
             match self.controls.value(spec.control) {
+                // A lesson's own control travels only when it was set.
+                _ if matches!(spec.drives, Drives::Lesson) => {
+                    if let Some(v) = self.lesson_value(spec) {
+                        params.append(spec.name, &v);
+                    }
+                }
                 Value::Number(v) => params.append(spec.name, &v.get().to_string()),
                 // The prompt means nothing over an author's logits.
                 Value::Text(_) if spec.control == Control::Prompt && logits.is_some() => {}
@@ -85,6 +91,21 @@ impl Share {
             params.append("embed", "1");
         }
         format!("?{}", String::from(params.to_string()))
+    }
+
+    /// A lesson control's value unless it is at its default.
+    fn lesson_value(&self, spec: &contract::Spec) -> Option<String> {
+        match (self.controls.value(spec.control), spec.input) {
+            (Value::Number(v), Input::Number { default, .. }) => {
+                let v = v.get();
+                (v != default).then(|| v.to_string())
+            }
+            (Value::Text(t), Input::Text { default } | Input::Choice { default, .. }) => {
+                let t = t.get();
+                (t != default).then_some(t)
+            }
+            _ => None,
+        }
     }
 
     /// This page's address (no query) followed by `query`.

@@ -6,6 +6,7 @@
 mod compare;
 mod greedy_loop;
 mod pipeline;
+mod quantization;
 mod runs;
 
 use std::sync::Arc;
@@ -100,6 +101,9 @@ pub fn WidgetView(
         }
         (Widget::Compare, Source::Model(d)) => {
             view! { <compare::Compare driver=d shown=shown/> }.into_any()
+        }
+        (Widget::Quantization, Source::Model(d)) => {
+            view! { <quantization::Quantization driver=d shown=shown/> }.into_any()
         }
         _ => view! { <DistributionWidget widget=widget source=source controls=controls shown=shown/> }
             .into_any(),

@@ -10,7 +10,7 @@ let server;
 before(async () => { server = await lab.start(); });
 after(() => lab.stop());
 
-const WIDGETS = ['temperature', 'top-k', 'top-p', 'min-p', 'pipeline', 'step', 'generate', 'greedy-loop', 'compare'];
+const WIDGETS = ['temperature', 'top-k', 'top-p', 'min-p', 'pipeline', 'step', 'generate', 'greedy-loop', 'compare', 'quantization'];
 const WITH_BARS = ['temperature', 'top-k', 'top-p', 'min-p', 'pipeline', 'step'];
 const modelRequests = () => [...server.requests].filter(([p]) => p.startsWith('/models/')).reduce((n, [, c]) => n + c, 0);
 // softmax([3, 2, 1, 0.5, 0.1] / 0.5), from Python's math.exp.
@@ -175,6 +175,77 @@ test('compare: four columns from one seed; greedy column equals the CLI; columns
   await page.close();
 });
 
+// The quantization lesson measures every format on the page's own engine:
+// a short held-out slice and 12 greedy steps keep it quick on CI's software
+// GPU; the full passage is ./tools/dev bench's (and the closing note's) figure.
+for (const backend of ['cpu', 'webgpu']) {
+  test(`quantization on ${backend}: every column measured, f16 drift exactly zero, two texts compared, histogram, calculator, URL round-trip`, async () => {
+    const page = await lab.open(backend, '?widget=quantization&max_tokens=12&heldout_tokens=200&prompt=ROMEO%3A&tensor=h.1.mlp.c_fc.weight');
+    await page.click('[data-testid=measure]');
+    await page.waitForFunction(() => {
+      const rows = [...document.querySelectorAll('[data-testid=quant-row]')];
+      return !document.querySelector('[data-testid=measure]').disabled && rows.length === 6
+        && rows.every((r) => [...r.querySelectorAll('td')].every((td) => td.textContent.trim() !== '—'));
+    }, null, { timeout: 400_000 });
+    assert.equal(await page.locator('[data-testid=error]').count(), 0);
+    const table = await page.$$eval('[data-testid=quant-row]', (rows) => Object.fromEntries(rows.map((r) =>
+      [r.dataset.format, Object.fromEntries([...r.querySelectorAll('td')].map((td) => [td.dataset.col, td.textContent.trim()]))])));
+    assert.deepEqual(Object.keys(table), ['f32', 'f16', 'bf16', 'int8-tensor', 'int8', 'int4']);
+    // Bytes are the engine's own count (f32 = 4 bytes per parameter).
+    assert.equal(table.f32.bytes, '15.00 MB');
+    assert.equal(table.f16.bytes, '7.66 MB');
+    assert.equal(table.int4.bytes, '2.61 MB');
+    assert.equal(table.f32.kl, 'reference');
+    assert.equal(table.f16.kl, '0.000000', 'an f16 checkpoint: f16 is exact');
+    assert.equal(table.f16.parts, 'not in 12 steps');
+    assert.ok(Number(table.int4.kl) > Number(table.int8.kl), `int4 ${table.int4.kl} vs int8 ${table.int8.kl}`);
+    assert.ok(Number(table['int8-tensor'].kl) > Number(table.int8.kl), 'per channel beats per tensor');
+    for (const f of Object.keys(table)) {
+      assert.ok(Number(table[f].ms) > 0, `${f} ms/token ${table[f].ms}`);
+      assert.ok(Number(table[f].bpb) > 1 && Number(table[f].bpb) < 5, `${f} bits/byte ${table[f].bpb}`);
+    }
+    assert.match(await page.textContent('[data-testid=f16-verdict]'), /exactly zero drift/);
+    assert.match(await page.textContent('[data-testid=quant-heldout]'), /200 tokens/);
+
+    // Text A (f32, greedy by the widget's preset) is the CLI's greedy text; B is int4.
+    await page.click('[data-testid=write-texts]');
+    await page.waitForFunction(() => !document.querySelector('[data-testid=write-texts]').disabled
+      && document.querySelector('[data-testid=quant-parting]').textContent.length > 0, null, { timeout: 120_000 });
+    const [a, b] = await page.$$eval('[data-testid=quant-text] .output', (els) => els.map((e) => e.textContent));
+    assert.equal(a, cliGreedy(12, 'ROMEO:'));
+    const diffs = await page.locator('[data-testid=first-diff]').count();
+    const parting = await page.textContent('[data-testid=quant-parting]');
+    if (a === b) assert.equal(diffs, 0), assert.match(parting, /identical/);
+    else assert.ok(diffs >= 1), assert.match(parting, /part at token/);
+
+    // The histogram shows the matrix the URL named, and its figures.
+    assert.equal(await page.inputValue('[data-testid=tensor]'), 'h.1.mlp.c_fc.weight');
+    assert.match(await page.textContent('[data-testid=quant-spread]'), /of the 255 int8 levels/);
+    // The calculator reproduces the lesson's 70 B table.
+    const memory = await page.$$eval('[data-testid=memory-row] [data-col=gb]', (els) => els.map((e) => e.textContent));
+    assert.deepEqual(memory, ['280 GB = 0.28 TB', '140 GB', '70 GB', '35 GB']);
+
+    // Choices travel in the link and come back.
+    await page.selectOption('[data-testid=variant-a]', 'bf16');
+    await set(page, 'params-b', 7);
+    await page.click('[data-testid=copy-embed]');
+    const code = await page.inputValue('[data-testid=embed-code]');
+    const src = code.match(/src="([^"]+)"/)[1].replaceAll('&amp;', '&');
+    assert.match(src, /variant_a=bf16/);
+    assert.match(src, /tensor=h\.1\.mlp\.c_fc\.weight/);
+    assert.match(src, /heldout_tokens=200/);
+    assert.doesNotMatch(src, /variant_b=/, 'a choice at its default stays out of the link');
+    await noFatal(page);
+    await page.close();
+    const again = await lab.open(backend, src.slice(src.indexOf('?')));
+    assert.equal(await again.inputValue('[data-testid=variant-a]'), 'bf16');
+    assert.equal(await again.inputValue('[data-testid=tensor]'), 'h.1.mlp.c_fc.weight');
+    assert.equal(await again.$eval('[data-testid=memory-row] [data-col=gb]', (e) => e.textContent), '28 GB');
+    await noFatal(again);
+    await again.close();
+  });
+}
+
 test('a sub-path host serves every widget (relative asset paths)', async () => {
   const page = await lab.open('cpu', 'course/decode-lab/?widget=temperature&embed=1');
   await page.waitForSelector('[data-testid=bar]');
@@ -183,7 +254,7 @@ test('a sub-path host serves every widget (relative asset paths)', async () => {
   await page.close();
 });
 
-test('course note: seven embeds work together, the model downloads once, heights are reported', async () => {
+test('course note: eight embeds work together, the model downloads once, heights are reported', async () => {
   const weights = '/models/shakespeare/model.safetensors';
   const fetched = server.requests.get(weights) || 0;
   const page = await lab.browsers.webgpu.newPage({ viewport: { width: 900, height: 8000 } });

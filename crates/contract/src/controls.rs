@@ -4,6 +4,7 @@
 //! settings — iterates [`SPECS`]. Adding a control is one row in
 //! `controls!` below (its test id is its URL name with `_` → `-`).
 
+use engine::kernels::format::Format;
 use engine::run::Job;
 use engine::sample::Settings;
 
@@ -22,6 +23,8 @@ pub enum Input {
     Number { range: Range, whole: bool, default: f64 },
     /// Text (the prompt has its own editor; the others a text box).
     Text { default: &'static str },
+    /// One of a fixed list of names (a drop-down).
+    Choice { options: &'static [&'static str], default: &'static str },
 }
 
 /// What a control's value drives.
@@ -37,6 +40,9 @@ pub enum Drives {
     Prompt,
     /// Only what the page shows.
     View,
+    /// What one lesson's own panels read (its formats, its histogram, its
+    /// calculator): not part of the playground, and in links only when set.
+    Lesson,
 }
 
 /// One control: its row in the table.
@@ -107,6 +113,21 @@ controls! {
         "how many of the most likely tokens the panel draws";
     Stop: "stop", "Stop strings (one per line)", Input::Text { default: "" }, Drives::Stop,
         "generation ends before the first of these that appears; \\n means a newline";
+    VariantA: "variant_a", "Text A's weights", weights("f32"), Drives::Lesson,
+        "the weight format of the first text the quantization lesson writes";
+    VariantB: "variant_b", "Text B's weights", weights("int4"), Drives::Lesson,
+        "the weight format of the second text, compared token by token with the first";
+    HeldOutTokens: "heldout_tokens", "Held-out tokens scored", whole(0.0, 1000000.0, 0.0),
+        Drives::Lesson, "how much of the held-out passage the quality figures read; 0 = all of it";
+    Tensor: "tensor", "Weight matrix", Input::Text { default: "" }, Drives::Lesson,
+        "the checkpoint name of the matrix whose values the histogram shows";
+    ParamsB: "params_b", "Parameters (billions)", real(0.001, 10000.0, 0.1, 70.0), Drives::Lesson,
+        "the model size the memory calculator prices in every format";
+}
+
+/// A choice of weight format, starting at `default`.
+const fn weights(default: &'static str) -> Input {
+    Input::Choice { options: &Format::NAMES, default }
 }
 
 impl Control {
@@ -118,6 +139,11 @@ impl Control {
     /// Every control, in the page's order.
     pub fn all() -> impl Iterator<Item = Control> {
         SPECS.iter().map(|s| s.control)
+    }
+
+    /// Every control but the lessons' own: the playground's.
+    pub fn playground() -> impl Iterator<Item = Control> {
+        Control::all().filter(|c| !matches!(c.spec().drives, Drives::Lesson))
     }
 
     /// The control whose URL name is `name`.
@@ -155,7 +181,7 @@ impl Spec {
     /// clamped into the range. `Err` says why it could not be taken.
     pub fn read(&self, raw: &str) -> Result<Taken, String> {
         let Input::Number { range, whole, .. } = self.input else {
-            return Err(format!("{} is text, not a number", self.name));
+            return Err(format!("{} is not a number control", self.name));
         };
         let v: f64 = raw.trim().parse().map_err(|_| format!("{} is not a number", echo(raw)))?;
         if !v.is_finite() {
@@ -176,6 +202,21 @@ impl Spec {
             format!("is kept within {}–{}", range.min, range.max)
         };
         format!("{} {why}: {} became {}", self.name, echo(raw), taken.value)
+    }
+}
+
+impl Spec {
+    /// `raw` as this choice control takes it: one of its options (trimmed),
+    /// or `Err` naming them.
+    pub fn choose(&self, raw: &str) -> Result<&'static str, String> {
+        let Input::Choice { options, .. } = self.input else {
+            return Err(format!("{} is not a choice", self.name));
+        };
+        options
+            .iter()
+            .find(|o| **o == raw.trim())
+            .copied()
+            .ok_or_else(|| format!("{} is not one of {}", echo(raw), options.join(", ")))
     }
 }
 

@@ -69,6 +69,13 @@ pub fn read_controls(
         let Some(raw) = query.get(spec.name) else { continue };
         let val = match spec.input {
             Input::Text { .. } => Val::Text(raw.to_string()),
+            Input::Choice { .. } => match spec.choose(raw) {
+                Ok(option) => Val::Text(option.to_string()),
+                Err(e) => {
+                    notices.push(format!("{}: {e}; using the default", spec.name));
+                    continue;
+                }
+            },
             Input::Number { .. } => match spec.read(raw) {
                 Ok(taken) => {
                     if taken.adjusted {

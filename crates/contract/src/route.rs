@@ -30,10 +30,11 @@ pub enum Widget {
     Generate,
     GreedyLoop,
     Compare,
+    Quantization,
 }
 
 impl Widget {
-    pub const ALL: [Widget; 9] = [
+    pub const ALL: [Widget; 10] = [
         Widget::Temperature,
         Widget::TopK,
         Widget::TopP,
@@ -43,6 +44,7 @@ impl Widget {
         Widget::Generate,
         Widget::GreedyLoop,
         Widget::Compare,
+        Widget::Quantization,
     ];
 
     /// The controls each compare column sets for itself (the URL carries
@@ -61,6 +63,7 @@ impl Widget {
             Widget::Generate => "generate",
             Widget::GreedyLoop => "greedy-loop",
             Widget::Compare => "compare",
+            Widget::Quantization => "quantization",
         }
     }
 
@@ -80,6 +83,7 @@ impl Widget {
             Widget::Generate => "Generation with a seed",
             Widget::GreedyLoop => "Greedy decoding loops",
             Widget::Compare => "One prompt, four ways",
+            Widget::Quantization => "Smaller weights: what quantization costs",
         }
     }
 
@@ -95,12 +99,20 @@ impl Widget {
             Widget::Generate => "Streaming generation. Run it twice with the same seed: the text is the same, token for token.",
             Widget::GreedyLoop => "Always taking the most likely token often falls into a loop. Switch to sampling to break it.",
             Widget::Compare => "The same prompt and seed decoded four ways: greedy, low temperature, medium temperature with a small k, higher temperature with a larger k.",
+            Widget::Quantization => "The loaded model's weights stored six ways, measured here: bytes, speed, how far the next-token distribution moves on a passage the model never saw, and where the text parts.",
         }
     }
 
     /// Whether it needs the model (the others also run on `logits=`).
     pub fn needs_model(self) -> bool {
-        matches!(self, Widget::Step | Widget::Generate | Widget::GreedyLoop | Widget::Compare)
+        matches!(
+            self,
+            Widget::Step
+                | Widget::Generate
+                | Widget::GreedyLoop
+                | Widget::Compare
+                | Widget::Quantization
+        )
     }
 
     /// Its starting values, set before the URL's (which win).
@@ -127,6 +139,7 @@ impl Widget {
                 &[(Temperature, Number(0.0)), (MaxTokens, Number(64.0)), (Prompt, Text("ROMEO:"))]
             }
             Widget::Compare => &[(MaxTokens, Number(40.0))],
+            Widget::Quantization => &[(MaxTokens, Number(32.0)), (Temperature, Number(0.0))],
         }
     }
 
@@ -144,13 +157,16 @@ impl Widget {
             Widget::Step => &[Prompt, Temperature, TopK, TopP, Seed, Bars],
             Widget::GreedyLoop => &[Prompt, MaxTokens],
             Widget::Compare => &[Prompt, MaxTokens, Seed],
+            Widget::Quantization => {
+                &[Prompt, Temperature, MaxTokens, Seed, VariantA, VariantB, HeldOutTokens]
+            }
             Widget::Pipeline => {
                 let shapes =
                     |c: &Control| !matches!(c.spec().drives, Drives::Run(_) | Drives::Stop);
-                return Control::all().filter(shapes).collect();
+                return Control::playground().filter(shapes).collect();
             }
             Widget::Generate => {
-                return Control::all()
+                return Control::playground()
                     .filter(|c| !matches!(c.spec().drives, Drives::View))
                     .collect()
             }
@@ -169,8 +185,9 @@ pub struct Shown {
 }
 
 impl Shown {
+    /// The playground's controls, all on view.
     pub fn all() -> Shown {
-        Shown { controls: Control::all().map(|c| (c, false)).collect(), from_url: false }
+        Shown { controls: Control::playground().map(|c| (c, false)).collect(), from_url: false }
     }
 
     /// `None`: hidden; `Some(locked)`: on view.

@@ -5,7 +5,7 @@
 
 use decode_lab_contract::{
     backend_cpu, column_values, parse_logits, parse_sets, read_controls, read_page, Control, Input,
-    Page, Preset, Query, Route, Val, WeightsChoice, Widget, SPECS,
+    Page, Preset, Query, Route, Shown, Val, WeightsChoice, Widget, SPECS,
 };
 use engine::kernels::format::Format;
 
@@ -290,4 +290,27 @@ fn embedding_md_lists_every_control_with_its_range() {
     for spec in SPECS {
         assert!(controls_row.contains(spec.name), "`controls=` row lacks {}", spec.name);
     }
+}
+
+/// A choice control takes only its options (trimmed); anything else keeps the
+/// default with a notice naming the options. Lesson controls stay out of the
+/// playground and of the widgets that show "every control".
+#[test]
+fn choice_controls_take_only_their_options() {
+    let (values, notices) = read("?widget=quantization&variant_a=%20bf16%20&variant_b=int9");
+    assert!(values.contains(&(Control::VariantA, Val::Text("bf16".into()))));
+    assert!(!values.iter().any(|(c, _)| *c == Control::VariantB));
+    assert_eq!(
+        notices,
+        ["variant_b: “int9” is not one of f32, f16, bf16, int8-tensor, int8, int4; using the default"]
+    );
+    let lesson = [Control::VariantA, Control::VariantB, Control::HeldOutTokens, Control::Tensor];
+    for widget in [None, Some(Widget::Pipeline), Some(Widget::Generate)] {
+        let shown = match widget {
+            None => Shown::all().controls,
+            Some(w) => w.default_controls().into_iter().map(|c| (c, false)).collect(),
+        };
+        assert!(shown.iter().all(|(c, _)| !lesson.contains(c)), "{widget:?}");
+    }
+    assert!(Widget::Quantization.default_controls().contains(&Control::VariantB));
 }

@@ -20,6 +20,7 @@ pub mod quality;
 pub mod run;
 pub mod sample;
 pub mod session;
+pub mod spread;
 pub mod step;
 
 pub use error::{EngineError, Result};

@@ -17,6 +17,7 @@ use decode_lab_engine::kernels::format::Format;
 use decode_lab_engine::kernels::matrix::Matrix;
 use decode_lab_engine::model::{Model, Tokenizer};
 use decode_lab_engine::quality::{self, Drift};
+use decode_lab_engine::spread::spread;
 use decode_lab_engine::Wanted;
 
 fn dir() -> PathBuf {
@@ -143,4 +144,36 @@ fn f16_refuses_a_weight_beyond_its_range() {
     assert!(err.contains("do not fit f16") && err.contains("100000"), "{err}");
     let int8 = big.to_format(Format::Int8).unwrap();
     assert_eq!(int8.weights.wte.get(5), 1.0e5);
+}
+
+/// The histogram figures of one matrix: every weight in a bin, 0.1 % beyond
+/// the clipping cut, and the bundled model's MLP matrix showing the lesson's
+/// point: one scale per tensor leaves the median channel a fraction of the
+/// 255 int8 levels and a larger rounding error than one scale per channel.
+#[test]
+fn spread_of_a_matrix_counts_every_weight_and_ranks_the_schemes() {
+    let (model, _, _) = load();
+    let (name, m) = model.weights.named_matrices().into_iter().nth(3).expect("a layer matrix");
+    assert_eq!(name, "h.0.mlp.c_fc.weight");
+    let s = spread(m, 64);
+    assert_eq!(s.bins.iter().sum::<u64>() as usize, s.n);
+    assert_eq!(s.n, m.rows * m.cols);
+    assert!(s.outliers.len() <= s.n / 1000 + 1 && !s.outliers.is_empty());
+    assert!(s.outliers.iter().all(|v| v.abs() > s.p999 && v.abs() <= s.absmax));
+    assert!(s.median_channel_levels() < 255, "{}", s.median_channel_levels());
+    assert_eq!(s.error(Format::F32), 0.0);
+    assert_eq!(s.error(Format::F16), 0.0, "an f16 checkpoint");
+    assert!(s.error(Format::Int8) < s.error(Format::Int8PerTensor));
+    assert!(s.error(Format::Int8PerTensor) < s.error(Format::Int4));
+    println!(
+        "{name}: absmax {:.3}, p99.9 {:.3}, median channel {:.3} → {} of 255 levels per tensor; RMS error int8-tensor {:.2e}, int8 {:.2e}, int4 {:.2e}, bf16 {:.2e}",
+        s.absmax,
+        s.p999,
+        s.median_channel_absmax,
+        s.median_channel_levels(),
+        s.error(Format::Int8PerTensor),
+        s.error(Format::Int8),
+        s.error(Format::Int4),
+        s.error(Format::Bf16)
+    );
 }

@@ -51,7 +51,7 @@ impl Format {
         [Format::F32, Format::F16, Format::Bf16, Format::Int8PerTensor, Format::Int8, Format::Int4];
 
     /// The name on the command line (`--weights`), in URLs and in reports.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             Format::F32 => "f32",
             Format::F16 => "f16",
@@ -61,6 +61,17 @@ impl Format {
             Format::Int4 => "int4",
         }
     }
+
+    /// Every format's name, in `ALL` order (the page's format choices).
+    pub const NAMES: [&'static str; Format::ALL.len()] = {
+        let mut names = [""; Format::ALL.len()];
+        let mut i = 0;
+        while i < names.len() {
+            names[i] = Format::ALL[i].name();
+            i += 1;
+        }
+        names
+    };
 
     pub fn from_name(name: &str) -> Option<Format> {
         Format::ALL.into_iter().find(|f| f.name() == name)

@@ -28,6 +28,10 @@ pub struct LayerWeights {
 }
 
 impl LayerWeights {
+    /// The checkpoint names of [`LayerWeights::matrices`] (after `h.{layer}.`).
+    pub const MATRIX_NAMES: [&'static str; 4] =
+        ["attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight"];
+
     /// The four matrices, in data-flow order.
     pub fn matrices(&self) -> [&Matrix; 4] {
         [&self.c_attn_weight, &self.attn_proj_weight, &self.c_fc_weight, &self.mlp_proj_weight]
@@ -73,6 +77,17 @@ impl Weights {
     pub fn matrices(&self) -> impl Iterator<Item = &Matrix> {
         let layers = self.layers.iter().flat_map(LayerWeights::matrices);
         std::iter::once(&self.wte).chain(layers).chain(self.lm_head.as_ref())
+    }
+
+    /// [`Weights::matrices`] with their checkpoint names (`wte.weight`,
+    /// `h.0.attn.c_attn.weight`, …, `lm_head.weight` when untied).
+    pub fn named_matrices(&self) -> Vec<(String, &Matrix)> {
+        let layers = self.layers.iter().enumerate().flat_map(|(l, layer)| {
+            let names = LayerWeights::MATRIX_NAMES.map(|n| format!("h.{l}.{n}"));
+            names.into_iter().zip(layer.matrices())
+        });
+        let head = self.lm_head.as_ref().map(|m| ("lm_head.weight".to_string(), m));
+        std::iter::once(("wte.weight".to_string(), &self.wte)).chain(layers).chain(head).collect()
     }
 
     /// The format the matrices are stored in.
@@ -121,18 +136,19 @@ impl Weights {
         let mut layers = Vec::with_capacity(config.n_layer);
         for l in 0..config.n_layer {
             let p = |s: &str| format!("h.{l}.{s}");
+            let [c_attn, attn_proj, c_fc, mlp_proj] = LayerWeights::MATRIX_NAMES.map(p);
             layers.push(LayerWeights {
                 ln_1_weight: t.get(&p("ln_1.weight"), &[e])?,
                 ln_1_bias: t.get(&p("ln_1.bias"), &[e])?,
-                c_attn_weight: t.matrix(&p("attn.c_attn.weight"), e, 3 * e)?,
+                c_attn_weight: t.matrix(&c_attn, e, 3 * e)?,
                 c_attn_bias: t.get(&p("attn.c_attn.bias"), &[3 * e])?,
-                attn_proj_weight: t.matrix(&p("attn.c_proj.weight"), e, e)?,
+                attn_proj_weight: t.matrix(&attn_proj, e, e)?,
                 attn_proj_bias: t.get(&p("attn.c_proj.bias"), &[e])?,
                 ln_2_weight: t.get(&p("ln_2.weight"), &[e])?,
                 ln_2_bias: t.get(&p("ln_2.bias"), &[e])?,
-                c_fc_weight: t.matrix(&p("mlp.c_fc.weight"), e, i)?,
+                c_fc_weight: t.matrix(&c_fc, e, i)?,
                 c_fc_bias: t.get(&p("mlp.c_fc.bias"), &[i])?,
-                mlp_proj_weight: t.matrix(&p("mlp.c_proj.weight"), i, e)?,
+                mlp_proj_weight: t.matrix(&mlp_proj, i, e)?,
                 mlp_proj_bias: t.get(&p("mlp.c_proj.bias"), &[e])?,
             });
         }

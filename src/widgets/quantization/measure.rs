@@ -1,0 +1,244 @@
+//! The lesson's figures, measured on this page's engine: every weight format
+//! of the loaded model opened as its own session, then (1) its weight bytes,
+//! (2) greedy decoding from the prompt, timed per token, and the first step
+//! where its text leaves f32's, (3) its next-token distributions over the
+//! held-out passage, window by window, against f32's. Rows fill in as the
+//! figures arrive; Stop ends the run between steps.
+
+use std::sync::Arc;
+
+use engine::kernels::format::Format;
+use engine::quality::{windows, Drift, DriftAcc};
+use engine::{Session, Wanted};
+use leptos::prelude::*;
+
+use crate::driver::Driver;
+use crate::loader::{fetch_bytes, yield_to_browser};
+
+/// The reference every figure is relative to.
+pub const REFERENCE: Format = Format::F32;
+
+/// One format's row of the table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub format: Format,
+    /// Bytes of every weight (matrices in the format, the rest f32).
+    pub bytes: u64,
+    /// Median wall time of a decode step (the first, cold step left out).
+    pub ms_per_token: Option<f64>,
+    /// Where its greedy text leaves f32's.
+    pub parts: Option<Parting>,
+    /// Its drift from f32 over the held-out tokens scored so far.
+    pub drift: Option<Drift>,
+}
+
+/// Where a greedy text first differs from the reference's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Parting {
+    /// At this step (1-based).
+    At(usize),
+    /// Not within this many steps.
+    Never(usize),
+}
+
+/// How far the measurement is, for the progress bar.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Progress {
+    pub what: String,
+    pub done: usize,
+    pub total: usize,
+}
+
+/// What the measurement needs from the page.
+#[derive(Clone, Copy)]
+pub struct Sinks {
+    pub rows: RwSignal<Vec<Row>>,
+    pub progress: RwSignal<Progress>,
+    /// The held-out passage's size as scored: (tokens, bytes), or why not.
+    pub heldout: RwSignal<Option<Result<(usize, usize), String>>>,
+}
+
+/// The loaded model in every format, each with its session on this engine.
+async fn open_all(d: Driver, sinks: Sinks) -> Result<Vec<Session>, String> {
+    let (model, lossless, engine) = d.lab.with_value(|l| (l.model.clone(), l.lossless, l.engine()));
+    if !lossless {
+        return Err(format!(
+            "this lesson compares every format with the checkpoint's own values, but the page holds them as {} (weights={}): open it with weights=auto",
+            model.format().name(),
+            model.format().name()
+        ));
+    }
+    let mut sessions = Vec::new();
+    for (i, format) in Format::ALL.into_iter().enumerate() {
+        sinks.progress.set(Progress {
+            what: format!("packing and opening {}", format.name()),
+            done: i,
+            total: Format::ALL.len(),
+        });
+        yield_to_browser().await;
+        let variant = match model.format() == format {
+            true => model.clone(),
+            false => Arc::new(model.to_format(format).map_err(|e| e.to_string())?),
+        };
+        let bytes = variant.weights.bytes();
+        sinks.rows.update(|rows| {
+            rows.push(Row { format, bytes, ms_per_token: None, parts: None, drift: None })
+        });
+        sessions.push(engine.open(variant).await?);
+    }
+    Ok(sessions)
+}
+
+/// Greedy decoding of `steps` tokens after `prompt` on every session: the
+/// speed column and where each text parts from the reference's.
+async fn greedy(
+    d: Driver,
+    sinks: Sinks,
+    sessions: &mut [Session],
+    prompt: &[u32],
+    steps: usize,
+) -> Result<(), String> {
+    let mut reference: Vec<u32> = Vec::new();
+    for (i, session) in sessions.iter_mut().enumerate() {
+        let name = Format::ALL[i].name();
+        session.rewind(0).map_err(|e| e.to_string())?;
+        let mut logits = session.prefill(prompt, Wanted::Last).await.map_err(|e| e.to_string())?;
+        let (mut tokens, mut ms) = (Vec::new(), Vec::new());
+        for step in 0..steps {
+            if d.stop_asked() {
+                return Ok(());
+            }
+            sinks.progress.set(Progress {
+                what: format!("greedy decoding in {name}"),
+                done: i * steps + step,
+                total: Format::ALL.len() * steps,
+            });
+            let token = argmax(&logits);
+            tokens.push(token);
+            logits = session.decode(token).await.map_err(|e| e.to_string())?;
+            ms.push(session.last_stats().wall_ms);
+            yield_to_browser().await;
+        }
+        if i == 0 {
+            reference = tokens.clone();
+        }
+        let parts = match tokens.iter().zip(&reference).position(|(a, b)| a != b) {
+            Some(at) => Parting::At(at + 1),
+            None => Parting::Never(steps),
+        };
+        let median = median(&ms[1.min(ms.len())..]);
+        sinks.rows.update(|rows| {
+            rows[i].ms_per_token = median;
+            rows[i].parts = Some(parts);
+        });
+    }
+    Ok(())
+}
+
+/// Every format's drift from the reference over the held-out passage (its
+/// first `limit` tokens; 0 = all), updated after each window.
+async fn held_out(
+    d: Driver,
+    sinks: Sinks,
+    sessions: &mut [Session],
+    limit: usize,
+) -> Result<(), String> {
+    let (base, tokenizer, config) =
+        d.lab.with_value(|l| (l.base.clone(), l.tokenizer.clone(), l.model.config.clone()));
+    let url = format!("{base}{HELDOUT_FILE}");
+    let text = match fetch_bytes(&url, |_, _| {}).await.map(String::from_utf8) {
+        Ok(Ok(text)) => text,
+        Ok(Err(_)) => return Err(format!("{url} is not UTF-8 text")),
+        Err(e) => {
+            sinks.heldout.set(Some(Err(format!("no held-out passage: {e}"))));
+            return Ok(());
+        }
+    };
+    let mut tokens = tokenizer.encode(&text).map_err(|e| e.to_string())?;
+    if limit > 0 {
+        tokens.truncate(limit);
+    }
+    if tokens.len() < 2 {
+        sinks.heldout.set(Some(Err("the held-out passage has fewer than 2 tokens".into())));
+        return Ok(());
+    }
+    let bytes = tokenizer.decode(&tokens).map_err(|e| e.to_string())?.len();
+    sinks.heldout.set(Some(Ok((tokens.len(), bytes))));
+    let windows = windows(tokens.len(), config.n_positions);
+    let mut accs = vec![DriftAcc::default(); sessions.len()];
+    let vocab = config.vocab_size;
+    for (k, w) in windows.iter().enumerate() {
+        let ids = &tokens[w.start..][..w.len];
+        let mut all = Vec::with_capacity(sessions.len());
+        for (i, session) in sessions.iter_mut().enumerate() {
+            if d.stop_asked() {
+                return Ok(());
+            }
+            sinks.progress.set(Progress {
+                what: format!(
+                    "held-out window {} of {} in {}",
+                    k + 1,
+                    windows.len(),
+                    Format::ALL[i].name()
+                ),
+                done: k * Format::ALL.len() + i,
+                total: windows.len() * Format::ALL.len(),
+            });
+            session.rewind(0).map_err(|e| e.to_string())?;
+            all.push(session.prefill(ids, Wanted::All).await.map_err(|e| e.to_string())?);
+            yield_to_browser().await;
+        }
+        // Row r predicts token r + 1 of the window; the last row has no target here.
+        for r in w.scored_from..w.len - 1 {
+            let reference = &all[0][r * vocab..][..vocab];
+            for (acc, logits) in accs.iter_mut().zip(&all) {
+                acc.add(reference, &logits[r * vocab..][..vocab], ids[r + 1]);
+            }
+        }
+        sinks.rows.update(|rows| {
+            for (row, acc) in rows.iter_mut().zip(&accs) {
+                row.drift = Some(acc.clone().finish());
+            }
+        });
+    }
+    Ok(())
+}
+
+/// The held-out passage in a model directory: text the model never trained on.
+pub const HELDOUT_FILE: &str = "heldout.txt";
+
+/// Runs every measurement, filling `sinks` as figures arrive.
+pub async fn measure(d: Driver, sinks: Sinks, steps: usize, limit: usize) -> Result<(), String> {
+    sinks.rows.set(Vec::new());
+    sinks.heldout.set(None);
+    let prompt = d.prompt.get_untracked();
+    let ids = d.lab.with_value(|l| l.tokenizer.encode(&prompt)).map_err(|e| e.to_string())?;
+    if ids.is_empty() {
+        return Err("type a prompt first: greedy decoding starts from it".into());
+    }
+    let n_positions = d.lab.with_value(|l| l.model.config.n_positions);
+    if ids.len() >= n_positions {
+        return Err(format!(
+            "the prompt is {} tokens; this model reads at most {n_positions}: shorten it",
+            ids.len()
+        ));
+    }
+    let steps = steps.clamp(1, n_positions - ids.len());
+    let mut sessions = open_all(d, sinks).await?;
+    greedy(d, sinks, &mut sessions, &ids, steps).await?;
+    held_out(d, sinks, &mut sessions, limit).await?;
+    sinks.progress.set(Progress { what: "done".into(), done: 1, total: 1 });
+    Ok(())
+}
+
+/// The first index of the largest logit (greedy decoding).
+fn argmax(v: &[f32]) -> u32 {
+    v.iter().enumerate().fold(0, |best, (i, &x)| if x > v[best] { i } else { best }) as u32
+}
+
+/// The median of `v`, if any.
+fn median(v: &[f64]) -> Option<f64> {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
+}

@@ -1,0 +1,102 @@
+//! The table of measured figures, one row per weight format.
+
+use engine::kernels::format::Format;
+use leptos::prelude::*;
+
+use super::measure::{Parting, Row, Sinks, REFERENCE};
+
+/// `v` with `digits` decimals, or an em dash while it is being measured.
+fn figure(v: Option<f64>, digits: usize) -> String {
+    v.map_or("—".into(), |v| format!("{v:.digits$}"))
+}
+
+/// What each format is, in a few words.
+fn what(format: Format) -> &'static str {
+    match format {
+        Format::F32 => "4 bytes, the reference",
+        Format::F16 => "2 bytes: 5-bit exponent, 10-bit mantissa",
+        Format::Bf16 => "2 bytes: f32's exponent, 7-bit mantissa",
+        Format::Int8PerTensor => "1 byte, one scale for the whole matrix",
+        Format::Int8 => "1 byte, one scale per output channel",
+        Format::Int4 => "½ byte, one scale per 32 weights",
+    }
+}
+
+#[component]
+pub fn FiguresTable(sinks: Sinks) -> impl IntoView {
+    let rows = move || {
+        sinks
+            .rows
+            .get()
+            .into_iter()
+            .map(|row| view! { <FormatRow row=row sinks=sinks/> })
+            .collect_view()
+    };
+    view! {
+        <div class="table-scroll"><table class="figures" data-testid="quant-table">
+            <thead><tr>
+                <th>"format"</th><th>"weight bytes"</th><th>"decode ms/token"</th>
+                <th>"held-out bits/byte"</th><th>"KL mean (nats)"</th><th>"KL p99.9"</th>
+                <th>"same top-1"</th><th>"RMS Δp"</th><th>"greedy text parts at"</th>
+            </tr></thead>
+            <tbody>{rows}</tbody>
+        </table></div>
+    }
+}
+
+#[component]
+fn FormatRow(row: Row, sinks: Sinks) -> impl IntoView {
+    let Row { format, bytes, ms_per_token, parts, drift } = row;
+    let bpb = move || {
+        let (_, bytes) = sinks.heldout.get()?.ok()?;
+        drift.map(|d| d.bits_per_byte(bytes))
+    };
+    let is_reference = format == REFERENCE;
+    let vs = |v: Option<f64>, digits: usize| match (is_reference, v) {
+        (true, Some(_)) => "reference".to_string(),
+        _ => figure(v, digits),
+    };
+    let parts = match (is_reference, parts) {
+        (true, Some(_)) => "reference".into(),
+        (_, Some(Parting::At(step))) => format!("step {step}"),
+        (_, Some(Parting::Never(steps))) => format!("not in {steps} steps"),
+        (_, None) => "—".into(),
+    };
+    view! {
+        <tr data-testid="quant-row" data-format=format.name()>
+            <th title=what(format)>{format.name()}</th>
+            <td data-col="bytes">{format!("{:.2} MB", bytes as f64 / 1e6)}</td>
+            <td data-col="ms">{figure(ms_per_token, 2)}</td>
+            <td data-col="bpb">{move || figure(bpb(), 4)}</td>
+            <td data-col="kl">{vs(drift.map(|d| d.kl_mean), 6)}</td>
+            <td data-col="kl999">{vs(drift.map(|d| d.kl_p999), 5)}</td>
+            <td data-col="top1">{vs(drift.map(|d| 100.0 * d.same_top1), 2)}{(!is_reference && drift.is_some()).then_some(" %")}</td>
+            <td data-col="rms">{vs(drift.map(|d| d.rms_dp), 7)}</td>
+            <td data-col="parts">{parts}</td>
+        </tr>
+    }
+}
+
+/// What the figures say about f16 on this checkpoint: exactly zero drift
+/// when f16 holds every weight (said only once measured, never assumed).
+#[component]
+pub fn F16Verdict(sinks: Sinks) -> impl IntoView {
+    let line = move || {
+        let rows = sinks.rows.get();
+        let f16 = rows.iter().find(|r| r.format == Format::F16)?;
+        let f32 = rows.iter().find(|r| r.format == REFERENCE)?;
+        let d = f16.drift?;
+        let exact = d.kl_mean == 0.0 && d.rms_dp == 0.0 && d.same_top1 == 1.0;
+        Some(match exact {
+            true => format!(
+                "f16 vs f32: exactly zero drift over {} predictions — the checkpoint's weights are f16 values, so f16 holds them bit for bit in half the bytes ({:.2} MB vs {:.2} MB).",
+                d.positions, f16.bytes as f64 / 1e6, f32.bytes as f64 / 1e6
+            ),
+            false => format!(
+                "f16 vs f32: mean KL {:.2e} nats over {} predictions — this checkpoint has weights f16 cannot hold exactly.",
+                d.kl_mean, d.positions
+            ),
+        })
+    };
+    view! { <p class="readout" data-testid="f16-verdict">{line}</p> }
+}
