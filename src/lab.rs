@@ -84,8 +84,8 @@ pub struct Lab {
     pub tokenizer: Rc<Tokenizer>,
     pub backend: Backend,
     /// Whether the matrices hold the checkpoint's values exactly (f32, or
-    /// f16 for an f16 checkpoint): the quantization lesson starts from them.
-    pub lossless: bool,
+    /// f16 for an f16 checkpoint): [`Lab::variant`] starts from them.
+    lossless: bool,
     /// The model directory's address (ending in `/`): other files of the
     /// model (the held-out passage) are fetched from there.
     pub base: String,
@@ -124,6 +124,24 @@ impl Lab {
         match &self.gpu {
             Some(gpu) => GpuSession::new(gpu.clone()).map(Session::Gpu).map_err(|e| e.to_string()),
             None => Ok(Session::Cpu(cpu_session(self.model.clone()))),
+        }
+    }
+
+    /// The loaded model with its matrices in `format` (the model itself when
+    /// already so), for the quantization lesson: refused when the page holds
+    /// quantised weights, which are not the checkpoint's values to start from.
+    pub fn variant(&self, format: Format) -> Result<Arc<Model>, String> {
+        let held = self.model.format();
+        if !self.lossless {
+            return Err(format!(
+                "this lesson compares every format with the checkpoint's own values, but the page holds them as {} (weights={}): open it with weights=auto",
+                held.name(),
+                held.name()
+            ));
+        }
+        match held == format {
+            true => Ok(self.model.clone()),
+            false => self.model.to_format(format).map(Arc::new).map_err(|e| e.to_string()),
         }
     }
 

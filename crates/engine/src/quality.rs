@@ -10,6 +10,7 @@
 //! with at least half a context behind it.
 
 use crate::error::{EngineError, Result};
+use crate::sample::argmax;
 
 /// One window of a scored text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,9 +151,4 @@ fn log_softmax(logits: &[f32]) -> Vec<f64> {
     let sum: f64 = logits.iter().map(|&v| (f64::from(v) - max).exp()).sum();
     let log_z = max + sum.ln();
     logits.iter().map(|&v| f64::from(v) - log_z).collect()
-}
-
-/// The first index of the largest value.
-fn argmax(v: &[f32]) -> usize {
-    v.iter().enumerate().fold(0, |best, (i, &x)| if x > v[best] { i } else { best })
 }

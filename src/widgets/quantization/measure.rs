@@ -5,10 +5,9 @@
 //! held-out passage, window by window, against f32's. Rows fill in as the
 //! figures arrive; Stop ends the run between steps.
 
-use std::sync::Arc;
-
 use engine::kernels::format::Format;
 use engine::quality::{windows, Drift, DriftAcc};
+use engine::sample::argmax;
 use engine::{Session, Wanted};
 use leptos::prelude::*;
 
@@ -60,14 +59,7 @@ pub struct Sinks {
 
 /// The loaded model in every format, each with its session on this engine.
 async fn open_all(d: Driver, sinks: Sinks) -> Result<Vec<Session>, String> {
-    let (model, lossless, engine) = d.lab.with_value(|l| (l.model.clone(), l.lossless, l.engine()));
-    if !lossless {
-        return Err(format!(
-            "this lesson compares every format with the checkpoint's own values, but the page holds them as {} (weights={}): open it with weights=auto",
-            model.format().name(),
-            model.format().name()
-        ));
-    }
+    let engine = d.lab.with_value(|l| l.engine());
     let mut sessions = Vec::new();
     for (i, format) in Format::ALL.into_iter().enumerate() {
         sinks.progress.set(Progress {
@@ -76,10 +68,7 @@ async fn open_all(d: Driver, sinks: Sinks) -> Result<Vec<Session>, String> {
             total: Format::ALL.len(),
         });
         yield_to_browser().await;
-        let variant = match model.format() == format {
-            true => model.clone(),
-            false => Arc::new(model.to_format(format).map_err(|e| e.to_string())?),
-        };
+        let variant = d.lab.with_value(|l| l.variant(format))?;
         let bytes = variant.weights.bytes();
         sinks.rows.update(|rows| {
             rows.push(Row { format, bytes, ms_per_token: None, parts: None, drift: None })
@@ -113,7 +102,7 @@ async fn greedy(
                 done: i * steps + step,
                 total: Format::ALL.len() * steps,
             });
-            let token = argmax(&logits);
+            let token = argmax(&logits); // greedy decoding
             tokens.push(token);
             logits = session.decode(token).await.map_err(|e| e.to_string())?;
             ms.push(session.last_stats().wall_ms);
@@ -229,11 +218,6 @@ pub async fn measure(d: Driver, sinks: Sinks, steps: usize, limit: usize) -> Res
     held_out(d, sinks, &mut sessions, limit).await?;
     sinks.progress.set(Progress { what: "done".into(), done: 1, total: 1 });
     Ok(())
-}
-
-/// The first index of the largest logit (greedy decoding).
-fn argmax(v: &[f32]) -> u32 {
-    v.iter().enumerate().fold(0, |best, (i, &x)| if x > v[best] { i } else { best }) as u32
 }
 
 /// The median of `v`, if any.

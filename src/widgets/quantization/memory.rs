@@ -4,15 +4,20 @@
 //! table: fp32 0.28 TB, fp16 140 GB, int8 70 GB, int4 35 GB.
 
 use contract::Control;
-use engine::kernels::format::GROUP;
+use engine::kernels::format::{Format, GROUP};
 use leptos::prelude::*;
 
 use crate::controls::NumberControl;
 use crate::driver::Driver;
 
-/// (name, bytes per weight) as the lesson's table counts them (scales apart).
-const FORMATS: [(&str, f64); 4] =
-    [("fp32", 4.0), ("fp16 / bf16", 2.0), ("int8", 1.0), ("int4", 0.5)];
+/// The lesson's table rows, each the engine format it prices (its bytes per
+/// weight, scales apart: a 32-bit word over the weights it packs).
+const FORMATS: [(&str, Format); 4] = [
+    ("fp32", Format::F32),
+    ("fp16 / bf16", Format::F16),
+    ("int8", Format::Int8),
+    ("int4", Format::Int4),
+];
 
 /// Common GPU memory sizes in GB, smallest first.
 const GPUS: [(&str, f64); 7] = [
@@ -54,7 +59,8 @@ pub fn MemoryCalculator(driver: Driver) -> impl IntoView {
         let p = params_b.get();
         FORMATS
             .iter()
-            .map(|&(name, bytes)| {
+            .map(|&(name, format)| {
+                let bytes = 4.0 / format.per_word() as f64;
                 let gb = p * bytes; // 1e9 parameters × bytes / 1e9 bytes per GB
                 view! {
                     <tr data-testid="memory-row" data-format=name>

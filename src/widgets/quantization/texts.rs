@@ -1,8 +1,6 @@
 //! The same prompt, settings and seed written by two weight formats, token by
 //! token side by side, the first token where they part highlighted.
 
-use std::sync::Arc;
-
 use contract::Control;
 use engine::kernels::format::Format;
 use engine::run::Run;
@@ -23,21 +21,12 @@ pub fn chosen(d: Driver, control: Control) -> Format {
 /// Writes text A, then text B, streaming each into `texts`.
 pub async fn write_both(d: Driver, texts: Texts) -> Result<(), String> {
     texts.set([Vec::new(), Vec::new()]);
-    let (model, lossless, engine, tokenizer) =
-        d.lab.with_value(|l| (l.model.clone(), l.lossless, l.engine(), l.tokenizer.clone()));
-    if !lossless {
-        return Err(
-            "open the page with weights=auto: the texts start from the checkpoint's values".into(),
-        );
-    }
+    let (engine, tokenizer) = d.lab.with_value(|l| (l.engine(), l.tokenizer.clone()));
     let job = d.controls.job_untracked();
     let prompt = d.prompt.get_untracked();
     for (i, control) in [Control::VariantA, Control::VariantB].into_iter().enumerate() {
         let format = chosen(d, control);
-        let variant = match model.format() == format {
-            true => model.clone(),
-            false => Arc::new(model.to_format(format).map_err(|e| e.to_string())?),
-        };
+        let variant = d.lab.with_value(|l| l.variant(format))?;
         let session = engine.open(variant).await?;
         let mut run =
             Run::start(session, &tokenizer, &prompt, &job).await.map_err(|e| e.to_string())?;
