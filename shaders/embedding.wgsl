@@ -1,17 +1,24 @@
 // embedding: x[row, c] = wte[tokens[row], c] + wpe[pos0 + row, c]
 // First kernel of the forward pass. Token ids are checked on the CPU before upload.
+// `wte` may be split by vocabulary rows over several bindings (a GPU's binding
+// limit): this dispatch holds rows v0 .. v0 + n_vocab and writes only the rows
+// of x whose token lies there.
 // `Word` and `w_load` come from the weight format's snippet (shaders/format_*.wgsl).
 
 struct Params {
     n_rows: u32, // tokens in this pass
     n_embd: u32,
     pos0: u32,   // position of the first row
-    _pad: u32,
+    v0: u32,     // first vocabulary row of this shard
+    n_vocab: u32, // vocabulary rows in this shard
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> tokens: array<u32>;  // (n_rows)
-@group(0) @binding(2) var<storage, read> w: array<Word>;      // (vocab_size, n_embd) wte, in the weight format
+@group(0) @binding(2) var<storage, read> w: array<Word>;      // (n_vocab, n_embd) wte rows v0.., in the weight format
 @group(0) @binding(3) var<storage, read> wpe: array<f32>;     // (n_positions, n_embd)
 @group(0) @binding(4) var<storage, read_write> x: array<f32>; // (n_rows, n_embd)
 
@@ -27,5 +34,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let row = i / p.n_embd;
     let c = i % p.n_embd;
     let token = tokens[row];
-    x[i] = w_load(token * p.n_embd + c, token) + wpe[(p.pos0 + row) * p.n_embd + c];
+    if (token < p.v0 || token - p.v0 >= p.n_vocab) {
+        return; // another shard's row
+    }
+    let t = token - p.v0;
+    x[i] = w_load(t * p.n_embd + c, t) + wpe[(p.pos0 + row) * p.n_embd + c];
 }

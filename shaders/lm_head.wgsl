@@ -1,18 +1,24 @@
-// lm_head: logits[r, v] = x[row0 + r, :] · lm_head[v, :]
-// lm_head is (vocab_size, n_embd): the token embedding itself when tied.
+// lm_head: logits[r, v0 + v] = x[row0 + r, :] · lm_head[v, :]
+// lm_head is (vocab_size, n_embd): the token embedding itself when tied. It
+// may be split by vocabulary rows over several bindings (a GPU's binding
+// limit): this dispatch holds rows v0 .. v0 + n_vocab and writes their logits.
 // Only the rows whose logits are wanted are computed (usually just the last).
 // `Word` and `w_load` come from the weight format's snippet (shaders/format_*.wgsl).
 
 struct Params {
-    n_out: u32,  // rows of logits to produce
-    row0: u32,   // first row of x to use
+    n_out: u32,      // rows of logits to produce
+    row0: u32,       // first row of x to use
     n_embd: u32,
-    vocab_size: u32,
+    vocab_size: u32, // width of a logits row
+    v0: u32,         // first vocabulary row of this shard
+    n_vocab: u32,    // vocabulary rows in this shard
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;            // (n_rows, n_embd) after ln_f
-@group(0) @binding(2) var<storage, read> w: array<Word>;           // (vocab_size, n_embd) lm_head, in the weight format
+@group(0) @binding(2) var<storage, read> w: array<Word>;           // (n_vocab, n_embd) head rows v0.., in the weight format
 @group(0) @binding(3) var<storage, read_write> logits: array<f32>; // (n_out, vocab_size)
 
 override WG: u32 = 64u;
@@ -21,7 +27,7 @@ override WG: u32 = 64u;
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let v = gid.x;
     let r = gid.y;
-    if (v >= p.vocab_size || r >= p.n_out) {
+    if (v >= p.n_vocab || r >= p.n_out) {
         return;
     }
     let xr = (p.row0 + r) * p.n_embd;
@@ -30,5 +36,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var c = 0u; c < p.n_embd; c = c + 1u) {
         acc = acc + x[xr + c] * w_load(wr + c, v);
     }
-    logits[r * p.vocab_size + v] = acc;
+    logits[r * p.vocab_size + p.v0 + v] = acc;
 }

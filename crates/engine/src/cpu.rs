@@ -148,7 +148,7 @@ impl CpuSession {
         let mut y = vec![0.0; n * e]; // (n, n_embd) attention output
         let mut proj = vec![0.0; n * e]; // (n, n_embd) block output
         let mut fc = vec![0.0; n * c.n_inner]; // (n, n_inner)
-        embedding::run_cpu(tokens, &w.wte, &w.wpe, self.pos, &mut x);
+        embedding::run_cpu(tokens, &w.wte, 0, &w.wpe, self.pos, &mut x);
         for (l, lw) in w.layers.iter().enumerate() {
             layernorm::run_cpu(&x, &lw.ln_1_weight, &lw.ln_1_bias, c.layer_norm_epsilon, &mut xb);
             matmul::run_cpu(&xb, &lw.c_attn_weight, &lw.c_attn_bias, &mut qkv);
@@ -170,7 +170,7 @@ impl CpuSession {
             Wanted::All => (0, n),
         };
         let mut logits = vec![0.0; n_out * c.vocab_size]; // (n_out, vocab_size)
-        lm_head::run_cpu(&xb, w.lm_head(), row0, n_out, &mut logits);
+        lm_head::run_cpu(&xb, w.lm_head(), 0, c.vocab_size, row0, n_out, &mut logits);
         logits
     }
 }

@@ -289,3 +289,35 @@ fn unpacked_rows_equal_the_twin_of_w_load() {
         }
     }
 }
+
+/// A shard of rows (how the GPU splits an embedding over bindings) holds
+/// exactly the parent's values, in every format, at awkward widths; the
+/// shard size is a multiple of 32 rows that fits the limit, all rows when
+/// the matrix fits, and none when 32 rows do not.
+#[test]
+fn shards_of_rows_hold_the_parents_values() {
+    for cols in [1, 13, 63, 65] {
+        let rows = 1757;
+        let w = cases::random(rows * cols, 11);
+        for format in Format::ALL {
+            let m = Matrix::new(format, rows, cols, Channels::Rows, &w);
+            let limit = format.bytes(rows * cols) / 3;
+            let per = m.shard_rows(limit).expect("32 rows fit a third");
+            assert!(per.is_multiple_of(32) && format.bytes(per * cols) <= limit);
+            let mut seen = 0;
+            for r0 in (0..rows).step_by(per) {
+                let r1 = (r0 + per).min(rows);
+                let s = m.shard(r0, r1);
+                assert!(s.words().len() as u64 * 4 <= limit, "{} cols {cols}", format.name());
+                for i in 0..(r1 - r0) * cols {
+                    let (got, want) = (s.get(i).to_bits(), m.get(r0 * cols + i).to_bits());
+                    assert_eq!(got, want, "{} cols {cols} rows {r0}..{r1} at {i}", format.name());
+                }
+                seen += r1 - r0;
+            }
+            assert_eq!(seen, rows);
+            assert_eq!(m.shard_rows(format.bytes(rows * cols)), Some(rows), "fits whole");
+            assert_eq!(m.shard_rows(format.bytes(32 * cols) - 1), None, "under 32 rows: refused");
+        }
+    }
+}

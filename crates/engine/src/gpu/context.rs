@@ -77,9 +77,14 @@ impl GpuContext {
         format!("{name} ({:?})", info.backend)
     }
 
+    /// The largest buffer that can be bound as storage.
+    pub fn max_binding(&self) -> u64 {
+        self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size)
+    }
+
     /// Fails with a clear message if a buffer of `bytes` cannot be bound as storage.
     pub fn check_binding(&self, what: &str, bytes: u64) -> Result<()> {
-        let allowed = self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size);
+        let allowed = self.max_binding();
         if bytes > allowed {
             return Err(EngineError::DeviceLimit {
                 what: format!("{what} ({bytes} bytes in one storage binding)"),

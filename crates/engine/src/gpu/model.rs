@@ -10,7 +10,7 @@ use crate::gpu::readback::{buffer, upload, STORAGE};
 use crate::gpu::{GpuContext, Pipelines};
 use crate::kernels::attention::MAX_HEAD_SIZE;
 use crate::kernels::format::Format;
-use crate::kernels::matrix::Matrix;
+use crate::kernels::matrix::{Matrix, SHARD_ALIGN};
 use crate::model::{Config, LayerWeights};
 use crate::step::SharedModel;
 
@@ -57,6 +57,36 @@ impl GpuMatrix {
     }
 }
 
+/// A matrix split by vocabulary rows over bindings no larger than the
+/// device allows: shard `i` holds rows `v0..v0 + n_vocab` (one shard when
+/// the whole matrix fits one binding, as on most GPUs).
+pub struct GpuShard {
+    pub v0: u32,
+    pub n_vocab: u32,
+    pub matrix: GpuMatrix, // (n_vocab, n_embd) format
+}
+
+impl GpuShard {
+    /// `m` (vocabulary rows × n_embd) uploaded in shards that each fit one binding.
+    fn upload(ctx: &GpuContext, label: &str, m: &Matrix) -> Result<Vec<GpuShard>> {
+        let rows = m.shard_rows(ctx.max_binding()).ok_or_else(|| EngineError::DeviceLimit {
+            what: format!("{label}: {SHARD_ALIGN} rows in one storage binding"),
+            needed: m.format.bytes(SHARD_ALIGN * m.cols),
+            allowed: ctx.max_binding(),
+        })?;
+        let shards = (0..m.rows).step_by(rows).map(|v0| {
+            let v1 = (v0 + rows).min(m.rows);
+            let label = format!("{label} rows {v0}..{v1}");
+            let matrix = match (v0, v1) == (0, m.rows) {
+                true => GpuMatrix::upload(ctx, &label, m),
+                false => GpuMatrix::upload(ctx, &label, &m.shard(v0, v1)),
+            };
+            GpuShard { v0: v0 as u32, n_vocab: (v1 - v0) as u32, matrix }
+        });
+        Ok(shards.collect())
+    }
+}
+
 /// Activations of one forward pass, sized for a full context of `n_positions` rows.
 pub struct Scratch {
     pub tokens: wgpu::Buffer, // (n_positions) u32 ids of this pass
@@ -75,13 +105,13 @@ pub struct GpuModel {
     pub ctx: GpuContext,
     pub model: SharedModel,
     pub pipelines: Pipelines,
-    pub wte: GpuMatrix,            // (vocab_size, n_embd) format
+    pub wte: Vec<GpuShard>,        // (vocab_size, n_embd) format, in shards
     pub wpe: wgpu::Buffer,         // (n_positions, n_embd)
     pub layers: Vec<GpuLayer>,     // (n_layer)
     pub ln_f_weight: wgpu::Buffer, // (n_embd)
     pub ln_f_bias: wgpu::Buffer,   // (n_embd)
     /// `Some` only when untied; else the LM head is `wte`.
-    pub lm_head: Option<GpuMatrix>, // (vocab_size, n_embd) format
+    pub lm_head: Option<Vec<GpuShard>>, // (vocab_size, n_embd) format, in shards
     pub scratch: Scratch,
 }
 
@@ -109,14 +139,17 @@ impl GpuModel {
         let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let w = &model.weights;
         let f = |label: &str, v: &[f32]| upload(&ctx, label, bytemuck::cast_slice(v));
-        let m = |label: &str, v: &Matrix| GpuMatrix::upload(&ctx, label, v);
+        let lm_head = match &w.lm_head {
+            Some(head) => Some(GpuShard::upload(&ctx, "the LM head lm_head", head)?),
+            None => None,
+        };
         let gpu = GpuModel {
-            wte: m("wte", &w.wte),
+            wte: GpuShard::upload(&ctx, "the token embedding wte", &w.wte)?,
             wpe: f("wpe", &w.wpe),
             layers: w.layers.iter().map(|l| upload_layer(&ctx, l)).collect(),
             ln_f_weight: f("ln_f.weight", &w.ln_f_weight),
             ln_f_bias: f("ln_f.bias", &w.ln_f_bias),
-            lm_head: w.lm_head.as_ref().map(|v| m("lm_head", v)),
+            lm_head,
             scratch: make_scratch(&ctx, &model.config),
             pipelines,
             model,
@@ -146,15 +179,16 @@ impl GpuModel {
     }
 
     /// The LM head: `lm_head` when untied, else the token embedding.
-    pub fn lm_head(&self) -> &GpuMatrix {
+    pub fn lm_head(&self) -> &[GpuShard] {
         self.lm_head.as_ref().unwrap_or(&self.wte)
     }
 
     fn weight_buffers(&self) -> impl Iterator<Item = &wgpu::Buffer> {
         let fixed = [&self.wpe, &self.ln_f_weight, &self.ln_f_bias];
-        let matrices = std::iter::once(&self.wte).chain(self.lm_head.as_ref());
+        let shards = self.wte.iter().chain(self.lm_head.iter().flatten());
+        let matrices = shards.flat_map(|s| s.matrix.buffers());
         let layers = self.layers.iter().flat_map(GpuLayer::buffers);
-        fixed.into_iter().chain(matrices.flat_map(GpuMatrix::buffers)).chain(layers)
+        fixed.into_iter().chain(matrices).chain(layers)
     }
 }
 
@@ -234,10 +268,9 @@ fn check_limits(ctx: &GpuContext, c: &Config, format: Format) -> Result<()> {
             allowed: MAX_HEAD_SIZE as u64,
         });
     }
-    let (e, i, v, p) =
-        (c.n_embd as u64, c.n_inner as u64, c.vocab_size as u64, c.n_positions as u64);
+    let (e, i, p) = (c.n_embd as u64, c.n_inner as u64, c.n_positions as u64);
     let matrix = |rows: u64, cols: u64| format.bytes((rows * cols) as usize);
-    ctx.check_binding("the token embedding wte", matrix(v, e))?;
+    // The embedding and LM head are split by rows instead (`GpuShard`).
     ctx.check_binding("the position embedding wpe", p * e * 4)?;
     ctx.check_binding("the MLP weights c_fc", matrix(e, i))?;
     ctx.check_binding("the MLP activations", p * i * 4)?;

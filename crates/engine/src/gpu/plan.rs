@@ -1,7 +1,8 @@
 //! The forward pass as a list of dispatches, built once per session: pipeline,
 //! bind group and the shape its `Params` are computed from. Encoding a step is
 //! then a loop with no allocation of GPU objects. Op `i` reads its `Params`
-//! from slot `i` of the session's uniform buffer.
+//! from slot `i` of the session's uniform buffer; the slot count is the
+//! length of the op lists (one dispatch per shard of a split embedding).
 
 use crate::gpu::GpuModel;
 use crate::kernels::format::SCALES_BINDING;
@@ -15,7 +16,11 @@ pub const SLOT: u64 = 256;
 /// What a dispatch's `Params` and workgroup count depend on, besides the pass.
 #[derive(Clone, Copy, Debug)]
 pub enum Shape {
-    Embedding,
+    /// One shard of the embedding: vocabulary rows `v0..v0 + n_vocab`.
+    Embedding {
+        v0: u32,
+        n_vocab: u32,
+    },
     Layernorm,
     /// A linear layer `[k] → [n]`: matmul in prefill, matvec in decode.
     Linear {
@@ -30,7 +35,11 @@ pub enum Shape {
     Elementwise {
         cols: u32,
     },
-    LmHead,
+    /// One shard of the LM head: vocabulary rows `v0..v0 + n_vocab`.
+    LmHead {
+        v0: u32,
+        n_vocab: u32,
+    },
 }
 
 /// One dispatch of the forward pass.
@@ -59,8 +68,17 @@ impl Op {
         let (e, n_rows, pos0) = (c.n_embd as u32, pass.n_rows, pass.pos0);
         let mut put = |p: &[u8]| slot[..p.len()].copy_from_slice(p);
         match self.shape {
-            Shape::Embedding => {
-                let p = embedding::Params { n_rows, n_embd: e, pos0, _pad: 0 };
+            Shape::Embedding { v0, n_vocab } => {
+                let p = embedding::Params {
+                    n_rows,
+                    n_embd: e,
+                    pos0,
+                    v0,
+                    n_vocab,
+                    _pad0: 0,
+                    _pad1: 0,
+                    _pad2: 0,
+                };
                 {
                     put(bytemuck::bytes_of(&p));
                     embedding::workgroups(&p)
@@ -125,12 +143,16 @@ impl Op {
                     residual_add::workgroups(&p)
                 }
             }
-            Shape::LmHead => {
+            Shape::LmHead { v0, n_vocab } => {
                 let p = lm_head::Params {
                     n_out: pass.lm_rows,
                     row0: pass.lm_row0,
                     n_embd: e,
                     vocab_size: c.vocab_size as u32,
+                    v0,
+                    n_vocab,
+                    _pad0: 0,
+                    _pad1: 0,
                 };
                 {
                     put(bytemuck::bytes_of(&p));
@@ -143,26 +165,65 @@ impl Op {
 
 /// Buffers a plan binds that belong to the session rather than the model.
 pub struct SessionBuffers<'a> {
-    pub params: &'a wgpu::Buffer,
     pub key_cache: &'a [wgpu::Buffer],
     pub value_cache: &'a [wgpu::Buffer],
     pub logits: &'a wgpu::Buffer,
 }
 
-/// Builds the op list of a prefill (`linear = Matmul`) or decode (`Matvec`) pass.
-pub fn build(gpu: &GpuModel, s: &SessionBuffers, linear: Kernel) -> Vec<Op> {
+/// A dispatch before it is bound to its uniform slot: what [`build`] lists,
+/// so the slot count (the uniform buffer's size) is the list's length.
+pub struct Spec<'a> {
+    kernel: Kernel,
+    shape: Shape,
+    buffers: Vec<&'a wgpu::Buffer>,
+    /// The scales of the op's weight matrix, in the formats that have them.
+    scales: Option<&'a wgpu::Buffer>,
+}
+
+/// Binds `specs` to consecutive slots of `params` from `first_slot` on.
+pub fn bind_all(
+    gpu: &GpuModel,
+    params: &wgpu::Buffer,
+    first_slot: usize,
+    specs: &[Spec],
+) -> Vec<Op> {
+    let slots = (first_slot as u64..).zip(specs);
+    slots
+        .map(|(slot, s)| Op {
+            kernel: s.kernel,
+            bind_group: bind(gpu, s.kernel, params, slot, &s.buffers, s.scales),
+            shape: s.shape,
+        })
+        .collect()
+}
+
+/// The LM head's dispatches (one per shard of the head) writing `logits`.
+pub fn lm_head<'a>(gpu: &'a GpuModel, logits: &'a wgpu::Buffer) -> Vec<Spec<'a>> {
+    let shards = gpu.lm_head().iter();
+    shards
+        .map(|h| Spec {
+            kernel: Kernel::LmHead,
+            shape: Shape::LmHead { v0: h.v0, n_vocab: h.n_vocab },
+            buffers: vec![&gpu.scratch.xb, &h.matrix.words, logits],
+            scales: h.matrix.sc(),
+        })
+        .collect()
+}
+
+/// The dispatches of a prefill (`linear = Matmul`) or decode (`Matvec`) pass.
+pub fn build<'a>(gpu: &'a GpuModel, s: &SessionBuffers<'a>, linear: Kernel) -> Vec<Spec<'a>> {
     let c = gpu.config();
     let (e, inner) = (c.n_embd as u32, c.n_inner as u32);
     let sc = &gpu.scratch;
     let mut ops = Vec::new();
-    // `scales`: the scales of the op's weight matrix, in the formats that have them.
-    let mut push = |kernel, shape, buffers: &[&wgpu::Buffer], scales: Option<&wgpu::Buffer>| {
-        let slot = ops.len() as u64;
-        let bind_group = bind(gpu, kernel, s.params, slot, buffers, scales);
-        ops.push(Op { kernel, bind_group, shape });
+    let mut push = |kernel, shape, buffers: &[&'a wgpu::Buffer], scales| {
+        ops.push(Spec { kernel, shape, buffers: buffers.to_vec(), scales });
     };
-    let wte = &gpu.wte;
-    push(Kernel::Embedding, Shape::Embedding, &[&sc.tokens, &wte.words, &gpu.wpe, &sc.x], wte.sc());
+    for h in &gpu.wte {
+        let shape = Shape::Embedding { v0: h.v0, n_vocab: h.n_vocab };
+        let buffers = [&sc.tokens, &h.matrix.words, &gpu.wpe, &sc.x];
+        push(Kernel::Embedding, shape, &buffers, h.matrix.sc());
+    }
     for (l, w) in gpu.layers.iter().enumerate() {
         let (kc, vc) = (&s.key_cache[l], &s.value_cache[l]);
         let ln_1 = [&sc.x, &w.ln_1_weight, &w.ln_1_bias, &sc.xb];
@@ -186,8 +247,7 @@ pub fn build(gpu: &GpuModel, s: &SessionBuffers, linear: Kernel) -> Vec<Op> {
     }
     let ln_f = [&sc.x, &gpu.ln_f_weight, &gpu.ln_f_bias, &sc.xb];
     push(Kernel::Layernorm, Shape::Layernorm, &ln_f, None);
-    let head = gpu.lm_head();
-    push(Kernel::LmHead, Shape::LmHead, &[&sc.xb, &head.words, s.logits], head.sc());
+    ops.extend(lm_head(gpu, s.logits));
     ops
 }
 

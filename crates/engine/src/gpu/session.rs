@@ -22,14 +22,14 @@ pub struct GpuSession {
     gpu: Rc<GpuModel>,
     key_cache: Vec<wgpu::Buffer>,   // (n_layer) × (n_positions, n_embd)
     value_cache: Vec<wgpu::Buffer>, // (n_layer) × (n_positions, n_embd)
-    params: wgpu::Buffer,           // (ops + 1) slots of SLOT bytes
+    params: wgpu::Buffer,           // (prefill ops + LM head ops) slots of SLOT bytes
     logits: wgpu::Buffer,           // (logits_rows, vocab_size)
     staging: wgpu::Buffer,          // (logits_rows, vocab_size), mappable
     logits_rows: usize,
     prefill_ops: Vec<Op>,
     decode_ops: Vec<Op>,
-    /// The LM head alone, for chunks of `Wanted::All` after the first (last slot).
-    lm_head_op: Op,
+    /// The LM head alone, for chunks of `Wanted::All` after the first (last slots).
+    lm_head_ops: Vec<Op>,
     pos: usize,
     last: StepStats,
 }
@@ -48,33 +48,22 @@ impl GpuSession {
             |label| (0..c.n_layer).map(|_| buffer(ctx, label, cache_bytes, STORAGE)).collect();
         let key_cache: Vec<_> = cache("key_cache");
         let value_cache: Vec<_> = cache("value_cache");
-        let n_ops = 2 + 11 * c.n_layer + 1; // embedding, 11 per block, ln_f, lm_head
-        let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
-        let params = buffer(ctx, "params", (n_ops as u64 + 1) * SLOT, uniform);
         let logits = buffer(ctx, "logits", logits_rows * row_bytes, STORAGE);
         let read = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
         let staging = buffer(ctx, "staging", logits_rows * row_bytes, read);
-        let s = SessionBuffers {
-            params: &params,
-            key_cache: &key_cache,
-            value_cache: &value_cache,
-            logits: &logits,
-        };
-        let prefill_ops = plan::build(&gpu, &s, Kernel::Matmul);
-        let decode_ops = plan::build(&gpu, &s, Kernel::Matvec);
-        debug_assert_eq!(prefill_ops.len(), n_ops);
-        let lm_head_op = Op {
-            kernel: Kernel::LmHead,
-            bind_group: plan::bind(
-                &gpu,
-                Kernel::LmHead,
-                &params,
-                n_ops as u64,
-                &[&gpu.scratch.xb, &gpu.lm_head().words, &logits],
-                gpu.lm_head().sc(),
-            ),
-            shape: plan::Shape::LmHead,
-        };
+        let s =
+            SessionBuffers { key_cache: &key_cache, value_cache: &value_cache, logits: &logits };
+        let (prefill, decode) =
+            (plan::build(&gpu, &s, Kernel::Matmul), plan::build(&gpu, &s, Kernel::Matvec));
+        let lm_head = plan::lm_head(&gpu, &logits);
+        // Prefill and decode share slots (one pass at a time); the LM head
+        // alone, for logits chunks, has its own after them.
+        let n_slots = (prefill.len() + lm_head.len()) as u64;
+        let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
+        let params = buffer(ctx, "params", n_slots * SLOT, uniform);
+        let prefill_ops = plan::bind_all(&gpu, &params, 0, &prefill);
+        let decode_ops = plan::bind_all(&gpu, &params, 0, &decode);
+        let lm_head_ops = plan::bind_all(&gpu, &params, prefill.len(), &lm_head);
         Ok(GpuSession {
             gpu,
             key_cache,
@@ -85,7 +74,7 @@ impl GpuSession {
             logits_rows: logits_rows as usize,
             prefill_ops,
             decode_ops,
-            lm_head_op,
+            lm_head_ops,
             pos: 0,
             last: StepStats::default(),
         })
@@ -181,9 +170,7 @@ impl GpuSession {
             let rows = (total_rows - done).min(self.logits_rows);
             let chunk = Pass { lm_row0: (lm_row0 + done) as u32, lm_rows: rows as u32, ..pass };
             let slot = self.prefill_ops.len();
-            logits.extend(
-                self.run(std::slice::from_ref(&self.lm_head_op), slot, &chunk, &mut stats).await?,
-            );
+            logits.extend(self.run(&self.lm_head_ops, slot, &chunk, &mut stats).await?);
         }
         self.pos += n;
         stats.wall_ms = start.elapsed().as_secs_f64() * 1e3;

@@ -11,21 +11,33 @@ pub struct Params {
     pub n_rows: u32,
     pub n_embd: u32,
     pub pos0: u32,
-    pub _pad: u32,
+    /// First vocabulary row of this shard of `wte` (0 when unsplit).
+    pub v0: u32,
+    /// Vocabulary rows in this shard.
+    pub n_vocab: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub _pad2: u32,
 }
 
-/// x[row, :] = wte[tokens[row], :] + wpe[pos0 + row, :]
+/// x[row, :] = wte[tokens[row], :] + wpe[pos0 + row, :]  for the rows whose
+/// token lies in the shard `wte` = rows `v0..v0 + wte.rows` of the embedding
+/// (the others are left as they are: another shard's dispatch writes them).
 pub fn run_cpu(
     tokens: &[u32], // (n_rows)
-    wte: &Matrix,   // (vocab_size, n_embd) in its format
-    wpe: &[f32],    // (n_positions, n_embd)
+    wte: &Matrix,   // (n_vocab, n_embd) in its format: rows v0.. of the embedding
+    v0: usize,
+    wpe: &[f32], // (n_positions, n_embd)
     pos0: usize,
     x: &mut [f32], // (n_rows, n_embd)
 ) {
     let n_embd = wte.cols;
     let mut buf = Vec::new();
     for (row, &token) in tokens.iter().enumerate() {
-        let te = wte.row(token as usize, &mut buf);
+        let Some(local) = (token as usize).checked_sub(v0).filter(|&t| t < wte.rows) else {
+            continue;
+        };
+        let te = wte.row(local, &mut buf);
         let pe = &wpe[(pos0 + row) * n_embd..][..n_embd];
         for (c, out) in x[row * n_embd..][..n_embd].iter_mut().enumerate() {
             *out = te[c] + pe[c];

@@ -12,29 +12,39 @@ pub struct Params {
     pub row0: u32,
     pub n_embd: u32,
     pub vocab_size: u32,
+    /// First vocabulary row of this shard of the head (0 when unsplit).
+    pub v0: u32,
+    /// Vocabulary rows in this shard.
+    pub n_vocab: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
 }
 
-/// logits[r, v] = x[row0 + r, :] · lm_head[v, :]  for r < n_out
+/// logits[r, v0 + v] = x[row0 + r, :] · lm_head[v, :]  for r < n_out, where
+/// `lm_head` is the shard of rows `v0..v0 + lm_head.rows` of the head and
+/// logits rows are `vocab_size` wide (the other shards write the rest).
 pub fn run_cpu(
     x: &[f32],        // (n_rows, n_embd)
-    lm_head: &Matrix, // (vocab_size, n_embd) in its format
+    lm_head: &Matrix, // (n_vocab, n_embd) in its format: rows v0.. of the head
+    v0: usize,
+    vocab_size: usize,
     row0: usize,
     n_out: usize,
     logits: &mut [f32], // (n_out, vocab_size)
 ) {
-    let (vocab_size, n_embd) = (lm_head.rows, lm_head.cols);
+    let n_embd = lm_head.cols;
     let mut buf = Vec::new();
     // Row-outer: each packed row of the head is unpacked once for all n_out rows.
-    for v in 0..vocab_size {
+    for v in 0..lm_head.rows {
         let wr = lm_head.row(v, &mut buf);
         for r in 0..n_out {
             let xr = &x[(row0 + r) * n_embd..][..n_embd];
-            logits[r * vocab_size + v] = xr.iter().zip(wr).map(|(a, b)| a * b).sum();
+            logits[r * vocab_size + v0 + v] = xr.iter().zip(wr).map(|(a, b)| a * b).sum();
         }
     }
 }
 
-/// Dispatch size: one thread per (token, row).
+/// Dispatch size: one thread per (token of the shard, row).
 pub fn workgroups(p: &Params) -> [u32; 3] {
-    [p.vocab_size.div_ceil(super::WG), p.n_out, 1]
+    [p.n_vocab.div_ceil(super::WG), p.n_out, 1]
 }

@@ -13,6 +13,10 @@ fn f16_to_f32(h: u16) -> f32 {
     f32::from_bits(sign | magnitude.to_bits())
 }
 
+/// Shards of a matrix split by rows start at a multiple of this many rows: a
+/// whole number of words and int4 groups whatever `cols` is.
+pub const SHARD_ALIGN: usize = GROUP;
+
 /// A `(rows, cols)` row-major weight matrix in a [`Format`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Matrix {
@@ -170,6 +174,40 @@ impl Matrix {
     /// Bytes held: words plus scales.
     pub fn bytes(&self) -> u64 {
         4 * (self.words.len() + self.scales.len()) as u64
+    }
+
+    /// Rows per shard when the words of this matrix must be split into
+    /// bindings of at most `max_bytes` (a GPU's `max_storage_buffer_binding_size`:
+    /// GPT-2's f32 embedding is 154 MB, WebGPU's default limit 128 MiB). A
+    /// multiple of [`SHARD_ALIGN`] rows, so every shard starts on a word and an
+    /// int4 group; all rows when they fit; `None` when not even that many do.
+    pub fn shard_rows(&self, max_bytes: u64) -> Option<usize> {
+        let words = |rows: usize| self.format.bytes(rows * self.cols);
+        if words(self.rows) <= max_bytes {
+            return Some(self.rows.max(1));
+        }
+        let fit = (max_bytes / 4) as usize * self.format.per_word() / self.cols.max(1);
+        let rows = fit / SHARD_ALIGN * SHARD_ALIGN;
+        (rows > 0).then_some(rows)
+    }
+
+    /// Rows `r0..r1` as a matrix of their own: the same words and scales,
+    /// sliced, not repacked (a quantised matrix stays bit for bit what it
+    /// was). `r0` must be a multiple of [`SHARD_ALIGN`]; the output channels
+    /// must be the rows (the embedding and LM head, the matrices split by
+    /// vocabulary rows).
+    pub fn shard(&self, r0: usize, r1: usize) -> Matrix {
+        assert!(r0.is_multiple_of(SHARD_ALIGN) && r0 < r1 && r1 <= self.rows);
+        assert_eq!(self.channels, Channels::Rows, "only row channels are split by rows");
+        let (start, end) = (r0 * self.cols, r1 * self.cols);
+        let per = self.format.per_word();
+        let words = self.words[start / per..end.div_ceil(per)].to_vec();
+        let scales = match self.format {
+            Format::F32 | Format::F16 | Format::Bf16 | Format::Int8PerTensor => self.scales.clone(),
+            Format::Int8 => self.scales[r0..r1].to_vec(),
+            Format::Int4 => self.scales[start / GROUP..end.div_ceil(GROUP)].to_vec(),
+        };
+        Matrix { words, scales, rows: r1 - r0, ..*self }
     }
 
     /// Whether `format` holds every weight exactly (an f16 checkpoint in f16).

@@ -112,40 +112,73 @@ fn params<P: bytemuck::Pod>(p: &P) -> Vec<u8> {
     bytemuck::bytes_of(p).to_vec()
 }
 
+/// A seeded `(vocab, n_embd)` matrix split by rows as the GPU splits the
+/// embedding and LM head over bindings: the shard of rows `v0..v1` as
+/// uploaded (words and scales sliced, not repacked) and the shard itself.
+fn shard(
+    format: Format,
+    (vocab, n_embd): (usize, usize),
+    (v0, v1): (usize, usize),
+    seed: u64,
+) -> (Matrix, Vec<u8>, Option<Vec<u8>>) {
+    let (whole, _, _) = weights(format, (vocab, n_embd), Channels::Rows, seed);
+    let m = whole.shard(v0, v1);
+    let words = bytemuck::cast_slice(m.words()).to_vec();
+    let scales = format.has_scales().then(|| bytes(m.scales()));
+    (m, words, scales)
+}
+
+/// Shards of the 1757-row vocabulary the cases use: whole, and the middle
+/// and last of three (rows outside a shard must be left untouched).
+const VOCAB_SHARDS: [(usize, usize); 3] = [(0, 1757), (64, 1088), (1088, 1757)];
+
 fn embedding_cases(format: Format) -> Vec<Case> {
     let mut out = Vec::new();
     for (i, &n_embd) in [1, 63, 65, 48].iter().enumerate() {
-        let (vocab, n_positions, n_rows, pos0) = (1757, 70, 5 + i, 3);
-        let tokens: Vec<u32> = (0..n_rows).map(|r| ((r * 389 + 7) % vocab) as u32).collect();
-        let (wte, words, scales) = weights(format, (vocab, n_embd), Channels::Rows, 1);
-        let wpe = random(n_positions * n_embd, 2);
-        let mut want = poisoned(n_rows * n_embd);
-        embedding::run_cpu(&tokens, &wte, &wpe, pos0, &mut want);
-        let p = embedding::Params {
-            n_rows: n_rows as u32,
-            n_embd: n_embd as u32,
-            pos0: pos0 as u32,
-            _pad: 0,
-        };
-        out.push(Case {
-            kernel: Kernel::Embedding,
-            format,
-            shape: format!("{n_rows} rows of {n_embd}"),
-            params: params(&p),
-            buffers: vec![
-                bytemuck::cast_slice(&tokens).to_vec(),
-                words,
-                bytes(&wpe),
-                bytes(&poisoned(n_rows * n_embd)),
-            ],
-            scales,
-            groups: embedding::workgroups(&p),
-            want: vec![(3, "x", want)],
-            tolerance: match format.has_scales() {
-                true => Tolerance { atol: 4.0 * f32::EPSILON, rtol: 0.0 },
-                false => EXACT,
-            },
-        });
+        for (v0, v1) in VOCAB_SHARDS {
+            let (vocab, n_positions, n_rows, pos0) = (1757, 70, 5 + i, 3);
+            let tokens: Vec<u32> = (0..n_rows).map(|r| ((r * 389 + 7) % vocab) as u32).collect();
+            let (wte, words, scales) = shard(format, (vocab, n_embd), (v0, v1), 1);
+            let wpe = random(n_positions * n_embd, 2);
+            // Poisoned where this shard writes, a sentinel where it must not.
+            let before: Vec<f32> = (0..n_rows * n_embd)
+                .map(|j| match (v0..v1).contains(&(tokens[j / n_embd] as usize)) {
+                    true => f32::NAN,
+                    false => 7.0,
+                })
+                .collect();
+            let mut want = before.clone();
+            embedding::run_cpu(&tokens, &wte, v0, &wpe, pos0, &mut want);
+            let p = embedding::Params {
+                n_rows: n_rows as u32,
+                n_embd: n_embd as u32,
+                pos0: pos0 as u32,
+                v0: v0 as u32,
+                n_vocab: (v1 - v0) as u32,
+                _pad0: 0,
+                _pad1: 0,
+                _pad2: 0,
+            };
+            out.push(Case {
+                kernel: Kernel::Embedding,
+                format,
+                shape: format!("{n_rows} rows of {n_embd}, vocabulary rows {v0}..{v1}"),
+                params: params(&p),
+                buffers: vec![
+                    bytemuck::cast_slice(&tokens).to_vec(),
+                    words,
+                    bytes(&wpe),
+                    bytes(&before),
+                ],
+                scales,
+                groups: embedding::workgroups(&p),
+                want: vec![(3, "x", want)],
+                tolerance: match format.has_scales() {
+                    true => Tolerance { atol: 4.0 * f32::EPSILON, rtol: 0.0 },
+                    false => EXACT,
+                },
+            });
+        }
     }
     out
 }
@@ -363,29 +396,43 @@ fn gelu_cases() -> Vec<Case> {
 
 fn lm_head_cases(format: Format) -> Vec<Case> {
     let mut out = Vec::new();
-    for &(vocab, n_embd, n_rows, row0, n_out) in &[
-        (1, 1, 1, 0, 1),
-        (63, 65, 4, 3, 1),
-        (1757, 48, 17, 0, 17),
-        (65, 1757, 2, 1, 1),
-        (64, 63, 5, 2, 3),
+    let whole = |vocab| (0, vocab);
+    for &(vocab, n_embd, n_rows, row0, n_out, (v0, v1)) in &[
+        (1, 1, 1, 0, 1, whole(1)),
+        (63, 65, 4, 3, 1, whole(63)),
+        (1757, 48, 17, 0, 17, whole(1757)),
+        (1757, 63, 3, 1, 2, VOCAB_SHARDS[1]),
+        (1757, 65, 2, 0, 2, VOCAB_SHARDS[2]),
+        (65, 1757, 2, 1, 1, whole(65)),
+        (65, 1757, 2, 1, 1, (32, 65)),
+        (64, 63, 5, 2, 3, whole(64)),
     ] {
         let x = random(n_rows * n_embd, 130);
-        let (w, words, scales) = weights(format, (vocab, n_embd), Channels::Rows, 131);
-        let mut want = poisoned(n_out * vocab);
-        lm_head::run_cpu(&x, &w, row0, n_out, &mut want);
+        let (w, words, scales) = shard(format, (vocab, n_embd), (v0, v1), 131);
+        // Poisoned in this shard's columns, a sentinel in the others'.
+        let before: Vec<f32> = (0..n_out * vocab)
+            .map(|j| if (v0..v1).contains(&(j % vocab)) { f32::NAN } else { 7.0 })
+            .collect();
+        let mut want = before.clone();
+        lm_head::run_cpu(&x, &w, v0, vocab, row0, n_out, &mut want);
         let p = lm_head::Params {
             n_out: n_out as u32,
             row0: row0 as u32,
             n_embd: n_embd as u32,
             vocab_size: vocab as u32,
+            v0: v0 as u32,
+            n_vocab: (v1 - v0) as u32,
+            _pad0: 0,
+            _pad1: 0,
         };
         out.push(Case {
             kernel: Kernel::LmHead,
             format,
-            shape: format!("vocab {vocab}, n_embd {n_embd}, {n_out} of {n_rows} rows"),
+            shape: format!(
+                "vocab {vocab} (rows {v0}..{v1}), n_embd {n_embd}, {n_out} of {n_rows} rows"
+            ),
             params: params(&p),
-            buffers: vec![bytes(&x), words, bytes(&poisoned(n_out * vocab))],
+            buffers: vec![bytes(&x), words, bytes(&before)],
             scales,
             groups: lm_head::workgroups(&p),
             want: vec![(2, "logits", want)],
