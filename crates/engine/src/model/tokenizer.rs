@@ -1,6 +1,7 @@
 //! Text ↔ token ids through the model's own `tokenizer.json` (Hugging Face
-//! `tokenizers`, the same library that trained it), plus a streaming decoder
-//! that never shows half a UTF-8 character.
+//! `tokenizers`, the same library that trained it) or GPT-2's original pair
+//! `vocab.json` + `merges.txt`, plus a streaming decoder that never shows half
+//! a UTF-8 character.
 
 use crate::error::{EngineError, Result};
 
@@ -22,6 +23,69 @@ impl Tokenizer {
         let inner: tokenizers::Tokenizer = serde_json::from_value(value)
             .map_err(|e| EngineError::Tokenizer(format!("cannot parse tokenizer.json: {e}")))?;
         Ok(Tokenizer { inner })
+    }
+
+    /// GPT-2's original files: `vocab.json` (token → id) and `merges.txt`
+    /// (one merge `a b` per line, in rank order, after a `#version` line),
+    /// as byte-level BPE with GPT-2's pre-tokenisation — the `tokenizer.json`
+    /// that `transformers`' `GPT2TokenizerFast` builds from the same pair, with
+    /// `<|endoftext|>` as its special token when the vocabulary has it.
+    pub fn from_vocab_merges(vocab: &[u8], merges: &[u8]) -> Result<Tokenizer> {
+        let bad = |m: String| EngineError::Tokenizer(m);
+        let vocab: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(vocab)
+            .map_err(|e| bad(format!("vocab.json is not a JSON object of token ids: {e}")))?;
+        let merges = std::str::from_utf8(merges)
+            .map_err(|_| bad("merges.txt is not UTF-8 text".to_string()))?;
+        let merges: Vec<&str> =
+            merges.lines().filter(|l| !l.starts_with("#version") && !l.trim().is_empty()).collect();
+        if let Some((n, line)) = merges.iter().enumerate().find(|(_, l)| l.split(' ').count() != 2)
+        {
+            return Err(bad(format!("merges.txt line {}: `{line}` is not two tokens", n + 2)));
+        }
+        let eos = "<|endoftext|>";
+        let added: Vec<serde_json::Value> = vocab
+            .get(eos)
+            .and_then(|id| id.as_u64())
+            .map(|id| {
+                serde_json::json!({ "id": id, "content": eos, "single_word": false, "lstrip": false,
+                    "rstrip": false, "normalized": true, "special": true })
+            })
+            .into_iter()
+            .collect();
+        let byte_level = |prefix: bool, trim: bool| {
+            serde_json::json!({ "type": "ByteLevel", "add_prefix_space": prefix,
+                "trim_offsets": trim, "use_regex": true })
+        };
+        let json = serde_json::json!({
+            "version": "1.0", "truncation": null, "padding": null, "added_tokens": added,
+            "normalizer": null, "pre_tokenizer": byte_level(false, true),
+            "post_processor": byte_level(true, false), "decoder": byte_level(true, true),
+            "model": { "type": "BPE", "dropout": null, "unk_token": null,
+                "continuing_subword_prefix": "", "end_of_word_suffix": "", "fuse_unk": false,
+                "byte_fallback": false, "vocab": vocab, "merges": merges },
+        });
+        let inner: tokenizers::Tokenizer = serde_json::from_value(json)
+            .map_err(|e| bad(format!("vocab.json + merges.txt do not make a tokenizer: {e}")))?;
+        Ok(Tokenizer { inner })
+    }
+
+    /// The tokenizer of a model directory (native only): `tokenizer.json`,
+    /// else GPT-2's `vocab.json` + `merges.txt`.
+    pub fn from_dir(dir: &std::path::Path) -> Result<Tokenizer> {
+        use crate::model::{read, MAX_TOKENIZER_BYTES};
+        let json = dir.join("tokenizer.json");
+        if json.exists() {
+            return Tokenizer::from_bytes(&read(&json, MAX_TOKENIZER_BYTES)?);
+        }
+        let (vocab, merges) = (dir.join("vocab.json"), dir.join("merges.txt"));
+        if !vocab.exists() || !merges.exists() {
+            return Err(EngineError::Tokenizer(format!(
+                "{} has no tokenizer: it needs tokenizer.json, or vocab.json and merges.txt",
+                dir.display()
+            )));
+        }
+        let read = |p: &std::path::Path| read(p, MAX_TOKENIZER_BYTES);
+        Tokenizer::from_vocab_merges(&read(&vocab)?, &read(&merges)?)
     }
 
     /// Number of ids the tokenizer can produce (including added tokens).
