@@ -4,8 +4,8 @@
 //! a "Copy embed code" button; embeds a compact footer and report their
 //! height to the parent page.
 //!
-//! URL parameters read here: `model` (a model directory, default the bundled
-//! `models/shakespeare/`), `backend=cpu` (skip WebGPU), `prompt`, `logits` /
+//! URL parameters read here: `model` (a Hub id or model folder address,
+//! default the bundled `models/shakespeare/`), `backend=cpu` (skip WebGPU), `prompt`, `logits` /
 //! `labels` (custom-logits mode), and every control (`url_state.rs`).
 
 use contract::{parse_sets, read_page, Route, Widget};
@@ -17,10 +17,12 @@ use crate::custom_logits::CustomLogits;
 use crate::driver::Driver;
 use crate::embed::{report_height, EmbedCode, EmbedFooter};
 use crate::lab::{load, Backend, Progress};
+use crate::picker::ModelPicker;
 use crate::playground::Playground;
 use crate::query::{query, with_opened};
 use crate::registry::Controls;
 use crate::selftest::{Outcome, SelfTestPanel};
+use crate::source::ModelSource;
 use crate::url_state::{self, Share};
 use crate::widgets::{Logits, Source, WidgetView};
 
@@ -158,11 +160,13 @@ fn start_loading(
     });
     phase.set(Phase::Loading(Progress { what: "starting".into(), loaded: 0, total: None }));
     leptos::task::spawn_local(async move {
-        let base = query("model").map(|m| if m.ends_with('/') { m } else { m + "/" });
-        let base = base.unwrap_or_else(|| DEFAULT_MODEL.to_string());
+        let source = match model_source() {
+            Ok(source) => source,
+            Err(e) => return phase.set(Phase::Error(e)),
+        };
         let on_lost = move |reason| lost.set(Some(reason));
         let progress = move |p| phase.set(Phase::Loading(p));
-        match load(&base, engine.force_cpu, engine.weights, progress, on_lost).await {
+        match load(source, engine.force_cpu, engine.weights, progress, on_lost).await {
             Ok(mut lab) => {
                 if let Some(shown) = self_test {
                     phase.set(Phase::Loading(Progress {
@@ -193,6 +197,15 @@ fn start_loading(
             Err(e) => phase.set(Phase::Error(e)),
         }
     });
+}
+
+/// The model `model=` names (a Hub id or a folder address), by default the bundled one.
+fn model_source() -> Result<ModelSource, String> {
+    let base = match query("model") {
+        Some(m) => contract::model_base(&m)?,
+        None => DEFAULT_MODEL.to_string(),
+    };
+    Ok(ModelSource { base })
 }
 
 /// `selftest_fault=KERNEL` (with `test_hooks=1` only): the self-test
@@ -265,6 +278,7 @@ fn Header(
             <h1><a href="?">"Decode Lab"</a></h1>
             <span class="tagline">"see and feel how a GPT chooses its next token"</span>
             <span class="status" data-testid="status" data-state=state>{state}</span>
+            <ModelPicker current=model_source().map_or_else(|e| e, |s| s.label())/>
             {move || match phase.get() {
                 Phase::Ready(b) => Some(view! { <BackendBadge backend=b/> }.into_any()),
                 _ => backend.get().map(|b| view! { <span class="badge">{b}</span> }.into_any()),

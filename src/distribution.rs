@@ -221,6 +221,10 @@ fn Readouts(e: Arc<Explanation>, stop: Option<RwSignal<String>>) -> impl IntoVie
             " → "
             <span data-testid="entropy-final">{format!("{:.3}", last.entropy_bits)} " bits"</span>
             <span data-testid="kept-count">" · kept " {last.kept_count}</span>
+            // Every cut runs over the whole vocabulary (no top-50 truncation first).
+            <span data-testid="vocab-size" data-n=e.raw_probs.len().to_string()>
+                " of " {thousands(e.raw_probs.len())} " tokens"
+            </span>
             <span data-testid="kept-mass">" · " {format!("{:.1}", kept_mass * 100.0)} "% of the tempered mass"</span>
         </div>
         <ol class="pipeline-strip" aria-label="pipeline" data-testid="pipeline-strip">
@@ -231,4 +235,17 @@ fn Readouts(e: Arc<Explanation>, stop: Option<RwSignal<String>>) -> impl IntoVie
             {stops}
         </ol>
     }
+}
+
+/// `50257` as `50,257`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }

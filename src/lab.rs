@@ -15,7 +15,8 @@ use engine::kernels::Kernel;
 use engine::model::{Config, Model, Tokenizer, Weights};
 use engine::Session;
 
-use crate::loader::{evict, fetch_bytes, yield_to_browser};
+use crate::loader::yield_to_browser;
+use crate::source::ModelSource;
 
 /// Which engine the page runs on, and why.
 #[derive(Clone, Debug, PartialEq)]
@@ -86,9 +87,9 @@ pub struct Lab {
     /// Whether the matrices hold the checkpoint's values exactly (f32, or
     /// f16 for an f16 checkpoint): [`Lab::variant`] starts from them.
     lossless: bool,
-    /// The model directory's address (ending in `/`): other files of the
-    /// model (the held-out passage) are fetched from there.
-    pub base: String,
+    /// Where the model's files came from: other files of the model (the
+    /// held-out passage) are read from there.
+    pub source: ModelSource,
     gpu: Option<Rc<GpuModel>>,
 }
 
@@ -187,11 +188,11 @@ impl Lab {
     }
 }
 
-/// Loads the model directory at `base` (ending in `/`), reporting progress.
-/// `force_cpu` skips WebGPU (the `backend=cpu` URL parameter); `weights` is
-/// the `weights=` parameter; `on_lost` is called if the GPU device is lost later.
+/// Loads the model in `source`, reporting progress. `force_cpu` skips
+/// WebGPU (the `backend=cpu` URL parameter); `weights` is the `weights=`
+/// parameter; `on_lost` is called if the GPU device is lost later.
 pub async fn load(
-    base: &str,
+    source: ModelSource,
     force_cpu: bool,
     weights: WeightsChoice,
     progress: impl Fn(Progress),
@@ -203,33 +204,13 @@ pub async fn load(
     } else {
         GpuContext::new().await.map_err(|e| e.to_string())
     };
-
-    let mut blobs = Vec::new();
-    let mut done = 0;
-    for file in FILES {
-        let url = format!("{base}{file}");
-        let report = |loaded, total: Option<u64>| {
-            progress(Progress {
-                what: format!("downloading {file}"),
-                loaded: done + loaded,
-                total: total.map(|t| done + t),
-            })
-        };
-        let bytes = fetch_bytes(&url, report).await?;
-        done += bytes.len() as u64;
-        blobs.push((url, bytes));
-    }
+    let fetched = fetch_files(&source, &progress).await?;
+    let done = fetched.bytes;
     progress(Progress { what: "checking the model".into(), loaded: done, total: Some(done) });
-    let urls: Vec<String> = blobs.iter().map(|(url, _)| url.clone()).collect();
-    let parsed = match <[(String, Vec<u8>); 3]>::try_from(blobs) {
-        Ok([config, tokenizer, weights]) => parse(&config, &tokenizer, &weights),
-        Err(_) => Err("internal: expected three model files".into()),
-    };
+    let parsed = parse(&source, &fetched);
     if parsed.is_err() {
         // A corrupt file must not stay cached: the retry downloads it again.
-        for url in &urls {
-            evict(url).await;
-        }
+        source.forget(&ALL_FILES).await;
     }
     let (model, tokenizer) = parsed?;
     if tokenizer.vocab_size() > model.config.vocab_size {
@@ -277,7 +258,7 @@ pub async fn load(
         }
         Err(reason) => (Backend::Cpu { reason, held }, None),
     };
-    Ok(Lab { model, tokenizer: Rc::new(tokenizer), backend, lossless, base: base.to_string(), gpu })
+    Ok(Lab { model, tokenizer: Rc::new(tokenizer), backend, lossless, source, gpu })
 }
 
 /// What the self-test's model check runs: a prompt every GPT-2 tokenizer
@@ -285,21 +266,94 @@ pub async fn load(
 const SELF_TEST_PROMPT: &str = "To be, or not to be";
 const SELF_TEST_STEPS: usize = 16;
 
-/// The files of a model directory, in the order they are fetched.
-const FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
+/// Every file [`fetch_files`] may fetch (what a failed parse evicts).
+const ALL_FILES: [&str; 5] =
+    ["config.json", "tokenizer.json", "vocab.json", "merges.txt", "model.safetensors"];
 
-/// Parses the three fetched files `(url, bytes)`; each error names its own file.
-fn parse(
-    config: &(String, Vec<u8>),
-    tokenizer: &(String, Vec<u8>),
-    weights: &(String, Vec<u8>),
-) -> Result<(Model, Tokenizer), String> {
-    let text =
-        std::str::from_utf8(&config.1).map_err(|_| format!("{}: not UTF-8 text", config.0))?;
-    let config_parsed = Config::from_json(text).map_err(|e| format!("{}: {e}", config.0))?;
-    let tokenizer =
-        Tokenizer::from_bytes(&tokenizer.1).map_err(|e| format!("{}: {e}", tokenizer.0))?;
-    let weights_parsed = Weights::from_safetensors(&weights.1, &config_parsed)
-        .map_err(|e| format!("{}: {e}", weights.0))?;
-    Ok((Model { config: config_parsed, weights: weights_parsed }, tokenizer))
+/// A model folder's files as fetched.
+struct Fetched {
+    config: Vec<u8>,
+    tokenizer: TokenizerFiles,
+    weights: Vec<u8>,
+    /// Bytes over every file.
+    bytes: u64,
+}
+
+/// `tokenizer.json`, or GPT-2's original pair.
+enum TokenizerFiles {
+    Json(Vec<u8>),
+    VocabMerges(Vec<u8>, Vec<u8>),
+}
+
+/// Fetches `config.json`, the tokenizer (`tokenizer.json`, else `vocab.json`
+/// + `merges.txt`) and `model.safetensors`, in that order (the small files
+///   first, so a wrong folder fails before the big download). A missing file
+///   is named; a folder with only `pytorch_model.bin` is told why that is not enough.
+async fn fetch_files(
+    source: &ModelSource,
+    progress: &impl Fn(Progress),
+) -> Result<Fetched, String> {
+    let mut done = 0;
+    let mut get = async |name: &str| -> Result<Option<Vec<u8>>, String> {
+        let report = |loaded, total: Option<u64>| {
+            progress(Progress {
+                what: format!("downloading {name}"),
+                loaded: done + loaded,
+                total: total.map(|t| done + t),
+            })
+        };
+        let bytes = source.get(name, report).await?;
+        done += bytes.as_ref().map_or(0, |b| b.len() as u64);
+        Ok(bytes)
+    };
+    let missing = |name: &str| {
+        match source.is_local() {
+        false => format!("could not fetch {}: HTTP 404 Not Found. {NEEDED}", source.place(name)),
+        true => format!(
+            "{name} is not among the files picked for {} in this browser (pick the folder again). {NEEDED}",
+            source.label()
+        ),
+    }
+    };
+    let config = get("config.json").await?.ok_or_else(|| missing("config.json"))?;
+    let tokenizer = match get("tokenizer.json").await? {
+        Some(json) => TokenizerFiles::Json(json),
+        None => {
+            let vocab = get("vocab.json").await?.ok_or_else(|| missing("tokenizer.json"))?;
+            let merges = get("merges.txt").await?.ok_or_else(|| missing("merges.txt"))?;
+            TokenizerFiles::VocabMerges(vocab, merges)
+        }
+    };
+    let Some(weights) = get("model.safetensors").await? else {
+        if matches!(source.size("pytorch_model.bin").await, Ok(Some(_))) {
+            let location = source.label();
+            return Err(engine::EngineError::PytorchOnly { location }.to_string());
+        }
+        return Err(missing("model.safetensors"));
+    };
+    Ok(Fetched { config, tokenizer, weights, bytes: done })
+}
+
+/// What a model folder must hold, for messages.
+const NEEDED: &str =
+    "A model folder needs config.json, model.safetensors, and tokenizer.json or vocab.json + merges.txt.";
+
+/// Parses the fetched files; each error names its own file.
+fn parse(source: &ModelSource, f: &Fetched) -> Result<(Model, Tokenizer), String> {
+    let at = |name: &str| source.place(name);
+    let text = std::str::from_utf8(&f.config)
+        .map_err(|_| format!("{}: not UTF-8 text", at("config.json")))?;
+    let config = Config::from_json(text).map_err(|e| format!("{}: {e}", at("config.json")))?;
+    let tokenizer = match &f.tokenizer {
+        TokenizerFiles::Json(json) => {
+            Tokenizer::from_bytes(json).map_err(|e| format!("{}: {e}", at("tokenizer.json")))?
+        }
+        TokenizerFiles::VocabMerges(vocab, merges) => {
+            Tokenizer::from_vocab_merges(vocab, merges)
+                .map_err(|e| format!("{} + merges.txt: {e}", at("vocab.json")))?
+        }
+    };
+    let weights = Weights::from_safetensors(&f.weights, &config)
+        .map_err(|e| format!("{}: {e}", at("model.safetensors")))?;
+    Ok((Model { config, weights }, tokenizer))
 }

@@ -20,7 +20,9 @@ pub fn js_error(e: &JsValue) -> String {
         .unwrap_or_else(|| format!("{e:?}"))
 }
 
-async fn cache() -> Option<Cache> {
+/// The Cache Storage bucket model files are kept in (`None` where the
+/// browser offers none).
+pub async fn model_cache() -> Option<Cache> {
     // Cache Storage is missing on plain-http origins other than localhost.
     let caches = web_sys::window()?.caches().ok()?;
     JsFuture::from(caches.open(CACHE)).await.ok()?.dyn_into().ok()
@@ -28,7 +30,7 @@ async fn cache() -> Option<Cache> {
 
 /// Forgets `url` in the cache (after its bytes turned out to be unusable).
 pub async fn evict(url: &str) {
-    if let Some(cache) = cache().await {
+    if let Some(cache) = model_cache().await {
         let _ = JsFuture::from(cache.delete_with_str(url)).await;
     }
 }
@@ -37,19 +39,45 @@ pub async fn evict(url: &str) {
 /// as bytes arrive; `total` is `None` when the server does not say. Embeds on
 /// one page take turns per file (a Web Lock), so only the first downloads it
 /// and the others read it from the cache.
-pub async fn fetch_bytes(
+/// `None` when the server says the file is not there (HTTP 404).
+pub async fn fetch_optional(
     url: &str,
     progress: impl Fn(u64, Option<u64>),
-) -> Result<Vec<u8>, String> {
+) -> Result<Option<Vec<u8>>, String> {
     with_lock(&format!("decode-lab:{url}"), fetch_through_cache(url, progress)).await
+}
+
+/// Whether `url` exists, asked with a HEAD request (nothing downloaded), and
+/// its size when the server says.
+pub async fn head(url: &str) -> Result<Option<Option<u64>>, String> {
+    let window = web_sys::window().ok_or("no window")?;
+    if let Some(c) = model_cache().await {
+        let cached = JsFuture::from(c.match_with_str(url)).await.ok();
+        if let Some(r) = cached.and_then(|r| r.dyn_into::<Response>().ok()) {
+            return Ok(Some(
+                r.headers().get("content-length").ok().flatten().and_then(|v| v.parse().ok()),
+            ));
+        }
+    }
+    let init = web_sys::RequestInit::new();
+    init.set_method("HEAD");
+    let r: Response = JsFuture::from(window.fetch_with_str_and_init(url, &init))
+        .await
+        .map_err(|e| format!("could not reach {url}: {}", js_error(&e)))?
+        .dyn_into()
+        .map_err(|_| format!("{url}: not a response"))?;
+    if !r.ok() {
+        return Ok(None);
+    }
+    Ok(Some(r.headers().get("content-length").ok().flatten().and_then(|v| v.parse().ok())))
 }
 
 async fn fetch_through_cache(
     url: &str,
     progress: impl Fn(u64, Option<u64>),
-) -> Result<Vec<u8>, String> {
+) -> Result<Option<Vec<u8>>, String> {
     let window = web_sys::window().ok_or("no window")?;
-    let cache = cache().await;
+    let cache = model_cache().await;
     let cached = match &cache {
         Some(c) => JsFuture::from(c.match_with_str(url))
             .await
@@ -66,6 +94,9 @@ async fn fetch_through_cache(
                 .map_err(|e| format!("could not fetch {url}: {}", js_error(&e)))?
                 .dyn_into()
                 .map_err(|_| format!("{url}: not a response"))?;
+            if r.status() == 404 {
+                return Ok(None);
+            }
             if !r.ok() {
                 return Err(format!(
                     "could not fetch {url}: HTTP {} {}",
@@ -87,7 +118,7 @@ async fn fetch_through_cache(
         // In the cache before the lock is released, for the next embed.
         let _ = JsFuture::from(put).await;
     }
-    bytes
+    bytes.map(Some)
 }
 
 /// Runs `job` holding the Web Lock `name` (shared by every page and frame of

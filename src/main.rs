@@ -12,10 +12,12 @@ mod embed;
 mod lab;
 mod loader;
 mod nucleus;
+mod picker;
 mod playground;
 mod query;
 mod registry;
 mod selftest;
+mod source;
 mod url_state;
 mod widgets;
 

@@ -11,7 +11,8 @@
 // EMBEDDING.md recommends (no inline script; wasm compiles under
 // 'wasm-unsafe-eval'), so every e2e test runs under it.
 export const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; " +
-  "img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'";
+  "img-src 'self' data:; connect-src 'self' https://huggingface.co https://*.huggingface.co https://*.hf.co; " +
+  "object-src 'none'; base-uri 'none'; form-action 'none'";
 import { createServer } from 'node:http';
 import { readFile } from 'node:fs/promises';
 import { extname, join, normalize } from 'node:path';

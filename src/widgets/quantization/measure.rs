@@ -12,7 +12,7 @@ use engine::{Session, Wanted};
 use leptos::prelude::*;
 
 use crate::driver::Driver;
-use crate::loader::{fetch_bytes, yield_to_browser};
+use crate::loader::yield_to_browser;
 
 /// The reference every figure is relative to.
 pub const REFERENCE: Format = Format::F32;
@@ -132,12 +132,18 @@ async fn held_out(
     sessions: &mut [Session],
     limit: usize,
 ) -> Result<(), String> {
-    let (base, tokenizer, config) =
-        d.lab.with_value(|l| (l.base.clone(), l.tokenizer.clone(), l.model.config.clone()));
-    let url = format!("{base}{HELDOUT_FILE}");
-    let text = match fetch_bytes(&url, |_, _| {}).await.map(String::from_utf8) {
-        Ok(Ok(text)) => text,
-        Ok(Err(_)) => return Err(format!("{url} is not UTF-8 text")),
+    let (source, tokenizer, config) =
+        d.lab.with_value(|l| (l.source.clone(), l.tokenizer.clone(), l.model.config.clone()));
+    let place = source.place(HELDOUT_FILE);
+    let text = match source.get(HELDOUT_FILE, |_, _| {}).await {
+        Ok(Some(bytes)) => {
+            String::from_utf8(bytes).map_err(|_| format!("{place} is not UTF-8 text"))?
+        }
+        Ok(None) => {
+            let why = format!("no held-out passage: the model folder has no {place}");
+            sinks.heldout.set(Some(Err(why)));
+            return Ok(());
+        }
         Err(e) => {
             sinks.heldout.set(Some(Err(format!("no held-out passage: {e}"))));
             return Ok(());

@@ -1,0 +1,120 @@
+//! The model picker in the header: the bundled model, a Hugging Face repo id
+//! or folder address, or files from a folder on this computer (picked or
+//! dropped). Every choice becomes `model=` and the page reloads, so the
+//! address names the model: picked files are first stored in the browser's
+//! Cache Storage under `local-models/NAME/`, where the loader finds them
+//! like any cached download (no copy through the page's memory, and a
+//! reload or a second tab opens them again).
+
+use leptos::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+
+use crate::loader::{js_error, model_cache};
+
+/// Files a model folder may hold (what the file picker offers).
+const ACCEPT: &str = ".json,.txt,.safetensors,.bin";
+
+#[component]
+pub fn ModelPicker(
+    /// The model in use, in words.
+    current: String,
+) -> impl IntoView {
+    let typed = RwSignal::new(crate::query::query("model").unwrap_or_default());
+    let problem = RwSignal::new(None::<String>);
+    let open = move || match contract::model_base(&typed.get_untracked()) {
+        Ok(_) => navigate_with_model(Some(typed.get_untracked().trim())),
+        Err(e) => problem.set(Some(e)),
+    };
+    let pick = move |files: Option<web_sys::FileList>| {
+        let files: Vec<web_sys::File> = files
+            .map(|list| (0..list.length()).filter_map(|i| list.get(i)).collect())
+            .unwrap_or_default();
+        if files.is_empty() {
+            return;
+        }
+        problem.set(None);
+        leptos::task::spawn_local(async move {
+            match store(&files).await {
+                Ok(base) => navigate_with_model(Some(&base)),
+                Err(e) => problem.set(Some(e)),
+            }
+        });
+    };
+    let on_change = move |ev: web_sys::Event| {
+        let input = ev.target().and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok());
+        pick(input.and_then(|i| i.files()));
+    };
+    let on_drop = move |ev: web_sys::DragEvent| {
+        ev.prevent_default();
+        pick(ev.data_transfer().and_then(|d| d.files()));
+    };
+    view! {
+        <details class="model-picker" data-testid="model-picker">
+            <summary>"Model: " <span data-testid="model-name">{current}</span></summary>
+            <div class="picker-body"
+                on:dragover=|ev: web_sys::DragEvent| ev.prevent_default()
+                on:drop=on_drop>
+                <label>"Hugging Face repo or folder address "
+                    <input type="text" data-testid="model-id" placeholder="openai-community/gpt2"
+                        prop:value=move || typed.get()
+                        on:input=move |ev| typed.set(event_target_value(&ev))
+                        on:keydown=move |ev: web_sys::KeyboardEvent| if ev.key() == "Enter" { open() }/>
+                </label>
+                <button data-testid="model-open" on:click=move |_| open()>"Open"</button>
+                <button data-testid="model-bundled" on:click=move |_| navigate_with_model(None)>"Bundled model"</button>
+                <p class="hint">"A repo needs model.safetensors (f32 or f16), config.json and tokenizer.json or vocab.json + merges.txt; another site must allow this page with CORS (the Hub does)."</p>
+                <label class="files">"Or files from a folder on this computer (pick or drop them here): "
+                    <input type="file" multiple accept=ACCEPT data-testid="model-files" on:change=on_change/>
+                </label>
+                {move || problem.get().map(|p| view! { <p class="error" data-testid="model-problem">{p}</p> })}
+            </div>
+        </details>
+    }
+}
+
+/// Reloads the page with `model=` set to `model` (or removed), every other
+/// parameter kept: the address names the model, so a link reproduces it.
+fn navigate_with_model(model: Option<&str>) {
+    let Some(location) = web_sys::window().map(|w| w.location()) else { return };
+    let search = location.search().unwrap_or_default();
+    let Ok(params) = web_sys::UrlSearchParams::new_with_str(&search) else { return };
+    match model {
+        Some(m) => params.set("model", m),
+        None => params.delete("model"),
+    }
+    let _ = location.set_search(&String::from(params.to_string()));
+}
+
+/// Where picked files are stored: `local-models/NAME/`, NAME being the
+/// picked folder's name (or `picked` for loose files).
+pub const LOCAL_PREFIX: &str = "local-models/";
+
+/// Puts `files` into Cache Storage under `local-models/NAME/FILE` (the
+/// file itself as the response body: the browser copies it, not the page)
+/// and returns that folder's address.
+async fn store(files: &[web_sys::File]) -> Result<String, String> {
+    let folder = files
+        .iter()
+        .find_map(|f| {
+            // `webkitRelativePath` ("folder/file") is set for a picked folder.
+            let path = js_sys::Reflect::get(f, &"webkitRelativePath".into()).ok()?.as_string()?;
+            let dir = path.split('/').next().filter(|d| !d.is_empty() && path.contains('/'))?;
+            Some(dir.chars().filter(|c| c.is_ascii_alphanumeric() || "-_.".contains(*c)).collect())
+        })
+        .filter(|d: &String| !d.is_empty() && !d.starts_with('.'))
+        .unwrap_or_else(|| "picked".to_string());
+    let base = format!("{LOCAL_PREFIX}{folder}/");
+    let cache = model_cache().await.ok_or(
+        "this browser offers no Cache Storage here (it needs https or localhost), so picked files cannot be kept",
+    )?;
+    for file in files {
+        let response = web_sys::Response::new_with_opt_blob(Some(file))
+            .map_err(|e| format!("{}: {}", file.name(), js_error(&e)))?;
+        let url = format!("{base}{}", file.name());
+        JsFuture::from(cache.put_with_str(&url, &response))
+            .await
+            .map_err(|e| format!("could not store {}: {}", file.name(), js_error(&e)))?;
+    }
+    Ok(base)
+}

