@@ -14,9 +14,10 @@ use leptos::html::Div;
 use leptos::prelude::*;
 
 use crate::custom_logits::CustomLogits;
+use crate::download::{size, BigDownload};
 use crate::driver::Driver;
 use crate::embed::{report_height, EmbedCode, EmbedFooter};
-use crate::lab::{load, Backend, Progress};
+use crate::lab::{load, Backend, LoadChoice, LoadError, Progress};
 use crate::picker::ModelPicker;
 use crate::playground::Playground;
 use crate::query::{query, with_opened};
@@ -33,6 +34,8 @@ const DEFAULT_MODEL: &str = "models/shakespeare/";
 enum Phase {
     Loading(Progress),
     Ready(Backend),
+    /// A big download waits for the user's yes.
+    Confirm(BigDownload),
     /// Custom-logits mode: nothing to load.
     Logits,
     Error(String),
@@ -47,7 +50,8 @@ pub fn App() -> impl IntoView {
     let controls = Controls::new();
     url_state::apply(&controls, page.values);
     notices.extend(page.notices);
-    let engine = EngineChoice { force_cpu: page.force_cpu, weights: page.weights };
+    let engine =
+        EngineChoice { force_cpu: page.force_cpu, weights: page.weights, confirmed: false };
     // `selftest=1`: filled in once the self-test has run, before the widget starts.
     let self_test = page.selftest.then(|| RwSignal::new(None::<(Outcome, Config)>));
     let logits = custom_logits(&route, &mut notices);
@@ -66,11 +70,12 @@ pub fn App() -> impl IntoView {
     });
     let driver = RwSignal::new_local(None::<Driver>);
     let start = move || start_loading(phase, driver, controls, engine, self_test);
+    let confirm = move || start_loading(phase, driver, controls, engine.confirmed(), self_test);
     if logits.is_none() {
         start();
     }
     let state = Signal::derive(move || match phase.get() {
-        Phase::Loading(_) => "loading",
+        Phase::Loading(_) | Phase::Confirm(_) => "loading",
         Phase::Error(_) => "error",
         Phase::Ready(_) if driver.get().is_some_and(|d| d.generating.get()) => "generating",
         Phase::Ready(_) | Phase::Logits => "ready",
@@ -79,8 +84,18 @@ pub fn App() -> impl IntoView {
     let shown = route.shown.clone();
     let widget = route.widget;
     let logits = logits.map(|(l, _)| l);
-    let body = move || match phase.get() {
+    let body = move || {
+        match phase.get() {
         Phase::Loading(p) => view! { <LoadingBar progress=p/> }.into_any(),
+        Phase::Confirm(d) => view! {
+            <div class="confirm-box" role="alertdialog" data-testid="confirm-download">
+                <p>{d.question()}</p>
+                <button data-testid="confirm-yes" on:click=move |_| confirm()>{format!("Download {}", size(d.file_bytes))}</button>
+                " "
+                <a href="?" data-testid="confirm-no">"Back to the bundled model"</a>
+            </div>
+        }
+        .into_any(),
         Phase::Error(e) => view! {
             <div class="error-box" role="alert">
                 <p><strong>"The model could not be loaded. "</strong>{e}</p>
@@ -107,6 +122,7 @@ pub fn App() -> impl IntoView {
             }
             .into_any()
         }
+    }
     };
     let backend = Signal::derive(move || match phase.get() {
         Phase::Ready(b) => Some(b.label()),
@@ -139,6 +155,14 @@ pub fn App() -> impl IntoView {
 struct EngineChoice {
     force_cpu: bool,
     weights: contract::WeightsChoice,
+    /// The user said yes to a big download.
+    confirmed: bool,
+}
+
+impl EngineChoice {
+    fn confirmed(self) -> EngineChoice {
+        EngineChoice { confirmed: true, ..self }
+    }
 }
 
 /// Loads the model (`model=`, default the bundled one), runs the self-test
@@ -166,7 +190,12 @@ fn start_loading(
         };
         let on_lost = move |reason| lost.set(Some(reason));
         let progress = move |p| phase.set(Phase::Loading(p));
-        match load(source, engine.force_cpu, engine.weights, progress, on_lost).await {
+        let choice = LoadChoice {
+            force_cpu: engine.force_cpu,
+            weights: engine.weights,
+            confirmed: engine.confirmed,
+        };
+        match load(source, choice, progress, on_lost).await {
             Ok(mut lab) => {
                 if let Some(shown) = self_test {
                     phase.set(Phase::Loading(Progress {
@@ -194,7 +223,8 @@ fn start_loading(
                 phase.set(Phase::Ready(backend));
                 d.reset(); // reads the prompt: the first distribution shows at once
             }
-            Err(e) => phase.set(Phase::Error(e)),
+            Err(LoadError::Confirm(d)) => phase.set(Phase::Confirm(d)),
+            Err(LoadError::Failed(e)) => phase.set(Phase::Error(e)),
         }
     });
 }

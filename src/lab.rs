@@ -1,7 +1,7 @@
 //! The loaded model and the engine it runs on: the bridge between the page and
-//! `decode-lab-engine`. Loading order: probe WebGPU → fetch the three model
-//! files (with progress) → parse and check → upload to the GPU, or fall back to
-//! the CPU engine with the reason kept for the banner.
+//! `decode-lab-engine`. Loading order: probe WebGPU → fetch the model folder's
+//! files (`model_files.rs`, with progress) → parse and check → upload to the
+//! GPU, or fall back to the CPU engine with the reason kept for the banner.
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -12,10 +12,12 @@ use engine::gpu::selftest::{self, Report};
 use engine::gpu::{GpuContext, GpuModel, GpuSession};
 use engine::kernels::format::Format;
 use engine::kernels::Kernel;
-use engine::model::{Config, Model, Tokenizer, Weights};
+use engine::model::{Model, Tokenizer};
 use engine::Session;
 
 use crate::loader::yield_to_browser;
+use crate::model_files::{fetch_files, parse, ALL_FILES};
+pub use crate::model_files::{LoadError, Progress};
 use crate::source::ModelSource;
 
 /// Which engine the page runs on, and why.
@@ -65,17 +67,6 @@ impl Backend {
             Backend::Cpu { .. } => format!("CPU (wasm) · {held}"),
         }
     }
-}
-
-/// Where loading stands (drives the progress bar).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Progress {
-    /// What is happening, in words.
-    pub what: String,
-    /// Bytes fetched so far over every file.
-    pub loaded: u64,
-    /// Bytes expected over every file, once the server said.
-    pub total: Option<u64>,
 }
 
 /// A model ready to open sessions on.
@@ -188,23 +179,33 @@ impl Lab {
     }
 }
 
-/// Loads the model in `source`, reporting progress. `force_cpu` skips
-/// WebGPU (the `backend=cpu` URL parameter); `weights` is the `weights=`
-/// parameter; `on_lost` is called if the GPU device is lost later.
+/// What the page asks of a load.
+#[derive(Clone, Copy)]
+pub struct LoadChoice {
+    /// Skip WebGPU (the `backend=cpu` URL parameter).
+    pub force_cpu: bool,
+    /// The `weights=` parameter.
+    pub weights: WeightsChoice,
+    /// The user said yes to a download above [`CONFIRM_BYTES`].
+    pub confirmed: bool,
+}
+
+/// Loads the model in `source`, reporting progress; `on_lost` is called if
+/// the GPU device is lost later.
 pub async fn load(
     source: ModelSource,
-    force_cpu: bool,
-    weights: WeightsChoice,
+    choice: LoadChoice,
     progress: impl Fn(Progress),
     on_lost: impl Fn(String) + Send + 'static,
-) -> Result<Lab, String> {
+) -> Result<Lab, LoadError> {
+    let LoadChoice { force_cpu, weights, confirmed } = choice;
     progress(Progress { what: "probing WebGPU".into(), loaded: 0, total: None });
     let ctx = if force_cpu {
         Err("the CPU engine was asked for (backend=cpu)".to_string())
     } else {
         GpuContext::new().await.map_err(|e| e.to_string())
     };
-    let fetched = fetch_files(&source, &progress).await?;
+    let fetched = fetch_files(&source, confirmed, &progress).await?;
     let done = fetched.bytes;
     progress(Progress { what: "checking the model".into(), loaded: done, total: Some(done) });
     let parsed = parse(&source, &fetched);
@@ -214,11 +215,11 @@ pub async fn load(
     }
     let (model, tokenizer) = parsed?;
     if tokenizer.vocab_size() > model.config.vocab_size {
-        return Err(format!(
+        return Err(LoadError::Failed(format!(
             "the tokenizer has {} tokens but the model only {}",
             tokenizer.vocab_size(),
             model.config.vocab_size
-        ));
+        )));
     }
     let format = weights.format(&model);
     let lossless = format == Format::F32 || model.exact_in(format);
@@ -265,95 +266,3 @@ pub async fn load(
 /// encodes, then this many greedy steps.
 const SELF_TEST_PROMPT: &str = "To be, or not to be";
 const SELF_TEST_STEPS: usize = 16;
-
-/// Every file [`fetch_files`] may fetch (what a failed parse evicts).
-const ALL_FILES: [&str; 5] =
-    ["config.json", "tokenizer.json", "vocab.json", "merges.txt", "model.safetensors"];
-
-/// A model folder's files as fetched.
-struct Fetched {
-    config: Vec<u8>,
-    tokenizer: TokenizerFiles,
-    weights: Vec<u8>,
-    /// Bytes over every file.
-    bytes: u64,
-}
-
-/// `tokenizer.json`, or GPT-2's original pair.
-enum TokenizerFiles {
-    Json(Vec<u8>),
-    VocabMerges(Vec<u8>, Vec<u8>),
-}
-
-/// Fetches `config.json`, the tokenizer (`tokenizer.json`, else `vocab.json`
-/// + `merges.txt`) and `model.safetensors`, in that order (the small files
-///   first, so a wrong folder fails before the big download). A missing file
-///   is named; a folder with only `pytorch_model.bin` is told why that is not enough.
-async fn fetch_files(
-    source: &ModelSource,
-    progress: &impl Fn(Progress),
-) -> Result<Fetched, String> {
-    let mut done = 0;
-    let mut get = async |name: &str| -> Result<Option<Vec<u8>>, String> {
-        let report = |loaded, total: Option<u64>| {
-            progress(Progress {
-                what: format!("downloading {name}"),
-                loaded: done + loaded,
-                total: total.map(|t| done + t),
-            })
-        };
-        let bytes = source.get(name, report).await?;
-        done += bytes.as_ref().map_or(0, |b| b.len() as u64);
-        Ok(bytes)
-    };
-    let missing = |name: &str| {
-        match source.is_local() {
-        false => format!("could not fetch {}: HTTP 404 Not Found. {NEEDED}", source.place(name)),
-        true => format!(
-            "{name} is not among the files picked for {} in this browser (pick the folder again). {NEEDED}",
-            source.label()
-        ),
-    }
-    };
-    let config = get("config.json").await?.ok_or_else(|| missing("config.json"))?;
-    let tokenizer = match get("tokenizer.json").await? {
-        Some(json) => TokenizerFiles::Json(json),
-        None => {
-            let vocab = get("vocab.json").await?.ok_or_else(|| missing("tokenizer.json"))?;
-            let merges = get("merges.txt").await?.ok_or_else(|| missing("merges.txt"))?;
-            TokenizerFiles::VocabMerges(vocab, merges)
-        }
-    };
-    let Some(weights) = get("model.safetensors").await? else {
-        if matches!(source.size("pytorch_model.bin").await, Ok(Some(_))) {
-            let location = source.label();
-            return Err(engine::EngineError::PytorchOnly { location }.to_string());
-        }
-        return Err(missing("model.safetensors"));
-    };
-    Ok(Fetched { config, tokenizer, weights, bytes: done })
-}
-
-/// What a model folder must hold, for messages.
-const NEEDED: &str =
-    "A model folder needs config.json, model.safetensors, and tokenizer.json or vocab.json + merges.txt.";
-
-/// Parses the fetched files; each error names its own file.
-fn parse(source: &ModelSource, f: &Fetched) -> Result<(Model, Tokenizer), String> {
-    let at = |name: &str| source.place(name);
-    let text = std::str::from_utf8(&f.config)
-        .map_err(|_| format!("{}: not UTF-8 text", at("config.json")))?;
-    let config = Config::from_json(text).map_err(|e| format!("{}: {e}", at("config.json")))?;
-    let tokenizer = match &f.tokenizer {
-        TokenizerFiles::Json(json) => {
-            Tokenizer::from_bytes(json).map_err(|e| format!("{}: {e}", at("tokenizer.json")))?
-        }
-        TokenizerFiles::VocabMerges(vocab, merges) => {
-            Tokenizer::from_vocab_merges(vocab, merges)
-                .map_err(|e| format!("{} + merges.txt: {e}", at("vocab.json")))?
-        }
-    };
-    let weights = Weights::from_safetensors(&f.weights, &config)
-        .map_err(|e| format!("{}: {e}", at("model.safetensors")))?;
-    Ok((Model { config, weights }, tokenizer))
-}

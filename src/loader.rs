@@ -47,6 +47,70 @@ pub async fn fetch_optional(
     with_lock(&format!("decode-lab:{url}"), fetch_through_cache(url, progress)).await
 }
 
+/// A model folder with files in this browser's cache: its address (as the
+/// cache keys it: absolute) and the bytes of its files.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stored {
+    pub base: String,
+    pub bytes: u64,
+}
+
+/// Every model folder with files in the cache, largest first.
+pub async fn stored_models() -> Vec<Stored> {
+    let Some(c) = model_cache().await else { return Vec::new() };
+    let Ok(keys) = JsFuture::from(c.keys()).await else { return Vec::new() };
+    let mut out: Vec<Stored> = Vec::new();
+    for request in js_sys::Array::from(&keys).iter() {
+        let Ok(request) = request.dyn_into::<web_sys::Request>() else { continue };
+        let url = request.url();
+        let Some((base, _)) = url.rsplit_once('/') else { continue };
+        let base = format!("{base}/");
+        let bytes = match JsFuture::from(c.match_with_request(&request)).await {
+            Ok(r) => stored_size(r.unchecked_into()).await,
+            Err(_) => 0,
+        };
+        match out.iter_mut().find(|s| s.base == base) {
+            Some(s) => s.bytes += bytes,
+            None => out.push(Stored { base, bytes }),
+        }
+    }
+    out.sort_by_key(|s| std::cmp::Reverse(s.bytes));
+    out
+}
+
+/// A cached response's size: its Content-Length, else its body's (a picked
+/// file stored as it is has no header; its blob's size is known without reading it).
+async fn stored_size(r: Response) -> u64 {
+    let header = r.headers().get("content-length").ok().flatten().and_then(|v| v.parse().ok());
+    if let Some(n) = header {
+        return n;
+    }
+    let Ok(blob) = r.blob() else { return 0 };
+    match JsFuture::from(blob).await {
+        Ok(b) => b.unchecked_into::<web_sys::Blob>().size() as u64,
+        Err(_) => 0,
+    }
+}
+
+/// Removes every cached file under `base` (a [`Stored::base`]).
+pub async fn forget_model(base: &str) {
+    let Some(c) = model_cache().await else { return };
+    let Ok(keys) = JsFuture::from(c.keys()).await else { return };
+    for request in js_sys::Array::from(&keys).iter() {
+        let Ok(request) = request.dyn_into::<web_sys::Request>() else { continue };
+        if request.url().starts_with(base) {
+            let _ = JsFuture::from(c.delete_with_request(&request)).await;
+        }
+    }
+}
+
+/// Whether `url` is in the model cache.
+pub async fn cached(url: &str) -> bool {
+    let Some(c) = model_cache().await else { return false };
+    let found = JsFuture::from(c.match_with_str(url)).await.ok();
+    found.is_some_and(|r| r.dyn_into::<Response>().is_ok())
+}
+
 /// Whether `url` exists, asked with a HEAD request (nothing downloaded), and
 /// its size when the server says.
 pub async fn head(url: &str) -> Result<Option<Option<u64>>, String> {

@@ -10,7 +10,8 @@ use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
-use crate::loader::{js_error, model_cache};
+use crate::download::size;
+use crate::loader::{forget_model, js_error, model_cache, stored_models, Stored};
 
 /// Files a model folder may hold (what the file picker offers).
 const ACCEPT: &str = ".json,.txt,.safetensors,.bin";
@@ -21,6 +22,8 @@ pub fn ModelPicker(
     current: String,
 ) -> impl IntoView {
     let typed = RwSignal::new(crate::query::query("model").unwrap_or_default());
+    // Bumped when the menu opens or a model is forgotten: the stored list is read again.
+    let refresh = RwSignal::new(0u32);
     let problem = RwSignal::new(None::<String>);
     let open = move || match contract::model_base(&typed.get_untracked()) {
         Ok(_) => navigate_with_model(Some(typed.get_untracked().trim())),
@@ -50,7 +53,8 @@ pub fn ModelPicker(
         pick(ev.data_transfer().and_then(|d| d.files()));
     };
     view! {
-        <details class="model-picker" data-testid="model-picker">
+        <details class="model-picker" data-testid="model-picker"
+            on:toggle=move |_| refresh.update(|n| *n += 1)>
             <summary>"Model: " <span data-testid="model-name">{current}</span></summary>
             <div class="picker-body"
                 on:dragover=|ev: web_sys::DragEvent| ev.prevent_default()
@@ -63,13 +67,58 @@ pub fn ModelPicker(
                 </label>
                 <button data-testid="model-open" on:click=move |_| open()>"Open"</button>
                 <button data-testid="model-bundled" on:click=move |_| navigate_with_model(None)>"Bundled model"</button>
-                <p class="hint">"A repo needs model.safetensors (f32 or f16), config.json and tokenizer.json or vocab.json + merges.txt; another site must allow this page with CORS (the Hub does)."</p>
+                <p class="hint">"A repo needs model.safetensors (f32, f16 or bf16), config.json and tokenizer.json or vocab.json + merges.txt; another site must allow this page with CORS (the Hub does)."</p>
                 <label class="files">"Or files from a folder on this computer (pick or drop them here): "
                     <input type="file" multiple accept=ACCEPT data-testid="model-files" on:change=on_change/>
                 </label>
                 {move || problem.get().map(|p| view! { <p class="error" data-testid="model-problem">{p}</p> })}
+                <StoredModels refresh=refresh/>
             </div>
         </details>
+    }
+}
+
+/// "Stored in this browser": every model folder in Cache Storage with its
+/// size and a Forget button (downloads and picked folders alike).
+#[component]
+fn StoredModels(refresh: RwSignal<u32>) -> impl IntoView {
+    let stored = RwSignal::new(Vec::<Stored>::new());
+    Effect::new(move |_| {
+        refresh.track();
+        leptos::task::spawn_local(async move { stored.set(stored_models().await) });
+    });
+    let page_dir = web_sys::window()
+        .and_then(|w| w.location().href().ok())
+        .and_then(|h| {
+            h.split('?').next().map(|p| p[..p.rfind('/').map_or(0, |i| i + 1)].to_string())
+        })
+        .unwrap_or_default();
+    let page_dir = StoredValue::new(page_dir);
+    view! {
+        <div class="stored" data-testid="stored-models">
+            <strong>"Stored in this browser"</strong>
+            {move || stored.get().is_empty().then(|| view! { <p class="hint">"nothing yet"</p> })}
+            <ul>
+                {move || stored.get().into_iter().map(|s| {
+                    let base = s.base.clone();
+                    let dir = page_dir.get_value();
+                    let shown = base.strip_prefix(dir.as_str()).unwrap_or(&base).to_string();
+                    let forget = move |_| {
+                        let base = base.clone();
+                        leptos::task::spawn_local(async move {
+                            forget_model(&base).await;
+                            refresh.update(|n| *n += 1);
+                        });
+                    };
+                    view! {
+                        <li data-testid="stored-model" data-base=shown.clone()>
+                            <code>{shown.clone()}</code>" " {size(s.bytes)}" "
+                            <button data-testid="forget" on:click=forget>"Forget"</button>
+                        </li>
+                    }
+                }).collect_view()}
+            </ul>
+        </div>
     }
 }
 

@@ -49,6 +49,11 @@ impl ModelSource {
         head(&self.place(name)).await
     }
 
+    /// Whether `name` is in this browser's Cache Storage already (no download needed).
+    pub async fn cached(&self, name: &str) -> bool {
+        crate::loader::cached(&self.place(name)).await
+    }
+
     /// Drops cached copies of `names` (after they turned out unusable), so a
     /// retry fetches them again. Picked files are kept: a retry could not
     /// fetch them again, and the message says which file to fix.

@@ -35,8 +35,9 @@ function cliGreedy(tokens) {
   return out.slice(PROMPT.length, -1);
 }
 
-/** A page whose requests to the Hub are answered from `files` (name → bytes or null for 404). */
-async function openWithHub(backend, query, files) {
+/** A page whose requests to the Hub are answered from `files` (name → bytes or null for 404);
+ * `heads` (name → bytes) overrides the size a HEAD request reports. */
+async function openWithHub(backend, query, files, heads = {}, settle = true) {
   const page = await lab.browsers[backend].newPage({ viewport: { width: 1280, height: 900 } });
   page.errors = [];
   page.on('pageerror', (e) => page.errors.push(e.message));
@@ -47,12 +48,14 @@ async function openWithHub(backend, query, files) {
     const body = files[url.pathname.split('/').pop()];
     const headers = { 'access-control-allow-origin': '*', 'access-control-expose-headers': 'content-length' };
     if (!body) return route.fulfill({ status: 404, headers, body: 'Entry not found' });
-    return route.fulfill({ status: 200, headers: { ...headers, 'content-length': String(body.length) },
-      body: route.request().method() === 'HEAD' ? '' : body });
+    const head = route.request().method() === 'HEAD';
+    const length = head && heads[url.pathname.split('/').pop()] || body.length;
+    return route.fulfill({ status: 200, headers: { ...headers, 'content-length': String(length) },
+      body: head ? '' : body });
   });
   await watchCsp(page);
   await page.goto(lab.server.url + query);
-  await waitSettled(page);
+  if (settle) await waitSettled(page);
   return page;
 }
 
@@ -93,6 +96,14 @@ for (const backend of ['webgpu', 'cpu']) {
     await page.reload();
     await waitSettled(page);
     assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'ready');
+    // The menu lists them with their size; Forget removes them.
+    await page.click('[data-testid=model-picker] summary');
+    const picked = page.locator('[data-testid=stored-model][data-base="local-models/picked/"]');
+    await picked.waitFor();
+    assert.match(await picked.textContent(), /8 MB/);
+    await page.screenshot({ path: `${ARTIFACTS}/model-picker-${backend}.png` });
+    await picked.locator('[data-testid=forget]').click();
+    await picked.waitFor({ state: 'detached' });
     await noFatal(page);
     await page.close();
   });
@@ -133,4 +144,22 @@ test('a repo with only pytorch_model.bin, or no tokenizer, is explained', async 
     await noFatal(page);
     await page.close();
   }
+});
+
+test('a download over 100 MB waits for a yes that states its size and memory; one that cannot fit is refused', async () => {
+  const page = await openWithHub('cpu', '?model=someone/big-gpt2', modelFiles(), { 'model.safetensors': 548_000_000 }, false);
+  await page.waitForSelector('[data-testid=confirm-download]');
+  const question = await page.textContent('[data-testid=confirm-download]');
+  assert.match(question, /model\.safetensors is 548 MB\. Loading it takes about 561 MB of this page's memory/);
+  assert.ok(!page.hub.includes('GET /someone/big-gpt2/resolve/main/model.safetensors'), 'nothing downloaded before the yes');
+  await page.click('[data-testid=confirm-yes]');
+  await waitSettled(page);
+  assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'ready');
+  await noFatal(page);
+  await page.close();
+  const huge = await openWithHub('cpu', '?model=someone/huge-gpt2', modelFiles(), { 'model.safetensors': 6_000_000_000 });
+  assert.equal(await huge.getAttribute('[data-testid=status]', 'data-state'), 'error');
+  assert.match(await huge.textContent('.error-box'), /at most 4\.29 GB, so it is over by 1\.72 GB/);
+  await noFatal(huge);
+  await huge.close();
 });

@@ -1,0 +1,156 @@
+//! A model folder's files: fetched in order (the small ones first, a big
+//! `model.safetensors` only after a yes), each missing one named, then parsed
+//! with every error naming its file. Shared by every way a model is chosen
+//! (`model=`, the picker), since they all end in a [`ModelSource`].
+
+use engine::model::{Config, Model, Tokenizer, Weights};
+
+use crate::download::{BigDownload, CONFIRM_BYTES};
+use crate::source::ModelSource;
+
+/// Where loading stands (drives the progress bar).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Progress {
+    /// What is happening, in words.
+    pub what: String,
+    /// Bytes fetched so far over every file.
+    pub loaded: u64,
+    /// Bytes expected over every file, once the server said.
+    pub total: Option<u64>,
+}
+
+/// Why a load stopped.
+#[derive(Debug)]
+pub enum LoadError {
+    Failed(String),
+    /// A big download waits for the user's yes.
+    Confirm(BigDownload),
+}
+
+impl From<String> for LoadError {
+    fn from(e: String) -> LoadError {
+        LoadError::Failed(e)
+    }
+}
+
+/// Every file [`fetch_files`] may fetch (what a failed parse evicts).
+pub const ALL_FILES: [&str; 5] =
+    ["config.json", "tokenizer.json", "vocab.json", "merges.txt", "model.safetensors"];
+
+/// A model folder's files as fetched.
+pub struct Fetched {
+    config: Vec<u8>,
+    tokenizer: TokenizerFiles,
+    weights: Vec<u8>,
+    /// Bytes over every file.
+    pub bytes: u64,
+}
+
+/// `tokenizer.json`, or GPT-2's original pair.
+enum TokenizerFiles {
+    Json(Vec<u8>),
+    VocabMerges(Vec<u8>, Vec<u8>),
+}
+
+/// Fetches `config.json`, the tokenizer (`tokenizer.json`, else `vocab.json`
+/// + `merges.txt`) and `model.safetensors`, in that order (the small files
+///   first, so a wrong folder fails before the big download, which waits for
+///   a yes unless `confirmed`). A missing file is named; a folder with only
+///   `pytorch_model.bin` is told why that is not enough.
+pub async fn fetch_files(
+    source: &ModelSource,
+    confirmed: bool,
+    progress: &impl Fn(Progress),
+) -> Result<Fetched, LoadError> {
+    let mut done = 0;
+    let mut get = async |name: &str| -> Result<Option<Vec<u8>>, String> {
+        let report = |loaded, total: Option<u64>| {
+            progress(Progress {
+                what: format!("downloading {name}"),
+                loaded: done + loaded,
+                total: total.map(|t| done + t),
+            })
+        };
+        let bytes = source.get(name, report).await?;
+        done += bytes.as_ref().map_or(0, |b| b.len() as u64);
+        Ok(bytes)
+    };
+    let missing = |name: &str| {
+        match source.is_local() {
+        false => format!("could not fetch {}: HTTP 404 Not Found. {NEEDED}", source.place(name)),
+        true => format!(
+            "{name} is not among the files picked for {} in this browser (pick the folder again). {NEEDED}",
+            source.label()
+        ),
+    }
+    };
+    let config = get("config.json").await?.ok_or_else(|| missing("config.json"))?;
+    // Fetched in this order: the small files first, so a wrong folder fails fast.
+    let tokenizer = match get("tokenizer.json").await? {
+        Some(json) => TokenizerFiles::Json(json),
+        None => {
+            let vocab = get("vocab.json").await?.ok_or_else(|| missing("tokenizer.json"))?;
+            let merges = get("merges.txt").await?.ok_or_else(|| missing("merges.txt"))?;
+            TokenizerFiles::VocabMerges(vocab, merges)
+        }
+    };
+    if !confirmed {
+        ask_before_downloading(source, &config).await?;
+    }
+    let Some(weights) = get("model.safetensors").await? else {
+        if matches!(source.size("pytorch_model.bin").await, Ok(Some(_))) {
+            let location = source.label();
+            return Err(engine::EngineError::PytorchOnly { location }.to_string().into());
+        }
+        return Err(missing("model.safetensors").into());
+    };
+    Ok(Fetched { config, tokenizer, weights, bytes: done })
+}
+
+/// Stops for the user's yes when `model.safetensors` is not in the cache
+/// and over [`CONFIRM_BYTES`] (its size asked with a HEAD request), and
+/// refuses a model that cannot fit the page at all.
+async fn ask_before_downloading(source: &ModelSource, config: &[u8]) -> Result<(), LoadError> {
+    let name = "model.safetensors";
+    if source.cached(name).await {
+        return Ok(());
+    }
+    let Ok(Some(Some(bytes))) = source.size(name).await else { return Ok(()) };
+    // An unreadable config is reported by `parse` with its file's name.
+    let Some(config) = std::str::from_utf8(config).ok().and_then(|t| Config::from_json(t).ok())
+    else {
+        return Ok(());
+    };
+    let download = BigDownload::estimate(bytes, &config);
+    if let Some(refusal) = download.refusal() {
+        return Err(LoadError::Failed(refusal));
+    }
+    match bytes > CONFIRM_BYTES {
+        true => Err(LoadError::Confirm(download)),
+        false => Ok(()),
+    }
+}
+
+/// What a model folder must hold, for messages.
+const NEEDED: &str =
+    "A model folder needs config.json, model.safetensors, and tokenizer.json or vocab.json + merges.txt.";
+
+/// Parses the fetched files; each error names its own file.
+pub fn parse(source: &ModelSource, f: &Fetched) -> Result<(Model, Tokenizer), String> {
+    let at = |name: &str| source.place(name);
+    let text = std::str::from_utf8(&f.config)
+        .map_err(|_| format!("{}: not UTF-8 text", at("config.json")))?;
+    let config = Config::from_json(text).map_err(|e| format!("{}: {e}", at("config.json")))?;
+    let tokenizer = match &f.tokenizer {
+        TokenizerFiles::Json(json) => {
+            Tokenizer::from_bytes(json).map_err(|e| format!("{}: {e}", at("tokenizer.json")))?
+        }
+        TokenizerFiles::VocabMerges(vocab, merges) => {
+            Tokenizer::from_vocab_merges(vocab, merges)
+                .map_err(|e| format!("{} + merges.txt: {e}", at("vocab.json")))?
+        }
+    };
+    let weights = Weights::from_safetensors(&f.weights, &config)
+        .map_err(|e| format!("{}: {e}", at("model.safetensors")))?;
+    Ok((Model { config, weights }, tokenizer))
+}
