@@ -13,6 +13,9 @@ use crate::kernels::{
 /// Bytes between parameter slots: the largest `min_uniform_buffer_offset_alignment`.
 pub const SLOT: u64 = 256;
 
+/// Bytes of the largest kernel `Params` (what each slot's binding covers).
+pub const PARAMS: usize = 32;
+
 /// What a dispatch's `Params` and workgroup count depend on, besides the pass.
 #[derive(Clone, Copy, Debug)]
 pub enum Shape {
@@ -268,7 +271,7 @@ pub fn bind(
         resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
             buffer: params,
             offset: slot * SLOT,
-            size: wgpu::BufferSize::new(32),
+            size: wgpu::BufferSize::new(PARAMS as u64),
         }),
     }];
     for (i, b) in buffers.iter().enumerate() {

@@ -1,13 +1,15 @@
 //! A GPU session: the KV cache (which never leaves the GPU), a uniform buffer
 //! of per-dispatch parameters, the logits buffer and its staging copy, and the
-//! prefill/decode op lists built once. A step is: one write of parameters and
-//! token ids, one compute pass, one copy of the wanted logits, one submit, one
-//! readback.
+//! prefill/decode op lists built once. A step is: the token ids and the
+//! parameters that changed since the last step written (a decode step changes
+//! only the position-dependent ones: embedding, K/V write and attention), one
+//! compute pass, one copy of the wanted logits, one submit, one readback.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use crate::error::{EngineError, Result};
-use crate::gpu::plan::{self, Op, Pass, SessionBuffers, SLOT};
+use crate::gpu::plan::{self, Op, Pass, SessionBuffers, PARAMS, SLOT};
 use crate::gpu::readback::{buffer, read_f32, STORAGE};
 use crate::gpu::GpuModel;
 use crate::kernels::Kernel;
@@ -23,8 +25,10 @@ pub struct GpuSession {
     key_cache: Vec<wgpu::Buffer>,   // (n_layer) × (n_positions, n_embd)
     value_cache: Vec<wgpu::Buffer>, // (n_layer) × (n_positions, n_embd)
     params: wgpu::Buffer,           // (prefill ops + LM head ops) slots of SLOT bytes
-    logits: wgpu::Buffer,           // (logits_rows, vocab_size)
-    staging: wgpu::Buffer,          // (logits_rows, vocab_size), mappable
+    /// What each slot of `params` holds now (`None`: not written yet).
+    written: RefCell<Vec<Option<[u8; PARAMS]>>>,
+    logits: wgpu::Buffer,  // (logits_rows, vocab_size)
+    staging: wgpu::Buffer, // (logits_rows, vocab_size), mappable
     logits_rows: usize,
     prefill_ops: Vec<Op>,
     decode_ops: Vec<Op>,
@@ -61,6 +65,7 @@ impl GpuSession {
         let n_slots = (prefill.len() + lm_head.len()) as u64;
         let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
         let params = buffer(ctx, "params", n_slots * SLOT, uniform);
+        let written = RefCell::new(vec![None; n_slots as usize]);
         let prefill_ops = plan::bind_all(&gpu, &params, 0, &prefill);
         let decode_ops = plan::bind_all(&gpu, &params, 0, &decode);
         let lm_head_ops = plan::bind_all(&gpu, &params, prefill.len(), &lm_head);
@@ -69,6 +74,7 @@ impl GpuSession {
             key_cache,
             value_cache,
             params,
+            written,
             logits,
             staging,
             logits_rows: logits_rows as usize,
@@ -184,6 +190,32 @@ impl GpuSession {
         self.key_cache.iter().chain(&self.value_cache).chain(own)
     }
 
+    /// Writes the parameters of `ops` that differ from what their slots
+    /// (from `first_slot` on) hold, and returns each op's workgroup count.
+    /// Most ops' parameters are the same every decode step; only the
+    /// position-dependent ones are written again.
+    fn write_params(
+        &self,
+        ops: &[Op],
+        first_slot: usize,
+        pass: &Pass,
+        stats: &mut StepStats,
+    ) -> Vec<[u32; 3]> {
+        let mut written = self.written.borrow_mut();
+        let mut groups = Vec::with_capacity(ops.len());
+        for (i, op) in ops.iter().enumerate() {
+            let mut p = [0u8; PARAMS];
+            groups.push(op.params(&self.gpu, pass, &mut p));
+            let slot = first_slot + i;
+            if written[slot] != Some(p) {
+                self.gpu.ctx.queue.write_buffer(&self.params, slot as u64 * SLOT, &p);
+                written[slot] = Some(p);
+                stats.bytes_written += PARAMS;
+            }
+        }
+        groups
+    }
+
     /// Writes the parameters of `ops` (from `first_slot` on), encodes them in
     /// one compute pass, copies `pass.lm_rows` of logits out, submits once and reads back.
     async fn run(
@@ -194,13 +226,7 @@ impl GpuSession {
         stats: &mut StepStats,
     ) -> Result<Vec<f32>> {
         let ctx = &self.gpu.ctx;
-        let mut params = vec![0u8; ops.len() * SLOT as usize];
-        let mut groups = Vec::with_capacity(ops.len());
-        for (op, slot) in ops.iter().zip(params.chunks_exact_mut(SLOT as usize)) {
-            groups.push(op.params(&self.gpu, pass, slot));
-        }
-        ctx.queue.write_buffer(&self.params, first_slot as u64 * SLOT, &params);
-        stats.bytes_written += params.len();
+        let groups = self.write_params(ops, first_slot, pass, stats);
         let read_bytes = pass.lm_rows as u64 * self.config().vocab_size as u64 * 4;
         let mut enc = ctx.device.create_command_encoder(&Default::default());
         {
