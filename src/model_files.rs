@@ -33,6 +33,10 @@ impl From<String> for LoadError {
     }
 }
 
+/// The held-out passage in a model folder (optional): text the model never
+/// trained on, which the quantization lesson scores.
+pub const HELDOUT_FILE: &str = "heldout.txt";
+
 /// Every file [`fetch_files`] may fetch (what a failed parse evicts).
 pub const ALL_FILES: [&str; 5] =
     ["config.json", "tokenizer.json", "vocab.json", "merges.txt", "model.safetensors"];
@@ -132,7 +136,7 @@ async fn ask_before_downloading(source: &ModelSource, config: &[u8]) -> Result<(
 }
 
 /// What a model folder must hold, for messages.
-const NEEDED: &str =
+pub const NEEDED: &str =
     "A model folder needs config.json, model.safetensors, and tokenizer.json or vocab.json + merges.txt.";
 
 /// Parses the fetched files; each error names its own file.

@@ -12,6 +12,8 @@ use wasm_bindgen_futures::JsFuture;
 
 use crate::download::size;
 use crate::loader::{forget_model, js_error, model_cache, stored_models, Stored};
+use crate::model_files::{ALL_FILES, HELDOUT_FILE, NEEDED};
+use crate::source::LOCAL_PREFIX;
 
 /// Files a model folder may hold (what the file picker offers).
 const ACCEPT: &str = ".json,.txt,.safetensors,.bin";
@@ -52,6 +54,14 @@ pub fn ModelPicker(
         ev.prevent_default();
         pick(ev.data_transfer().and_then(|d| d.files()));
     };
+    // `webkitdirectory` (a folder picker; every browser has it under that
+    // name) is not among leptos' typed attributes: set once it is mounted.
+    let folder = NodeRef::<leptos::html::Input>::new();
+    Effect::new(move |_| {
+        if let Some(input) = folder.get() {
+            let _ = input.set_attribute("webkitdirectory", "");
+        }
+    });
     view! {
         <details class="model-picker" data-testid="model-picker"
             on:toggle=move |_| refresh.update(|n| *n += 1)>
@@ -68,9 +78,10 @@ pub fn ModelPicker(
                 <button data-testid="model-open" on:click=move |_| open()>"Open"</button>
                 <button data-testid="model-bundled" on:click=move |_| navigate_with_model(None)>"Bundled model"</button>
                 <p class="hint">"A repo needs model.safetensors (f32, f16 or bf16), config.json and tokenizer.json or vocab.json + merges.txt; another site must allow this page with CORS (the Hub does)."</p>
-                <label class="files">"Or files from a folder on this computer (pick or drop them here): "
-                    <input type="file" multiple accept=ACCEPT data-testid="model-files" on:change=on_change/>
-                </label>
+                <div class="files">"Or from this computer (drop files here): "
+                    <label>"a folder " <input type="file" node_ref=folder data-testid="model-folder" on:change=on_change/></label>
+                    <label>" or its files " <input type="file" multiple accept=ACCEPT data-testid="model-files" on:change=on_change/></label>
+                </div>
                 {move || problem.get().map(|p| view! { <p class="error" data-testid="model-problem">{p}</p> })}
                 <StoredModels refresh=refresh/>
             </div>
@@ -135,9 +146,35 @@ fn navigate_with_model(model: Option<&str>) {
     let _ = location.set_search(&String::from(params.to_string()));
 }
 
-/// Where picked files are stored: `local-models/NAME/`, NAME being the
-/// picked folder's name (or `picked` for loose files).
-pub const LOCAL_PREFIX: &str = "local-models/";
+/// The picked files a model folder is read from: the known names at the
+/// folder's top level (a cloned Hub repo also holds other formats and
+/// subfolders, which are left alone). Refuses a pick without
+/// `model.safetensors` at once, with the reason when it has `pytorch_model.bin`.
+fn kept(files: &[web_sys::File]) -> Result<Vec<&web_sys::File>, String> {
+    let top_level = |f: &web_sys::File| {
+        let path =
+            js_sys::Reflect::get(f, &"webkitRelativePath".into()).ok().and_then(|p| p.as_string());
+        path.is_none_or(|p| p.matches('/').count() <= 1)
+    };
+    let wanted = |f: &&web_sys::File| {
+        let name = f.name();
+        top_level(f) && (ALL_FILES.contains(&name.as_str()) || name == HELDOUT_FILE)
+    };
+    let kept: Vec<&web_sys::File> = files.iter().filter(wanted).collect();
+    let has = |name: &str| files.iter().any(|f| f.name() == name && top_level(f));
+    if !has("model.safetensors") {
+        if has("pytorch_model.bin") {
+            let location = "the picked folder".to_string();
+            return Err(engine::EngineError::PytorchOnly { location }.to_string());
+        }
+        let names: Vec<String> = files.iter().take(8).map(|f| f.name()).collect();
+        return Err(format!(
+            "no model.safetensors among the picked files ({}): {NEEDED}",
+            names.join(", ")
+        ));
+    }
+    Ok(kept)
+}
 
 /// Puts `files` into Cache Storage under `local-models/NAME/FILE` (the
 /// file itself as the response body: the browser copies it, not the page)
@@ -157,7 +194,7 @@ async fn store(files: &[web_sys::File]) -> Result<String, String> {
     let cache = model_cache().await.ok_or(
         "this browser offers no Cache Storage here (it needs https or localhost), so picked files cannot be kept",
     )?;
-    for file in files {
+    for file in kept(files)? {
         let response = web_sys::Response::new_with_opt_blob(Some(file))
             .map_err(|e| format!("{}: {}", file.name(), js_error(&e)))?;
         let url = format!("{base}{}", file.name());

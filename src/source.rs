@@ -5,7 +5,11 @@
 //! check and message after that is shared.
 
 use crate::loader::{evict, fetch_optional, head};
-use crate::picker::LOCAL_PREFIX;
+
+/// Where files picked in the Model menu are kept (Cache Storage):
+/// `local-models/NAME/`, NAME being the picked folder's name (or `picked`
+/// for loose files).
+pub const LOCAL_PREFIX: &str = "local-models/";
 
 /// The files of one model folder.
 #[derive(Clone, Debug, PartialEq)]

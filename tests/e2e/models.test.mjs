@@ -9,7 +9,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { startLab, waitSettled, watchCsp, noFatal, set, generate, ARTIFACTS } from './helpers.mjs';
 
@@ -162,4 +162,32 @@ test('a download over 100 MB waits for a yes that states its size and memory; on
   assert.match(await huge.textContent('.error-box'), /at most 4\.29 GB, so it is over by 1\.72 GB/);
   await noFatal(huge);
   await huge.close();
+});
+
+test('a picked folder keeps only its model files; a folder with only pytorch_model.bin is refused at once', async () => {
+  // A cloned Hub repo: the model files plus other formats and a subfolder with its own config.json.
+  const clone = resolve(MODEL, '..', 'hub-clone');
+  mkdirSync(join(clone, 'onnx'), { recursive: true });
+  for (const f of FILES) copyFileSync(join(MODEL, f), join(clone, f));
+  writeFileSync(join(clone, 'flax_model.msgpack'), Buffer.alloc(3_000_000));
+  writeFileSync(join(clone, 'onnx', 'config.json'), '{"model_type": "not this one"}');
+  const page = await lab.open('cpu');
+  await page.click('[data-testid=model-picker] summary');
+  await page.setInputFiles('[data-testid=model-folder]', clone);
+  await page.waitForURL(/model=local-models%2Fhub-clone%2F|model=local-models\/hub-clone\//);
+  await waitSettled(page);
+  assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'ready');
+  await page.click('[data-testid=model-picker] summary');
+  const stored = page.locator('[data-testid=stored-model][data-base="local-models/hub-clone/"]');
+  await stored.waitFor();
+  assert.match(await stored.textContent(), /8 MB/, 'the 3 MB flax file was not kept');
+  // pytorch_model.bin only: the reason, before anything is stored or reloaded.
+  const pt = resolve(MODEL, '..', 'pt-only');
+  mkdirSync(pt, { recursive: true });
+  copyFileSync(join(MODEL, 'config.json'), join(pt, 'config.json'));
+  writeFileSync(join(pt, 'pytorch_model.bin'), 'PK pickle');
+  await page.setInputFiles('[data-testid=model-files]', [join(pt, 'config.json'), join(pt, 'pytorch_model.bin')]);
+  assert.match(await page.textContent('[data-testid=model-problem]'), /pytorch_model\.bin but no model\.safetensors/);
+  await noFatal(page);
+  await page.close();
 });

@@ -13,6 +13,7 @@ use leptos::prelude::*;
 
 use crate::driver::Driver;
 use crate::loader::yield_to_browser;
+use crate::model_files::HELDOUT_FILE;
 
 /// The reference every figure is relative to.
 pub const REFERENCE: Format = Format::F32;
@@ -198,9 +199,6 @@ async fn held_out(
     }
     Ok(())
 }
-
-/// The held-out passage in a model directory: text the model never trained on.
-pub const HELDOUT_FILE: &str = "heldout.txt";
 
 /// Runs every measurement, filling `sinks` as figures arrive.
 pub async fn measure(d: Driver, sinks: Sinks, steps: usize, limit: usize) -> Result<(), String> {
