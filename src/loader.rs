@@ -81,8 +81,7 @@ pub async fn stored_models() -> Vec<Stored> {
 /// A cached response's size: its Content-Length, else its body's (a picked
 /// file stored as it is has no header; its blob's size is known without reading it).
 async fn stored_size(r: Response) -> u64 {
-    let header = r.headers().get("content-length").ok().flatten().and_then(|v| v.parse().ok());
-    if let Some(n) = header {
+    if let Some(n) = content_length(&r) {
         return n;
     }
     let Ok(blob) = r.blob() else { return 0 };
@@ -104,24 +103,28 @@ pub async fn forget_model(base: &str) {
     }
 }
 
+/// The model cache's response for `url`, if it has one.
+async fn cached_response(url: &str) -> Option<Response> {
+    let c = model_cache().await?;
+    JsFuture::from(c.match_with_str(url)).await.ok()?.dyn_into().ok()
+}
+
+/// A response's Content-Length, when it says.
+fn content_length(r: &Response) -> Option<u64> {
+    r.headers().get("content-length").ok().flatten()?.parse().ok()
+}
+
 /// Whether `url` is in the model cache.
 pub async fn cached(url: &str) -> bool {
-    let Some(c) = model_cache().await else { return false };
-    let found = JsFuture::from(c.match_with_str(url)).await.ok();
-    found.is_some_and(|r| r.dyn_into::<Response>().is_ok())
+    cached_response(url).await.is_some()
 }
 
 /// Whether `url` exists, asked with a HEAD request (nothing downloaded), and
 /// its size when the server says.
 pub async fn head(url: &str) -> Result<Option<Option<u64>>, String> {
     let window = web_sys::window().ok_or("no window")?;
-    if let Some(c) = model_cache().await {
-        let cached = JsFuture::from(c.match_with_str(url)).await.ok();
-        if let Some(r) = cached.and_then(|r| r.dyn_into::<Response>().ok()) {
-            return Ok(Some(
-                r.headers().get("content-length").ok().flatten().and_then(|v| v.parse().ok()),
-            ));
-        }
+    if let Some(r) = cached_response(url).await {
+        return Ok(Some(content_length(&r)));
     }
     let init = web_sys::RequestInit::new();
     init.set_method("HEAD");
@@ -133,7 +136,7 @@ pub async fn head(url: &str) -> Result<Option<Option<u64>>, String> {
     if !r.ok() {
         return Ok(None);
     }
-    Ok(Some(r.headers().get("content-length").ok().flatten().and_then(|v| v.parse().ok())))
+    Ok(Some(content_length(&r)))
 }
 
 async fn fetch_through_cache(
@@ -142,15 +145,8 @@ async fn fetch_through_cache(
 ) -> Result<Option<Vec<u8>>, String> {
     let window = web_sys::window().ok_or("no window")?;
     let cache = model_cache().await;
-    let cached = match &cache {
-        Some(c) => JsFuture::from(c.match_with_str(url))
-            .await
-            .ok()
-            .and_then(|r| r.dyn_into::<Response>().ok()),
-        None => None,
-    };
     let mut stored = None;
-    let response = match cached {
+    let response = match cached_response(url).await {
         Some(r) => r,
         None => {
             let r: Response = JsFuture::from(window.fetch_with_str(url))
@@ -175,8 +171,7 @@ async fn fetch_through_cache(
             r
         }
     };
-    let total =
-        response.headers().get("content-length").ok().flatten().and_then(|v| v.parse::<u64>().ok());
+    let total = content_length(&response);
     let bytes = read_body(url, &response, total, progress).await;
     if let Some(put) = stored {
         // In the cache before the lock is released, for the next embed.

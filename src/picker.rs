@@ -146,16 +146,20 @@ fn navigate_with_model(model: Option<&str>) {
     let _ = location.set_search(&String::from(params.to_string()));
 }
 
+/// A picked file's path inside the picked folder ("folder/file"; empty, so
+/// `None`, for loose files). `webkitRelativePath` is not in web-sys's `File`.
+fn relative_path(f: &web_sys::File) -> Option<String> {
+    let path = js_sys::Reflect::get(f, &"webkitRelativePath".into()).ok()?.as_string()?;
+    (!path.is_empty()).then_some(path)
+}
+
 /// The picked files a model folder is read from: the known names at the
 /// folder's top level (a cloned Hub repo also holds other formats and
 /// subfolders, which are left alone). Refuses a pick without
 /// `model.safetensors` at once, with the reason when it has `pytorch_model.bin`.
 fn kept(files: &[web_sys::File]) -> Result<Vec<&web_sys::File>, String> {
-    let top_level = |f: &web_sys::File| {
-        let path =
-            js_sys::Reflect::get(f, &"webkitRelativePath".into()).ok().and_then(|p| p.as_string());
-        path.is_none_or(|p| p.matches('/').count() <= 1)
-    };
+    let top_level =
+        |f: &web_sys::File| relative_path(f).is_none_or(|p| p.matches('/').count() <= 1);
     let wanted = |f: &&web_sys::File| {
         let name = f.name();
         top_level(f) && (ALL_FILES.contains(&name.as_str()) || name == HELDOUT_FILE)
@@ -183,8 +187,7 @@ async fn store(files: &[web_sys::File]) -> Result<String, String> {
     let folder = files
         .iter()
         .find_map(|f| {
-            // `webkitRelativePath` ("folder/file") is set for a picked folder.
-            let path = js_sys::Reflect::get(f, &"webkitRelativePath".into()).ok()?.as_string()?;
+            let path = relative_path(f)?;
             let dir = path.split('/').next().filter(|d| !d.is_empty() && path.contains('/'))?;
             Some(dir.chars().filter(|c| c.is_ascii_alphanumeric() || "-_.".contains(*c)).collect())
         })
