@@ -50,8 +50,7 @@ pub fn App() -> impl IntoView {
     let controls = Controls::new();
     url_state::apply(&controls, page.values);
     notices.extend(page.notices);
-    let engine =
-        EngineChoice { force_cpu: page.force_cpu, weights: page.weights, confirmed: false };
+    let choice = LoadChoice { force_cpu: page.force_cpu, weights: page.weights, confirmed: false };
     // `selftest=1`: filled in once the self-test has run, before the widget starts.
     let self_test = page.selftest.then(|| RwSignal::new(None::<(Outcome, Config)>));
     let logits = custom_logits(&route, &mut notices);
@@ -69,8 +68,9 @@ pub fn App() -> impl IntoView {
         None => Phase::Loading(Progress { what: "starting".into(), loaded: 0, total: None }),
     });
     let driver = RwSignal::new_local(None::<Driver>);
-    let start = move || start_loading(phase, driver, controls, engine, self_test);
-    let confirm = move || start_loading(phase, driver, controls, engine.confirmed(), self_test);
+    let start = move || start_loading(phase, driver, controls, choice, self_test);
+    let yes = LoadChoice { confirmed: true, ..choice };
+    let confirm = move || start_loading(phase, driver, controls, yes, self_test);
     if logits.is_none() {
         start();
     }
@@ -150,28 +150,13 @@ pub fn App() -> impl IntoView {
     }
 }
 
-/// What the URL asks of the engine: `backend=cpu`, `weights=`.
-#[derive(Clone, Copy)]
-struct EngineChoice {
-    force_cpu: bool,
-    weights: contract::WeightsChoice,
-    /// The user said yes to a big download.
-    confirmed: bool,
-}
-
-impl EngineChoice {
-    fn confirmed(self) -> EngineChoice {
-        EngineChoice { confirmed: true, ..self }
-    }
-}
-
 /// Loads the model (`model=`, default the bundled one), runs the self-test
 /// if `self_test` is given, and starts a driver.
 fn start_loading(
     phase: RwSignal<Phase>,
     driver: RwSignal<Option<Driver>, LocalStorage>,
     controls: Controls,
-    engine: EngineChoice,
+    choice: LoadChoice,
     self_test: Option<RwSignal<Option<(Outcome, Config)>>>,
 ) {
     // Set by the GPU's device-lost callback; the page carries on on the CPU.
@@ -190,11 +175,6 @@ fn start_loading(
         };
         let on_lost = move |reason| lost.set(Some(reason));
         let progress = move |p| phase.set(Phase::Loading(p));
-        let choice = LoadChoice {
-            force_cpu: engine.force_cpu,
-            weights: engine.weights,
-            confirmed: engine.confirmed,
-        };
         match load(source, choice, progress, on_lost).await {
             Ok(mut lab) => {
                 if let Some(shown) = self_test {
