@@ -147,21 +147,35 @@ test('a repo with only pytorch_model.bin, or no tokenizer, is explained', async 
 });
 
 test('a download over 100 MB waits for a yes that states its size and memory; one that cannot fit is refused', async () => {
-  const page = await openWithHub('cpu', '?model=someone/big-gpt2', modelFiles(), { 'model.safetensors': 548_000_000 }, false);
+  // A config big enough to ask about (77 M parameters), served with the small test weights:
+  // after the yes the download happens and the mismatch is reported by tensor name.
+  const config = JSON.parse(readFileSync(join(MODEL, 'config.json'), 'utf8'));
+  const big = { ...modelFiles(), 'config.json': Buffer.from(JSON.stringify({ ...config, n_embd: 1024, n_head: 16 })) };
+  const page = await openWithHub('cpu', '?model=someone/big-gpt2', big, { 'model.safetensors': 548_000_000 }, false);
   await page.waitForSelector('[data-testid=confirm-download]');
   const question = await page.textContent('[data-testid=confirm-download]');
-  assert.match(question, /model\.safetensors is 548 MB\. Loading it takes about 561 MB of this page's memory/);
+  assert.match(question, /model\.safetensors is 548 MB\. Loading it takes about 855 MB of this page's memory/);
   assert.ok(!page.hub.includes('GET /someone/big-gpt2/resolve/main/model.safetensors'), 'nothing downloaded before the yes');
   await page.click('[data-testid=confirm-yes]');
   await waitSettled(page);
-  assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'ready');
+  assert.ok(page.hub.includes('GET /someone/big-gpt2/resolve/main/model.safetensors'), 'downloaded after the yes');
+  assert.match(await page.textContent('.error-box'), /has shape \[64\], expected \[1024\]/);
   await noFatal(page);
   await page.close();
-  const huge = await openWithHub('cpu', '?model=someone/huge-gpt2', modelFiles(), { 'model.safetensors': 6_000_000_000 });
+  const huge = await openWithHub('cpu', '?model=someone/huge-gpt2', big, { 'model.safetensors': 6_000_000_000 });
   assert.equal(await huge.getAttribute('[data-testid=status]', 'data-state'), 'error');
-  assert.match(await huge.textContent('.error-box'), /at most 4\.29 GB, so it is over by 1\.72 GB/);
+  assert.match(await huge.textContent('.error-box'), /at most 4\.29 GB, so it is over by 2\.01 GB/);
+  assert.ok(!huge.hub.some((r) => r.startsWith('GET') && r.endsWith('model.safetensors')), 'nothing downloaded');
   await noFatal(huge);
   await huge.close();
+});
+
+test('a small model asks nothing and sends no HEAD request', async () => {
+  const page = await openWithHub('cpu', '?model=someone/small-gpt2', modelFiles());
+  assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'ready');
+  assert.ok(!page.hub.some((r) => r.startsWith('HEAD')), page.hub.join('\n'));
+  await noFatal(page);
+  await page.close();
 });
 
 test('a picked folder keeps only its model files; a folder with only pytorch_model.bin is refused at once', async () => {
