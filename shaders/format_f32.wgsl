@@ -1,5 +1,6 @@
 // Weight format f32: one weight per word, as loaded. Prepended to every kernel
-// that reads a weight matrix (matmul, matvec, lm_head, embedding), which binds
+// that reads a weight matrix (matmul, the fused
+// decode kernels, lm_head, embedding), which binds
 // it as `w: array<Word>` and reads element i of output channel ch with
 // `w_load(i, ch)` (ch matters only to per-channel scales: format_int8).
 // CPU twin: `Format::load` in crates/engine/src/kernels/format.rs.

@@ -8,7 +8,7 @@
 
 alias Word = u32;
 
-@group(0) @binding(7) var<storage, read> scales: array<f32>; // (weights / 32, rounded up)
+@group(0) @binding(8) var<storage, read> scales: array<f32>; // (weights / 32, rounded up)
 
 fn w_load(i: u32, ch: u32) -> f32 {
     let q = extractBits(bitcast<i32>(w[i >> 3u]), (i & 7u) * 4u, 4u);

@@ -7,7 +7,7 @@
 
 alias Word = u32;
 
-@group(0) @binding(7) var<storage, read> scales: array<f32>; // (output channels)
+@group(0) @binding(8) var<storage, read> scales: array<f32>; // (output channels)
 
 fn w_load(i: u32, ch: u32) -> f32 {
     let q = extractBits(bitcast<i32>(w[i >> 2u]), (i & 3u) * 8u, 8u);

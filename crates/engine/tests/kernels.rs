@@ -62,8 +62,18 @@ fn matmul_matches_twin() {
 }
 
 #[test]
-fn matvec_matches_twin() {
-    check(Kernel::Matvec);
+fn ln_qkv_matches_twin() {
+    check(Kernel::LnQkv);
+}
+
+#[test]
+fn matvec_residual_matches_twin() {
+    check(Kernel::MatvecResidual);
+}
+
+#[test]
+fn ln_fc_gelu_matches_twin() {
+    check(Kernel::LnFcGelu);
 }
 
 #[test]
@@ -129,10 +139,10 @@ fn self_test_passes_and_catches_a_wrong_kernel() {
         assert!(r.passed(), "{} {}: {:?}", r.kernel.name(), r.shape, r);
         assert!(r.worst_ratio.is_finite() && r.max_abs.is_finite());
     }
-    let faulty = pollster::block_on(selftest::check_kernels(ctx, Some(Kernel::Matvec)));
+    let faulty = pollster::block_on(selftest::check_kernels(ctx, Some(Kernel::MatvecResidual)));
     let failed: Vec<_> = faulty.iter().filter(|r| !r.passed()).collect();
     assert_eq!(failed.len(), 1);
-    assert_eq!(failed[0].kernel, Kernel::Matvec);
+    assert_eq!(failed[0].kernel, Kernel::MatvecResidual);
     assert!(failed[0].detail.as_deref().unwrap().contains("GPU"), "{:?}", failed[0].detail);
 }
 

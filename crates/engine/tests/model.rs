@@ -287,8 +287,9 @@ fn f16_weights_of_an_f16_checkpoint_equal_the_f32_path_bit_for_bit() {
 }
 
 /// A warm decode step writes the token id and only the parameters that
-/// depend on the position — the embedding's, and each layer's K/V write and
-/// attention — not every dispatch's (GPT-2 124M: 804 bytes instead of 34 KB).
+/// depend on the position — the embedding's, and each layer's K/V write
+/// (ln_qkv) and attention — not every dispatch's (GPT-2 124M: 804 bytes
+/// instead of 34 KB), in 5 dispatches per block.
 #[test]
 fn a_decode_step_writes_only_the_parameters_that_changed() {
     use decode_lab_engine::gpu::plan::PARAMS;
@@ -300,6 +301,12 @@ fn a_decode_step_writes_only_the_parameters_that_changed() {
     let n_layer = model.config.n_layer;
     let want = (1 + 2 * n_layer) * PARAMS + 4;
     assert_eq!(s.last_stats().bytes_written, want);
+    // Each block fused into five dispatches (ln_qkv, attention,
+    // matvec_residual, ln_fc_gelu, matvec_residual), then ln_f and the LM
+    // head, within the budget of 6 · n_layer + 4 with one shard each.
+    let dispatches = s.last_stats().dispatches;
+    assert_eq!(dispatches, 1 + 5 * n_layer + 2);
+    assert!(dispatches <= 6 * n_layer + 4);
     // The numbers are still right: the same logits as a fresh session's.
     let got = pollster::block_on(s.decode(6)).unwrap();
     let mut fresh = gpu_session(&model).unwrap();

@@ -10,21 +10,22 @@ use crate::gpu::readback::{buffer, upload, STORAGE};
 use crate::gpu::{GpuContext, Pipelines};
 use crate::kernels::attention::MAX_HEAD_SIZE;
 use crate::kernels::format::Format;
+use crate::kernels::ln_qkv::LN_MAX_EMBD;
 use crate::kernels::matrix::{Matrix, SHARD_ALIGN};
 use crate::model::{Config, LayerWeights};
 use crate::step::SharedModel;
 
 /// One block's weights as GPU buffers (Conv1D layout, as in [`LayerWeights`]).
 /// The four matrices are in the model's weight [`Format`]; the rest f32.
+/// A LayerNorm's weight and bias share one buffer: one binding fewer keeps
+/// the fused `ln_qkv` within WebGPU's 8 storage buffers per stage.
 pub struct GpuLayer {
-    pub ln_1_weight: wgpu::Buffer,    // (n_embd)
-    pub ln_1_bias: wgpu::Buffer,      // (n_embd)
+    pub ln_1: wgpu::Buffer,           // (2, n_embd) weight, then bias
     pub c_attn_weight: GpuMatrix,     // (n_embd, 3 * n_embd) format
     pub c_attn_bias: wgpu::Buffer,    // (3 * n_embd)
     pub attn_proj_weight: GpuMatrix,  // (n_embd, n_embd) format
     pub attn_proj_bias: wgpu::Buffer, // (n_embd)
-    pub ln_2_weight: wgpu::Buffer,    // (n_embd)
-    pub ln_2_bias: wgpu::Buffer,      // (n_embd)
+    pub ln_2: wgpu::Buffer,           // (2, n_embd) weight, then bias
     pub c_fc_weight: GpuMatrix,       // (n_embd, n_inner) format
     pub c_fc_bias: wgpu::Buffer,      // (n_inner)
     pub mlp_proj_weight: GpuMatrix,   // (n_inner, n_embd) format
@@ -105,11 +106,10 @@ pub struct GpuModel {
     pub ctx: GpuContext,
     pub model: SharedModel,
     pub pipelines: Pipelines,
-    pub wte: Vec<GpuShard>,        // (vocab_size, n_embd) format, in shards
-    pub wpe: wgpu::Buffer,         // (n_positions, n_embd)
-    pub layers: Vec<GpuLayer>,     // (n_layer)
-    pub ln_f_weight: wgpu::Buffer, // (n_embd)
-    pub ln_f_bias: wgpu::Buffer,   // (n_embd)
+    pub wte: Vec<GpuShard>,    // (vocab_size, n_embd) format, in shards
+    pub wpe: wgpu::Buffer,     // (n_positions, n_embd)
+    pub layers: Vec<GpuLayer>, // (n_layer)
+    pub ln_f: wgpu::Buffer,    // (2, n_embd) weight, then bias
     /// `Some` only when untied; else the LM head is `wte`.
     pub lm_head: Option<Vec<GpuShard>>, // (vocab_size, n_embd) format, in shards
     pub scratch: Scratch,
@@ -147,8 +147,7 @@ impl GpuModel {
             wte: GpuShard::upload(&ctx, "the token embedding wte", &w.wte)?,
             wpe: f("wpe", &w.wpe),
             layers: w.layers.iter().map(|l| upload_layer(&ctx, l)).collect(),
-            ln_f_weight: f("ln_f.weight", &w.ln_f_weight),
-            ln_f_bias: f("ln_f.bias", &w.ln_f_bias),
+            ln_f: layernorm_buffer(&ctx, "ln_f", &w.ln_f_weight, &w.ln_f_bias),
             lm_head,
             scratch: make_scratch(&ctx, &model.config),
             pipelines,
@@ -184,7 +183,7 @@ impl GpuModel {
     }
 
     fn weight_buffers(&self) -> impl Iterator<Item = &wgpu::Buffer> {
-        let fixed = [&self.wpe, &self.ln_f_weight, &self.ln_f_bias];
+        let fixed = [&self.wpe, &self.ln_f];
         let shards = self.wte.iter().chain(self.lm_head.iter().flatten());
         let matrices = shards.flat_map(|s| s.matrix.buffers());
         let layers = self.layers.iter().flat_map(GpuLayer::buffers);
@@ -195,12 +194,10 @@ impl GpuModel {
 impl GpuLayer {
     fn buffers(&self) -> impl Iterator<Item = &wgpu::Buffer> {
         let vectors = [
-            &self.ln_1_weight,
-            &self.ln_1_bias,
+            &self.ln_1,
             &self.c_attn_bias,
             &self.attn_proj_bias,
-            &self.ln_2_weight,
-            &self.ln_2_bias,
+            &self.ln_2,
             &self.c_fc_bias,
             &self.mlp_proj_bias,
         ];
@@ -230,19 +227,22 @@ fn upload_layer(ctx: &GpuContext, l: &LayerWeights) -> GpuLayer {
     let f = |label: &str, v: &[f32]| upload(ctx, label, bytemuck::cast_slice(v));
     let m = |label: &str, v: &Matrix| GpuMatrix::upload(ctx, label, v);
     GpuLayer {
-        ln_1_weight: f("ln_1.weight", &l.ln_1_weight),
-        ln_1_bias: f("ln_1.bias", &l.ln_1_bias),
+        ln_1: layernorm_buffer(ctx, "ln_1", &l.ln_1_weight, &l.ln_1_bias),
         c_attn_weight: m("c_attn.weight", &l.c_attn_weight),
         c_attn_bias: f("c_attn.bias", &l.c_attn_bias),
         attn_proj_weight: m("attn.c_proj.weight", &l.attn_proj_weight),
         attn_proj_bias: f("attn.c_proj.bias", &l.attn_proj_bias),
-        ln_2_weight: f("ln_2.weight", &l.ln_2_weight),
-        ln_2_bias: f("ln_2.bias", &l.ln_2_bias),
+        ln_2: layernorm_buffer(ctx, "ln_2", &l.ln_2_weight, &l.ln_2_bias),
         c_fc_weight: m("c_fc.weight", &l.c_fc_weight),
         c_fc_bias: f("c_fc.bias", &l.c_fc_bias),
         mlp_proj_weight: m("mlp.c_proj.weight", &l.mlp_proj_weight),
         mlp_proj_bias: f("mlp.c_proj.bias", &l.mlp_proj_bias),
     }
+}
+
+/// A LayerNorm's `(2, n_embd)` buffer: weight, then bias.
+fn layernorm_buffer(ctx: &GpuContext, label: &str, weight: &[f32], bias: &[f32]) -> wgpu::Buffer {
+    upload(ctx, label, bytemuck::cast_slice(&[weight, bias].concat()))
 }
 
 fn make_scratch(ctx: &GpuContext, c: &Config) -> Scratch {
@@ -259,8 +259,8 @@ fn make_scratch(ctx: &GpuContext, c: &Config) -> Scratch {
     }
 }
 
-/// Every limit the forward pass can hit, checked before anything is allocated.
-fn check_limits(ctx: &GpuContext, c: &Config, format: Format) -> Result<()> {
+/// The shapes the kernels hold in workgroup memory, whatever the device.
+fn check_shapes(c: &Config) -> Result<()> {
     if c.head_size > MAX_HEAD_SIZE {
         return Err(EngineError::DeviceLimit {
             what: "head_size (the attention kernel holds one head in workgroup memory)".into(),
@@ -268,6 +268,19 @@ fn check_limits(ctx: &GpuContext, c: &Config, format: Format) -> Result<()> {
             allowed: MAX_HEAD_SIZE as u64,
         });
     }
+    if c.n_embd > LN_MAX_EMBD {
+        return Err(EngineError::DeviceLimit {
+            what: "n_embd (the fused decode kernels hold one row in workgroup memory)".into(),
+            needed: c.n_embd as u64,
+            allowed: LN_MAX_EMBD as u64,
+        });
+    }
+    Ok(())
+}
+
+/// Every limit the forward pass can hit, checked before anything is allocated.
+fn check_limits(ctx: &GpuContext, c: &Config, format: Format) -> Result<()> {
+    check_shapes(c)?;
     let (e, i, p) = (c.n_embd as u64, c.n_inner as u64, c.n_positions as u64);
     let matrix = |rows: u64, cols: u64| format.bytes((rows * cols) as usize);
     // The embedding and LM head are split by rows instead (`GpuShard`).
@@ -287,4 +300,29 @@ fn check_limits(ctx: &GpuContext, c: &Config, format: Format) -> Result<()> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(n_embd: usize, n_head: usize) -> Config {
+        let json = format!(
+            r#"{{"n_layer": 1, "n_head": {n_head}, "n_embd": {n_embd}, "n_positions": 8, "vocab_size": 8}}"#
+        );
+        Config::from_json(&json).unwrap()
+    }
+
+    #[test]
+    fn shapes_beyond_workgroup_memory_are_clear_errors() {
+        assert!(check_shapes(&config(1600, 25)).is_ok()); // GPT-2 XL
+        assert!(check_shapes(&config(2048, 32)).is_ok());
+        let wide = check_shapes(&config(2112, 33)).unwrap_err().to_string();
+        assert!(
+            wide.contains("n_embd") && wide.contains("2112") && wide.contains("2048"),
+            "{wide}"
+        );
+        let head = check_shapes(&config(512, 1)).unwrap_err().to_string();
+        assert!(head.contains("head_size") && head.contains("512"), "{head}");
+    }
 }

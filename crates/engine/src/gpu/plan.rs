@@ -7,7 +7,8 @@
 use crate::gpu::GpuModel;
 use crate::kernels::format::SCALES_BINDING;
 use crate::kernels::{
-    attention, embedding, gelu, kv_write, layernorm, lm_head, matmul, matvec, residual_add, Kernel,
+    attention, embedding, gelu, kv_write, layernorm, lm_head, ln_fc_gelu, ln_qkv, matmul,
+    matvec_residual, residual_add, Kernel,
 };
 
 /// Bytes between parameter slots: the largest `min_uniform_buffer_offset_alignment`.
@@ -25,8 +26,19 @@ pub enum Shape {
         n_vocab: u32,
     },
     Layernorm,
-    /// A linear layer `[k] → [n]`: matmul in prefill, matvec in decode.
+    /// A linear layer `[k] → [n]` over every row (prefill's matmul).
     Linear {
+        k: u32,
+        n: u32,
+    },
+    /// Decode's LayerNorm → QKV → K/V write for one token.
+    LnQkv,
+    /// Decode's LayerNorm → `[n_embd] → [n]` → GELU for one token.
+    LnFcGelu {
+        n: u32,
+    },
+    /// Decode's `[k] → [n]` projection added into the residual stream.
+    MatvecResidual {
         k: u32,
         n: u32,
     },
@@ -94,18 +106,32 @@ impl Op {
                     layernorm::workgroups(&p)
                 }
             }
-            Shape::Linear { k, n } if self.kernel == Kernel::Matmul => {
+            Shape::Linear { k, n } => {
                 let p = matmul::Params { m: n_rows, k, n, _pad: 0 };
                 {
                     put(bytemuck::bytes_of(&p));
                     matmul::workgroups(&p)
                 }
             }
-            Shape::Linear { k, n } => {
-                let p = matvec::Params { k, n, _pad0: 0, _pad1: 0 };
+            Shape::LnQkv => {
+                let p = ln_qkv::Params { n_embd: e, pos: pos0, eps: c.layer_norm_epsilon, _pad: 0 };
                 {
                     put(bytemuck::bytes_of(&p));
-                    matvec::workgroups(&p)
+                    ln_qkv::workgroups(&p)
+                }
+            }
+            Shape::LnFcGelu { n } => {
+                let p = ln_fc_gelu::Params { n_embd: e, n, eps: c.layer_norm_epsilon, _pad: 0 };
+                {
+                    put(bytemuck::bytes_of(&p));
+                    ln_fc_gelu::workgroups(&p)
+                }
+            }
+            Shape::MatvecResidual { k, n } => {
+                let p = matvec_residual::Params { k, n, _pad0: 0, _pad1: 0 };
+                {
+                    put(bytemuck::bytes_of(&p));
+                    matvec_residual::workgroups(&p)
                 }
             }
             Shape::KvWrite => {
@@ -213,45 +239,92 @@ pub fn lm_head<'a>(gpu: &'a GpuModel, logits: &'a wgpu::Buffer) -> Vec<Spec<'a>>
         .collect()
 }
 
-/// The dispatches of a prefill (`linear = Matmul`) or decode (`Matvec`) pass.
-pub fn build<'a>(gpu: &'a GpuModel, s: &SessionBuffers<'a>, linear: Kernel) -> Vec<Spec<'a>> {
+/// The dispatches of a prefill: one pass over every row of the prompt.
+pub fn prefill<'a>(gpu: &'a GpuModel, s: &SessionBuffers<'a>) -> Vec<Spec<'a>> {
     let c = gpu.config();
     let (e, inner) = (c.n_embd as u32, c.n_inner as u32);
     let sc = &gpu.scratch;
-    let mut ops = Vec::new();
+    let mut ops = embedding(gpu);
     let mut push = |kernel, shape, buffers: &[&'a wgpu::Buffer], scales| {
         ops.push(Spec { kernel, shape, buffers: buffers.to_vec(), scales });
     };
-    for h in &gpu.wte {
-        let shape = Shape::Embedding { v0: h.v0, n_vocab: h.n_vocab };
-        let buffers = [&sc.tokens, &h.matrix.words, &gpu.wpe, &sc.x];
-        push(Kernel::Embedding, shape, &buffers, h.matrix.sc());
-    }
     for (l, w) in gpu.layers.iter().enumerate() {
         let (kc, vc) = (&s.key_cache[l], &s.value_cache[l]);
-        let ln_1 = [&sc.x, &w.ln_1_weight, &w.ln_1_bias, &sc.xb];
-        push(Kernel::Layernorm, Shape::Layernorm, &ln_1, None);
+        push(Kernel::Layernorm, Shape::Layernorm, &[&sc.x, &w.ln_1, &sc.xb], None);
         let (qkv, m) = (Shape::Linear { k: e, n: 3 * e }, &w.c_attn_weight);
-        push(linear, qkv, &[&sc.xb, &m.words, &w.c_attn_bias, &sc.qkv], m.sc());
+        push(Kernel::Matmul, qkv, &[&sc.xb, &m.words, &w.c_attn_bias, &sc.qkv], m.sc());
         push(Kernel::KvWrite, Shape::KvWrite, &[&sc.qkv, kc, vc], None);
         let attention = Shape::Attention { scale: c.attn_scale(l) };
         push(Kernel::Attention, attention, &[&sc.qkv, kc, vc, &sc.y], None);
         let (proj, m) = (Shape::Linear { k: e, n: e }, &w.attn_proj_weight);
-        push(linear, proj, &[&sc.y, &m.words, &w.attn_proj_bias, &sc.proj], m.sc());
+        push(Kernel::Matmul, proj, &[&sc.y, &m.words, &w.attn_proj_bias, &sc.proj], m.sc());
         push(Kernel::ResidualAdd, Shape::Elementwise { cols: e }, &[&sc.proj, &sc.x], None);
-        let ln_2 = [&sc.x, &w.ln_2_weight, &w.ln_2_bias, &sc.xb];
-        push(Kernel::Layernorm, Shape::Layernorm, &ln_2, None);
+        push(Kernel::Layernorm, Shape::Layernorm, &[&sc.x, &w.ln_2, &sc.xb], None);
         let (fc, m) = (Shape::Linear { k: e, n: inner }, &w.c_fc_weight);
-        push(linear, fc, &[&sc.xb, &m.words, &w.c_fc_bias, &sc.fc], m.sc());
+        push(Kernel::Matmul, fc, &[&sc.xb, &m.words, &w.c_fc_bias, &sc.fc], m.sc());
         push(Kernel::Gelu, Shape::Elementwise { cols: inner }, &[&sc.fc], None);
         let (mlp, m) = (Shape::Linear { k: inner, n: e }, &w.mlp_proj_weight);
-        push(linear, mlp, &[&sc.fc, &m.words, &w.mlp_proj_bias, &sc.proj], m.sc());
+        push(Kernel::Matmul, mlp, &[&sc.fc, &m.words, &w.mlp_proj_bias, &sc.proj], m.sc());
         push(Kernel::ResidualAdd, Shape::Elementwise { cols: e }, &[&sc.proj, &sc.x], None);
     }
-    let ln_f = [&sc.x, &gpu.ln_f_weight, &gpu.ln_f_bias, &sc.xb];
-    push(Kernel::Layernorm, Shape::Layernorm, &ln_f, None);
-    ops.extend(lm_head(gpu, s.logits));
+    ops.extend(final_layernorm_and_lm_head(gpu, s.logits));
     ops
+}
+
+/// The dispatches of a decode step: one token, each block fused into five
+/// (ln_qkv, attention, matvec_residual, ln_fc_gelu, matvec_residual).
+pub fn decode<'a>(gpu: &'a GpuModel, s: &SessionBuffers<'a>) -> Vec<Spec<'a>> {
+    let c = gpu.config();
+    let (e, inner) = (c.n_embd as u32, c.n_inner as u32);
+    let sc = &gpu.scratch;
+    let mut ops = embedding(gpu);
+    let mut push = |kernel, shape, buffers: &[&'a wgpu::Buffer], scales| {
+        ops.push(Spec { kernel, shape, buffers: buffers.to_vec(), scales });
+    };
+    for (l, w) in gpu.layers.iter().enumerate() {
+        let (kc, vc) = (&s.key_cache[l], &s.value_cache[l]);
+        let m = &w.c_attn_weight;
+        let qkv = [&sc.x, &w.ln_1, &m.words, &w.c_attn_bias, &sc.qkv, kc, vc];
+        push(Kernel::LnQkv, Shape::LnQkv, &qkv, m.sc());
+        let attention = Shape::Attention { scale: c.attn_scale(l) };
+        push(Kernel::Attention, attention, &[&sc.qkv, kc, vc, &sc.y], None);
+        let (proj, m) = (Shape::MatvecResidual { k: e, n: e }, &w.attn_proj_weight);
+        let buffers = [&sc.y, &m.words, &w.attn_proj_bias, &sc.x];
+        push(Kernel::MatvecResidual, proj, &buffers, m.sc());
+        let (fc, m) = (Shape::LnFcGelu { n: inner }, &w.c_fc_weight);
+        push(Kernel::LnFcGelu, fc, &[&sc.x, &w.ln_2, &m.words, &w.c_fc_bias, &sc.fc], m.sc());
+        let (mlp, m) = (Shape::MatvecResidual { k: inner, n: e }, &w.mlp_proj_weight);
+        let buffers = [&sc.fc, &m.words, &w.mlp_proj_bias, &sc.x];
+        push(Kernel::MatvecResidual, mlp, &buffers, m.sc());
+    }
+    ops.extend(final_layernorm_and_lm_head(gpu, s.logits));
+    ops
+}
+
+/// The embedding's dispatches, one per shard of `wte`.
+fn embedding(gpu: &GpuModel) -> Vec<Spec<'_>> {
+    let sc = &gpu.scratch;
+    let shards = gpu.wte.iter();
+    shards
+        .map(|h| Spec {
+            kernel: Kernel::Embedding,
+            shape: Shape::Embedding { v0: h.v0, n_vocab: h.n_vocab },
+            buffers: vec![&sc.tokens, &h.matrix.words, &gpu.wpe, &sc.x],
+            scales: h.matrix.sc(),
+        })
+        .collect()
+}
+
+/// `ln_f`, then the LM head.
+fn final_layernorm_and_lm_head<'a>(gpu: &'a GpuModel, logits: &'a wgpu::Buffer) -> Vec<Spec<'a>> {
+    let sc = &gpu.scratch;
+    let ln_f = Spec {
+        kernel: Kernel::Layernorm,
+        shape: Shape::Layernorm,
+        buffers: vec![&sc.x, &gpu.ln_f, &sc.xb],
+        scales: None,
+    };
+    std::iter::once(ln_f).chain(lm_head(gpu, logits)).collect()
 }
 
 /// A bind group: binding 0 is the `Params` slot, bindings 1.. are `buffers`

@@ -12,7 +12,6 @@ use crate::error::{EngineError, Result};
 use crate::gpu::plan::{self, Op, Pass, SessionBuffers, PARAMS, SLOT};
 use crate::gpu::readback::{buffer, read_f32, STORAGE};
 use crate::gpu::GpuModel;
-use crate::kernels::Kernel;
 use crate::model::Config;
 use crate::step::{check_input, StepStats, Wanted};
 
@@ -57,12 +56,11 @@ impl GpuSession {
         let staging = buffer(ctx, "staging", logits_rows * row_bytes, read);
         let s =
             SessionBuffers { key_cache: &key_cache, value_cache: &value_cache, logits: &logits };
-        let (prefill, decode) =
-            (plan::build(&gpu, &s, Kernel::Matmul), plan::build(&gpu, &s, Kernel::Matvec));
+        let (prefill, decode) = (plan::prefill(&gpu, &s), plan::decode(&gpu, &s));
         let lm_head = plan::lm_head(&gpu, &logits);
-        // Prefill and decode share slots (one pass at a time); the LM head
-        // alone, for logits chunks, has its own after them.
-        let n_slots = (prefill.len() + lm_head.len()) as u64;
+        // Prefill and decode share slots (one pass at a time; decode has
+        // fewer ops); the LM head alone, for logits chunks, has its own after them.
+        let n_slots = (prefill.len().max(decode.len()) + lm_head.len()) as u64;
         let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
         let params = buffer(ctx, "params", n_slots * SLOT, uniform);
         let written = RefCell::new(vec![None; n_slots as usize]);
@@ -144,7 +142,7 @@ impl GpuSession {
         self.forward(tokens, wanted, false).await
     }
 
-    /// One token through the cached context (matvec kernels).
+    /// One token through the cached context (the fused decode kernels).
     pub async fn decode(&mut self, token: u32) -> Result<Vec<f32>> {
         self.forward(&[token], Wanted::Last, true).await
     }

@@ -1,5 +1,5 @@
 //! How weight matrices are stored for the kernels that read them (matmul,
-//! matvec, lm_head, embedding): each format is a WGSL snippet
+//! ln_qkv, matvec_residual, ln_fc_gelu, lm_head, embedding): each format is a WGSL snippet
 //! (`shaders/format_*.wgsl`, prepended to those kernels) defining the word type
 //! of the `w` binding and `w_load(i, ch)` (element `i`, output channel `ch`),
 //! and here its CPU twin [`Format::load`] and the packing that writes the words
@@ -35,7 +35,7 @@ pub const GROUP: usize = 32;
 
 /// The binding of the `scales` array in the formats that have one (after
 /// every kernel's own bindings).
-pub const SCALES_BINDING: u32 = 7;
+pub const SCALES_BINDING: u32 = 8;
 
 /// Which axis of a `(rows, cols)` matrix indexes output channels (int8 keeps
 /// one scale per channel): the columns of a Conv1D `[in, out]` weight, the

@@ -10,9 +10,11 @@ pub mod gelu;
 pub mod kv_write;
 pub mod layernorm;
 pub mod lm_head;
+pub mod ln_fc_gelu;
+pub mod ln_qkv;
 pub mod matmul;
 pub mod matrix;
-pub mod matvec;
+pub mod matvec_residual;
 pub mod residual_add;
 
 /// Threads per workgroup of the 1-D kernels (`override WG` in WGSL). 64 is
@@ -22,30 +24,41 @@ pub const WG: u32 = 64;
 /// The most workgroups a dispatch may have along one dimension (WebGPU's default).
 pub const MAX_GROUPS_PER_DIM: u32 = 65_535;
 
-/// Every kernel, mapping a name to its WGSL source.
+/// The LayerNorm statistics the kernels that start with one share.
+const LN_STATS: &str = include_str!("../../../../shaders/ln_stats.wgsl");
+
+/// Every kernel, mapping a name to its WGSL source. Prefill runs embedding,
+/// then per block layernorm, matmul, kv_write, attention, matmul,
+/// residual_add, layernorm, matmul, gelu, matmul, residual_add, then
+/// layernorm and lm_head; decode fuses each block into five: ln_qkv,
+/// attention, matvec_residual, ln_fc_gelu, matvec_residual.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kernel {
     Embedding,
     Layernorm,
     Matmul,
-    Matvec,
+    LnQkv,
     KvWrite,
     Attention,
+    MatvecResidual,
     ResidualAdd,
+    LnFcGelu,
     Gelu,
     LmHead,
 }
 
 impl Kernel {
     /// All kernels, in data-flow order.
-    pub const ALL: [Kernel; 9] = [
+    pub const ALL: [Kernel; 11] = [
         Kernel::Embedding,
         Kernel::Layernorm,
         Kernel::Matmul,
-        Kernel::Matvec,
+        Kernel::LnQkv,
         Kernel::KvWrite,
         Kernel::Attention,
+        Kernel::MatvecResidual,
         Kernel::ResidualAdd,
+        Kernel::LnFcGelu,
         Kernel::Gelu,
         Kernel::LmHead,
     ];
@@ -56,10 +69,12 @@ impl Kernel {
             Kernel::Embedding => "embedding",
             Kernel::Layernorm => "layernorm",
             Kernel::Matmul => "matmul",
-            Kernel::Matvec => "matvec",
+            Kernel::LnQkv => "ln_qkv",
             Kernel::KvWrite => "kv_write",
             Kernel::Attention => "attention",
+            Kernel::MatvecResidual => "matvec_residual",
             Kernel::ResidualAdd => "residual_add",
+            Kernel::LnFcGelu => "ln_fc_gelu",
             Kernel::Gelu => "gelu",
             Kernel::LmHead => "lm_head",
         }
@@ -76,10 +91,12 @@ impl Kernel {
             Kernel::Embedding => include_str!("../../../../shaders/embedding.wgsl"),
             Kernel::Layernorm => include_str!("../../../../shaders/layernorm.wgsl"),
             Kernel::Matmul => include_str!("../../../../shaders/matmul.wgsl"),
-            Kernel::Matvec => include_str!("../../../../shaders/matvec.wgsl"),
+            Kernel::LnQkv => include_str!("../../../../shaders/ln_qkv.wgsl"),
             Kernel::KvWrite => include_str!("../../../../shaders/kv_write.wgsl"),
             Kernel::Attention => include_str!("../../../../shaders/attention.wgsl"),
+            Kernel::MatvecResidual => include_str!("../../../../shaders/matvec_residual.wgsl"),
             Kernel::ResidualAdd => include_str!("../../../../shaders/residual_add.wgsl"),
+            Kernel::LnFcGelu => include_str!("../../../../shaders/ln_fc_gelu.wgsl"),
             Kernel::Gelu => include_str!("../../../../shaders/gelu.wgsl"),
             Kernel::LmHead => include_str!("../../../../shaders/lm_head.wgsl"),
         }
@@ -87,17 +104,22 @@ impl Kernel {
 
     /// Whether the kernel reads a weight matrix through the format snippet.
     pub fn reads_weights(self) -> bool {
-        matches!(self, Kernel::Embedding | Kernel::Matmul | Kernel::Matvec | Kernel::LmHead)
+        use Kernel::*;
+        matches!(self, Embedding | Matmul | LnQkv | MatvecResidual | LnFcGelu | LmHead)
     }
 
-    /// The WGSL to compile for weights stored in `format`: the format's
-    /// snippet first for the kernels that read weights.
+    /// Whether the kernel starts with a LayerNorm (`ln_stats` in shaders/ln_stats.wgsl).
+    pub fn starts_with_layernorm(self) -> bool {
+        matches!(self, Kernel::Layernorm | Kernel::LnQkv | Kernel::LnFcGelu)
+    }
+
+    /// The WGSL to compile for weights stored in `format`: the snippets the
+    /// kernel calls (the format's `w_load`, `ln_stats`), then the kernel.
     pub fn source_for(self, format: format::Format) -> String {
-        if self.reads_weights() {
-            format!("{}\n{}", format.snippet(), self.source())
-        } else {
-            self.source().to_string()
-        }
+        let weights = self.reads_weights().then(|| format.snippet());
+        let ln = self.starts_with_layernorm().then_some(LN_STATS);
+        let snippets = weights.into_iter().chain(ln);
+        snippets.chain([self.source()]).collect::<Vec<_>>().join("\n")
     }
 
     /// Whether the shader declares `override WG` (the matmul's tile is fixed).

@@ -8,11 +8,13 @@
 //!   correctly rounded on both sides);
 //! - gelu: 1e-6 abs + 1e-5 rel (the driver's tanh is not the CPU's);
 //! - layernorm: 1e-5 abs + 1e-5 rel (tree vs sequential reductions);
-//! - matmul, matvec, lm_head: K·ε abs + 1e-5 rel for inputs in [-1, 1]:
-//!   the worst-case rounding gap between two summation orders of K products;
+//! - matmul, matvec_residual, lm_head: K·ε abs + 1e-5 rel for inputs in
+//!   [-1, 1]: the worst-case rounding gap between two summation orders of K
+//!   products;
+//! - ln_qkv, ln_fc_gelu: see `fused` (the LayerNorm's rounding scaled up by the dot);
 //! - attention: 1e-5 abs + 1e-4 rel (online vs two-pass softmax).
 //!
-//! The kernels that read weights (embedding, matmul, matvec, lm_head) run once
+//! The kernels that read weights (embedding, matmul, the fused decode kernels, lm_head) run once
 //! per weight [`Format`]: the twin computes on the same packed [`Matrix`], so
 //! the tolerances are the f32 ones, except that the embedding in a scaled
 //! format (int8, int4) allows an f32 ulp or two: `q · scale + wpe` may be
@@ -21,6 +23,7 @@
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
+use super::fused;
 use crate::kernels::format::{Channels, Format};
 use crate::kernels::matrix::Matrix;
 use crate::kernels::*;
@@ -32,10 +35,10 @@ pub struct Tolerance {
     pub rtol: f32,
 }
 
-const EXACT: Tolerance = Tolerance { atol: 0.0, rtol: 0.0 };
+pub(super) const EXACT: Tolerance = Tolerance { atol: 0.0, rtol: 0.0 };
 
 /// Summation-order tolerance of a K-term dot product of inputs in [-1, 1].
-fn dot(k: usize) -> Tolerance {
+pub(super) fn dot(k: usize) -> Tolerance {
     Tolerance { atol: k as f32 * f32::EPSILON, rtol: 1e-5 }
 }
 
@@ -70,7 +73,9 @@ fn cases_in(kernel: Kernel, format: Format) -> Vec<Case> {
         Kernel::Embedding => embedding_cases(format),
         Kernel::Layernorm => layernorm_cases(),
         Kernel::Matmul => matmul_cases(format),
-        Kernel::Matvec => matvec_cases(format),
+        Kernel::LnQkv => fused::ln_qkv_cases(format),
+        Kernel::MatvecResidual => fused::matvec_residual_cases(format),
+        Kernel::LnFcGelu => fused::ln_fc_gelu_cases(format),
         Kernel::KvWrite => kv_write_cases(),
         Kernel::Attention => attention_cases(),
         Kernel::ResidualAdd => residual_add_cases(),
@@ -79,7 +84,7 @@ fn cases_in(kernel: Kernel, format: Format) -> Vec<Case> {
     }
 }
 
-const SIZES: [usize; 5] = [1, 63, 64, 65, 1757];
+pub(super) const SIZES: [usize; 5] = [1, 63, 64, 65, 1757];
 
 /// `n` values uniform in [-1, 1) from a seeded generator, the same on every platform.
 pub fn random(n: usize, seed: u64) -> Vec<f32> {
@@ -87,16 +92,16 @@ pub fn random(n: usize, seed: u64) -> Vec<f32> {
     (0..n).map(|_| (rng.next_u32() >> 8) as f32 / (1u32 << 23) as f32 - 1.0).collect()
 }
 
-fn poisoned(n: usize) -> Vec<f32> {
+pub(super) fn poisoned(n: usize) -> Vec<f32> {
     vec![f32::NAN; n]
 }
 
-fn bytes(v: &[f32]) -> Vec<u8> {
+pub(super) fn bytes(v: &[f32]) -> Vec<u8> {
     bytemuck::cast_slice(v).to_vec()
 }
 
 /// A seeded weight matrix in `format`: its packed words as a binding and its scales.
-fn weights(
+pub(super) fn weights(
     format: Format,
     (rows, cols): (usize, usize),
     channels: Channels,
@@ -108,7 +113,7 @@ fn weights(
     (m, words, scales)
 }
 
-fn params<P: bytemuck::Pod>(p: &P) -> Vec<u8> {
+pub(super) fn params<P: bytemuck::Pod>(p: &P) -> Vec<u8> {
     bytemuck::bytes_of(p).to_vec()
 }
 
@@ -203,10 +208,14 @@ fn layernorm_cases() -> Vec<Case> {
                 format: Format::F32,
                 shape: format!("{n_rows}x{n_embd}"),
                 params: params(&p),
-                buffers: vec![bytes(&x), bytes(&w), bytes(&b), bytes(&poisoned(n_rows * n_embd))],
+                buffers: vec![
+                    bytes(&x),
+                    bytes(&[w, b].concat()),
+                    bytes(&poisoned(n_rows * n_embd)),
+                ],
                 scales: None,
                 groups: layernorm::workgroups(&p),
-                want: vec![(3, "out", want)],
+                want: vec![(2, "out", want)],
                 tolerance: Tolerance { atol: 1e-5, rtol: 1e-5 },
             });
         }
@@ -232,30 +241,6 @@ fn matmul_cases(format: Format) -> Vec<Case> {
             buffers: vec![bytes(&x), words, bytes(&b), bytes(&poisoned(m * n))],
             scales,
             groups: matmul::workgroups(&p),
-            want: vec![(3, "out", want)],
-            tolerance: dot(k),
-        });
-    }
-    out
-}
-
-fn matvec_cases(format: Format) -> Vec<Case> {
-    let shapes = [(1, 1), (63, 65), (1757, 64), (64, 1757), (65, 63), (48, 144)];
-    let mut out = Vec::new();
-    for (i, &(k, n)) in shapes.iter().enumerate() {
-        let (x, b) = (random(k, 40 + i as u64), random(n, 60));
-        let (w, words, scales) = weights(format, (k, n), Channels::Cols, 50 + i as u64);
-        let mut want = poisoned(n);
-        matvec::run_cpu(&x, &w, &b, &mut want);
-        let p = matvec::Params { k: k as u32, n: n as u32, _pad0: 0, _pad1: 0 };
-        out.push(Case {
-            kernel: Kernel::Matvec,
-            format,
-            shape: format!("{k}x{n}"),
-            params: params(&p),
-            buffers: vec![bytes(&x), words, bytes(&b), bytes(&poisoned(n))],
-            scales,
-            groups: matvec::workgroups(&p),
             want: vec![(3, "out", want)],
             tolerance: dot(k),
         });

@@ -5,6 +5,7 @@
 //! caller to run on the CPU engine instead.
 
 pub mod cases;
+mod fused;
 
 use std::fmt::Write as _;
 use std::rc::Rc;

@@ -1,0 +1,123 @@
+//! The cases of decode's fused kernels (ln_qkv, matvec_residual,
+//! ln_fc_gelu), in the table of [`cases`](super::cases). Their twins are the
+//! unfused twins in a row, so these cases also check that fusing changed
+//! nothing but rounding. Tolerance of a kernel that starts with a LayerNorm:
+//! the GPU's tree-summed mean and variance move each normalised input `xn` by
+//! about an ulp of itself, and the dot of K of them (weights in [-1, 1]) then
+//! by up to K · ε · max|xn|, on top of the summation-order gap; GELU's slope
+//! is under 1.13 and its tanh adds gelu's own 1e-6 abs + 1e-5 rel.
+
+use super::cases::{bytes, dot, params, poisoned, random, weights, Case, Tolerance};
+use crate::kernels::format::{Channels, Format};
+use crate::kernels::{ln_fc_gelu, ln_qkv, matvec_residual, Kernel};
+
+/// A residual-stream row with a non-zero mean, and a LayerNorm's weight and bias.
+fn ln_inputs(n_embd: usize, seed: u64) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let x = random(n_embd, seed).iter().map(|v| v * 3.0 + 0.5).collect();
+    (x, random(n_embd, seed + 1), random(n_embd, seed + 2))
+}
+
+/// The tolerance of a K-term dot product of LayerNorm outputs `xn`.
+fn ln_dot(xn: &[f32]) -> Tolerance {
+    let k = xn.len() as f32;
+    let largest = xn.iter().fold(1.0f32, |m, v| m.max(v.abs()));
+    Tolerance { atol: (largest + 1.0) * k * f32::EPSILON, rtol: 1e-5 }
+}
+
+const EPS: f32 = 1e-5;
+
+pub fn ln_qkv_cases(format: Format) -> Vec<Case> {
+    let mut out = Vec::new();
+    // (n_embd, pos, n_positions): rows before and after `pos` must survive.
+    for (i, &(n_embd, pos, n_positions)) in
+        [(1, 0, 1), (63, 5, 8), (64, 0, 2), (65, 3, 4), (200, 9, 12)].iter().enumerate()
+    {
+        let seed = 200 + 10 * i as u64;
+        let (x, lw, lb) = ln_inputs(n_embd, seed);
+        let (w, words, scales) = weights(format, (n_embd, 3 * n_embd), Channels::Cols, seed + 3);
+        let bias = random(3 * n_embd, seed + 4);
+        let (k0, v0) =
+            (random(n_positions * n_embd, seed + 5), random(n_positions * n_embd, seed + 6));
+        let (mut kc, mut vc, mut qkv) = (k0.clone(), v0.clone(), poisoned(3 * n_embd));
+        ln_qkv::run_cpu(&x, &lw, &lb, EPS, &w, &bias, pos, &mut qkv, &mut kc, &mut vc);
+        let p = ln_qkv::Params { n_embd: n_embd as u32, pos: pos as u32, eps: EPS, _pad: 0 };
+        out.push(Case {
+            kernel: Kernel::LnQkv,
+            format,
+            shape: format!("n_embd {n_embd} at {pos} of {n_positions}"),
+            params: params(&p),
+            buffers: vec![
+                bytes(&x),
+                bytes(&[lw.as_slice(), &lb].concat()),
+                words,
+                bytes(&bias),
+                bytes(&poisoned(3 * n_embd)),
+                bytes(&k0),
+                bytes(&v0),
+            ],
+            scales,
+            groups: ln_qkv::workgroups(&p),
+            want: vec![(4, "qkv", qkv), (5, "keys", kc), (6, "values", vc)],
+            tolerance: ln_dot(&ln_qkv::normalised(&x, &lw, &lb, EPS)),
+        });
+    }
+    out
+}
+
+pub fn matvec_residual_cases(format: Format) -> Vec<Case> {
+    let shapes = [(1, 1), (63, 65), (1757, 64), (64, 1757), (65, 63), (48, 144)];
+    let mut out = Vec::new();
+    for (i, &(k, n)) in shapes.iter().enumerate() {
+        let (y, b, x) = (random(k, 40 + i as u64), random(n, 60), random(n, 61));
+        let (w, words, scales) = weights(format, (k, n), Channels::Cols, 50 + i as u64);
+        let mut want = x.clone();
+        matvec_residual::run_cpu(&y, &w, &b, &mut want);
+        let p = matvec_residual::Params { k: k as u32, n: n as u32, _pad0: 0, _pad1: 0 };
+        out.push(Case {
+            kernel: Kernel::MatvecResidual,
+            format,
+            shape: format!("{k}x{n}"),
+            params: params(&p),
+            buffers: vec![bytes(&y), words, bytes(&b), bytes(&x)],
+            scales,
+            groups: matvec_residual::workgroups(&p),
+            want: vec![(3, "x", want)],
+            // x in [-1, 1] is added after the dot: one more rounding.
+            tolerance: dot(k + 1),
+        });
+    }
+    out
+}
+
+pub fn ln_fc_gelu_cases(format: Format) -> Vec<Case> {
+    let shapes = [(1, 1), (63, 65), (1757, 64), (64, 1757), (65, 63), (48, 192)];
+    let mut out = Vec::new();
+    for (i, &(n_embd, n)) in shapes.iter().enumerate() {
+        let seed = 300 + 10 * i as u64;
+        let (x, lw, lb) = ln_inputs(n_embd, seed);
+        let (w, words, scales) = weights(format, (n_embd, n), Channels::Cols, seed + 3);
+        let bias = random(n, seed + 4);
+        let mut want = poisoned(n);
+        ln_fc_gelu::run_cpu(&x, &lw, &lb, EPS, &w, &bias, &mut want);
+        let p = ln_fc_gelu::Params { n_embd: n_embd as u32, n: n as u32, eps: EPS, _pad: 0 };
+        let t = ln_dot(&ln_qkv::normalised(&x, &lw, &lb, EPS));
+        out.push(Case {
+            kernel: Kernel::LnFcGelu,
+            format,
+            shape: format!("{n_embd}x{n}"),
+            params: params(&p),
+            buffers: vec![
+                bytes(&x),
+                bytes(&[lw.as_slice(), &lb].concat()),
+                words,
+                bytes(&bias),
+                bytes(&poisoned(n)),
+            ],
+            scales,
+            groups: ln_fc_gelu::workgroups(&p),
+            want: vec![(4, "fc", want)],
+            tolerance: Tolerance { atol: 1.13 * t.atol + 1e-6, rtol: t.rtol + 1e-5 },
+        });
+    }
+    out
+}

@@ -1,0 +1,51 @@
+//! `shaders/ln_qkv.wgsl`: decode's fused LayerNorm → QKV projection → K/V
+//! write (prefill runs the three as `layernorm`, `matmul`, `kv_write`).
+
+use bytemuck::{Pod, Zeroable};
+
+use super::matrix::Matrix;
+use super::{kv_write, layernorm, matmul};
+
+/// The widest row the fused LayerNorm holds in workgroup memory (`MAX_EMBD`
+/// in ln_qkv.wgsl and ln_fc_gelu.wgsl): 8 KB of the 16 KB every adapter has.
+pub const LN_MAX_EMBD: usize = 2048;
+
+/// Mirror of the WGSL `Params`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct Params {
+    pub n_embd: u32,
+    pub pos: u32,
+    pub eps: f32,
+    pub _pad: u32,
+}
+
+/// The normalised row `layernorm(x) · weight + bias`, the fused kernels' prologue.
+pub fn normalised(x: &[f32], ln_weight: &[f32], ln_bias: &[f32], eps: f32) -> Vec<f32> {
+    let mut xn = vec![0.0; x.len()];
+    layernorm::run_cpu(x, ln_weight, ln_bias, eps, &mut xn);
+    xn
+}
+
+/// qkv = layernorm(x) @ w + bias; key_cache[pos] = its k, value_cache[pos] = its v.
+#[allow(clippy::too_many_arguments)] // the kernel's bindings, in order
+pub fn run_cpu(
+    x: &[f32],         // (n_embd)
+    ln_weight: &[f32], // (n_embd)
+    ln_bias: &[f32],   // (n_embd)
+    eps: f32,
+    w: &Matrix,   // (n_embd, 3 * n_embd) in its format
+    bias: &[f32], // (3 * n_embd)
+    pos: usize,
+    qkv: &mut [f32],         // (3 * n_embd)
+    key_cache: &mut [f32],   // (n_positions, n_embd)
+    value_cache: &mut [f32], // (n_positions, n_embd)
+) {
+    matmul::run_cpu(&normalised(x, ln_weight, ln_bias, eps), w, bias, qkv);
+    kv_write::run_cpu(qkv, x.len(), pos, key_cache, value_cache);
+}
+
+/// Dispatch size: one thread per column of qkv.
+pub fn workgroups(p: &Params) -> [u32; 3] {
+    [(3 * p.n_embd).div_ceil(super::WG), 1, 1]
+}

@@ -1,0 +1,45 @@
+// ln_fc_gelu (decode): the block's second LayerNorm, the MLP's first
+// projection and its GELU in one dispatch (three in prefill: layernorm,
+// matmul, gelu).
+//   xn = layernorm(x) · weight + bias           (every workgroup, into workgroup memory)
+//   fc[col] = gelu_new(sum_k xn[k] * w[k, col] + bias[col])   (one thread per column)
+// `Word` and `w_load` come from the weight format's snippet, `ln_stats` from
+// shaders/ln_stats.wgsl; the GELU is gelu.wgsl's, clamped the same way.
+
+struct Params {
+    n_embd: u32,
+    n: u32, // outputs (n_inner)
+    eps: f32,
+    _pad: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;        // (n_embd) residual stream
+@group(0) @binding(2) var<storage, read> ln: array<f32>;       // (2, n_embd) ln_2 weight, then bias
+@group(0) @binding(3) var<storage, read> w: array<Word>;       // (n_embd, n) in the weight format
+@group(0) @binding(4) var<storage, read> bias: array<f32>;     // (n)
+@group(0) @binding(5) var<storage, read_write> fc: array<f32>; // (n)
+
+override WG: u32 = 64u;
+const MAX_EMBD: u32 = 2048u; // `LN_MAX_EMBD` in Rust
+var<workgroup> xn: array<f32, MAX_EMBD>; // (n_embd) the normalised row
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
+    let s = ln_stats(tid, 0u, p.n_embd, p.eps);
+    for (var c = tid; c < p.n_embd; c = c + WG) {
+        xn[c] = (x[c] - s.x) * s.y * ln[c] + ln[p.n_embd + c];
+    }
+    workgroupBarrier();
+    let col = wid.x * WG + tid;
+    if (col >= p.n) {
+        return;
+    }
+    var acc = 0.0;
+    for (var kk = 0u; kk < p.n_embd; kk = kk + 1u) {
+        acc = acc + xn[kk] * w_load(kk * p.n + col, col);
+    }
+    let v = acc + bias[col];
+    let inner = clamp(0.7978845608028654 * (v + 0.044715 * v * v * v), -10.0, 10.0);
+    fc[col] = 0.5 * v * (1.0 + tanh(inner));
+}

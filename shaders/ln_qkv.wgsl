@@ -1,0 +1,55 @@
+// ln_qkv (decode): the block's first LayerNorm, the QKV projection and the K/V
+// write in one dispatch (three in prefill: layernorm, matmul, kv_write).
+//   xn = layernorm(x) · weight + bias           (every workgroup, into workgroup memory)
+//   qkv[col] = sum_k xn[k] * w[k, col] + bias[col]   (one thread per column)
+//   key_cache[pos] = qkv[n_embd ..], value_cache[pos] = qkv[2 n_embd ..]
+// Each workgroup normalises the token's row itself: n_embd reads and two
+// reductions, small next to the n_embd × WG weights it reads after.
+// `Word` and `w_load` come from the weight format's snippet, `ln_stats` from
+// shaders/ln_stats.wgsl.
+
+struct Params {
+    n_embd: u32,
+    pos: u32, // cache row of this token
+    eps: f32,
+    _pad: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;                 // (n_embd) residual stream
+@group(0) @binding(2) var<storage, read> ln: array<f32>;                // (2, n_embd) ln_1 weight, then bias
+@group(0) @binding(3) var<storage, read> w: array<Word>;                // (n_embd, 3 * n_embd) in the weight format
+@group(0) @binding(4) var<storage, read> bias: array<f32>;              // (3 * n_embd)
+@group(0) @binding(5) var<storage, read_write> qkv: array<f32>;         // (3 * n_embd): q | k | v
+@group(0) @binding(6) var<storage, read_write> key_cache: array<f32>;   // (n_positions, n_embd)
+@group(0) @binding(7) var<storage, read_write> value_cache: array<f32>; // (n_positions, n_embd)
+
+override WG: u32 = 64u;
+const MAX_EMBD: u32 = 2048u; // `LN_MAX_EMBD` in Rust; GPT-2 XL has 1600
+var<workgroup> xn: array<f32, MAX_EMBD>; // (n_embd) the normalised row
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
+    let s = ln_stats(tid, 0u, p.n_embd, p.eps);
+    for (var c = tid; c < p.n_embd; c = c + WG) {
+        xn[c] = (x[c] - s.x) * s.y * ln[c] + ln[p.n_embd + c];
+    }
+    workgroupBarrier();
+    let n = 3u * p.n_embd;
+    let col = wid.x * WG + tid;
+    if (col >= n) {
+        return;
+    }
+    var acc = 0.0;
+    for (var kk = 0u; kk < p.n_embd; kk = kk + 1u) {
+        acc = acc + xn[kk] * w_load(kk * n + col, col);
+    }
+    let v = acc + bias[col];
+    qkv[col] = v;
+    let row = p.pos * p.n_embd;
+    if (col >= 2u * p.n_embd) {
+        value_cache[row + col - 2u * p.n_embd] = v;
+    } else if (col >= p.n_embd) {
+        key_cache[row + col - p.n_embd] = v;
+    }
+}

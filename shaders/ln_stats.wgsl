@@ -1,0 +1,37 @@
+// ln_stats: the mean and 1/std of one row of `x`, for every kernel that starts
+// with a LayerNorm (layernorm, ln_qkv, ln_fc_gelu); they declare `x` and `WG`.
+// One workgroup per row; the mean first, then the variance of the centred
+// values (two passes over the row: more accurate than E[x²] - E[x]² in f32).
+// CPU twin: the statistics in `layernorm::run_cpu`.
+
+var<workgroup> partial: array<f32, WG>; // (WG) per-thread partial sums
+
+// Sum of `value` over the workgroup; every thread gets the result. Each
+// thread adds the WG partial sums itself, in the same order: two barriers
+// instead of a tree's log2(WG) + 2 (barriers are what software adapters pay
+// for, and the fused decode kernels run this in every workgroup).
+fn workgroup_sum(tid: u32, value: f32) -> f32 {
+    partial[tid] = value;
+    workgroupBarrier();
+    var total = 0.0;
+    for (var i = 0u; i < WG; i = i + 1u) {
+        total = total + partial[i];
+    }
+    workgroupBarrier(); // before `partial` is reused
+    return total;
+}
+
+// (mean, 1 / sqrt(var + eps)) of x[base .. base + n]. Call from uniform control flow.
+fn ln_stats(tid: u32, base: u32, n: u32, eps: f32) -> vec2<f32> {
+    var sum = 0.0;
+    for (var c = tid; c < n; c = c + WG) {
+        sum = sum + x[base + c];
+    }
+    let mean = workgroup_sum(tid, sum) / f32(n);
+    var sq = 0.0;
+    for (var c = tid; c < n; c = c + WG) {
+        let d = x[base + c] - mean;
+        sq = sq + d * d;
+    }
+    return vec2<f32>(mean, inverseSqrt(workgroup_sum(tid, sq) / f32(n) + eps));
+}
