@@ -13,12 +13,17 @@ emoji with modifiers and ZWJ, combining marks, control characters,
     pip install transformers tokenizers
     python3 tools/golden/make_tokenizer_golden.py [VOCAB_DIR]
 
-writes tests/fixtures/gpt2_tokenizer/ids.u16 (every id, little-endian u16).
+writes tests/fixtures/gpt2_tokenizer/ids.u16 (every id, little-endian u16),
+and shakespeare_ids.u16: the same corpus through the bundled model's
+tokenizer.json as the `tokenizers` library reads it (a tokenizer.json with
+merges as pairs, a 2,048-token vocabulary: most of the corpus falls back to
+short merges and single bytes).
 """
 import os
 import struct
 import sys
 
+from tokenizers import Tokenizer
 from transformers import GPT2TokenizerFast
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -38,3 +43,10 @@ assert max(ids) < 65536
 with open(os.path.join(OUT, "ids.u16"), "wb") as f:
     f.write(struct.pack(f"<{len(ids)}H", *ids))
 print(f"{len(text.encode())} bytes of text -> {len(ids)} ids")
+
+bundled = Tokenizer.from_file(os.path.join(ROOT, "www/models/shakespeare/tokenizer.json"))
+ids = bundled.encode(text, add_special_tokens=False).ids
+assert max(ids) < 65536
+with open(os.path.join(OUT, "shakespeare_ids.u16"), "wb") as f:
+    f.write(struct.pack(f"<{len(ids)}H", *ids))
+print(f"bundled tokenizer.json: {len(ids)} ids")

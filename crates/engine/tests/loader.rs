@@ -207,7 +207,7 @@ fn pytorch_only_and_tokenizer_files_are_explained() {
         e.contains("pytorch_model.bin but no model.safetensors") && e.contains("save_pretrained"),
         "{e}"
     );
-    let e = Tokenizer::from_dir(&dir).err().expect("no tokenizer").to_string();
+    let e = Tokenizer::from_dir(&dir).expect_err("no tokenizer").to_string();
     assert!(e.contains("tokenizer.json, or vocab.json and merges.txt"), "{e}");
     std::fs::write(dir.join("vocab.json"), r#"{"a": 0, "b": 1, "ab": 2}"#).unwrap();
     std::fs::write(dir.join("merges.txt"), "#version: 0.2\na b\n").unwrap();

@@ -28,6 +28,10 @@ fn encode_decode_round_trips() {
         assert_eq!(t.decode(&ids).unwrap(), text);
     }
     assert_eq!(t.token_to_id("<|endoftext|>"), Some(0));
+    // An id past the tokenizer (a padded model vocabulary) is skipped, as
+    // `tokenizers` skips it.
+    let hello = t.encode("Hello").unwrap();
+    assert_eq!(t.decode(&[hello.as_slice(), &[u32::MAX]].concat()).unwrap(), "Hello");
 }
 
 #[test]
@@ -78,7 +82,7 @@ fn byte_token(t: &Tokenizer, b: u8) -> u32 {
 
 #[test]
 fn garbage_tokenizer_is_an_error() {
-    let e = Tokenizer::from_bytes(b"{not json").err().expect("refused").to_string();
+    let e = Tokenizer::from_bytes(b"{not json").expect_err("refused").to_string();
     assert!(e.contains("tokenizer.json is not valid JSON: key must be a string"), "{e}");
 }
 
@@ -91,7 +95,7 @@ fn a_corrupt_decoder_is_an_error_not_a_panic() {
         ("fuzz_tokenizer_bad_escape.json", "invalid unicode code point"),
     ] {
         let bytes = std::fs::read(common::fixtures().join(file)).unwrap();
-        let e = Tokenizer::from_bytes(&bytes).err().expect("refused").to_string();
+        let e = Tokenizer::from_bytes(&bytes).expect_err("refused").to_string();
         assert!(e.contains(&format!("tokenizer.json is not valid JSON: {want}")), "{file}: {e}");
     }
 }
@@ -131,9 +135,26 @@ fn gpt2_vocab_and_merges_match_transformers_on_mixed_text() {
     assert_eq!(t.encode("Hello world").unwrap(), [15496, 995]);
     assert_eq!(t.encode(" Paris").unwrap(), [6342]);
     assert_eq!(t.token_to_id("<|endoftext|>"), Some(50_256));
+    same_ids_as_the_oracle(&t, "ids.u16");
+}
+
+/// The bundled model's `tokenizer.json` (merges as pairs, 2,048 tokens: the
+/// corpus mostly falls back to short merges and single bytes) gives the ids
+/// the `tokenizers` library gives on the same 120 KB.
+#[test]
+fn the_bundled_tokenizer_json_matches_the_tokenizers_library_on_mixed_text() {
+    let path = common::fixtures().join("../../www/models/shakespeare/tokenizer.json");
+    let t = Tokenizer::from_bytes(&std::fs::read(path).unwrap()).unwrap();
+    assert_eq!(t.vocab_size(), 2048);
+    same_ids_as_the_oracle(&t, "shakespeare_ids.u16");
+}
+
+/// `t` encodes tests/fixtures/gpt2_tokenizer/corpus.txt to the ids in
+/// `golden` and decodes them back to the text.
+fn same_ids_as_the_oracle(t: &Tokenizer, golden: &str) {
     let dir = common::fixtures().join("gpt2_tokenizer");
     let text = std::fs::read_to_string(dir.join("corpus.txt")).unwrap();
-    let want: Vec<u32> = std::fs::read(dir.join("ids.u16"))
+    let want: Vec<u32> = std::fs::read(dir.join(golden))
         .unwrap()
         .chunks_exact(2)
         .map(|b| u32::from(u16::from_le_bytes([b[0], b[1]])))
@@ -142,7 +163,7 @@ fn gpt2_vocab_and_merges_match_transformers_on_mixed_text() {
     if let Some(i) = got.iter().zip(&want).position(|(a, b)| a != b) {
         let around = |ids: &[u32]| t.decode(&ids[i.saturating_sub(3)..(i + 3).min(ids.len())]);
         panic!(
-            "first different id at {i}: ours {:?}, transformers {:?}",
+            "first different id at {i}: ours {:?}, the oracle's {:?}",
             around(&got),
             around(&want)
         );
@@ -155,10 +176,51 @@ fn gpt2_vocab_and_merges_match_transformers_on_mixed_text() {
 #[test]
 fn bad_vocab_or_merges_are_clear_errors() {
     let e =
-        |v: &[u8], m: &[u8]| Tokenizer::from_vocab_merges(v, m).err().expect("refused").to_string();
+        |v: &[u8], m: &[u8]| Tokenizer::from_vocab_merges(v, m).expect_err("refused").to_string();
     assert!(e(b"[1, 2]", b"a b").contains("vocab.json is not a JSON object"));
     assert!(e(br#"{"a": 0}"#, &[0xff, 0xfe]).contains("merges.txt is not UTF-8"));
     assert!(e(br#"{"a": 0}"#, b"#version: 0.2\na b c").contains("merges.txt line 2"));
     let unknown = e(br#"{"a": 0, "b": 1}"#, b"a b");
     assert!(unknown.contains("vocab.json + merges.txt"), "{unknown}");
+}
+
+/// A tokenizer.json that is not byte-level BPE is refused by name, as are
+/// merges of tokens the vocabulary lacks.
+#[test]
+fn tokenizers_other_than_byte_level_bpe_are_refused_by_name() {
+    let e = |json: &str| Tokenizer::from_bytes(json.as_bytes()).expect_err("refused").to_string();
+    let byte_level = r#""pre_tokenizer": {"type": "ByteLevel"}"#;
+    let bpe = r#""model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]}"#;
+    assert!(Tokenizer::from_bytes(format!("{{{byte_level}, {bpe}}}").as_bytes()).is_ok());
+    let word_piece = r#""model": {"type": "WordPiece", "vocab": {}}"#;
+    assert!(e(&format!("{{{byte_level}, {word_piece}}}")).contains("model is WordPiece"));
+    let metaspace = r#""pre_tokenizer": {"type": "Metaspace"}"#;
+    assert!(e(&format!("{{{metaspace}, {bpe}}}")).contains("pre_tokenizer is Metaspace"));
+    let nfkc = r#""normalizer": {"type": "NFKC"}"#;
+    assert!(e(&format!("{{{nfkc}, {byte_level}, {bpe}}}")).contains("NFKC normalizer"));
+    let missing = r#""model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": [["a", "b"]]}"#;
+    let m = e(&format!("{{{byte_level}, {missing}}}"));
+    assert!(m.contains("merge 0 (a b) uses \"ab\", which is not in the vocabulary"), "{m}");
+    assert!(e(r#"{"model": 3}"#).contains("no `model` object"));
+}
+
+/// GPT-2's pattern at its edges, against ids from `transformers`'
+/// GPT2TokenizerFast: contractions (case-sensitive), a space joining the next
+/// word, whitespace runs leaving their last space to the next word,
+/// Devanagari (vowel signs are marks, not letters: `is_alphabetic` would
+/// join them), a number sign of another script.
+#[test]
+fn gpt2_pretokenisation_splits_like_its_regex() {
+    let t = gpt2_tokenizer();
+    let cases: [(&str, &[u32]); 6] = [
+        ("I'll don't", &[40, 1183, 836, 470]),
+        ("a   b\n\nc", &[64, 220, 220, 275, 198, 198, 66]),
+        ("x  ", &[87, 220, 220]),
+        ("12 ½", &[1065, 25208]),
+        ("नमस्ते", &[11976, 101, 11976, 106, 11976, 116, 24231, 235, 11976, 97, 24231, 229]),
+        ("'S''s", &[6, 50, 7061, 82]),
+    ];
+    for (text, want) in cases {
+        assert_eq!(t.encode(text).unwrap(), want, "{text:?}");
+    }
 }

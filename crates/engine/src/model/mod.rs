@@ -2,6 +2,7 @@
 //! Loading happens from bytes so the same code serves the CLI (read from disk)
 //! and the browser (fetched over HTTP).
 
+mod bpe;
 mod config;
 mod tokenizer;
 mod weights;

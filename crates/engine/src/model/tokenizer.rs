@@ -1,72 +1,78 @@
-//! Text ↔ token ids through the model's own `tokenizer.json` (Hugging Face
-//! `tokenizers`, the same library that trained it) or GPT-2's original pair
+//! Text ↔ token ids through the model's own `tokenizer.json` (byte-level
+//! BPE, what every GPT-2-family model ships) or GPT-2's original pair
 //! `vocab.json` + `merges.txt`, plus a streaming decoder that never shows half
-//! a UTF-8 character.
+//! a UTF-8 character. The BPE itself is `bpe.rs`.
 
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::bpe::Bpe;
 use crate::error::{EngineError, Result};
 
-/// A loaded `tokenizer.json`.
+/// A loaded tokenizer.
+#[derive(Clone, Debug)]
 pub struct Tokenizer {
-    inner: tokenizers::Tokenizer,
+    bpe: Bpe,
+}
+
+fn bad(m: impl Into<String>) -> EngineError {
+    EngineError::Tokenizer(m.into())
 }
 
 impl Tokenizer {
-    /// Parses the bytes of a `tokenizer.json`.
+    /// Parses the bytes of a `tokenizer.json`: a `BPE` model with a
+    /// `ByteLevel` pre-tokenizer, as GPT-2 models have; anything else is
+    /// refused by name.
     pub fn from_bytes(bytes: &[u8]) -> Result<Tokenizer> {
-        // `tokenizers` panics (instead of erring) on a syntax error inside its
-        // `decoder` object (found by the fuzz target `tokenizer_json`). Parsed
-        // into a JSON value first, the text's syntax is checked whole, and the
-        // tokenizer is then built from a value that has no syntax left to fail.
-        let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
-            EngineError::Tokenizer(format!("tokenizer.json is not valid JSON: {e}"))
-        })?;
-        let inner: tokenizers::Tokenizer = serde_json::from_value(value)
-            .map_err(|e| EngineError::Tokenizer(format!("cannot parse tokenizer.json: {e}")))?;
-        Ok(Tokenizer { inner })
+        let json: Value = serde_json::from_slice(bytes)
+            .map_err(|e| bad(format!("tokenizer.json is not valid JSON: {e}")))?;
+        let model = json.get("model").filter(|m| m.is_object());
+        let model = model.ok_or_else(|| bad("tokenizer.json has no `model` object"))?;
+        let pre = json.get("pre_tokenizer").filter(|v| !v.is_null());
+        check_byte_level_bpe(&json, model, pre)?;
+        let flag = |v: Option<&Value>, name| v.and_then(|v| v.get(name)).and_then(Value::as_bool);
+        let vocab = model.get("vocab").and_then(Value::as_object);
+        let vocab = vocab.ok_or_else(|| bad("tokenizer.json's model has no `vocab` object"))?;
+        let merges = model.get("merges").and_then(Value::as_array);
+        let merges = merges.ok_or_else(|| bad("tokenizer.json's model has no `merges` list"))?;
+        let merges = merges.iter().enumerate().map(|(i, m)| {
+            merge_pair(m).ok_or_else(|| bad(format!("tokenizer.json merge {i} is not two tokens")))
+        });
+        let merges = merges.collect::<Result<Vec<_>>>()?;
+        let options = Options {
+            use_regex: flag(pre, "use_regex").unwrap_or(true),
+            add_prefix_space: flag(pre, "add_prefix_space").unwrap_or(false),
+            ignore_merges: flag(Some(model), "ignore_merges").unwrap_or(false),
+        };
+        let bpe = build(vocab, &merges, added_tokens(&json)?, options, "tokenizer.json")?;
+        Ok(Tokenizer { bpe })
     }
 
     /// GPT-2's original files: `vocab.json` (token → id) and `merges.txt`
     /// (one merge `a b` per line, in rank order, after a `#version` line),
-    /// as byte-level BPE with GPT-2's pre-tokenisation — the `tokenizer.json`
-    /// that `transformers`' `GPT2TokenizerFast` builds from the same pair, with
+    /// as byte-level BPE with GPT-2's pre-tokenisation — the tokenizer that
+    /// `transformers`' `GPT2TokenizerFast` builds from the same pair, with
     /// `<|endoftext|>` as its special token when the vocabulary has it.
     pub fn from_vocab_merges(vocab: &[u8], merges: &[u8]) -> Result<Tokenizer> {
-        let bad = |m: String| EngineError::Tokenizer(m);
-        let vocab: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(vocab)
+        let vocab: serde_json::Map<String, Value> = serde_json::from_slice(vocab)
             .map_err(|e| bad(format!("vocab.json is not a JSON object of token ids: {e}")))?;
-        let merges = std::str::from_utf8(merges)
-            .map_err(|_| bad("merges.txt is not UTF-8 text".to_string()))?;
-        let merges: Vec<&str> =
-            merges.lines().filter(|l| !l.starts_with("#version") && !l.trim().is_empty()).collect();
-        if let Some((n, line)) = merges.iter().enumerate().find(|(_, l)| l.split(' ').count() != 2)
-        {
-            return Err(bad(format!("merges.txt line {}: `{line}` is not two tokens", n + 2)));
-        }
-        let eos = "<|endoftext|>";
-        let added: Vec<serde_json::Value> = vocab
-            .get(eos)
-            .and_then(|id| id.as_u64())
-            .map(|id| {
-                serde_json::json!({ "id": id, "content": eos, "single_word": false, "lstrip": false,
-                    "rstrip": false, "normalized": true, "special": true })
+        let merges =
+            std::str::from_utf8(merges).map_err(|_| bad("merges.txt is not UTF-8 text"))?;
+        let lines = merges.lines().filter(|l| !l.starts_with("#version") && !l.trim().is_empty());
+        let merges = lines
+            .enumerate()
+            .map(|(n, line)| match line.split(' ').collect::<Vec<_>>()[..] {
+                [a, b] => Ok((a.to_string(), b.to_string())),
+                _ => Err(bad(format!("merges.txt line {}: `{line}` is not two tokens", n + 2))),
             })
-            .into_iter()
-            .collect();
-        let byte_level = |prefix: bool, trim: bool| {
-            serde_json::json!({ "type": "ByteLevel", "add_prefix_space": prefix,
-                "trim_offsets": trim, "use_regex": true })
-        };
-        let json = serde_json::json!({
-            "version": "1.0", "truncation": null, "padding": null, "added_tokens": added,
-            "normalizer": null, "pre_tokenizer": byte_level(false, true),
-            "post_processor": byte_level(true, false), "decoder": byte_level(true, true),
-            "model": { "type": "BPE", "dropout": null, "unk_token": null,
-                "continuing_subword_prefix": "", "end_of_word_suffix": "", "fuse_unk": false,
-                "byte_fallback": false, "vocab": vocab, "merges": merges },
-        });
-        let inner: tokenizers::Tokenizer = serde_json::from_value(json)
-            .map_err(|e| bad(format!("vocab.json + merges.txt do not make a tokenizer: {e}")))?;
-        Ok(Tokenizer { inner })
+            .collect::<Result<Vec<_>>>()?;
+        let eos = "<|endoftext|>";
+        let added = vocab.get(eos).and_then(Value::as_u64).and_then(|id| u32::try_from(id).ok());
+        let added = added.map(|id| (eos.to_string(), id)).into_iter().collect();
+        let options = Options { use_regex: true, add_prefix_space: false, ignore_merges: false };
+        let bpe = build(&vocab, &merges, added, options, "vocab.json + merges.txt")?;
+        Ok(Tokenizer { bpe })
     }
 
     /// The tokenizer of a model directory (native only): `tokenizer.json`,
@@ -88,31 +94,146 @@ impl Tokenizer {
         Tokenizer::from_vocab_merges(&read(&vocab)?, &read(&merges)?)
     }
 
-    /// Number of ids the tokenizer can produce (including added tokens).
+    /// Number of ids the tokenizer can produce (added tokens included): one
+    /// more than the largest.
     pub fn vocab_size(&self) -> usize {
-        self.inner.get_vocab_size(true)
+        self.bpe.tokens.len()
     }
 
     /// Text → ids, without adding special tokens.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
-        let encoding = self
-            .inner
-            .encode(text, false)
-            .map_err(|e| EngineError::Tokenizer(format!("cannot encode: {e}")))?;
-        Ok(encoding.get_ids().to_vec())
+        self.bpe.encode(text).map_err(|e| bad(format!("cannot encode: {e}")))
     }
 
-    /// Ids → text. Bytes that do not form UTF-8 become U+FFFD.
+    /// Ids → text. Bytes that do not form UTF-8 become U+FFFD; ids the
+    /// tokenizer does not have are skipped.
     pub fn decode(&self, ids: &[u32]) -> Result<String> {
-        self.inner
-            .decode(ids, false)
-            .map_err(|e| EngineError::Tokenizer(format!("cannot decode: {e}")))
+        Ok(String::from_utf8_lossy(&self.bpe.decode(ids)).into_owned())
     }
 
     /// The id of a token string such as `<|endoftext|>`, if the vocabulary has it.
     pub fn token_to_id(&self, token: &str) -> Option<u32> {
-        self.inner.token_to_id(token)
+        let added = self.bpe.added.iter().find(|(s, _)| s == token).map(|&(_, id)| id);
+        added.or_else(|| self.bpe.vocab.get(token).copied())
     }
+}
+
+/// Refuses, by name, what is not GPT-2's byte-level BPE: another model or
+/// pre-tokenizer, a normalizer, word prefixes or suffixes, byte fallback.
+fn check_byte_level_bpe(json: &Value, model: &Value, pre: Option<&Value>) -> Result<()> {
+    fn kind(v: Option<&Value>) -> Option<&str> {
+        v.and_then(|v| v.get("type")).and_then(Value::as_str)
+    }
+    let why = "Decode Lab reads byte-level BPE (GPT-2's)";
+    if let Some(t) = kind(Some(model)).filter(|t| *t != "BPE") {
+        return Err(bad(format!("tokenizer.json's model is {t}: {why}")));
+    }
+    if kind(pre) != Some("ByteLevel") {
+        let t = kind(pre).unwrap_or("none");
+        return Err(bad(format!("tokenizer.json's pre_tokenizer is {t}: {why}")));
+    }
+    if let Some(t) = kind(json.get("normalizer")) {
+        return Err(bad(format!("tokenizer.json has a {t} normalizer: {why}, which has none")));
+    }
+    for field in ["continuing_subword_prefix", "end_of_word_suffix"] {
+        if let Some(v) = model.get(field).and_then(Value::as_str).filter(|v| !v.is_empty()) {
+            return Err(bad(format!("tokenizer.json's {field} is {v:?}: {why}")));
+        }
+    }
+    if model.get("byte_fallback").and_then(Value::as_bool) == Some(true) {
+        return Err(bad(format!("tokenizer.json uses byte_fallback: {why}, which needs none")));
+    }
+    Ok(())
+}
+
+/// `added_tokens` of a tokenizer.json: (content, id) pairs.
+fn added_tokens(json: &Value) -> Result<Vec<(String, u32)>> {
+    let added = json.get("added_tokens").and_then(Value::as_array);
+    let added = added.map(Vec::as_slice).unwrap_or(&[]).iter().map(|t| {
+        let content = t.get("content").and_then(Value::as_str).map(str::to_string);
+        let id = t.get("id").and_then(Value::as_u64).and_then(|id| u32::try_from(id).ok());
+        content.zip(id).ok_or_else(|| bad("an added token of tokenizer.json has no content or id"))
+    });
+    added.collect()
+}
+
+/// A merge as `"a b"` (tokenizers before 0.20) or `["a", "b"]`.
+fn merge_pair(m: &Value) -> Option<(String, String)> {
+    match m {
+        Value::String(s) => {
+            s.split_once(' ').filter(|(_, b)| !b.contains(' ')).map(|(a, b)| (a.into(), b.into()))
+        }
+        Value::Array(v) => match &v[..] {
+            [Value::String(a), Value::String(b)] => Some((a.clone(), b.clone())),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The pre-tokenizer's and model's flags.
+struct Options {
+    use_regex: bool,
+    add_prefix_space: bool,
+    ignore_merges: bool,
+}
+
+/// Largest id a tokenizer may use: vocabularies beyond this are not GPT-2's,
+/// and the id → token table stays a few MB.
+const MAX_ID: u64 = 1 << 21;
+
+fn build(
+    vocab: &serde_json::Map<String, Value>,
+    merges: &[(String, String)],
+    mut added: Vec<(String, u32)>,
+    options: Options,
+    file: &str,
+) -> Result<Bpe> {
+    let mut ids = HashMap::with_capacity(vocab.len());
+    for (token, id) in vocab {
+        let id = id.as_u64().filter(|&id| id < MAX_ID);
+        let id = id.ok_or_else(|| {
+            bad(format!("{file}: the id of {token:?} is not a number below {MAX_ID}"))
+        })?;
+        ids.insert(token.clone(), id as u32);
+    }
+    added.retain(|(s, _)| !s.is_empty());
+    if let Some((s, _)) = added.iter().find(|&&(_, id)| u64::from(id) >= MAX_ID) {
+        return Err(bad(format!("{file}: the id of added token {s:?} is not below {MAX_ID}")));
+    }
+    let n = ids
+        .values()
+        .chain(added.iter().map(|(_, id)| id))
+        .map(|&id| id as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let mut tokens = vec![None; n];
+    for (token, &id) in ids.iter().chain(added.iter().map(|(t, id)| (t, id))) {
+        tokens[id as usize] = Some(token.clone());
+    }
+    let mut merge_ids = HashMap::with_capacity(merges.len());
+    for (rank, (a, b)) in merges.iter().enumerate() {
+        let id = |t: &str| {
+            ids.get(t).copied().ok_or_else(|| {
+                bad(format!(
+                    "{file}: merge {rank} ({a} {b}) uses {t:?}, which is not in the vocabulary"
+                ))
+            })
+        };
+        let merged = id(&format!("{a}{b}"))?;
+        merge_ids.entry((id(a)?, id(b)?)).or_insert((rank as u32, merged));
+    }
+    // At one offset the longest added token wins (tokenizers' leftmost-longest).
+    added.sort_by_key(|(s, _)| std::cmp::Reverse(s.len()));
+    Ok(Bpe {
+        vocab: ids,
+        tokens,
+        merges: merge_ids,
+        added,
+        use_regex: options.use_regex,
+        add_prefix_space: options.add_prefix_space,
+        ignore_merges: options.ignore_merges,
+    })
 }
 
 /// Turns a stream of ids into a stream of text pieces. A piece is released only
