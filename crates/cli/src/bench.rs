@@ -5,8 +5,19 @@ use std::io::Write;
 
 use engine::{EngineError, Result, Session, Wanted};
 
+/// What to measure: the sizes, and the comparison paths of the cost lessons.
+pub struct Plan {
+    pub prompt_len: usize,
+    pub tokens: usize,
+    /// Each decode step re-runs the whole sequence (no KV cache).
+    pub no_cache: bool,
+    /// The prompt goes through the decode path one token at a time.
+    pub prefill_by_decode: bool,
+}
+
 /// Runs the benchmark on an open session and prints the figures.
-pub async fn run(mut session: Session, prompt_len: usize, tokens: usize) -> Result<()> {
+pub async fn run(mut session: Session, plan: Plan) -> Result<()> {
+    let Plan { prompt_len, tokens, .. } = plan;
     let c = session.config().clone();
     // Refused, not clamped: a figure measured on other sizes than asked for
     // would be reported under the wrong label.
@@ -24,12 +35,19 @@ pub async fn run(mut session: Session, prompt_len: usize, tokens: usize) -> Resu
     session.decode(0).await?;
     session.rewind(0)?;
 
-    let logits = session.prefill(&prompt, Wanted::Last).await?;
-    let prefill = session.last_stats();
+    let (logits, prefill) = match plan.prefill_by_decode {
+        true => session.prefill_by_decode(&prompt).await?,
+        false => (session.prefill(&prompt, Wanted::Last).await?, session.last_stats()),
+    };
     let mut next = engine::sample::argmax(&logits);
+    let mut history = prompt.clone();
     let (mut wall, mut dispatches, mut submits, mut written, mut read) = (0.0, 0, 0, 0, 0);
     for _ in 0..tokens {
-        let logits = session.decode(next).await?;
+        history.push(next);
+        let logits = match plan.no_cache {
+            true => session.decode_without_cache(&history).await?,
+            false => session.decode(next).await?,
+        };
         let s = session.last_stats();
         wall += s.wall_ms;
         dispatches += s.dispatches;
@@ -59,6 +77,15 @@ pub async fn run(mut session: Session, prompt_len: usize, tokens: usize) -> Resu
         weight_bytes as f64 / 1e6
     );
     let _ = writeln!(out, "prompt             {prompt_len} tokens; decoded {tokens} tokens");
+    let path = match (plan.prefill_by_decode, plan.no_cache) {
+        (false, false) => "one prefill pass, cached decode",
+        (true, false) => "prefill token by token through decode, cached decode",
+        (false, true) => {
+            "one prefill pass, decode without KV cache (each step re-runs the sequence)"
+        }
+        (true, true) => "prefill token by token, decode without KV cache",
+    };
+    let _ = writeln!(out, "path               {path}");
     let _ = writeln!(
         out,
         "prefill            {:.2} ms ({:.0} tokens/s), {} dispatches, {} submits",

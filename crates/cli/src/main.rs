@@ -130,6 +130,12 @@ enum Command {
         prompt_len: usize,
         #[arg(long, default_value_t = 64)]
         tokens: usize,
+        /// Decode without the KV cache: each step re-runs the whole sequence (the cost lesson's comparison).
+        #[arg(long)]
+        no_cache: bool,
+        /// Feed the prompt through the decode path one token at a time instead of one prefill pass.
+        #[arg(long)]
+        prefill_by_decode: bool,
     },
     /// The page's `?selftest=1` on this machine's GPU: every kernel against its
     /// CPU twin, then the model on the GPU against the CPU engine; prints the
@@ -263,9 +269,18 @@ async fn run(command: Command) -> Result<()> {
         Command::Logits { model, tokens, backend, weights, mode } => {
             logits(&model, &tokens, backend, weights, mode).await
         }
-        Command::Bench { model, backend, weights, prompt_len, tokens } => {
+        Command::Bench {
+            model,
+            backend,
+            weights,
+            prompt_len,
+            tokens,
+            no_cache,
+            prefill_by_decode,
+        } => {
             let session = open(&model, backend, weights).await?;
-            bench::run(session, prompt_len, tokens).await
+            let plan = bench::Plan { prompt_len, tokens, no_cache, prefill_by_decode };
+            bench::run(session, plan).await
         }
         Command::Selftest { model, prompt, steps, weights } => {
             selftest(&model, &prompt, steps, weights).await

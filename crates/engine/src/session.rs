@@ -57,6 +57,33 @@ impl Session {
         }
     }
 
+    /// One step the way a model without a KV cache takes it, for the cost
+    /// lessons only: the whole sequence so far (`history`, ending with the
+    /// new token) runs again as one pass from position 0 and its last row is
+    /// kept — every step recomputes every earlier token's keys and values.
+    /// Same logits as `decode` up to rounding.
+    pub async fn decode_without_cache(&mut self, history: &[u32]) -> Result<Vec<f32>> {
+        self.rewind(0)?;
+        self.prefill(history, Wanted::Last).await
+    }
+
+    /// A prompt fed through the decode path one token at a time (no batched
+    /// prompt pass): the last token's logits, as `prefill` gives them, and
+    /// the summed cost of the `tokens.len()` steps.
+    pub async fn prefill_by_decode(&mut self, tokens: &[u32]) -> Result<(Vec<f32>, StepStats)> {
+        let Some((&last, first)) = tokens.split_last() else {
+            return Err(crate::error::EngineError::NoTokens);
+        };
+        let mut stats = StepStats::default();
+        for &token in first {
+            self.decode(token).await?;
+            stats.add(self.last_stats());
+        }
+        let logits = self.decode(last).await?;
+        stats.add(self.last_stats());
+        Ok((logits, stats))
+    }
+
     /// Goes back to position `to`: later cache rows are ignored and overwritten.
     pub fn rewind(&mut self, to: usize) -> Result<()> {
         match self {

@@ -35,6 +35,18 @@ pub struct StepStats {
     pub wall_ms: f64,
 }
 
+impl StepStats {
+    /// The cost of `self` and `other` together (several calls as one).
+    pub fn add(&mut self, other: StepStats) {
+        self.tokens += other.tokens;
+        self.dispatches += other.dispatches;
+        self.submits += other.submits;
+        self.bytes_written += other.bytes_written;
+        self.bytes_read += other.bytes_read;
+        self.wall_ms += other.wall_ms;
+    }
+}
+
 /// Shared by both engines: the model is read-only and outlives every session.
 pub type SharedModel = Arc<Model>;
 

@@ -1,0 +1,88 @@
+//! The comparison paths of the cost lessons, on both engines and the bundled
+//! model: decoding without the KV cache (every step re-runs the whole
+//! sequence) gives the cached decode's logits and tokens, and a prompt fed
+//! through the decode path one token at a time gives the one-pass prefill's
+//! logits — so the time ratios the lessons show compare equal work.
+#![cfg(not(target_arch = "wasm32"))] // native test
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use common::{gpu, rel_max_err};
+use decode_lab_engine::cpu::CpuSession;
+use decode_lab_engine::gpu::{GpuModel, GpuSession};
+use decode_lab_engine::model::Model;
+use decode_lab_engine::sample::argmax;
+use decode_lab_engine::{Session, Wanted};
+
+/// Relative error allowed between two summation orders of the same pass.
+const LIMIT: f32 = 1e-4;
+
+fn model() -> Arc<Model> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../www/models/shakespeare");
+    Arc::new(Model::from_dir(&dir).expect("the bundled model loads"))
+}
+
+/// A CPU session, and a GPU one where the machine has an adapter.
+fn sessions(model: &Arc<Model>) -> Vec<(&'static str, Session)> {
+    let mut out = vec![("cpu", Session::Cpu(CpuSession::new(model.clone())))];
+    if let Some((ctx, _)) = gpu() {
+        let gpu = pollster::block_on(GpuModel::new(ctx.clone(), model.clone())).unwrap();
+        out.push(("gpu", Session::Gpu(GpuSession::new(gpu).unwrap())));
+    }
+    out
+}
+
+const PROMPT: [u32; 6] = [40, 12, 700, 3, 95, 1800];
+
+#[test]
+fn decoding_without_the_cache_gives_the_cached_logits_for_64_steps() {
+    let model = model();
+    for ((name, mut cached), (_, mut uncached)) in
+        sessions(&model).into_iter().zip(sessions(&model))
+    {
+        pollster::block_on(async {
+            let mut history = PROMPT.to_vec();
+            let mut logits = cached.prefill(&history, Wanted::Last).await.unwrap();
+            for step in 0..64 {
+                let next = argmax(&logits);
+                history.push(next);
+                logits = cached.decode(next).await.unwrap();
+                let again = uncached.decode_without_cache(&history).await.unwrap();
+                let err = rel_max_err(&again, &logits);
+                assert!(err <= LIMIT, "{name} step {step}: relative error {err:e}");
+                assert_eq!(argmax(&again), argmax(&logits), "{name} step {step}");
+                // The uncached pass ran the whole sequence, the cached one token.
+                assert_eq!(uncached.last_stats().tokens, history.len());
+                assert_eq!(cached.last_stats().tokens, 1);
+            }
+        });
+    }
+}
+
+#[test]
+fn a_prompt_through_the_decode_path_gives_the_prefill_logits() {
+    let model = model();
+    for ((name, mut one_pass), (_, mut by_decode)) in
+        sessions(&model).into_iter().zip(sessions(&model))
+    {
+        pollster::block_on(async {
+            let want = one_pass.prefill(&PROMPT, Wanted::Last).await.unwrap();
+            let prefill = one_pass.last_stats();
+            let (got, stats) = by_decode.prefill_by_decode(&PROMPT).await.unwrap();
+            let err = rel_max_err(&got, &want);
+            assert!(err <= LIMIT, "{name}: relative error {err:e}");
+            assert_eq!(by_decode.pos(), PROMPT.len());
+            assert_eq!(stats.tokens, PROMPT.len());
+            // One submit per token instead of one for the prompt.
+            assert_eq!(stats.submits, PROMPT.len() * prefill.submits);
+            // And the next step continues from the same cache.
+            let a = one_pass.decode(7).await.unwrap();
+            let b = by_decode.decode(7).await.unwrap();
+            assert!(rel_max_err(&b, &a) <= LIMIT, "{name}: the step after");
+            assert!(by_decode.prefill_by_decode(&[]).await.is_err());
+        });
+    }
+}
