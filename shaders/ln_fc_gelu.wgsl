@@ -3,8 +3,8 @@
 // matmul, gelu).
 //   xn = layernorm(x) · weight + bias           (every workgroup, into workgroup memory)
 //   fc[col] = gelu_new(sum_k xn[k] * w[k, col] + bias[col])   (one thread per column)
-// `Word` and `w_load` come from the weight format's snippet, `ln_stats` from
-// shaders/ln_stats.wgsl; the GELU is gelu.wgsl's, clamped the same way.
+// `Word` and `w_load` come from the weight format's snippet, `normalise_row`
+// (into workgroup `xn`) from shaders/ln_stats.wgsl; the GELU is gelu.wgsl's, clamped the same way.
 
 struct Params {
     n_embd: u32,
@@ -21,16 +21,10 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> fc: array<f32>; // (n)
 
 override WG: u32 = 64u;
-const MAX_EMBD: u32 = 2048u; // `LN_MAX_EMBD` in Rust
-var<workgroup> xn: array<f32, MAX_EMBD>; // (n_embd) the normalised row
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
-    let s = ln_stats(tid, 0u, p.n_embd, p.eps);
-    for (var c = tid; c < p.n_embd; c = c + WG) {
-        xn[c] = (x[c] - s.x) * s.y * ln[c] + ln[p.n_embd + c];
-    }
-    workgroupBarrier();
+    normalise_row(tid, p.n_embd, p.eps);
     let col = wid.x * WG + tid;
     if (col >= p.n) {
         return;

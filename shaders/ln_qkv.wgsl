@@ -5,8 +5,8 @@
 //   key_cache[pos] = qkv[n_embd ..], value_cache[pos] = qkv[2 n_embd ..]
 // Each workgroup normalises the token's row itself: n_embd reads and two
 // reductions, small next to the n_embd × WG weights it reads after.
-// `Word` and `w_load` come from the weight format's snippet, `ln_stats` from
-// shaders/ln_stats.wgsl.
+// `Word` and `w_load` come from the weight format's snippet, `normalise_row`
+// (into workgroup `xn`) from shaders/ln_stats.wgsl.
 
 struct Params {
     n_embd: u32,
@@ -25,16 +25,10 @@ struct Params {
 @group(0) @binding(7) var<storage, read_write> value_cache: array<f32>; // (n_positions, n_embd)
 
 override WG: u32 = 64u;
-const MAX_EMBD: u32 = 2048u; // `LN_MAX_EMBD` in Rust; GPT-2 XL has 1600
-var<workgroup> xn: array<f32, MAX_EMBD>; // (n_embd) the normalised row
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
-    let s = ln_stats(tid, 0u, p.n_embd, p.eps);
-    for (var c = tid; c < p.n_embd; c = c + WG) {
-        xn[c] = (x[c] - s.x) * s.y * ln[c] + ln[p.n_embd + c];
-    }
-    workgroupBarrier();
+    normalise_row(tid, p.n_embd, p.eps);
     let n = 3u * p.n_embd;
     let col = wid.x * WG + tid;
     if (col >= n) {

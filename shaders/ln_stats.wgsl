@@ -1,5 +1,7 @@
 // ln_stats: the mean and 1/std of one row of `x`, for every kernel that starts
-// with a LayerNorm (layernorm, ln_qkv, ln_fc_gelu); they declare `x` and `WG`.
+// with a LayerNorm (layernorm, ln_qkv, ln_fc_gelu); they declare `x`, `ln`
+// (weight, then bias) and `WG`. The fused decode kernels also normalise the
+// token's row into workgroup memory here (`normalise_row`).
 // One workgroup per row; the mean first, then the variance of the centred
 // values (two passes over the row: more accurate than E[x²] - E[x]² in f32).
 // CPU twin: the statistics in `layernorm::run_cpu`.
@@ -34,4 +36,18 @@ fn ln_stats(tid: u32, base: u32, n: u32, eps: f32) -> vec2<f32> {
         sq = sq + d * d;
     }
     return vec2<f32>(mean, inverseSqrt(workgroup_sum(tid, sq) / f32(n) + eps));
+}
+
+const MAX_EMBD: u32 = 2048u; // `LN_MAX_EMBD` in Rust; GPT-2 XL has 1600
+var<workgroup> xn: array<f32, MAX_EMBD>; // (n) the normalised row, for ln_qkv and ln_fc_gelu
+
+// xn = layernorm(x[0 .. n]) · weight + bias, for the whole workgroup. Every
+// workgroup of a fused kernel does this itself: n reads and two reductions,
+// small next to the n × WG weights it reads after. Call from uniform control flow.
+fn normalise_row(tid: u32, n: u32, eps: f32) {
+    let s = ln_stats(tid, 0u, n, eps);
+    for (var c = tid; c < n; c = c + WG) {
+        xn[c] = (x[c] - s.x) * s.y * ln[c] + ln[n + c];
+    }
+    workgroupBarrier();
 }

@@ -4,6 +4,7 @@
 //! from slot `i` of the session's uniform buffer; the slot count is the
 //! length of the op lists (one dispatch per shard of a split embedding).
 
+use crate::gpu::model::GpuLayer;
 use crate::gpu::GpuModel;
 use crate::kernels::format::SCALES_BINDING;
 use crate::kernels::{
@@ -244,31 +245,24 @@ pub fn prefill<'a>(gpu: &'a GpuModel, s: &SessionBuffers<'a>) -> Vec<Spec<'a>> {
     let c = gpu.config();
     let (e, inner) = (c.n_embd as u32, c.n_inner as u32);
     let sc = &gpu.scratch;
-    let mut ops = embedding(gpu);
-    let mut push = |kernel, shape, buffers: &[&'a wgpu::Buffer], scales| {
-        ops.push(Spec { kernel, shape, buffers: buffers.to_vec(), scales });
-    };
-    for (l, w) in gpu.layers.iter().enumerate() {
-        let (kc, vc) = (&s.key_cache[l], &s.value_cache[l]);
-        push(Kernel::Layernorm, Shape::Layernorm, &[&sc.x, &w.ln_1, &sc.xb], None);
+    pass(gpu, s, |push, l, w, (kc, vc)| {
+        push.op(Kernel::Layernorm, Shape::Layernorm, &[&sc.x, &w.ln_1, &sc.xb], None);
         let (qkv, m) = (Shape::Linear { k: e, n: 3 * e }, &w.c_attn_weight);
-        push(Kernel::Matmul, qkv, &[&sc.xb, &m.words, &w.c_attn_bias, &sc.qkv], m.sc());
-        push(Kernel::KvWrite, Shape::KvWrite, &[&sc.qkv, kc, vc], None);
+        push.op(Kernel::Matmul, qkv, &[&sc.xb, &m.words, &w.c_attn_bias, &sc.qkv], m.sc());
+        push.op(Kernel::KvWrite, Shape::KvWrite, &[&sc.qkv, kc, vc], None);
         let attention = Shape::Attention { scale: c.attn_scale(l) };
-        push(Kernel::Attention, attention, &[&sc.qkv, kc, vc, &sc.y], None);
+        push.op(Kernel::Attention, attention, &[&sc.qkv, kc, vc, &sc.y], None);
         let (proj, m) = (Shape::Linear { k: e, n: e }, &w.attn_proj_weight);
-        push(Kernel::Matmul, proj, &[&sc.y, &m.words, &w.attn_proj_bias, &sc.proj], m.sc());
-        push(Kernel::ResidualAdd, Shape::Elementwise { cols: e }, &[&sc.proj, &sc.x], None);
-        push(Kernel::Layernorm, Shape::Layernorm, &[&sc.x, &w.ln_2, &sc.xb], None);
+        push.op(Kernel::Matmul, proj, &[&sc.y, &m.words, &w.attn_proj_bias, &sc.proj], m.sc());
+        push.op(Kernel::ResidualAdd, Shape::Elementwise { cols: e }, &[&sc.proj, &sc.x], None);
+        push.op(Kernel::Layernorm, Shape::Layernorm, &[&sc.x, &w.ln_2, &sc.xb], None);
         let (fc, m) = (Shape::Linear { k: e, n: inner }, &w.c_fc_weight);
-        push(Kernel::Matmul, fc, &[&sc.xb, &m.words, &w.c_fc_bias, &sc.fc], m.sc());
-        push(Kernel::Gelu, Shape::Elementwise { cols: inner }, &[&sc.fc], None);
+        push.op(Kernel::Matmul, fc, &[&sc.xb, &m.words, &w.c_fc_bias, &sc.fc], m.sc());
+        push.op(Kernel::Gelu, Shape::Elementwise { cols: inner }, &[&sc.fc], None);
         let (mlp, m) = (Shape::Linear { k: inner, n: e }, &w.mlp_proj_weight);
-        push(Kernel::Matmul, mlp, &[&sc.fc, &m.words, &w.mlp_proj_bias, &sc.proj], m.sc());
-        push(Kernel::ResidualAdd, Shape::Elementwise { cols: e }, &[&sc.proj, &sc.x], None);
-    }
-    ops.extend(final_layernorm_and_lm_head(gpu, s.logits));
-    ops
+        push.op(Kernel::Matmul, mlp, &[&sc.fc, &m.words, &w.mlp_proj_bias, &sc.proj], m.sc());
+        push.op(Kernel::ResidualAdd, Shape::Elementwise { cols: e }, &[&sc.proj, &sc.x], None);
+    })
 }
 
 /// The dispatches of a decode step: one token, each block fused into five
@@ -277,28 +271,54 @@ pub fn decode<'a>(gpu: &'a GpuModel, s: &SessionBuffers<'a>) -> Vec<Spec<'a>> {
     let c = gpu.config();
     let (e, inner) = (c.n_embd as u32, c.n_inner as u32);
     let sc = &gpu.scratch;
-    let mut ops = embedding(gpu);
-    let mut push = |kernel, shape, buffers: &[&'a wgpu::Buffer], scales| {
-        ops.push(Spec { kernel, shape, buffers: buffers.to_vec(), scales });
-    };
-    for (l, w) in gpu.layers.iter().enumerate() {
-        let (kc, vc) = (&s.key_cache[l], &s.value_cache[l]);
+    pass(gpu, s, |push, l, w, (kc, vc)| {
         let m = &w.c_attn_weight;
         let qkv = [&sc.x, &w.ln_1, &m.words, &w.c_attn_bias, &sc.qkv, kc, vc];
-        push(Kernel::LnQkv, Shape::LnQkv, &qkv, m.sc());
+        push.op(Kernel::LnQkv, Shape::LnQkv, &qkv, m.sc());
         let attention = Shape::Attention { scale: c.attn_scale(l) };
-        push(Kernel::Attention, attention, &[&sc.qkv, kc, vc, &sc.y], None);
+        push.op(Kernel::Attention, attention, &[&sc.qkv, kc, vc, &sc.y], None);
         let (proj, m) = (Shape::MatvecResidual { k: e, n: e }, &w.attn_proj_weight);
         let buffers = [&sc.y, &m.words, &w.attn_proj_bias, &sc.x];
-        push(Kernel::MatvecResidual, proj, &buffers, m.sc());
+        push.op(Kernel::MatvecResidual, proj, &buffers, m.sc());
         let (fc, m) = (Shape::LnFcGelu { n: inner }, &w.c_fc_weight);
-        push(Kernel::LnFcGelu, fc, &[&sc.x, &w.ln_2, &m.words, &w.c_fc_bias, &sc.fc], m.sc());
+        push.op(Kernel::LnFcGelu, fc, &[&sc.x, &w.ln_2, &m.words, &w.c_fc_bias, &sc.fc], m.sc());
         let (mlp, m) = (Shape::MatvecResidual { k: inner, n: e }, &w.mlp_proj_weight);
         let buffers = [&sc.fc, &m.words, &w.mlp_proj_bias, &sc.x];
-        push(Kernel::MatvecResidual, mlp, &buffers, m.sc());
+        push.op(Kernel::MatvecResidual, mlp, &buffers, m.sc());
+    })
+}
+
+/// A layer's (key, value) cache.
+type Cache<'a> = (&'a wgpu::Buffer, &'a wgpu::Buffer);
+
+/// The op list a pass is building.
+struct Ops<'a>(Vec<Spec<'a>>);
+
+impl<'a> Ops<'a> {
+    /// Appends one dispatch of `kernel` over `buffers` (bindings 1.. in order).
+    fn op(
+        &mut self,
+        kernel: Kernel,
+        shape: Shape,
+        buffers: &[&'a wgpu::Buffer],
+        scales: Option<&'a wgpu::Buffer>,
+    ) {
+        self.0.push(Spec { kernel, shape, buffers: buffers.to_vec(), scales });
     }
-    ops.extend(final_layernorm_and_lm_head(gpu, s.logits));
-    ops
+}
+
+/// A whole pass: the embedding, `block` for each layer, then ln_f and the LM head.
+fn pass<'a>(
+    gpu: &'a GpuModel,
+    s: &SessionBuffers<'a>,
+    mut block: impl FnMut(&mut Ops<'a>, usize, &'a GpuLayer, Cache<'a>),
+) -> Vec<Spec<'a>> {
+    let mut ops = Ops(embedding(gpu));
+    for (l, w) in gpu.layers.iter().enumerate() {
+        block(&mut ops, l, w, (&s.key_cache[l], &s.value_cache[l]));
+    }
+    ops.0.extend(final_layernorm_and_lm_head(gpu, s.logits));
+    ops.0
 }
 
 /// The embedding's dispatches, one per shard of `wte`.

@@ -7,7 +7,7 @@ use super::matrix::Matrix;
 use super::{kv_write, layernorm, matmul};
 
 /// The widest row the fused LayerNorm holds in workgroup memory (`MAX_EMBD`
-/// in ln_qkv.wgsl and ln_fc_gelu.wgsl): 8 KB of the 16 KB every adapter has.
+/// in ln_stats.wgsl, used by ln_qkv and ln_fc_gelu): 8 KB of the 16 KB every adapter has.
 pub const LN_MAX_EMBD: usize = 2048;
 
 /// Mirror of the WGSL `Params`.

@@ -26,6 +26,21 @@ fn ln_dot(xn: &[f32]) -> Tolerance {
 
 const EPS: f32 = 1e-5;
 
+/// The bindings a fused LayerNorm kernel starts with: x, the LayerNorm's
+/// weight and bias in one buffer, the weight words, the bias, and its
+/// output of `n` values poisoned.
+fn ln_buffers(
+    x: &[f32],
+    ln_weight: &[f32],
+    ln_bias: &[f32],
+    words: Vec<u8>,
+    bias: &[f32],
+    n: usize,
+) -> Vec<Vec<u8>> {
+    let ln = [ln_weight, ln_bias].concat();
+    vec![bytes(x), bytes(&ln), words, bytes(bias), bytes(&poisoned(n))]
+}
+
 pub fn ln_qkv_cases(format: Format) -> Vec<Case> {
     let mut out = Vec::new();
     // (n_embd, pos, n_positions): rows before and after `pos` must survive.
@@ -46,15 +61,11 @@ pub fn ln_qkv_cases(format: Format) -> Vec<Case> {
             format,
             shape: format!("n_embd {n_embd} at {pos} of {n_positions}"),
             params: params(&p),
-            buffers: vec![
-                bytes(&x),
-                bytes(&[lw.as_slice(), &lb].concat()),
-                words,
-                bytes(&bias),
-                bytes(&poisoned(3 * n_embd)),
-                bytes(&k0),
-                bytes(&v0),
-            ],
+            buffers: [
+                ln_buffers(&x, &lw, &lb, words, &bias, 3 * n_embd),
+                vec![bytes(&k0), bytes(&v0)],
+            ]
+            .concat(),
             scales,
             groups: ln_qkv::workgroups(&p),
             want: vec![(4, "qkv", qkv), (5, "keys", kc), (6, "values", vc)],
@@ -106,13 +117,7 @@ pub fn ln_fc_gelu_cases(format: Format) -> Vec<Case> {
             format,
             shape: format!("{n_embd}x{n}"),
             params: params(&p),
-            buffers: vec![
-                bytes(&x),
-                bytes(&[lw.as_slice(), &lb].concat()),
-                words,
-                bytes(&bias),
-                bytes(&poisoned(n)),
-            ],
+            buffers: ln_buffers(&x, &lw, &lb, words, &bias, n),
             scales,
             groups: ln_fc_gelu::workgroups(&p),
             want: vec![(4, "fc", want)],
