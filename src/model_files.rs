@@ -102,8 +102,11 @@ pub async fn fetch_files(
         ask_before_downloading(source, &config).await?;
     }
     let Some(weights) = get("model.safetensors").await? else {
+        let location = source.label();
+        if matches!(source.size(engine::model::SHARD_INDEX).await, Ok(Some(_))) {
+            return Err(engine::EngineError::Sharded { location }.to_string().into());
+        }
         if matches!(source.size("pytorch_model.bin").await, Ok(Some(_))) {
-            let location = source.label();
             return Err(engine::EngineError::PytorchOnly { location }.to_string().into());
         }
         return Err(missing("model.safetensors").into());

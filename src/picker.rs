@@ -167,6 +167,10 @@ fn kept(files: &[web_sys::File]) -> Result<Vec<&web_sys::File>, String> {
     let kept: Vec<&web_sys::File> = files.iter().filter(wanted).collect();
     let has = |name: &str| files.iter().any(|f| f.name() == name && top_level(f));
     if !has("model.safetensors") {
+        if has(engine::model::SHARD_INDEX) {
+            let location = "the picked folder".to_string();
+            return Err(engine::EngineError::Sharded { location }.to_string());
+        }
         if has("pytorch_model.bin") {
             let location = "the picked folder".to_string();
             return Err(engine::EngineError::PytorchOnly { location }.to_string());

@@ -129,11 +129,13 @@ test('the picker opens a typed Hub id, and says what is wrong with a bad one', a
   await page.close();
 });
 
-test('a repo with only pytorch_model.bin, or no tokenizer, is explained', async () => {
+test('a repo with only pytorch_model.bin, a sharded checkpoint, or no tokenizer, is explained', async () => {
   const files = modelFiles();
   const cases = [
     [{ 'config.json': files['config.json'], 'vocab.json': files['vocab.json'], 'merges.txt': files['merges.txt'],
       'pytorch_model.bin': Buffer.from('PK pickle') }, /pytorch_model\.bin but no model\.safetensors.*save_pretrained/s],
+    [{ 'config.json': files['config.json'], 'vocab.json': files['vocab.json'], 'merges.txt': files['merges.txt'],
+      'model.safetensors.index.json': Buffer.from('{"weight_map": {}}') }, /sharded checkpoint.*max_shard_size/s],
     [{ 'config.json': files['config.json'], 'model.safetensors': files['model.safetensors'] },
       /tokenizer\.json: HTTP 404.*tokenizer\.json or vocab\.json \+ merges\.txt/s],
   ];
@@ -178,7 +180,7 @@ test('a small model asks nothing and sends no HEAD request', async () => {
   await page.close();
 });
 
-test('a picked folder keeps only its model files; a folder with only pytorch_model.bin is refused at once', async () => {
+test('a picked folder keeps only its model files; a folder with only pytorch_model.bin or shards is refused at once', async () => {
   // A cloned Hub repo: the model files plus other formats and a subfolder with its own config.json.
   const clone = resolve(MODEL, '..', 'hub-clone');
   mkdirSync(join(clone, 'onnx'), { recursive: true });
@@ -202,6 +204,12 @@ test('a picked folder keeps only its model files; a folder with only pytorch_mod
   writeFileSync(join(pt, 'pytorch_model.bin'), 'PK pickle');
   await page.setInputFiles('[data-testid=model-files]', [join(pt, 'config.json'), join(pt, 'pytorch_model.bin')]);
   assert.match(await page.textContent('[data-testid=model-problem]'), /pytorch_model\.bin but no model\.safetensors/);
+  // A sharded checkpoint: the reason and the way to one file.
+  writeFileSync(join(pt, 'model.safetensors.index.json'), '{"weight_map": {}}');
+  writeFileSync(join(pt, 'model-00001-of-00002.safetensors'), 'shard');
+  const sharded = ['config.json', 'model.safetensors.index.json', 'model-00001-of-00002.safetensors'];
+  await page.setInputFiles('[data-testid=model-files]', sharded.map((f) => join(pt, f)));
+  assert.match(await page.textContent('[data-testid=model-problem]'), /sharded checkpoint.*max_shard_size/s);
   await noFatal(page);
   await page.close();
 });

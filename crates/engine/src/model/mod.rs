@@ -28,6 +28,9 @@ pub struct Model {
     pub weights: Weights,
 }
 
+/// The index file of a checkpoint split over several safetensors files.
+pub const SHARD_INDEX: &str = "model.safetensors.index.json";
+
 impl Model {
     /// Parses `config.json` text and `model.safetensors` bytes.
     pub fn from_bytes(config_json: &str, safetensors: &[u8]) -> Result<Model> {
@@ -42,6 +45,9 @@ impl Model {
         let config = String::from_utf8(config)
             .map_err(|_| EngineError::Config("config.json is not UTF-8 text".to_string()))?;
         let weights = dir.join("model.safetensors");
+        if !weights.exists() && dir.join(SHARD_INDEX).exists() {
+            return Err(EngineError::Sharded { location: dir.display().to_string() });
+        }
         if !weights.exists() && dir.join("pytorch_model.bin").exists() {
             return Err(EngineError::PytorchOnly { location: dir.display().to_string() });
         }
