@@ -8,6 +8,7 @@
 //! `tokenizers` (tests/tokenizer.rs, fixtures from tools/golden/make_tokenizer_golden.py).
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use unicode_properties::{GeneralCategoryGroup, UnicodeGeneralCategory};
 
@@ -32,7 +33,7 @@ pub struct Bpe {
 
 /// GPT-2's byte → character table: printable bytes map to themselves, the
 /// rest to U+0100 onwards, so every token is printable text.
-pub fn byte_chars() -> [char; 256] {
+fn byte_chars() -> [char; 256] {
     let mut table = ['\0'; 256];
     let mut next = 256u32;
     for b in 0..=255u8 {
@@ -46,6 +47,23 @@ pub fn byte_chars() -> [char; 256] {
         };
     }
     table
+}
+
+/// The byte table both ways, built once: encode maps every byte through it
+/// and decode every character back (per generated token, and per label the
+/// distribution panel shows).
+struct ByteTable {
+    chars: [char; 256],
+    bytes: HashMap<char, u8>,
+}
+
+fn byte_table() -> &'static ByteTable {
+    static TABLE: OnceLock<ByteTable> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let chars = byte_chars();
+        let bytes = chars.iter().enumerate().map(|(b, &c)| (c, b as u8)).collect();
+        ByteTable { chars, bytes }
+    })
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -162,7 +180,7 @@ impl Bpe {
             }
             false => segment,
         };
-        let table = byte_chars();
+        let table = &byte_table().chars;
         let pieces = match self.use_regex {
             true => pretokenize(segment),
             false => vec![segment],
@@ -212,9 +230,7 @@ impl Bpe {
     /// as its own UTF-8). An id no token has (a model's vocabulary may be
     /// padded past its tokenizer's) is skipped, as `tokenizers` skips it.
     pub fn decode(&self, ids: &[u32]) -> Vec<u8> {
-        let table = byte_chars();
-        let back: HashMap<char, u8> =
-            table.iter().enumerate().map(|(b, &c)| (c, b as u8)).collect();
+        let back = &byte_table().bytes;
         let mut bytes = Vec::new();
         let tokens = ids.iter().filter_map(|&id| self.tokens.get(id as usize)?.as_ref());
         for token in tokens {
