@@ -3,9 +3,13 @@
 //! live model's next-token distribution for the prompt, or on an author's
 //! own logits (`logits=`); the loop widgets need the model.
 
+mod chart;
 mod compare;
 mod greedy_loop;
+mod kv_cache;
 mod pipeline;
+mod prefill_decode;
+mod progress;
 mod quantization;
 mod runs;
 
@@ -104,6 +108,12 @@ pub fn WidgetView(
         }
         (Widget::Quantization, Source::Model(d)) => {
             view! { <quantization::Quantization driver=d shown=shown/> }.into_any()
+        }
+        (Widget::PrefillDecode, Source::Model(d)) => {
+            view! { <prefill_decode::PrefillDecode driver=d shown=shown/> }.into_any()
+        }
+        (Widget::KvCache, Source::Model(d)) => {
+            view! { <kv_cache::KvCache driver=d shown=shown/> }.into_any()
         }
         _ => view! { <DistributionWidget widget=widget source=source controls=controls shown=shown/> }
             .into_any(),

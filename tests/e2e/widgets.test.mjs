@@ -10,7 +10,7 @@ let server;
 before(async () => { server = await lab.start(); });
 after(() => lab.stop());
 
-const WIDGETS = ['temperature', 'top-k', 'top-p', 'min-p', 'pipeline', 'step', 'generate', 'greedy-loop', 'compare', 'quantization'];
+const WIDGETS = ['temperature', 'top-k', 'top-p', 'min-p', 'pipeline', 'step', 'generate', 'greedy-loop', 'compare', 'quantization', 'prefill-decode', 'kv-cache'];
 const WITH_BARS = ['temperature', 'top-k', 'top-p', 'min-p', 'pipeline', 'step'];
 const modelRequests = () => [...server.requests].filter(([p]) => p.startsWith('/models/')).reduce((n, [, c]) => n + c, 0);
 // softmax([3, 2, 1, 0.5, 0.1] / 0.5), from Python's math.exp.
@@ -246,6 +246,145 @@ for (const backend of ['cpu', 'webgpu']) {
   });
 }
 
+// The cost lesson times the page's own engine: 8 greedy steps and a few
+// curve points keep it quick on CI's software GPU.
+for (const backend of ['cpu', 'webgpu']) {
+  test(`prefill-decode on ${backend}: timeline cold and warm, pp/tg figures, greedy text = CLI, token-by-token ratio, TTFT curve, URL round-trip`, async () => {
+    const page = await lab.open(backend, '?widget=prefill-decode&max_tokens=8&prompt=ROMEO%3A');
+    const idle = (id) => page.waitForFunction((id) => !document.querySelector(`[data-testid=${id}]`).disabled
+      && document.querySelector('[data-testid=stop-generation]').disabled, id, { timeout: 300_000 });
+    await page.click('[data-testid=time-generation]');
+    await idle('time-generation');
+    assert.equal(await page.locator('[data-testid=error]').count(), 0);
+    // Two lanes (cold, last warm), each one prefill bar then one bar per decode step.
+    const lanes = await page.$$eval('[data-testid=timeline] .lane', (ls) => ls.map((l) =>
+      [...l.querySelectorAll('[data-testid=timeline-bar]')].map((b) => [b.dataset.kind, Number(b.dataset.ms)])));
+    assert.equal(lanes.length, 2);
+    for (const lane of lanes) {
+      assert.deepEqual(lane.map(([k]) => k), ['prefill', ...Array(8).fill('decode')]);
+      lane.forEach(([, ms]) => assert.ok(ms > 0, `${ms} ms`));
+    }
+    assert.equal(await page.textContent('[data-testid=cost-text]'), cliGreedy(8, 'ROMEO:'));
+    assert.equal(await page.getAttribute('[data-testid=cost-same]', 'data-same'), 'true');
+    const table = await page.$$eval('[data-testid=cost-row]', (rows) => Object.fromEntries(rows.map((r) =>
+      [r.dataset.row, [r.querySelector('[data-col=cold]').textContent, r.querySelector('[data-col=warm]').textContent]])));
+    for (const row of ['ttft', 'pp', 'decode-ms', 'tg']) {
+      table[row].forEach((v) => assert.ok(Number(v) > 0, `${row}: ${v}`));
+    }
+    // tg = 1000 / ms per token, from the same median.
+    assert.ok(Math.abs(Number(table.tg[1]) - 1000 / Number(table['decode-ms'][1])) <= 0.1 + 1e-3 * Number(table.tg[1]));
+    const [dispatches, submits] = table.calls[0].split(', ').map(Number);
+    const [written, read] = table.bytes[0].split(', ').map(Number);
+    if (backend === 'webgpu') {
+      assert.equal(dispatches, 5 * 4 + 3, 'the fused decode step of a 4-layer model');
+      assert.equal(submits, 1);
+      assert.ok(written > 0 && written < 1024, `${written} B written`);
+      assert.ok(read > 0, `${read} B read`);
+    } else {
+      assert.deepEqual([dispatches, submits, written, read], [0, 0, 0, 0], 'the CPU engine has no device to talk to');
+    }
+
+    // Token by token: the first token waits for one decode step per prompt token.
+    await page.selectOption('[data-testid=prefill]', 'token-by-token');
+    await page.fill('[data-testid=prompt]', 'To be, or not to be, that is the question');
+    await page.click('[data-testid=time-generation]');
+    await idle('time-generation');
+    assert.match(await page.$eval('[data-lane=warm] [data-kind=prefill] title', (t) => t.textContent), /token by token/);
+    const ratio = Number(await page.getAttribute('[data-testid=by-token-ratio]', 'data-ratio'));
+    assert.ok(ratio > 1, `token by token is slower: ${ratio}×`);
+    assert.equal(await page.getAttribute('[data-testid=cost-same]', 'data-same'), 'true');
+
+    // The curve fills in point by point; Stop ends it.
+    await page.click('[data-testid=measure-curve]');
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid=curve-point]').length >= 4, null, { timeout: 300_000 });
+    await page.click('[data-testid=stop-generation]');
+    await idle('measure-curve');
+    const points = await page.$$eval('[data-testid=curve-point]', (rows) => rows.map((r) =>
+      [Number(r.dataset.n), Number(r.querySelector('[data-col=one-pass]').textContent), Number(r.querySelector('[data-col=by-token]').textContent)]));
+    assert.deepEqual(points.slice(0, 4).map(([n]) => n), [1, 2, 3, 4]);
+    points.forEach(([n, one, by]) => assert.ok(one > 0 && by > 0, `n = ${n}: ${one}, ${by}`));
+    assert.equal(await page.locator('[data-testid=curve-fit]').count(), 2, 'one fit per series');
+    assert.equal(await page.locator('[data-testid=ttft-curve] .series').count(), 2);
+
+    // The choices travel in the link and come back.
+    await page.click('[data-testid=copy-embed]');
+    const code = await page.inputValue('[data-testid=embed-code]');
+    const src = code.match(/src="([^"]+)"/)[1].replaceAll('&amp;', '&');
+    assert.match(src, /widget=prefill-decode/);
+    assert.match(src, /prefill=token-by-token/);
+    assert.match(src, /max_tokens=8/);
+    await noFatal(page);
+    await page.close();
+    const again = await lab.open(backend, src.slice(src.indexOf('?')));
+    assert.equal(await again.inputValue('[data-testid=prefill]'), 'token-by-token');
+    assert.equal(await again.inputValue('[data-testid=max-tokens]'), '8');
+    await noFatal(again);
+    await again.close();
+  });
+}
+
+// The KV-cache lesson times every step both ways; up_to=24 keeps it quick on
+// CI's software GPU (the whole context is the closing note's figure).
+for (const backend of ['cpu', 'webgpu']) {
+  test(`kv-cache on ${backend}: every step timed with and without the cache, curves and fits, badge green, bytes three ways, projections, calculator, Stop, URL round-trip`, async () => {
+    const page = await lab.open(backend, '?widget=kv-cache&up_to=24&prompt=ROMEO%3A');
+    const idle = () => page.waitForFunction(() => !document.querySelector('[data-testid=measure-kv]').disabled
+      && document.querySelector('[data-testid=stop-generation]').disabled, null, { timeout: 300_000 });
+    await page.click('[data-testid=measure-kv]');
+    await idle();
+    assert.equal(await page.locator('[data-testid=error]').count(), 0);
+    const series = (id) => page.$$eval(`[data-testid=${id}] .series`, (ss) => Object.fromEntries(ss.map((s) =>
+      [s.dataset.series, s.querySelectorAll('circle').length])));
+    assert.deepEqual(await series('kv-per-step'), { 'with the cache': 24, 'without the cache': 24 });
+    assert.deepEqual(await series('kv-cumulative'), { 'with the cache': 24, 'without the cache': 24 });
+    assert.equal(await page.locator('[data-testid=kv-fit]').count(), 2);
+    // Both paths chose the same token at every step, logits within rounding.
+    assert.equal(await page.getAttribute('[data-testid=kv-check]', 'data-same'), 'true');
+    const diff = Number(await page.getAttribute('[data-testid=kv-check]', 'data-max-diff'));
+    assert.ok(diff < 1e-3, `max |Δlogit| ${diff}`);
+    assert.match(await page.textContent('[data-testid=kv-check]'), /all 24 compared steps/);
+    // The bundled model: 2 · 4 layers · 256 · 4 bytes per position; 256 positions allocated.
+    const bytes = await page.$$eval('[data-testid=kv-bytes-row]', (rows) => Object.fromEntries(rows.map((r) => [r.dataset.row, Number(r.dataset.bytes)])));
+    assert.deepEqual(bytes, { formula: 8192 * 24, 'in-use': 8192 * 24, allocated: 8192 * 256 });
+    // The projection table is the formula's.
+    const l1000 = await page.$eval('[data-testid=kv-projections][data-context="1000"]', (r) =>
+      [r.querySelector('[data-col=with]').textContent, r.querySelector('[data-col=without]').textContent]);
+    assert.deepEqual(l1000, ['1499', '624750']);
+    // The calculator: a 70B model at 128K holds tens of gigabytes per sequence.
+    await page.click('[data-testid=kv-preset][data-preset="70b-128k"]');
+    assert.match(await page.textContent('[data-testid=kv-calc]'), /= 42\.9 GB per sequence/);
+    await set(page, 'batch', 8);
+    await page.waitForFunction(() => /= 343\.6 GB\.$/.test(document.querySelector('[data-testid=kv-calc]').textContent));
+    await page.click('[data-testid=kv-preset][data-preset="this-model"]');
+    assert.match(await page.textContent('[data-testid=kv-calc]'), /2 × 4 layers × 4 KV heads × 64 × 4 bytes × 256 tokens = 2\.1 MB per sequence/);
+    await page.click('[data-testid=kv-preset][data-preset="llama-3-8b"]');
+
+    // The choices travel in the link and come back.
+    await page.click('[data-testid=copy-embed]');
+    const code = await page.inputValue('[data-testid=embed-code]');
+    const src = code.match(/src="([^"]+)"/)[1].replaceAll('&amp;', '&');
+    assert.match(src, /widget=kv-cache/);
+    assert.match(src, /up_to=24/);
+    assert.match(src, /kv_heads=8/);
+    assert.match(src, /context=8192/);
+    await noFatal(page);
+    await page.close();
+    const again = await lab.open(backend, src.slice(src.indexOf('?')));
+    assert.equal(await again.inputValue('[data-testid=kv-heads]'), '8');
+    assert.match(await again.textContent('[data-testid=kv-calc]'), /= 1\.1 GB per sequence/);
+    // Stop mid-measurement: the whole context, stopped after a few steps.
+    await again.fill('[data-testid=up-to]', '0');
+    await again.click('[data-testid=measure-kv]');
+    await again.waitForFunction(() => document.querySelectorAll('[data-testid=kv-per-step] .series.cached circle').length >= 3, null, { timeout: 300_000 });
+    await again.click('[data-testid=stop-generation]');
+    await again.waitForFunction(() => !document.querySelector('[data-testid=measure-kv]').disabled, null, { timeout: 300_000 });
+    const points = await again.locator('[data-testid=kv-per-step] .series.cached circle').count();
+    assert.ok(points >= 3 && points < 255, `stopped after ${points} steps`);
+    await noFatal(again);
+    await again.close();
+  });
+}
+
 test('a sub-path host serves every widget (relative asset paths)', async () => {
   const page = await lab.open('cpu', 'course/decode-lab/?widget=temperature&embed=1');
   await page.waitForSelector('[data-testid=bar]');
@@ -254,7 +393,7 @@ test('a sub-path host serves every widget (relative asset paths)', async () => {
   await page.close();
 });
 
-test('course note: eight embeds work together, the model downloads once, heights are reported', async () => {
+test('course note: ten embeds work together, the model downloads once, heights are reported', async () => {
   const weights = '/models/shakespeare/model.safetensors';
   const fetched = server.requests.get(weights) || 0;
   const page = await lab.browsers.webgpu.newPage({ viewport: { width: 900, height: 8000 } });

@@ -123,7 +123,26 @@ controls! {
         "the checkpoint name of the matrix whose values the histogram shows";
     ParamsB: "params_b", "Parameters (billions)", real(0.001, 10000.0, 0.1, 70.0), Drives::Lesson,
         "the model size the memory calculator prices in every format";
+    PrefillMode: "prefill", "Prompt goes in", Input::Choice { options: &PREFILL_MODES, default: "one-pass" },
+        Drives::Lesson, "one-pass: the whole prompt in one forward pass; token-by-token: one decode step per prompt token (as a model without a prefill would)";
+    UpTo: "up_to", "Measure up to n =", whole(0.0, 100000.0, 0.0), Drives::Lesson,
+        "the longest sequence the KV-cache lesson times; 0 = the model's whole context";
+    KvLayers: "kv_layers", "Layers", whole(1.0, 1000.0, 32.0), Drives::Lesson,
+        "the KV calculator's transformer blocks (each keeps its own K and V)";
+    KvHeads: "kv_heads", "KV heads", whole(1.0, 1000.0, 32.0), Drives::Lesson,
+        "heads that keep keys and values (fewer than query heads with grouped-query attention)";
+    HeadSize: "head_size", "Head size", whole(1.0, 4096.0, 128.0), Drives::Lesson,
+        "numbers per key (and per value) in one head";
+    KvBytes: "kv_bytes", "Bytes per number", real(0.5, 8.0, 0.5, 2.0), Drives::Lesson,
+        "how the cache stores a number: 4 f32, 2 f16/bf16, 1 int8/fp8, 0.5 int4";
+    Context: "context", "Context (tokens)", whole(1.0, 10000000.0, 4096.0), Drives::Lesson,
+        "tokens held per sequence";
+    Batch: "batch", "Sequences at once", whole(1.0, 4096.0, 1.0), Drives::Lesson,
+        "sequences served together, each with its own cache";
 }
+
+/// `prefill=`'s choices: how the cost lesson feeds the prompt.
+pub const PREFILL_MODES: [&str; 2] = ["one-pass", "token-by-token"];
 
 /// A choice of weight format, starting at `default`.
 const fn weights(default: &'static str) -> Input {

@@ -31,10 +31,12 @@ pub enum Widget {
     GreedyLoop,
     Compare,
     Quantization,
+    PrefillDecode,
+    KvCache,
 }
 
 impl Widget {
-    pub const ALL: [Widget; 10] = [
+    pub const ALL: [Widget; 12] = [
         Widget::Temperature,
         Widget::TopK,
         Widget::TopP,
@@ -45,6 +47,8 @@ impl Widget {
         Widget::GreedyLoop,
         Widget::Compare,
         Widget::Quantization,
+        Widget::PrefillDecode,
+        Widget::KvCache,
     ];
 
     /// The controls each compare column sets for itself (the URL carries
@@ -64,6 +68,8 @@ impl Widget {
             Widget::GreedyLoop => "greedy-loop",
             Widget::Compare => "compare",
             Widget::Quantization => "quantization",
+            Widget::PrefillDecode => "prefill-decode",
+            Widget::KvCache => "kv-cache",
         }
     }
 
@@ -84,6 +90,8 @@ impl Widget {
             Widget::GreedyLoop => "Greedy decoding loops",
             Widget::Compare => "One prompt, four ways",
             Widget::Quantization => "Smaller weights: what quantization costs",
+            Widget::PrefillDecode => "What a token costs: prefill, then decode",
+            Widget::KvCache => "The KV cache: why a step does not start over",
         }
     }
 
@@ -100,6 +108,8 @@ impl Widget {
             Widget::GreedyLoop => "Always taking the most likely token often falls into a loop. Switch to sampling to break it.",
             Widget::Compare => "The same prompt and seed decoded four ways: greedy, low temperature, medium temperature with a small k, higher temperature with a larger k.",
             Widget::Quantization => "The loaded model's weights stored six ways, measured here: bytes, speed, how far the next-token distribution moves on a passage the model never saw, and where the text parts.",
+            Widget::PrefillDecode => "The prompt goes through the model in one pass (prefill); every new token then takes a pass of its own (decode). Time both on this page's engine: the first token waits for the prefill, the rest come at the decode rate.",
+            Widget::KvCache => "Each step needs the keys and values of every earlier token. With the cache they are kept, and a step costs about the same at any length; without it every step recomputes them all. Time both, step by step, on this page's engine, then price the cache of a large model.",
         }
     }
 
@@ -112,6 +122,8 @@ impl Widget {
                 | Widget::GreedyLoop
                 | Widget::Compare
                 | Widget::Quantization
+                | Widget::PrefillDecode
+                | Widget::KvCache
         )
     }
 
@@ -140,6 +152,8 @@ impl Widget {
             }
             Widget::Compare => &[(MaxTokens, Number(40.0))],
             Widget::Quantization => &[(MaxTokens, Number(32.0)), (Temperature, Number(0.0))],
+            Widget::PrefillDecode => &[(MaxTokens, Number(32.0))],
+            Widget::KvCache => &[],
         }
     }
 
@@ -159,6 +173,10 @@ impl Widget {
             Widget::Compare => &[Prompt, MaxTokens, Seed],
             Widget::Quantization => {
                 &[Prompt, Temperature, MaxTokens, Seed, VariantA, VariantB, HeldOutTokens]
+            }
+            Widget::PrefillDecode => &[Prompt, MaxTokens, PrefillMode],
+            Widget::KvCache => {
+                &[Prompt, UpTo, KvLayers, KvHeads, HeadSize, KvBytes, Context, Batch]
             }
             Widget::Pipeline => {
                 let shapes =

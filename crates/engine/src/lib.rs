@@ -9,6 +9,7 @@
 //! step; shared by the CLI and the app).
 //! No UI code lives here.
 
+pub mod cost;
 pub mod cpu;
 pub mod error;
 pub mod generate;

@@ -78,10 +78,20 @@ impl Session {
         for &token in first {
             self.decode(token).await?;
             stats.add(self.last_stats());
+            self.pause().await;
         }
         let logits = self.decode(last).await?;
         stats.add(self.last_stats());
         Ok((logits, stats))
+    }
+
+    /// On the CPU engine in the page, a turn for the page between steps (a
+    /// loop of decode steps there would otherwise hold the main thread); the
+    /// GPU engine's steps already wait for the device.
+    async fn pause(&self) {
+        if let Session::Cpu(s) = self {
+            s.pause().await;
+        }
     }
 
     /// Goes back to position `to`: later cache rows are ignored and overwritten.
@@ -115,6 +125,16 @@ impl Session {
     pub fn kv_bytes_in_use(&self) -> usize {
         let c = self.config();
         2 * c.n_layer * self.pos() * c.n_embd * 4
+    }
+
+    /// Bytes of KV cache allocated: both engines allocate the whole context
+    /// when a session opens, so decoding never allocates.
+    pub fn kv_bytes_allocated(&self) -> u64 {
+        match self {
+            Session::Cpu(s) => s.kv_bytes_allocated(),
+            #[cfg(feature = "gpu")]
+            Session::Gpu(s) => s.kv_bytes_allocated(),
+        }
     }
 
     /// How the weight matrices are stored, and the bytes all weights take.

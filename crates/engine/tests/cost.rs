@@ -86,3 +86,25 @@ fn a_prompt_through_the_decode_path_gives_the_prefill_logits() {
         });
     }
 }
+
+#[test]
+fn kv_bytes_in_use_follow_the_formula_and_the_whole_context_is_allocated() {
+    let model = model();
+    let c = model.config.clone();
+    for (name, mut session) in sessions(&model) {
+        pollster::block_on(async {
+            // 2 (K and V) · n_layer · n_embd · 4 bytes (f32) per position.
+            let per_position = 2 * c.n_layer * c.n_embd * 4;
+            assert_eq!(
+                session.kv_bytes_allocated(),
+                (per_position * c.n_positions) as u64,
+                "{name}"
+            );
+            assert_eq!(session.kv_bytes_in_use(), 0);
+            session.prefill(&PROMPT, Wanted::Last).await.unwrap();
+            session.decode(3).await.unwrap();
+            assert_eq!(session.kv_bytes_in_use(), per_position * (PROMPT.len() + 1), "{name}");
+            assert_eq!(session.kv_bytes_allocated(), (per_position * c.n_positions) as u64);
+        });
+    }
+}

@@ -5,6 +5,7 @@
 //! held-out passage, window by window, against f32's. Rows fill in as the
 //! figures arrive; Stop ends the run between steps.
 
+use engine::cost::median;
 use engine::kernels::format::Format;
 use engine::quality::{windows, Drift, DriftAcc};
 use engine::sample::argmax;
@@ -14,6 +15,7 @@ use leptos::prelude::*;
 use crate::driver::Driver;
 use crate::loader::yield_to_browser;
 use crate::model_files::HELDOUT_FILE;
+use crate::widgets::progress::Progress;
 
 /// The reference every figure is relative to.
 pub const REFERENCE: Format = Format::F32;
@@ -39,14 +41,6 @@ pub enum Parting {
     At(usize),
     /// Not within this many steps.
     Never(usize),
-}
-
-/// How far the measurement is, for the progress bar.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Progress {
-    pub what: String,
-    pub done: usize,
-    pub total: usize,
 }
 
 /// What the measurement needs from the page.
@@ -222,11 +216,4 @@ pub async fn measure(d: Driver, sinks: Sinks, steps: usize, limit: usize) -> Res
     held_out(d, sinks, &mut sessions, limit).await?;
     sinks.progress.set(Progress { what: "done".into(), done: 1, total: 1 });
     Ok(())
-}
-
-/// The median of `v`, if any.
-fn median(v: &[f64]) -> Option<f64> {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied()
 }

@@ -17,7 +17,8 @@ use leptos::prelude::*;
 use crate::controls::ControlsPanel;
 use crate::driver::Driver;
 use crate::playground::PromptEditor;
-use measure::{Progress, Sinks};
+use crate::widgets::progress::{Progress, ProgressBar};
+use measure::Sinks;
 
 #[component]
 pub fn Quantization(driver: Driver, shown: Shown) -> impl IntoView {
@@ -35,17 +36,6 @@ pub fn Quantization(driver: Driver, shown: Shown) -> impl IntoView {
         d.launch(move |d| measure::measure(d, sinks, steps, limit));
     };
     let write = move |_| d.launch(move |d| texts::write_both(d, texts));
-    let progress = move || {
-        let p = sinks.progress.get();
-        (d.generating.get() && p.total > 0).then(|| {
-            view! {
-                <div class="progress" data-testid="quant-progress">
-                    <progress max=p.total.to_string() value=p.done.to_string()></progress>
-                    <span>{p.what}</span>
-                </div>
-            }
-        })
-    };
     let heldout = move || {
         sinks.heldout.get().map(|h| match h {
             Ok((tokens, bytes)) => format!("Held-out passage scored: {tokens} tokens, {bytes} bytes (the model never trained on it)."),
@@ -62,7 +52,7 @@ pub fn Quantization(driver: Driver, shown: Shown) -> impl IntoView {
                     <button data-testid="write-texts" disabled=move || d.generating.get() on:click=write>"Write text A and text B"</button>
                     <button data-testid="stop-generation" disabled=move || !d.generating.get() on:click=move |_| d.stop()>"Stop"</button>
                 </div>
-                {progress}
+                <ProgressBar progress=sinks.progress running=d.generating.into() testid="quant-progress"/>
                 {move || d.error.get().map(|e| view! { <p class="error" role="alert" data-testid="error">{e}</p> })}
             </section>
             <ControlsPanel controls=c shown=shown/>

@@ -182,6 +182,11 @@ impl GpuSession {
         Ok(logits)
     }
 
+    /// Bytes of the KV cache buffers as created (the whole context, up front).
+    pub fn kv_bytes_allocated(&self) -> u64 {
+        self.key_cache.iter().chain(&self.value_cache).map(wgpu::Buffer::size).sum()
+    }
+
     /// Every buffer this session owns (what `Drop` frees).
     fn buffers(&self) -> impl Iterator<Item = &wgpu::Buffer> {
         let own = [&self.params, &self.logits, &self.staging];

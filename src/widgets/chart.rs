@@ -1,0 +1,100 @@
+//! A measured curve: a few series of (x, y) points on shared axes from 0,
+//! each with its points joined and, when given, its fitted polynomial drawn
+//! dashed. The cost lessons draw time against length with it.
+
+use engine::cost::Fit;
+use leptos::prelude::*;
+
+/// Chart size in SVG units (it scales to its box).
+const WIDTH: f64 = 600.0;
+const HEIGHT: f64 = 240.0;
+/// Room for the axis labels.
+const LEFT: f64 = 52.0;
+const BOTTOM: f64 = 22.0;
+
+/// One series: its name in the legend, its CSS class (colour), its points.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    pub name: String,
+    pub class: &'static str,
+    pub points: Vec<(f64, f64)>,
+    pub fit: Option<Fit>,
+}
+
+/// `v` in a few significant figures, for axis ends.
+fn short(v: f64) -> String {
+    match v {
+        v if v >= 100.0 => format!("{v:.0}"),
+        v if v >= 10.0 => format!("{v:.1}"),
+        v => format!("{v:.2}"),
+    }
+}
+
+#[component]
+pub fn LineChart(
+    series: Signal<Vec<Series>>,
+    x_label: &'static str,
+    y_label: &'static str,
+    testid: &'static str,
+) -> impl IntoView {
+    move || {
+        let all = series.get();
+        let points = all.iter().flat_map(|s| s.points.iter());
+        let (x_max, y_max) = points.fold((0.0f64, 0.0f64), |(x, y), p| (x.max(p.0), y.max(p.1)));
+        if x_max <= 0.0 || y_max <= 0.0 {
+            return None;
+        }
+        let (x_max, y_max) = (x_max, y_max * 1.05);
+        let sx = move |x: f64| LEFT + (WIDTH - LEFT - 4.0) * x / x_max;
+        let sy = move |y: f64| (HEIGHT - BOTTOM) * (1.0 - y / y_max);
+        let drawn = all
+            .iter()
+            .map(|s| {
+                let line: Vec<String> =
+                    s.points.iter().map(|&(x, y)| format!("{:.1},{:.1}", sx(x), sy(y))).collect();
+                let dots = s
+                    .points
+                    .iter()
+                    .map(|&(x, y)| {
+                        view! { <circle cx=format!("{:.1}", sx(x)) cy=format!("{:.1}", sy(y)) r="2.5"><title>{format!("{}: {x} → {y:.2}", s.name)}</title></circle> }
+                    })
+                    .collect_view();
+                let fitted = s.fit.as_ref().map(|f| {
+                    let curve: Vec<String> = (0..=60)
+                        .map(|i| x_max * i as f64 / 60.0)
+                        .map(|x| format!("{:.1},{:.1}", sx(x), sy(f.at(x).clamp(0.0, y_max))))
+                        .collect();
+                    view! { <polyline class="fit" points=curve.join(" ")></polyline> }
+                });
+                view! {
+                    <g class=format!("series {}", s.class) data-series=s.name.clone()>
+                        <polyline class="line" points=line.join(" ")></polyline>
+                        {dots}
+                        {fitted}
+                    </g>
+                }
+            })
+            .collect_view();
+        let legend = all
+            .iter()
+            .map(|s| view! { <span class=format!("key {}", s.class)>{s.name.clone()}</span> })
+            .collect_view();
+        let base = HEIGHT - BOTTOM;
+        Some(view! {
+            <figure class="line-chart" data-testid=testid>
+                <svg viewBox=format!("0 0 {WIDTH} {HEIGHT}") role="img" aria-label=format!("{y_label} against {x_label}")>
+                    <line class="axis" x1=LEFT.to_string() y1="0" x2=LEFT.to_string() y2=base.to_string()></line>
+                    <line class="axis" x1=LEFT.to_string() y1=base.to_string() x2=WIDTH.to_string() y2=base.to_string()></line>
+                    <text class="tick" x=(LEFT - 4.0).to_string() y="10" text-anchor="end">{short(y_max)}</text>
+                    <text class="tick" x=(LEFT - 4.0).to_string() y=base.to_string() text-anchor="end">"0"</text>
+                    <text class="tick" x=LEFT.to_string() y=(HEIGHT - 6.0).to_string()>"0"</text>
+                    <text class="tick" x=WIDTH.to_string() y=(HEIGHT - 6.0).to_string() text-anchor="end">{short(x_max)}</text>
+                    <text class="tick" x=((LEFT + WIDTH) / 2.0).to_string() y=(HEIGHT - 6.0).to_string() text-anchor="middle">{x_label}</text>
+                    <text class="tick" x="12" y=(base / 2.0).to_string() text-anchor="middle" transform=format!("rotate(-90 12 {})", base / 2.0)>{y_label}</text>
+                    {drawn}
+                </svg>
+                <figcaption class="legend">{legend}</figcaption>
+            </figure>
+        })
+    }
+}
