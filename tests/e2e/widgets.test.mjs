@@ -275,11 +275,23 @@ for (const backend of ['cpu', 'webgpu']) {
     assert.ok(Math.abs(Number(table.tg[1]) - 1000 / Number(table['decode-ms'][1])) <= 0.1 + 1e-3 * Number(table.tg[1]));
     const [dispatches, submits] = table.calls[0].split(', ').map(Number);
     const [written, read] = table.bytes[0].split(', ').map(Number);
+    // GPU time where the device has timestamp queries, said which.
+    const timer = await page.textContent('[data-testid=cost-timer]');
+    if (backend === 'cpu') {
+      assert.match(timer, /CPU engine has no device/);
+      assert.deepEqual(table.gpu, ['—', '—']);
+    } else if (/timestamp queries \(/.test(timer)) {
+      const [gpuPrefill, gpuDecode] = table.gpu[1].split(', ').map(Number);
+      assert.ok(gpuPrefill > 0 && gpuPrefill <= Number(table.ttft[1]), `GPU ${gpuPrefill} ms within the wall time`);
+      assert.ok(gpuDecode > 0 && gpuDecode <= Number(table['decode-ms'][1]) * 1.5, `GPU ${gpuDecode} ms per step`);
+    } else {
+      assert.match(timer, /no timestamp queries: wall time only/);
+    }
     if (backend === 'webgpu') {
       assert.equal(dispatches, 5 * 4 + 3, 'the fused decode step of a 4-layer model');
       assert.equal(submits, 1);
       assert.ok(written > 0 && written < 1024, `${written} B written`);
-      assert.ok(read > 0, `${read} B read`);
+      assert.ok(read === 2048 * 4 || read === 2048 * 4 + 16, `${read} B read: the logits (and two timestamps)`);
     } else {
       assert.deepEqual([dispatches, submits, written, read], [0, 0, 0, 0], 'the CPU engine has no device to talk to');
     }

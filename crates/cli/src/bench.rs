@@ -41,19 +41,14 @@ pub async fn run(mut session: Session, plan: Plan) -> Result<()> {
     };
     let mut next = engine::sample::argmax(&logits);
     let mut history = prompt.clone();
-    let (mut wall, mut dispatches, mut submits, mut written, mut read) = (0.0, 0, 0, 0, 0);
+    let mut decode = engine::StepStats::default();
     for _ in 0..tokens {
         history.push(next);
         let logits = match plan.no_cache {
             true => session.decode_without_cache(&history).await?,
             false => session.decode(next).await?,
         };
-        let s = session.last_stats();
-        wall += s.wall_ms;
-        dispatches += s.dispatches;
-        submits += s.submits;
-        written += s.bytes_written;
-        read += s.bytes_read;
+        decode.add(session.last_stats());
         next = engine::sample::argmax(&logits);
     }
     let n = tokens as f64;
@@ -97,20 +92,26 @@ pub async fn run(mut session: Session, plan: Plan) -> Result<()> {
     let _ = writeln!(
         out,
         "decode             {:.2} ms/token, {:.1} tokens/s",
-        wall / n,
-        n / wall * 1e3
+        decode.wall_ms / n,
+        n / decode.wall_ms * 1e3
     );
+    let timer = match (prefill.gpu_ms, decode.gpu_ms) {
+        (Some(p), Some(d)) => format!("prefill {p:.2} ms, decode {:.2} ms/token (timestamp queries; the rest of the wall time is submit, wait and readback)", d / n),
+        _ if matches!(session, Session::Cpu(_)) => "none: the CPU engine has no device".to_string(),
+        _ => "not offered by this device (wall time only)".to_string(),
+    };
+    let _ = writeln!(out, "gpu time           {timer}");
     let _ = writeln!(
         out,
         "per decode token   {:.1} dispatches, {:.2} submits",
-        dispatches as f64 / n,
-        submits as f64 / n
+        decode.dispatches as f64 / n,
+        decode.submits as f64 / n
     );
     let _ = writeln!(
         out,
         "per decode token   {:.0} bytes written, {:.0} bytes read back",
-        written as f64 / n,
-        read as f64 / n
+        decode.bytes_written as f64 / n,
+        decode.bytes_read as f64 / n
     );
     let _ = writeln!(out, "kv cache in use    {} bytes", session.kv_bytes_in_use());
     sampling(&mut out);

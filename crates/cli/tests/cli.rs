@@ -203,7 +203,13 @@ fn bench_reports_one_submit_per_decode_token() {
         assert!(text.contains("tokens/s"), "{text}");
         if backend == "gpu" {
             assert!(text.contains("1.00 submits"), "{text}");
-            assert!(text.contains("4000 bytes read back"), "{text}"); // vocab 1000 × f32
+            // vocab 1000 × f32, and two u64 timestamps where the device has them.
+            let timed = text.contains("(timestamp queries;");
+            let read = if timed { "4016 bytes read back" } else { "4000 bytes read back" };
+            assert!(text.contains(read), "{text}");
+            assert!(timed || text.contains("gpu time           not offered"), "{text}");
+        } else {
+            assert!(text.contains("gpu time           none: the CPU engine"), "{text}");
         }
     }
 }

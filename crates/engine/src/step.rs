@@ -33,11 +33,22 @@ pub struct StepStats {
     pub bytes_read: usize,
     /// Wall time of the call, including the readback.
     pub wall_ms: f64,
+    /// The device's own time for the call's compute passes, from GPU
+    /// timestamp queries; `None` where there are none (the CPU engine, or an
+    /// adapter without the feature).
+    pub gpu_ms: Option<f64>,
 }
 
 impl StepStats {
     /// The cost of `self` and `other` together (several calls as one).
     pub fn add(&mut self, other: StepStats) {
+        // GPU time is known for the sum only if known for every part.
+        let empty = *self == StepStats::default();
+        self.gpu_ms = match (empty, self.gpu_ms, other.gpu_ms) {
+            (true, _, b) => b,
+            (false, Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        };
         self.tokens += other.tokens;
         self.dispatches += other.dispatches;
         self.submits += other.submits;

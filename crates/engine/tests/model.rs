@@ -114,7 +114,20 @@ fn gpu_matches_cpu_over_64_decode_steps() {
         }
         let s = gpu.last_stats();
         assert_eq!((s.submits, s.tokens), (1, 1), "one submit per decode step");
-        assert_eq!(s.bytes_read, model.config.vocab_size * 4, "only the last logits come back");
+        // The last logits, and the pass's two timestamps where the device has them.
+        let timestamps = if s.gpu_ms.is_some() { 16 } else { 0 };
+        assert_eq!(
+            s.bytes_read,
+            model.config.vocab_size * 4 + timestamps,
+            "only the last logits come back"
+        );
+        if let Some(ms) = s.gpu_ms {
+            assert!(
+                ms > 0.0 && ms <= s.wall_ms,
+                "GPU time {ms} ms within the wall time {} ms",
+                s.wall_ms
+            );
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! to first token, pp and tg rates, a decode step's dispatches, submits and
 //! bytes), the token-by-token ratio, and the fitted TTFT curve.
 
-use engine::cost::{fit, median, Fit};
+use engine::cost::{fit, median, Fit, Timeline};
 use leptos::prelude::*;
 
 use super::measure::{Point, Run, Sinks};
@@ -26,6 +26,31 @@ fn warm(runs: &[Run]) -> Option<Warm> {
         decode_ms: of(&|r| r.timeline.decode_ms()),
         one_pass_ms: of(&|r| r.one_pass.map(|s| s.wall_ms)),
     })
+}
+
+/// A run's GPU time (timestamp queries): the prompt's pass and the median decode step.
+fn gpu_ms(t: &Timeline) -> String {
+    let decode = median(&t.decode.iter().filter_map(|s| s.gpu_ms).collect::<Vec<_>>());
+    match (t.prefill.gpu_ms, decode) {
+        (Some(p), Some(d)) => format!("{p:.2}, {d:.2}"),
+        _ => "—".into(),
+    }
+}
+
+/// The warm runs' GPU times as one: medians of each.
+fn warm_gpu(runs: &[Run]) -> String {
+    let prefill =
+        median(&runs.iter().filter_map(|r| r.timeline.prefill.gpu_ms).collect::<Vec<_>>());
+    let decode = median(
+        &runs
+            .iter()
+            .flat_map(|r| r.timeline.decode.iter().filter_map(|s| s.gpu_ms))
+            .collect::<Vec<_>>(),
+    );
+    match (prefill, decode) {
+        (Some(p), Some(d)) => format!("{p:.2}, {d:.2}"),
+        _ => "—".into(),
+    }
 }
 
 fn ms(v: Option<f64>) -> String {
@@ -73,6 +98,12 @@ pub fn FiguresTable(sinks: Sinks) -> impl IntoView {
                 rate(w(&|w| w.decode_ms.map(|m| 1e3 / m))),
             ),
             (
+                "gpu",
+                "GPU time: prefill, decode step (ms)".into(),
+                gpu_ms(c),
+                warm_gpu(runs.get(1..).unwrap_or_default()),
+            ),
+            (
                 "calls",
                 "per decode step: dispatches, submits".into(),
                 format!("{}, {}", step.dispatches, step.submits),
@@ -92,7 +123,13 @@ pub fn FiguresTable(sinks: Sinks) -> impl IntoView {
             })
             .collect_view();
         let done = warm.as_ref().map_or(0, |_| runs.len() - 1);
+        let timer = match step.gpu_ms {
+            Some(_) => "GPU time comes from the device's timestamp queries (the start and end of each step's compute pass); wall time adds the submit, the wait and the readback.",
+            None if step.dispatches == 0 => "The CPU engine has no device: wall time is all there is.",
+            None => "This device offers no timestamp queries: wall time only.",
+        };
         Some(view! {
+            <p class="legend" data-testid="cost-timer">{timer}</p>
             <div class="table-scroll"><table class="figures" data-testid="cost-table">
                 <thead><tr><th></th><th>"cold (first run, new session)"</th><th>{format!("warm (median of {done})")}</th></tr></thead>
                 <tbody>{rows}</tbody>

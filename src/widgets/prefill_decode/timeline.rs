@@ -15,8 +15,9 @@ const LABEL: f64 = 48.0;
 
 /// The hover text of one call.
 fn figures(what: &str, s: &StepStats) -> String {
+    let gpu = s.gpu_ms.map_or(String::new(), |g| format!(" ({g:.2} ms on the GPU)"));
     format!(
-        "{what}: {:.2} ms, {} token{}, {} dispatches, {} submit{}, {} B written, {} B read",
+        "{what}: {:.2} ms{gpu}, {} token{}, {} dispatches, {} submit{}, {} B written, {} B read",
         s.wall_ms,
         s.tokens,
         if s.tokens == 1 { "" } else { "s" },

@@ -28,10 +28,12 @@ impl GpuContext {
             Err(_) => request_adapter(wgpu::Backends::SECONDARY).await?,
         };
         let limits = adapter.limits();
+        // Timestamps where offered: StepStats then has the steps' GPU time.
+        let features = adapter.features() & wgpu::Features::TIMESTAMP_QUERY;
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("decode-lab"),
-                required_features: wgpu::Features::empty(),
+                required_features: features,
                 required_limits: limits.clone(),
                 experimental_features: wgpu::ExperimentalFeatures::disabled(),
                 memory_hints: wgpu::MemoryHints::Performance,

@@ -9,6 +9,7 @@ pub mod readback;
 pub mod selftest;
 mod session;
 pub mod testing;
+mod timer;
 
 pub use context::GpuContext;
 pub use model::{GpuLayer, GpuModel, Scratch};

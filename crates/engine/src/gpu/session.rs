@@ -11,6 +11,7 @@ use std::rc::Rc;
 use crate::error::{EngineError, Result};
 use crate::gpu::plan::{self, Op, Pass, SessionBuffers, PARAMS, SLOT};
 use crate::gpu::readback::{buffer, read_f32, STORAGE};
+use crate::gpu::timer::Timer;
 use crate::gpu::GpuModel;
 use crate::model::Config;
 use crate::step::{check_input, StepStats, Wanted};
@@ -33,6 +34,8 @@ pub struct GpuSession {
     decode_ops: Vec<Op>,
     /// The LM head alone, for chunks of `Wanted::All` after the first (last slots).
     lm_head_ops: Vec<Op>,
+    /// The steps' GPU time, where the device has timestamp queries.
+    timer: Option<Box<Timer>>,
     pos: usize,
     last: StepStats,
 }
@@ -67,6 +70,7 @@ impl GpuSession {
         let prefill_ops = plan::bind_all(&gpu, &params, 0, &prefill);
         let decode_ops = plan::bind_all(&gpu, &params, 0, &decode);
         let lm_head_ops = plan::bind_all(&gpu, &params, prefill.len(), &lm_head);
+        let timer = Timer::new(ctx).map(Box::new);
         Ok(GpuSession {
             gpu,
             key_cache,
@@ -79,6 +83,7 @@ impl GpuSession {
             prefill_ops,
             decode_ops,
             lm_head_ops,
+            timer,
             pos: 0,
             last: StepStats::default(),
         })
@@ -233,7 +238,9 @@ impl GpuSession {
         let read_bytes = pass.lm_rows as u64 * self.config().vocab_size as u64 * 4;
         let mut enc = ctx.device.create_command_encoder(&Default::default());
         {
-            let mut cpass = enc.begin_compute_pass(&Default::default());
+            let timestamp_writes = self.timer.as_deref().map(Timer::writes);
+            let desc = wgpu::ComputePassDescriptor { label: None, timestamp_writes };
+            let mut cpass = enc.begin_compute_pass(&desc);
             for (op, wg) in ops.iter().zip(&groups) {
                 cpass.set_pipeline(self.gpu.pipelines.get(op.kernel));
                 cpass.set_bind_group(0, &op.bind_group, &[]);
@@ -241,11 +248,21 @@ impl GpuSession {
             }
         }
         enc.copy_buffer_to_buffer(&self.logits, 0, &self.staging, 0, read_bytes);
+        if let Some(timer) = &self.timer {
+            timer.resolve(&mut enc);
+        }
         ctx.queue.submit([enc.finish()]);
         stats.dispatches += ops.len();
         stats.submits += 1;
         stats.bytes_read += read_bytes as usize;
-        read_f32(ctx, &self.staging, read_bytes).await
+        let pending = self.timer.as_deref().map(Timer::map);
+        let logits = read_f32(ctx, &self.staging, read_bytes).await?;
+        if let (Some(timer), Some(pending)) = (&self.timer, pending) {
+            let ms = timer.finish(pending).await?;
+            stats.gpu_ms = Some(stats.gpu_ms.unwrap_or(0.0) + ms);
+            stats.bytes_read += Timer::BYTES;
+        }
+        Ok(logits)
     }
 }
 
