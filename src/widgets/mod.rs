@@ -7,9 +7,9 @@ mod chart;
 mod compare;
 mod greedy_loop;
 mod kv_cache;
+mod measuring;
 mod pipeline;
 mod prefill_decode;
-mod progress;
 mod quantization;
 mod runs;
 

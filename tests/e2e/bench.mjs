@@ -56,7 +56,40 @@ for (const [backend, extra] of [['webgpu', ['--enable-unsafe-webgpu']], ['cpu', 
   console.log(`${backend}: first token ${firstToken} ms after Generate; prefill ${Number(stats.prefillMs).toFixed(1)} ms; decode ${Number(stats.tokensPerS).toFixed(1)} tokens/s (last step ${Number(stats.decodeMs).toFixed(1)} ms)`);
   console.log(`${backend}: slider → bars updated ${median(repaint.dom).toFixed(2)} ms, → next frame ${median(repaint.frame).toFixed(2)} ms (medians of 50)`);
   console.log(`${backend}: longest main-thread task while generating 64 tokens ${genLongest.toFixed(0)} ms (0 = none over 50 ms)`);
+  await costLessons(browser, backend);
   await browser.close();
+}
+
+/** The cost lessons as a reader runs them: their own figures, and the longest main-thread task meanwhile. */
+async function costLessons(browser, backend) {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  await page.addInitScript(() => {
+    window.__longest = 0;
+    new PerformanceObserver((list) => list.getEntries().forEach((e) => { window.__longest = Math.max(window.__longest, e.duration); }))
+      .observe({ type: 'longtask', buffered: true });
+  });
+  const run = async (query, button) => {
+    await page.goto(server.url + query);
+    await page.waitForSelector(`[data-testid=${button}]:not([disabled])`, { timeout: 180_000 });
+    await page.evaluate(() => { window.__longest = 0; });
+    const t0 = Date.now();
+    await page.click(`[data-testid=${button}]`);
+    await page.waitForFunction((b) => !document.querySelector(`[data-testid=${b}]`).disabled, button, { timeout: 1_800_000 });
+    return { secs: (Date.now() - t0) / 1000, longest: await page.evaluate(() => window.__longest) };
+  };
+  const pd = await run('?widget=prefill-decode&max_tokens=32', 'time-generation');
+  const rows = await page.$$eval('[data-testid=cost-row]', (rs) => rs.map((r) => `${r.querySelector('th').textContent} ${r.querySelector('[data-col=cold]').textContent} | ${r.querySelector('[data-col=warm]').textContent}`));
+  console.log(`${backend}: prefill-decode (32 tokens, cold | warm): ${rows.join('; ')} — ${pd.secs.toFixed(1)} s, longest task ${pd.longest.toFixed(0)} ms`);
+  const curve = await run('?widget=prefill-decode&prefill=token-by-token', 'measure-curve');
+  const fits = await page.$$eval('[data-testid=curve-fit]', (e) => e.map((x) => x.textContent));
+  console.log(`${backend}: TTFT vs prompt length: ${fits.join('; ')} — ${curve.secs.toFixed(1)} s, longest task ${curve.longest.toFixed(0)} ms`);
+  const kv = await run('?widget=kv-cache&up_to=64', 'measure-kv');
+  const kvFits = await page.$$eval('[data-testid=kv-fit]', (e) => e.map((x) => x.textContent));
+  const badge = await page.textContent('[data-testid=kv-check]');
+  const steps = await page.$$eval('[data-testid=kv-per-step] .series.cached circle title', (e) => e.map((x) => Number(x.textContent.split('→ ')[1])));
+  const at = (n) => steps[n - 1]?.toFixed(2);
+  console.log(`${backend}: kv-cache to n = 64: ${kvFits.join('; ')}; cached step at n = 16: ${at(16)} ms, n = 64: ${at(64)} ms; ${badge} — ${kv.secs.toFixed(1)} s, longest task ${kv.longest.toFixed(0)} ms`);
+  await page.close();
 }
 await server.close();
 

@@ -79,7 +79,9 @@ pub fn Curves(sinks: Sinks) -> impl IntoView {
 /// How far the two paths' logits are apart, in words.
 fn logits_words(max_abs_diff: f32) -> String {
     match max_abs_diff {
-        0.0 => "the logits are identical bit for bit (the same arithmetic in the same order)".into(),
+        0.0 => {
+            "the logits are identical bit for bit (the same arithmetic in the same order)".into()
+        }
         d => format!("largest |Δlogit| {d:.2e} (the same arithmetic in another order)"),
     }
 }

@@ -14,7 +14,7 @@ use leptos::prelude::*;
 
 use crate::driver::Driver;
 use crate::loader::yield_to_browser;
-use crate::widgets::progress::Progress;
+use crate::widgets::measuring::{prompt_ids, Progress};
 
 /// Timed runs of each step; the point is their median.
 pub const RUNS: usize = 3;
@@ -108,11 +108,8 @@ pub async fn measure(d: Driver, sinks: Sinks, up_to: usize) -> Result<(), String
     sinks.points.set(Vec::new());
     sinks.check.set(None);
     sinks.bytes.set(None);
-    let prompt = d.prompt.get_untracked();
-    let ids = d.lab.with_value(|l| l.tokenizer.encode(&prompt)).map_err(err)?;
-    if ids.is_empty() {
-        return Err("type a prompt first: the sequence starts with it".into());
-    }
+    // The sequence is the prompt's first tokens when it is longer than n_max.
+    let (ids, _) = prompt_ids(d, "the sequence starts with it")?;
     let config = d.lab.with_value(|l| l.model.config.clone());
     let last = config.n_positions - 1;
     let n_max = if up_to == 0 { last } else { up_to.min(last) };

@@ -13,8 +13,7 @@ use leptos::prelude::*;
 
 use crate::controls::ControlsPanel;
 use crate::driver::Driver;
-use crate::playground::PromptEditor;
-use crate::widgets::progress::ProgressBar;
+use crate::widgets::measuring::MeasureEditor;
 use measure::Sinks;
 
 #[component]
@@ -29,15 +28,9 @@ pub fn KvCache(driver: Driver, shown: Shown) -> impl IntoView {
     let backend = d.lab.with_value(|l| l.backend.label());
     view! {
         <div class="widget-body kv-cache">
-            <section class="editor">
-                {shown.get(Control::Prompt).map(|locked| view! { <PromptEditor driver=d locked=locked/> })}
-                <div class="buttons">
-                    <button data-testid="measure-kv" disabled=move || d.generating.get() on:click=start>"Time every step, with and without the cache"</button>
-                    <button data-testid="stop-generation" disabled=move || !d.generating.get() on:click=move |_| d.stop()>"Stop"</button>
-                </div>
-                <ProgressBar progress=sinks.progress running=d.generating.into() testid="kv-progress"/>
-                {move || d.error.get().map(|e| view! { <p class="error" role="alert" data-testid="error">{e}</p> })}
-            </section>
+            <MeasureEditor driver=d shown=shown.clone() progress=sinks.progress testid="kv-progress">
+                <button data-testid="measure-kv" disabled=move || d.generating.get() on:click=start>"Time every step, with and without the cache"</button>
+            </MeasureEditor>
             <ControlsPanel controls=c shown=shown/>
             <section class="panel">
                 <p class="legend">{format!(

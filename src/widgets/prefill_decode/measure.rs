@@ -13,7 +13,7 @@ use leptos::prelude::*;
 
 use crate::driver::Driver;
 use crate::loader::yield_to_browser;
-use crate::widgets::progress::Progress;
+use crate::widgets::measuring::{prompt_ids, Progress};
 
 /// Warm runs after the cold one; the readouts are their medians.
 pub const WARM_RUNS: usize = 3;
@@ -82,23 +82,6 @@ fn err(e: engine::EngineError) -> String {
     e.to_string()
 }
 
-/// The prompt's ids and the model's context; refused when empty or full.
-fn prompt_ids(d: Driver) -> Result<(Vec<u32>, usize), String> {
-    let prompt = d.prompt.get_untracked();
-    let ids = d.lab.with_value(|l| l.tokenizer.encode(&prompt)).map_err(err)?;
-    if ids.is_empty() {
-        return Err("type a prompt first: the measurement starts from it".into());
-    }
-    let n_positions = d.lab.with_value(|l| l.model.config.n_positions);
-    if ids.len() >= n_positions {
-        return Err(format!(
-            "the prompt is {} tokens; this model reads at most {n_positions}, and decoding needs one more: shorten it",
-            ids.len()
-        ));
-    }
-    Ok((ids, n_positions))
-}
-
 /// The prompt's pass from position 0, as `mode` feeds it: its last logits
 /// and its cost, plus the one-pass cost when it went in token by token.
 async fn prompt_pass(
@@ -127,7 +110,7 @@ pub async fn time_generation(
 ) -> Result<(), String> {
     sinks.runs.set(Vec::new());
     sinks.text.set(None);
-    let (ids, n_positions) = prompt_ids(d)?;
+    let (ids, n_positions) = prompt_ids(d, "the measurement starts from it")?;
     let steps = steps.clamp(1, n_positions - ids.len());
     let mut session = d.lab.with_value(|l| l.session())?;
     let mut first: Option<Vec<u32>> = None;
@@ -194,7 +177,7 @@ async fn median_pass(
 /// prompt's tokens repeated to length), point by point.
 pub async fn ttft_curve(d: Driver, sinks: Sinks, mode: Mode) -> Result<(), String> {
     sinks.curve.set(Vec::new());
-    let (ids, n_positions) = prompt_ids(d)?;
+    let (ids, n_positions) = prompt_ids(d, "the measurement starts from it")?;
     let lengths = curve_lengths(n_positions - 1);
     let mut session = d.lab.with_value(|l| l.session())?;
     // One untimed pass: the session's first call is the cold one.

@@ -13,8 +13,7 @@ use leptos::prelude::*;
 
 use crate::controls::ControlsPanel;
 use crate::driver::Driver;
-use crate::playground::PromptEditor;
-use crate::widgets::progress::ProgressBar;
+use crate::widgets::measuring::MeasureEditor;
 use measure::{Mode, Sinks};
 
 #[component]
@@ -47,16 +46,10 @@ pub fn PrefillDecode(driver: Driver, shown: Shown) -> impl IntoView {
     let backend = d.lab.with_value(|l| l.backend.label());
     view! {
         <div class="widget-body prefill-decode">
-            <section class="editor">
-                {shown.get(Control::Prompt).map(|locked| view! { <PromptEditor driver=d locked=locked/> })}
-                <div class="buttons">
-                    <button data-testid="time-generation" disabled=move || d.generating.get() on:click=time>"Time a generation"</button>
-                    <button data-testid="measure-curve" disabled=move || d.generating.get() on:click=curve>"Time the first token vs prompt length"</button>
-                    <button data-testid="stop-generation" disabled=move || !d.generating.get() on:click=move |_| d.stop()>"Stop"</button>
-                </div>
-                <ProgressBar progress=sinks.progress running=d.generating.into() testid="cost-progress"/>
-                {move || d.error.get().map(|e| view! { <p class="error" role="alert" data-testid="error">{e}</p> })}
-            </section>
+            <MeasureEditor driver=d shown=shown.clone() progress=sinks.progress testid="cost-progress">
+                <button data-testid="time-generation" disabled=move || d.generating.get() on:click=time>"Time a generation"</button>
+                <button data-testid="measure-curve" disabled=move || d.generating.get() on:click=curve>"Time the first token vs prompt length"</button>
+            </MeasureEditor>
             <ControlsPanel controls=c shown=shown/>
             <section class="panel">
                 <p class="legend">{format!(

@@ -15,7 +15,7 @@ use leptos::prelude::*;
 use crate::driver::Driver;
 use crate::loader::yield_to_browser;
 use crate::model_files::HELDOUT_FILE;
-use crate::widgets::progress::Progress;
+use crate::widgets::measuring::{prompt_ids, Progress};
 
 /// The reference every figure is relative to.
 pub const REFERENCE: Format = Format::F32;
@@ -198,18 +198,7 @@ async fn held_out(
 pub async fn measure(d: Driver, sinks: Sinks, steps: usize, limit: usize) -> Result<(), String> {
     sinks.rows.set(Vec::new());
     sinks.heldout.set(None);
-    let prompt = d.prompt.get_untracked();
-    let ids = d.lab.with_value(|l| l.tokenizer.encode(&prompt)).map_err(|e| e.to_string())?;
-    if ids.is_empty() {
-        return Err("type a prompt first: greedy decoding starts from it".into());
-    }
-    let n_positions = d.lab.with_value(|l| l.model.config.n_positions);
-    if ids.len() >= n_positions {
-        return Err(format!(
-            "the prompt is {} tokens; this model reads at most {n_positions}: shorten it",
-            ids.len()
-        ));
-    }
+    let (ids, n_positions) = prompt_ids(d, "greedy decoding starts from it")?;
     let steps = steps.clamp(1, n_positions - ids.len());
     let mut sessions = open_all(d, sinks).await?;
     greedy(d, sinks, &mut sessions, &ids, steps).await?;

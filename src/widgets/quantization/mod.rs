@@ -16,8 +16,7 @@ use leptos::prelude::*;
 
 use crate::controls::ControlsPanel;
 use crate::driver::Driver;
-use crate::playground::PromptEditor;
-use crate::widgets::progress::{Progress, ProgressBar};
+use crate::widgets::measuring::{MeasureEditor, Progress};
 use measure::Sinks;
 
 #[component]
@@ -45,16 +44,10 @@ pub fn Quantization(driver: Driver, shown: Shown) -> impl IntoView {
     let backend = d.lab.with_value(|l| l.backend.label());
     view! {
         <div class="widget-body quantization">
-            <section class="editor">
-                {shown.get(Control::Prompt).map(|locked| view! { <PromptEditor driver=d locked=locked/> })}
-                <div class="buttons">
-                    <button data-testid="measure" disabled=move || d.generating.get() on:click=measure>"Measure every format"</button>
-                    <button data-testid="write-texts" disabled=move || d.generating.get() on:click=write>"Write text A and text B"</button>
-                    <button data-testid="stop-generation" disabled=move || !d.generating.get() on:click=move |_| d.stop()>"Stop"</button>
-                </div>
-                <ProgressBar progress=sinks.progress running=d.generating.into() testid="quant-progress"/>
-                {move || d.error.get().map(|e| view! { <p class="error" role="alert" data-testid="error">{e}</p> })}
-            </section>
+            <MeasureEditor driver=d shown=shown.clone() progress=sinks.progress testid="quant-progress">
+                <button data-testid="measure" disabled=move || d.generating.get() on:click=measure>"Measure every format"</button>
+                <button data-testid="write-texts" disabled=move || d.generating.get() on:click=write>"Write text A and text B"</button>
+            </MeasureEditor>
             <ControlsPanel controls=c shown=shown/>
             <section class="panel">
                 <p class="legend">{format!("Measured on this page's engine: {backend}. Decode speed: median of the greedy steps after the first. KL, top-1 and Δp compare each format's next-token distribution with f32's at every held-out position.")}</p>

@@ -1,0 +1,79 @@
+//! What the measuring lessons (quantization, prefill-decode, kv-cache)
+//! share: the prompt they start from, their editor (prompt, their buttons,
+//! Stop, a progress bar, the error) and how far a measurement is.
+
+use contract::{Control, Shown};
+use leptos::prelude::*;
+
+use crate::driver::Driver;
+use crate::playground::PromptEditor;
+
+/// The prompt's token ids, refused (with `why`: what needs it) when empty or
+/// when no step fits after it; and the model's context length.
+pub fn prompt_ids(d: Driver, why: &str) -> Result<(Vec<u32>, usize), String> {
+    let prompt = d.prompt.get_untracked();
+    let ids = d.lab.with_value(|l| l.tokenizer.encode(&prompt)).map_err(|e| e.to_string())?;
+    if ids.is_empty() {
+        return Err(format!("type a prompt first: {why}"));
+    }
+    let n_positions = d.lab.with_value(|l| l.model.config.n_positions);
+    if ids.len() >= n_positions {
+        return Err(format!(
+            "the prompt is {} tokens; this model reads at most {n_positions}, and a step needs one more: shorten it",
+            ids.len()
+        ));
+    }
+    Ok((ids, n_positions))
+}
+
+/// The prompt (when shown), the lesson's buttons then Stop, the progress
+/// bar while measuring, and the error a measurement ended with.
+#[component]
+pub fn MeasureEditor(
+    driver: Driver,
+    shown: Shown,
+    progress: RwSignal<Progress>,
+    testid: &'static str,
+    children: Children,
+) -> impl IntoView {
+    let d = driver;
+    view! {
+        <section class="editor">
+            {shown.get(Control::Prompt).map(|locked| view! { <PromptEditor driver=d locked=locked/> })}
+            <div class="buttons">
+                {children()}
+                <button data-testid="stop-generation" disabled=move || !d.generating.get() on:click=move |_| d.stop()>"Stop"</button>
+            </div>
+            <ProgressBar progress=progress running=d.generating.into() testid=testid/>
+            {move || d.error.get().map(|e| view! { <p class="error" role="alert" data-testid="error">{e}</p> })}
+        </section>
+    }
+}
+
+/// What is being measured, and how much of it is done.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Progress {
+    pub what: String,
+    pub done: usize,
+    pub total: usize,
+}
+
+/// The bar, while `running` and something is counted.
+#[component]
+pub fn ProgressBar(
+    progress: RwSignal<Progress>,
+    running: Signal<bool>,
+    testid: &'static str,
+) -> impl IntoView {
+    move || {
+        let p = progress.get();
+        (running.get() && p.total > 0).then(|| {
+            view! {
+                <div class="progress" data-testid=testid>
+                    <progress max=p.total.to_string() value=p.done.to_string()></progress>
+                    <span>{p.what}</span>
+                </div>
+            }
+        })
+    }
+}
