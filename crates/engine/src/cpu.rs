@@ -150,7 +150,36 @@ impl CpuSession {
         Ok(logits)
     }
 
+    /// [`forward`](Self::forward), also returning the residual stream
+    /// `(n_layer + 1, tokens, n_embd)`: the embedding, then every block's
+    /// output (for the logit lens). In one piece: no pauses.
+    pub fn prefill_with_residuals(
+        &mut self,
+        tokens: &[u32],
+        wanted: Wanted,
+    ) -> Result<(Vec<f32>, Vec<f32>)> {
+        let start = web_time::Instant::now();
+        check_input(&self.model, self.pos, tokens)?;
+        let mut residuals = Vec::new();
+        let logits = self.run_probed(tokens, wanted, Some(&mut residuals));
+        self.pos += tokens.len();
+        let wall_ms = start.elapsed().as_secs_f64() * 1e3;
+        self.last = StepStats { tokens: tokens.len(), wall_ms, ..StepStats::default() };
+        Ok((logits, residuals))
+    }
+
     fn run(&mut self, tokens: &[u32], wanted: Wanted) -> Vec<f32> {
+        self.run_probed(tokens, wanted, None)
+    }
+
+    /// The forward pass; with `residuals`, `x` is appended to it after the
+    /// embedding and after every block.
+    fn run_probed(
+        &mut self,
+        tokens: &[u32],
+        wanted: Wanted,
+        mut residuals: Option<&mut Vec<f32>>,
+    ) -> Vec<f32> {
         let (model, c) = (&self.model, &self.model.config);
         let (n, e) = (tokens.len(), c.n_embd);
         let w = &model.weights;
@@ -161,6 +190,8 @@ impl CpuSession {
         let mut proj = vec![0.0; n * e]; // (n, n_embd) block output
         let mut fc = vec![0.0; n * c.n_inner]; // (n, n_inner)
         embedding::run_cpu(tokens, &w.wte, 0, &w.wpe, self.pos, &mut x);
+        let mut probe = |x: &[f32]| residuals.as_mut().map(|r| r.extend_from_slice(x));
+        probe(&x);
         for (l, lw) in w.layers.iter().enumerate() {
             layernorm::run_cpu(&x, &lw.ln_1_weight, &lw.ln_1_bias, c.layer_norm_epsilon, &mut xb);
             matmul::run_cpu(&xb, &lw.c_attn_weight, &lw.c_attn_bias, &mut qkv);
@@ -175,6 +206,7 @@ impl CpuSession {
             gelu::run_cpu(&mut fc);
             matmul::run_cpu(&fc, &lw.mlp_proj_weight, &lw.mlp_proj_bias, &mut proj);
             residual_add::run_cpu(&proj, &mut x);
+            probe(&x);
         }
         layernorm::run_cpu(&x, &w.ln_f_weight, &w.ln_f_bias, c.layer_norm_epsilon, &mut xb);
         let (row0, n_out) = match wanted {

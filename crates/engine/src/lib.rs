@@ -16,6 +16,7 @@ pub mod generate;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 pub mod kernels;
+pub mod lens;
 pub mod model;
 pub mod quality;
 pub mod run;

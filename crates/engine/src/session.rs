@@ -48,6 +48,23 @@ impl Session {
         }
     }
 
+    /// [`prefill`](Self::prefill), also returning the residual stream
+    /// `(n_layer + 1, tokens, n_embd)` flattened: the embedding (block 0's
+    /// input), then every block's output, the last one before `ln_f`. The
+    /// logit lens decodes each with [`crate::lens::logits`]. Plain prefills
+    /// and decode steps never pay for it.
+    pub async fn prefill_with_residuals(
+        &mut self,
+        tokens: &[u32],
+        wanted: Wanted,
+    ) -> Result<(Vec<f32>, Vec<f32>)> {
+        match self {
+            Session::Cpu(s) => s.prefill_with_residuals(tokens, wanted),
+            #[cfg(feature = "gpu")]
+            Session::Gpu(s) => s.prefill_with_residuals(tokens, wanted).await,
+        }
+    }
+
     /// Runs one token through the cached context; returns its `(vocab_size)` logits.
     pub async fn decode(&mut self, token: u32) -> Result<Vec<f32>> {
         match self {

@@ -5,6 +5,7 @@ mod context;
 mod model;
 mod pipelines;
 pub mod plan;
+mod probe;
 pub mod readback;
 pub mod selftest;
 mod session;

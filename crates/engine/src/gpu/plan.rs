@@ -241,7 +241,7 @@ pub fn lm_head<'a>(gpu: &'a GpuModel, logits: &'a wgpu::Buffer) -> Vec<Spec<'a>>
 }
 
 /// The dispatches of a prefill: one pass over every row of the prompt.
-pub fn prefill<'a>(gpu: &'a GpuModel, s: &SessionBuffers<'a>) -> Vec<Spec<'a>> {
+pub fn prefill<'a>(gpu: &'a GpuModel, s: &SessionBuffers<'a>) -> Built<'a> {
     let c = gpu.config();
     let (e, inner) = (c.n_embd as u32, c.n_inner as u32);
     let sc = &gpu.scratch;
@@ -267,7 +267,7 @@ pub fn prefill<'a>(gpu: &'a GpuModel, s: &SessionBuffers<'a>) -> Vec<Spec<'a>> {
 
 /// The dispatches of a decode step: one token, each block fused into five
 /// (ln_qkv, attention, matvec_residual, ln_fc_gelu, matvec_residual).
-pub fn decode<'a>(gpu: &'a GpuModel, s: &SessionBuffers<'a>) -> Vec<Spec<'a>> {
+pub fn decode<'a>(gpu: &'a GpuModel, s: &SessionBuffers<'a>) -> Built<'a> {
     let c = gpu.config();
     let (e, inner) = (c.n_embd as u32, c.n_inner as u32);
     let sc = &gpu.scratch;
@@ -307,18 +307,30 @@ impl<'a> Ops<'a> {
     }
 }
 
+/// A pass's dispatches, and where in them the residual stream is whole.
+pub struct Built<'a> {
+    pub specs: Vec<Spec<'a>>,
+    /// `n_layer + 1` op counts: after the first `residual_ends[0]` ops the
+    /// scratch `x` holds the embedding (block 0's input), after the first
+    /// `residual_ends[l + 1]` block `l`'s output — where a logit-lens probe
+    /// copies it out.
+    pub residual_ends: Vec<usize>,
+}
+
 /// A whole pass: the embedding, `block` for each layer, then ln_f and the LM head.
 fn pass<'a>(
     gpu: &'a GpuModel,
     s: &SessionBuffers<'a>,
     mut block: impl FnMut(&mut Ops<'a>, usize, &'a GpuLayer, Cache<'a>),
-) -> Vec<Spec<'a>> {
+) -> Built<'a> {
     let mut ops = Ops(embedding(gpu));
+    let mut residual_ends = vec![ops.0.len()];
     for (l, w) in gpu.layers.iter().enumerate() {
         block(&mut ops, l, w, (&s.key_cache[l], &s.value_cache[l]));
+        residual_ends.push(ops.0.len());
     }
     ops.0.extend(final_layernorm_and_lm_head(gpu, s.logits));
-    ops.0
+    Built { specs: ops.0, residual_ends }
 }
 
 /// The embedding's dispatches, one per shard of `wte`.

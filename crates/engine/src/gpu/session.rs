@@ -10,6 +10,7 @@ use std::rc::Rc;
 
 use crate::error::{EngineError, Result};
 use crate::gpu::plan::{self, Op, Pass, SessionBuffers, PARAMS, SLOT};
+use crate::gpu::probe::Probe;
 use crate::gpu::readback::{buffer, read_f32, STORAGE};
 use crate::gpu::timer::Timer;
 use crate::gpu::GpuModel;
@@ -30,14 +31,23 @@ pub struct GpuSession {
     logits: wgpu::Buffer,  // (logits_rows, vocab_size)
     staging: wgpu::Buffer, // (logits_rows, vocab_size), mappable
     logits_rows: usize,
-    prefill_ops: Vec<Op>,
-    decode_ops: Vec<Op>,
-    /// The LM head alone, for chunks of `Wanted::All` after the first (last slots).
-    lm_head_ops: Vec<Op>,
+    /// The op lists, built once (boxed: a session is moved around by value).
+    ops: Box<OpLists>,
     /// The steps' GPU time, where the device has timestamp queries.
     timer: Option<Box<Timer>>,
     pos: usize,
     last: StepStats,
+}
+
+/// A session's dispatches, bound to its buffers when it opens.
+struct OpLists {
+    prefill: Vec<Op>,
+    decode: Vec<Op>,
+    /// The LM head alone, for chunks of `Wanted::All` after the first (last slots).
+    lm_head: Vec<Op>,
+    /// Op counts of `prefill` after which the residual stream is whole
+    /// (the embedding, then each block): where a probe copies it.
+    residual_ends: Vec<usize>,
 }
 
 impl GpuSession {
@@ -60,6 +70,8 @@ impl GpuSession {
         let s =
             SessionBuffers { key_cache: &key_cache, value_cache: &value_cache, logits: &logits };
         let (prefill, decode) = (plan::prefill(&gpu, &s), plan::decode(&gpu, &s));
+        let residual_ends = prefill.residual_ends;
+        let (prefill, decode) = (prefill.specs, decode.specs);
         let lm_head = plan::lm_head(&gpu, &logits);
         // Prefill and decode share slots (one pass at a time; decode has
         // fewer ops); the LM head alone, for logits chunks, has its own after them.
@@ -80,9 +92,12 @@ impl GpuSession {
             logits,
             staging,
             logits_rows: logits_rows as usize,
-            prefill_ops,
-            decode_ops,
-            lm_head_ops,
+            ops: Box::new(OpLists {
+                prefill: prefill_ops,
+                decode: decode_ops,
+                lm_head: lm_head_ops,
+                residual_ends,
+            }),
             timer,
             pos: 0,
             last: StepStats::default(),
@@ -144,15 +159,37 @@ impl GpuSession {
 
     /// The whole prompt in one batched pass (matmul kernels).
     pub async fn prefill(&mut self, tokens: &[u32], wanted: Wanted) -> Result<Vec<f32>> {
-        self.forward(tokens, wanted, false).await
+        self.forward(tokens, wanted, false, None).await
+    }
+
+    /// [`prefill`](Self::prefill) of `tokens`, also returning the residual
+    /// stream `(n_layer + 1, tokens, n_embd)`: the embedding, then every
+    /// block's output (for the logit lens). Only this call pays for the copies.
+    pub async fn prefill_with_residuals(
+        &mut self,
+        tokens: &[u32],
+        wanted: Wanted,
+    ) -> Result<(Vec<f32>, Vec<f32>)> {
+        let c = self.config();
+        let probe = Probe::new(&self.gpu.ctx, c.n_layer + 1, tokens.len(), c.n_embd)?;
+        let logits = self.forward(tokens, wanted, false, Some(&probe)).await?;
+        let residuals = probe.read(&self.gpu.ctx).await?;
+        self.last.bytes_read += probe.bytes();
+        Ok((logits, residuals))
     }
 
     /// One token through the cached context (the fused decode kernels).
     pub async fn decode(&mut self, token: u32) -> Result<Vec<f32>> {
-        self.forward(&[token], Wanted::Last, true).await
+        self.forward(&[token], Wanted::Last, true, None).await
     }
 
-    async fn forward(&mut self, tokens: &[u32], wanted: Wanted, decode: bool) -> Result<Vec<f32>> {
+    async fn forward(
+        &mut self,
+        tokens: &[u32],
+        wanted: Wanted,
+        decode: bool,
+        probe: Option<&Probe>,
+    ) -> Result<Vec<f32>> {
         let start = web_time::Instant::now();
         check_input(&self.gpu.model, self.pos, tokens)?;
         let n = tokens.len();
@@ -168,18 +205,18 @@ impl GpuSession {
             lm_rows: first_rows as u32,
         };
         let mut stats = StepStats { tokens: n, ..StepStats::default() };
-        let ops = if decode { &self.decode_ops } else { &self.prefill_ops };
+        let ops = if decode { &self.ops.decode } else { &self.ops.prefill };
         let ctx = &self.gpu.ctx;
         ctx.queue.write_buffer(&self.gpu.scratch.tokens, 0, bytemuck::cast_slice(tokens));
         stats.bytes_written += n * 4;
-        let mut logits = self.run(ops, 0, &pass, &mut stats).await?;
+        let mut logits = self.run(ops, 0, &pass, &mut stats, probe).await?;
         // Rows beyond the logits buffer: the LM head alone, chunk by chunk.
         while logits.len() < total_rows * self.config().vocab_size {
             let done = logits.len() / self.config().vocab_size;
             let rows = (total_rows - done).min(self.logits_rows);
             let chunk = Pass { lm_row0: (lm_row0 + done) as u32, lm_rows: rows as u32, ..pass };
-            let slot = self.prefill_ops.len();
-            logits.extend(self.run(&self.lm_head_ops, slot, &chunk, &mut stats).await?);
+            let slot = self.ops.prefill.len();
+            logits.extend(self.run(&self.ops.lm_head, slot, &chunk, &mut stats, None).await?);
         }
         self.pos += n;
         stats.wall_ms = start.elapsed().as_secs_f64() * 1e3;
@@ -225,27 +262,45 @@ impl GpuSession {
     }
 
     /// Writes the parameters of `ops` (from `first_slot` on), encodes them in
-    /// one compute pass, copies `pass.lm_rows` of logits out, submits once and reads back.
+    /// one compute pass (with a `probe`: one pass per block, the residual
+    /// stream copied out between them), copies `pass.lm_rows` of logits out,
+    /// submits once and reads back.
     async fn run(
         &self,
         ops: &[Op],
         first_slot: usize,
         pass: &Pass,
         stats: &mut StepStats,
+        probe: Option<&Probe>,
     ) -> Result<Vec<f32>> {
         let ctx = &self.gpu.ctx;
         let groups = self.write_params(ops, first_slot, pass, stats);
         let read_bytes = pass.lm_rows as u64 * self.config().vocab_size as u64 * 4;
         let mut enc = ctx.device.create_command_encoder(&Default::default());
-        {
-            let timestamp_writes = self.timer.as_deref().map(Timer::writes);
+        let cuts = match probe {
+            Some(_) => &self.ops.residual_ends[..],
+            None => &[],
+        };
+        let mut from = 0;
+        for (k, &to) in cuts.iter().chain([&ops.len()]).enumerate() {
+            let (first, last) = (from == 0, to == ops.len());
+            let timer = self.timer.as_deref().filter(|_| first || last);
+            let timestamp_writes = timer.map(|t| t.writes(first, last));
             let desc = wgpu::ComputePassDescriptor { label: None, timestamp_writes };
             let mut cpass = enc.begin_compute_pass(&desc);
-            for (op, wg) in ops.iter().zip(&groups) {
+            for (op, wg) in ops[from..to].iter().zip(&groups[from..to]) {
                 cpass.set_pipeline(self.gpu.pipelines.get(op.kernel));
                 cpass.set_bind_group(0, &op.bind_group, &[]);
                 cpass.dispatch_workgroups(wg[0], wg[1], wg[2]);
             }
+            drop(cpass);
+            if let (Some(probe), false) = (probe, last) {
+                probe.copy(&mut enc, k, &self.gpu.scratch.x);
+            }
+            from = to;
+        }
+        if let Some(probe) = probe {
+            probe.finish(&mut enc);
         }
         enc.copy_buffer_to_buffer(&self.logits, 0, &self.staging, 0, read_bytes);
         if let Some(timer) = &self.timer {

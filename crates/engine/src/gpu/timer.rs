@@ -46,12 +46,13 @@ impl Timer {
         })
     }
 
-    /// Where the compute pass writes its two timestamps.
-    pub fn writes(&self) -> wgpu::ComputePassTimestampWrites<'_> {
+    /// Where a compute pass writes its timestamps: the step's first pass
+    /// its beginning, the last its end (a step is one pass unless probed).
+    pub fn writes(&self, first: bool, last: bool) -> wgpu::ComputePassTimestampWrites<'_> {
         wgpu::ComputePassTimestampWrites {
             query_set: &self.queries,
-            beginning_of_pass_write_index: Some(0),
-            end_of_pass_write_index: Some(1),
+            beginning_of_pass_write_index: first.then_some(0),
+            end_of_pass_write_index: last.then_some(1),
         }
     }
 
