@@ -7,6 +7,7 @@ mod chart;
 mod compare;
 mod greedy_loop;
 mod kv_cache;
+mod logit_lens;
 mod measuring;
 mod pipeline;
 mod prefill_decode;
@@ -114,6 +115,9 @@ pub fn WidgetView(
         }
         (Widget::KvCache, Source::Model(d)) => {
             view! { <kv_cache::KvCache driver=d shown=shown/> }.into_any()
+        }
+        (Widget::LogitLens, Source::Model(d)) => {
+            view! { <logit_lens::LogitLens driver=d shown=shown/> }.into_any()
         }
         _ => view! { <DistributionWidget widget=widget source=source controls=controls shown=shown/> }
             .into_any(),

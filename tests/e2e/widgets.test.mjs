@@ -10,7 +10,7 @@ let server;
 before(async () => { server = await lab.start(); });
 after(() => lab.stop());
 
-const WIDGETS = ['temperature', 'top-k', 'top-p', 'min-p', 'pipeline', 'step', 'generate', 'greedy-loop', 'compare', 'quantization', 'prefill-decode', 'kv-cache'];
+const WIDGETS = ['temperature', 'top-k', 'top-p', 'min-p', 'pipeline', 'step', 'generate', 'greedy-loop', 'compare', 'quantization', 'prefill-decode', 'kv-cache', 'logit-lens'];
 const WITH_BARS = ['temperature', 'top-k', 'top-p', 'min-p', 'pipeline', 'step'];
 const modelRequests = () => [...server.requests].filter(([p]) => p.startsWith('/models/')).reduce((n, [, c]) => n + c, 0);
 // softmax([3, 2, 1, 0.5, 0.1] / 0.5), from Python's math.exp.
@@ -397,6 +397,67 @@ for (const backend of ['cpu', 'webgpu']) {
   });
 }
 
+// The logit lens reads the prompt live on each engine; both engines' grids
+// agree, and its last layer is the model's own prediction.
+const lensGrids = {};
+for (const backend of ['cpu', 'webgpu']) {
+  test(`logit-lens on ${backend}: grid filled, last layer = the playground's top token, top 10 on click, prompt edits re-read, URL round-trip`, async () => {
+    const page = await lab.open(backend, '?widget=logit-lens&prompt=ROMEO%3A');
+    await page.waitForSelector('[data-testid=lens-summary]', { timeout: 120_000 });
+    const n = await page.locator('[data-testid=lens-grid] thead th.token').count();
+    const cells = await page.$$eval('[data-testid=lens-cell]', (cs) => cs.map((c) =>
+      ({ layer: Number(c.dataset.layer), position: Number(c.dataset.position), token: Number(c.dataset.token), p: Number(c.dataset.p) })));
+    assert.equal(cells.length, 5 * n, 'the embedding and 4 blocks, one cell per position');
+    cells.forEach((c) => assert.ok(c.p > 0 && c.p <= 1, `p ${c.p}`));
+    lensGrids[backend] = cells;
+    const answer = cells.find((c) => c.layer === 4 && c.position === n);
+    assert.equal(Number(await page.getAttribute('[data-testid=lens-summary]', 'data-token')), answer.token);
+    assert.equal(await page.locator('[data-testid=lens-cell].settles').count() >= n, true, 'every position has a ★');
+    // The playground's top token for the same prompt is the lens's last layer.
+    const playground = await lab.open(backend, '?prompt=ROMEO%3A&temperature=1');
+    await playground.waitForSelector('[data-testid=bar]');
+    assert.equal((await bars(playground))[0].id, answer.token);
+    await playground.close();
+    // The chosen cell (by default the answer's) lists its top 10, most likely first.
+    const top = await page.$$eval('[data-testid=lens-top-row]', (rs) => rs.map((r) => [Number(r.dataset.token), Number(r.dataset.p)]));
+    assert.equal(top.length, 10);
+    assert.equal(top[0][0], answer.token);
+    top.slice(1).forEach(([, p], i) => assert.ok(p <= top[i][1], 'descending'));
+    assert.ok(top.reduce((s, [, p]) => s + p, 0) <= 1 + 1e-6);
+    // A click chooses a cell, and the link carries it.
+    await page.click('[data-testid=lens-cell][data-layer="0"][data-position="1"]');
+    assert.match(await page.textContent('[data-testid=lens-top-title]'), /position 1 after the embedding/);
+    await page.click('[data-testid=copy-embed]');
+    const code = await page.inputValue('[data-testid=embed-code]');
+    const src = code.match(/src="([^"]+)"/)[1].replaceAll('&amp;', '&');
+    assert.match(src, /widget=logit-lens/);
+    assert.match(src, /layer=0/);
+    assert.match(src, /position=1/);
+    // Editing the prompt reads it again.
+    await page.fill('[data-testid=prompt]', 'To be, or not to be');
+    await page.waitForFunction((n) => document.querySelectorAll('[data-testid=lens-grid] thead th.token').length !== n
+      && document.querySelector('[data-testid=lens-summary]'), n, { timeout: 120_000 });
+    await noFatal(page);
+    await page.close();
+    const again = await lab.open(backend, src.slice(src.indexOf('?')));
+    await again.waitForSelector('[data-testid=lens-cell].selected', { timeout: 120_000 });
+    assert.equal(await again.getAttribute('[data-testid=lens-cell].selected', 'data-layer'), '0');
+    assert.equal(await again.getAttribute('[data-testid=lens-cell].selected', 'data-position'), '1');
+    await noFatal(again);
+    await again.close();
+  });
+}
+
+test('logit-lens: the CPU engine and WebGPU read the same grid', () => {
+  const [cpu, gpu] = [lensGrids.cpu, lensGrids.webgpu];
+  assert.ok(cpu && gpu, 'both backends ran');
+  assert.equal(gpu.length, cpu.length);
+  gpu.forEach((g, i) => {
+    assert.equal(g.token, cpu[i].token, `layer ${g.layer} position ${g.position}`);
+    assert.ok(Math.abs(g.p - cpu[i].p) < 1e-4, `layer ${g.layer} position ${g.position}: ${g.p} vs ${cpu[i].p}`);
+  });
+});
+
 test('a sub-path host serves every widget (relative asset paths)', async () => {
   const page = await lab.open('cpu', 'course/decode-lab/?widget=temperature&embed=1');
   await page.waitForSelector('[data-testid=bar]');
@@ -405,7 +466,7 @@ test('a sub-path host serves every widget (relative asset paths)', async () => {
   await page.close();
 });
 
-test('course note: ten embeds work together, the model downloads once, heights are reported', async () => {
+test('course note: eleven embeds work together, the model downloads once, heights are reported', async () => {
   const weights = '/models/shakespeare/model.safetensors';
   const fetched = server.requests.get(weights) || 0;
   const page = await lab.browsers.webgpu.newPage({ viewport: { width: 900, height: 8000 } });

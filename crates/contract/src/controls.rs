@@ -139,6 +139,10 @@ controls! {
         "tokens held per sequence";
     Batch: "batch", "Sequences at once", whole(1.0, 4096.0, 1.0), Drives::Lesson,
         "sequences served together, each with its own cache";
+    LensPosition: "position", "Position", whole(0.0, 100000.0, 0.0), Drives::Lesson,
+        "the logit lens's chosen prompt position, from 1; 0 = the last";
+    LensLayer: "layer", "Layer", whole(0.0, 1000.0, 1000.0), Drives::Lesson,
+        "the logit lens's chosen layer: 0 = the embedding, k = after block k (past the last: the last)";
 }
 
 /// `prefill=`'s choices: how the cost lesson feeds the prompt.

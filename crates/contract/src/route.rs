@@ -33,10 +33,11 @@ pub enum Widget {
     Quantization,
     PrefillDecode,
     KvCache,
+    LogitLens,
 }
 
 impl Widget {
-    pub const ALL: [Widget; 12] = [
+    pub const ALL: [Widget; 13] = [
         Widget::Temperature,
         Widget::TopK,
         Widget::TopP,
@@ -49,6 +50,7 @@ impl Widget {
         Widget::Quantization,
         Widget::PrefillDecode,
         Widget::KvCache,
+        Widget::LogitLens,
     ];
 
     /// The controls each compare column sets for itself (the URL carries
@@ -70,6 +72,7 @@ impl Widget {
             Widget::Quantization => "quantization",
             Widget::PrefillDecode => "prefill-decode",
             Widget::KvCache => "kv-cache",
+            Widget::LogitLens => "logit-lens",
         }
     }
 
@@ -92,6 +95,7 @@ impl Widget {
             Widget::Quantization => "Smaller weights: what quantization costs",
             Widget::PrefillDecode => "What a token costs: prefill, then decode",
             Widget::KvCache => "The KV cache: why a step does not start over",
+            Widget::LogitLens => "The logit lens: when does the answer form?",
         }
     }
 
@@ -110,6 +114,7 @@ impl Widget {
             Widget::Quantization => "The loaded model's weights stored six ways, measured here: bytes, speed, how far the next-token distribution moves on a passage the model never saw, and where the text parts.",
             Widget::PrefillDecode => "The prompt goes through the model in one pass (prefill); every new token then takes a pass of its own (decode). Time both on this page's engine: the first token waits for the prefill, the rest come at the decode rate.",
             Widget::KvCache => "Each step needs the keys and values of every earlier token. With the cache they are kept, and a step costs about the same at any length; without it every step recomputes them all. Time both, step by step, on this page's engine, then price the cache of a large model.",
+            Widget::LogitLens => "Stop the model after each block and read its residual stream through the final LayerNorm and the LM head: what would it predict there? Each cell is one position after one block; click one for its top 10.",
         }
     }
 
@@ -124,6 +129,7 @@ impl Widget {
                 | Widget::Quantization
                 | Widget::PrefillDecode
                 | Widget::KvCache
+                | Widget::LogitLens
         )
     }
 
@@ -153,7 +159,7 @@ impl Widget {
             Widget::Compare => &[(MaxTokens, Number(40.0))],
             Widget::Quantization => &[(MaxTokens, Number(32.0)), (Temperature, Number(0.0))],
             Widget::PrefillDecode => &[(MaxTokens, Number(32.0))],
-            Widget::KvCache => &[],
+            Widget::KvCache | Widget::LogitLens => &[],
         }
     }
 
@@ -178,6 +184,7 @@ impl Widget {
             Widget::KvCache => {
                 &[Prompt, UpTo, KvLayers, KvHeads, HeadSize, KvBytes, Context, Batch]
             }
+            Widget::LogitLens => &[Prompt],
             Widget::Pipeline => {
                 let shapes =
                     |c: &Control| !matches!(c.spec().drives, Drives::Run(_) | Drives::Stop);
