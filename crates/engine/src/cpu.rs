@@ -77,28 +77,55 @@ impl CpuSession {
     /// are the same bit for bit: every row's arithmetic is the same whatever
     /// the chunk (a test checks it).
     pub async fn prefill(&mut self, tokens: &[u32], wanted: Wanted) -> Result<Vec<f32>> {
-        let rows = self.chunk_rows();
-        let Some(pause) = self.pause.clone().filter(|_| tokens.len() > rows) else {
-            return self.forward(tokens, wanted);
-        };
+        Ok(self.chunked(tokens, wanted, false).await?.0)
+    }
+
+    /// [`prefill`](Self::prefill), also returning the residual stream
+    /// `(n_layer + 1, tokens, n_embd)`: the embedding, then every block's
+    /// output (for the logit lens); paused between chunks the same way.
+    pub async fn prefill_with_residuals(
+        &mut self,
+        tokens: &[u32],
+        wanted: Wanted,
+    ) -> Result<(Vec<f32>, Vec<f32>)> {
+        self.chunked(tokens, wanted, true).await
+    }
+
+    /// The prefill, in chunks when paused; with `probe`, the residual stream too.
+    async fn chunked(
+        &mut self,
+        tokens: &[u32],
+        wanted: Wanted,
+        probe: bool,
+    ) -> Result<(Vec<f32>, Vec<f32>)> {
         check_input(&self.model, self.pos, tokens)?;
+        let rows = if self.pause.is_some() { self.chunk_rows() } else { tokens.len() };
+        let (n, e) = (tokens.len(), self.config().n_embd);
+        let copies = self.config().n_layer + 1;
+        let mut residuals = vec![0.0; if probe { copies * n * e } else { 0 }]; // (n_layer + 1, n, n_embd)
         let mut logits = Vec::new();
         // The engine's own time: the chunks' compute, not the page's turns
         // in between (the cost lessons time the model, not the event loop).
         let mut wall_ms = 0.0;
         for (i, chunk) in tokens.chunks(rows).enumerate() {
             if i > 0 {
-                pause().await;
+                self.pause().await;
             }
-            let part = self.forward(chunk, wanted)?;
-            wall_ms += self.last.wall_ms;
+            let start = web_time::Instant::now();
+            let mut part_residuals = Vec::new(); // (n_layer + 1, chunk, n_embd)
+            let part = self.run_probed(chunk, wanted, probe.then_some(&mut part_residuals));
+            self.pos += chunk.len();
+            wall_ms += start.elapsed().as_secs_f64() * 1e3;
+            for (l, copy) in part_residuals.chunks_exact(chunk.len() * e).enumerate() {
+                residuals[(l * n + i * rows) * e..][..copy.len()].copy_from_slice(copy);
+            }
             match wanted {
                 Wanted::All => logits.extend(part),
                 Wanted::Last => logits = part,
             }
         }
-        self.last = StepStats { tokens: tokens.len(), wall_ms, ..StepStats::default() };
-        Ok(logits)
+        self.last = StepStats { tokens: n, wall_ms, ..StepStats::default() };
+        Ok((logits, residuals))
     }
 
     /// The model's hyper-parameters.
@@ -148,24 +175,6 @@ impl CpuSession {
             ..StepStats::default()
         };
         Ok(logits)
-    }
-
-    /// [`forward`](Self::forward), also returning the residual stream
-    /// `(n_layer + 1, tokens, n_embd)`: the embedding, then every block's
-    /// output (for the logit lens). In one piece: no pauses.
-    pub fn prefill_with_residuals(
-        &mut self,
-        tokens: &[u32],
-        wanted: Wanted,
-    ) -> Result<(Vec<f32>, Vec<f32>)> {
-        let start = web_time::Instant::now();
-        check_input(&self.model, self.pos, tokens)?;
-        let mut residuals = Vec::new();
-        let logits = self.run_probed(tokens, wanted, Some(&mut residuals));
-        self.pos += tokens.len();
-        let wall_ms = start.elapsed().as_secs_f64() * 1e3;
-        self.last = StepStats { tokens: tokens.len(), wall_ms, ..StepStats::default() };
-        Ok((logits, residuals))
     }
 
     fn run(&mut self, tokens: &[u32], wanted: Wanted) -> Vec<f32> {

@@ -59,7 +59,7 @@ impl Session {
         wanted: Wanted,
     ) -> Result<(Vec<f32>, Vec<f32>)> {
         match self {
-            Session::Cpu(s) => s.prefill_with_residuals(tokens, wanted),
+            Session::Cpu(s) => s.prefill_with_residuals(tokens, wanted).await,
             #[cfg(feature = "gpu")]
             Session::Gpu(s) => s.prefill_with_residuals(tokens, wanted).await,
         }
