@@ -277,6 +277,9 @@ for (const backend of ['cpu', 'webgpu']) {
     const [written, read] = table.bytes[0].split(', ').map(Number);
     // GPU time where the device has timestamp queries, said which.
     const timer = await page.textContent('[data-testid=cost-timer]');
+    // Pipelines are compiled at load, and the table says how long that took.
+    if (backend === 'cpu') assert.equal(table.compile[0], 'none: the CPU engine');
+    else assert.ok(Number(table.compile[0]) > 0, `compiled in ${table.compile[0]} ms`);
     if (backend === 'cpu') {
       assert.match(timer, /CPU engine has no device/);
       assert.deepEqual(table.gpu, ['—', '—']);

@@ -101,6 +101,9 @@ pub async fn run(mut session: Session, plan: Plan) -> Result<()> {
         _ => "not offered by this device (wall time only)".to_string(),
     };
     let _ = writeln!(out, "gpu time           {timer}");
+    if let Some(ms) = session.pipeline_compile_ms() {
+        let _ = writeln!(out, "pipelines          compiled in {ms:.1} ms when the model loaded");
+    }
     let _ = writeln!(
         out,
         "per decode token   {:.1} dispatches, {:.2} submits",

@@ -163,6 +163,16 @@ impl Session {
         }
     }
 
+    /// How long the GPU engine took to compile its pipelines when the model
+    /// loaded (the CPU engine compiles nothing).
+    pub fn pipeline_compile_ms(&self) -> Option<f64> {
+        match self {
+            Session::Cpu(_) => None,
+            #[cfg(feature = "gpu")]
+            Session::Gpu(s) => Some(s.model().pipelines.compile_ms),
+        }
+    }
+
     /// A short name of the engine and device, for headers and bench output.
     pub fn backend_name(&self) -> String {
         match self {

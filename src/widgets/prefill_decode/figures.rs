@@ -104,6 +104,15 @@ pub fn FiguresTable(sinks: Sinks) -> impl IntoView {
                 warm_gpu(runs.get(1..).unwrap_or_default()),
             ),
             (
+                "compile",
+                "pipelines compiled when the model loaded (ms)".into(),
+                sinks
+                    .compile_ms
+                    .get()
+                    .map_or("none: the CPU engine".into(), |ms| format!("{ms:.1}")),
+                String::new(),
+            ),
+            (
                 "calls",
                 "per decode step: dispatches, submits".into(),
                 format!("{}, {}", step.dispatches, step.submits),

@@ -65,6 +65,8 @@ pub struct Sinks {
     pub text: RwSignal<Option<(String, bool)>>,
     pub curve: RwSignal<Vec<Point>>,
     pub progress: RwSignal<Progress>,
+    /// The GPU engine's pipeline compile at load (`None`: the CPU engine).
+    pub compile_ms: RwSignal<Option<f64>>,
 }
 
 impl Sinks {
@@ -74,6 +76,7 @@ impl Sinks {
             text: RwSignal::new(None),
             curve: RwSignal::new(Vec::new()),
             progress: RwSignal::new(Progress::default()),
+            compile_ms: RwSignal::new(None),
         }
     }
 }
@@ -113,6 +116,7 @@ pub async fn time_generation(
     let (ids, n_positions) = prompt_ids(d, "the measurement starts from it")?;
     let steps = steps.clamp(1, n_positions - ids.len());
     let mut session = d.lab.with_value(|l| l.session())?;
+    sinks.compile_ms.set(session.pipeline_compile_ms());
     let mut first: Option<Vec<u32>> = None;
     let total = (1 + WARM_RUNS) * (steps + 1);
     for run in 0..=WARM_RUNS {

@@ -13,16 +13,22 @@ use crate::kernels::{Kernel, WG};
 pub struct Pipelines {
     pub format: Format,
     map: HashMap<Kernel, wgpu::ComputePipeline>,
+    /// Wall time of compiling them all (each waits for its validation
+    /// scope, so the device's compile is inside): the cold cost a first
+    /// step would otherwise pay, paid at load.
+    pub compile_ms: f64,
 }
 
 impl Pipelines {
     /// Compiles every kernel in `shaders/` for this device, reading weights in `format`.
     pub async fn new(ctx: &GpuContext, format: Format) -> Result<Pipelines> {
+        let start = web_time::Instant::now();
         let mut map = HashMap::new();
         for kernel in Kernel::ALL {
             map.insert(kernel, compile(ctx, kernel, format).await?);
         }
-        Ok(Pipelines { format, map })
+        let compile_ms = start.elapsed().as_secs_f64() * 1e3;
+        Ok(Pipelines { format, map, compile_ms })
     }
 
     /// The pipeline of `kernel`.
