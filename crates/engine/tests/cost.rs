@@ -10,12 +10,10 @@ mod common;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use common::{gpu, rel_max_err};
-use decode_lab_engine::cpu::CpuSession;
-use decode_lab_engine::gpu::{GpuModel, GpuSession};
+use common::{rel_max_err, sessions_on_both};
 use decode_lab_engine::model::Model;
 use decode_lab_engine::sample::argmax;
-use decode_lab_engine::{Session, Wanted};
+use decode_lab_engine::Wanted;
 
 /// Relative error allowed between two summation orders of the same pass.
 const LIMIT: f32 = 1e-4;
@@ -25,23 +23,13 @@ fn model() -> Arc<Model> {
     Arc::new(Model::from_dir(&dir).expect("the bundled model loads"))
 }
 
-/// A CPU session, and a GPU one where the machine has an adapter.
-fn sessions(model: &Arc<Model>) -> Vec<(&'static str, Session)> {
-    let mut out = vec![("cpu", Session::Cpu(CpuSession::new(model.clone())))];
-    if let Some((ctx, _)) = gpu() {
-        let gpu = pollster::block_on(GpuModel::new(ctx.clone(), model.clone())).unwrap();
-        out.push(("gpu", Session::Gpu(GpuSession::new(gpu).unwrap())));
-    }
-    out
-}
-
 const PROMPT: [u32; 6] = [40, 12, 700, 3, 95, 1800];
 
 #[test]
 fn decoding_without_the_cache_gives_the_cached_logits_for_64_steps() {
     let model = model();
     for ((name, mut cached), (_, mut uncached)) in
-        sessions(&model).into_iter().zip(sessions(&model))
+        sessions_on_both(&model).into_iter().zip(sessions_on_both(&model))
     {
         pollster::block_on(async {
             let mut history = PROMPT.to_vec();
@@ -66,7 +54,7 @@ fn decoding_without_the_cache_gives_the_cached_logits_for_64_steps() {
 fn a_prompt_through_the_decode_path_gives_the_prefill_logits() {
     let model = model();
     for ((name, mut one_pass), (_, mut by_decode)) in
-        sessions(&model).into_iter().zip(sessions(&model))
+        sessions_on_both(&model).into_iter().zip(sessions_on_both(&model))
     {
         pollster::block_on(async {
             let want = one_pass.prefill(&PROMPT, Wanted::Last).await.unwrap();
@@ -91,7 +79,7 @@ fn a_prompt_through_the_decode_path_gives_the_prefill_logits() {
 fn kv_bytes_in_use_follow_the_formula_and_the_whole_context_is_allocated() {
     let model = model();
     let c = model.config.clone();
-    for (name, mut session) in sessions(&model) {
+    for (name, mut session) in sessions_on_both(&model) {
         pollster::block_on(async {
             // 2 (K and V) · n_layer · n_embd · 4 bytes (f32) per position.
             let per_position = 2 * c.n_layer * c.n_embd * 4;

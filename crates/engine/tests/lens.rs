@@ -8,12 +8,10 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{golden_model, gpu, rel_max_err};
-use decode_lab_engine::cpu::CpuSession;
-use decode_lab_engine::gpu::{GpuModel, GpuSession};
+use common::{golden_model, rel_max_err, sessions_on_both};
 use decode_lab_engine::lens;
 use decode_lab_engine::model::Model;
-use decode_lab_engine::{Session, Wanted};
+use decode_lab_engine::Wanted;
 
 /// Relative error allowed between the engines (as the whole-model tests).
 const LIMIT: f32 = 1e-4;
@@ -21,15 +19,6 @@ const LIMIT: f32 = 1e-4;
 /// Odd sizes: n_embd 48, 3 heads, vocab 1000 (the golden fixture).
 fn model() -> Arc<Model> {
     golden_model("tiny_odd")
-}
-
-fn sessions(model: &Arc<Model>) -> Vec<(&'static str, Session)> {
-    let mut out = vec![("cpu", Session::Cpu(CpuSession::new(model.clone())))];
-    if let Some((ctx, _)) = gpu() {
-        let gpu = pollster::block_on(GpuModel::new(ctx.clone(), model.clone())).unwrap();
-        out.push(("gpu", Session::Gpu(GpuSession::new(gpu).unwrap())));
-    }
-    out
 }
 
 const PROMPT: [u32; 7] = [5, 999, 3, 42, 0, 17, 640];
@@ -40,7 +29,7 @@ fn the_last_blocks_lens_is_the_models_logits_on_both_engines() {
     let (n, e, v) = (PROMPT.len(), model.config.n_embd, model.config.vocab_size);
     let layers = model.config.n_layer + 1;
     let mut cpu_residuals = None;
-    for (name, mut s) in sessions(&model) {
+    for (name, mut s) in sessions_on_both(&model) {
         let (logits, residuals) =
             pollster::block_on(s.prefill_with_residuals(&PROMPT, Wanted::All)).unwrap();
         assert_eq!(residuals.len(), layers * n * e, "{name}: (n_layer + 1, tokens, n_embd)");
@@ -69,7 +58,9 @@ fn the_last_blocks_lens_is_the_models_logits_on_both_engines() {
 #[test]
 fn a_probed_prefill_leaves_the_session_as_a_plain_one() {
     let model = model();
-    for ((name, mut probed), (_, mut plain)) in sessions(&model).into_iter().zip(sessions(&model)) {
+    for ((name, mut probed), (_, mut plain)) in
+        sessions_on_both(&model).into_iter().zip(sessions_on_both(&model))
+    {
         pollster::block_on(async {
             let (a, _) = probed.prefill_with_residuals(&PROMPT, Wanted::Last).await.unwrap();
             let stats = probed.last_stats();

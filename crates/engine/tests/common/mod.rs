@@ -64,3 +64,17 @@ pub fn golden_model(name: &str) -> Arc<Model> {
     let dir = fixtures().join("golden").join(name);
     Arc::new(Model::from_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())))
 }
+
+/// A CPU session on `model`, and a GPU one where the machine has an adapter,
+/// each with its engine's name.
+pub fn sessions_on_both(model: &Arc<Model>) -> Vec<(&'static str, decode_lab_engine::Session)> {
+    use decode_lab_engine::cpu::CpuSession;
+    use decode_lab_engine::gpu::{GpuModel, GpuSession};
+    use decode_lab_engine::Session;
+    let mut out = vec![("cpu", Session::Cpu(CpuSession::new(model.clone())))];
+    if let Some((ctx, _)) = gpu() {
+        let gpu = pollster::block_on(GpuModel::new(ctx.clone(), model.clone())).unwrap();
+        out.push(("gpu", Session::Gpu(GpuSession::new(gpu).unwrap())));
+    }
+    out
+}
