@@ -79,14 +79,16 @@ pub async fn compute(
     let model = d.lab.with_value(|l| l.model.clone());
     let (n, e, layers) = (ids.len(), model.config.n_embd, model.config.n_layer + 1);
     grid.set(Grid { tokens: ids, layers, cells: Vec::with_capacity(layers * n) });
+    // Cells reach the grid a slice at a time: one redraw per slice, not per cell.
+    let mut fresh = Vec::new();
     let mut slice = web_time::Instant::now();
     for (i, row) in residuals.chunks_exact(e).enumerate() {
         if d.stop_asked() {
             return Ok(());
         }
-        let cell = Cell { top: lens::top(&lens::logits(&model, row), TOP) };
-        grid.update(|g| g.cells.push(cell));
+        fresh.push(Cell { top: lens::top(&lens::logits(&model, row), TOP) });
         if slice.elapsed().as_secs_f64() * 1e3 > SLICE_MS {
+            grid.update(|g| g.cells.append(&mut fresh));
             progress.set(Progress {
                 what: format!("layer {} of {}", i / n, layers - 1),
                 done: i,
@@ -96,5 +98,6 @@ pub async fn compute(
             slice = web_time::Instant::now();
         }
     }
+    grid.update(|g| g.cells.append(&mut fresh));
     Ok(())
 }

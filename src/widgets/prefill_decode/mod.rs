@@ -22,9 +22,6 @@ pub fn PrefillDecode(driver: Driver, shown: Shown) -> impl IntoView {
     let c = d.controls;
     let sinks = Sinks::new();
     let mode = move || Mode::from_name(&c.text(Control::PrefillMode).get_untracked());
-    let by_token = Signal::derive(move || {
-        Mode::from_name(&c.text(Control::PrefillMode).get()) == Mode::TokenByToken
-    });
     let time = move |_| {
         let steps = c.number(Control::MaxTokens).get_untracked() as usize;
         let mode = mode();
@@ -56,7 +53,7 @@ pub fn PrefillDecode(driver: Driver, shown: Shown) -> impl IntoView {
                     "Measured on this page's engine: {backend}. Wall time of each call, readback included. The cold run is the first on a newly opened session; the warm figures are medians of {} more runs on it.",
                     measure::WARM_RUNS
                 )}</p>
-                <timeline::TimelineChart sinks=sinks by_token=by_token/>
+                <timeline::TimelineChart sinks=sinks/>
                 <figures::FiguresTable sinks=sinks/>
                 {text}
             </section>

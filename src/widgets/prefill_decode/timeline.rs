@@ -56,20 +56,22 @@ fn lane(name: &'static str, t: &Timeline, y: f64, scale: f64, by_token: bool) ->
 }
 
 #[component]
-pub fn TimelineChart(sinks: Sinks, by_token: Signal<bool>) -> impl IntoView {
+pub fn TimelineChart(sinks: Sinks) -> impl IntoView {
     move || {
         let runs = sinks.runs.get();
         let cold = runs.first()?;
         let warm = runs.get(1..).and_then(|w| w.last());
         let longest = runs.iter().map(|r| r.timeline.total_ms()).fold(0.0, f64::max).max(1e-3);
         let scale = (WIDTH - LABEL) / longest;
-        let by_token = by_token.get_untracked();
-        let lanes = [Some(("cold", &cold.timeline)), warm.map(|w| ("warm", &w.timeline))];
+        let lanes = [Some(("cold", cold)), warm.map(|w| ("warm", w))];
         let drawn = lanes
             .into_iter()
             .flatten()
             .enumerate()
-            .map(|(i, (name, t))| lane(name, t, i as f64 * LANE, scale, by_token))
+            // A run that also timed the one-pass prefill fed its prompt token by token.
+            .map(|(i, (name, r))| {
+                lane(name, &r.timeline, i as f64 * LANE, scale, r.one_pass.is_some())
+            })
             .collect_view();
         Some(view! {
             <figure class="timeline" data-testid="timeline">
