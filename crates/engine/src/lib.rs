@@ -27,4 +27,4 @@ pub mod step;
 
 pub use error::{EngineError, Result};
 pub use session::Session;
-pub use step::{SharedModel, StepStats, Wanted};
+pub use step::{Inspection, Look, SharedModel, StepStats, Wanted};
