@@ -15,6 +15,7 @@ pub mod error;
 pub mod generate;
 #[cfg(feature = "gpu")]
 pub mod gpu;
+pub mod heads;
 pub mod kernels;
 pub mod lens;
 pub mod model;
