@@ -3,6 +3,7 @@
 //! live model's next-token distribution for the prompt, or on an author's
 //! own logits (`logits=`); the loop widgets need the model.
 
+mod attention;
 mod chart;
 mod compare;
 mod greedy_loop;
@@ -118,6 +119,9 @@ pub fn WidgetView(
         }
         (Widget::LogitLens, Source::Model(d)) => {
             view! { <logit_lens::LogitLens driver=d shown=shown/> }.into_any()
+        }
+        (Widget::Attention, Source::Model(d)) => {
+            view! { <attention::Attention driver=d shown=shown/> }.into_any()
         }
         _ => view! { <DistributionWidget widget=widget source=source controls=controls shown=shown/> }
             .into_any(),

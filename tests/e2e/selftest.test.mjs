@@ -26,7 +26,7 @@ async function greedy8(page) {
   assert.equal(await generate(page), cliGreedy(8));
 }
 
-const KERNELS = ['embedding', 'layernorm', 'matmul', 'ln_qkv', 'kv_write', 'attention', 'matvec_residual', 'residual_add', 'ln_fc_gelu', 'gelu', 'lm_head'];
+const KERNELS = ['embedding', 'layernorm', 'matmul', 'ln_qkv', 'kv_write', 'attention', 'attention_probs', 'matvec_residual', 'residual_add', 'ln_fc_gelu', 'gelu', 'lm_head'];
 
 test('webgpu: ?selftest=1 passes every kernel and the model, and copies a plain-text report', async () => {
   const page = await lab.open('webgpu', '?selftest=1');

@@ -10,7 +10,7 @@ let server;
 before(async () => { server = await lab.start(); });
 after(() => lab.stop());
 
-const WIDGETS = ['temperature', 'top-k', 'top-p', 'min-p', 'pipeline', 'step', 'generate', 'greedy-loop', 'compare', 'quantization', 'prefill-decode', 'kv-cache', 'logit-lens'];
+const WIDGETS = ['temperature', 'top-k', 'top-p', 'min-p', 'pipeline', 'step', 'generate', 'greedy-loop', 'compare', 'quantization', 'prefill-decode', 'kv-cache', 'logit-lens', 'attention'];
 const WITH_BARS = ['temperature', 'top-k', 'top-p', 'min-p', 'pipeline', 'step'];
 const modelRequests = () => [...server.requests].filter(([p]) => p.startsWith('/models/')).reduce((n, [, c]) => n + c, 0);
 // softmax([3, 2, 1, 0.5, 0.1] / 0.5), from Python's math.exp.
@@ -461,6 +461,68 @@ test('logit-lens: the CPU engine and WebGPU read the same grid', () => {
   });
 });
 
+// The attention maps are read live on each engine; the exported CSV is the
+// check that every row is a distribution that never looks ahead.
+const headRows = {};
+const csvRows = (href) => decodeURIComponent(href.slice(href.indexOf(',') + 1)).trim().split('\n').slice(1)
+  .map((line) => { const f = line.split(','); return { query: Number(f[2]), key: Number(f[3]), weight: Number(f[f.length - 1]) }; });
+const rowSums = (rows) => rows.reduce((s, r) => { s[r.query] = (s[r.query] || 0) + r.weight; return s; }, []);
+for (const backend of ['cpu', 'webgpu']) {
+  test(`attention on ${backend}: every head's map, rows sum to 1 in the CSV, the first token hidden and renormalised, hover tints the text, generate and watch, URL round-trip`, async () => {
+    const page = await lab.open(backend, '?widget=attention&prompt=ROMEO%3A&max_tokens=3');
+    await page.waitForSelector('[data-testid=head-row]', { timeout: 120_000 });
+    assert.equal(await page.locator('[data-testid=att-thumb]').count(), 16, '4 layers × 4 heads');
+    headRows[backend] = await page.$$eval('[data-testid=head-row]', (rs) => rs.map((r) => [Number(r.dataset.first), Number(r.dataset.previous)]));
+    const n = await page.locator('[data-testid=att-token]').count();
+    // The CSV of the chosen head: n(n + 1) / 2 weights, each row a distribution.
+    let rows = csvRows(await page.getAttribute('[data-testid=export-csv]', 'href'));
+    assert.equal(rows.length, n * (n + 1) / 2);
+    rowSums(rows).forEach((s, q) => assert.ok(Math.abs(s - 1) < 1e-5, `query ${q} sums to ${s}`));
+    assert.ok(rows.every((r) => r.key <= r.query));
+    // Hovering a row of the map tints the text by that row's weights.
+    const map = page.locator('[data-testid=att-heatmap]');
+    const box = await map.boundingBox();
+    await map.hover({ position: { x: box.width / 2, y: box.height - 2 } });
+    await page.waitForFunction(() => document.querySelector('[data-testid=att-strip]').dataset.row !== undefined);
+    const tints = await page.$$eval('[data-testid=att-token]', (ts) => ts.map((t) => Number(t.dataset.weight ?? 'NaN')));
+    assert.ok(Math.abs(tints.reduce((a, b) => a + b, 0) - 1) < 1e-4, `the last row's weights: ${tints}`);
+    // Hide the first token: key 0 drops out of every row but the first, the rest renormalised.
+    await page.selectOption('[data-testid=first-token]', 'hide');
+    await page.waitForFunction(() => decodeURIComponent(document.querySelector('[data-testid=export-csv]').href).includes(',1,0,'));
+    rows = csvRows(await page.getAttribute('[data-testid=export-csv]', 'href'));
+    rows.filter((r) => r.key === 0 && r.query > 0).forEach((r) => assert.equal(r.weight, 0));
+    rowSums(rows).forEach((s, q) => assert.ok(Math.abs(s - 1) < 1e-5, `hidden: query ${q} sums to ${s}`));
+    // A click opens another head, and the link carries the choices.
+    await page.click('[data-testid=att-thumb][data-layer="3"][data-head="2"]');
+    assert.match(await page.textContent('[data-testid=att-title]'), /Layer 3, head 2/);
+    await page.click('[data-testid=export-png]');
+    assert.match(await page.getAttribute('[data-testid=export-png]', 'href'), /^data:image\/png;base64,/);
+    await page.click('[data-testid=copy-embed]');
+    const code = await page.inputValue('[data-testid=embed-code]');
+    const src = code.match(/src="([^"]+)"/)[1].replaceAll('&amp;', '&');
+    for (const want of [/widget=attention/, /att_layer=3/, /att_head=2/, /first_token=hide/]) assert.match(src, want);
+    // Generate and watch: three more tokens, the maps read again after each.
+    await page.click('[data-testid=watch-attention]');
+    await page.waitForFunction((n) => document.querySelectorAll('[data-testid=att-token]').length === n + 3
+      && !document.querySelector('[data-testid=watch-attention]').disabled, n, { timeout: 120_000 });
+    await noFatal(page);
+    await page.close();
+    const again = await lab.open(backend, src.slice(src.indexOf('?')));
+    await again.waitForSelector('[data-testid=att-thumb].selected[data-layer="3"][data-head="2"]', { timeout: 120_000 });
+    assert.equal(await again.inputValue('[data-testid=first-token]'), 'hide');
+    await noFatal(again);
+    await again.close();
+  });
+}
+
+test('attention: the CPU engine and WebGPU read the same heads', () => {
+  const [cpu, gpu] = [headRows.cpu, headRows.webgpu];
+  assert.ok(cpu && gpu, 'both backends ran');
+  gpu.forEach(([first, prev], i) => {
+    assert.ok(Math.abs(first - cpu[i][0]) < 1e-3 && Math.abs(prev - cpu[i][1]) < 1e-3, `head ${i}: ${first}/${prev} vs ${cpu[i]}`);
+  });
+});
+
 test('a sub-path host serves every widget (relative asset paths)', async () => {
   const page = await lab.open('cpu', 'course/decode-lab/?widget=temperature&embed=1');
   await page.waitForSelector('[data-testid=bar]');
@@ -469,7 +531,7 @@ test('a sub-path host serves every widget (relative asset paths)', async () => {
   await page.close();
 });
 
-test('course note: eleven embeds work together, the model downloads once, heights are reported', async () => {
+test('course note: twelve embeds work together, the model downloads once, heights are reported', async () => {
   const weights = '/models/shakespeare/model.safetensors';
   const fetched = server.requests.get(weights) || 0;
   const page = await lab.browsers.webgpu.newPage({ viewport: { width: 900, height: 8000 } });

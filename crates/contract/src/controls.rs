@@ -143,7 +143,16 @@ controls! {
         "the logit lens's chosen prompt position, from 1; 0 = the last";
     LensLayer: "layer", "Layer", whole(0.0, 1000.0, 1000.0), Drives::Lesson,
         "the logit lens's chosen layer: 0 = the embedding, k = after block k (past the last: the last)";
+    AttLayer: "att_layer", "Layer", whole(0.0, 1000.0, 0.0), Drives::Lesson,
+        "the attention view's chosen layer, from 0 (past the last: the last)";
+    AttHead: "att_head", "Head", whole(0.0, 1000.0, 0.0), Drives::Lesson,
+        "the attention view's chosen head, from 0 (past the last: the last)";
+    FirstToken: "first_token", "First token", Input::Choice { options: &FIRST_TOKEN, default: "keep" },
+        Drives::Lesson, "hide: leave the first token out of every row and renormalise (set the attention sink aside)";
 }
+
+/// `first_token=`'s choices.
+pub const FIRST_TOKEN: [&str; 2] = ["keep", "hide"];
 
 /// `prefill=`'s choices: how the cost lesson feeds the prompt.
 pub const PREFILL_MODES: [&str; 2] = ["one-pass", "token-by-token"];

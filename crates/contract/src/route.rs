@@ -34,10 +34,11 @@ pub enum Widget {
     PrefillDecode,
     KvCache,
     LogitLens,
+    Attention,
 }
 
 impl Widget {
-    pub const ALL: [Widget; 13] = [
+    pub const ALL: [Widget; 14] = [
         Widget::Temperature,
         Widget::TopK,
         Widget::TopP,
@@ -51,6 +52,7 @@ impl Widget {
         Widget::PrefillDecode,
         Widget::KvCache,
         Widget::LogitLens,
+        Widget::Attention,
     ];
 
     /// The controls each compare column sets for itself (the URL carries
@@ -73,6 +75,7 @@ impl Widget {
             Widget::PrefillDecode => "prefill-decode",
             Widget::KvCache => "kv-cache",
             Widget::LogitLens => "logit-lens",
+            Widget::Attention => "attention",
         }
     }
 
@@ -96,6 +99,7 @@ impl Widget {
             Widget::PrefillDecode => "What a token costs: prefill, then decode",
             Widget::KvCache => "The KV cache: why a step does not start over",
             Widget::LogitLens => "The logit lens: when does the answer form?",
+            Widget::Attention => "Attention: where each token looks",
         }
     }
 
@@ -115,6 +119,7 @@ impl Widget {
             Widget::PrefillDecode => "The prompt goes through the model in one pass (prefill); every new token then takes a pass of its own (decode). Time both on this page's engine: the first token waits for the prefill, the rest come at the decode rate.",
             Widget::KvCache => "Each step needs the keys and values of every earlier token. With the cache they are kept, and a step costs about the same at any length; without it every step recomputes them all. Time both, step by step, on this page's engine, then price the cache of a large model.",
             Widget::LogitLens => "Stop the model after each block and read its residual stream through the final LayerNorm and the LM head: what would it predict there? Each cell is one position after one block; click one for its top 10.",
+            Widget::Attention => "Every head of every layer, read live from the model: row i of a map is where token i looks. Click a head for its map, hover a row to tint the text, and hide the first token to see past the attention sink.",
         }
     }
 
@@ -130,6 +135,7 @@ impl Widget {
                 | Widget::PrefillDecode
                 | Widget::KvCache
                 | Widget::LogitLens
+                | Widget::Attention
         )
     }
 
@@ -160,6 +166,7 @@ impl Widget {
             Widget::Quantization => &[(MaxTokens, Number(32.0)), (Temperature, Number(0.0))],
             Widget::PrefillDecode => &[(MaxTokens, Number(32.0))],
             Widget::KvCache | Widget::LogitLens => &[],
+            Widget::Attention => &[(MaxTokens, Number(16.0))],
         }
     }
 
@@ -185,6 +192,7 @@ impl Widget {
                 &[Prompt, UpTo, KvLayers, KvHeads, HeadSize, KvBytes, Context, Batch]
             }
             Widget::LogitLens => &[Prompt],
+            Widget::Attention => &[Prompt, MaxTokens, FirstToken],
             Widget::Pipeline => {
                 let shapes =
                     |c: &Control| !matches!(c.spec().drives, Drives::Run(_) | Drives::Stop);

@@ -9,10 +9,10 @@ use std::rc::Rc;
 
 use crate::error::{EngineError, Result};
 use crate::kernels::{
-    attention, embedding, gelu, kv_write, layernorm, lm_head, matmul, residual_add,
+    attention, attention_probs, embedding, gelu, kv_write, layernorm, lm_head, matmul, residual_add,
 };
 use crate::model::Config;
-use crate::step::{check_input, SharedModel, StepStats, Wanted};
+use crate::step::{check_input, Inspection, Look, SharedModel, StepStats, Wanted};
 
 /// Gives the caller's event loop a turn. In the browser the CPU engine runs
 /// on the page's main thread: a long prefill (a long prompt, or the re-prefill
@@ -77,33 +77,28 @@ impl CpuSession {
     /// are the same bit for bit: every row's arithmetic is the same whatever
     /// the chunk (a test checks it).
     pub async fn prefill(&mut self, tokens: &[u32], wanted: Wanted) -> Result<Vec<f32>> {
-        Ok(self.chunked(tokens, wanted, false).await?.0)
+        Ok(self.prefill_inspected(tokens, wanted, Look::default()).await?.logits)
     }
 
-    /// [`prefill`](Self::prefill), also returning the residual stream
-    /// `(n_layer + 1, tokens, n_embd)`: the embedding, then every block's
-    /// output (for the logit lens); paused between chunks the same way.
-    pub async fn prefill_with_residuals(
+    /// [`prefill`](Self::prefill), also returning what `look` asks for (see
+    /// [`Inspection`]), paused between chunks the same way; each chunk's
+    /// copies are put in place row by row.
+    pub async fn prefill_inspected(
         &mut self,
         tokens: &[u32],
         wanted: Wanted,
-    ) -> Result<(Vec<f32>, Vec<f32>)> {
-        self.chunked(tokens, wanted, true).await
-    }
-
-    /// The prefill, in chunks when paused; with `probe`, the residual stream too.
-    async fn chunked(
-        &mut self,
-        tokens: &[u32],
-        wanted: Wanted,
-        probe: bool,
-    ) -> Result<(Vec<f32>, Vec<f32>)> {
+        look: Look,
+    ) -> Result<Inspection> {
         check_input(&self.model, self.pos, tokens)?;
         let rows = if self.pause.is_some() { self.chunk_rows() } else { tokens.len() };
-        let (n, e) = (tokens.len(), self.config().n_embd);
-        let copies = self.config().n_layer + 1;
-        let mut residuals = vec![0.0; if probe { copies * n * e } else { 0 }]; // (n_layer + 1, n, n_embd)
-        let mut logits = Vec::new();
+        let c = self.config().clone();
+        let (n, e, pos0) = (tokens.len(), c.n_embd, self.pos);
+        let n_cols = pos0 + n;
+        let mut out = Inspection {
+            logits: Vec::new(),
+            residuals: look.residuals.then(|| vec![0.0; (c.n_layer + 1) * n * e]),
+            attention: look.attention.then(|| vec![0.0; c.n_layer * c.n_head * n * n_cols]),
+        };
         // The engine's own time: the chunks' compute, not the page's turns
         // in between (the cost lessons time the model, not the event loop).
         let mut wall_ms = 0.0;
@@ -111,21 +106,34 @@ impl CpuSession {
             if i > 0 {
                 self.pause().await;
             }
+            let (r0, cr, pc0) = (i * rows, chunk.len(), self.pos);
             let start = web_time::Instant::now();
-            let mut part_residuals = Vec::new(); // (n_layer + 1, chunk, n_embd)
-            let part = self.run_probed(chunk, wanted, probe.then_some(&mut part_residuals));
-            self.pos += chunk.len();
+            let mut seen = Seen {
+                residuals: look.residuals.then(Vec::new), // (n_layer + 1, cr, n_embd)
+                attention: look.attention.then(Vec::new), // (n_layer, n_head, cr, pc0 + cr)
+            };
+            let part = self.run_probed(chunk, wanted, &mut seen);
+            self.pos += cr;
             wall_ms += start.elapsed().as_secs_f64() * 1e3;
-            for (l, copy) in part_residuals.chunks_exact(chunk.len() * e).enumerate() {
-                residuals[(l * n + i * rows) * e..][..copy.len()].copy_from_slice(copy);
+            if let (Some(all), Some(part)) = (&mut out.residuals, &seen.residuals) {
+                for (l, copy) in part.chunks_exact(cr * e).enumerate() {
+                    all[(l * n + r0) * e..][..copy.len()].copy_from_slice(copy);
+                }
+            }
+            if let (Some(all), Some(part)) = (&mut out.attention, &seen.attention) {
+                // Row (l, h, r) of the chunk is row (l, h, r0 + r) of the whole.
+                for (k, row) in part.chunks_exact(pc0 + cr).enumerate() {
+                    let (lh, r) = (k / cr, k % cr);
+                    all[(lh * n + r0 + r) * n_cols..][..row.len()].copy_from_slice(row);
+                }
             }
             match wanted {
-                Wanted::All => logits.extend(part),
-                Wanted::Last => logits = part,
+                Wanted::All => out.logits.extend(part),
+                Wanted::Last => out.logits = part,
             }
         }
         self.last = StepStats { tokens: n, wall_ms, ..StepStats::default() };
-        Ok((logits, residuals))
+        Ok(out)
     }
 
     /// The model's hyper-parameters.
@@ -178,17 +186,12 @@ impl CpuSession {
     }
 
     fn run(&mut self, tokens: &[u32], wanted: Wanted) -> Vec<f32> {
-        self.run_probed(tokens, wanted, None)
+        self.run_probed(tokens, wanted, &mut Seen::default())
     }
 
-    /// The forward pass; with `residuals`, `x` is appended to it after the
-    /// embedding and after every block.
-    fn run_probed(
-        &mut self,
-        tokens: &[u32],
-        wanted: Wanted,
-        mut residuals: Option<&mut Vec<f32>>,
-    ) -> Vec<f32> {
+    /// The forward pass; what `seen` asks for is appended to it: `x` after
+    /// the embedding and after every block, each layer's attention weights.
+    fn run_probed(&mut self, tokens: &[u32], wanted: Wanted, seen: &mut Seen) -> Vec<f32> {
         let (model, c) = (&self.model, &self.model.config);
         let (n, e) = (tokens.len(), c.n_embd);
         let w = &model.weights;
@@ -199,8 +202,7 @@ impl CpuSession {
         let mut proj = vec![0.0; n * e]; // (n, n_embd) block output
         let mut fc = vec![0.0; n * c.n_inner]; // (n, n_inner)
         embedding::run_cpu(tokens, &w.wte, 0, &w.wpe, self.pos, &mut x);
-        let mut probe = |x: &[f32]| residuals.as_mut().map(|r| r.extend_from_slice(x));
-        probe(&x);
+        seen.residual(&x);
         for (l, lw) in w.layers.iter().enumerate() {
             layernorm::run_cpu(&x, &lw.ln_1_weight, &lw.ln_1_bias, c.layer_norm_epsilon, &mut xb);
             matmul::run_cpu(&xb, &lw.c_attn_weight, &lw.c_attn_bias, &mut qkv);
@@ -208,6 +210,19 @@ impl CpuSession {
             kv_write::run_cpu(&qkv, e, self.pos, kc, vc);
             let scale = c.attn_scale(l);
             attention::run_cpu(&qkv, kc, vc, e, c.head_size, self.pos, scale, &mut y);
+            if let Some(all) = &mut seen.attention {
+                let from = all.len(); // (n_head, n, pos + n) more
+                all.resize(from + c.n_head * n * (self.pos + n), 0.0);
+                attention_probs::run_cpu(
+                    &qkv,
+                    kc,
+                    e,
+                    c.head_size,
+                    self.pos,
+                    scale,
+                    &mut all[from..],
+                );
+            }
             matmul::run_cpu(&y, &lw.attn_proj_weight, &lw.attn_proj_bias, &mut proj);
             residual_add::run_cpu(&proj, &mut x);
             layernorm::run_cpu(&x, &lw.ln_2_weight, &lw.ln_2_bias, c.layer_norm_epsilon, &mut xb);
@@ -215,7 +230,7 @@ impl CpuSession {
             gelu::run_cpu(&mut fc);
             matmul::run_cpu(&fc, &lw.mlp_proj_weight, &lw.mlp_proj_bias, &mut proj);
             residual_add::run_cpu(&proj, &mut x);
-            probe(&x);
+            seen.residual(&x);
         }
         layernorm::run_cpu(&x, &w.ln_f_weight, &w.ln_f_bias, c.layer_norm_epsilon, &mut xb);
         let (row0, n_out) = match wanted {
@@ -225,5 +240,20 @@ impl CpuSession {
         let mut logits = vec![0.0; n_out * c.vocab_size]; // (n_out, vocab_size)
         lm_head::run_cpu(&xb, w.lm_head(), 0, c.vocab_size, row0, n_out, &mut logits);
         logits
+    }
+}
+
+/// What a probed forward pass has copied out so far (`None`: not asked for).
+#[derive(Default)]
+struct Seen {
+    residuals: Option<Vec<f32>>, // (copies so far, n, n_embd)
+    attention: Option<Vec<f32>>, // (layers so far, n_head, n, pos + n)
+}
+
+impl Seen {
+    fn residual(&mut self, x: &[f32]) {
+        if let Some(r) = &mut self.residuals {
+            r.extend_from_slice(x);
+        }
     }
 }

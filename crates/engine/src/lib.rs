@@ -15,6 +15,7 @@ pub mod error;
 pub mod generate;
 #[cfg(feature = "gpu")]
 pub mod gpu;
+pub mod heads;
 pub mod kernels;
 pub mod lens;
 pub mod model;
@@ -27,4 +28,4 @@ pub mod step;
 
 pub use error::{EngineError, Result};
 pub use session::Session;
-pub use step::{SharedModel, StepStats, Wanted};
+pub use step::{Inspection, Look, SharedModel, StepStats, Wanted};

@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::gpu::GpuSession;
 use crate::kernels::format::Format;
 use crate::model::Config;
-use crate::step::{StepStats, Wanted};
+use crate::step::{Inspection, Look, StepStats, Wanted};
 
 /// A model session on either engine.
 pub enum Session {
@@ -48,20 +48,21 @@ impl Session {
         }
     }
 
-    /// [`prefill`](Self::prefill), also returning the residual stream
-    /// `(n_layer + 1, tokens, n_embd)` flattened: the embedding (block 0's
-    /// input), then every block's output, the last one before `ln_f`. The
-    /// logit lens decodes each with [`crate::lens::logits`]. Plain prefills
-    /// and decode steps never pay for it.
-    pub async fn prefill_with_residuals(
+    /// [`prefill`](Self::prefill), also returning what `look` asks for: the
+    /// residual stream after the embedding and every block (the logit lens
+    /// decodes it with [`crate::lens::logits`]) and every layer's attention
+    /// weights (see [`Inspection`] for the shapes). Plain prefills and decode
+    /// steps never pay for it.
+    pub async fn prefill_inspected(
         &mut self,
         tokens: &[u32],
         wanted: Wanted,
-    ) -> Result<(Vec<f32>, Vec<f32>)> {
+        look: Look,
+    ) -> Result<Inspection> {
         match self {
-            Session::Cpu(s) => s.prefill_with_residuals(tokens, wanted).await,
+            Session::Cpu(s) => s.prefill_inspected(tokens, wanted, look).await,
             #[cfg(feature = "gpu")]
-            Session::Gpu(s) => s.prefill_with_residuals(tokens, wanted).await,
+            Session::Gpu(s) => s.prefill_inspected(tokens, wanted, look).await,
         }
     }
 

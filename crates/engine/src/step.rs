@@ -58,6 +58,27 @@ impl StepStats {
     }
 }
 
+/// What a prefill should also hand back, for the views that look inside.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Look {
+    /// The residual stream after the embedding and after every block (the logit lens).
+    pub residuals: bool,
+    /// Every layer's attention weights.
+    pub attention: bool,
+}
+
+/// A prefill's logits and what its [`Look`] asked for.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Inspection {
+    pub logits: Vec<f32>,
+    /// `(n_layer + 1, tokens, n_embd)`: the embedding (block 0's input), then
+    /// every block's output, the last one before `ln_f`.
+    pub residuals: Option<Vec<f32>>,
+    /// `(n_layer, n_head, tokens, pos0 + tokens)`: row i of a head is query
+    /// i's weights over every key so far; 0 for the keys after it.
+    pub attention: Option<Vec<f32>>,
+}
+
 /// Shared by both engines: the model is read-only and outlives every session.
 pub type SharedModel = Arc<Model>;
 

@@ -182,16 +182,24 @@ fn paused_cpu_prefill_equals_one_pass_bit_for_bit() {
             (plain.decode(5).await.unwrap(), paused.decode(5).await.unwrap())
         });
         assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()));
-        // The logit lens's probed prefill pauses the same way, and its
-        // residual stream is put together from the chunks row for row.
+        // An inspected prefill pauses the same way, and its residual stream
+        // and attention weights are put together from the chunks row for row.
         pauses.set(0);
         let mut plain = Session::Cpu(CpuSession::new(model.clone()));
         let mut paused = Session::Cpu(CpuSession::new(model.clone()).with_pause(pause.clone()));
-        let ((la, ra), (lb, rb)) = pollster::block_on(async {
-            let a = plain.prefill_with_residuals(&tokens, wanted).await.unwrap();
-            let b = paused.prefill_with_residuals(&tokens, wanted).await.unwrap();
+        let look = decode_lab_engine::Look { residuals: true, attention: true };
+        let (a, b) = pollster::block_on(async {
+            let a = plain.prefill_inspected(&tokens, wanted, look).await.unwrap();
+            let b = paused.prefill_inspected(&tokens, wanted, look).await.unwrap();
             (a, b)
         });
+        let (ra, rb) = (a.residuals.unwrap(), b.residuals.unwrap());
+        let (aa, ab) = (a.attention.unwrap(), b.attention.unwrap());
+        let (la, lb) = (a.logits, b.logits);
+        assert!(
+            aa.iter().zip(&ab).all(|(x, y)| x.to_bits() == y.to_bits()),
+            "{wanted:?}: attention"
+        );
         assert!(pauses.get() >= 10, "{} pauses", pauses.get());
         assert_eq!(ra.len(), (model.config.n_layer + 1) * 200 * model.config.n_embd);
         assert!(ra.iter().zip(&rb).all(|(x, y)| x.to_bits() == y.to_bits()), "{wanted:?}");

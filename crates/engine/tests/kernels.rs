@@ -87,6 +87,44 @@ fn attention_matches_twin() {
 }
 
 #[test]
+fn attention_probs_matches_twin() {
+    check(Kernel::AttentionProbs);
+}
+
+/// What a view relies on, on the GPU's own output: every row of every head
+/// sums to 1 (± 1e-5) and gives exactly 0 to the keys after its query.
+#[test]
+fn attention_probs_rows_sum_to_one_and_never_look_ahead() {
+    let Some((ctx, pipelines)) = gpu() else { return };
+    for case in cases::cases(Kernel::AttentionProbs) {
+        let p: attention_probs::Params = *bytemuck::from_bytes(&case.params);
+        let buffers: Vec<&[u8]> = case.buffers.iter().map(Vec::as_slice).collect();
+        let out = pollster::block_on(run_kernel(
+            ctx,
+            pipelines,
+            Kernel::AttentionProbs,
+            &case.params,
+            &buffers,
+            None,
+            case.groups,
+        ))
+        .expect("kernel runs");
+        let (n_rows, pos0, n_cols) = (p.n_rows as usize, p.pos0 as usize, p.n_cols as usize);
+        for (r, row) in out[2].chunks_exact(n_cols).enumerate() {
+            let query = pos0 + r % n_rows;
+            let sum: f32 = row[..=query].iter().sum();
+            assert!((sum - 1.0).abs() <= 1e-5, "{}: row {r} sums to {sum}", case.shape);
+            assert!(
+                row[query + 1..].iter().all(|&v| v == 0.0),
+                "{}: row {r} looks ahead",
+                case.shape
+            );
+            assert!(row[..=query].iter().all(|&v| (0.0..=1.0).contains(&v)), "{}", case.shape);
+        }
+    }
+}
+
+#[test]
 fn residual_add_matches_twin() {
     check(Kernel::ResidualAdd);
 }

@@ -5,7 +5,7 @@
 //! a turn whenever about a frame's work is done (the LM head of a large
 //! vocabulary is tens of milliseconds per row).
 
-use engine::{lens, Wanted};
+use engine::{lens, Look, Wanted};
 use leptos::prelude::*;
 
 use crate::driver::Driver;
@@ -73,8 +73,9 @@ pub async fn compute(
 ) -> Result<(), String> {
     let (ids, _) = prompt_ids(d, "the lens reads it")?;
     let mut session = d.lab.with_value(|l| l.session())?;
-    let (_, residuals) =
-        session.prefill_with_residuals(&ids, Wanted::Last).await.map_err(|e| e.to_string())?;
+    let look = Look { residuals: true, attention: false };
+    let seen = session.prefill_inspected(&ids, Wanted::Last, look).await;
+    let residuals = seen.map_err(|e| e.to_string())?.residuals.unwrap_or_default();
     drop(session); // its KV cache is not needed: free it before the LM heads run
     let model = d.lab.with_value(|l| l.model.clone());
     let (n, e, layers) = (ids.len(), model.config.n_embd, model.config.n_layer + 1);

@@ -2,6 +2,7 @@
 //! a WGSL kernel from `shaders/`, with the KV cache resident in GPU memory.
 
 mod context;
+mod inspect;
 mod model;
 mod pipelines;
 pub mod plan;

@@ -9,13 +9,14 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use crate::error::{EngineError, Result};
+use crate::gpu::inspect;
 use crate::gpu::plan::{self, Op, Pass, SessionBuffers, PARAMS, SLOT};
-use crate::gpu::probe::Probe;
+use crate::gpu::probe::{Probe, Source};
 use crate::gpu::readback::{buffer, read_f32, STORAGE};
 use crate::gpu::timer::Timer;
 use crate::gpu::GpuModel;
 use crate::model::Config;
-use crate::step::{check_input, StepStats, Wanted};
+use crate::step::{check_input, Inspection, Look, StepStats, Wanted};
 
 /// Logits rows kept on the GPU at once: `Wanted::All` over more rows is read in chunks.
 const MAX_LOGITS_BYTES: u64 = 64 << 20;
@@ -162,20 +163,50 @@ impl GpuSession {
         self.forward(tokens, wanted, false, None).await
     }
 
-    /// [`prefill`](Self::prefill) of `tokens`, also returning the residual
-    /// stream `(n_layer + 1, tokens, n_embd)`: the embedding, then every
-    /// block's output (for the logit lens). Only this call pays for the copies.
-    pub async fn prefill_with_residuals(
+    /// [`prefill`](Self::prefill) of `tokens`, also returning what `look`
+    /// asks for (see [`Inspection`]). The residual stream and each block's
+    /// `qkv` are copied out between per-block compute passes; the attention
+    /// weights take one more submit (`inspect.rs`). Only this call pays.
+    pub async fn prefill_inspected(
         &mut self,
         tokens: &[u32],
         wanted: Wanted,
-    ) -> Result<(Vec<f32>, Vec<f32>)> {
-        let c = self.config();
-        let probe = Probe::new(&self.gpu.ctx, c.n_layer + 1, tokens.len(), c.n_embd)?;
+        look: Look,
+    ) -> Result<Inspection> {
+        let (c, ctx, pos0, n) =
+            (self.config().clone(), self.gpu.ctx.clone(), self.pos, tokens.len());
+        let mut probe = Probe::default();
+        let x = match look.residuals {
+            true => {
+                Some(probe.tap(&ctx, Source::X, (0, c.n_layer + 1), (n * c.n_embd * 4) as u64)?)
+            }
+            false => None,
+        };
+        let qkv = match look.attention {
+            true => {
+                Some(probe.tap(&ctx, Source::Qkv, (1, c.n_layer), (n * 3 * c.n_embd * 4) as u64)?)
+            }
+            false => None,
+        };
         let logits = self.forward(tokens, wanted, false, Some(&probe)).await?;
-        let residuals = probe.read(&self.gpu.ctx).await?;
-        self.last.bytes_read += probe.bytes();
-        Ok((logits, residuals))
+        let residuals = match x {
+            Some(i) => Some(probe.read(&ctx, i).await?),
+            None => None,
+        };
+        self.last.bytes_read += residuals.as_ref().map_or(0, |r| r.len() * 4);
+        let attention = match qkv {
+            Some(i) => {
+                let keys = &self.key_cache;
+                Some(inspect::attention(&self.gpu, keys, &probe.taps[i], n, pos0).await?)
+            }
+            None => None,
+        };
+        if let Some(a) = &attention {
+            self.last.submits += 1;
+            self.last.dispatches += c.n_layer;
+            self.last.bytes_read += a.len() * 4;
+        }
+        Ok(Inspection { logits, residuals, attention })
     }
 
     /// One token through the cached context (the fused decode kernels).
@@ -295,7 +326,7 @@ impl GpuSession {
             }
             drop(cpass);
             if let (Some(probe), false) = (probe, last) {
-                probe.copy(&mut enc, k, &self.gpu.scratch.x);
+                probe.copy(&mut enc, k, &self.gpu.scratch);
             }
             from = to;
         }

@@ -36,18 +36,7 @@ pub fn run_cpu(
         let n_keys = pos0 + row + 1;
         for h0 in (0..n_embd).step_by(head_size) {
             let q = &r[h0..h0 + head_size];
-            att.clear();
-            att.extend((0..n_keys).map(|j| {
-                let k = &key_cache[j * n_embd + h0..][..head_size];
-                q.iter().zip(k).map(|(a, b)| a * b).sum::<f32>() * scale
-            }));
-            // Subtract the max so exp() cannot overflow.
-            let max = att.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            let mut sum = 0.0;
-            for a in att.iter_mut() {
-                *a = (*a - max).exp();
-                sum += *a;
-            }
+            let sum = weights(q, key_cache, n_embd, h0, n_keys, scale, &mut att);
             let out = &mut y[row * n_embd + h0..][..head_size];
             out.fill(0.0);
             for (j, a) in att.iter().enumerate() {
@@ -58,6 +47,35 @@ pub fn run_cpu(
             }
         }
     }
+}
+
+/// One query's unnormalised softmax weights `exp(q · k_j · scale − max)` over
+/// keys `0..n_keys` of the head starting at column `h0`, into `att`; returns
+/// their sum (the weights are `att[j] / sum`). Shared with `attention_probs`,
+/// so the weights a view shows are the ones the pass used.
+pub fn weights(
+    q: &[f32],         // (head_size) one row's query of this head
+    key_cache: &[f32], // (n_positions, n_embd)
+    n_embd: usize,
+    h0: usize,
+    n_keys: usize,
+    scale: f32,
+    att: &mut Vec<f32>, // (n_keys) out
+) -> f32 {
+    let head_size = q.len();
+    att.clear();
+    att.extend((0..n_keys).map(|j| {
+        let k = &key_cache[j * n_embd + h0..][..head_size];
+        q.iter().zip(k).map(|(a, b)| a * b).sum::<f32>() * scale
+    }));
+    // Subtract the max so exp() cannot overflow.
+    let max = att.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut sum = 0.0;
+    for a in att.iter_mut() {
+        *a = (*a - max).exp();
+        sum += *a;
+    }
+    sum
 }
 
 /// Dispatch size: one workgroup per (row, head).

@@ -4,6 +4,7 @@
 //! CPU engine runs), and the dispatch size.
 
 pub mod attention;
+pub mod attention_probs;
 pub mod embedding;
 pub mod format;
 pub mod gelu;
@@ -31,7 +32,8 @@ const LN_STATS: &str = include_str!("../../../../shaders/ln_stats.wgsl");
 /// then per block layernorm, matmul, kv_write, attention, matmul,
 /// residual_add, layernorm, matmul, gelu, matmul, residual_add, then
 /// layernorm and lm_head; decode fuses each block into five: ln_qkv,
-/// attention, matvec_residual, ln_fc_gelu, matvec_residual.
+/// attention, matvec_residual, ln_fc_gelu, matvec_residual. attention_probs
+/// runs only when a view asks for the attention weights.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kernel {
     Embedding,
@@ -40,6 +42,7 @@ pub enum Kernel {
     LnQkv,
     KvWrite,
     Attention,
+    AttentionProbs,
     MatvecResidual,
     ResidualAdd,
     LnFcGelu,
@@ -49,13 +52,14 @@ pub enum Kernel {
 
 impl Kernel {
     /// All kernels, in data-flow order.
-    pub const ALL: [Kernel; 11] = [
+    pub const ALL: [Kernel; 12] = [
         Kernel::Embedding,
         Kernel::Layernorm,
         Kernel::Matmul,
         Kernel::LnQkv,
         Kernel::KvWrite,
         Kernel::Attention,
+        Kernel::AttentionProbs,
         Kernel::MatvecResidual,
         Kernel::ResidualAdd,
         Kernel::LnFcGelu,
@@ -72,6 +76,7 @@ impl Kernel {
             Kernel::LnQkv => "ln_qkv",
             Kernel::KvWrite => "kv_write",
             Kernel::Attention => "attention",
+            Kernel::AttentionProbs => "attention_probs",
             Kernel::MatvecResidual => "matvec_residual",
             Kernel::ResidualAdd => "residual_add",
             Kernel::LnFcGelu => "ln_fc_gelu",
@@ -94,6 +99,7 @@ impl Kernel {
             Kernel::LnQkv => include_str!("../../../../shaders/ln_qkv.wgsl"),
             Kernel::KvWrite => include_str!("../../../../shaders/kv_write.wgsl"),
             Kernel::Attention => include_str!("../../../../shaders/attention.wgsl"),
+            Kernel::AttentionProbs => include_str!("../../../../shaders/attention_probs.wgsl"),
             Kernel::MatvecResidual => include_str!("../../../../shaders/matvec_residual.wgsl"),
             Kernel::ResidualAdd => include_str!("../../../../shaders/residual_add.wgsl"),
             Kernel::LnFcGelu => include_str!("../../../../shaders/ln_fc_gelu.wgsl"),

@@ -13,6 +13,7 @@
 //!   products;
 //! - ln_qkv, ln_fc_gelu: see `fused` (the LayerNorm's rounding scaled up by the dot);
 //! - attention: 1e-5 abs + 1e-4 rel (online vs two-pass softmax).
+//! - attention_probs: 1e-6 abs + 1e-4 rel (weights in [0, 1]; the GPU pre-scales q).
 //!
 //! The kernels that read weights (embedding, matmul, the fused decode kernels, lm_head) run once
 //! per weight [`Format`]: the twin computes on the same packed [`Matrix`], so
@@ -78,6 +79,7 @@ fn cases_in(kernel: Kernel, format: Format) -> Vec<Case> {
         Kernel::LnFcGelu => fused::ln_fc_gelu_cases(format),
         Kernel::KvWrite => kv_write_cases(),
         Kernel::Attention => attention_cases(),
+        Kernel::AttentionProbs => attention_probs_cases(),
         Kernel::ResidualAdd => residual_add_cases(),
         Kernel::Gelu => gelu_cases(),
         Kernel::LmHead => lm_head_cases(format),
@@ -278,30 +280,74 @@ fn kv_write_cases() -> Vec<Case> {
     out
 }
 
-fn attention_cases() -> Vec<Case> {
-    // (n_rows, n_head, head_size, pos0): single key, one tile, tile edges, three tiles,
-    // head sizes of 1, 63, 65 (two dims per thread) and the maximum 256.
-    let cases = [
-        (1, 1, 1, 0),
-        (1, 3, 16, 62),
-        (2, 2, 63, 63),
-        (17, 1, 65, 0),
-        (1, 2, 64, 129),
-        (9, 3, 7, 57),
-        (3, 1, 256, 61),
-    ];
+/// (n_rows, n_head, head_size, pos0): single key, one tile, tile edges, three tiles,
+/// head sizes of 1, 63, 65 (two dims per thread) and the maximum 256.
+const ATTENTION_SHAPES: [(usize, usize, usize, usize); 7] = [
+    (1, 1, 1, 0),
+    (1, 3, 16, 62),
+    (2, 2, 63, 63),
+    (17, 1, 65, 0),
+    (1, 2, 64, 129),
+    (9, 3, 7, 57),
+    (3, 1, 256, 61),
+];
+
+/// Seeded inputs of attention case `i`: (qkv, key cache, value cache, scale),
+/// the pass's own keys and values already in the caches, as in the forward pass.
+fn attention_inputs(
+    i: usize,
+    (n_rows, n_head, hs, pos0): (usize, usize, usize, usize),
+) -> (Vec<f32>, Vec<f32>, Vec<f32>, f32) {
+    let n_embd = n_head * hs;
+    let n_positions = pos0 + n_rows + 3;
+    let qkv: Vec<f32> =
+        random(n_rows * 3 * n_embd, 100 + i as u64).iter().map(|v| v * 2.0).collect();
+    let mut kc: Vec<f32> =
+        random(n_positions * n_embd, 110 + i as u64).iter().map(|v| v * 2.0).collect();
+    let mut vc = random(n_positions * n_embd, 120 + i as u64);
+    kv_write::run_cpu(&qkv, n_embd, pos0, &mut kc, &mut vc);
+    (qkv, kc, vc, 1.0 / (hs as f32).sqrt())
+}
+
+fn attention_probs_cases() -> Vec<Case> {
     let mut out = Vec::new();
-    for (i, &(n_rows, n_head, hs, pos0)) in cases.iter().enumerate() {
+    for (i, &(n_rows, n_head, hs, pos0)) in ATTENTION_SHAPES.iter().enumerate() {
         let n_embd = n_head * hs;
-        let n_positions = pos0 + n_rows + 3;
-        let qkv: Vec<f32> =
-            random(n_rows * 3 * n_embd, 100 + i as u64).iter().map(|v| v * 2.0).collect();
-        let mut kc: Vec<f32> =
-            random(n_positions * n_embd, 110 + i as u64).iter().map(|v| v * 2.0).collect();
-        let mut vc = random(n_positions * n_embd, 120 + i as u64);
-        // The pass's own k and v go in first, as in the forward pass.
-        kv_write::run_cpu(&qkv, n_embd, pos0, &mut kc, &mut vc);
-        let scale = 1.0 / (hs as f32).sqrt();
+        let (qkv, kc, _, scale) = attention_inputs(i, (n_rows, n_head, hs, pos0));
+        let n_cols = pos0 + n_rows;
+        let mut want = poisoned(n_head * n_rows * n_cols);
+        attention_probs::run_cpu(&qkv, &kc, n_embd, hs, pos0, scale, &mut want);
+        let p = attention_probs::Params {
+            n_rows: n_rows as u32,
+            pos0: pos0 as u32,
+            n_embd: n_embd as u32,
+            head_size: hs as u32,
+            scale,
+            n_cols: n_cols as u32,
+            _pad0: 0,
+            _pad1: 0,
+        };
+        out.push(Case {
+            kernel: Kernel::AttentionProbs,
+            format: Format::F32,
+            shape: format!("{n_rows} rows, {n_head} heads of {hs}, at {pos0}"),
+            params: params(&p),
+            buffers: vec![bytes(&qkv), bytes(&kc), bytes(&poisoned(n_head * n_rows * n_cols))],
+            scales: None,
+            groups: attention_probs::workgroups(&p),
+            want: vec![(2, "probs", want)],
+            // Weights in [0, 1]: the scores' rounding (pre-scaled q on the GPU) through exp.
+            tolerance: Tolerance { atol: 1e-6, rtol: 1e-4 },
+        });
+    }
+    out
+}
+
+fn attention_cases() -> Vec<Case> {
+    let mut out = Vec::new();
+    for (i, &(n_rows, n_head, hs, pos0)) in ATTENTION_SHAPES.iter().enumerate() {
+        let n_embd = n_head * hs;
+        let (qkv, kc, vc, scale) = attention_inputs(i, (n_rows, n_head, hs, pos0));
         let mut want = poisoned(n_rows * n_embd);
         attention::run_cpu(&qkv, &kc, &vc, n_embd, hs, pos0, scale, &mut want);
         let p = attention::Params {

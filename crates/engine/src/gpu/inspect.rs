@@ -1,0 +1,95 @@
+//! The attention weights on request: after a probed prefill has copied each
+//! block's `qkv` out (see `probe.rs`) and the KV cache holds every key, one
+//! more submit runs `attention_probs` once per layer over those copies and
+//! reads the weights back. Its buffers and bind groups live for this call
+//! only: nothing here touches the decode loop.
+
+use crate::error::Result;
+use crate::gpu::plan::{PARAMS, SLOT};
+use crate::gpu::probe::Tap;
+use crate::gpu::readback::{buffer, read_f32, STORAGE};
+use crate::gpu::GpuModel;
+use crate::kernels::{attention_probs, Kernel};
+
+/// The weights `(n_layer, n_head, n_rows, pos0 + n_rows)` of the `n_rows`
+/// queries whose `qkv` the tap copied, over the keys in `key_cache`.
+pub async fn attention(
+    gpu: &GpuModel,
+    key_cache: &[wgpu::Buffer], // (n_layer) × (n_positions, n_embd)
+    qkv: &Tap,                  // (n_layer) × stride: (n_rows, 3 * n_embd)
+    n_rows: usize,
+    pos0: usize,
+) -> Result<Vec<f32>> {
+    let (ctx, c) = (&gpu.ctx, gpu.config());
+    let (n_layer, n_head, n_cols) = (c.n_layer, c.n_head, pos0 + n_rows);
+    let per = (n_head * n_rows * n_cols * 4) as u64;
+    let stride = per.next_multiple_of(u64::from(ctx.limits.min_storage_buffer_offset_alignment));
+    ctx.check_binding("the attention weights of every layer", stride * n_layer as u64)?;
+    ctx.check_groups("attention weights (query rows)", n_rows as u32)?;
+    let probs = buffer(ctx, "attention probs", stride * n_layer as u64, STORAGE); // (n_layer) × stride
+    let read = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
+    let staging = buffer(ctx, "attention probs staging", stride * n_layer as u64, read);
+    let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
+    let params = buffer(ctx, "attention probs params", SLOT * n_layer as u64, uniform);
+    let layout = gpu.pipelines.get(Kernel::AttentionProbs).get_bind_group_layout(0);
+    let slice = |buffer, offset, size: u64| {
+        wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+            buffer,
+            offset,
+            size: wgpu::BufferSize::new(size),
+        })
+    };
+    let qkv_bytes = (n_rows * 3 * c.n_embd * 4) as u64;
+    let mut groups = Vec::with_capacity(n_layer);
+    let mut p = attention_probs::Params {
+        n_rows: n_rows as u32,
+        pos0: pos0 as u32,
+        n_embd: c.n_embd as u32,
+        head_size: c.head_size as u32,
+        scale: 0.0,
+        n_cols: n_cols as u32,
+        _pad0: 0,
+        _pad1: 0,
+    };
+    for (l, keys) in key_cache.iter().enumerate() {
+        let l64 = l as u64;
+        p.scale = c.attn_scale(l);
+        ctx.queue.write_buffer(&params, l64 * SLOT, bytemuck::bytes_of(&p));
+        let entries = [
+            wgpu::BindGroupEntry {
+                binding: 0,
+                resource: slice(&params, l64 * SLOT, PARAMS as u64),
+            },
+            wgpu::BindGroupEntry {
+                binding: 1,
+                resource: slice(&qkv.dest, l64 * qkv.stride, qkv_bytes),
+            },
+            wgpu::BindGroupEntry { binding: 2, resource: keys.as_entire_binding() },
+            wgpu::BindGroupEntry { binding: 3, resource: slice(&probs, l64 * stride, per) },
+        ];
+        let desc = wgpu::BindGroupDescriptor {
+            label: Some("attention probs"),
+            layout: &layout,
+            entries: &entries,
+        };
+        groups.push(ctx.device.create_bind_group(&desc));
+    }
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    {
+        let mut pass = enc.begin_compute_pass(&Default::default());
+        pass.set_pipeline(gpu.pipelines.get(Kernel::AttentionProbs));
+        let [x, y, z] = attention_probs::workgroups(&p);
+        for group in &groups {
+            pass.set_bind_group(0, group, &[]);
+            pass.dispatch_workgroups(x, y, z);
+        }
+    }
+    enc.copy_buffer_to_buffer(&probs, 0, &staging, 0, stride * n_layer as u64);
+    ctx.queue.submit([enc.finish()]);
+    let all = read_f32(ctx, &staging, stride * n_layer as u64).await;
+    for b in [&probs, &staging, &params] {
+        b.destroy();
+    }
+    let (stride, per) = ((stride / 4) as usize, (per / 4) as usize);
+    Ok(all?.chunks(stride).flat_map(|layer| &layer[..per]).copied().collect())
+}
