@@ -22,6 +22,7 @@ pub mod lens;
 pub mod model;
 pub mod quality;
 pub mod run;
+pub mod run_batch;
 pub mod sample;
 pub mod session;
 pub mod spread;

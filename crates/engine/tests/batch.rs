@@ -10,8 +10,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use common::{rel_max_err, sessions_on_both};
-use decode_lab_engine::model::Model;
+use decode_lab_engine::model::{Model, Tokenizer};
+use decode_lab_engine::run::{Job, Run};
+use decode_lab_engine::run_batch::BatchRun;
 use decode_lab_engine::sample::argmax;
+use decode_lab_engine::sample::Settings;
 use decode_lab_engine::{Batch, EngineError, Session, Wanted};
 
 /// Relative error allowed between the batched and the unbatched pass (the
@@ -138,5 +141,62 @@ fn a_batch_that_cannot_run_is_an_error() {
     let mixed: Vec<Session> = sessions_on_both(&model).into_iter().map(|(_, s)| s).collect();
     if mixed.len() == 2 {
         assert!(matches!(Batch::new(mixed), Err(EngineError::Batch(_))));
+    }
+}
+
+/// The bundled tokenizer.
+fn tokenizer() -> Tokenizer {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../www/models/shakespeare");
+    Tokenizer::from_dir(&dir).expect("the bundled tokenizer loads")
+}
+
+/// Text of a run alone, and the texts of a batched run of `size` (each round one batched step).
+async fn texts(
+    session: Session,
+    prompt: &[u32],
+    job: &Job,
+    size: usize,
+) -> (Vec<String>, Vec<String>) {
+    let tokenizer = tokenizer();
+    let mut alone = Vec::new();
+    for i in 0..size {
+        let job = Job { seed: job.seed + i as u64, ..job.clone() };
+        let mut run = Run::start_ids(session.fork().unwrap(), prompt.to_vec(), &job).await.unwrap();
+        let mut text = String::new();
+        loop {
+            let step = run.step(&tokenizer, None).await.unwrap();
+            text += &step.text;
+            if step.done.is_some() {
+                break;
+            }
+        }
+        alone.push(text);
+    }
+    let mut run = BatchRun::start(session, prompt.to_vec(), job, size).await.unwrap();
+    let mut batched = vec![String::new(); size];
+    while !run.done() {
+        for (text, step) in batched.iter_mut().zip(run.step(&tokenizer).await.unwrap()) {
+            *text += &step.map(|s| s.text).unwrap_or_default();
+        }
+    }
+    (alone, batched)
+}
+
+#[test]
+fn each_batched_continuation_is_its_seeded_run_alone() {
+    let model = model();
+    let settings = Settings { temperature: 1.0, top_k: 40, ..Settings::default() };
+    // A short prompt; and one near the end of the context, so every
+    // continuation gets cropped and re-prefilled on its own mid-batch.
+    let n_positions = model.config.n_positions;
+    let long: Vec<u32> = (0..n_positions - 5).map(|j| ((j * 389 + 11) % 2000) as u32).collect();
+    for (name, session) in sessions_on_both(&model) {
+        for (prompt, max_tokens) in [(prompt(2), 40), (long.clone(), 12)] {
+            let job = Job { settings: settings.clone(), seed: 7, stop: vec![], max_tokens };
+            let (alone, batched) =
+                pollster::block_on(texts(session.fork().unwrap(), &prompt, &job, 4));
+            assert_eq!(batched, alone, "{name}, prompt of {}", prompt.len());
+            assert!(alone.iter().any(|t| t != &alone[0]), "{name}: the seeds give different texts");
+        }
     }
 }

@@ -51,7 +51,9 @@ impl GpuSession {
         ctx.check_binding("one layer's KV cache", cache_bytes)?;
         let row_bytes = (c.vocab_size * 4) as u64;
         ctx.check_binding("one row of logits", row_bytes)?;
-        let logits_rows = (MAX_LOGITS_BYTES / row_bytes).clamp(1, c.n_positions as u64);
+        // As many rows as fit both our cap and one storage binding.
+        let cap = MAX_LOGITS_BYTES.min(ctx.limits.max_storage_buffer_binding_size as u64);
+        let logits_rows = (cap / row_bytes).clamp(1, c.n_positions as u64);
         let logits = Logits::new(&gpu, logits_rows as usize)?;
         let cache =
             |label| (0..c.n_layer).map(|_| buffer(ctx, label, cache_bytes, STORAGE)).collect();
