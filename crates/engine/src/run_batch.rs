@@ -10,7 +10,7 @@ use crate::generate::{cropped, Crop, Generator};
 use crate::model::Tokenizer;
 use crate::run::{Done, Job, Step, Tail};
 use crate::sample::Sampler;
-use crate::{EngineError, Result, Session, Wanted};
+use crate::{EngineError, Result, Session, StepStats, Wanted};
 
 /// One continuation's own state.
 struct Continuation {
@@ -30,6 +30,8 @@ pub struct BatchRun {
     batch: Batch,
     continuations: Vec<Continuation>,
     eos: Option<u32>,
+    /// The cost of the last round's batched step (`None`: it took none).
+    last_step: Option<StepStats>,
     /// Set when the prompt itself was longer than the context.
     pub prompt_crop: Option<Crop>,
 }
@@ -67,12 +69,18 @@ impl BatchRun {
             });
         }
         drop(session);
-        Ok(BatchRun { batch: Batch::new(sessions)?, continuations, eos, prompt_crop })
+        Ok(BatchRun { batch: Batch::new(sessions)?, continuations, eos, last_step: None, prompt_crop })
     }
 
     /// The batch (its sessions' positions and the last step's cost).
     pub fn batch(&self) -> &Batch {
         &self.batch
+    }
+
+    /// The cost of the last round's batched step (`None`: every
+    /// continuation left in it ended or was cropped alone).
+    pub fn last_step(&self) -> Option<StepStats> {
+        self.last_step
     }
 
     /// Whether every continuation has ended.
@@ -88,6 +96,7 @@ impl BatchRun {
         let n_positions = self.batch.sessions()[0].config().n_positions;
         let mut steps: Vec<Option<Step>> = Vec::with_capacity(self.continuations.len());
         let mut tokens = vec![None; self.continuations.len()];
+        self.last_step = None;
         for (i, c) in self.continuations.iter_mut().enumerate() {
             if c.done.is_some() {
                 steps.push(None);
@@ -117,6 +126,7 @@ impl BatchRun {
         }
         if tokens.iter().any(Option::is_some) {
             let logits = self.batch.decode(&tokens).await?;
+            self.last_step = Some(self.batch.last_stats());
             let vocab = logits.len() / tokens.iter().flatten().count();
             let mut rows = logits.chunks_exact(vocab);
             for (c, t) in self.continuations.iter_mut().zip(&tokens) {
