@@ -4,10 +4,10 @@
 //! own logits (`logits=`); the loop widgets need the model.
 
 mod attention;
+mod batching;
 mod chart;
 mod compare;
 mod greedy_loop;
-mod batching;
 mod kv_cache;
 mod logit_lens;
 mod measuring;

@@ -262,7 +262,8 @@ async fn run(command: Command) -> Result<()> {
             check_batch_size(batch)?;
             if batch > 1 && beams > 1 {
                 return Err(EngineError::Setting(
-                    "--batch and --beams cannot be combined: beam search keeps its own beams".into(),
+                    "--batch and --beams cannot be combined: beam search keeps its own beams"
+                        .into(),
                 ));
             }
             pipeline.settings().validate()?;

@@ -69,7 +69,13 @@ impl BatchRun {
             });
         }
         drop(session);
-        Ok(BatchRun { batch: Batch::new(sessions)?, continuations, eos, last_step: None, prompt_crop })
+        Ok(BatchRun {
+            batch: Batch::new(sessions)?,
+            continuations,
+            eos,
+            last_step: None,
+            prompt_crop,
+        })
     }
 
     /// The batch (its sessions' positions and the last step's cost).

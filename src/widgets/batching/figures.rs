@@ -54,7 +54,11 @@ pub fn Curves(sinks: Sinks) -> impl IntoView {
     // Each point is one B: what a reader waits per token against what the device delivers.
     let trade = Signal::derive(move || {
         let rows = sinks.rows.get();
-        vec![series("batched step", "batched", rows.iter().map(|r| (r.batched_tps, r.step_ms)).collect())]
+        vec![series(
+            "batched step",
+            "batched",
+            rows.iter().map(|r| (r.batched_tps, r.step_ms)).collect(),
+        )]
     });
     view! {
         <div class="charts">
@@ -106,7 +110,9 @@ pub fn Passes(sinks: Sinks) -> impl IntoView {
 fn verdict(p: &Parts, one: &Row, eight: Option<&Row>) -> String {
     let mb = p.weight_bytes as f64 / 1e6;
     let n = one.n_steps.max(1) as f64;
-    let speedup = eight.map_or(String::new(), |e| format!(" (B = {}: ×{:.2})", e.size, e.batched_tps / e.alone_tps));
+    let speedup = eight.map_or(String::new(), |e| {
+        format!(" (B = {}: ×{:.2})", e.size, e.batched_tps / e.alone_tps)
+    });
     if let Some(gpu) = one.steps.gpu_ms {
         let (busy, wall) = (gpu / n, one.steps.wall_ms / n);
         return format!(
@@ -141,6 +147,8 @@ pub fn Decomposition(sinks: Sinks) -> impl IntoView {
         let parts = sinks.parts.get()?;
         let rows = sinks.rows.get();
         let one = rows.first()?;
-        Some(view! { <p class="verdict" data-testid="batch-verdict">{verdict(&parts, one, rows.last())}</p> })
+        Some(
+            view! { <p class="verdict" data-testid="batch-verdict">{verdict(&parts, one, rows.last())}</p> },
+        )
     }
 }

@@ -77,7 +77,12 @@ fn err(e: engine::EngineError) -> String {
 }
 
 /// One continuation alone: its text, decode steps and their summed wall time.
-async fn alone(d: Driver, s: &Session, ids: &[u32], job: &Job) -> Result<(String, usize, f64), String> {
+async fn alone(
+    d: Driver,
+    s: &Session,
+    ids: &[u32],
+    job: &Job,
+) -> Result<(String, usize, f64), String> {
     let tokenizer = d.lab.with_value(|l| l.tokenizer.clone());
     let mut run = Run::start_ids(s.fork().map_err(err)?, ids.to_vec(), job).await.map_err(err)?;
     let (mut text, mut steps, mut ms) = (String::new(), 0, 0.0);

@@ -52,7 +52,7 @@ impl GpuSession {
         let row_bytes = (c.vocab_size * 4) as u64;
         ctx.check_binding("one row of logits", row_bytes)?;
         // As many rows as fit both our cap and one storage binding.
-        let cap = MAX_LOGITS_BYTES.min(ctx.limits.max_storage_buffer_binding_size as u64);
+        let cap = MAX_LOGITS_BYTES.min(ctx.limits.max_storage_buffer_binding_size);
         let logits_rows = (cap / row_bytes).clamp(1, c.n_positions as u64);
         let logits = Logits::new(&gpu, logits_rows as usize)?;
         let cache =
