@@ -106,7 +106,8 @@ fn sequences_that_sit_a_step_out_keep_their_place() {
     let model = model();
     for (name, _) in sessions_on_both(&model) {
         // Sequence 1 every other step, sequence 3 from step 5 on (done early).
-        let sits_out = |step: usize, i: usize| (i == 1 && step.is_multiple_of(2)) || (i == 3 && step >= 5);
+        let sits_out =
+            |step: usize, i: usize| (i == 1 && step.is_multiple_of(2)) || (i == 3 && step >= 5);
         pollster::block_on(compare(&model, name, 4, 12, sits_out));
     }
 }

@@ -15,7 +15,7 @@ use leptos::prelude::*;
 
 use crate::driver::Driver;
 use crate::loader::yield_to_browser;
-use crate::widgets::measuring::{prompt_ids, Progress};
+use crate::widgets::measuring::{err, prompt_ids, Progress};
 
 /// The batch sizes compared.
 pub const SIZES: [usize; 4] = [1, 2, 4, 8];
@@ -70,10 +70,6 @@ impl Sinks {
             progress: RwSignal::new(Progress::default()),
         }
     }
-}
-
-fn err(e: engine::EngineError) -> String {
-    e.to_string()
 }
 
 /// One continuation alone: its text, decode steps and their summed wall time.
