@@ -48,7 +48,10 @@ for (const backend of ['cpu', 'webgpu']) {
     assert.ok(new Set(texts.map(([, t]) => t)).size > 1, 'the seeds differ');
     const passes = await page.$$eval('[data-testid=pass-row]', (rs) => rs.map((r) => Number(r.children[0].textContent)));
     assert.deepEqual(passes, [1, 8, 32, 128]);
-    assert.match(await page.textContent('[data-testid=batch-verdict]'), /One step reads \d+\.\d MB of weights/);
+    const verdict = await page.textContent('[data-testid=batch-verdict]');
+    assert.match(verdict, /One step \(B = 1\) takes \d+\.\d\d ms.*reading its \d+\.\d MB of weights at this device's measured copy rate \(\d+\.\d GB\/s\)/);
+    assert.match(verdict, /dominates here\. A batch of 8/);
+    if (backend === 'webgpu') assert.match(verdict, /its \d+ dispatches at \d\.\d{3} ms each/);
     await page.screenshot({ path: `${ARTIFACTS}/batching-${backend}.png`, fullPage: true });
 
     await page.click('[data-testid=copy-embed]');

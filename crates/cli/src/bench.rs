@@ -172,6 +172,20 @@ async fn batch(
         step.submits as f64 / n,
         step.bytes_read as f64 / n,
     );
+    let device = session.device_figures().await?;
+    let dispatch = device.dispatch_ms.map_or(String::new(), |d| {
+        format!(
+            ", one more dispatch {d:.4} ms ({:.2} ms for a batched step's)",
+            d * step.dispatches as f64 / n
+        )
+    });
+    let (_, weight_bytes) = session.weights();
+    let _ = writeln!(
+        out,
+        "device             copy {:.2} GB/s (the weights once: {:.2} ms){dispatch}",
+        device.copy_bytes_per_s / 1e9,
+        weight_bytes as f64 / device.copy_bytes_per_s * 1e3,
+    );
     let _ = writeln!(
         out,
         "one after another  {size} sequences decoded in turn: {alone:.1} tokens/s aggregate (one decode step at a time); batched is {:.2}x",

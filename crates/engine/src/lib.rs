@@ -31,4 +31,4 @@ pub mod step;
 pub use batch::Batch;
 pub use error::{EngineError, Result};
 pub use session::Session;
-pub use step::{Inspection, Look, SharedModel, StepStats, Wanted};
+pub use step::{DeviceFigures, Inspection, Look, SharedModel, StepStats, Wanted};

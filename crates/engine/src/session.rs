@@ -192,6 +192,16 @@ impl Session {
         }
     }
 
+    /// This engine's device measured: its memory copy rate and (on the GPU)
+    /// what one more dispatch costs. Takes a few hundred milliseconds.
+    pub async fn device_figures(&self) -> Result<crate::step::DeviceFigures> {
+        match self {
+            Session::Cpu(s) => Ok(s.device_figures().await),
+            #[cfg(feature = "gpu")]
+            Session::Gpu(s) => crate::gpu::device_probe::measure(s.model()).await,
+        }
+    }
+
     /// A short name of the engine and device, for headers and bench output.
     pub fn backend_name(&self) -> String {
         match self {

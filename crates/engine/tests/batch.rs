@@ -201,3 +201,19 @@ fn each_batched_continuation_is_its_seeded_run_alone() {
         }
     }
 }
+
+/// The batching lesson's device figures: a copy rate on both engines, a
+/// per-dispatch cost on the GPU only, all finite.
+#[test]
+fn the_device_figures_are_measured() {
+    let model = model();
+    for (name, s) in sessions_on_both(&model) {
+        let f = pollster::block_on(s.device_figures()).unwrap();
+        eprintln!("{name}: {f:?}");
+        assert!(f.copy_bytes_per_s.is_finite() && f.copy_bytes_per_s > 1e6, "{name}: {f:?}");
+        match name {
+            "gpu" => assert!(f.dispatch_ms.is_some_and(|d| d.is_finite() && d >= 0.0), "{f:?}"),
+            _ => assert_eq!(f.dispatch_ms, None),
+        }
+    }
+}

@@ -106,39 +106,42 @@ pub fn Passes(sinks: Sinks) -> impl IntoView {
     }
 }
 
-/// One sentence: which term dominates a step on this device.
-fn verdict(p: &Parts, one: &Row, eight: Option<&Row>) -> String {
-    let mb = p.weight_bytes as f64 / 1e6;
+/// One sentence: which term dominates a step on this device, from the
+/// B = 1 batched step, the weight bytes at the measured copy rate and the
+/// dispatches at the measured cost of one.
+fn verdict(p: &Parts, one: &Row, largest: Option<&Row>) -> String {
     let n = one.n_steps.max(1) as f64;
-    let speedup = eight.map_or(String::new(), |e| {
-        format!(" (B = {}: ×{:.2})", e.size, e.batched_tps / e.alone_tps)
-    });
-    if let Some(gpu) = one.steps.gpu_ms {
-        let (busy, wall) = (gpu / n, one.steps.wall_ms / n);
-        return format!(
-            "One step reads {mb:.1} MB of weights in {:.0} dispatches. The GPU was busy {busy:.2} ms of the {wall:.2} ms step ({:.1} GB/s of weights while busy); the other {:.2} ms is submitting, waiting and reading back — {} dominates here, and a batch shares it{speedup}.",
-            one.steps.dispatches as f64 / n,
-            p.weight_bytes as f64 / (busy / 1e3) / 1e9,
-            wall - busy,
-            if wall - busy > busy { "the per-step overhead" } else { "the GPU's own work" },
-        );
-    }
-    match p.copy_rate {
-        Some(rate) => {
-            let read_ms = p.weight_bytes as f64 / rate * 1e3;
-            format!(
-                "One step reads {mb:.1} MB of weights; at this device's measured copy rate ({:.1} GB/s) that takes {read_ms:.2} ms of the {:.2} ms step — {}{speedup}.",
-                rate / 1e9,
-                one.step_ms,
-                if read_ms < one.step_ms / 2.0 {
-                    "arithmetic dominates (the weights stay in the cache), so each extra sequence adds nearly its own arithmetic and batching gains less than the weights alone would suggest"
-                } else {
-                    "reading the weights dominates, and a batch reads them once for every sequence"
-                },
-            )
+    let mb = p.weight_bytes as f64 / 1e6;
+    let rate = p.device.copy_bytes_per_s;
+    let read_ms = p.weight_bytes as f64 / rate * 1e3;
+    let dispatches = one.steps.dispatches as f64 / n;
+    let dispatch_ms = p.device.dispatch_ms.map(|d| d * dispatches);
+    let step = one.step_ms;
+    let rest = (step - read_ms - dispatch_ms.unwrap_or(0.0)).max(0.0);
+    let mut terms = vec![("reading the weights", read_ms), ("arithmetic and waiting", rest)];
+    let dispatch_part = match (p.device.dispatch_ms, dispatch_ms) {
+        (Some(each), Some(total)) => {
+            terms.push(("the dispatches", total));
+            format!(", its {dispatches:.0} dispatches at {:.3} ms each about {total:.2} ms", each)
         }
-        None => format!("One step reads {mb:.1} MB of weights in {:.0} dispatches; this adapter has no timestamp queries, so its share of the {:.2} ms step is not measured{speedup}.", one.steps.dispatches as f64 / n, one.step_ms),
-    }
+        _ => String::new(),
+    };
+    let gpu = one
+        .steps
+        .gpu_ms
+        .map_or(String::new(), |g| format!(" (the GPU itself was busy {:.2} ms of it)", g / n));
+    let top = terms.iter().max_by(|a, b| a.1.total_cmp(&b.1)).map_or("", |t| t.0);
+    let speedup = largest.map_or(String::new(), |r| {
+        format!(
+            " A batch of {} shares the weights and the dispatches: ×{:.2} here.",
+            r.size,
+            r.batched_tps / r.alone_tps
+        )
+    });
+    format!(
+        "One step (B = 1) takes {step:.2} ms{gpu}: reading its {mb:.1} MB of weights at this device's measured copy rate ({:.1} GB/s) accounts for about {read_ms:.2} ms{dispatch_part}; the rest, {rest:.2} ms, is arithmetic and waiting — {top} dominates here.{speedup}",
+        rate / 1e9,
+    )
 }
 
 #[component]

@@ -4,13 +4,14 @@
 //! B = 1, 2, 4, 8; each batched continuation's text compared with its run
 //! alone. Then the weight matrices applied to many vectors at once (a pass
 //! over 1, 8, 32, 128 tokens), time per vector; and what one step is made
-//! of: the weight bytes it reads, this device's copy rate, its dispatches
-//! and (where the adapter has timestamps) its GPU time.
+//! of: the weight bytes it reads at this device's measured copy rate, its
+//! dispatches at the measured cost of one, and (where the adapter has
+//! timestamps) its GPU time.
 
 use engine::cost::median;
 use engine::run::{Done, Job, Run};
 use engine::run_batch::BatchRun;
-use engine::{Session, StepStats, Wanted};
+use engine::{DeviceFigures, Session, StepStats, Wanted};
 use leptos::prelude::*;
 
 use crate::driver::Driver;
@@ -46,9 +47,8 @@ pub struct Row {
 pub struct Parts {
     /// Bytes of every weight, read once per step.
     pub weight_bytes: u64,
-    /// This device's copy rate, bytes per second (on the CPU engine: a
-    /// 32 MB copy in this page; on the GPU: not measured here).
-    pub copy_rate: Option<f64>,
+    /// This device's copy rate and per-dispatch cost.
+    pub device: DeviceFigures,
 }
 
 /// What the measurement fills in.
@@ -189,29 +189,9 @@ pub async fn measure(d: Driver, sinks: Sinks) -> Result<(), String> {
             return Ok(());
         }
     }
-    tick("this device's copy rate".into());
-    let copy_rate = match s {
-        Session::Cpu(_) => Some(copy_rate().await),
-        _ => None,
-    };
-    sinks.parts.set(Some(Parts { weight_bytes: s.weights().1, copy_rate }));
+    tick("this device's copy rate and dispatch cost".into());
+    let device = s.device_figures().await.map_err(err)?;
+    sinks.parts.set(Some(Parts { weight_bytes: s.weights().1, device }));
     sinks.progress.set(Progress { what: "done".into(), done: 1, total: 1 });
     Ok(())
-}
-
-/// Bytes per second of a 32 MB copy in this page (median of 5): what the
-/// CPU engine can stream from memory at best.
-async fn copy_rate() -> f64 {
-    const BYTES: usize = 32 << 20;
-    let from = vec![1u8; BYTES];
-    let mut to = vec![0u8; BYTES];
-    let mut secs = Vec::with_capacity(5);
-    for _ in 0..5 {
-        let start = web_time::Instant::now();
-        to.copy_from_slice(std::hint::black_box(&from));
-        std::hint::black_box(&to);
-        secs.push(start.elapsed().as_secs_f64());
-        yield_to_browser().await;
-    }
-    BYTES as f64 / median(&secs).unwrap_or(1.0).max(1e-9)
 }

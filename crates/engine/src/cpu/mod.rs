@@ -137,6 +137,24 @@ impl CpuSession {
         Ok(out)
     }
 
+    /// This machine's copy rate: a 32 MB copy, median of 5 (the page gets a
+    /// turn between them).
+    pub async fn device_figures(&self) -> crate::step::DeviceFigures {
+        const BYTES: usize = 32 << 20;
+        let from = vec![1u8; BYTES];
+        let mut to = vec![0u8; BYTES];
+        let mut secs = Vec::with_capacity(5);
+        for _ in 0..5 {
+            let start = web_time::Instant::now();
+            to.copy_from_slice(std::hint::black_box(&from));
+            std::hint::black_box(&to);
+            secs.push(start.elapsed().as_secs_f64());
+            self.pause().await;
+        }
+        let secs = crate::cost::median(&secs).unwrap_or(1.0).max(1e-9);
+        crate::step::DeviceFigures { copy_bytes_per_s: BYTES as f64 / secs, dispatch_ms: None }
+    }
+
     /// The model's hyper-parameters.
     pub fn config(&self) -> &Config {
         &self.model.config

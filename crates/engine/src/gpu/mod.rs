@@ -3,6 +3,7 @@
 
 mod batch;
 mod context;
+pub mod device_probe;
 mod inspect;
 mod model;
 mod pipelines;
