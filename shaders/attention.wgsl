@@ -3,7 +3,9 @@
 // One workgroup per (row, head). Keys are taken WG at a time: each thread scores
 // one key, then every thread folds the tile into a running softmax (max, sum,
 // weighted values) for the output dims it owns. Nothing of size n_positions is
-// stored, so any context length fits.
+// stored, so any context length fits. `row0` offsets the rows in `qkv` and `y`:
+// a batched decode step runs one dispatch per sequence, row `row0` of the
+// batch, over that sequence's own cache.
 
 struct Params {
     n_rows: u32,
@@ -11,16 +13,16 @@ struct Params {
     n_embd: u32,
     head_size: u32,
     scale: f32,     // 1/sqrt(head_size) (and 1/(layer+1) where the config asks)
-    _pad0: u32,
+    row0: u32,      // first row of qkv and y this dispatch works on
     _pad1: u32,
     _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> qkv: array<f32>;         // (n_rows, 3 * n_embd): q | k | v
+@group(0) @binding(1) var<storage, read> qkv: array<f32>;         // (row0 + n_rows, 3 * n_embd): q | k | v
 @group(0) @binding(2) var<storage, read> key_cache: array<f32>;   // (n_positions, n_embd)
 @group(0) @binding(3) var<storage, read> value_cache: array<f32>; // (n_positions, n_embd)
-@group(0) @binding(4) var<storage, read_write> y: array<f32>;     // (n_rows, n_embd)
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;     // (row0 + n_rows, n_embd)
 
 override WG: u32 = 64u;
 const MAX_HEAD_SIZE: u32 = 256u;
@@ -37,7 +39,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let hs = p.head_size;
     let h0 = head * hs; // first column of this head
     for (var d = tid; d < hs; d = d + WG) {
-        q[d] = qkv[row * 3u * p.n_embd + h0 + d] * p.scale;
+        q[d] = qkv[(p.row0 + row) * 3u * p.n_embd + h0 + d] * p.scale;
     }
     workgroupBarrier();
 
@@ -84,7 +86,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var s_ = 0u; s_ < DIMS_PER_THREAD; s_ = s_ + 1u) {
         let d = tid + s_ * WG;
         if (d < hs) {
-            y[row * p.n_embd + h0 + d] = acc[s_] / l;
+            y[(p.row0 + row) * p.n_embd + h0 + d] = acc[s_] / l;
         }
     }
 }

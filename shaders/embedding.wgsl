@@ -2,7 +2,8 @@
 // First kernel of the forward pass. Token ids are checked on the CPU before upload.
 // `wte` may be split by vocabulary rows over several bindings (a GPU's binding
 // limit): this dispatch holds rows v0 .. v0 + n_vocab and writes only the rows
-// of x whose token lies there.
+// of x whose token lies there. `row0` offsets the rows of `tokens` and `x`: a
+// batched decode step embeds each sequence's token at its own position.
 // `Word` and `w_load` come from the weight format's snippet (shaders/format_*.wgsl).
 
 struct Params {
@@ -11,16 +12,16 @@ struct Params {
     pos0: u32,   // position of the first row
     v0: u32,     // first vocabulary row of this shard
     n_vocab: u32, // vocabulary rows in this shard
-    _pad0: u32,
+    row0: u32,   // first row of tokens and x this dispatch works on
     _pad1: u32,
     _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> tokens: array<u32>;  // (n_rows)
+@group(0) @binding(1) var<storage, read> tokens: array<u32>;  // (row0 + n_rows)
 @group(0) @binding(2) var<storage, read> w: array<Word>;      // (n_vocab, n_embd) wte rows v0.., in the weight format
 @group(0) @binding(3) var<storage, read> wpe: array<f32>;     // (n_positions, n_embd)
-@group(0) @binding(4) var<storage, read_write> x: array<f32>; // (n_rows, n_embd)
+@group(0) @binding(4) var<storage, read_write> x: array<f32>; // (row0 + n_rows, n_embd)
 
 override WG: u32 = 64u;
 
@@ -33,10 +34,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
     let row = i / p.n_embd;
     let c = i % p.n_embd;
-    let token = tokens[row];
+    let token = tokens[p.row0 + row];
     if (token < p.v0 || token - p.v0 >= p.n_vocab) {
         return; // another shard's row
     }
     let t = token - p.v0;
-    x[i] = w_load(t * p.n_embd + c, t) + wpe[(p.pos0 + row) * p.n_embd + c];
+    x[p.row0 * p.n_embd + i] = w_load(t * p.n_embd + c, t) + wpe[(p.pos0 + row) * p.n_embd + c];
 }

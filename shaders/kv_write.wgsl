@@ -1,15 +1,16 @@
 // kv_write: copies the k and v parts of each qkv row into the layer's KV cache
-// at its position, where they stay for the rest of the session.
+// at its position, where they stay for the rest of the session. `row0` offsets
+// the rows read from `qkv` (a batched decode step: one dispatch per sequence).
 
 struct Params {
     n_rows: u32,
     n_embd: u32,
     pos0: u32, // cache row of the first qkv row
-    _pad: u32,
+    row0: u32, // first row of qkv this dispatch reads
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> qkv: array<f32>;                // (n_rows, 3 * n_embd): q | k | v
+@group(0) @binding(1) var<storage, read> qkv: array<f32>;                // (row0 + n_rows, 3 * n_embd): q | k | v
 @group(0) @binding(2) var<storage, read_write> key_cache: array<f32>;   // (n_positions, n_embd)
 @group(0) @binding(3) var<storage, read_write> value_cache: array<f32>; // (n_positions, n_embd)
 
@@ -23,7 +24,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
     let row = i / p.n_embd;
     let c = i % p.n_embd;
-    let src = row * 3u * p.n_embd;
+    let src = (p.row0 + row) * 3u * p.n_embd;
     let dst = (p.pos0 + row) * p.n_embd + c;
     key_cache[dst] = qkv[src + p.n_embd + c];
     value_cache[dst] = qkv[src + 2u * p.n_embd + c];

@@ -256,6 +256,23 @@ impl Driver {
         });
     }
 
+    /// [`launch`](Self::launch) once whatever the driver is doing now has
+    /// ended (a view that reads the model when the page loads or the prompt
+    /// changes: Stop would end a job launched beside another).
+    pub fn launch_when_idle<F, Fut>(self, job: F)
+    where
+        F: FnOnce(Driver) -> Fut + 'static,
+        Fut: std::future::Future<Output = Result<(), String>> + 'static,
+    {
+        leptos::task::spawn_local(async move {
+            yield_to_browser().await;
+            while self.generating.get_untracked() {
+                yield_to_browser().await;
+            }
+            self.launch(job);
+        })
+    }
+
     /// A fresh run from the prompt, or from the prompt plus the first `branch_at` chips.
     async fn start(self, branch_at: Option<usize>) -> Result<(), String> {
         let c = self.controls;

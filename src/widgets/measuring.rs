@@ -8,6 +8,11 @@ use leptos::prelude::*;
 use crate::driver::Driver;
 use crate::playground::PromptEditor;
 
+/// An engine error as the message a measuring lesson shows.
+pub fn err(e: engine::EngineError) -> String {
+    e.to_string()
+}
+
 /// The prompt's token ids, refused (with `why`: what needs it) when empty or
 /// when no step fits after it; and the model's context length.
 pub fn prompt_ids(d: Driver, why: &str) -> Result<(Vec<u32>, usize), String> {

@@ -4,6 +4,7 @@
 //! own logits (`logits=`); the loop widgets need the model.
 
 mod attention;
+mod batching;
 mod chart;
 mod compare;
 mod greedy_loop;
@@ -116,6 +117,9 @@ pub fn WidgetView(
         }
         (Widget::KvCache, Source::Model(d)) => {
             view! { <kv_cache::KvCache driver=d shown=shown/> }.into_any()
+        }
+        (Widget::Batching, Source::Model(d)) => {
+            view! { <batching::Batching driver=d shown=shown/> }.into_any()
         }
         (Widget::LogitLens, Source::Model(d)) => {
             view! { <logit_lens::LogitLens driver=d shown=shown/> }.into_any()

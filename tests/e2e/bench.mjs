@@ -89,6 +89,14 @@ async function costLessons(browser, backend) {
   const steps = await page.$$eval('[data-testid=kv-per-step] .series.cached circle title', (e) => e.map((x) => Number(x.textContent.split('→ ')[1])));
   const at = (n) => steps[n - 1]?.toFixed(2);
   console.log(`${backend}: kv-cache to n = 64: ${kvFits.join('; ')}; cached step at n = 16: ${at(16)} ms, n = 64: ${at(64)} ms; ${badge} — ${kv.secs.toFixed(1)} s, longest task ${kv.longest.toFixed(0)} ms`);
+  const batch = await run('?widget=batching&max_tokens=32', 'measure-batch');
+  const batchRows = await page.$$eval('[data-testid=batch-row]', (rs) => rs.map((r) => {
+    const c = [...r.children].map((x) => x.textContent);
+    return `B=${c[0]}: ${c[1]} → ${c[2]} tokens/s (${c[3]}), ${c[4]} ms/step, ${c[6]}`;
+  }));
+  const passes = await page.$$eval('[data-testid=pass-row]', (rs) => rs.map((r) => `${r.children[0].textContent}: ${r.children[1].textContent} ms`));
+  const verdict = await page.textContent('[data-testid=batch-verdict]');
+  console.log(`${backend}: batching (32 tokens each): ${batchRows.join('; ')}; per vector in a pass of ${passes.join(', ')}; ${verdict} — ${batch.secs.toFixed(1)} s, longest task ${batch.longest.toFixed(0)} ms`);
   await page.close();
 }
 await server.close();

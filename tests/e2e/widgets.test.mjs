@@ -10,7 +10,7 @@ let server;
 before(async () => { server = await lab.start(); });
 after(() => lab.stop());
 
-const WIDGETS = ['temperature', 'top-k', 'top-p', 'min-p', 'pipeline', 'step', 'generate', 'greedy-loop', 'compare', 'quantization', 'prefill-decode', 'kv-cache', 'logit-lens', 'attention'];
+const WIDGETS = ['temperature', 'top-k', 'top-p', 'min-p', 'pipeline', 'step', 'generate', 'greedy-loop', 'compare', 'quantization', 'prefill-decode', 'kv-cache', 'batching', 'logit-lens', 'attention'];
 const WITH_BARS = ['temperature', 'top-k', 'top-p', 'min-p', 'pipeline', 'step'];
 const modelRequests = () => [...server.requests].filter(([p]) => p.startsWith('/models/')).reduce((n, [, c]) => n + c, 0);
 // softmax([3, 2, 1, 0.5, 0.1] / 0.5), from Python's math.exp.
@@ -531,7 +531,7 @@ test('a sub-path host serves every widget (relative asset paths)', async () => {
   await page.close();
 });
 
-test('course note: twelve embeds work together, the model downloads once, heights are reported', async () => {
+test('course note: thirteen embeds work together, the model downloads once, heights are reported', async () => {
   const weights = '/models/shakespeare/model.safetensors';
   const fetched = server.requests.get(weights) || 0;
   const page = await lab.browsers.webgpu.newPage({ viewport: { width: 900, height: 8000 } });

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use engine::{EngineError, Result, Session, Wanted};
+use engine::{Batch, EngineError, Result, Session, Wanted};
 
 /// What to measure: the sizes, and the comparison paths of the cost lessons.
 pub struct Plan {
@@ -13,6 +13,8 @@ pub struct Plan {
     pub no_cache: bool,
     /// The prompt goes through the decode path one token at a time.
     pub prefill_by_decode: bool,
+    /// Also decode this many continuations as one batched step each (1: no batch figures).
+    pub batch: usize,
 }
 
 /// Runs the benchmark on an open session and prints the figures.
@@ -117,8 +119,78 @@ pub async fn run(mut session: Session, plan: Plan) -> Result<()> {
         decode.bytes_read as f64 / n
     );
     let _ = writeln!(out, "kv cache in use    {} bytes", session.kv_bytes_in_use());
+    if plan.batch > 1 {
+        batch(&session, &prompt, tokens, plan.batch, decode.wall_ms, &mut out).await?;
+    }
     sampling(&mut out);
     let _ = std::io::stdout().write_all(out.as_bytes());
+    Ok(())
+}
+
+/// B continuations of `prompt` (forks of one prefilled session), `tokens`
+/// greedy steps each, two ways: one after another (B × `tokens` decode
+/// steps) and as one batched step per token. `alone_ms` is one sequence's
+/// decode time for the same steps, measured above.
+async fn batch(
+    session: &Session,
+    prompt: &[u32],
+    tokens: usize,
+    size: usize,
+    alone_ms: f64,
+    out: &mut String,
+) -> Result<()> {
+    use std::fmt::Write as _;
+    let mut base = session.fork()?;
+    base.rewind(0)?;
+    let first = base.prefill(prompt, Wanted::Last).await?;
+    let sessions: Vec<Session> = (0..size).map(|_| base.fork()).collect::<Result<_>>()?;
+    let mut batch = Batch::new(sessions)?;
+    // Warm-up: the batch's first step writes every parameter slot.
+    batch.decode(&vec![Some(engine::sample::argmax(&first)); size]).await?;
+    for i in 0..size {
+        batch.rewind(i, prompt.len())?;
+    }
+    // Continuation i starts from the i-th most likely token, so the rows differ.
+    let mut order: Vec<u32> = (0..first.len() as u32).collect();
+    order.sort_by(|&a, &b| first[b as usize].total_cmp(&first[a as usize]));
+    let mut next: Vec<u32> = order[..size].to_vec();
+    let mut step = engine::StepStats::default();
+    for _ in 0..tokens {
+        let logits = batch.decode(&next.iter().map(|&t| Some(t)).collect::<Vec<_>>()).await?;
+        step.add(batch.last_stats());
+        let vocab = logits.len() / size;
+        next = logits.chunks_exact(vocab).map(engine::sample::argmax).collect();
+    }
+    let n = tokens as f64;
+    let batched = (size * tokens) as f64 / step.wall_ms * 1e3;
+    let alone = n / alone_ms * 1e3;
+    let _ = writeln!(
+        out,
+        "batch of {size:<2}        {:.2} ms per step ({:.1} dispatches, {:.2} submits, {:.0} bytes read), {batched:.1} tokens/s aggregate",
+        step.wall_ms / n,
+        step.dispatches as f64 / n,
+        step.submits as f64 / n,
+        step.bytes_read as f64 / n,
+    );
+    let device = session.device_figures().await?;
+    let dispatch = device.dispatch_ms.map_or(String::new(), |d| {
+        format!(
+            ", one more dispatch {d:.4} ms ({:.2} ms for a batched step's)",
+            d * step.dispatches as f64 / n
+        )
+    });
+    let (_, weight_bytes) = session.weights();
+    let _ = writeln!(
+        out,
+        "device             copy {:.2} GB/s (the weights once: {:.2} ms){dispatch}",
+        device.copy_bytes_per_s / 1e9,
+        weight_bytes as f64 / device.copy_bytes_per_s * 1e3,
+    );
+    let _ = writeln!(
+        out,
+        "one after another  {size} sequences decoded in turn: {alone:.1} tokens/s aggregate (one decode step at a time); batched is {:.2}x",
+        batched / alone
+    );
     Ok(())
 }
 

@@ -5,6 +5,7 @@ use std::io::Write;
 
 use engine::model::Tokenizer;
 use engine::run::Run;
+use engine::run_batch::BatchRun;
 use engine::sample::{beam_search, StopMatcher, Stopped};
 use engine::{Result, Session};
 
@@ -36,6 +37,34 @@ pub async fn sample(session: Session, tokenizer: &Tokenizer, job: &Job) -> Resul
             return finish(&mut out, "");
         }
     }
+}
+
+/// Several continuations generated together, one batched decode step per
+/// token; each is printed whole when it ends, in order, under its seed.
+pub async fn batch(session: Session, tokenizer: &Tokenizer, job: &Job, size: usize) -> Result<()> {
+    let prompt_ids = tokenizer.encode(&job.prompt)?;
+    let mut run = BatchRun::start(session, prompt_ids, &job.run, size).await?;
+    if let Some(c) = run.prompt_crop {
+        eprintln!("[prompt cropped to its last {} tokens; {} dropped]", c.kept, c.dropped);
+    }
+    let mut texts = vec![String::new(); size];
+    let mut ms = 0.0;
+    let mut steps = 0;
+    while job.run.max_tokens > 0 && !run.done() {
+        for (text, step) in texts.iter_mut().zip(run.step(tokenizer).await?) {
+            *text += &step.map(|s| s.text).unwrap_or_default();
+        }
+        ms += run.batch().last_stats().wall_ms;
+        steps += 1;
+    }
+    let mut out = std::io::stdout().lock();
+    for (i, text) in texts.iter().enumerate() {
+        let seed = job.run.seed.wrapping_add(i as u64);
+        let _ = writeln!(out, "[continuation {} of {size}, seed {seed}]", i + 1);
+        finish(&mut out, &format!("{}{text}", job.prompt))?;
+    }
+    eprintln!("[{steps} batched steps, {:.2} ms per step]", ms / steps.max(1) as f64);
+    Ok(())
 }
 
 /// Beam search: prints the best beam's text; every beam's log-probability goes to stderr.

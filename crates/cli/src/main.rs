@@ -82,6 +82,9 @@ enum Command {
         /// Beam scores are logprob / length^this (Hugging Face's convention).
         #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
         length_penalty: f64,
+        /// Generate this many continuations together (seeds S, S+1, …), one batched decode step per token.
+        #[arg(long, default_value_t = 1)]
+        batch: usize,
     },
     /// Run the sampling pipeline on given logits and print every stage.
     Sample {
@@ -136,6 +139,9 @@ enum Command {
         /// Feed the prompt through the decode path one token at a time instead of one prefill pass.
         #[arg(long)]
         prefill_by_decode: bool,
+        /// Also decode this many continuations together, one batched step per token, and compare with one after another.
+        #[arg(long, default_value_t = 1)]
+        batch: usize,
     },
     /// The page's `?selftest=1` on this machine's GPU: every kernel against its
     /// CPU twin, then the model on the GPU against the CPU engine; prints the
@@ -249,9 +255,17 @@ async fn run(command: Command) -> Result<()> {
             stop,
             beams,
             length_penalty,
+            batch,
         } => {
             // Checked before the model loads: a typo should not cost a load.
             engine::sample::check_beam_settings(beams, length_penalty)?;
+            check_batch_size(batch)?;
+            if batch > 1 && beams > 1 {
+                return Err(EngineError::Setting(
+                    "--batch and --beams cannot be combined: beam search keeps its own beams"
+                        .into(),
+                ));
+            }
             pipeline.settings().validate()?;
             let session = open(&model, backend, weights).await?;
             let tokenizer = Tokenizer::from_dir(&model)?;
@@ -259,6 +273,8 @@ async fn run(command: Command) -> Result<()> {
             let job = generate::Job { prompt, run };
             if beams != 1 {
                 generate::beams(session, &tokenizer, &job, beams, length_penalty).await
+            } else if batch > 1 {
+                generate::batch(session, &tokenizer, &job, batch).await
             } else {
                 generate::sample(session, &tokenizer, &job).await
             }
@@ -277,9 +293,11 @@ async fn run(command: Command) -> Result<()> {
             tokens,
             no_cache,
             prefill_by_decode,
+            batch,
         } => {
+            check_batch_size(batch)?;
             let session = open(&model, backend, weights).await?;
-            let plan = bench::Plan { prompt_len, tokens, no_cache, prefill_by_decode };
+            let plan = bench::Plan { prompt_len, tokens, no_cache, prefill_by_decode, batch };
             bench::run(session, plan).await
         }
         Command::Selftest { model, prompt, steps, weights } => {
@@ -307,6 +325,15 @@ async fn run(command: Command) -> Result<()> {
                 None => Ok(()),
             }
         }
+    }
+}
+
+/// `--batch`: 1 to 64 sequences (beyond that the figures say nothing new,
+/// and each sequence holds a whole KV cache).
+fn check_batch_size(batch: usize) -> Result<()> {
+    match batch {
+        1..=64 => Ok(()),
+        _ => Err(EngineError::Setting(format!("--batch {batch}: give 1 to 64 sequences"))),
     }
 }
 

@@ -33,12 +33,13 @@ pub enum Widget {
     Quantization,
     PrefillDecode,
     KvCache,
+    Batching,
     LogitLens,
     Attention,
 }
 
 impl Widget {
-    pub const ALL: [Widget; 14] = [
+    pub const ALL: [Widget; 15] = [
         Widget::Temperature,
         Widget::TopK,
         Widget::TopP,
@@ -51,6 +52,7 @@ impl Widget {
         Widget::Quantization,
         Widget::PrefillDecode,
         Widget::KvCache,
+        Widget::Batching,
         Widget::LogitLens,
         Widget::Attention,
     ];
@@ -74,6 +76,7 @@ impl Widget {
             Widget::Quantization => "quantization",
             Widget::PrefillDecode => "prefill-decode",
             Widget::KvCache => "kv-cache",
+            Widget::Batching => "batching",
             Widget::LogitLens => "logit-lens",
             Widget::Attention => "attention",
         }
@@ -98,6 +101,7 @@ impl Widget {
             Widget::Quantization => "Smaller weights: what quantization costs",
             Widget::PrefillDecode => "What a token costs: prefill, then decode",
             Widget::KvCache => "The KV cache: why a step does not start over",
+            Widget::Batching => "Batching: many readers for the price of a few",
             Widget::LogitLens => "The logit lens: when does the answer form?",
             Widget::Attention => "Attention: where each token looks",
         }
@@ -118,6 +122,7 @@ impl Widget {
             Widget::Quantization => "The loaded model's weights stored six ways, measured here: bytes, speed, how far the next-token distribution moves on a passage the model never saw, and where the text parts.",
             Widget::PrefillDecode => "The prompt goes through the model in one pass (prefill); every new token then takes a pass of its own (decode). Time both on this page's engine: the first token waits for the prefill, the rest come at the decode rate.",
             Widget::KvCache => "Each step needs the keys and values of every earlier token. With the cache they are kept, and a step costs about the same at any length; without it every step recomputes them all. Time both, step by step, on this page's engine, then price the cache of a large model.",
+            Widget::Batching => "A decode step reads every weight to make one token. Give it several sequences at once and it reads them once for all: run the same prompt's continuations one after another, then 1, 2, 4 and 8 at a time, and see what the batch buys on this page's engine.",
             Widget::LogitLens => "Stop the model after each block and read its residual stream through the final LayerNorm and the LM head: what would it predict there? Each cell is one position after one block; click one for its top 10.",
             Widget::Attention => "Every head of every layer, read live from the model: row i of a map is where token i looks. Click a head for its map, hover a row to tint the text, and hide the first token to see past the attention sink.",
         }
@@ -134,6 +139,7 @@ impl Widget {
                 | Widget::Quantization
                 | Widget::PrefillDecode
                 | Widget::KvCache
+                | Widget::Batching
                 | Widget::LogitLens
                 | Widget::Attention
         )
@@ -167,6 +173,9 @@ impl Widget {
             Widget::PrefillDecode => &[(MaxTokens, Number(32.0))],
             Widget::KvCache | Widget::LogitLens => &[],
             Widget::Attention => &[(MaxTokens, Number(16.0))],
+            Widget::Batching => {
+                &[(MaxTokens, Number(24.0)), (Temperature, Number(1.0)), (TopK, Number(40.0))]
+            }
         }
     }
 
@@ -192,6 +201,7 @@ impl Widget {
                 &[Prompt, UpTo, KvLayers, KvHeads, HeadSize, KvBytes, Context, Batch]
             }
             Widget::LogitLens => &[Prompt],
+            Widget::Batching => &[Prompt, MaxTokens, Temperature, TopK, Seed],
             Widget::Attention => &[Prompt, MaxTokens, FirstToken],
             Widget::Pipeline => {
                 let shapes =

@@ -92,6 +92,10 @@ pub enum EngineError {
     #[error("invalid setting: {0}")]
     Setting(String),
 
+    /// A batch that cannot run as one step.
+    #[error("cannot batch these sequences: {0}")]
+    Batch(String),
+
     /// Reading a model file from disk failed.
     #[error("cannot read {path}: {message}")]
     Io { path: String, message: String },

@@ -39,10 +39,14 @@ impl Generator {
         &self.context
     }
 
-    /// Tokens kept when a full context is cropped: half of it, so a crop (one
-    /// full prefill) happens every `n_positions / 2` tokens, not every token.
+    /// Tokens kept when a full context is cropped (see [`keep`]).
     pub fn keep(&self) -> usize {
-        (self.session.config().n_positions / 2).max(1)
+        keep(self.session.config().n_positions)
+    }
+
+    /// The session and the tokens in its cache.
+    pub fn into_parts(self) -> (Session, Vec<u32>) {
+        (self.session, self.context)
     }
 
     /// Prefills `prompt` (its last `n_positions` tokens if longer) and returns
@@ -70,14 +74,27 @@ impl Generator {
         }
         // Built aside and kept only once the prefill succeeded: a failed step
         // (a lost GPU device) leaves the context as it was.
-        let mut context = self.context.clone();
-        context.push(token);
-        let keep = self.keep();
-        let dropped = context.len() - keep;
-        context.drain(..dropped);
+        let (context, crop) = cropped(&self.context, token, self.session.config().n_positions);
         self.session.rewind(0)?;
         let logits = self.session.prefill(&context, Wanted::Last).await?;
         self.context = context;
-        Ok((logits, Some(Crop { kept: keep, dropped })))
+        Ok((logits, Some(crop)))
     }
+}
+
+/// Tokens kept when a full context is cropped: half of it, so a crop (one
+/// full prefill) happens every `n_positions / 2` tokens, not every token.
+pub fn keep(n_positions: usize) -> usize {
+    (n_positions / 2).max(1)
+}
+
+/// A full `context` with `token` appended, cropped to its last
+/// [`keep`] tokens: what is re-prefilled from position 0.
+pub fn cropped(context: &[u32], token: u32, n_positions: usize) -> (Vec<u32>, Crop) {
+    let mut context = context.to_vec();
+    context.push(token);
+    let kept = keep(n_positions);
+    let dropped = context.len() - kept;
+    context.drain(..dropped);
+    (context, Crop { kept, dropped })
 }

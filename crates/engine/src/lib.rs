@@ -9,6 +9,7 @@
 //! step; shared by the CLI and the app).
 //! No UI code lives here.
 
+pub mod batch;
 pub mod cost;
 pub mod cpu;
 pub mod error;
@@ -21,11 +22,13 @@ pub mod lens;
 pub mod model;
 pub mod quality;
 pub mod run;
+pub mod run_batch;
 pub mod sample;
 pub mod session;
 pub mod spread;
 pub mod step;
 
+pub use batch::Batch;
 pub use error::{EngineError, Result};
 pub use session::Session;
-pub use step::{Inspection, Look, SharedModel, StepStats, Wanted};
+pub use step::{DeviceFigures, Inspection, Look, SharedModel, StepStats, Wanted};

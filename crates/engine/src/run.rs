@@ -61,15 +61,59 @@ pub struct Run {
     sampler: Sampler,
     /// (prompt + generated) what the penalties look at.
     history: Vec<u32>,
-    stream: TextStream,
-    stop: StopMatcher,
+    tail: Tail,
     eos: Option<u32>,
     /// (vocab_size) logits for the next token.
     logits: Vec<f32>,
-    generated: usize,
-    max_tokens: usize,
     /// Set when the prompt itself was longer than the context.
     pub prompt_crop: Option<Crop>,
+}
+
+/// What happens to a chosen token after the model step: the text stream,
+/// the stop strings and the token budget (shared with the batched run, so a
+/// batch's sequence ends exactly where its run alone would).
+pub(crate) struct Tail {
+    stream: TextStream,
+    stop: StopMatcher,
+    generated: usize,
+    max_tokens: usize,
+}
+
+impl Tail {
+    pub(crate) fn new(job: &Job) -> Tail {
+        Tail {
+            stream: TextStream::default(),
+            stop: StopMatcher::new(&job.stop),
+            generated: 0,
+            max_tokens: job.max_tokens,
+        }
+    }
+
+    /// `token` appended: the text that became final, and whether the run ended.
+    pub(crate) fn push(
+        &mut self,
+        tokenizer: &Tokenizer,
+        token: u32,
+    ) -> Result<(String, Option<Done>)> {
+        self.generated += 1;
+        let mut text = String::new();
+        if let Some(piece) = self.stream.push(tokenizer, token)? {
+            match self.stop.push(&piece) {
+                Stopped::No(t) => text = t,
+                Stopped::Yes(t) => return Ok((t, Some(Done::Stop))),
+            }
+        }
+        if self.generated >= self.max_tokens {
+            text += &self.stop.flush();
+            return Ok((text, Some(Done::MaxTokens)));
+        }
+        Ok((text, None))
+    }
+
+    /// The end-of-text token was chosen: the text held back, now final.
+    pub(crate) fn eos(&mut self) -> String {
+        self.stop.flush()
+    }
 }
 
 impl Run {
@@ -98,12 +142,9 @@ impl Run {
             generator,
             sampler,
             history: prompt_ids,
-            stream: TextStream::default(),
-            stop: StopMatcher::new(&job.stop),
+            tail: Tail::new(job),
             eos,
             logits,
-            generated: 0,
-            max_tokens: job.max_tokens,
             prompt_crop,
         })
     }
@@ -151,7 +192,7 @@ impl Run {
             crop: None,
         };
         if Some(choice.token) == self.eos {
-            step.text = self.stop.flush();
+            step.text = self.tail.eos();
             step.done = Some(Done::Eos);
             return Ok(step);
         }
@@ -169,21 +210,7 @@ impl Run {
         self.logits = next;
         step.crop = crop;
         self.history.push(choice.token);
-        self.generated += 1;
-        if let Some(piece) = self.stream.push(tokenizer, choice.token)? {
-            match self.stop.push(&piece) {
-                Stopped::No(text) => step.text = text,
-                Stopped::Yes(text) => {
-                    step.text = text;
-                    step.done = Some(Done::Stop);
-                    return Ok(step);
-                }
-            }
-        }
-        if self.generated >= self.max_tokens {
-            step.text += &self.stop.flush();
-            step.done = Some(Done::MaxTokens);
-        }
+        (step.text, step.done) = self.tail.push(tokenizer, choice.token)?;
         Ok(step)
     }
 

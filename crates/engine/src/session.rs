@@ -174,6 +174,34 @@ impl Session {
         }
     }
 
+    /// The CPU engine's session, if this is one.
+    pub(crate) fn as_cpu(&mut self) -> Option<&mut CpuSession> {
+        match self {
+            Session::Cpu(s) => Some(s),
+            #[cfg(feature = "gpu")]
+            Session::Gpu(_) => None,
+        }
+    }
+
+    /// The GPU engine's session, if this is one.
+    #[cfg(feature = "gpu")]
+    pub(crate) fn as_gpu(&mut self) -> Option<&mut GpuSession> {
+        match self {
+            Session::Cpu(_) => None,
+            Session::Gpu(s) => Some(s),
+        }
+    }
+
+    /// This engine's device measured: its memory copy rate and (on the GPU)
+    /// what one more dispatch costs. Takes a few hundred milliseconds.
+    pub async fn device_figures(&self) -> Result<crate::step::DeviceFigures> {
+        match self {
+            Session::Cpu(s) => Ok(s.device_figures().await),
+            #[cfg(feature = "gpu")]
+            Session::Gpu(s) => crate::gpu::device_probe::measure(s.model()).await,
+        }
+    }
+
     /// A short name of the engine and device, for headers and bench output.
     pub fn backend_name(&self) -> String {
         match self {

@@ -58,6 +58,18 @@ impl StepStats {
     }
 }
 
+/// Two figures of the device an engine runs on (the batching lesson's
+/// decomposition of a step).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DeviceFigures {
+    /// Bytes per second of a large memory copy: about the best rate at which
+    /// a step can stream its weights.
+    pub copy_bytes_per_s: f64,
+    /// Milliseconds one more dispatch adds to a GPU compute pass (`None` on
+    /// the CPU engine, which has no dispatches).
+    pub dispatch_ms: Option<f64>,
+}
+
 /// What a prefill should also hand back, for the views that look inside.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Look {

@@ -16,7 +16,7 @@ use leptos::prelude::*;
 
 use crate::controls::ControlsPanel;
 use crate::driver::Driver;
-use crate::loader::{debounced, yield_to_browser};
+use crate::loader::debounced;
 use crate::widgets::measuring::{MeasureEditor, Progress};
 use canvas::{shown, Heatmap, MapCanvas};
 use compute::Maps;
@@ -28,15 +28,8 @@ pub fn Attention(driver: Driver, shown: Shown) -> impl IntoView {
     let maps = RwSignal::new(Maps::default());
     let progress = RwSignal::new(Progress::default());
     // After whatever the driver is doing (the page reads the prompt once it loads).
-    let run = move |steps: usize| {
-        leptos::task::spawn_local(async move {
-            yield_to_browser().await;
-            while d.generating.get_untracked() {
-                yield_to_browser().await;
-            }
-            d.launch(move |d| compute::watch(d, maps, progress, steps));
-        })
-    };
+    let run =
+        move |steps: usize| d.launch_when_idle(move |d| compute::watch(d, maps, progress, steps));
     run(0);
     let reread = debounced(400, move || run(0));
     Effect::new(move |prev: Option<()>| {

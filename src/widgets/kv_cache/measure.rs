@@ -14,7 +14,7 @@ use leptos::prelude::*;
 
 use crate::driver::Driver;
 use crate::loader::yield_to_browser;
-use crate::widgets::measuring::{prompt_ids, Progress};
+use crate::widgets::measuring::{err, prompt_ids, Progress};
 
 /// Timed runs of each step; the point is their median.
 pub const RUNS: usize = 3;
@@ -70,10 +70,6 @@ impl Sinks {
             progress: RwSignal::new(Progress::default()),
         }
     }
-}
-
-fn err(e: engine::EngineError) -> String {
-    e.to_string()
 }
 
 /// The step with the cache `RUNS` times (going back one position in

@@ -13,7 +13,7 @@ use leptos::prelude::*;
 use crate::controls::ControlsPanel;
 use crate::distribution::visible;
 use crate::driver::Driver;
-use crate::loader::{debounced, yield_to_browser};
+use crate::loader::debounced;
 use crate::widgets::measuring::{MeasureEditor, Progress};
 use compute::{Grid, TOP};
 
@@ -36,15 +36,7 @@ pub fn LogitLens(driver: Driver, shown: Shown) -> impl IntoView {
     let progress = RwSignal::new(Progress::default());
     // After whatever the driver is doing (the page reads the prompt once
     // it loads, and Stop would end a read launched beside it).
-    let read = move || {
-        leptos::task::spawn_local(async move {
-            yield_to_browser().await;
-            while d.generating.get_untracked() {
-                yield_to_browser().await;
-            }
-            d.launch(move |d| compute::compute(d, grid, progress));
-        })
-    };
+    let read = move || d.launch_when_idle(move |d| compute::compute(d, grid, progress));
     read();
     // Follow the prompt as it is edited (once typing pauses).
     let reread = debounced(400, read);

@@ -13,7 +13,7 @@ use leptos::prelude::*;
 
 use crate::driver::Driver;
 use crate::loader::yield_to_browser;
-use crate::widgets::measuring::{prompt_ids, Progress};
+use crate::widgets::measuring::{err, prompt_ids, Progress};
 
 /// Warm runs after the cold one; the readouts are their medians.
 pub const WARM_RUNS: usize = 3;
@@ -79,10 +79,6 @@ impl Sinks {
             compile_ms: RwSignal::new(None),
         }
     }
-}
-
-fn err(e: engine::EngineError) -> String {
-    e.to_string()
 }
 
 /// The prompt's pass from position 0, as `mode` feeds it: its last logits

@@ -1,18 +1,22 @@
 //! The GPU engine on wgpu: the same forward pass as the CPU engine, each step
 //! a WGSL kernel from `shaders/`, with the KV cache resident in GPU memory.
 
+mod batch;
 mod context;
+pub mod device_probe;
 mod inspect;
 mod model;
 mod pipelines;
 pub mod plan;
 mod probe;
 pub mod readback;
+mod runner;
 pub mod selftest;
 mod session;
 pub mod testing;
 mod timer;
 
+pub use batch::GpuBatch;
 pub use context::GpuContext;
 pub use model::{GpuLayer, GpuModel, Scratch};
 pub use pipelines::Pipelines;

@@ -63,27 +63,56 @@ pub struct Op {
     pub kernel: Kernel,
     pub bind_group: wgpu::BindGroup,
     pub shape: Shape,
+    /// In a batched step, the sequence this op works on alone (its own
+    /// position, its own KV cache); `None`: every row of the pass.
+    pub seq: Option<usize>,
+}
+
+/// One sequence's place in a batched step: its row of the shared buffers
+/// (tokens, x, qkv, y) and the position its token takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Seat {
+    pub row: u32,
+    pub pos: u32,
 }
 
 /// The pass an op list is encoded for.
 #[derive(Clone, Copy, Debug)]
-pub struct Pass {
+pub struct Pass<'a> {
     pub n_rows: u32,
     pub pos0: u32,
     /// First row and row count of the logits to compute.
     pub lm_row0: u32,
     pub lm_rows: u32,
+    /// A batched step's sequences by index (`None`: it sits this step out);
+    /// empty for a single session's pass.
+    pub seats: &'a [Option<Seat>],
+}
+
+impl Pass<'_> {
+    /// A single session's pass over `n_rows` tokens from `pos0`.
+    pub fn single(n_rows: u32, pos0: u32, lm_row0: u32, lm_rows: u32) -> Pass<'static> {
+        Pass { n_rows, pos0, lm_row0, lm_rows, seats: &[] }
+    }
 }
 
 impl Op {
     /// Writes this op's `Params` for `pass` into `slot` (its uniform slot) and
-    /// returns the workgroup count. No allocation: this runs for every dispatch
-    /// of every decode step.
-    pub fn params(&self, gpu: &GpuModel, pass: &Pass, slot: &mut [u8]) -> [u32; 3] {
+    /// returns the workgroup count: none for a batch's sequence that sits the
+    /// step out. No allocation: this runs for every dispatch of every decode step.
+    pub fn params(&self, gpu: &GpuModel, pass: &Pass, slot: &mut [u8]) -> Option<[u32; 3]> {
         let c = gpu.config();
-        let (e, n_rows, pos0) = (c.n_embd as u32, pass.n_rows, pass.pos0);
+        let e = c.n_embd as u32;
+        // A sequence's own op: its one row, at its own position.
+        let (n_rows, pos0, row0) = match self.seq {
+            None => (pass.n_rows, pass.pos0, 0),
+            Some(s) => {
+                let seat = (*pass.seats.get(s)?)?;
+                (1, seat.pos, seat.row)
+            }
+        };
         let mut put = |p: &[u8]| slot[..p.len()].copy_from_slice(p);
-        match self.shape {
+        Some(match self.shape {
             Shape::Embedding { v0, n_vocab } => {
                 let p = embedding::Params {
                     n_rows,
@@ -91,7 +120,7 @@ impl Op {
                     pos0,
                     v0,
                     n_vocab,
-                    _pad0: 0,
+                    row0,
                     _pad1: 0,
                     _pad2: 0,
                 };
@@ -136,7 +165,7 @@ impl Op {
                 }
             }
             Shape::KvWrite => {
-                let p = kv_write::Params { n_rows, n_embd: e, pos0, _pad: 0 };
+                let p = kv_write::Params { n_rows, n_embd: e, pos0, row0 };
                 {
                     put(bytemuck::bytes_of(&p));
                     kv_write::workgroups(&p)
@@ -150,7 +179,7 @@ impl Op {
                     n_embd: e,
                     head_size,
                     scale,
-                    _pad0: 0,
+                    row0,
                     _pad1: 0,
                     _pad2: 0,
                 };
@@ -189,7 +218,7 @@ impl Op {
                     lm_head::workgroups(&p)
                 }
             }
-        }
+        })
     }
 }
 
@@ -208,6 +237,8 @@ pub struct Spec<'a> {
     buffers: Vec<&'a wgpu::Buffer>,
     /// The scales of the op's weight matrix, in the formats that have them.
     scales: Option<&'a wgpu::Buffer>,
+    /// See [`Op::seq`].
+    seq: Option<usize>,
 }
 
 /// Binds `specs` to consecutive slots of `params` from `first_slot` on.
@@ -223,6 +254,7 @@ pub fn bind_all(
             kernel: s.kernel,
             bind_group: bind(gpu, s.kernel, params, slot, &s.buffers, s.scales),
             shape: s.shape,
+            seq: s.seq,
         })
         .collect()
 }
@@ -236,33 +268,71 @@ pub fn lm_head<'a>(gpu: &'a GpuModel, logits: &'a wgpu::Buffer) -> Vec<Spec<'a>>
             shape: Shape::LmHead { v0: h.v0, n_vocab: h.n_vocab },
             buffers: vec![&gpu.scratch.xb, &h.matrix.words, logits],
             scales: h.matrix.sc(),
+            seq: None,
         })
         .collect()
 }
 
 /// The dispatches of a prefill: one pass over every row of the prompt.
 pub fn prefill<'a>(gpu: &'a GpuModel, s: &SessionBuffers<'a>) -> Built<'a> {
+    pass(gpu, s, |push, l, w, cache| unfused_block(gpu, push, l, w, &[(None, cache)]))
+}
+
+/// The dispatches of a batched decode step over `seqs.len()` sequences, one
+/// token each (row `b` of the shared buffers is sequence `b`'s): the blocks'
+/// linear layers run as one matmul over every row, so each weight is read
+/// once per step for the whole batch; each sequence's embedding, K/V write
+/// and attention are its own dispatches, at its own position over its own cache.
+pub fn batch<'a>(
+    gpu: &'a GpuModel,
+    seqs: &[Caches<'a>],
+    logits: &'a wgpu::Buffer,
+) -> Vec<Spec<'a>> {
+    let mut ops = Ops(Vec::new());
+    for b in 0..seqs.len() {
+        ops.0.extend(embedding(gpu).into_iter().map(|spec| Spec { seq: Some(b), ..spec }));
+    }
+    for (l, w) in gpu.layers.iter().enumerate() {
+        let seats = seqs.iter().enumerate();
+        let attend: Vec<_> =
+            seats.map(|(b, s)| (Some(b), (&s.key_cache[l], &s.value_cache[l]))).collect();
+        unfused_block(gpu, &mut ops, l, w, &attend);
+    }
+    ops.0.extend(final_layernorm_and_lm_head(gpu, logits));
+    ops.0
+}
+
+/// One block with prefill's kernels over every row of the pass; the K/V
+/// write and attention run once per entry of `attend` (the session's cache
+/// in a prefill, each sequence's in a batched step).
+fn unfused_block<'a>(
+    gpu: &'a GpuModel,
+    push: &mut Ops<'a>,
+    l: usize,
+    w: &'a GpuLayer,
+    attend: &[(Option<usize>, Cache<'a>)],
+) {
     let c = gpu.config();
     let (e, inner) = (c.n_embd as u32, c.n_inner as u32);
     let sc = &gpu.scratch;
-    pass(gpu, s, |push, l, w, (kc, vc)| {
-        push.op(Kernel::Layernorm, Shape::Layernorm, &[&sc.x, &w.ln_1, &sc.xb], None);
-        let (qkv, m) = (Shape::Linear { k: e, n: 3 * e }, &w.c_attn_weight);
-        push.op(Kernel::Matmul, qkv, &[&sc.xb, &m.words, &w.c_attn_bias, &sc.qkv], m.sc());
-        push.op(Kernel::KvWrite, Shape::KvWrite, &[&sc.qkv, kc, vc], None);
+    push.op(Kernel::Layernorm, Shape::Layernorm, &[&sc.x, &w.ln_1, &sc.xb], None);
+    let (qkv, m) = (Shape::Linear { k: e, n: 3 * e }, &w.c_attn_weight);
+    push.op(Kernel::Matmul, qkv, &[&sc.xb, &m.words, &w.c_attn_bias, &sc.qkv], m.sc());
+    for &(seq, (kc, vc)) in attend {
+        push.op_for(seq, Kernel::KvWrite, Shape::KvWrite, &[&sc.qkv, kc, vc], None);
         let attention = Shape::Attention { scale: c.attn_scale(l) };
-        push.op(Kernel::Attention, attention, &[&sc.qkv, kc, vc, &sc.y], None);
-        let (proj, m) = (Shape::Linear { k: e, n: e }, &w.attn_proj_weight);
-        push.op(Kernel::Matmul, proj, &[&sc.y, &m.words, &w.attn_proj_bias, &sc.proj], m.sc());
-        push.op(Kernel::ResidualAdd, Shape::Elementwise { cols: e }, &[&sc.proj, &sc.x], None);
-        push.op(Kernel::Layernorm, Shape::Layernorm, &[&sc.x, &w.ln_2, &sc.xb], None);
-        let (fc, m) = (Shape::Linear { k: e, n: inner }, &w.c_fc_weight);
-        push.op(Kernel::Matmul, fc, &[&sc.xb, &m.words, &w.c_fc_bias, &sc.fc], m.sc());
-        push.op(Kernel::Gelu, Shape::Elementwise { cols: inner }, &[&sc.fc], None);
-        let (mlp, m) = (Shape::Linear { k: inner, n: e }, &w.mlp_proj_weight);
-        push.op(Kernel::Matmul, mlp, &[&sc.fc, &m.words, &w.mlp_proj_bias, &sc.proj], m.sc());
-        push.op(Kernel::ResidualAdd, Shape::Elementwise { cols: e }, &[&sc.proj, &sc.x], None);
-    })
+        push.op_for(seq, Kernel::Attention, attention, &[&sc.qkv, kc, vc, &sc.y], None);
+    }
+    let (proj, m) = (Shape::Linear { k: e, n: e }, &w.attn_proj_weight);
+    push.op(Kernel::Matmul, proj, &[&sc.y, &m.words, &w.attn_proj_bias, &sc.proj], m.sc());
+    push.op(Kernel::ResidualAdd, Shape::Elementwise { cols: e }, &[&sc.proj, &sc.x], None);
+    push.op(Kernel::Layernorm, Shape::Layernorm, &[&sc.x, &w.ln_2, &sc.xb], None);
+    let (fc, m) = (Shape::Linear { k: e, n: inner }, &w.c_fc_weight);
+    push.op(Kernel::Matmul, fc, &[&sc.xb, &m.words, &w.c_fc_bias, &sc.fc], m.sc());
+    push.op(Kernel::Gelu, Shape::Elementwise { cols: inner }, &[&sc.fc], None);
+    let (mlp, m) = (Shape::Linear { k: inner, n: e }, &w.mlp_proj_weight);
+    push.op(Kernel::Matmul, mlp, &[&sc.fc, &m.words, &w.mlp_proj_bias, &sc.proj], m.sc());
+    push.op(Kernel::ResidualAdd, Shape::Elementwise { cols: e }, &[&sc.proj, &sc.x], None);
 }
 
 /// The dispatches of a decode step: one token, each block fused into five
@@ -291,6 +361,12 @@ pub fn decode<'a>(gpu: &'a GpuModel, s: &SessionBuffers<'a>) -> Built<'a> {
 /// A layer's (key, value) cache.
 type Cache<'a> = (&'a wgpu::Buffer, &'a wgpu::Buffer);
 
+/// One sequence's KV cache, every layer.
+pub struct Caches<'a> {
+    pub key_cache: &'a [wgpu::Buffer], // (n_layer) × (n_positions, n_embd)
+    pub value_cache: &'a [wgpu::Buffer], // (n_layer) × (n_positions, n_embd)
+}
+
 /// The op list a pass is building.
 struct Ops<'a>(Vec<Spec<'a>>);
 
@@ -303,7 +379,19 @@ impl<'a> Ops<'a> {
         buffers: &[&'a wgpu::Buffer],
         scales: Option<&'a wgpu::Buffer>,
     ) {
-        self.0.push(Spec { kernel, shape, buffers: buffers.to_vec(), scales });
+        self.op_for(None, kernel, shape, buffers, scales);
+    }
+
+    /// [`op`](Self::op) for one sequence of a batch (`None`: every row).
+    fn op_for(
+        &mut self,
+        seq: Option<usize>,
+        kernel: Kernel,
+        shape: Shape,
+        buffers: &[&'a wgpu::Buffer],
+        scales: Option<&'a wgpu::Buffer>,
+    ) {
+        self.0.push(Spec { kernel, shape, buffers: buffers.to_vec(), scales, seq });
     }
 }
 
@@ -343,6 +431,7 @@ fn embedding(gpu: &GpuModel) -> Vec<Spec<'_>> {
             shape: Shape::Embedding { v0: h.v0, n_vocab: h.n_vocab },
             buffers: vec![&sc.tokens, &h.matrix.words, &gpu.wpe, &sc.x],
             scales: h.matrix.sc(),
+            seq: None,
         })
         .collect()
 }
@@ -355,6 +444,7 @@ fn final_layernorm_and_lm_head<'a>(gpu: &'a GpuModel, logits: &'a wgpu::Buffer) 
         shape: Shape::Layernorm,
         buffers: vec![&sc.x, &gpu.ln_f, &sc.xb],
         scales: None,
+        seq: None,
     };
     std::iter::once(ln_f).chain(lm_head(gpu, logits)).collect()
 }

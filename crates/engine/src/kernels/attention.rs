@@ -14,12 +14,14 @@ pub struct Params {
     pub n_embd: u32,
     pub head_size: u32,
     pub scale: f32,
-    pub _pad0: u32,
+    /// First row of `qkv` and `y` the dispatch works on (a batch's sequence).
+    pub row0: u32,
     pub _pad1: u32,
     pub _pad2: u32,
 }
 
 /// y[row, head] = softmax over j ≤ pos0 + row of (q · k_j · scale), applied to v_j.
+/// The shader's `row0` is the caller's slicing here: pass rows `row0..` of `qkv` and `y`.
 #[allow(clippy::too_many_arguments)] // mirrors the shader's bindings one to one
 pub fn run_cpu(
     qkv: &[f32],         // (n_rows, 3 * n_embd)

@@ -15,7 +15,8 @@ pub struct Params {
     pub v0: u32,
     /// Vocabulary rows in this shard.
     pub n_vocab: u32,
-    pub _pad0: u32,
+    /// First row of `tokens` and `x` the dispatch works on (a batch's sequence).
+    pub row0: u32,
     pub _pad1: u32,
     pub _pad2: u32,
 }
@@ -23,6 +24,7 @@ pub struct Params {
 /// x[row, :] = wte[tokens[row], :] + wpe[pos0 + row, :]  for the rows whose
 /// token lies in the shard `wte` = rows `v0..v0 + wte.rows` of the embedding
 /// (the others are left as they are: another shard's dispatch writes them).
+/// The shader's `row0` is the caller's slicing here: pass rows `row0..` of `tokens` and `x`.
 pub fn run_cpu(
     tokens: &[u32], // (n_rows)
     wte: &Matrix,   // (n_vocab, n_embd) in its format: rows v0.. of the embedding

@@ -9,10 +9,12 @@ pub struct Params {
     pub n_rows: u32,
     pub n_embd: u32,
     pub pos0: u32,
-    pub _pad: u32,
+    /// First row of `qkv` the dispatch reads (a batch's sequence).
+    pub row0: u32,
 }
 
 /// key_cache[pos0 + row] = k(row); value_cache[pos0 + row] = v(row)
+/// The shader's `row0` is the caller's slicing here: pass rows `row0..` of `qkv`.
 pub fn run_cpu(
     qkv: &[f32], // (n_rows, 3 * n_embd)
     n_embd: usize,

@@ -29,15 +29,31 @@ pub fn run_cpu(
     out: &mut [f32], // (m, n)
 ) {
     let (k, n) = (w.rows, w.cols);
-    let mut buf = Vec::new();
+    let mut bufs: [Vec<f32>; 4] = Default::default();
     for (xb, ob) in x.chunks(ROW_BLOCK * k).zip(out.chunks_mut(ROW_BLOCK * n)) {
         for or in ob.chunks_exact_mut(n) {
             or.copy_from_slice(bias);
         }
-        // k-outer order streams rows of w, like the shader's loop; every
-        // output still sums its k products in order 0..k.
-        for kk in 0..k {
-            let wr = w.row(kk, &mut buf);
+        // k-outer order streams rows of w, like the shader's loop, four at a
+        // time: each output is loaded and stored once per four products
+        // instead of once per product. Every output still sums its k
+        // products one by one in order 0..k (the same rounding as one at a time).
+        let mut kk = 0;
+        while kk + 4 <= k {
+            let [b0, b1, b2, b3] = &mut bufs;
+            let (w0, w1, w2, w3) =
+                (w.row(kk, b0), w.row(kk + 1, b1), w.row(kk + 2, b2), w.row(kk + 3, b3));
+            for (xr, or) in xb.chunks_exact(k).zip(ob.chunks_exact_mut(n)) {
+                let xv = &xr[kk..kk + 4];
+                let rows = or.iter_mut().zip(w0).zip(w1).zip(w2).zip(w3);
+                for ((((o, &a), &b), &c), &d) in rows {
+                    *o = *o + xv[0] * a + xv[1] * b + xv[2] * c + xv[3] * d;
+                }
+            }
+            kk += 4;
+        }
+        for kk in kk..k {
+            let wr = w.row(kk, &mut bufs[0]);
             for (xr, or) in xb.chunks_exact(k).zip(ob.chunks_exact_mut(n)) {
                 let xv = xr[kk];
                 for (o, &wv) in or.iter_mut().zip(wr) {

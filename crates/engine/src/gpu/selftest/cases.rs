@@ -24,7 +24,7 @@
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
-use super::fused;
+use super::{fused, rows};
 use crate::kernels::format::{Channels, Format};
 use crate::kernels::matrix::Matrix;
 use crate::kernels::*;
@@ -71,14 +71,17 @@ pub fn cases(kernel: Kernel) -> Vec<Case> {
 /// The cases of `kernel` with weights in `format`.
 fn cases_in(kernel: Kernel, format: Format) -> Vec<Case> {
     match kernel {
+        Kernel::Embedding if format == Format::F32 => {
+            embedding_cases(format).into_iter().chain(rows::embedding_cases()).collect()
+        }
         Kernel::Embedding => embedding_cases(format),
         Kernel::Layernorm => layernorm_cases(),
         Kernel::Matmul => matmul_cases(format),
         Kernel::LnQkv => fused::ln_qkv_cases(format),
         Kernel::MatvecResidual => fused::matvec_residual_cases(format),
         Kernel::LnFcGelu => fused::ln_fc_gelu_cases(format),
-        Kernel::KvWrite => kv_write_cases(),
-        Kernel::Attention => attention_cases(),
+        Kernel::KvWrite => kv_write_cases().into_iter().chain(rows::kv_write_cases()).collect(),
+        Kernel::Attention => attention_cases().into_iter().chain(rows::attention_cases()).collect(),
         Kernel::AttentionProbs => attention_probs_cases(),
         Kernel::ResidualAdd => residual_add_cases(),
         Kernel::Gelu => gelu_cases(),
@@ -162,7 +165,7 @@ fn embedding_cases(format: Format) -> Vec<Case> {
                 pos0: pos0 as u32,
                 v0: v0 as u32,
                 n_vocab: (v1 - v0) as u32,
-                _pad0: 0,
+                row0: 0,
                 _pad1: 0,
                 _pad2: 0,
             };
@@ -263,7 +266,7 @@ fn kv_write_cases() -> Vec<Case> {
             n_rows: n_rows as u32,
             n_embd: n_embd as u32,
             pos0: pos0 as u32,
-            _pad: 0,
+            row0: 0,
         };
         out.push(Case {
             kernel: Kernel::KvWrite,
@@ -294,7 +297,7 @@ const ATTENTION_SHAPES: [(usize, usize, usize, usize); 7] = [
 
 /// Seeded inputs of attention case `i`: (qkv, key cache, value cache, scale),
 /// the pass's own keys and values already in the caches, as in the forward pass.
-fn attention_inputs(
+pub(super) fn attention_inputs(
     i: usize,
     (n_rows, n_head, hs, pos0): (usize, usize, usize, usize),
 ) -> (Vec<f32>, Vec<f32>, Vec<f32>, f32) {
@@ -356,7 +359,7 @@ fn attention_cases() -> Vec<Case> {
             n_embd: n_embd as u32,
             head_size: hs as u32,
             scale,
-            _pad0: 0,
+            row0: 0,
             _pad1: 0,
             _pad2: 0,
         };

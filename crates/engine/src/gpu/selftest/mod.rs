@@ -6,6 +6,7 @@
 
 pub mod cases;
 mod fused;
+mod rows;
 
 use std::fmt::Write as _;
 use std::rc::Rc;

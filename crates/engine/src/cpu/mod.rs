@@ -8,11 +8,12 @@ use std::pin::Pin;
 use std::rc::Rc;
 
 use crate::error::{EngineError, Result};
-use crate::kernels::{
-    attention, attention_probs, embedding, gelu, kv_write, layernorm, lm_head, matmul, residual_add,
-};
 use crate::model::Config;
 use crate::step::{check_input, Inspection, Look, SharedModel, StepStats, Wanted};
+use forward::{Seen, Seq};
+
+mod batch;
+mod forward;
 
 /// Gives the caller's event loop a turn. In the browser the CPU engine runs
 /// on the page's main thread: a long prefill (a long prompt, or the re-prefill
@@ -136,6 +137,24 @@ impl CpuSession {
         Ok(out)
     }
 
+    /// This machine's copy rate: a 32 MB copy, median of 5 (the page gets a
+    /// turn between them).
+    pub async fn device_figures(&self) -> crate::step::DeviceFigures {
+        const BYTES: usize = 32 << 20;
+        let from = vec![1u8; BYTES];
+        let mut to = vec![0u8; BYTES];
+        let mut secs = Vec::with_capacity(5);
+        for _ in 0..5 {
+            let start = web_time::Instant::now();
+            to.copy_from_slice(std::hint::black_box(&from));
+            std::hint::black_box(&to);
+            secs.push(start.elapsed().as_secs_f64());
+            self.pause().await;
+        }
+        let secs = crate::cost::median(&secs).unwrap_or(1.0).max(1e-9);
+        crate::step::DeviceFigures { copy_bytes_per_s: BYTES as f64 / secs, dispatch_ms: None }
+    }
+
     /// The model's hyper-parameters.
     pub fn config(&self) -> &Config {
         &self.model.config
@@ -189,71 +208,16 @@ impl CpuSession {
         self.run_probed(tokens, wanted, &mut Seen::default())
     }
 
-    /// The forward pass; what `seen` asks for is appended to it: `x` after
-    /// the embedding and after every block, each layer's attention weights.
+    /// The forward pass over this session's cache alone; what `seen` asks
+    /// for is appended to it.
     fn run_probed(&mut self, tokens: &[u32], wanted: Wanted, seen: &mut Seen) -> Vec<f32> {
-        let (model, c) = (&self.model, &self.model.config);
-        let (n, e) = (tokens.len(), c.n_embd);
-        let w = &model.weights;
-        let mut x = vec![0.0; n * e]; // (n, n_embd) residual stream
-        let mut xb = vec![0.0; n * e]; // (n, n_embd) layernorm output
-        let mut qkv = vec![0.0; n * 3 * e]; // (n, 3 * n_embd)
-        let mut y = vec![0.0; n * e]; // (n, n_embd) attention output
-        let mut proj = vec![0.0; n * e]; // (n, n_embd) block output
-        let mut fc = vec![0.0; n * c.n_inner]; // (n, n_inner)
-        embedding::run_cpu(tokens, &w.wte, 0, &w.wpe, self.pos, &mut x);
-        seen.residual(&x);
-        for (l, lw) in w.layers.iter().enumerate() {
-            layernorm::run_cpu(&x, &lw.ln_1_weight, &lw.ln_1_bias, c.layer_norm_epsilon, &mut xb);
-            matmul::run_cpu(&xb, &lw.c_attn_weight, &lw.c_attn_bias, &mut qkv);
-            let (kc, vc) = (&mut self.key_cache[l], &mut self.value_cache[l]);
-            kv_write::run_cpu(&qkv, e, self.pos, kc, vc);
-            let scale = c.attn_scale(l);
-            attention::run_cpu(&qkv, kc, vc, e, c.head_size, self.pos, scale, &mut y);
-            if let Some(all) = &mut seen.attention {
-                let from = all.len(); // (n_head, n, pos + n) more
-                all.resize(from + c.n_head * n * (self.pos + n), 0.0);
-                attention_probs::run_cpu(
-                    &qkv,
-                    kc,
-                    e,
-                    c.head_size,
-                    self.pos,
-                    scale,
-                    &mut all[from..],
-                );
-            }
-            matmul::run_cpu(&y, &lw.attn_proj_weight, &lw.attn_proj_bias, &mut proj);
-            residual_add::run_cpu(&proj, &mut x);
-            layernorm::run_cpu(&x, &lw.ln_2_weight, &lw.ln_2_bias, c.layer_norm_epsilon, &mut xb);
-            matmul::run_cpu(&xb, &lw.c_fc_weight, &lw.c_fc_bias, &mut fc);
-            gelu::run_cpu(&mut fc);
-            matmul::run_cpu(&fc, &lw.mlp_proj_weight, &lw.mlp_proj_bias, &mut proj);
-            residual_add::run_cpu(&proj, &mut x);
-            seen.residual(&x);
-        }
-        layernorm::run_cpu(&x, &w.ln_f_weight, &w.ln_f_bias, c.layer_norm_epsilon, &mut xb);
-        let (row0, n_out) = match wanted {
-            Wanted::Last => (n - 1, 1),
-            Wanted::All => (0, n),
+        let model = self.model.clone();
+        let seq = Seq {
+            key_cache: &mut self.key_cache,
+            value_cache: &mut self.value_cache,
+            pos0: self.pos,
+            rows: tokens.len(),
         };
-        let mut logits = vec![0.0; n_out * c.vocab_size]; // (n_out, vocab_size)
-        lm_head::run_cpu(&xb, w.lm_head(), 0, c.vocab_size, row0, n_out, &mut logits);
-        logits
-    }
-}
-
-/// What a probed forward pass has copied out so far (`None`: not asked for).
-#[derive(Default)]
-struct Seen {
-    residuals: Option<Vec<f32>>, // (copies so far, n, n_embd)
-    attention: Option<Vec<f32>>, // (layers so far, n_head, n, pos + n)
-}
-
-impl Seen {
-    fn residual(&mut self, x: &[f32]) {
-        if let Some(r) = &mut self.residuals {
-            r.extend_from_slice(x);
-        }
+        forward::run(&model, &mut [seq], tokens, wanted, seen)
     }
 }

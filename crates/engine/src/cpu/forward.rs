@@ -1,0 +1,100 @@
+//! The forward pass as calls to each kernel's CPU twin, in data-flow order,
+//! over the rows of one or more sequences: a prefill is one sequence's rows,
+//! a batched decode step one row of each of several sequences. Every row's
+//! arithmetic is the same either way; only the K/V write and attention look
+//! at which sequence (cache, position) a row belongs to.
+
+use crate::kernels::{
+    attention, attention_probs, embedding, gelu, kv_write, layernorm, lm_head, matmul, residual_add,
+};
+use crate::model::Model;
+use crate::step::Wanted;
+
+/// One sequence's consecutive rows of a pass.
+pub struct Seq<'a> {
+    pub key_cache: &'a mut [Vec<f32>], // (n_layer) × (n_positions, n_embd)
+    pub value_cache: &'a mut [Vec<f32>], // (n_layer) × (n_positions, n_embd)
+    /// Position of the sequence's first row.
+    pub pos0: usize,
+    pub rows: usize,
+}
+
+/// What a probed forward pass has copied out so far (`None`: not asked for).
+#[derive(Default)]
+pub struct Seen {
+    pub residuals: Option<Vec<f32>>, // (copies so far, n, n_embd)
+    pub attention: Option<Vec<f32>>, // (layers so far, n_head, n, pos + n) for one sequence
+}
+
+impl Seen {
+    fn residual(&mut self, x: &[f32]) {
+        if let Some(r) = &mut self.residuals {
+            r.extend_from_slice(x);
+        }
+    }
+}
+
+/// Runs `tokens` (the rows of `seqs`, in order) through the model, appending
+/// each row's k and v to its sequence's cache; returns the logits `wanted`
+/// (`All`: every row's, `(n, vocab_size)`). What `seen` asks for is appended.
+pub fn run(
+    model: &Model,
+    seqs: &mut [Seq],
+    tokens: &[u32],
+    wanted: Wanted,
+    seen: &mut Seen,
+) -> Vec<f32> {
+    let c = &model.config;
+    let (n, e) = (tokens.len(), c.n_embd);
+    debug_assert_eq!(seqs.iter().map(|s| s.rows).sum::<usize>(), n);
+    let w = &model.weights;
+    let mut x = vec![0.0; n * e]; // (n, n_embd) residual stream
+    let mut xb = vec![0.0; n * e]; // (n, n_embd) layernorm output
+    let mut qkv = vec![0.0; n * 3 * e]; // (n, 3 * n_embd)
+    let mut y = vec![0.0; n * e]; // (n, n_embd) attention output
+    let mut proj = vec![0.0; n * e]; // (n, n_embd) block output
+    let mut fc = vec![0.0; n * c.n_inner]; // (n, n_inner)
+    let mut row0 = 0;
+    for s in seqs.iter() {
+        let rows = row0..row0 + s.rows;
+        let x_rows = &mut x[row0 * e..rows.end * e];
+        embedding::run_cpu(&tokens[rows.clone()], &w.wte, 0, &w.wpe, s.pos0, x_rows);
+        row0 = rows.end;
+    }
+    seen.residual(&x);
+    for (l, lw) in w.layers.iter().enumerate() {
+        layernorm::run_cpu(&x, &lw.ln_1_weight, &lw.ln_1_bias, c.layer_norm_epsilon, &mut xb);
+        matmul::run_cpu(&xb, &lw.c_attn_weight, &lw.c_attn_bias, &mut qkv);
+        let scale = c.attn_scale(l);
+        let mut row0 = 0;
+        for s in seqs.iter_mut() {
+            let (q, yr) =
+                (&qkv[row0 * 3 * e..][..s.rows * 3 * e], &mut y[row0 * e..][..s.rows * e]);
+            let (kc, vc) = (&mut s.key_cache[l], &mut s.value_cache[l]);
+            kv_write::run_cpu(q, e, s.pos0, kc, vc);
+            attention::run_cpu(q, kc, vc, e, c.head_size, s.pos0, scale, yr);
+            if let Some(all) = &mut seen.attention {
+                let from = all.len(); // (n_head, rows, pos0 + rows) more
+                all.resize(from + c.n_head * s.rows * (s.pos0 + s.rows), 0.0);
+                attention_probs::run_cpu(q, kc, e, c.head_size, s.pos0, scale, &mut all[from..]);
+            }
+            row0 += s.rows;
+        }
+        matmul::run_cpu(&y, &lw.attn_proj_weight, &lw.attn_proj_bias, &mut proj);
+        residual_add::run_cpu(&proj, &mut x);
+        layernorm::run_cpu(&x, &lw.ln_2_weight, &lw.ln_2_bias, c.layer_norm_epsilon, &mut xb);
+        matmul::run_cpu(&xb, &lw.c_fc_weight, &lw.c_fc_bias, &mut fc);
+        gelu::run_cpu(&mut fc);
+        matmul::run_cpu(&fc, &lw.mlp_proj_weight, &lw.mlp_proj_bias, &mut proj);
+        residual_add::run_cpu(&proj, &mut x);
+        seen.residual(&x);
+    }
+    layernorm::run_cpu(&x, &w.ln_f_weight, &w.ln_f_bias, c.layer_norm_epsilon, &mut xb);
+    let (lm_row0, n_out) = match wanted {
+        Wanted::Last => (n - 1, 1),
+        Wanted::All => (0, n),
+    };
+    let mut logits = vec![0.0; n_out * c.vocab_size]; // (n_out, vocab_size)
+    lm_head::run_cpu(&xb, w.lm_head(), 0, c.vocab_size, lm_row0, n_out, &mut logits);
+    logits
+}

@@ -1,0 +1,94 @@
+//! A batched decode step on the GPU: one token for each of several sessions
+//! of one model in one compute pass and one submit. The op list
+//! ([`plan::batch`]) is built once for the batch's sessions, binding each
+//! one's KV cache; a step writes the active sequences' tokens (packed into
+//! rows 0..), the parameters that changed (each sequence's position), and
+//! reads back one row of logits per active sequence.
+
+use std::rc::Rc;
+
+use crate::error::{EngineError, Result};
+use crate::gpu::plan::{self, Op, Pass, Seat};
+use crate::gpu::runner::{Logits, Runner};
+use crate::gpu::{GpuModel, GpuSession};
+use crate::step::{check_input, StepStats};
+
+/// The op list and runner of a batch over a fixed set of sessions.
+pub struct GpuBatch {
+    gpu: Rc<GpuModel>,
+    runner: Runner,
+    ops: Vec<Op>,
+    n_seqs: usize,
+}
+
+impl GpuBatch {
+    /// A batch over `sessions` (one model; the op list binds their caches,
+    /// so the batch must be used with these sessions in this order).
+    pub fn new(sessions: &[&GpuSession]) -> Result<GpuBatch> {
+        let Some(first) = sessions.first() else {
+            return Err(EngineError::Batch("a batch needs at least one sequence".into()));
+        };
+        let gpu = first.shared().clone();
+        if sessions.iter().any(|s| !Rc::ptr_eq(s.shared(), &gpu)) {
+            return Err(EngineError::Batch("the sequences run different models".into()));
+        }
+        let n_positions = gpu.config().n_positions;
+        if sessions.len() > n_positions {
+            let n = sessions.len();
+            return Err(EngineError::Batch(format!(
+                "{n} sequences, but the model's buffers hold {n_positions} rows"
+            )));
+        }
+        let logits = Logits::new(&gpu, sessions.len())?;
+        let logits_buffer = logits.buffer.clone();
+        let caches: Vec<_> = sessions.iter().map(|s| s.caches()).collect();
+        let specs = plan::batch(&gpu, &caches, &logits_buffer);
+        let runner = Runner::new(gpu.clone(), specs.len(), logits);
+        let ops = plan::bind_all(&gpu, &runner.params, 0, &specs);
+        drop(specs);
+        Ok(GpuBatch { gpu, runner, ops, n_seqs: sessions.len() })
+    }
+
+    /// Advances every session given a token (`tokens[i]` for `sessions[i]`,
+    /// the sessions the batch was built over; `None`: it sits this step out)
+    /// by one position. Returns the `(active, vocab_size)` logits in session
+    /// order and the step's cost.
+    pub async fn decode(
+        &self,
+        sessions: &mut [&mut GpuSession],
+        tokens: &[Option<u32>],
+    ) -> Result<(Vec<f32>, StepStats)> {
+        let start = web_time::Instant::now();
+        if sessions.len() != self.n_seqs || tokens.len() != self.n_seqs {
+            let (t, s) = (tokens.len(), self.n_seqs);
+            return Err(EngineError::Batch(format!("{t} tokens for {s} sequences")));
+        }
+        let mut ids = Vec::new(); // (active) the tokens, row by row
+        let mut seats = Vec::with_capacity(self.n_seqs);
+        for (s, t) in sessions.iter().zip(tokens) {
+            seats.push(match t {
+                Some(t) => {
+                    check_input(&self.gpu.model, s.pos(), &[*t])?;
+                    ids.push(*t);
+                    Some(Seat { row: ids.len() as u32 - 1, pos: s.pos() as u32 })
+                }
+                None => None,
+            });
+        }
+        if ids.is_empty() {
+            return Err(EngineError::NoTokens);
+        }
+        let active = ids.len() as u32;
+        let pass = Pass { n_rows: active, pos0: 0, lm_row0: 0, lm_rows: active, seats: &seats };
+        let mut stats = StepStats { tokens: ids.len(), ..StepStats::default() };
+        let ctx = &self.gpu.ctx;
+        ctx.queue.write_buffer(&self.gpu.scratch.tokens, 0, bytemuck::cast_slice(&ids));
+        stats.bytes_written += ids.len() * 4;
+        let logits = self.runner.run(&self.ops, 0, &pass, &mut stats, None).await?;
+        stats.wall_ms = start.elapsed().as_secs_f64() * 1e3;
+        for (s, _) in sessions.iter_mut().zip(tokens).filter(|(_, t)| t.is_some()) {
+            s.took_step(stats);
+        }
+        Ok((logits, stats))
+    }
+}

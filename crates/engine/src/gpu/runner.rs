@@ -1,0 +1,160 @@
+//! What encodes, submits and reads back a pass, shared by a single session
+//! and a batch: the uniform buffer of per-dispatch parameters (and what each
+//! slot holds now, so a step writes only what changed), the logits buffer and
+//! its staging copy, and the GPU timer. A step is: the parameters that
+//! changed written, the op list encoded in one compute pass (per block, with
+//! a probe), one copy of the wanted logits, one submit, one readback.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use crate::error::Result;
+use crate::gpu::plan::{Op, Pass, PARAMS, SLOT};
+use crate::gpu::probe::Probe;
+use crate::gpu::readback::{buffer, read_f32, STORAGE};
+use crate::gpu::timer::Timer;
+use crate::gpu::GpuModel;
+use crate::step::StepStats;
+
+/// Logits rows a session keeps on the GPU at once: `Wanted::All` over more
+/// rows is read in chunks.
+pub const MAX_LOGITS_BYTES: u64 = 64 << 20;
+
+/// The logits buffer and its mappable copy, allocated before the op lists
+/// that write it are built.
+pub struct Logits {
+    pub buffer: wgpu::Buffer, // (rows, vocab_size)
+    staging: wgpu::Buffer,    // (rows, vocab_size), mappable
+    pub rows: usize,
+}
+
+impl Logits {
+    /// Room for `rows` rows of logits.
+    pub fn new(gpu: &GpuModel, rows: usize) -> Result<Logits> {
+        let ctx = &gpu.ctx;
+        let row_bytes = (gpu.config().vocab_size * 4) as u64;
+        ctx.check_binding("the rows of logits", rows as u64 * row_bytes)?;
+        let read = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
+        Ok(Logits {
+            buffer: buffer(ctx, "logits", rows as u64 * row_bytes, STORAGE),
+            staging: buffer(ctx, "staging", rows as u64 * row_bytes, read),
+            rows,
+        })
+    }
+}
+
+/// Runs op lists bound to its `params` slots.
+pub struct Runner {
+    gpu: Rc<GpuModel>,
+    pub params: wgpu::Buffer, // (n_slots) slots of SLOT bytes
+    /// What each slot of `params` holds now (`None`: not written yet).
+    written: RefCell<Vec<Option<[u8; PARAMS]>>>,
+    pub logits: Logits,
+    /// The steps' GPU time, where the device has timestamp queries.
+    timer: Option<Box<Timer>>,
+}
+
+impl Runner {
+    /// A runner with `n_slots` parameter slots writing `logits`.
+    pub fn new(gpu: Rc<GpuModel>, n_slots: usize, logits: Logits) -> Runner {
+        let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
+        let params = buffer(&gpu.ctx, "params", n_slots as u64 * SLOT, uniform);
+        let timer = Timer::new(&gpu.ctx).map(Box::new);
+        Runner { gpu, params, written: RefCell::new(vec![None; n_slots]), logits, timer }
+    }
+
+    /// Writes the parameters of `ops` that differ from what their slots
+    /// (from `first_slot` on) hold, and returns each op's workgroup count
+    /// (`None`: a batch's sequence that sits the step out, not dispatched).
+    /// Most ops' parameters are the same every decode step; only the
+    /// position-dependent ones are written again.
+    fn write_params(
+        &self,
+        ops: &[Op],
+        first_slot: usize,
+        pass: &Pass,
+        stats: &mut StepStats,
+    ) -> Vec<Option<[u32; 3]>> {
+        let mut written = self.written.borrow_mut();
+        let mut groups = Vec::with_capacity(ops.len());
+        for (i, op) in ops.iter().enumerate() {
+            let mut p = [0u8; PARAMS];
+            let g = op.params(&self.gpu, pass, &mut p);
+            let slot = first_slot + i;
+            if g.is_some() && written[slot] != Some(p) {
+                self.gpu.ctx.queue.write_buffer(&self.params, slot as u64 * SLOT, &p);
+                written[slot] = Some(p);
+                stats.bytes_written += PARAMS;
+            }
+            groups.push(g);
+        }
+        groups
+    }
+
+    /// Writes the parameters of `ops` (from `first_slot` on), encodes them in
+    /// one compute pass (with a `probe`: one pass per block, cut after the op
+    /// counts `cuts`, the scratch copied out between them), copies
+    /// `pass.lm_rows` of logits out, submits once and reads back.
+    pub async fn run(
+        &self,
+        ops: &[Op],
+        first_slot: usize,
+        pass: &Pass<'_>,
+        stats: &mut StepStats,
+        probe: Option<(&Probe, &[usize])>,
+    ) -> Result<Vec<f32>> {
+        let ctx = &self.gpu.ctx;
+        let groups = self.write_params(ops, first_slot, pass, stats);
+        let read_bytes = pass.lm_rows as u64 * self.gpu.config().vocab_size as u64 * 4;
+        let mut enc = ctx.device.create_command_encoder(&Default::default());
+        let cuts = probe.map_or(&[][..], |(_, cuts)| cuts);
+        let mut from = 0;
+        for (k, &to) in cuts.iter().chain([&ops.len()]).enumerate() {
+            let (first, last) = (from == 0, to == ops.len());
+            let timer = self.timer.as_deref().filter(|_| first || last);
+            let timestamp_writes = timer.map(|t| t.writes(first, last));
+            let desc = wgpu::ComputePassDescriptor { label: None, timestamp_writes };
+            let mut cpass = enc.begin_compute_pass(&desc);
+            for (op, wg) in ops[from..to].iter().zip(&groups[from..to]) {
+                let Some(wg) = wg else { continue };
+                cpass.set_pipeline(self.gpu.pipelines.get(op.kernel));
+                cpass.set_bind_group(0, &op.bind_group, &[]);
+                cpass.dispatch_workgroups(wg[0], wg[1], wg[2]);
+                stats.dispatches += 1;
+            }
+            drop(cpass);
+            if let (Some((probe, _)), false) = (probe, last) {
+                probe.copy(&mut enc, k, &self.gpu.scratch);
+            }
+            from = to;
+        }
+        if let Some((probe, _)) = probe {
+            probe.finish(&mut enc);
+        }
+        enc.copy_buffer_to_buffer(&self.logits.buffer, 0, &self.logits.staging, 0, read_bytes);
+        if let Some(timer) = &self.timer {
+            timer.resolve(&mut enc);
+        }
+        ctx.queue.submit([enc.finish()]);
+        stats.submits += 1;
+        stats.bytes_read += read_bytes as usize;
+        let pending = self.timer.as_deref().map(Timer::map);
+        let logits = read_f32(ctx, &self.logits.staging, read_bytes).await?;
+        if let (Some(timer), Some(pending)) = (&self.timer, pending) {
+            let ms = timer.finish(pending).await?;
+            stats.gpu_ms = Some(stats.gpu_ms.unwrap_or(0.0) + ms);
+            stats.bytes_read += Timer::BYTES;
+        }
+        Ok(logits)
+    }
+}
+
+/// Frees the parameter and logits buffers at once (see `GpuSession`'s `Drop`
+/// for why a browser needs it). Work already submitted finishes first.
+impl Drop for Runner {
+    fn drop(&mut self) {
+        for b in [&self.params, &self.logits.buffer, &self.logits.staging] {
+            b.destroy();
+        }
+    }
+}

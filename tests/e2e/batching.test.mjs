@@ -1,0 +1,77 @@
+// End-to-end test of the batching lesson in real headless Chromium on both
+// engines: every batch size measured, curves drawn, each batched text equal
+// to its run alone and to the CLI's `generate --batch`, the matrix
+// experiment and the verdict present, Stop mid-measurement, URL round-trip.
+// Run by `./tools/dev test` next to widgets.test.mjs (same environment).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { resolve } from 'node:path';
+import { startLab, noFatal, DIST, ARTIFACTS } from './helpers.mjs';
+
+const lab = await startLab();
+before(async () => { await lab.start(); });
+after(() => lab.stop());
+
+/** The CLI's `generate --batch 8` continuations (seed, seed + 1, …), without the prompt. */
+function cliBatch(prompt, tokens, seed) {
+  const out = execFileSync(process.env.CLI || 'target/release/decode-lab', [
+    'generate', '--model', resolve(DIST, 'models/shakespeare'), '--prompt', prompt, '--backend', 'cpu',
+    '--temperature', '1', '--top-k', '40', '--seed', String(seed), '--max-tokens', String(tokens), '--batch', '8',
+  ], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  return out.split(/^\[continuation \d+ of 8, seed \d+\]\n/m).slice(1).map((t) => t.slice(prompt.length, -1));
+}
+
+const QUERY = '?widget=batching&prompt=ROMEO%3A&max_tokens=12&seed=5';
+
+for (const backend of ['cpu', 'webgpu']) {
+  test(`batching on ${backend}: B = 1, 2, 4, 8 measured both ways, texts equal their runs alone and the CLI, matrix experiment, verdict, Stop, URL round-trip`, async () => {
+    const page = await lab.open(backend, QUERY);
+    await page.click('[data-testid=measure-batch]');
+    await page.waitForFunction(() => !document.querySelector('[data-testid=measure-batch]').disabled
+      && document.querySelector('[data-testid=stop-generation]').disabled, null, { timeout: 300_000 });
+    assert.equal(await page.locator('[data-testid=error]').count(), 0);
+    const rows = await page.$$eval('[data-testid=batch-row]', (rs) => rs.map((r) => [...r.children].map((c) => c.textContent)));
+    assert.deepEqual(rows.map((r) => r[0]), ['1', '2', '4', '8']);
+    for (const r of rows) {
+      assert.ok(Number(r[1]) > 0 && Number(r[2]) > 0, `tokens/s measured: ${r}`);
+      assert.match(r[5], / \/ (0|1)$/, 'one submit per batched step on WebGPU, none on the CPU engine');
+      assert.equal(r[6], '✓ same text');
+    }
+    const series = (id) => page.$$eval(`[data-testid=${id}] .series`, (ss) => ss.map((s) => s.querySelectorAll('circle').length));
+    assert.deepEqual(await series('batch-throughput'), [4, 4]);
+    assert.deepEqual(await series('batch-latency'), [4]);
+    const texts = await page.$$eval('[data-testid=batch-text]', (ls) => ls.map((l) => [l.dataset.same, l.querySelector('.text').textContent]));
+    assert.equal(texts.length, 8);
+    assert.ok(texts.every(([same]) => same === 'true'));
+    assert.deepEqual(texts.map(([, t]) => t), cliBatch('ROMEO:', 12, 5));
+    assert.ok(new Set(texts.map(([, t]) => t)).size > 1, 'the seeds differ');
+    const passes = await page.$$eval('[data-testid=pass-row]', (rs) => rs.map((r) => Number(r.children[0].textContent)));
+    assert.deepEqual(passes, [1, 8, 32, 128]);
+    const verdict = await page.textContent('[data-testid=batch-verdict]');
+    assert.match(verdict, /One step \(B = 1\) takes \d+\.\d\d ms.*reading its \d+\.\d MB of weights at this device's measured copy rate \(\d+\.\d GB\/s\)/);
+    assert.match(verdict, /dominates here\. A batch of 8/);
+    if (backend === 'webgpu') assert.match(verdict, /its \d+ dispatches at \d\.\d{3} ms each/);
+    await page.screenshot({ path: `${ARTIFACTS}/batching-${backend}.png`, fullPage: true });
+
+    await page.click('[data-testid=copy-embed]');
+    const code = await page.inputValue('[data-testid=embed-code]');
+    const src = code.match(/src="([^"]+)"/)[1].replaceAll('&amp;', '&');
+    assert.match(src, /widget=batching/);
+    assert.match(src, /max_tokens=12/);
+    assert.match(src, /seed=5/);
+    await noFatal(page);
+    await page.close();
+    const again = await lab.open(backend, src.slice(src.indexOf('?')));
+    assert.equal(await again.inputValue('[data-testid=max-tokens]'), '12');
+    // Stop mid-measurement: a long run, stopped once the first rows are in.
+    await again.fill('[data-testid=max-tokens]', '200');
+    await again.click('[data-testid=measure-batch]');
+    await again.waitForFunction(() => document.querySelector('[data-testid=batch-progress]'), null, { timeout: 60_000 });
+    await again.click('[data-testid=stop-generation]');
+    await again.waitForFunction(() => !document.querySelector('[data-testid=measure-batch]').disabled, null, { timeout: 300_000 });
+    assert.ok(await again.locator('[data-testid=batch-row]').count() < 4, 'stopped before every size ran');
+    await noFatal(again);
+    await again.close();
+  });
+}
