@@ -134,12 +134,12 @@ impl BatchRun {
             let logits = self.batch.decode(&tokens).await?;
             self.last_step = Some(self.batch.last_stats());
             let vocab = logits.len() / tokens.iter().flatten().count();
-            let mut rows = logits.chunks_exact(vocab);
-            for (c, t) in self.continuations.iter_mut().zip(&tokens) {
-                if let (Some(t), Some(row)) = (t, t.and_then(|_| rows.next())) {
-                    c.logits = row.to_vec();
-                    c.context.push(*t);
-                }
+            // Row k of the logits is the k-th continuation that took a token.
+            let stepped = self.continuations.iter_mut().zip(&tokens);
+            let stepped = stepped.filter_map(|(c, t)| t.map(|t| (c, t)));
+            for ((c, t), row) in stepped.zip(logits.chunks_exact(vocab)) {
+                c.logits = row.to_vec();
+                c.context.push(t);
             }
         }
         for (c, step) in self.continuations.iter_mut().zip(&mut steps) {

@@ -211,13 +211,8 @@ impl CpuSession {
     /// The forward pass over this session's cache alone; what `seen` asks
     /// for is appended to it.
     fn run_probed(&mut self, tokens: &[u32], wanted: Wanted, seen: &mut Seen) -> Vec<f32> {
-        let model = self.model.clone();
-        let seq = Seq {
-            key_cache: &mut self.key_cache,
-            value_cache: &mut self.value_cache,
-            pos0: self.pos,
-            rows: tokens.len(),
-        };
-        forward::run(&model, &mut [seq], tokens, wanted, seen)
+        let CpuSession { model, key_cache, value_cache, pos, .. } = self;
+        let seq = Seq { key_cache, value_cache, pos0: *pos, rows: tokens.len() };
+        forward::run(model, &mut [seq], tokens, wanted, seen)
     }
 }
