@@ -3,10 +3,11 @@
 
 use std::io::Write;
 
+use engine::beam::{beam_search, BeamSettings, Ends, Scoring};
 use engine::model::Tokenizer;
 use engine::run::Run;
 use engine::run_batch::BatchRun;
-use engine::sample::{beam_search, StopMatcher, Stopped};
+use engine::sample::{StopMatcher, Stopped};
 use engine::{Result, Session};
 
 /// What to generate: a prompt and the run's settings.
@@ -73,16 +74,19 @@ pub async fn beams(
     tokenizer: &Tokenizer,
     job: &Job,
     width: usize,
-    length_penalty: f64,
+    scoring: Scoring,
+    ends_at: Ends,
 ) -> Result<()> {
     let eos = session.config().eos_token_id;
     let prompt_ids = tokenizer.encode(&job.prompt)?;
     if prompt_ids.is_empty() {
         return Err(engine::EngineError::EmptyPrompt);
     }
-    let beams =
-        beam_search(session, &prompt_ids, width, job.run.max_tokens, length_penalty, eos).await?;
+    let ends = ends_at.tokens(tokenizer, eos)?;
+    let settings = BeamSettings { width, max_new_tokens: job.run.max_tokens, scoring, ends };
+    let beams = beam_search(session, &prompt_ids, settings).await?;
     let text = |tokens: &[u32]| -> Result<String> {
+        // The end-of-text token is not text; a line-break token ending a line is.
         let tokens: Vec<u32> = tokens.iter().copied().filter(|&t| Some(t) != eos).collect();
         let mut stop = StopMatcher::new(&job.run.stop);
         Ok(match stop.push(&tokenizer.decode(&tokens)?) {

@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use engine::beam::{Ends, Scoring};
 use engine::gpu::{GpuContext, GpuModel, GpuSession};
 use engine::model::{Model, Tokenizer, WeightsChoice};
 use engine::sample::Settings;
@@ -44,6 +45,11 @@ pub enum Backend {
 fn weights_choice(name: &str) -> std::result::Result<WeightsChoice, String> {
     WeightsChoice::from_name(name)
         .ok_or_else(|| format!("not a weight format (the formats: {})", WeightsChoice::names()))
+}
+
+/// `--ends-at`: one of [`Ends::NAMES`].
+fn ends_choice(name: &str) -> std::result::Result<Ends, String> {
+    Ends::from_name(name).ok_or_else(|| format!("not one of {}", Ends::NAMES.join(", ")))
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq)]
@@ -82,6 +88,12 @@ enum Command {
         /// Beam scores are logprob / length^this (Hugging Face's convention).
         #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
         length_penalty: f64,
+        /// Count the prompt's tokens in a beam's length (Hugging Face before v4.36 did).
+        #[arg(long)]
+        prompt_in_length: bool,
+        /// Where a beam's hypothesis ends: end-of-text, or line (also at any token holding a line break).
+        #[arg(long, value_parser = ends_choice, default_value = "end-of-text")]
+        ends_at: Ends,
         /// Generate this many continuations together (seeds S, S+1, …), one batched decode step per token.
         #[arg(long, default_value_t = 1)]
         batch: usize,
@@ -255,10 +267,12 @@ async fn run(command: Command) -> Result<()> {
             stop,
             beams,
             length_penalty,
+            prompt_in_length,
+            ends_at,
             batch,
         } => {
             // Checked before the model loads: a typo should not cost a load.
-            engine::sample::check_beam_settings(beams, length_penalty)?;
+            engine::beam::check_beam_settings(beams, length_penalty)?;
             check_batch_size(batch)?;
             if batch > 1 && beams > 1 {
                 return Err(EngineError::Setting(
@@ -272,7 +286,8 @@ async fn run(command: Command) -> Result<()> {
             let run = engine::run::Job { settings: pipeline.settings(), seed, stop, max_tokens };
             let job = generate::Job { prompt, run };
             if beams != 1 {
-                generate::beams(session, &tokenizer, &job, beams, length_penalty).await
+                let scoring = Scoring { length_penalty, prompt_in_length };
+                generate::beams(session, &tokenizer, &job, beams, scoring, ends_at).await
             } else if batch > 1 {
                 generate::batch(session, &tokenizer, &job, batch).await
             } else {

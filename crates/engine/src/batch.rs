@@ -104,6 +104,30 @@ impl Batch {
         self.sequence(i)?.rewind(to)
     }
 
+    /// Sequence `to` becomes a copy of sequence `from` (its KV cache rows and
+    /// position, copied into `to`'s own cache): how beam search gives a
+    /// second child of one beam its parent's prefix. Returns the bytes copied.
+    pub fn copy_sequence(&mut self, from: usize, to: usize) -> Result<u64> {
+        let n = self.sessions.len();
+        if from >= n || to >= n {
+            return Err(EngineError::Batch(format!(
+                "no sequence {} in a batch of {n}",
+                from.max(to)
+            )));
+        }
+        if from == to {
+            return Ok(0);
+        }
+        // Two elements of one Vec: split it between them.
+        let (low, high) = self.sessions.split_at_mut(from.max(to));
+        let (a, b) = (&mut low[from.min(to)], &mut high[0]);
+        if from < to {
+            b.copy_from(a)
+        } else {
+            a.copy_from(b)
+        }
+    }
+
     fn sequence(&mut self, i: usize) -> Result<&mut Session> {
         let n = self.sessions.len();
         self.sessions

@@ -10,6 +10,7 @@
 //! No UI code lives here.
 
 pub mod batch;
+pub mod beam;
 pub mod cost;
 pub mod cpu;
 pub mod error;

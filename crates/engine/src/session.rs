@@ -130,6 +130,20 @@ impl Session {
         })
     }
 
+    /// Takes `src`'s KV cache rows and position into this session's own
+    /// cache (same model, same engine). Returns the bytes copied.
+    pub fn copy_from(&mut self, src: &Session) -> Result<u64> {
+        match (self, src) {
+            (Session::Cpu(to), Session::Cpu(from)) => to.copy_from(from),
+            #[cfg(feature = "gpu")]
+            (Session::Gpu(to), Session::Gpu(from)) => to.copy_from(from),
+            #[cfg(feature = "gpu")]
+            _ => {
+                Err(crate::EngineError::Batch("a KV cache is copied only within one engine".into()))
+            }
+        }
+    }
+
     /// Cost of the last `prefill` or `decode`.
     pub fn last_stats(&self) -> StepStats {
         match self {

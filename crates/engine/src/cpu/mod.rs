@@ -190,6 +190,25 @@ impl CpuSession {
         Ok(())
     }
 
+    /// Takes `src`'s first `pos` rows of keys and values and its position.
+    /// Returns the bytes copied.
+    pub fn copy_from(&mut self, src: &CpuSession) -> Result<u64> {
+        if !std::sync::Arc::ptr_eq(&self.model, &src.model) {
+            return Err(EngineError::Batch(
+                "a KV cache is copied only between sessions of one model".into(),
+            ));
+        }
+        let n = src.pos * self.config().n_embd;
+        for (to, from) in self.key_cache.iter_mut().zip(&src.key_cache) {
+            to[..n].copy_from_slice(&from[..n]);
+        }
+        for (to, from) in self.value_cache.iter_mut().zip(&src.value_cache) {
+            to[..n].copy_from_slice(&from[..n]);
+        }
+        self.pos = src.pos;
+        Ok((n * 4 * 2 * self.key_cache.len()) as u64)
+    }
+
     /// Runs `tokens` at positions `pos..`, appending their k and v to the cache.
     pub fn forward(&mut self, tokens: &[u32], wanted: Wanted) -> Result<Vec<f32>> {
         let start = web_time::Instant::now();

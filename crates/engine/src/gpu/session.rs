@@ -128,20 +128,33 @@ impl GpuSession {
     /// A new session whose KV cache is a GPU-to-GPU copy of this one's first `pos` rows.
     pub fn fork(&self) -> Result<GpuSession> {
         let mut other = GpuSession::new(self.gpu.clone())?;
-        let bytes = (self.pos * self.config().n_embd * 4) as u64;
+        other.copy_from(self)?;
+        Ok(other)
+    }
+
+    /// Takes `src`'s first `pos` rows of keys and values (GPU to GPU, into this
+    /// session's own buffers, so a batch bound to them stays valid) and its
+    /// position. Returns the bytes copied.
+    pub fn copy_from(&mut self, src: &GpuSession) -> Result<u64> {
+        if !Rc::ptr_eq(&self.gpu, &src.gpu) {
+            return Err(EngineError::Batch(
+                "a KV cache is copied only between sessions of one model".into(),
+            ));
+        }
+        let bytes = (src.pos * self.config().n_embd * 4) as u64;
         if bytes > 0 {
             let ctx = &self.gpu.ctx;
             let mut enc = ctx.device.create_command_encoder(&Default::default());
-            for (src, dst) in self.key_cache.iter().zip(&other.key_cache) {
-                enc.copy_buffer_to_buffer(src, 0, dst, 0, bytes);
+            for (from, to) in src.key_cache.iter().zip(&self.key_cache) {
+                enc.copy_buffer_to_buffer(from, 0, to, 0, bytes);
             }
-            for (src, dst) in self.value_cache.iter().zip(&other.value_cache) {
-                enc.copy_buffer_to_buffer(src, 0, dst, 0, bytes);
+            for (from, to) in src.value_cache.iter().zip(&self.value_cache) {
+                enc.copy_buffer_to_buffer(from, 0, to, 0, bytes);
             }
             ctx.queue.submit([enc.finish()]);
         }
-        other.pos = self.pos;
-        Ok(other)
+        self.pos = src.pos;
+        Ok(bytes * 2 * self.key_cache.len() as u64)
     }
 
     /// The whole prompt in one batched pass (matmul kernels).

@@ -8,7 +8,6 @@
 //! Data flow: logits (from a session) + history → [`processors`] → [`pipeline`]
 //! stages → final distribution → [`Sampler`] draws with a portable seeded RNG.
 
-mod beam;
 mod exp;
 pub mod pipeline;
 pub mod processors;
@@ -18,7 +17,6 @@ mod settings;
 mod softmax;
 mod stop;
 
-pub use beam::{beam_search, check_beam_settings, Beam, LENGTH_PENALTY_RANGE, MAX_BEAMS};
 pub use pipeline::{explain, Explanation, Stage, StageKind};
 pub use processors::{Effect, Processor};
 pub use settings::Settings;
