@@ -5,6 +5,7 @@
 
 mod attention;
 mod batching;
+mod beam_tree;
 mod chart;
 mod compare;
 mod greedy_loop;
@@ -126,6 +127,9 @@ pub fn WidgetView(
         }
         (Widget::Attention, Source::Model(d)) => {
             view! { <attention::Attention driver=d shown=shown/> }.into_any()
+        }
+        (Widget::BeamTree, Source::Model(d)) => {
+            view! { <beam_tree::BeamTree driver=d shown=shown/> }.into_any()
         }
         _ => view! { <DistributionWidget widget=widget source=source controls=controls shown=shown/> }
             .into_any(),

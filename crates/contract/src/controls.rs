@@ -4,6 +4,7 @@
 //! settings — iterates [`SPECS`]. Adding a control is one row in
 //! `controls!` below (its test id is its URL name with `_` → `-`).
 
+use engine::beam::Ends;
 use engine::kernels::format::Format;
 use engine::run::Job;
 use engine::sample::Settings;
@@ -149,7 +150,18 @@ controls! {
         "the attention view's chosen head, from 0 (past the last: the last)";
     FirstToken: "first_token", "First token", Input::Choice { options: &FIRST_TOKEN, default: "keep" },
         Drives::Lesson, "hide: leave the first token out of every row and renormalise (set the attention sink aside)";
+    Beams: "beams", "Beams (B)", whole(1.0, 8.0, 3.0), Drives::Lesson,
+        "how many texts beam search keeps at every step; 1 = greedy";
+    LengthPenalty: "length_penalty", "Length penalty", real(-2.0, 2.0, 0.1, 1.0), Drives::Lesson,
+        "finished hypotheses are ranked by log-probability / length^this: 0 = the sum (short ones win), 1 = per token, above 1 favours long ones";
+    PromptInLength: "prompt_in_length", "Prompt counts in the length", Input::Choice { options: &NO_YES, default: "no" },
+        Drives::Lesson, "yes: the length the penalty divides by includes the prompt's tokens (Hugging Face before v4.36)";
+    EndsAt: "ends_at", "A hypothesis ends at", Input::Choice { options: &Ends::NAMES, default: "end-of-text" },
+        Drives::Lesson, "end-of-text: the model's end token; line: also any token holding a line break";
 }
+
+/// A yes/no choice's options.
+pub const NO_YES: [&str; 2] = ["no", "yes"];
 
 /// `first_token=`'s choices.
 pub const FIRST_TOKEN: [&str; 2] = ["keep", "hide"];

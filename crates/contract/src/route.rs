@@ -10,6 +10,9 @@ use crate::query::Query;
 /// 2.3 bits, 17 tokens make 90 %; 8.5 bits, 371 tokens make 90 %).
 pub const CONFIDENT_PROMPT: &str = "[Exit";
 pub const LONG_TAILED_PROMPT: &str = "To be, or not to be, that is the";
+/// A speaker's name: the beam tree's hypotheses are the speech's first line
+/// (measured: they end after 1 to 17 tokens, so the length penalty re-ranks them).
+pub const BEAM_PROMPT: &str = "ROMEO.\n";
 
 /// A widget's starting value for one control.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -36,10 +39,11 @@ pub enum Widget {
     Batching,
     LogitLens,
     Attention,
+    BeamTree,
 }
 
 impl Widget {
-    pub const ALL: [Widget; 15] = [
+    pub const ALL: [Widget; 16] = [
         Widget::Temperature,
         Widget::TopK,
         Widget::TopP,
@@ -55,6 +59,7 @@ impl Widget {
         Widget::Batching,
         Widget::LogitLens,
         Widget::Attention,
+        Widget::BeamTree,
     ];
 
     /// The controls each compare column sets for itself (the URL carries
@@ -79,6 +84,7 @@ impl Widget {
             Widget::Batching => "batching",
             Widget::LogitLens => "logit-lens",
             Widget::Attention => "attention",
+            Widget::BeamTree => "beam-tree",
         }
     }
 
@@ -104,6 +110,7 @@ impl Widget {
             Widget::Batching => "Batching: many readers for the price of a few",
             Widget::LogitLens => "The logit lens: when does the answer form?",
             Widget::Attention => "Attention: where each token looks",
+            Widget::BeamTree => "Beam search: every candidate, kept or pruned",
         }
     }
 
@@ -125,6 +132,7 @@ impl Widget {
             Widget::Batching => "A decode step reads every weight to make one token. Give it several sequences at once and it reads them once for all: run the same prompt's continuations one after another, then 1, 2, 4 and 8 at a time, and see what the batch buys on this page's engine.",
             Widget::LogitLens => "Stop the model after each block and read its residual stream through the final LayerNorm and the LM head: what would it predict there? Each cell is one position after one block; click one for its top 10.",
             Widget::Attention => "Every head of every layer, read live from the model: row i of a map is where token i looks. Click a head for its map, hover a row to tint the text, and hide the first token to see past the attention sink.",
+            Widget::BeamTree => "Beam search keeps the B most likely texts at every step instead of one. Each step ranks the 2·B best extensions of the live beams: the best B go on, the rest are pruned, and an extension ending on an end token finishes a hypothesis. Drag the length penalty to re-rank the finished ones, and compare with a sampled text.",
         }
     }
 
@@ -142,6 +150,7 @@ impl Widget {
                 | Widget::Batching
                 | Widget::LogitLens
                 | Widget::Attention
+                | Widget::BeamTree
         )
     }
 
@@ -173,6 +182,12 @@ impl Widget {
             Widget::PrefillDecode => &[(MaxTokens, Number(32.0))],
             Widget::KvCache | Widget::LogitLens => &[],
             Widget::Attention => &[(MaxTokens, Number(16.0))],
+            Widget::BeamTree => &[
+                (Prompt, Text(BEAM_PROMPT)),
+                (MaxTokens, Number(16.0)),
+                (EndsAt, Text("line")),
+                (TopK, Number(40.0)),
+            ],
             Widget::Batching => {
                 &[(MaxTokens, Number(24.0)), (Temperature, Number(1.0)), (TopK, Number(40.0))]
             }
@@ -203,6 +218,17 @@ impl Widget {
             Widget::LogitLens => &[Prompt],
             Widget::Batching => &[Prompt, MaxTokens, Temperature, TopK, Seed],
             Widget::Attention => &[Prompt, MaxTokens, FirstToken],
+            Widget::BeamTree => &[
+                Prompt,
+                MaxTokens,
+                Beams,
+                LengthPenalty,
+                PromptInLength,
+                EndsAt,
+                Temperature,
+                TopK,
+                Seed,
+            ],
             Widget::Pipeline => {
                 let shapes =
                     |c: &Control| !matches!(c.spec().drives, Drives::Run(_) | Drives::Stop);

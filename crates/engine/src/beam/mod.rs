@@ -217,20 +217,25 @@ impl BeamSearch {
             .collect()
     }
 
-    /// The candidates from the first step to `node` (step, rank): the path a
-    /// hypothesis took, as (step, rank) per step.
+    /// The path from the first step to `node`: see [`path`].
     pub fn path(&self, node: (usize, usize)) -> Vec<(usize, usize)> {
-        let (mut step, mut rank) = node;
-        let mut path = vec![node];
-        while step > 0 {
-            let parent = self.steps[step].candidates[rank].parent;
-            step -= 1;
-            rank = self.steps[step].kept[parent];
-            path.push((step, rank));
-        }
-        path.reverse();
-        path
+        path(&self.steps, node)
     }
+}
+
+/// The candidates from the first step to `node` (step, rank) — the path a
+/// hypothesis took — as (step, rank) per step.
+pub fn path(steps: &[BeamStep], node: (usize, usize)) -> Vec<(usize, usize)> {
+    let (mut step, mut rank) = node;
+    let mut path = vec![node];
+    while step > 0 {
+        let parent = steps[step].candidates[rank].parent;
+        step -= 1;
+        rank = steps[step].kept[parent];
+        path.push((step, rank));
+    }
+    path.reverse();
+    path
 }
 
 /// Runs a whole search; returns up to `width` beams, best first.
