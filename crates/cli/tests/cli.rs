@@ -265,6 +265,50 @@ fn generate_with_every_pipeline_flag_is_deterministic() {
 }
 
 #[test]
+fn beams_ending_at_a_line_weigh_length_by_the_penalty() {
+    let model = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../www/models/shakespeare");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["generate", "--model", model.to_str().unwrap(), "--prompt", "ROMEO.\n"];
+        args.extend_from_slice(&[
+            "--max-tokens",
+            "24",
+            "--backend",
+            "cpu",
+            "--beams",
+            "3",
+            "--ends-at",
+            "line",
+        ]);
+        args.extend_from_slice(extra);
+        let out = decode_lab(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // The best hypothesis is one line: the prompt, the line, its line break (and println's).
+    let line =
+        |p: &str| run(&["--length-penalty", p]).strip_prefix("ROMEO.\n").unwrap().to_string();
+    let (sum, long) = (line("0"), line("2"));
+    for text in [&sum, &long] {
+        assert!(text.ends_with("\n\n") && text.matches('\n').count() == 2, "{text:?}");
+    }
+    // Penalty 0 ranks by the summed log-probability (short lines win); 2 favours long ones.
+    assert!(sum.len() < long.len(), "{sum:?} vs {long:?}");
+    assert_ne!(run(&["--prompt-in-length"]), "", "the flag is taken");
+    let bad = decode_lab(&[
+        "generate",
+        "--model",
+        model.to_str().unwrap(),
+        "--prompt",
+        "x",
+        "--beams",
+        "2",
+        "--ends-at",
+        "page",
+    ]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("not one of end-of-text, line"));
+}
+
+#[test]
 fn sample_reproduces_the_course_example_as_json() {
     let out = decode_lab(&[
         "sample",

@@ -46,6 +46,9 @@ fn the_table_is_consistent() {
                     assert!((range.min..=range.max).contains(&v), "{widget:?} {control:?}")
                 }
                 (Input::Text { .. }, Preset::Text(_)) => {}
+                (Input::Choice { options, .. }, Preset::Text(t)) => {
+                    assert!(options.contains(&t), "{widget:?} {control:?}: {t} is not an option")
+                }
                 _ => panic!("{widget:?}: preset of {control:?} is of the wrong kind"),
             }
         }
