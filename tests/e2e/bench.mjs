@@ -5,6 +5,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { join, resolve } from 'node:path';
 import { serve } from './server.mjs';
+import { insideTheModel } from './bench_inside.mjs';
 
 const { chromium } = await import(process.env.PLAYWRIGHT_CORE);
 const dist = resolve(process.env.DIST || 'dist');
@@ -57,6 +58,7 @@ for (const [backend, extra] of [['webgpu', ['--enable-unsafe-webgpu']], ['cpu', 
   console.log(`${backend}: slider → bars updated ${median(repaint.dom).toFixed(2)} ms, → next frame ${median(repaint.frame).toFixed(2)} ms (medians of 50)`);
   console.log(`${backend}: longest main-thread task while generating 64 tokens ${genLongest.toFixed(0)} ms (0 = none over 50 ms)`);
   await costLessons(browser, backend);
+  await insideTheModel(browser, backend, server.url);
   await browser.close();
 }
 

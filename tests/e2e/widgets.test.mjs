@@ -440,6 +440,7 @@ for (const backend of ['cpu', 'webgpu']) {
     await page.fill('[data-testid=prompt]', 'To be, or not to be');
     await page.waitForFunction((n) => document.querySelectorAll('[data-testid=lens-grid] thead th.token').length !== n
       && document.querySelector('[data-testid=lens-summary]'), n, { timeout: 120_000 });
+    await page.screenshot({ path: `${ARTIFACTS}/logit-lens-${backend}.png`, fullPage: true });
     await noFatal(page);
     await page.close();
     const again = await lab.open(backend, src.slice(src.indexOf('?')));
@@ -505,6 +506,7 @@ for (const backend of ['cpu', 'webgpu']) {
     await page.click('[data-testid=watch-attention]');
     await page.waitForFunction((n) => document.querySelectorAll('[data-testid=att-token]').length === n + 3
       && !document.querySelector('[data-testid=watch-attention]').disabled, n, { timeout: 120_000 });
+    await page.screenshot({ path: `${ARTIFACTS}/attention-${backend}.png`, fullPage: true });
     await noFatal(page);
     await page.close();
     const again = await lab.open(backend, src.slice(src.indexOf('?')));

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use engine::beam::{beam_search, BeamSettings, Ends, Scoring};
+use engine::beam::{BeamSearch, BeamSettings, Ends, Scoring};
 use engine::model::Tokenizer;
 use engine::run::Run;
 use engine::run_batch::BatchRun;
@@ -84,7 +84,9 @@ pub async fn beams(
     }
     let ends = ends_at.tokens(tokenizer, eos)?;
     let settings = BeamSettings { width, max_new_tokens: job.run.max_tokens, scoring, ends };
-    let beams = beam_search(session, &prompt_ids, settings).await?;
+    let mut search = BeamSearch::start(session, &prompt_ids, settings).await?;
+    while search.step().await? {}
+    let beams = search.beams();
     let text = |tokens: &[u32]| -> Result<String> {
         // The end-of-text token is not text; a line-break token ending a line is.
         let tokens: Vec<u32> = tokens.iter().copied().filter(|&t| Some(t) != eos).collect();
@@ -103,6 +105,12 @@ pub async fn beams(
             text(&b.tokens)?
         );
     }
+    let c = search.cost();
+    let kb = |b: u64| b as f64 / 1024.0;
+    eprintln!(
+        "[{} steps: {} forward passes, {} tokens decoded, {} submits, {:.1} ms; KV caches copied {} ({:.1} KB), forking every kept child would copy {} ({:.1} KB)]",
+        search.steps().len(), c.passes, c.decoded, c.submits, c.wall_ms, c.kv_copies, kb(c.kv_bytes_copied), c.fork_copies, kb(c.fork_bytes)
+    );
     let mut out = std::io::stdout().lock();
     let best = beams.first().map(|b| text(&b.tokens)).transpose()?.unwrap_or_default();
     finish(&mut out, &format!("{}{best}", job.prompt))
