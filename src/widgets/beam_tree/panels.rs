@@ -28,7 +28,7 @@ pub fn Hypotheses(driver: Driver, tree: RwSignal<Tree>, scoring: Signal<Scoring>
         }
         let rows = t.ranked(scoring).into_iter().enumerate().map(|(place, (i, score))| {
             let h = &t.hypotheses[i];
-            let length = h.tokens.len() + if scoring.prompt_in_length { t.prompt.len() } else { 0 };
+            let length = scoring.length(h.tokens.len(), t.prompt.len());
             let ids: Vec<String> = h.tokens.iter().map(u32::to_string).collect();
             view! {
                 <tr data-testid="beam-hyp" data-tokens=ids.join(",") data-score=format!("{score:.6}") class:best=place == 0>

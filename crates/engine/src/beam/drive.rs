@@ -71,18 +71,18 @@ impl BeamSearch {
         let mut kept = Vec::new();
         let mut next = Vec::new();
         for (rank, c) in candidates.iter().enumerate() {
-            let mut tokens = self.live[c.parent].tokens.clone();
-            tokens.push(c.token);
+            // The parent's tokens and this one (built only for the candidates kept or finished).
+            let tokens = || [self.live[c.parent].tokens.as_slice(), &[c.token]].concat();
             match c.fate {
                 Fate::Finished => self.hypotheses.push(Hypothesis {
-                    tokens,
+                    tokens: tokens(),
                     logprob: c.cumulative,
                     node: (step, rank),
                     ended: true,
                 }),
                 Fate::Kept { .. } => {
                     kept.push(rank);
-                    next.push((c.parent, tokens, c.cumulative, rank));
+                    next.push((c.parent, tokens(), c.cumulative, rank));
                 }
                 Fate::Pruned => {}
             }
@@ -134,7 +134,7 @@ impl BeamSearch {
             bytes += self.batch.copy_sequence(from, to)?;
         }
         // Forking every child copies a cache as long as the parents' for each.
-        let per_cache = self.live.first().map_or(Ok(0), |l| self.cache_bytes(l.slot))?;
+        let per_cache = self.live.first().map_or(0, |l| self.cache_bytes(l.slot));
         let step = self.steps.last_mut().expect("a step was just recorded");
         step.copies = copies.len();
         step.copy_bytes = bytes;
@@ -146,10 +146,10 @@ impl BeamSearch {
     }
 
     /// Bytes of keys and values the session in `slot` holds.
-    fn cache_bytes(&self, slot: usize) -> Result<u64> {
+    fn cache_bytes(&self, slot: usize) -> u64 {
         let s = &self.batch.sessions()[slot];
         let c = s.config();
-        Ok((s.pos() * c.n_embd * 4 * 2 * c.n_layer) as u64)
+        (s.pos() * c.n_embd * 4 * 2 * c.n_layer) as u64
     }
 
     /// The live beams' new tokens in one batched step; their logits back.

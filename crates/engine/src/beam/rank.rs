@@ -20,8 +20,13 @@ impl Scoring {
     /// The score of `generated` new tokens (an end token included) with
     /// summed log-probability `cumulative` after a prompt of `prompt_len`.
     pub fn score(self, cumulative: f64, generated: usize, prompt_len: usize) -> f64 {
-        let length = generated + if self.prompt_in_length { prompt_len } else { 0 };
-        cumulative / (length.max(1) as f64).powf(self.length_penalty)
+        cumulative / (self.length(generated, prompt_len).max(1) as f64).powf(self.length_penalty)
+    }
+
+    /// The length the penalty divides by: the new tokens, plus the prompt's
+    /// when they count.
+    pub fn length(self, generated: usize, prompt_len: usize) -> usize {
+        generated + if self.prompt_in_length { prompt_len } else { 0 }
     }
 }
 
