@@ -7,6 +7,7 @@
 use crate::error::{EngineError, Result};
 #[cfg(feature = "gpu")]
 use crate::gpu::GpuBatch;
+use crate::remote::RemoteSession;
 use crate::session::Session;
 use crate::step::{StepStats, Wanted};
 
@@ -28,7 +29,7 @@ impl Batch {
                 .iter()
                 .filter_map(|s| match s {
                     Session::Gpu(g) => Some(g),
-                    Session::Cpu(_) => None,
+                    _ => None,
                 })
                 .collect();
             match gpu.len() {
@@ -41,6 +42,10 @@ impl Batch {
         };
         if sessions.is_empty() {
             return Err(EngineError::Batch("a batch needs at least one sequence".into()));
+        }
+        let remote = sessions.iter().filter(|s| matches!(s, Session::Remote(_))).count();
+        if remote != 0 && remote != sessions.len() {
+            return Err(EngineError::Batch("the sequences run on different engines".into()));
         }
         Ok(Batch {
             sessions,
@@ -84,6 +89,13 @@ impl Batch {
             let mut sessions: Vec<_> =
                 self.sessions.iter_mut().filter_map(Session::as_gpu).collect();
             let (logits, stats) = gpu.decode(&mut sessions, tokens).await?;
+            self.last = stats;
+            return Ok(logits);
+        }
+        if let Some(Session::Remote(_)) = self.sessions.first() {
+            let mut sessions: Vec<_> =
+                self.sessions.iter_mut().filter_map(Session::as_remote).collect();
+            let (logits, stats) = RemoteSession::decode_batch(&mut sessions, tokens).await?;
             self.last = stats;
             return Ok(logits);
         }

@@ -96,6 +96,10 @@ pub enum EngineError {
     #[error("cannot batch these sequences: {0}")]
     Batch(String),
 
+    /// The CPU worker failed a request, or could not be reached.
+    #[error("{0}")]
+    Remote(String),
+
     /// Reading a model file from disk failed.
     #[error("cannot read {path}: {message}")]
     Io { path: String, message: String },

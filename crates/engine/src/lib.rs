@@ -22,6 +22,7 @@ pub mod kernels;
 pub mod lens;
 pub mod model;
 pub mod quality;
+pub mod remote;
 pub mod run;
 pub mod run_batch;
 pub mod sample;

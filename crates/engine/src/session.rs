@@ -8,6 +8,7 @@ use crate::error::Result;
 use crate::gpu::GpuSession;
 use crate::kernels::format::Format;
 use crate::model::Config;
+use crate::remote::RemoteSession;
 use crate::step::{Inspection, Look, StepStats, Wanted};
 
 /// A model session on either engine.
@@ -17,6 +18,9 @@ pub enum Session {
     /// The wgpu engine: WGSL kernels, KV cache in GPU memory.
     #[cfg(feature = "gpu")]
     Gpu(GpuSession),
+    /// The CPU engine in another thread (the page's Web Worker), reached
+    /// through messages: the same numbers as `Cpu`, off the page's thread.
+    Remote(RemoteSession),
 }
 
 impl Session {
@@ -26,6 +30,7 @@ impl Session {
             Session::Cpu(s) => s.config(),
             #[cfg(feature = "gpu")]
             Session::Gpu(s) => s.config(),
+            Session::Remote(s) => s.config(),
         }
     }
 
@@ -35,6 +40,7 @@ impl Session {
             Session::Cpu(s) => s.pos(),
             #[cfg(feature = "gpu")]
             Session::Gpu(s) => s.pos(),
+            Session::Remote(s) => s.pos(),
         }
     }
 
@@ -45,6 +51,7 @@ impl Session {
             Session::Cpu(s) => s.prefill(tokens, wanted).await,
             #[cfg(feature = "gpu")]
             Session::Gpu(s) => s.prefill(tokens, wanted).await,
+            Session::Remote(s) => Ok(s.prefill_inspected(tokens, wanted, Look::default()).await?.logits),
         }
     }
 
@@ -63,6 +70,7 @@ impl Session {
             Session::Cpu(s) => s.prefill_inspected(tokens, wanted, look).await,
             #[cfg(feature = "gpu")]
             Session::Gpu(s) => s.prefill_inspected(tokens, wanted, look).await,
+            Session::Remote(s) => s.prefill_inspected(tokens, wanted, look).await,
         }
     }
 
@@ -72,6 +80,7 @@ impl Session {
             Session::Cpu(s) => s.forward(&[token], Wanted::Last),
             #[cfg(feature = "gpu")]
             Session::Gpu(s) => s.decode(token).await,
+            Session::Remote(s) => s.decode(token).await,
         }
     }
 
@@ -118,6 +127,7 @@ impl Session {
             Session::Cpu(s) => s.rewind(to),
             #[cfg(feature = "gpu")]
             Session::Gpu(s) => s.rewind(to),
+            Session::Remote(s) => s.rewind(to),
         }
     }
 
@@ -127,6 +137,7 @@ impl Session {
             Session::Cpu(s) => Session::Cpu(s.clone()),
             #[cfg(feature = "gpu")]
             Session::Gpu(s) => Session::Gpu(s.fork()?),
+            Session::Remote(s) => Session::Remote(s.fork()),
         })
     }
 
@@ -137,7 +148,7 @@ impl Session {
             (Session::Cpu(to), Session::Cpu(from)) => to.copy_from(from),
             #[cfg(feature = "gpu")]
             (Session::Gpu(to), Session::Gpu(from)) => to.copy_from(from),
-            #[cfg(feature = "gpu")]
+            (Session::Remote(to), Session::Remote(from)) => to.copy_from(from),
             _ => {
                 Err(crate::EngineError::Batch("a KV cache is copied only within one engine".into()))
             }
@@ -150,6 +161,7 @@ impl Session {
             Session::Cpu(s) => s.last_stats(),
             #[cfg(feature = "gpu")]
             Session::Gpu(s) => s.last_stats(),
+            Session::Remote(s) => s.last_stats(),
         }
     }
 
@@ -166,6 +178,7 @@ impl Session {
             Session::Cpu(s) => s.kv_bytes_allocated(),
             #[cfg(feature = "gpu")]
             Session::Gpu(s) => s.kv_bytes_allocated(),
+            Session::Remote(s) => s.kv_bytes_allocated(),
         }
     }
 
@@ -175,6 +188,7 @@ impl Session {
             Session::Cpu(s) => (s.model().format(), s.model().weights.bytes()),
             #[cfg(feature = "gpu")]
             Session::Gpu(s) => (s.model().format(), s.model().weight_bytes()),
+            Session::Remote(s) => s.weights(),
         }
     }
 
@@ -185,6 +199,7 @@ impl Session {
             Session::Cpu(_) => None,
             #[cfg(feature = "gpu")]
             Session::Gpu(s) => Some(s.model().pipelines.compile_ms),
+            Session::Remote(_) => None,
         }
     }
 
@@ -192,8 +207,15 @@ impl Session {
     pub(crate) fn as_cpu(&mut self) -> Option<&mut CpuSession> {
         match self {
             Session::Cpu(s) => Some(s),
-            #[cfg(feature = "gpu")]
-            Session::Gpu(_) => None,
+            _ => None,
+        }
+    }
+
+    /// The worker's session, if this is one.
+    pub(crate) fn as_remote(&mut self) -> Option<&mut RemoteSession> {
+        match self {
+            Session::Remote(s) => Some(s),
+            _ => None,
         }
     }
 
@@ -201,8 +223,8 @@ impl Session {
     #[cfg(feature = "gpu")]
     pub(crate) fn as_gpu(&mut self) -> Option<&mut GpuSession> {
         match self {
-            Session::Cpu(_) => None,
             Session::Gpu(s) => Some(s),
+            _ => None,
         }
     }
 
@@ -213,6 +235,7 @@ impl Session {
             Session::Cpu(s) => Ok(s.device_figures().await),
             #[cfg(feature = "gpu")]
             Session::Gpu(s) => crate::gpu::device_probe::measure(s.model()).await,
+            Session::Remote(s) => s.model().device_figures().await,
         }
     }
 
@@ -222,6 +245,7 @@ impl Session {
             Session::Cpu(_) => "cpu".to_string(),
             #[cfg(feature = "gpu")]
             Session::Gpu(s) => format!("gpu ({})", s.adapter_name()),
+            Session::Remote(_) => "cpu (worker)".to_string(),
         }
     }
 }

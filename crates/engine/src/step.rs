@@ -5,11 +5,13 @@
 
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::{EngineError, Result};
 use crate::model::Model;
 
 /// Which rows of logits a forward pass returns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Wanted {
     /// Only the last token's logits: all that generation needs.
     Last,
@@ -19,7 +21,7 @@ pub enum Wanted {
 
 /// What one forward call cost. The GPU engine counts its own work; the CPU
 /// engine reports zero dispatches and submits.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct StepStats {
     /// Tokens that went through the model.
     pub tokens: usize,
@@ -71,7 +73,7 @@ pub struct DeviceFigures {
 }
 
 /// What a prefill should also hand back, for the views that look inside.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Look {
     /// The residual stream after the embedding and after every block (the logit lens).
     pub residuals: bool,

@@ -25,6 +25,26 @@ pub type Pause = Rc<dyn Fn() -> Pin<Box<dyn Future<Output = ()>>>>;
 /// ~4 GFLOP/s the CPU engine does in Chromium (the bundled model: 13 rows).
 const CHUNK_FLOPS: usize = 100_000_000;
 
+/// This machine's copy rate: a 32 MB copy, median of 5 (with `pause`, the
+/// page gets a turn between them).
+pub async fn device_figures(pause: Option<&Pause>) -> crate::step::DeviceFigures {
+    const BYTES: usize = 32 << 20;
+    let from = vec![1u8; BYTES];
+    let mut to = vec![0u8; BYTES];
+    let mut secs = Vec::with_capacity(5);
+    for _ in 0..5 {
+        let start = web_time::Instant::now();
+        to.copy_from_slice(std::hint::black_box(&from));
+        std::hint::black_box(&to);
+        secs.push(start.elapsed().as_secs_f64());
+        if let Some(pause) = pause {
+            pause().await;
+        }
+    }
+    let secs = crate::cost::median(&secs).unwrap_or(1.0).max(1e-9);
+    crate::step::DeviceFigures { copy_bytes_per_s: BYTES as f64 / secs, dispatch_ms: None }
+}
+
 /// A CPU session: the model plus its own KV cache.
 #[derive(Clone)]
 pub struct CpuSession {
@@ -137,22 +157,9 @@ impl CpuSession {
         Ok(out)
     }
 
-    /// This machine's copy rate: a 32 MB copy, median of 5 (the page gets a
-    /// turn between them).
+    /// This machine's copy rate (see [`device_figures`]).
     pub async fn device_figures(&self) -> crate::step::DeviceFigures {
-        const BYTES: usize = 32 << 20;
-        let from = vec![1u8; BYTES];
-        let mut to = vec![0u8; BYTES];
-        let mut secs = Vec::with_capacity(5);
-        for _ in 0..5 {
-            let start = web_time::Instant::now();
-            to.copy_from_slice(std::hint::black_box(&from));
-            std::hint::black_box(&to);
-            secs.push(start.elapsed().as_secs_f64());
-            self.pause().await;
-        }
-        let secs = crate::cost::median(&secs).unwrap_or(1.0).max(1e-9);
-        crate::step::DeviceFigures { copy_bytes_per_s: BYTES as f64 / secs, dispatch_ms: None }
+        device_figures(self.pause.as_ref()).await
     }
 
     /// The model's hyper-parameters.

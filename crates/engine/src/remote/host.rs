@@ -1,0 +1,178 @@
+//! The worker's side: the model and the sessions the page opened, each a
+//! plain [`CpuSession`] (no pauses: nothing else runs on the worker's thread).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+use super::wire::{Answer, Reply, Request, SessionId};
+use crate::cpu::CpuSession;
+use crate::error::{EngineError, Result};
+use crate::kernels::format::Format;
+use crate::model::Model;
+use crate::step::{Look, StepStats};
+
+/// What the worker holds.
+pub struct Host {
+    model: Arc<Model>,
+    sessions: HashMap<SessionId, CpuSession>,
+    /// An error met by a request nobody awaited, for the session's next awaited one.
+    deferred: HashMap<SessionId, String>,
+}
+
+impl Host {
+    /// The model from its files, with the matrices in `format`: the same
+    /// steps as the page's load, so both hold the very same weight values.
+    pub fn load(config_json: &str, safetensors: &[u8], format: Format) -> Result<Host> {
+        let model = Model::from_bytes(config_json, safetensors)?;
+        let model = match model.format() == format {
+            true => model,
+            false => model.to_format(format)?,
+        };
+        Ok(Host::new(Arc::new(model)))
+    }
+
+    /// A host over an already loaded model.
+    pub fn new(model: Arc<Model>) -> Host {
+        Host { model, sessions: HashMap::new(), deferred: HashMap::new() }
+    }
+
+    /// The model the sessions run.
+    pub fn model(&self) -> &Arc<Model> {
+        &self.model
+    }
+
+    /// Handles one request. Requests the page does not await answer
+    /// nothing; an error of theirs waits for the session's next request.
+    pub fn handle(&mut self, request: Request) -> Option<Answer> {
+        let awaited = request.awaited();
+        let id = match &request {
+            Request::Open { id }
+            | Request::Prefill { id, .. }
+            | Request::Decode { id, .. }
+            | Request::Rewind { id, .. }
+            | Request::Copy { id, .. }
+            | Request::Close { id } => Some(*id),
+            Request::Batch { .. } | Request::DeviceFigures => None,
+        };
+        let answer = self.run(request);
+        match (awaited, answer) {
+            (true, answer) => Some(answer.unwrap_or_else(failed)),
+            (false, Err(e)) => {
+                if let Some(id) = id {
+                    self.deferred.entry(id).or_insert_with(|| e.to_string());
+                }
+                None
+            }
+            (false, Ok(_)) => None,
+        }
+    }
+
+    fn run(&mut self, request: Request) -> Result<Answer> {
+        match request {
+            Request::Open { id } => {
+                self.sessions.insert(id, CpuSession::new(self.model.clone()));
+                Ok(Answer::bare(Reply::Logits { stats: StepStats::default() }))
+            }
+            Request::Prefill { id, tokens, wanted, look } => {
+                let session = self.session(id)?;
+                let seen = ready(session.prefill_inspected(&tokens, wanted, look))??;
+                let stats = session.last_stats();
+                Ok(inspected(stats, seen, look))
+            }
+            Request::Decode { id, token } => {
+                let session = self.session(id)?;
+                let floats = session.forward(&[token], crate::step::Wanted::Last)?;
+                Ok(Answer { reply: Reply::Logits { stats: session.last_stats() }, floats })
+            }
+            Request::Batch { ids, tokens } => self.batch(&ids, &tokens),
+            Request::Rewind { id, to } => {
+                self.session(id)?.rewind(to)?;
+                Ok(Answer::bare(Reply::Logits { stats: StepStats::default() }))
+            }
+            Request::Copy { id, from } => {
+                let src = self.session(from)?.clone();
+                let bytes = match self.sessions.get_mut(&id) {
+                    Some(to) => to.copy_from(&src)?,
+                    None => {
+                        self.sessions.insert(id, src);
+                        0
+                    }
+                };
+                let stats = StepStats { bytes_written: bytes as usize, ..StepStats::default() };
+                Ok(Answer::bare(Reply::Logits { stats }))
+            }
+            Request::Close { id } => {
+                self.sessions.remove(&id);
+                self.deferred.remove(&id);
+                Ok(Answer::bare(Reply::Logits { stats: StepStats::default() }))
+            }
+            Request::DeviceFigures => {
+                let figures = ready(crate::cpu::device_figures(None))?;
+                Ok(Answer::bare(Reply::CopyRate { bytes_per_s: figures.copy_bytes_per_s }))
+            }
+        }
+    }
+
+    /// Session `id`, or the error an earlier unawaited request of it met.
+    fn session(&mut self, id: SessionId) -> Result<&mut CpuSession> {
+        if let Some(message) = self.deferred.remove(&id) {
+            return Err(EngineError::Remote(message));
+        }
+        self.sessions
+            .get_mut(&id)
+            .ok_or_else(|| EngineError::Remote(format!("the CPU worker has no session {id}")))
+    }
+
+    /// One batched pass over sessions `ids` (taken out of the map for the
+    /// pass, since it needs them all mutably at once, then put back).
+    fn batch(&mut self, ids: &[SessionId], tokens: &[Option<u32>]) -> Result<Answer> {
+        for &id in ids {
+            self.session(id)?;
+        }
+        let mut taken: Vec<(SessionId, CpuSession)> = Vec::with_capacity(ids.len());
+        for &id in ids {
+            match self.sessions.remove(&id) {
+                Some(s) => taken.push((id, s)),
+                None => {
+                    self.sessions.extend(taken);
+                    return Err(EngineError::Batch(format!("session {id} is in the batch twice")));
+                }
+            }
+        }
+        let mut sessions: Vec<&mut CpuSession> = taken.iter_mut().map(|(_, s)| s).collect();
+        let result = CpuSession::decode_batch(&mut sessions, tokens);
+        self.sessions.extend(taken);
+        let (floats, stats) = result?;
+        Ok(Answer { reply: Reply::Logits { stats }, floats })
+    }
+}
+
+fn failed(e: EngineError) -> Answer {
+    Answer::bare(Reply::Failed { message: e.to_string() })
+}
+
+fn inspected(stats: StepStats, seen: crate::step::Inspection, look: Look) -> Answer {
+    let (logits, residuals, attention) = (seen.logits.len(), seen.residuals, seen.attention);
+    let mut floats = seen.logits;
+    let residuals = residuals.filter(|_| look.residuals).map(|r| {
+        floats.extend(&r);
+        r.len()
+    });
+    let attention = attention.filter(|_| look.attention).map(|a| {
+        floats.extend(&a);
+        a.len()
+    });
+    Answer { reply: Reply::Inspected { stats, logits, residuals, attention }, floats }
+}
+
+/// The value of a future that never waits: a CPU session without a pause
+/// finishes its work in the first poll, so the worker needs no executor.
+fn ready<T>(future: impl Future<Output = T>) -> Result<T> {
+    let mut future = std::pin::pin!(future);
+    match future.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(value) => Ok(value),
+        Poll::Pending => Err(EngineError::Remote("a CPU step waited on the worker".into())),
+    }
+}
