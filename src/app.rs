@@ -336,7 +336,8 @@ fn LoadingBar(progress: Progress) -> impl IntoView {
 #[component]
 fn BackendBadge(backend: Backend) -> impl IntoView {
     view! {
-        <span class="badge" data-testid="backend" data-backend=backend.kind() data-weights=backend.weights()>
+        <span class="badge" data-testid="backend" data-backend=backend.kind() data-weights=backend.weights()
+            data-cpu-thread=backend.cpu_thread()>
             {backend.label()}
         </span>
     }

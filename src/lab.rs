@@ -13,12 +13,14 @@ use engine::gpu::{GpuContext, GpuModel, GpuSession};
 use engine::kernels::format::Format;
 use engine::kernels::Kernel;
 use engine::model::{Model, Tokenizer};
+use engine::remote::RemoteModel;
 use engine::Session;
 
 use crate::loader::yield_to_browser;
 use crate::model_files::{fetch_files, parse, ALL_FILES};
 pub use crate::model_files::{LoadError, Progress};
 use crate::source::ModelSource;
+use crate::worker::CpuWorker;
 
 /// Which engine the page runs on, and why.
 #[derive(Clone, Debug, PartialEq)]
@@ -26,7 +28,16 @@ pub enum Backend {
     /// WebGPU adapter found: our WGSL kernels run on it.
     WebGpu { adapter: String, held: WeightsHeld },
     /// No usable WebGPU: the CPU engine runs in wasm.
-    Cpu { reason: String, held: WeightsHeld },
+    Cpu { reason: String, held: WeightsHeld, thread: CpuThread },
+}
+
+/// Where the CPU engine runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CpuThread {
+    /// In the CPU worker: the page's thread stays free during a forward pass.
+    Worker,
+    /// On the page's thread (in chunks between which the page gets a turn), and why.
+    Page(String),
 }
 
 /// How the model's weight matrices are stored (on either engine), and the
@@ -38,6 +49,15 @@ pub struct WeightsHeld {
 }
 
 impl Backend {
+    /// `worker` or `page` for the CPU engine: the `data-cpu-thread` test hook.
+    pub fn cpu_thread(&self) -> Option<&'static str> {
+        match self {
+            Backend::Cpu { thread: CpuThread::Worker, .. } => Some("worker"),
+            Backend::Cpu { .. } => Some("page"),
+            Backend::WebGpu { .. } => None,
+        }
+    }
+
     /// `webgpu` or `cpu`: the `data-backend` test hook.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -64,6 +84,7 @@ impl Backend {
         let held = format!("{} weights, {:.1} MB", format.name(), bytes as f64 / 1e6);
         match self {
             Backend::WebGpu { adapter, .. } => format!("WebGPU · {adapter} · {held}"),
+            Backend::Cpu { thread: CpuThread::Worker, .. } => format!("CPU (wasm, worker) · {held}"),
             Backend::Cpu { .. } => format!("CPU (wasm) · {held}"),
         }
     }
@@ -82,6 +103,8 @@ pub struct Lab {
     /// held-out passage) are read from there.
     pub source: ModelSource,
     gpu: Option<Rc<GpuModel>>,
+    /// The CPU worker holding the model, when the page runs on the CPU.
+    worker: Option<Rc<RemoteModel>>,
 }
 
 /// The engine the page runs on, apart from any one model: opens sessions on
@@ -113,9 +136,12 @@ fn cpu_session(model: Arc<Model>) -> CpuSession {
 impl Lab {
     /// A fresh session (empty KV cache) on the chosen engine.
     pub fn session(&self) -> Result<Session, String> {
-        match &self.gpu {
-            Some(gpu) => GpuSession::new(gpu.clone()).map(Session::Gpu).map_err(|e| e.to_string()),
-            None => Ok(Session::Cpu(cpu_session(self.model.clone()))),
+        match (&self.gpu, &self.worker) {
+            (Some(gpu), _) => {
+                GpuSession::new(gpu.clone()).map(Session::Gpu).map_err(|e| e.to_string())
+            }
+            (None, Some(worker)) => Ok(Session::Remote(worker.session())),
+            (None, None) => Ok(Session::Cpu(cpu_session(self.model.clone()))),
         }
     }
 
@@ -175,7 +201,9 @@ impl Lab {
     /// now on run on the CPU.
     pub fn fall_back_to_cpu(&mut self, reason: String) {
         self.gpu = None;
-        self.backend = Backend::Cpu { reason, held: self.backend.held() };
+        // The model's files are gone from the page by now: no worker to hand them to.
+        let thread = CpuThread::Page("the GPU went away after the model loaded".into());
+        self.backend = Backend::Cpu { reason, held: self.backend.held(), thread };
     }
 }
 
@@ -247,19 +275,30 @@ pub async fn load(
                 total: Some(done),
             });
             match GpuModel::new(ctx, model.clone()).await {
-                Ok(gpu) => (Backend::WebGpu { adapter, held }, Some(gpu)),
-                Err(e) => (
-                    Backend::Cpu {
-                        reason: format!("the GPU could not take this model: {e}"),
-                        held,
-                    },
-                    None,
-                ),
+                Ok(gpu) => (Ok(adapter), Some(gpu)),
+                Err(e) => (Err(format!("the GPU could not take this model: {e}")), None),
             }
         }
-        Err(reason) => (Backend::Cpu { reason, held }, None),
+        Err(reason) => (Err(reason), None),
     };
-    Ok(Lab { model, tokenizer: Rc::new(tokenizer), backend, lossless, source, gpu })
+    let (backend, worker) = match backend {
+        Ok(adapter) => (Backend::WebGpu { adapter, held }, None),
+        Err(reason) => {
+            progress(Progress {
+                what: "starting the CPU worker".into(),
+                loaded: done,
+                total: Some(done),
+            });
+            let started = CpuWorker::start(&fetched.config, &fetched.weights, format).await;
+            let (thread, worker) = match started {
+                Ok(w) => (CpuThread::Worker, Some(RemoteModel::new(Rc::new(w), &model))),
+                Err(why) => (CpuThread::Page(why), None),
+            };
+            (Backend::Cpu { reason, held, thread }, worker)
+        }
+    };
+    drop(fetched);
+    Ok(Lab { model, tokenizer: Rc::new(tokenizer), backend, lossless, source, gpu, worker })
 }
 
 /// What the self-test's model check runs: a prompt every GPT-2 tokenizer

@@ -22,6 +22,7 @@ mod selftest;
 mod source;
 mod url_state;
 mod widgets;
+mod worker;
 
 #[global_allocator]
 static ALLOCATOR: alloc::Counting = alloc::Counting;

@@ -43,9 +43,10 @@ pub const ALL_FILES: [&str; 5] =
 
 /// A model folder's files as fetched.
 pub struct Fetched {
-    config: Vec<u8>,
+    pub config: Vec<u8>,
     tokenizer: TokenizerFiles,
-    weights: Vec<u8>,
+    /// `model.safetensors` (the CPU worker parses it too).
+    pub weights: Vec<u8>,
     /// Bytes over every file.
     pub bytes: u64,
 }

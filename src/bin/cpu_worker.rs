@@ -1,0 +1,96 @@
+//! The page's CPU engine in a Web Worker (`cpu_worker_loader.js`, built by
+//! Trunk beside the app). The page posts the model's files once, then
+//! requests (`engine::remote::wire`); this thread runs them on plain CPU
+//! sessions, so a GPT-2-sized forward pass never holds the page's thread.
+//!
+//! Out first: a bare reply once it listens. Messages in: `{load: {config,
+//! format, weights: Uint8Array}}`, then `{head: JSON request}`. Out, for
+//! `load` and every awaited request, in order: `{head: JSON reply, floats:
+//! Float32Array}`.
+
+#[cfg(target_arch = "wasm32")]
+fn main() {
+    worker::start();
+}
+
+/// Nothing to run natively: the native CLI holds its sessions in-thread.
+#[cfg(not(target_arch = "wasm32"))]
+fn main() {}
+
+#[cfg(target_arch = "wasm32")]
+mod worker {
+    use std::cell::RefCell;
+
+    use engine::kernels::format::Format;
+    use engine::remote::wire::{self, Answer, Reply, Request};
+    use engine::remote::Host;
+    use js_sys::{Float32Array, Object, Reflect, Uint8Array};
+    use wasm_bindgen::prelude::*;
+    use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
+
+    thread_local! {
+        static HOST: RefCell<Option<Host>> = const { RefCell::new(None) };
+    }
+
+    pub fn start() {
+        let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+        let on_message = Closure::<dyn Fn(MessageEvent)>::new(move |event: MessageEvent| {
+            if let Some(answer) = answer(&event.data()) {
+                post(&answer);
+            }
+        });
+        scope.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        // The handler lives as long as the worker.
+        on_message.forget();
+        // Messages that came before the handler was set were dropped: the
+        // page waits for this one before it sends any.
+        post(&Answer::bare(Reply::Logits { stats: Default::default() }));
+    }
+
+    /// The answer to one message, if it wants one.
+    fn answer(data: &JsValue) -> Option<Answer> {
+        let get = |key: &str| Reflect::get(data, &key.into()).ok().filter(|v| !v.is_undefined());
+        if let Some(load) = get("load") {
+            return Some(self::load(&load).map_or_else(
+                |message| Answer::bare(Reply::Failed { message }),
+                |()| Answer::bare(Reply::Logits { stats: Default::default() }),
+            ));
+        }
+        let head = get("head").and_then(|h| h.as_string()).unwrap_or_default();
+        let request = match wire::decode::<Request>(&head) {
+            Ok(r) => r,
+            Err(e) => return Some(Answer::bare(Reply::Failed { message: e.to_string() })),
+        };
+        let awaited = request.awaited();
+        let answer = HOST.with_borrow_mut(|host| match host {
+            Some(host) => host.handle(request),
+            None => Some(Answer::bare(Reply::Failed {
+                message: "the CPU worker has no model yet".into(),
+            })),
+        });
+        answer.filter(|_| awaited)
+    }
+
+    /// Parses the model's files and packs the matrices in `format`.
+    fn load(load: &JsValue) -> Result<(), String> {
+        let get = |key: &str| Reflect::get(load, &key.into()).unwrap_or(JsValue::UNDEFINED);
+        let config = get("config").as_string().ok_or("no config.json given")?;
+        let format = get("format").as_string().unwrap_or_default();
+        let format = Format::from_name(&format).ok_or(format!("no weight format {format}"))?;
+        let weights = get("weights").dyn_into::<Uint8Array>().map_err(|_| "no weights given")?;
+        // The bytes come into this thread's memory once, then are dropped.
+        let host = Host::load(&config, &weights.to_vec(), format).map_err(|e| e.to_string())?;
+        HOST.with_borrow_mut(|h| *h = Some(host));
+        Ok(())
+    }
+
+    fn post(answer: &Answer) {
+        let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+        let message = Object::new();
+        let floats = Float32Array::from(&answer.floats[..]);
+        let _ = Reflect::set(&message, &"head".into(), &wire::encode(&answer.reply).into());
+        let _ = Reflect::set(&message, &"floats".into(), &floats);
+        let transfer = js_sys::Array::of1(&floats.buffer());
+        let _ = scope.post_message_with_transfer(&message, &transfer);
+    }
+}

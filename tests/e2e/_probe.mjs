@@ -1,0 +1,11 @@
+import { startLab, set, generate } from './helpers.mjs';
+const lab = await startLab();
+await lab.start();
+const page = await lab.open('cpu', '?seed=3');
+page.on('console', m => console.log('console:', m.text()));
+console.log(await page.getAttribute('[data-testid=backend]', 'data-cpu-thread'), await page.textContent('[data-testid=backend]'));
+await set(page, 'max-tokens', 40);
+const t0 = Date.now();
+console.log(JSON.stringify(await generate(page)));
+console.log('ms', Date.now() - t0, page.errors, await page.evaluate(() => window.__csp));
+await lab.stop();
