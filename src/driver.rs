@@ -9,6 +9,7 @@ use std::sync::Arc;
 use contract::Control;
 use engine::generate::Crop;
 use engine::run::{Done, Run};
+use engine::Session;
 use leptos::prelude::*;
 
 use crate::distribution::StepInput;
@@ -189,7 +190,15 @@ impl Driver {
             if done.is_some() {
                 break;
             }
-            yield_to_browser().await;
+            // A step on the GPU or in the CPU worker already waited for an
+            // answer, which gave the page its turn; only the in-page CPU
+            // engine holds the thread from one step to the next.
+            if self
+                .run
+                .with_value(|r| matches!(r.as_ref().map(Run::session), Some(Session::Cpu(_))))
+            {
+                yield_to_browser().await;
+            }
         }
         self.unfinished.set_value(false);
         self.record_run();

@@ -84,7 +84,9 @@ impl Backend {
         let held = format!("{} weights, {:.1} MB", format.name(), bytes as f64 / 1e6);
         match self {
             Backend::WebGpu { adapter, .. } => format!("WebGPU · {adapter} · {held}"),
-            Backend::Cpu { thread: CpuThread::Worker, .. } => format!("CPU (wasm, worker) · {held}"),
+            Backend::Cpu { thread: CpuThread::Worker, .. } => {
+                format!("CPU (wasm, worker) · {held}")
+            }
             Backend::Cpu { .. } => format!("CPU (wasm) · {held}"),
         }
     }

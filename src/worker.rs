@@ -53,7 +53,8 @@ impl CpuWorker {
             Closure::<dyn Fn(Event)>::new(move |event: Event| {
                 // A script that failed to load sends a plain Event, an
                 // exception in the worker an ErrorEvent with a message.
-                let message = Reflect::get(&event, &"message".into()).ok().and_then(|m| m.as_string());
+                let message =
+                    Reflect::get(&event, &"message".into()).ok().and_then(|m| m.as_string());
                 let why = format!(
                     "the CPU worker stopped: {}",
                     message.unwrap_or_else(|| format!("{SCRIPT} could not be started"))
@@ -68,7 +69,8 @@ impl CpuWorker {
         worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
         let (ready, listening) = oneshot::channel();
         pending.borrow_mut().push_back(ready);
-        let link = CpuWorker { worker, pending, dead, _on_message: on_message, _on_error: on_error };
+        let link =
+            CpuWorker { worker, pending, dead, _on_message: on_message, _on_error: on_error };
         // A message sent before the worker's wasm has started would be lost.
         match listening.await {
             Ok(Ok(_)) => {}
@@ -112,7 +114,9 @@ impl CpuWorker {
             match rx.await {
                 Ok(Ok(answer)) => answer,
                 Ok(Err(why)) => Answer::bare(Reply::Failed { message: why }),
-                Err(_) => Answer::bare(Reply::Failed { message: "the CPU worker went away".into() }),
+                Err(_) => {
+                    Answer::bare(Reply::Failed { message: "the CPU worker went away".into() })
+                }
             }
         })
     }

@@ -4,6 +4,8 @@
 //   /broken/missing/   nothing at all (404)
 //   /broken/llama/     the real files, but config.json says "model_type": "llama"
 //   /parent.html       an empty same-origin page with no embeds, to host one
+//   /e2e-models/NAME/  the models the tests make with `decode-lab random-model`
+//                      (target/e2e-models/), same-origin as a course's own copy
 //   /course/decode-lab/...  the same files under a sub-path (static hosting
 //                           like GitHub Pages' /<repo>/)
 // Counts requests per path so tests can assert what was (not) fetched.
@@ -15,7 +17,9 @@ export const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; st
   "object-src 'none'; base-uri 'none'; form-action 'none'";
 import { createServer } from 'node:http';
 import { readFile } from 'node:fs/promises';
-import { extname, join, normalize } from 'node:path';
+import { extname, join, normalize, resolve } from 'node:path';
+
+const MODELS = resolve(process.env.ARTIFACTS || 'target/e2e', '..', 'e2e-models');
 
 const TYPES = {
   '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.wasm': 'application/wasm',
@@ -39,6 +43,9 @@ export async function serve(root) {
       body = Buffer.from(real.replace('"gpt2"', '"llama"'));
     } else if (path.startsWith('/broken/corrupt/') || path.startsWith('/broken/llama/')) {
       body = await readFile(join(root, 'models/shakespeare', path.split('/').pop())).catch(() => null);
+    } else if (path.startsWith('/e2e-models/')) {
+      const file = normalize(join(MODELS, path.slice('/e2e-models/'.length)));
+      body = file.startsWith(MODELS) ? await readFile(file).catch(() => null) : null;
     } else {
       const file = normalize(join(root, served));
       body = file.startsWith(root) ? await readFile(file).catch(() => null) : null;

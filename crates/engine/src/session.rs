@@ -51,7 +51,9 @@ impl Session {
             Session::Cpu(s) => s.prefill(tokens, wanted).await,
             #[cfg(feature = "gpu")]
             Session::Gpu(s) => s.prefill(tokens, wanted).await,
-            Session::Remote(s) => Ok(s.prefill_inspected(tokens, wanted, Look::default()).await?.logits),
+            Session::Remote(s) => {
+                Ok(s.prefill_inspected(tokens, wanted, Look::default()).await?.logits)
+            }
         }
     }
 

@@ -54,7 +54,8 @@ fn a_remote_session_gives_the_cpu_engines_logits_bit_for_bit() {
     });
     assert_eq!(bytes(&a), bytes(&b), "prefill, every row");
     for t in [5u32, 17, 900, 3] {
-        let (a, b) = block_on(async { (cpu.decode(t).await.unwrap(), far.decode(t).await.unwrap()) });
+        let (a, b) =
+            block_on(async { (cpu.decode(t).await.unwrap(), far.decode(t).await.unwrap()) });
         assert_eq!(bytes(&a), bytes(&b), "decode {t}");
     }
     assert_eq!(cpu.pos(), far.pos());
@@ -64,16 +65,17 @@ fn a_remote_session_gives_the_cpu_engines_logits_bit_for_bit() {
     let (mut cpu_fork, mut far_fork) = (cpu.fork().unwrap(), far.fork().unwrap());
     let (a, b) = block_on(async { (cpu.decode(42).await.unwrap(), far.decode(42).await.unwrap()) });
     assert_eq!(bytes(&a), bytes(&b), "decode after a rewind");
-    let (a, b) = block_on(async {
-        (cpu_fork.decode(7).await.unwrap(), far_fork.decode(7).await.unwrap())
-    });
+    let (a, b) =
+        block_on(async { (cpu_fork.decode(7).await.unwrap(), far_fork.decode(7).await.unwrap()) });
     assert_eq!(bytes(&a), bytes(&b), "a fork decodes from the rewound position");
     assert_eq!(cpu_fork.copy_from(&cpu).unwrap(), far_fork.copy_from(&far).unwrap());
-    let (a, b) = block_on(async {
-        (cpu_fork.decode(8).await.unwrap(), far_fork.decode(8).await.unwrap())
-    });
+    let (a, b) =
+        block_on(async { (cpu_fork.decode(8).await.unwrap(), far_fork.decode(8).await.unwrap()) });
     assert_eq!(bytes(&a), bytes(&b), "after copying the other session's cache");
-    assert_eq!((far.kv_bytes_allocated(), far.weights()), (cpu.kv_bytes_allocated(), cpu.weights()));
+    assert_eq!(
+        (far.kv_bytes_allocated(), far.weights()),
+        (cpu.kv_bytes_allocated(), cpu.weights())
+    );
     assert!(far.last_stats().wall_ms > 0.0 && far.last_stats().tokens == 1);
 }
 
@@ -109,8 +111,9 @@ fn inspected_prefills_and_batches_cross_whole() {
     }
     for step in 0..4u32 {
         let tokens = [Some(step), (step % 2 == 0).then_some(step + 100), Some(7)];
-        let (x, y) =
-            block_on(async { (a.decode(&tokens).await.unwrap(), b.decode(&tokens).await.unwrap()) });
+        let (x, y) = block_on(async {
+            (a.decode(&tokens).await.unwrap(), b.decode(&tokens).await.unwrap())
+        });
         assert_eq!(bytes(&x), bytes(&y), "batched step {step}");
     }
     let pos = |b: &Batch| b.sessions().iter().map(Session::pos).collect::<Vec<_>>();
@@ -152,7 +155,10 @@ fn a_seeded_run_and_a_beam_search_in_the_worker_write_the_same_text() {
         while block_on(search.step()).unwrap() {}
         search.beams().to_vec()
     };
-    assert_eq!(beams(Session::Cpu(CpuSession::new(model))), beams(Session::Remote(remote.session())));
+    assert_eq!(
+        beams(Session::Cpu(CpuSession::new(model))),
+        beams(Session::Remote(remote.session()))
+    );
 }
 
 #[test]
@@ -162,11 +168,20 @@ fn errors_in_the_worker_are_the_cpu_engines_errors() {
     let mut far = Session::Remote(remote.session());
     let err = |r: decode_lab_engine::Result<Vec<f32>>| r.unwrap_err().to_string();
     block_on(async {
-        assert_eq!(err(far.prefill(&[], Wanted::Last).await), err(cpu.prefill(&[], Wanted::Last).await));
+        assert_eq!(
+            err(far.prefill(&[], Wanted::Last).await),
+            err(cpu.prefill(&[], Wanted::Last).await)
+        );
         let big = [model.config.vocab_size as u32 + 5];
-        assert_eq!(err(far.prefill(&big, Wanted::Last).await), err(cpu.prefill(&big, Wanted::Last).await));
+        assert_eq!(
+            err(far.prefill(&big, Wanted::Last).await),
+            err(cpu.prefill(&big, Wanted::Last).await)
+        );
         let long = vec![1u32; model.config.n_positions + 1];
-        assert_eq!(err(far.prefill(&long, Wanted::Last).await), err(cpu.prefill(&long, Wanted::Last).await));
+        assert_eq!(
+            err(far.prefill(&long, Wanted::Last).await),
+            err(cpu.prefill(&long, Wanted::Last).await)
+        );
     });
     assert_eq!(far.pos(), 0, "a failed pass moves nothing");
     assert_eq!(far.rewind(3).unwrap_err().to_string(), cpu.rewind(3).unwrap_err().to_string());

@@ -52,7 +52,12 @@ pub enum Reply {
     Logits { stats: StepStats },
     /// An inspected prefill: the payload holds the logits, then the residuals
     /// and the attention weights when asked for, with these lengths.
-    Inspected { stats: StepStats, logits: usize, residuals: Option<usize>, attention: Option<usize> },
+    Inspected {
+        stats: StepStats,
+        logits: usize,
+        residuals: Option<usize>,
+        attention: Option<usize>,
+    },
     /// The copy rate, bytes per second.
     CopyRate { bytes_per_s: f64 },
     /// The request (or one before it on the same session) failed.
@@ -81,6 +86,7 @@ pub fn encode<T: Serialize>(header: &T) -> String {
 
 /// A header back from JSON; a message that is not one is an error, not a panic.
 pub fn decode<T: for<'de> Deserialize<'de>>(json: &str) -> crate::Result<T> {
-    serde_json::from_str(json)
-        .map_err(|e| crate::EngineError::Remote(format!("a message the CPU worker cannot read: {e}")))
+    serde_json::from_str(json).map_err(|e| {
+        crate::EngineError::Remote(format!("a message the CPU worker cannot read: {e}"))
+    })
 }
