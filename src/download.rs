@@ -44,7 +44,7 @@ impl BigDownload {
     /// The question, in words.
     pub fn question(&self) -> String {
         format!(
-            "model.safetensors is {}. Loading it takes about {} of this page's memory and up to {} on the GPU (half that when the weights are kept as f16; the CPU engine takes over if the GPU cannot hold them).",
+            "model.safetensors is {}. Loading it takes about {} of this page's memory and up to {} on the GPU (half that when the weights are kept as f16; if the GPU cannot hold them, the CPU engine takes over in a worker that holds its own copy).",
             size(self.file_bytes),
             size(self.page_bytes),
             size(self.gpu_bytes)

@@ -59,7 +59,39 @@ for (const [backend, extra] of [['webgpu', ['--enable-unsafe-webgpu']], ['cpu', 
   console.log(`${backend}: longest main-thread task while generating 64 tokens ${genLongest.toFixed(0)} ms (0 = none over 50 ms)`);
   await costLessons(browser, backend);
   await insideTheModel(browser, backend, server.url);
+  await gpt2Shape(browser, backend);
   await browser.close();
+}
+
+/** GPT-2 124M's shape (target/e2e-models/gpt2-124m-shape, made by `./tools/dev bench`):
+ * load to ready, first token, decode rate and the longest main-thread task, as a user sees them. */
+async function gpt2Shape(browser, backend) {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  await page.addInitScript(() => {
+    window.__longest = 0;
+    new PerformanceObserver((list) => list.getEntries().forEach((e) => { window.__longest = Math.max(window.__longest, e.duration); }))
+      .observe({ type: 'longtask', buffered: true });
+  });
+  await page.goto(server.url + '?model=e2e-models/gpt2-124m-shape/&prompt=The%20capital%20of%20France%20is&max_tokens=32&temperature=0.8');
+  await page.waitForSelector('[data-testid=confirm-yes]', { timeout: 120_000 });
+  const t0 = Date.now();
+  await page.click('[data-testid=confirm-yes]');
+  await page.waitForSelector('[data-testid=bar]', { timeout: 600_000 });
+  const load = Date.now() - t0;
+  const badge = await page.textContent('[data-testid=backend]');
+  await page.evaluate(() => { window.__longest = 0; });
+  const t1 = Date.now();
+  await page.click('[data-testid=generate]');
+  await page.waitForSelector('.chip', { state: 'attached', timeout: 600_000 });
+  const first = Date.now() - t1;
+  await page.waitForFunction(() => document.querySelector('[data-testid=status]').dataset.state === 'ready', null, { timeout: 600_000 });
+  const stats = await page.$eval('[data-testid=stats]', (e) => ({ ...e.dataset }));
+  const longest = await page.evaluate(() => window.__longest);
+  const memory = await page.evaluate(() => performance.memory?.usedJSHeapSize ?? 0);
+  console.log(`${backend}: GPT-2-124M shape (${badge}): loaded ${(load / 1000).toFixed(1)} s after the yes; first token ${first} ms; ` +
+    `decode ${Number(stats.tokensPerS).toFixed(2)} tokens/s = ${(1000 / Number(stats.tokensPerS)).toFixed(0)} ms/token (last step ${Number(stats.decodeMs).toFixed(0)} ms); ` +
+    `longest main-thread task while generating 32 tokens ${longest.toFixed(0)} ms; JS heap ${(memory / 1e6).toFixed(0)} MB`);
+  await page.close();
 }
 
 /** The cost lessons as a reader runs them: their own figures, and the longest main-thread task meanwhile. */
@@ -107,5 +139,7 @@ const weigh = (files) => files.reduce(([r, g], f) => { const b = readFileSync(f)
 const kib = ([r, g]) => `${(r / 1024).toFixed(0)} KiB raw, ${(g / 1024).toFixed(0)} KiB gzip`;
 const top = readdirSync(dist).map((f) => join(dist, f));
 const model = readdirSync(join(dist, 'models/shakespeare')).map((f) => join(dist, 'models/shakespeare', f));
-console.log(`page weight: wasm ${kib(weigh(top.filter((f) => f.endsWith('.wasm'))))}; js ${kib(weigh(top.filter((f) => f.endsWith('.js'))))}; ` +
+const app = (f) => !f.includes('cpu_worker');
+console.log(`page weight: wasm ${kib(weigh(top.filter((f) => f.endsWith('.wasm') && app(f))))}; js ${kib(weigh(top.filter((f) => f.endsWith('.js') && app(f))))}; ` +
+  `CPU worker (loaded without WebGPU) ${kib(weigh(top.filter((f) => !app(f))))}; ` +
   `model ${kib(weigh(model.filter((f) => !f.endsWith('.png') && !f.endsWith('.md'))))}`);
