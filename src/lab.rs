@@ -114,6 +114,7 @@ pub struct Lab {
 #[derive(Clone)]
 pub struct Engine {
     ctx: Option<GpuContext>,
+    worker: Option<Rc<RemoteModel>>,
 }
 
 impl Engine {
@@ -124,7 +125,11 @@ impl Engine {
                 let gpu = GpuModel::new(ctx.clone(), model).await.map_err(|e| e.to_string())?;
                 GpuSession::new(gpu).map(Session::Gpu).map_err(|e| e.to_string())
             }
-            None => Ok(Session::Cpu(cpu_session(model))),
+            // The worker makes the same variant from its own copy of the model.
+            None => Ok(match &self.worker {
+                Some(worker) => Session::Remote(worker.variant(&model).session()),
+                None => Session::Cpu(cpu_session(model)),
+            }),
         }
     }
 }
@@ -167,7 +172,8 @@ impl Lab {
 
     /// The engine, to open sessions on other models with.
     pub fn engine(&self) -> Engine {
-        Engine { ctx: self.gpu.as_ref().map(|g| g.ctx.clone()) }
+        let worker = self.worker.clone().filter(|_| self.gpu.is_none());
+        Engine { ctx: self.gpu.as_ref().map(|g| g.ctx.clone()), worker }
     }
 
     /// Display text of one token (as the tokenizer decodes it alone).

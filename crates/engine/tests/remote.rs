@@ -14,6 +14,7 @@ use std::sync::Arc;
 use common::bytes;
 use decode_lab_engine::beam::{BeamSearch, BeamSettings, Scoring};
 use decode_lab_engine::cpu::CpuSession;
+use decode_lab_engine::kernels::format::Format;
 use decode_lab_engine::model::{Model, Tokenizer};
 use decode_lab_engine::remote::wire::{self, Reply, Request};
 use decode_lab_engine::remote::{Host, Link, Loopback, RemoteModel};
@@ -162,6 +163,30 @@ fn a_seeded_run_and_a_beam_search_in_the_worker_write_the_same_text() {
 }
 
 #[test]
+fn the_quantization_lessons_variants_run_in_the_worker_with_the_pages_weights() {
+    let (model, _, remote) = both();
+    for format in [Format::Int8, Format::Int4, Format::F32] {
+        // The page's variant of its model, and the worker's of its own copy.
+        let variant = Arc::new(model.to_format(format).unwrap());
+        let far_model = remote.variant(&variant);
+        let mut far = Session::Remote(far_model.session());
+        let mut cpu = Session::Cpu(CpuSession::new(variant.clone()));
+        let p = prompt();
+        let (a, b) = block_on(async {
+            (
+                cpu.prefill(&p, Wanted::All).await.unwrap(),
+                far.prefill(&p, Wanted::All).await.unwrap(),
+            )
+        });
+        assert_eq!(bytes(&a), bytes(&b), "{format:?}");
+        assert_eq!(far.weights(), cpu.weights());
+        // Sessions of two formats share no cache.
+        let Session::Remote(ref mut f) = far else { unreachable!() };
+        assert!(f.copy_from(&remote.session()).is_err());
+    }
+}
+
+#[test]
 fn errors_in_the_worker_are_the_cpu_engines_errors() {
     let (model, link, remote) = both();
     let mut cpu = Session::Cpu(CpuSession::new(model.clone()));
@@ -195,7 +220,14 @@ fn an_unawaited_request_that_failed_answers_the_sessions_next_request() {
     let (model, _, _) = both();
     let mut host = Host::new(model.clone());
     let answer = |host: &mut Host, r: Request| host.handle(r).map(|a| a.reply);
-    assert_eq!(answer(&mut host, Request::Open { id: 1 }), None);
+    let open = |id, format: &str| Request::Open { id, format: format.to_string() };
+    assert_eq!(answer(&mut host, open(1, model.format().name())), None);
+    // A format the worker does not know: the session's first request says so.
+    assert_eq!(answer(&mut host, open(2, "int3")), None);
+    match answer(&mut host, Request::Decode { id: 2, token: 3 }) {
+        Some(Reply::Failed { message }) => assert!(message.contains("int3"), "{message}"),
+        other => panic!("{other:?}"),
+    }
     // Session 1 copies a session that does not exist: nobody awaits it.
     assert_eq!(answer(&mut host, Request::Copy { id: 1, from: 99 }), None);
     let decode = Request::Decode { id: 1, token: 3 };

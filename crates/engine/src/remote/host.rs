@@ -16,6 +16,8 @@ use crate::step::{Look, StepStats};
 /// What the worker holds.
 pub struct Host {
     model: Arc<Model>,
+    /// The loaded model in other formats, made on first use.
+    variants: HashMap<Format, Arc<Model>>,
     sessions: HashMap<SessionId, CpuSession>,
     /// An error met by a request nobody awaited, for the session's next awaited one.
     deferred: HashMap<SessionId, String>,
@@ -35,7 +37,7 @@ impl Host {
 
     /// A host over an already loaded model.
     pub fn new(model: Arc<Model>) -> Host {
-        Host { model, sessions: HashMap::new(), deferred: HashMap::new() }
+        Host { model, variants: HashMap::new(), sessions: HashMap::new(), deferred: HashMap::new() }
     }
 
     /// The model the sessions run.
@@ -48,7 +50,7 @@ impl Host {
     pub fn handle(&mut self, request: Request) -> Option<Answer> {
         let awaited = request.awaited();
         let id = match &request {
-            Request::Open { id }
+            Request::Open { id, .. }
             | Request::Prefill { id, .. }
             | Request::Decode { id, .. }
             | Request::Rewind { id, .. }
@@ -71,8 +73,9 @@ impl Host {
 
     fn run(&mut self, request: Request) -> Result<Answer> {
         match request {
-            Request::Open { id } => {
-                self.sessions.insert(id, CpuSession::new(self.model.clone()));
+            Request::Open { id, format } => {
+                let model = self.variant(&format)?;
+                self.sessions.insert(id, CpuSession::new(model));
                 Ok(Answer::bare(Reply::Logits { stats: StepStats::default() }))
             }
             Request::Prefill { id, tokens, wanted, look } => {
@@ -113,6 +116,21 @@ impl Host {
                 Ok(Answer::bare(Reply::CopyRate { bytes_per_s: figures.copy_bytes_per_s }))
             }
         }
+    }
+
+    /// The loaded model with its matrices in the format named `name`.
+    fn variant(&mut self, name: &str) -> Result<Arc<Model>> {
+        let format = Format::from_name(name)
+            .ok_or_else(|| EngineError::Remote(format!("no weight format {name}")))?;
+        if format == self.model.format() {
+            return Ok(self.model.clone());
+        }
+        if let Some(model) = self.variants.get(&format) {
+            return Ok(model.clone());
+        }
+        let model = Arc::new(self.model.to_format(format)?);
+        self.variants.insert(format, model.clone());
+        Ok(model)
     }
 
     /// Session `id`, or the error an earlier unawaited request of it met.

@@ -46,7 +46,8 @@ pub struct RemoteModel {
     config: Config,
     format: Format,
     weight_bytes: u64,
-    next_id: Cell<SessionId>,
+    /// Shared by a model and its variants: one worker, one id space.
+    next_id: Rc<Cell<SessionId>>,
 }
 
 impl RemoteModel {
@@ -57,14 +58,27 @@ impl RemoteModel {
             config: model.config.clone(),
             format: model.format(),
             weight_bytes: model.weights.bytes(),
-            next_id: Cell::new(0),
+            next_id: Rc::default(),
+        })
+    }
+
+    /// The same worker's model with its matrices in `model`'s format: `model`
+    /// is the page's variant of the loaded model (`Model::to_format` of it),
+    /// and the worker makes the same one from its own copy.
+    pub fn variant(&self, model: &Model) -> Rc<RemoteModel> {
+        Rc::new(RemoteModel {
+            link: self.link.clone(),
+            config: model.config.clone(),
+            format: model.format(),
+            weight_bytes: model.weights.bytes(),
+            next_id: self.next_id.clone(),
         })
     }
 
     /// A fresh session in the worker (empty KV cache).
     pub fn session(self: &Rc<Self>) -> RemoteSession {
         let id = self.fresh_id();
-        self.link.send(Request::Open { id });
+        self.link.send(Request::Open { id, format: self.format.name().to_string() });
         RemoteSession { model: self.clone(), id, pos: 0, last: StepStats::default() }
     }
 

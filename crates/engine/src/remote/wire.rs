@@ -13,8 +13,10 @@ pub type SessionId = u32;
 /// The page's requests, handled by [`super::Host`] in the order sent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Request {
-    /// A fresh session (empty KV cache).
-    Open { id: SessionId },
+    /// A fresh session (empty KV cache) on the loaded model with its
+    /// matrices in `format` (by name; the loaded model's own, or a variant
+    /// made from it as the page makes it: the quantization lesson).
+    Open { id: SessionId, format: String },
     /// `tokens` in one pass from the session's position.
     Prefill { id: SessionId, tokens: Vec<u32>, wanted: Wanted, look: Look },
     /// One token through the cached context.
