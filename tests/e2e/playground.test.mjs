@@ -239,7 +239,7 @@ test('weights=: the bundled f16 model is kept as f16 on the GPU by default, with
   const bad = await open('cpu', '?weights=int3');
   assert.match(await bad.textContent('[data-testid=url-notices]'), /weights: “int3” is not a weight format/);
   assert.equal(await bad.getAttribute('[data-testid=backend]', 'data-weights'), 'f16');
-  assert.match(await bad.textContent('[data-testid=backend]'), /CPU \(wasm\) · f16 weights, 7\.\d MB/);
+  assert.match(await bad.textContent('[data-testid=backend]'), /CPU \(wasm, worker\) · f16 weights, 7\.\d MB/);
   for (const p of [auto, f32, bad]) {
     await noFatal(p);
     await p.close();
