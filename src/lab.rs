@@ -58,6 +58,16 @@ impl Backend {
         }
     }
 
+    /// Why the CPU engine runs on the page's thread, if it does (the badge's tooltip).
+    pub fn thread_note(&self) -> Option<String> {
+        match self {
+            Backend::Cpu { thread: CpuThread::Page(why), .. } => Some(format!(
+                "The CPU engine runs on this page's thread, so long steps can make the page stutter: {why}"
+            )),
+            _ => None,
+        }
+    }
+
     /// `webgpu` or `cpu`: the `data-backend` test hook.
     pub fn kind(&self) -> &'static str {
         match self {
