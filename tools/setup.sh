@@ -98,6 +98,21 @@ ensure_torch() {
   export TORCH_PYTHON="$env/bin/python"
 }
 
+# transformers.js and an ONNX exporter, for the bench's comparison only. Its
+# install scripts are skipped: they fetch onnxruntime-node binaries from
+# GitHub, and the browser needs only onnxruntime-web's wasm, which the package holds.
+ensure_transformers_js() {
+  ensure_torch
+  export TJS_DIR="$ROOT/.tools/tjs/node_modules/@huggingface/transformers"
+  if [ ! -f "$TJS_DIR/dist/transformers.min.js" ]; then
+    log "npm install @huggingface/transformers@3 (bench only)"
+    mkdir -p "$ROOT/.tools/tjs"
+    (cd "$ROOT/.tools/tjs" && npm install --silent --ignore-scripts --no-save @huggingface/transformers@3)
+  fi
+  "$TORCH_PYTHON" -c "import optimum.exporters.onnx" 2>/dev/null ||
+    "$TORCH_PYTHON" -m pip install --quiet "optimum[onnx]" onnx onnxruntime
+}
+
 # What `trunk serve` / `trunk build` need.
 setup_web() {
   ensure_rust
