@@ -18,8 +18,12 @@ use js_sys::{Array, Float32Array, Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use web_sys::{Event, MessageEvent, Worker};
 
-/// The worker's script, beside the page (Trunk's loader for the worker's wasm).
+/// The worker's script, beside the page (`www/cpu_worker_loader.js`).
 const SCRIPT: &str = "./cpu_worker_loader.js";
+
+/// How long the worker may take to start its wasm (0.3 MB) before the page
+/// gives up on it.
+const START_MS: i32 = 15_000;
 
 type Pending = RefCell<VecDeque<oneshot::Sender<Result<Answer, String>>>>;
 
@@ -72,7 +76,28 @@ impl CpuWorker {
         let link =
             CpuWorker { worker, pending, dead, _on_message: on_message, _on_error: on_error };
         // A message sent before the worker's wasm has started would be lost.
-        match listening.await {
+        // A worker that never says it listens (its wasm stuck loading) is
+        // given up on, and the page runs the CPU engine itself.
+        let (pending, dead) = (link.pending.clone(), link.dead.clone());
+        let give_up = Closure::once_into_js(move || {
+            let why = format!("the CPU worker did not start within {} s", START_MS / 1000);
+            for waiting in pending.borrow_mut().drain(..) {
+                let _ = waiting.send(Err(why.clone()));
+            }
+            dead.borrow_mut().get_or_insert(why);
+        });
+        let timer = web_sys::window().and_then(|w| {
+            w.set_timeout_with_callback_and_timeout_and_arguments_0(
+                give_up.unchecked_ref(),
+                START_MS,
+            )
+            .ok()
+        });
+        let listened = listening.await;
+        if let (Some(w), Some(t)) = (web_sys::window(), timer) {
+            w.clear_timeout_with_handle(t);
+        }
+        match listened {
             Ok(Ok(_)) => {}
             Ok(Err(why)) => return Err(why),
             Err(_) => return Err("the CPU worker went away".into()),
@@ -148,6 +173,9 @@ impl Drop for CpuWorker {
 
 /// One answer off the wire.
 fn read(data: &JsValue) -> Result<Answer, String> {
+    if let Some(failed) = Reflect::get(data, &"failed".into()).ok().and_then(|f| f.as_string()) {
+        return Err(format!("the CPU worker's wasm did not start: {failed}"));
+    }
     let head = Reflect::get(data, &"head".into()).ok().and_then(|h| h.as_string());
     let reply = wire::decode::<Reply>(&head.unwrap_or_default()).map_err(|e| e.to_string())?;
     let floats = Reflect::get(data, &"floats".into())
