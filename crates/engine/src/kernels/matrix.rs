@@ -4,13 +4,29 @@
 
 use super::format::{channel, Channels, Format, GROUP};
 
-/// An f16 value widened to f32 without a branch: the exponent and mantissa
-/// shifted into place and rescaled by 2¹¹² (exact for normal and subnormal
-/// values alike); weights are finite, so no infinity or NaN case is needed.
-fn f16_to_f32(h: u16) -> f32 {
-    let sign = u32::from(h & 0x8000) << 16;
-    let magnitude = f32::from_bits(u32::from(h & 0x7fff) << 13) * f32::from_bits(0x7780_0000);
-    f32::from_bits(sign | magnitude.to_bits())
+/// The two f16 values of a word (element `2i` in the low half, `2i + 1` in
+/// the high half) widened to f32 without a branch: each magnitude shifted into
+/// f32's exponent and mantissa and rescaled by 2¹¹² (exact for normal and
+/// subnormal values alike), then its sign put back; weights are finite, so
+/// no infinity or NaN case is needed. Plain integer and float operations on
+/// one word: vectorised, four words per SIMD operation.
+#[inline(always)]
+pub fn f16_pair(word: u32) -> (f32, f32) {
+    let rescale = f32::from_bits(0x7780_0000); // 2¹¹²
+    let lo = f32::from_bits((word & 0x7fff) << 13) * rescale;
+    let hi = f32::from_bits((word & 0x7fff_0000) >> 3) * rescale;
+    let lo = f32::from_bits(lo.to_bits() | ((word & 0x8000) << 16));
+    let hi = f32::from_bits(hi.to_bits() | (word & 0x8000_0000));
+    (lo, hi)
+}
+
+/// `row`'s even then odd elements into `halves` (the layout of an f16 row's
+/// two halves, [`f16_pair`]).
+pub fn split(row: &[f32], halves: &mut [f32]) {
+    let (even, odd) = halves.split_at_mut(row.len() / 2);
+    for ((e, d), v) in even.iter_mut().zip(odd).zip(row.chunks_exact(2)) {
+        (*e, *d) = (v[0], v[1]);
+    }
 }
 
 /// Shards of a matrix split by rows start at a multiple of this many rows: a
@@ -78,6 +94,15 @@ impl Matrix {
         (self.format == Format::F32).then(|| bytemuck::cast_slice(&self.words))
     }
 
+    /// The words of an f16 matrix whose every row starts on a word (even
+    /// `cols`): `(rows, cols / 2)`, row `r`'s elements `2i` and `2i + 1` in
+    /// word `i` ([`f16_pair`]). The CPU twins' fast path reads these directly,
+    /// keeping even and odd columns apart instead of interleaving them per
+    /// element (which the compiler does not vectorise).
+    pub fn f16_words(&self) -> Option<&[u32]> {
+        (self.format == Format::F16 && self.cols.is_multiple_of(2)).then_some(&self.words)
+    }
+
     /// Row `r` as f32: borrowed for f32, else unpacked into `buf` (the CPU
     /// engine's inner loops then run on plain f32 rows in every format).
     pub fn row<'a>(&'a self, r: usize, buf: &'a mut Vec<f32>) -> &'a [f32] {
@@ -108,8 +133,7 @@ impl Matrix {
             Format::F32 => return false,
             Format::F16 => {
                 for (o, &word) in buf.chunks_exact_mut(2).zip(words) {
-                    o[0] = f16_to_f32(word as u16);
-                    o[1] = f16_to_f32((word >> 16) as u16);
+                    (o[0], o[1]) = f16_pair(word);
                 }
             }
             Format::Bf16 => {

@@ -1,0 +1,73 @@
+//! The CPU twins' fast paths for f16 weights (read straight from the words,
+//! even and odd columns apart) against their path for any format, on an f32
+//! matrix holding the same values: equal bit for bit at awkward sizes, so the
+//! CPU engine's numbers do not depend on how a checkpoint stores its weights.
+#![cfg(not(target_arch = "wasm32"))]
+
+use decode_lab_engine::gpu::selftest::cases;
+use decode_lab_engine::kernels::format::{Channels, Format};
+use decode_lab_engine::kernels::matrix::Matrix;
+use decode_lab_engine::kernels::{lm_head, matmul};
+
+/// An f16 matrix and the f32 matrix of its exact values.
+fn pair(rows: usize, cols: usize, channels: Channels, seed: u64) -> (Matrix, Matrix) {
+    let mut w = cases::random(rows * cols, seed);
+    // Subnormals, both zeros and the largest f16 among the weights.
+    let specials = [6.0e-8, -6.1e-5, 0.0, -0.0, 65504.0, -1.0e-7];
+    let n = specials.len().min(w.len());
+    w[..n].copy_from_slice(&specials[..n]);
+    let f16 = Matrix::new(Format::F16, rows, cols, channels, &w);
+    let f32 = Matrix::new(Format::F32, rows, cols, channels, &f16.to_f32());
+    (f16, f32)
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+#[test]
+fn matmul_f16_path_equals_the_f32_path_bit_for_bit() {
+    for m in [1, 2, 17, 33] {
+        for k in [1, 3, 4, 5, 63, 65] {
+            for n in [2, 6, 64, 130] {
+                let (w16, w32) = pair(k, n, Channels::Cols, (m * k * n) as u64);
+                assert!(w16.f16_words().is_some(), "even n takes the fast path");
+                let x = cases::random(m * k, 3);
+                let bias = cases::random(n, 4);
+                let (mut a, mut b) = (vec![0.0; m * n], vec![0.0; m * n]);
+                matmul::run_cpu(&x, &w16, &bias, &mut a);
+                matmul::run_cpu(&x, &w32, &bias, &mut b);
+                assert_eq!(bits(&a), bits(&b), "m {m} k {k} n {n}");
+            }
+        }
+    }
+}
+
+#[test]
+fn lm_head_f16_path_equals_the_f32_path_bit_for_bit() {
+    for cols in [2, 6, 8, 14, 64, 770] {
+        let rows = 37;
+        let (w16, w32) = pair(rows, cols, Channels::Rows, cols as u64);
+        let x = cases::random(3 * cols, 5); // (3, cols): row0 = 1, two rows wanted
+        let (mut a, mut b) = (vec![0.0; 2 * 50], vec![0.0; 2 * 50]); // vocab_size 50, v0 = 7
+        lm_head::run_cpu(&x, &w16, 7, 50, 1, 2, &mut a);
+        lm_head::run_cpu(&x, &w32, 7, 50, 1, 2, &mut b);
+        assert_eq!(bits(&a), bits(&b), "cols {cols}");
+        // Only the shard's logits are written; each is x · w to f32 precision.
+        for r in 0..2 {
+            for v in 0..50 {
+                let got = a[r * 50 + v];
+                if !(7..7 + rows).contains(&v) {
+                    assert_eq!(got, 0.0);
+                    continue;
+                }
+                let row = &w32.to_f32()[(v - 7) * cols..][..cols];
+                let xr = &x[(1 + r) * cols..][..cols];
+                let want: f64 = xr.iter().zip(row).map(|(&a, &b)| a as f64 * b as f64).sum();
+                let scale: f64 =
+                    xr.iter().zip(row).map(|(&a, &b)| (a as f64 * b as f64).abs()).sum();
+                assert!((got as f64 - want).abs() <= 1e-6 * scale.max(1.0), "cols {cols} v {v}");
+            }
+        }
+    }
+}
