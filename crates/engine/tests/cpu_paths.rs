@@ -2,6 +2,7 @@
 //! even and odd columns apart) against their path for any format, on an f32
 //! matrix holding the same values: equal bit for bit at awkward sizes, so the
 //! CPU engine's numbers do not depend on how a checkpoint stores its weights.
+//! And the same kernels on one thread and on several: equal bit for bit.
 #![cfg(not(target_arch = "wasm32"))]
 
 use decode_lab_engine::gpu::selftest::cases;
@@ -69,5 +70,43 @@ fn lm_head_f16_path_equals_the_f32_path_bit_for_bit() {
                 assert!((got as f64 - want).abs() <= 1e-6 * scale.max(1.0), "cols {cols} v {v}");
             }
         }
+    }
+}
+
+/// `f` on a pool of `threads` threads.
+fn on_threads<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
+    rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool").install(f)
+}
+
+#[test]
+fn matmul_and_lm_head_give_the_same_bits_on_any_number_of_threads() {
+    for format in Format::ALL {
+        for (m, k, n) in [(1, 513, 1757), (1, 512, 1758), (5, 129, 2050)] {
+            let w = Matrix::new(format, k, n, Channels::Cols, &cases::random(k * n, 7));
+            let (x, bias) = (cases::random(m * k, 8), cases::random(n, 9));
+            let run = |threads| {
+                on_threads(threads, || {
+                    let mut out = vec![0.0; m * n];
+                    matmul::run_cpu(&x, &w, &bias, &mut out);
+                    bits(&out)
+                })
+            };
+            let one = run(1);
+            assert_eq!(one, run(2), "{} matmul {m}x{k}x{n}", format.name());
+            assert_eq!(one, run(3), "{} matmul {m}x{k}x{n}", format.name());
+        }
+        let (rows, cols) = (1757, 514);
+        let head = Matrix::new(format, rows, cols, Channels::Rows, &cases::random(rows * cols, 10));
+        let x = cases::random(3 * cols, 11);
+        let run = |threads| {
+            on_threads(threads, || {
+                let mut logits = vec![0.0; 2 * 2000]; // vocab_size 2000, v0 = 200
+                lm_head::run_cpu(&x, &head, 200, 2000, 1, 2, &mut logits);
+                bits(&logits)
+            })
+        };
+        let one = run(1);
+        assert_eq!(one, run(2), "{} lm_head", format.name());
+        assert_eq!(one, run(3), "{} lm_head", format.name());
     }
 }

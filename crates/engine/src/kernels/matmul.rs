@@ -2,7 +2,10 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::matrix::{f16_pair, split, Matrix};
+use std::ops::Range;
+
+use super::matrix::{f16_pair, split, Matrix, SHARD_ALIGN};
+use super::parallel;
 
 /// Mirror of the WGSL `Params`.
 #[repr(C)]
@@ -26,22 +29,43 @@ const ROW_BLOCK: usize = 16;
 /// k-outer order streams rows of w, like the shader's loop, four at a time:
 /// each output is loaded and stored once per four products instead of once
 /// per product. Every output still sums its k products one by one in order
-/// 0..k (the same rounding as one at a time), whatever the format's path.
+/// 0..k (the same rounding as one at a time), whatever the format's path and
+/// however the columns are shared among threads.
 pub fn run_cpu(
     x: &[f32],       // (m, k)
     w: &Matrix,      // (k, n) in its format
     bias: &[f32],    // (n)
     out: &mut [f32], // (m, n)
 ) {
+    let (k, n) = (w.rows, w.cols);
+    let m = out.len() / n.max(1);
+    let parts = parallel::parts(n, m * k * n, SHARD_ALIGN);
+    if parts.len() == 1 {
+        return run_part(x, w, 0..n, bias, out);
+    }
+    let outs = parallel::map(parts.clone(), |c| {
+        let mut o = vec![0.0; m * c.len()]; // (m, c.len()) this part's columns
+        run_part(x, w, c.clone(), &bias[c], &mut o);
+        o
+    });
+    for (c, o) in parts.into_iter().zip(outs) {
+        for (or, pr) in out.chunks_exact_mut(n).zip(o.chunks_exact(c.len())) {
+            or[c.clone()].copy_from_slice(pr);
+        }
+    }
+}
+
+/// Columns `c` of the product (`bias` and `out` hold only those).
+fn run_part(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
     match w.f16_words() {
-        Some(words) => run_f16(x, words, w.rows, bias, out),
-        None => run_rows(x, w, bias, out),
+        Some(words) => run_f16(x, words, w.cols, c, bias, out),
+        None => run_rows(x, w, c, bias, out),
     }
 }
 
 /// Any format: each row of w borrowed (f32) or unpacked to f32.
-fn run_rows(x: &[f32], w: &Matrix, bias: &[f32], out: &mut [f32]) {
-    let (k, n) = (w.rows, w.cols);
+fn run_rows(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
+    let (k, n) = (w.rows, c.len());
     let mut bufs: [Vec<f32>; 4] = Default::default();
     for (xb, ob) in x.chunks(ROW_BLOCK * k).zip(out.chunks_mut(ROW_BLOCK * n)) {
         for or in ob.chunks_exact_mut(n) {
@@ -50,14 +74,15 @@ fn run_rows(x: &[f32], w: &Matrix, bias: &[f32], out: &mut [f32]) {
         let mut kk = 0;
         while kk + 4 <= k {
             let [b0, b1, b2, b3] = &mut bufs;
-            let rows = [w.row(kk, b0), w.row(kk + 1, b1), w.row(kk + 2, b2), w.row(kk + 3, b3)];
+            let row = |r: usize, b| w.row_part(r, c.clone(), b);
+            let rows = [row(kk, b0), row(kk + 1, b1), row(kk + 2, b2), row(kk + 3, b3)];
             for (xr, or) in xb.chunks_exact(k).zip(ob.chunks_exact_mut(n)) {
                 add4(or, &xr[kk..kk + 4], rows);
             }
             kk += 4;
         }
         for kk in kk..k {
-            let wr = w.row(kk, &mut bufs[0]);
+            let wr = w.row_part(kk, c.clone(), &mut bufs[0]);
             for (xr, or) in xb.chunks_exact(k).zip(ob.chunks_exact_mut(n)) {
                 add1(or, xr[kk], wr);
             }
@@ -65,30 +90,32 @@ fn run_rows(x: &[f32], w: &Matrix, bias: &[f32], out: &mut [f32]) {
     }
 }
 
-/// f16 with even n, straight from the words: four rows unpacked at a time
-/// into their even and odd columns (`lo`, `hi`), and each output row summed
-/// as its even then its odd columns (`acc`), interleaved back at the end.
-/// Keeping the halves apart lets every loop vectorise; the sums are the same.
-fn run_f16(x: &[f32], words: &[u32], k: usize, bias: &[f32], out: &mut [f32]) {
-    let (n, h) = (bias.len(), bias.len() / 2);
-    let mut lo = vec![0.0; 4 * h]; // (4, n / 2) even columns of rows kk..kk + 4
-    let mut hi = vec![0.0; 4 * h]; // (4, n / 2) odd columns
-    let mut acc = vec![0.0; ROW_BLOCK * n]; // (rows, 2, n / 2) outputs, halves apart
-    for (xb, ob) in x.chunks(ROW_BLOCK * k).zip(out.chunks_mut(ROW_BLOCK * n)) {
+/// f16 with even n (`words`: `(k, n / 2)`), columns `c` (even bounds), straight
+/// from the words: four rows unpacked at a time into their even and odd
+/// columns (`lo`, `hi`), and each output row summed as its even then its odd
+/// columns (`acc`), interleaved back at the end. Keeping the halves apart
+/// lets every loop vectorise; the sums are the same.
+fn run_f16(x: &[f32], words: &[u32], n: usize, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
+    let (k, cols, h) = (x.len() / (out.len() / c.len()), c.len(), c.len() / 2);
+    let row_words = |r: usize| &words[(r * n + c.start) / 2..][..h];
+    let mut lo = vec![0.0; 4 * h]; // (4, cols / 2) even columns of rows kk..kk + 4
+    let mut hi = vec![0.0; 4 * h]; // (4, cols / 2) odd columns
+    let mut acc = vec![0.0; ROW_BLOCK * cols]; // (rows, 2, cols / 2) outputs, halves apart
+    for (xb, ob) in x.chunks(ROW_BLOCK * k).zip(out.chunks_mut(ROW_BLOCK * cols)) {
         let acc = &mut acc[..ob.len()];
-        for a in acc.chunks_exact_mut(n) {
+        for a in acc.chunks_exact_mut(cols) {
             split(bias, a);
         }
         let mut kk = 0;
         while kk < k {
             let rows = (k - kk).min(4);
-            for (i, ws) in words[kk * h..][..rows * h].chunks_exact(h).enumerate() {
+            for i in 0..rows {
                 let (l, r) = (&mut lo[i * h..][..h], &mut hi[i * h..][..h]);
-                for ((l, r), &word) in l.iter_mut().zip(r).zip(ws) {
+                for ((l, r), &word) in l.iter_mut().zip(r).zip(row_words(kk + i)) {
                     (*l, *r) = f16_pair(word);
                 }
             }
-            for (xr, a) in xb.chunks_exact(k).zip(acc.chunks_exact_mut(n)) {
+            for (xr, a) in xb.chunks_exact(k).zip(acc.chunks_exact_mut(cols)) {
                 let (even, odd) = a.split_at_mut(h);
                 let xv = &xr[kk..kk + rows];
                 if rows == 4 {
@@ -103,7 +130,7 @@ fn run_f16(x: &[f32], words: &[u32], k: usize, bias: &[f32], out: &mut [f32]) {
             }
             kk += rows;
         }
-        for (a, or) in acc.chunks_exact(n).zip(ob.chunks_exact_mut(n)) {
+        for (a, or) in acc.chunks_exact(cols).zip(ob.chunks_exact_mut(cols)) {
             let (even, odd) = a.split_at(h);
             for ((o, &e), &d) in or.chunks_exact_mut(2).zip(even).zip(odd) {
                 (o[0], o[1]) = (e, d);

@@ -2,22 +2,26 @@
 //! words and scales the GPU uploads as they are, and the CPU twins read
 //! directly, so the browser's CPU fallback gets the smaller formats too).
 
+use std::ops::Range;
+
 use super::format::{channel, Channels, Format, GROUP};
 
 /// The two f16 values of a word (element `2i` in the low half, `2i + 1` in
-/// the high half) widened to f32 without a branch: each magnitude shifted into
-/// f32's exponent and mantissa and rescaled by 2¹¹² (exact for normal and
-/// subnormal values alike), then its sign put back; weights are finite, so
-/// no infinity or NaN case is needed. Plain integer and float operations on
-/// one word: vectorised, four words per SIMD operation.
+/// the high half) widened to f32 without a branch: each half moved to the
+/// top of an f32 and shifted right arithmetically by 3, which puts its
+/// exponent and mantissa where f32's low exponent bits and mantissa are and
+/// keeps its sign; the copies of the sign in between are masked off and the
+/// value rescaled by 2¹¹² (f16's exponent bias 15 to f32's 127: exact for
+/// normal and subnormal values, ±0 stays ±0). Weights are finite, so no
+/// infinity or NaN case is needed. Three or four integer operations and a
+/// multiply per value, vectorised four words at a time.
 #[inline(always)]
 pub fn f16_pair(word: u32) -> (f32, f32) {
+    const KEEP: u32 = 0x8fff_e000; // sign, then f16's 15 bits of exponent and mantissa
     let rescale = f32::from_bits(0x7780_0000); // 2¹¹²
-    let lo = f32::from_bits((word & 0x7fff) << 13) * rescale;
-    let hi = f32::from_bits((word & 0x7fff_0000) >> 3) * rescale;
-    let lo = f32::from_bits(lo.to_bits() | ((word & 0x8000) << 16));
-    let hi = f32::from_bits(hi.to_bits() | (word & 0x8000_0000));
-    (lo, hi)
+    let lo = ((word << 16) as i32 >> 3) as u32 & KEEP;
+    let hi = (word as i32 >> 3) as u32 & KEEP;
+    (f32::from_bits(lo) * rescale, f32::from_bits(hi) * rescale)
 }
 
 /// `row`'s even then odd elements into `halves` (the layout of an f16 row's
@@ -106,29 +110,35 @@ impl Matrix {
     /// Row `r` as f32: borrowed for f32, else unpacked into `buf` (the CPU
     /// engine's inner loops then run on plain f32 rows in every format).
     pub fn row<'a>(&'a self, r: usize, buf: &'a mut Vec<f32>) -> &'a [f32] {
-        let start = r * self.cols;
+        self.row_part(r, 0..self.cols, buf)
+    }
+
+    /// Columns `c` of row `r` as f32, like [`row`](Self::row) (a thread's
+    /// share of a row).
+    pub fn row_part<'a>(&'a self, r: usize, c: Range<usize>, buf: &'a mut Vec<f32>) -> &'a [f32] {
+        let start = r * self.cols + c.start;
         if let Some(v) = self.as_f32() {
-            return &v[start..][..self.cols];
+            return &v[start..][..c.len()];
         }
         buf.clear();
-        buf.resize(self.cols, 0.0);
-        if !self.unpack_words(r, buf) {
-            self.unpack_elements(r, buf);
+        buf.resize(c.len(), 0.0);
+        if !self.unpack_words(r, c.start, buf) {
+            self.unpack_elements(r, c.start, buf);
         }
         buf
     }
 
-    /// Row `r` into `buf` a whole word at a time: loops over slices with no
-    /// index arithmetic, which the compiler vectorises. Only for rows that
-    /// start on a word (and, for int4, a group) boundary, as every real
-    /// model's do; returns false otherwise.
-    fn unpack_words(&self, r: usize, buf: &mut [f32]) -> bool {
-        let (start, per) = (r * self.cols, self.format.per_word());
+    /// Row `r` from column `c0` into `buf` a whole word at a time: loops over
+    /// slices with no index arithmetic, which the compiler vectorises. Only
+    /// for parts that start on a word (and, for int4, a group) boundary and
+    /// are whole words long, as every real model's rows are; returns false otherwise.
+    fn unpack_words(&self, r: usize, c0: usize, buf: &mut [f32]) -> bool {
+        let (start, per) = (r * self.cols + c0, self.format.per_word());
         let group = if self.format == Format::Int4 { GROUP } else { per };
-        if !start.is_multiple_of(group) || !self.cols.is_multiple_of(per) {
+        if !start.is_multiple_of(group) || !buf.len().is_multiple_of(per) {
             return false;
         }
-        let words = &self.words[start / per..][..self.cols / per];
+        let words = &self.words[start / per..][..buf.len() / per];
         match self.format {
             Format::F32 => return false,
             Format::F16 => {
@@ -157,7 +167,7 @@ impl Matrix {
                         chunks.for_each(|(o, &w)| unpack(o, w, [self.scales[r]; 4]))
                     }
                     (_, Channels::Cols) => chunks
-                        .zip(self.scales.chunks_exact(4))
+                        .zip(self.scales[c0..].chunks_exact(4))
                         .for_each(|((o, &w), s)| unpack(o, w, [s[0], s[1], s[2], s[3]])),
                 }
             }
@@ -176,10 +186,10 @@ impl Matrix {
         true
     }
 
-    /// Row `r` into `buf` element by element (any alignment).
-    fn unpack_elements(&self, r: usize, buf: &mut [f32]) {
-        let start = r * self.cols;
-        let ch = |c: usize| if self.channels == Channels::Rows { r } else { c };
+    /// Row `r` from column `c0` into `buf` element by element (any alignment).
+    fn unpack_elements(&self, r: usize, c0: usize, buf: &mut [f32]) {
+        let start = r * self.cols + c0;
+        let ch = |c: usize| if self.channels == Channels::Rows { r } else { c0 + c };
         for (c, o) in buf.iter_mut().enumerate() {
             *o = self.format.load(&self.words, &self.scales, start + c, ch(c));
         }

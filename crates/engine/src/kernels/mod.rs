@@ -16,6 +16,7 @@ pub mod ln_qkv;
 pub mod matmul;
 pub mod matrix;
 pub mod matvec_residual;
+pub mod parallel;
 pub mod residual_add;
 
 /// Threads per workgroup of the 1-D kernels (`override WG` in WGSL). 64 is
