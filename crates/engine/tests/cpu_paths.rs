@@ -110,3 +110,29 @@ fn matmul_and_lm_head_give_the_same_bits_on_any_number_of_threads() {
         assert_eq!(one, run(3), "{} lm_head", format.name());
     }
 }
+
+/// Natively on x86-64 the twins run AVX2 copies of their loops where the CPU
+/// has it; they give the bits of the portable loops (the ones wasm runs).
+#[test]
+fn avx2_loops_give_the_bits_of_the_portable_loops() {
+    use decode_lab_engine::kernels::parallel;
+    if !parallel::avx2() {
+        return; // nothing to compare on this CPU
+    }
+    for format in [Format::F32, Format::F16, Format::Int8, Format::Int4] {
+        let (m, k, n) = (17, 67, 258);
+        let w = Matrix::new(format, k, n, Channels::Cols, &cases::random(k * n, 12));
+        let (x, bias) = (cases::random(m * k, 13), cases::random(n, 14));
+        let head = Matrix::new(format, 301, 130, Channels::Rows, &cases::random(301 * 130, 15));
+        let hx = cases::random(2 * 130, 16);
+        let run = || {
+            let mut out = vec![0.0; m * n];
+            matmul::run_cpu(&x, &w, &bias, &mut out);
+            let mut logits = vec![0.0; 2 * 301];
+            lm_head::run_cpu(&hx, &head, 0, 301, 0, 2, &mut logits);
+            (bits(&out), bits(&logits))
+        };
+        let wide = run();
+        assert_eq!(wide, parallel::without_avx2(run), "{}", format.name());
+    }
+}

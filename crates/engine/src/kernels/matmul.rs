@@ -57,6 +57,23 @@ pub fn run_cpu(
 
 /// Columns `c` of the product (`bias` and `out` hold only those).
 fn run_part(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if parallel::avx2() {
+        // SAFETY: the CPU has AVX2 (just checked).
+        return unsafe { run_part_avx2(x, w, c, bias, out) };
+    }
+    run_part_here(x, w, c, bias, out)
+}
+
+/// [`run_part_here`] compiled for AVX2: the same loops, eight lanes wide.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn run_part_avx2(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
+    run_part_here(x, w, c, bias, out)
+}
+
+#[inline(always)]
+fn run_part_here(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
     match w.f16_words() {
         Some(words) => run_f16(x, words, w.cols, c, bias, out),
         None => run_rows(x, w, c, bias, out),
@@ -64,6 +81,7 @@ fn run_part(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32
 }
 
 /// Any format: each row of w borrowed (f32) or unpacked to f32.
+#[inline(always)]
 fn run_rows(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
     let (k, n) = (w.rows, c.len());
     let mut bufs: [Vec<f32>; 4] = Default::default();
@@ -71,64 +89,42 @@ fn run_rows(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32
         for or in ob.chunks_exact_mut(n) {
             or.copy_from_slice(bias);
         }
-        let mut kk = 0;
-        while kk + 4 <= k {
+        for kk in (0..k).step_by(4) {
             let [b0, b1, b2, b3] = &mut bufs;
-            let row = |r: usize, b| w.row_part(r, c.clone(), b);
+            let row = |r: usize, b| (r < k).then(|| w.row_part(r, c.clone(), b));
             let rows = [row(kk, b0), row(kk + 1, b1), row(kk + 2, b2), row(kk + 3, b3)];
-            for (xr, or) in xb.chunks_exact(k).zip(ob.chunks_exact_mut(n)) {
-                add4(or, &xr[kk..kk + 4], rows);
-            }
-            kk += 4;
-        }
-        for kk in kk..k {
-            let wr = w.row_part(kk, c.clone(), &mut bufs[0]);
-            for (xr, or) in xb.chunks_exact(k).zip(ob.chunks_exact_mut(n)) {
-                add1(or, xr[kk], wr);
-            }
+            let rows: Vec<&[f32]> = rows.into_iter().flatten().collect();
+            accumulate(xb, k, kk, &rows, ob);
         }
     }
 }
 
 /// f16 with even n (`words`: `(k, n / 2)`), columns `c` (even bounds), straight
-/// from the words: four rows unpacked at a time into their even and odd
-/// columns (`lo`, `hi`), and each output row summed as its even then its odd
-/// columns (`acc`), interleaved back at the end. Keeping the halves apart
-/// lets every loop vectorise; the sums are the same.
+/// from the words: four rows at a time unpacked as their even then their odd
+/// columns, and each output row summed in the same layout (`acc`), then
+/// interleaved back. Keeping the halves apart lets every loop vectorise
+/// (interleaving per element does not); the sums are the same.
+#[inline(always)]
 fn run_f16(x: &[f32], words: &[u32], n: usize, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
     let (k, cols, h) = (x.len() / (out.len() / c.len()), c.len(), c.len() / 2);
     let row_words = |r: usize| &words[(r * n + c.start) / 2..][..h];
-    let mut lo = vec![0.0; 4 * h]; // (4, cols / 2) even columns of rows kk..kk + 4
-    let mut hi = vec![0.0; 4 * h]; // (4, cols / 2) odd columns
+    let mut buf = vec![0.0; 4 * cols]; // (4, 2, cols / 2) rows kk..kk + 4, halves apart
     let mut acc = vec![0.0; ROW_BLOCK * cols]; // (rows, 2, cols / 2) outputs, halves apart
     for (xb, ob) in x.chunks(ROW_BLOCK * k).zip(out.chunks_mut(ROW_BLOCK * cols)) {
         let acc = &mut acc[..ob.len()];
         for a in acc.chunks_exact_mut(cols) {
             split(bias, a);
         }
-        let mut kk = 0;
-        while kk < k {
-            let rows = (k - kk).min(4);
-            for i in 0..rows {
-                let (l, r) = (&mut lo[i * h..][..h], &mut hi[i * h..][..h]);
-                for ((l, r), &word) in l.iter_mut().zip(r).zip(row_words(kk + i)) {
-                    (*l, *r) = f16_pair(word);
+        for kk in (0..k).step_by(4) {
+            let n_rows = (k - kk).min(4);
+            for (i, row) in buf.chunks_exact_mut(cols).take(n_rows).enumerate() {
+                let (even, odd) = row.split_at_mut(h);
+                for ((e, d), &word) in even.iter_mut().zip(odd).zip(row_words(kk + i)) {
+                    (*e, *d) = f16_pair(word);
                 }
             }
-            for (xr, a) in xb.chunks_exact(k).zip(acc.chunks_exact_mut(cols)) {
-                let (even, odd) = a.split_at_mut(h);
-                let xv = &xr[kk..kk + rows];
-                if rows == 4 {
-                    add4(even, xv, quarters(&lo));
-                    add4(odd, xv, quarters(&hi));
-                } else {
-                    for (i, &xv) in xv.iter().enumerate() {
-                        add1(even, xv, &lo[i * h..][..h]);
-                        add1(odd, xv, &hi[i * h..][..h]);
-                    }
-                }
-            }
-            kk += rows;
+            let rows: Vec<&[f32]> = buf.chunks_exact(cols).take(n_rows).collect();
+            accumulate(xb, k, kk, &rows, acc);
         }
         for (a, or) in acc.chunks_exact(cols).zip(ob.chunks_exact_mut(cols)) {
             let (even, odd) = a.split_at(h);
@@ -139,15 +135,29 @@ fn run_f16(x: &[f32], words: &[u32], n: usize, c: Range<usize>, bias: &[f32], ou
     }
 }
 
-/// The four rows of a `(4, len / 4)` buffer.
-fn quarters(buf: &[f32]) -> [&[f32]; 4] {
-    let q = buf.len() / 4;
-    [&buf[..q], &buf[q..2 * q], &buf[2 * q..3 * q], &buf[3 * q..]]
+/// acc[r, :] += x[r, kk + i] · rows[i] for i in order, for each row r of a
+/// block (x: `(rows, k)`, acc: `(rows, width)`): four weight rows go through
+/// each output at once, so an output is loaded and stored once per four
+/// products. (Two output rows per pass, sharing the weight loads, compiled
+/// to slower code: more live vectors than SIMD128 or SSE has registers.)
+#[inline(always)]
+fn accumulate(xb: &[f32], k: usize, kk: usize, rows: &[&[f32]], acc: &mut [f32]) {
+    let width = acc.len() / (xb.len() / k);
+    for (xr, ar) in xb.chunks_exact(k).zip(acc.chunks_exact_mut(width)) {
+        match *rows {
+            [a, b, c, d] => add4(ar, xr[kk..][..4].try_into().expect("4"), [a, b, c, d]),
+            _ => {
+                for (i, row) in rows.iter().enumerate() {
+                    add1(ar, xr[kk + i], row);
+                }
+            }
+        }
+    }
 }
 
 /// out += xv[0] * a + xv[1] * b + xv[2] * c + xv[3] * d, added one by one.
 #[inline(always)]
-fn add4(out: &mut [f32], xv: &[f32], [a, b, c, d]: [&[f32]; 4]) {
+fn add4(out: &mut [f32], xv: [f32; 4], [a, b, c, d]: [&[f32]; 4]) {
     for ((((o, &a), &b), &c), &d) in out.iter_mut().zip(a).zip(b).zip(c).zip(d) {
         *o = *o + xv[0] * a + xv[1] * b + xv[2] * c + xv[3] * d;
     }

@@ -1,9 +1,36 @@
-//! How the CPU twins share one kernel's outputs among threads: natively over
-//! rayon's pool (one thread per core), in wasm on the one thread there is.
-//! Each output is still computed by exactly the arithmetic of an unsplit
-//! run, so the numbers do not depend on the number of threads.
+//! How the CPU twins use the machine: natively they share one kernel's
+//! outputs among threads over rayon's pool (one thread per core) and run
+//! their loops in AVX2's eight lanes where the CPU has it; in wasm, one
+//! thread and SIMD128's four lanes. Each output is still computed by exactly
+//! the arithmetic of an unsplit run, and AVX2's adds and multiplies are the
+//! same IEEE operations as SIMD128's (no fused multiply-add, which would
+//! round differently), so the numbers depend on neither.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set by [`without_avx2`]: the portable loops even where AVX2 is there.
+static PORTABLE: AtomicBool = AtomicBool::new(false);
+
+/// Whether the CPU twins run their AVX2 copies.
+pub fn avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2") && !PORTABLE.load(Ordering::Relaxed)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// `f` with the AVX2 copies switched off (for a test comparing the two).
+pub fn without_avx2<T>(f: impl FnOnce() -> T) -> T {
+    PORTABLE.store(true, Ordering::Relaxed);
+    let out = f();
+    PORTABLE.store(false, Ordering::Relaxed);
+    out
+}
 
 /// Work (multiply-adds) below which a kernel is not split: a part must
 /// outweigh handing it to another thread (a few microseconds).
