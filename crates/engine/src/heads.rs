@@ -31,8 +31,11 @@ pub fn head_stats(weights: &[f32], n_cols: usize, pos0: usize) -> HeadStats {
     for (i, row) in weights.chunks_exact(n_cols).enumerate() {
         let q = pos0 + i;
         let seen = &row[..=q];
-        s.entropy_bits -=
-            seen.iter().filter(|&&w| w > 0.0).map(|&w| w as f64 * (w as f64).log2()).sum::<f64>();
+        s.entropy_bits -= seen
+            .iter()
+            .filter(|&&w| w > 0.0)
+            .map(|&w| w as f64 * libm::log2(w as f64))
+            .sum::<f64>();
         s.look_back +=
             seen.iter().enumerate().map(|(j, &w)| w as f64 * (q - j) as f64).sum::<f64>();
         s.first += seen[0] as f64;

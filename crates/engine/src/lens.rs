@@ -30,7 +30,7 @@ pub fn top(logits: &[f32], k: usize) -> Vec<(u32, f64)> {
     }
     ids.truncate(k);
     ids.sort_by(by_p);
-    ids.into_iter().map(|id| (id, logp[id as usize].exp())).collect()
+    ids.into_iter().map(|id| (id, libm::exp(logp[id as usize]))).collect()
 }
 
 #[cfg(test)]

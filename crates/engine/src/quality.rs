@@ -82,7 +82,7 @@ impl DriftAcc {
         let (lp, lq) = (log_softmax(reference), log_softmax(variant));
         let mut kl = 0.0;
         for (&a, &b) in lp.iter().zip(&lq) {
-            let (p, q) = (a.exp(), b.exp());
+            let (p, q) = (libm::exp(a), libm::exp(b));
             if p > 0.0 {
                 kl += p * (a - b);
             }
@@ -148,7 +148,7 @@ pub fn drifts(
 /// ln softmax in f64.
 fn log_softmax(logits: &[f32]) -> Vec<f64> {
     let max = logits.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(f64::from(v)));
-    let sum: f64 = logits.iter().map(|&v| (f64::from(v) - max).exp()).sum();
-    let log_z = max + sum.ln();
+    let sum: f64 = logits.iter().map(|&v| libm::exp(f64::from(v) - max)).sum();
+    let log_z = max + libm::log(sum);
     logits.iter().map(|&v| f64::from(v) - log_z).collect()
 }

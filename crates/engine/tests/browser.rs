@@ -14,6 +14,8 @@ use wasm_bindgen_test::*;
 
 #[path = "shared/portable.rs"]
 mod portable;
+#[path = "shared/portable_forward.rs"]
+mod portable_forward;
 
 wasm_bindgen_test_configure!(run_in_browser);
 
@@ -90,4 +92,12 @@ fn seeded_draws_match_native() {
 #[wasm_bindgen_test]
 fn explanations_are_bit_identical_to_native() {
     assert_eq!(portable::explanation_fingerprint(), portable::EXPLANATION_FINGERPRINT);
+}
+
+/// The CPU engine's logits in wasm (one thread, SIMD128) have the bits they
+/// have natively (threads, AVX2): `cpu_paths.rs` checks the same fingerprint.
+#[wasm_bindgen_test]
+fn cpu_logits_are_bit_identical_to_native() {
+    let fingerprint = portable_forward::forward_fingerprint(CONFIG, WEIGHTS);
+    assert_eq!(fingerprint, portable_forward::FORWARD_FINGERPRINT);
 }

@@ -10,6 +10,9 @@ use decode_lab_engine::kernels::format::{Channels, Format};
 use decode_lab_engine::kernels::matrix::Matrix;
 use decode_lab_engine::kernels::{lm_head, matmul};
 
+#[path = "shared/portable_forward.rs"]
+mod portable_forward;
+
 /// An f16 matrix and the f32 matrix of its exact values.
 fn pair(rows: usize, cols: usize, channels: Channels, seed: u64) -> (Matrix, Matrix) {
     let mut w = cases::random(rows * cols, seed);
@@ -135,4 +138,14 @@ fn avx2_loops_give_the_bits_of_the_portable_loops() {
         let wide = run();
         assert_eq!(wide, parallel::without_avx2(run), "{}", format.name());
     }
+}
+
+/// The whole CPU forward pass gives the bits it gives in wasm (`browser.rs`
+/// checks the same fingerprint in Chromium).
+#[test]
+fn cpu_logits_are_bit_identical_to_wasm() {
+    let config = include_str!("../../../tests/fixtures/golden/tiny_odd/config.json");
+    let weights = include_bytes!("../../../tests/fixtures/golden/tiny_odd/model.safetensors");
+    let fingerprint = portable_forward::forward_fingerprint(config, weights);
+    assert_eq!(fingerprint, portable_forward::FORWARD_FINGERPRINT);
 }

@@ -20,7 +20,8 @@ impl Scoring {
     /// The score of `generated` new tokens (an end token included) with
     /// summed log-probability `cumulative` after a prompt of `prompt_len`.
     pub fn score(self, cumulative: f64, generated: usize, prompt_len: usize) -> f64 {
-        cumulative / (self.length(generated, prompt_len).max(1) as f64).powf(self.length_penalty)
+        cumulative
+            / libm::pow(self.length(generated, prompt_len).max(1) as f64, self.length_penalty)
     }
 
     /// The length the penalty divides by: the new tokens, plus the prompt's

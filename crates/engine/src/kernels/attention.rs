@@ -70,11 +70,12 @@ pub fn weights(
         let k = &key_cache[j * n_embd + h0..][..head_size];
         q.iter().zip(k).map(|(a, b)| a * b).sum::<f32>() * scale
     }));
-    // Subtract the max so exp() cannot overflow.
+    // Subtract the max so exp() cannot overflow; `libm`'s exp, the same bits
+    // natively and in wasm (the platform's differs in the last bit).
     let max = att.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let mut sum = 0.0;
     for a in att.iter_mut() {
-        *a = (*a - max).exp();
+        *a = libm::expf(*a - max);
         sum += *a;
     }
     sum
