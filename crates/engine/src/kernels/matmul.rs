@@ -93,8 +93,8 @@ fn run_rows(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32
             let [b0, b1, b2, b3] = &mut bufs;
             let row = |r: usize, b| (r < k).then(|| w.row_part(r, c.clone(), b));
             let rows = [row(kk, b0), row(kk + 1, b1), row(kk + 2, b2), row(kk + 3, b3)];
-            let rows: Vec<&[f32]> = rows.into_iter().flatten().collect();
-            accumulate(xb, k, kk, &rows, ob);
+            let n_rows = (k - kk).min(4);
+            accumulate(xb, k, kk, &rows.map(|r| r.unwrap_or_default())[..n_rows], ob);
         }
     }
 }
@@ -123,8 +123,8 @@ fn run_f16(x: &[f32], words: &[u32], n: usize, c: Range<usize>, bias: &[f32], ou
                     (*e, *d) = f16_pair(word);
                 }
             }
-            let rows: Vec<&[f32]> = buf.chunks_exact(cols).take(n_rows).collect();
-            accumulate(xb, k, kk, &rows, acc);
+            let rows: [&[f32]; 4] = std::array::from_fn(|i| &buf[i * cols..][..cols]);
+            accumulate(xb, k, kk, &rows[..n_rows], acc);
         }
         for (a, or) in acc.chunks_exact(cols).zip(ob.chunks_exact_mut(cols)) {
             let (even, odd) = a.split_at(h);
