@@ -108,7 +108,7 @@ fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>) -> Vec<f32> {
 /// on the last (a 50,257-row head is then bound by add latency), while
 /// sixteen independent lanes are four SIMD operations that do not.
 #[inline(always)]
-pub fn dot(x: &[f32], w: &[f32]) -> f32 {
+fn dot(x: &[f32], w: &[f32]) -> f32 {
     combine(lane_sums::<LANES>(x, w))
 }
 
