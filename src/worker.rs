@@ -18,8 +18,18 @@ use js_sys::{Array, Float32Array, Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use web_sys::{Event, MessageEvent, Worker};
 
-/// The worker's script, beside the page (`www/cpu_worker_loader.js`).
-const SCRIPT: &str = "./cpu_worker_loader.js";
+/// Where the page names the worker's script (`www/cpu_worker_loader.js`,
+/// renamed by its content at build time: `tools/post_build.mjs`).
+const SCRIPT_META: &str = "meta[name=cpu-worker]";
+
+/// The worker's script as the built page names it.
+fn script() -> Result<String, String> {
+    web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.query_selector(SCRIPT_META).ok().flatten())
+        .and_then(|m| m.get_attribute("content"))
+        .ok_or_else(|| "the page does not name its CPU worker (<meta name=cpu-worker>)".into())
+}
 
 /// How long the worker may take to start its wasm (0.3 MB) before the page
 /// gives up on it.
@@ -41,7 +51,8 @@ impl CpuWorker {
     /// Starts the worker and has it load the model from its files (the same
     /// bytes the page parsed, so both hold the same weights, packed in `format`).
     pub async fn start(config: &[u8], weights: &[u8], format: Format) -> Result<CpuWorker, String> {
-        let worker = Worker::new(SCRIPT).map_err(|e| format!("no Web Worker: {e:?}"))?;
+        let script = script()?;
+        let worker = Worker::new(&script).map_err(|e| format!("no Web Worker: {e:?}"))?;
         let pending: Rc<Pending> = Rc::default();
         let dead: Rc<RefCell<Option<String>>> = Rc::default();
         let on_message = {
@@ -54,6 +65,7 @@ impl CpuWorker {
         };
         let on_error = {
             let (pending, dead) = (pending.clone(), dead.clone());
+            let script = script.clone();
             Closure::<dyn Fn(Event)>::new(move |event: Event| {
                 // A script that failed to load sends a plain Event, an
                 // exception in the worker an ErrorEvent with a message.
@@ -61,7 +73,7 @@ impl CpuWorker {
                     Reflect::get(&event, &"message".into()).ok().and_then(|m| m.as_string());
                 let why = format!(
                     "the CPU worker stopped: {}",
-                    message.unwrap_or_else(|| format!("{SCRIPT} could not be started"))
+                    message.unwrap_or_else(|| format!("{script} could not be started"))
                 );
                 for waiting in pending.borrow_mut().drain(..) {
                     let _ = waiting.send(Err(why.clone()));

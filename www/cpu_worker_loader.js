@@ -1,5 +1,6 @@
 // Starts the CPU worker's wasm (src/bin/cpu_worker.rs; Trunk builds
-// cpu_worker.js + cpu_worker_bg.wasm). A wasm that fails to load would
+// cpu_worker.js + cpu_worker_bg.wasm, which tools/post_build.mjs renames by
+// their content, rewriting the two names below). A wasm that fails to load would
 // otherwise be a silent rejection in this thread: the page is told instead,
 // and runs the CPU engine on its own thread.
 importScripts('./cpu_worker.js');

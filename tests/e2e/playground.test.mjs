@@ -5,6 +5,8 @@
 //     node --test tests/e2e/playground.test.mjs
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { startLab, noFatal, set, generate, bars, cliGreedy, ARTIFACTS } from './helpers.mjs';
 
 const PROMPT = 'ROMEO:\n';
@@ -244,4 +246,24 @@ test('weights=: the bundled f16 model is kept as f16 on the GPU by default, with
     await noFatal(p);
     await p.close();
   }
+});
+
+test('every script and wasm of the build is named by its content; the page starts the worker the build names', async () => {
+  // A host that caches files hard must never pair a new page with an old worker or start-up script.
+  const dist = resolve(process.env.DIST || 'dist');
+  const code = readdirSync(dist).filter((f) => /\.(js|wasm)$/.test(f));
+  for (const f of code) assert.match(f, /-[0-9a-f]{16}(_bg)?\.(js|wasm)$/, `${f} is named by its content`);
+  for (const f of ['cpu_worker_loader', 'cpu_worker', 'cpu_worker_bg', 'boot']) {
+    assert.ok(code.some((c) => c.startsWith(`${f}-`)), `the build has ${f}-HASH`);
+  }
+  const named = readFileSync(join(dist, 'index.html'), 'utf8').match(/<meta name="cpu-worker" content="\.\/([^"]+)"/)?.[1];
+  assert.ok(named && existsSync(join(dist, named)), `index.html names an existing worker loader (${named})`);
+  const loads = [...readFileSync(join(dist, named), 'utf8').matchAll(/'\.\/(cpu_worker[^']*)'/g)].map((m) => m[1]);
+  assert.equal(loads.length, 2, 'the loader names the worker\'s glue and wasm');
+  for (const f of loads) assert.ok(code.includes(f), `the loader names ${f}, which the build has`);
+  const page = await lab.open('cpu', '?prompt=ROMEO%3A');
+  await page.waitForSelector('[data-testid=bar]');
+  assert.equal(await page.getAttribute('[data-testid=backend]', 'data-cpu-thread'), 'worker');
+  await noFatal(page);
+  await page.close();
 });

@@ -1,0 +1,56 @@
+// Trunk post-build hook (runs in Trunk's staging directory, TRUNK_STAGING_DIR,
+// for build and serve). Two jobs:
+// 1. Moves Trunk's inline start-up script out of index.html into boot-HASH.js,
+//    so the built page runs under a strict Content Security Policy
+//    (`script-src 'self' 'wasm-unsafe-eval'`, no inline script).
+// 2. Names the CPU worker's files by their content (Trunk hashes the app's
+//    files, not a worker's): cpu_worker_loader-HASH.js, cpu_worker-HASH.js,
+//    cpu_worker_bg-HASH.wasm. A host that caches files hard then never serves
+//    an old worker (or start-up script) beside a new app after a deploy. The
+//    page reads the loader's name from <meta name="cpu-worker"> (src/worker.rs).
+import { createHash } from 'node:crypto';
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const dir = process.env.TRUNK_STAGING_DIR;
+if (!dir) throw new Error('post_build.mjs runs as a Trunk hook (TRUNK_STAGING_DIR is unset)');
+const at = (name) => join(dir, name);
+const hash = (...parts) => {
+  const h = createHash('sha256');
+  parts.forEach((p) => h.update(p));
+  return h.digest('hex').slice(0, 16);
+};
+
+// The worker: its wasm and glue first, then the loader that names them.
+const glue = readFileSync(at('cpu_worker.js'));
+const wasm = readFileSync(at('cpu_worker_bg.wasm'));
+const worker = hash(glue, wasm);
+const loaderText = readFileSync(at('cpu_worker_loader.js'), 'utf8');
+if (!loaderText.includes("'./cpu_worker.js'") || !loaderText.includes("'./cpu_worker_bg.wasm'")) {
+  throw new Error('www/cpu_worker_loader.js no longer names ./cpu_worker.js and ./cpu_worker_bg.wasm');
+}
+const loader = loaderText
+  .replace("'./cpu_worker.js'", `'./cpu_worker-${worker}.js'`)
+  .replace("'./cpu_worker_bg.wasm'", `'./cpu_worker_bg-${worker}.wasm'`);
+const loaderName = `cpu_worker_loader-${hash(loader)}.js`;
+renameSync(at('cpu_worker.js'), at(`cpu_worker-${worker}.js`));
+renameSync(at('cpu_worker_bg.wasm'), at(`cpu_worker_bg-${worker}.wasm`));
+writeFileSync(at(loaderName), loader);
+rmSync(at('cpu_worker_loader.js'));
+
+// The start-up script, and the page that names both.
+const html = readFileSync(at('index.html'), 'utf8');
+const inline = /<script type="module">([\s\S]*?)<\/script>/;
+const found = html.match(inline);
+if (!found) throw new Error('no inline module script in index.html: Trunk changed its output');
+// The script imports the app's JS by the same base path the other assets use.
+const base = found[1].match(/from '(.*?)decode-lab-app[^']*\.js'/)?.[1];
+if (base === undefined) throw new Error('the start-up script does not import decode-lab-app');
+const boot = found[1].trim() + '\n';
+const bootName = `boot-${hash(boot)}.js`;
+writeFileSync(at(bootName), boot);
+const meta = `<meta name="cpu-worker" content="${base}${loaderName}" />`;
+if (!html.includes('</head>')) throw new Error('index.html has no </head>');
+writeFileSync(at('index.html'), html
+  .replace(inline, `<script type="module" src="${base}${bootName}"></script>`)
+  .replace('</head>', `${meta}</head>`));
