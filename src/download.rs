@@ -2,7 +2,8 @@
 //! and the memory the model will need, shown for a yes above 100 MB, and a
 //! refusal — which limit, by how much — when it cannot fit the page.
 
-use engine::model::Config;
+use engine::kernels::format::Format;
+use engine::model::{Config, WeightsChoice};
 
 /// Downloads above this many bytes wait for the user's yes.
 pub const CONFIRM_BYTES: u64 = 100_000_000;
@@ -15,40 +16,86 @@ pub const PAGE_MEMORY_LIMIT: u64 = 4 << 30;
 pub struct BigDownload {
     /// `model.safetensors`' size.
     pub file_bytes: u64,
-    /// The page's memory while loading: the file, plus its weights as f32.
+    /// The page's memory while loading: the file and the weights as the page
+    /// reads them (an f16 file held as f16: as stored; else widened to f32,
+    /// plus their packed copy when another format is held).
     pub page_bytes: u64,
-    /// The weights on the GPU in f32 (half that when kept as f16).
+    /// Whether the weights are widened to f32 while loading (for the refusal's words).
+    pub widened: bool,
+    /// The weights as held, on the GPU (or in the CPU engine).
     pub gpu_bytes: u64,
+    /// The CPU worker's memory, when it runs the model: the file handed to
+    /// it, and then the page's own load over again (a WebAssembly memory
+    /// keeps its peak).
+    pub worker_bytes: u64,
+    /// Whether the page found WebGPU (else the worker runs the model).
+    pub on_gpu: bool,
 }
 
 impl BigDownload {
-    /// The estimate for a file of `file_bytes` holding `config`'s weights.
-    pub fn estimate(file_bytes: u64, config: &Config) -> BigDownload {
-        let f32_bytes = 4 * config.n_params() as u64;
-        BigDownload { file_bytes, page_bytes: file_bytes + f32_bytes, gpu_bytes: f32_bytes }
+    /// The estimate for a file of `file_bytes` holding `config`'s weights,
+    /// held as `weights` asks, run on the GPU (`on_gpu`) or in the CPU worker.
+    pub fn estimate(
+        file_bytes: u64,
+        config: &Config,
+        weights: WeightsChoice,
+        on_gpu: bool,
+    ) -> BigDownload {
+        let params = config.n_params();
+        // Under 3 bytes a parameter: a 2-byte (f16) checkpoint.
+        let two_byte = file_bytes < 3 * params as u64;
+        let held = match weights {
+            WeightsChoice::Auto if two_byte => Format::F16,
+            WeightsChoice::Auto => Format::F32,
+            WeightsChoice::Exactly(format) => format,
+        };
+        let held_bytes = held.bytes(params);
+        // An f16 file held as f16 is read as stored; anything else is widened
+        // to f32, then packed into a copy unless held as f32.
+        let widened = !(two_byte && held == Format::F16);
+        let page_bytes = match (widened, held) {
+            (false, _) => file_bytes + held_bytes,
+            (true, Format::F32) => file_bytes + 4 * params as u64,
+            (true, _) => file_bytes + 4 * params as u64 + held_bytes,
+        };
+        BigDownload {
+            file_bytes,
+            page_bytes,
+            widened,
+            gpu_bytes: held_bytes,
+            worker_bytes: file_bytes + page_bytes,
+            on_gpu,
+        }
     }
 
     /// Why the model cannot be loaded in a page at all, if it cannot.
     pub fn refusal(&self) -> Option<String> {
         (self.page_bytes > PAGE_MEMORY_LIMIT).then(|| {
             format!(
-                "this model needs about {} of the page's memory (the {} file and its weights as f32); a WebAssembly page can hold at most {}, so it is over by {}",
+                "this model needs about {} of the page's memory (the {} file and its weights {}); a WebAssembly page can hold at most {}, so it is over by {}",
                 size(self.page_bytes),
                 size(self.file_bytes),
+                if self.widened { "widened to f32" } else { "as stored" },
                 size(PAGE_MEMORY_LIMIT),
                 size(self.page_bytes - PAGE_MEMORY_LIMIT)
             )
         })
     }
 
-    /// The question, in words.
+    /// The question, in words: the memory on the backend the page found.
     pub fn question(&self) -> String {
-        format!(
-            "model.safetensors is {}. Loading it takes about {} of this page's memory and up to {} on the GPU (half that when the weights are kept as f16; if the GPU cannot hold them, the CPU engine takes over in a worker that holds its own copy).",
-            size(self.file_bytes),
-            size(self.page_bytes),
-            size(self.gpu_bytes)
-        )
+        let (file, page, worker) =
+            (size(self.file_bytes), size(self.page_bytes), size(self.worker_bytes));
+        match self.on_gpu {
+            true => format!(
+                "model.safetensors is {file}. Loading it takes about {page} of this page's memory and about {} on the GPU (if the GPU cannot hold them, the CPU engine takes over in a worker that needs about {worker} more).",
+                size(self.gpu_bytes)
+            ),
+            false => format!(
+                "model.safetensors is {file}. Loading it takes about {page} of this page's memory, and about {worker} more in the CPU worker that runs it (it loads its own copy): about {} in all.",
+                size(self.page_bytes + self.worker_bytes)
+            ),
+        }
     }
 }
 

@@ -251,10 +251,13 @@ pub async fn load(
     } else {
         GpuContext::new().await.map_err(|e| e.to_string())
     };
-    let fetched = fetch_files(&source, confirmed, &progress).await?;
+    let fetched = fetch_files(&source, confirmed, weights, ctx.is_ok(), &progress).await?;
     let done = fetched.bytes;
     progress(Progress { what: "checking the model".into(), loaded: done, total: Some(done) });
-    let parsed = parse(&source, &fetched);
+    // f16 held (weights=auto or f16): an f16 checkpoint's matrices are read
+    // as they are stored, not widened to f32 first (half the page's memory).
+    let keep_f16 = matches!(weights, WeightsChoice::Auto | WeightsChoice::Exactly(Format::F16));
+    let parsed = parse(&source, &fetched, keep_f16);
     if parsed.is_err() {
         // A corrupt file must not stay cached: the retry downloads it again.
         source.forget(&ALL_FILES).await;

@@ -3,7 +3,7 @@
 //! with every error naming its file. Shared by every way a model is chosen
 //! (`model=`, the picker), since they all end in a [`ModelSource`].
 
-use engine::model::{Config, Model, Tokenizer, Weights};
+use engine::model::{Config, Model, Tokenizer, Weights, WeightsChoice};
 
 use crate::download::{BigDownload, CONFIRM_BYTES};
 use crate::source::ModelSource;
@@ -65,6 +65,8 @@ enum TokenizerFiles {
 pub async fn fetch_files(
     source: &ModelSource,
     confirmed: bool,
+    weights: WeightsChoice,
+    on_gpu: bool,
     progress: &impl Fn(Progress),
 ) -> Result<Fetched, LoadError> {
     let mut done = 0;
@@ -100,7 +102,7 @@ pub async fn fetch_files(
         }
     };
     if !confirmed {
-        ask_before_downloading(source, &config).await?;
+        ask_before_downloading(source, &config, weights, on_gpu).await?;
     }
     let Some(weights) = get("model.safetensors").await? else {
         let location = source.label();
@@ -117,8 +119,14 @@ pub async fn fetch_files(
 
 /// Stops for the user's yes when `model.safetensors` is not in the cache
 /// and over [`CONFIRM_BYTES`] (its size asked with a HEAD request), and
-/// refuses a model that cannot fit the page at all.
-async fn ask_before_downloading(source: &ModelSource, config: &[u8]) -> Result<(), LoadError> {
+/// refuses a model that cannot fit the page at all. The memory is stated for
+/// the backend the page found (`on_gpu`: WebGPU, else the CPU worker).
+async fn ask_before_downloading(
+    source: &ModelSource,
+    config: &[u8],
+    weights: WeightsChoice,
+    on_gpu: bool,
+) -> Result<(), LoadError> {
     let name = "model.safetensors";
     // An unreadable config is reported by `parse` with its file's name.
     let Some(config) = std::str::from_utf8(config).ok().and_then(|t| Config::from_json(t).ok())
@@ -132,7 +140,7 @@ async fn ask_before_downloading(source: &ModelSource, config: &[u8]) -> Result<(
         return Ok(());
     }
     let Ok(Some(Some(bytes))) = source.size(name).await else { return Ok(()) };
-    let download = BigDownload::estimate(bytes, &config);
+    let download = BigDownload::estimate(bytes, &config, weights, on_gpu);
     if let Some(refusal) = download.refusal() {
         return Err(LoadError::Failed(refusal));
     }
@@ -146,8 +154,13 @@ async fn ask_before_downloading(source: &ModelSource, config: &[u8]) -> Result<(
 pub const NEEDED: &str =
     "A model folder needs config.json, model.safetensors, and tokenizer.json or vocab.json + merges.txt.";
 
-/// Parses the fetched files; each error names its own file.
-pub fn parse(source: &ModelSource, f: &Fetched) -> Result<(Model, Tokenizer), String> {
+/// Parses the fetched files; each error names its own file. With `keep_f16`
+/// an f16 checkpoint's matrices stay f16 as stored (no f32 copy).
+pub fn parse(
+    source: &ModelSource,
+    f: &Fetched,
+    keep_f16: bool,
+) -> Result<(Model, Tokenizer), String> {
     let at = |name: &str| source.place(name);
     let text = std::str::from_utf8(&f.config)
         .map_err(|_| format!("{}: not UTF-8 text", at("config.json")))?;
@@ -161,7 +174,7 @@ pub fn parse(source: &ModelSource, f: &Fetched) -> Result<(Model, Tokenizer), St
                 .map_err(|e| format!("{} + merges.txt: {e}", at("vocab.json")))?
         }
     };
-    let weights = Weights::from_safetensors(&f.weights, &config)
+    let weights = Weights::from_safetensors(&f.weights, &config, keep_f16)
         .map_err(|e| format!("{}: {e}", at("model.safetensors")))?;
     Ok((Model { config, weights }, tokenizer))
 }

@@ -10,5 +10,7 @@ const CONFIG: &str = include_str!("../../tests/fixtures/golden/tiny_odd/config.j
 
 fuzz_target!(|data: &[u8]| {
     let config = Config::from_json(CONFIG).expect("the fixture's config is valid");
-    let _ = Weights::from_safetensors(data, &config);
+    // Widened to f32, and f16 matrices kept as stored (the page's f16 path).
+    let _ = Weights::from_safetensors(data, &config, false);
+    let _ = Weights::from_safetensors(data, &config, true);
 });

@@ -126,9 +126,14 @@ for (const backend of ['webgpu', 'cpu']) {
   test(`${backend}: a GPT-2-124M-shaped model (f16, 249 MB) opens through model=, writes the CLI's greedy text, and leaves the page's thread free`, async () => {
     // Served by the test server (same origin, as a course hosting its own copy would):
     // a route would pass 249 MB through the DevTools protocol.
-    const page = await openWithHub(backend, '?model=e2e-models/gpt2-124m-shape/', {}, {}, false);
-    // Over 100 MB: the page asks first.
+    const page = await openWithHub(backend, '?model=e2e-models/gpt2-124m-shape/&test_hooks=1', {}, {}, false);
+    // Over 100 MB: the page asks first, stating the memory on this backend.
     await page.waitForSelector('[data-testid=confirm-download]', { timeout: 60_000 });
+    const question = await page.textContent('[data-testid=confirm-download]');
+    // f16 held as stored: the 249 MB file plus 249 MB of weights (none widened to f32).
+    assert.match(question, /is 249 MB\. Loading it takes about 498 MB of this page's memory/);
+    if (backend === 'cpu') assert.match(question, /about 747 MB more in the CPU worker .*: about 1\.24 GB in all/);
+    else assert.match(question, /about 249 MB on the GPU/);
     await page.click('[data-testid=confirm-yes]');
     await waitSettled(page);
     assert.equal(await page.getAttribute('[data-testid=backend]', 'data-backend'), backend);
@@ -136,6 +141,11 @@ for (const backend of ['webgpu', 'cpu']) {
       // The forward pass runs in the CPU worker, not on the page's thread.
       assert.equal(await page.getAttribute('[data-testid=backend]', 'data-cpu-thread'), 'worker');
     }
+    // The page's WebAssembly memory (which keeps its peak) stays near the estimate: the f16
+    // weights were not widened to f32 on the way (that alone would add 498 MB).
+    const wasm = await page.evaluate(() => window.decodeLabTest.wasmMemoryBytes());
+    console.log(`# ${backend}: the page's wasm memory after loading 124M f16: ${(wasm / 1e6).toFixed(0)} MB`);
+    assert.ok(wasm < 700e6, `page wasm memory ${wasm} bytes`);
     const from = await page.evaluate(() => performance.now());
     await greedyEqualsCli(page, `124M shape on ${backend}`, GPT2);
     const long = await page.evaluate((t) => window.__long.filter((e) => e.at > t).map((e) => Math.round(e.ms)), from);
@@ -195,6 +205,8 @@ test('a download over 100 MB waits for a yes that states its size and memory; on
   await page.waitForSelector('[data-testid=confirm-download]');
   const question = await page.textContent('[data-testid=confirm-download]');
   assert.match(question, /model\.safetensors is 548 MB\. Loading it takes about 855 MB of this page's memory/);
+  // Without WebGPU the worker loads its own copy: the file handed to it, then the page's load over again.
+  assert.match(question, /about 1\.40 GB more in the CPU worker that runs it \(it loads its own copy\): about 2\.26 GB in all/);
   assert.ok(!page.hub.includes('GET /someone/big-gpt2/resolve/main/model.safetensors'), 'nothing downloaded before the yes');
   await page.click('[data-testid=confirm-yes]');
   await waitSettled(page);

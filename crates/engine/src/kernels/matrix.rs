@@ -70,6 +70,23 @@ impl Matrix {
         Matrix { format: Format::F32, rows, cols, channels, words, scales: Vec::new() }
     }
 
+    /// An f16 matrix from its values' little-endian bytes as a checkpoint
+    /// stores them (`data`: 2 · rows · cols bytes): two values per word, the
+    /// first in the low half, as [`Format::pack`] puts them, so the words are
+    /// those of packing the same values from f32.
+    pub fn from_f16_le(rows: usize, cols: usize, channels: Channels, data: &[u8]) -> Matrix {
+        debug_assert_eq!(data.len(), 2 * rows * cols);
+        let words = data
+            .chunks(4)
+            .map(|b| match *b {
+                [a, b, c, d] => u32::from_le_bytes([a, b, c, d]),
+                [a, b] => u32::from_le_bytes([a, b, 0, 0]), // an odd count: zero padding
+                _ => 0,
+            })
+            .collect();
+        Matrix { format: Format::F16, rows, cols, channels, words, scales: Vec::new() }
+    }
+
     /// The same weights in `format`: unpacked to f32 and packed again, so
     /// convert from the loaded (f32 or f16) matrix, not from a quantised one.
     pub fn to_format(&self, format: Format) -> Matrix {
@@ -246,6 +263,9 @@ impl Matrix {
 
     /// Whether `format` holds every weight exactly (an f16 checkpoint in f16).
     pub fn exact_in(&self, format: Format) -> bool {
+        if format == self.format {
+            return true;
+        }
         match self.as_f32() {
             // Per value, stopping at the first miss: no packed copy of a 154 MB `wte`.
             Some(v) if format.holds(0.0).is_some() => {

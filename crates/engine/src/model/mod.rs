@@ -32,10 +32,19 @@ pub struct Model {
 pub const SHARD_INDEX: &str = "model.safetensors.index.json";
 
 impl Model {
-    /// Parses `config.json` text and `model.safetensors` bytes.
+    /// Parses `config.json` text and `model.safetensors` bytes (f32 weights).
     pub fn from_bytes(config_json: &str, safetensors: &[u8]) -> Result<Model> {
         let config = Config::from_json(config_json)?;
-        let weights = Weights::from_safetensors(safetensors, &config)?;
+        let weights = Weights::from_safetensors(safetensors, &config, false)?;
+        Ok(Model { config, weights })
+    }
+
+    /// [`from_bytes`](Self::from_bytes), but an f16 checkpoint's matrices stay
+    /// f16 as stored: the model [`to_format`](Self::to_format)`(F16)` of the
+    /// f32 one would give, without its f32 copy (for a page holding f16).
+    pub fn from_bytes_f16(config_json: &str, safetensors: &[u8]) -> Result<Model> {
+        let config = Config::from_json(config_json)?;
+        let weights = Weights::from_safetensors(safetensors, &config, true)?;
         Ok(Model { config, weights })
     }
 

@@ -27,7 +27,10 @@ impl Host {
     /// The model from its files, with the matrices in `format`: the same
     /// steps as the page's load, so both hold the very same weight values.
     pub fn load(config_json: &str, safetensors: &[u8], format: Format) -> Result<Host> {
-        let model = Model::from_bytes(config_json, safetensors)?;
+        let model = match format {
+            Format::F16 => Model::from_bytes_f16(config_json, safetensors)?,
+            _ => Model::from_bytes(config_json, safetensors)?,
+        };
         let model = match model.format() == format {
             true => model,
             false => model.to_format(format)?,
