@@ -52,7 +52,7 @@ impl BigDownload {
         let held_bytes = held.bytes(params);
         // An f16 file held as f16 is read as stored; anything else is widened
         // to f32, then packed into a copy unless held as f32.
-        let widened = !(two_byte && held == Format::F16);
+        let widened = !(two_byte && weights.keeps_f16());
         let page_bytes = match (widened, held) {
             (false, _) => file_bytes + held_bytes,
             (true, Format::F32) => file_bytes + 4 * params as u64,

@@ -256,8 +256,7 @@ pub async fn load(
     progress(Progress { what: "checking the model".into(), loaded: done, total: Some(done) });
     // f16 held (weights=auto or f16): an f16 checkpoint's matrices are read
     // as they are stored, not widened to f32 first (half the page's memory).
-    let keep_f16 = matches!(weights, WeightsChoice::Auto | WeightsChoice::Exactly(Format::F16));
-    let parsed = parse(&source, &fetched, keep_f16);
+    let parsed = parse(&source, &fetched, weights.keeps_f16());
     if parsed.is_err() {
         // A corrupt file must not stay cached: the retry downloads it again.
         source.forget(&ALL_FILES).await;

@@ -123,6 +123,12 @@ impl WeightsChoice {
         format!("auto, {}", formats.join(", "))
     }
 
+    /// Whether an f16 checkpoint is held as f16 (`auto` or `f16`): then its
+    /// matrices are read as stored ([`Model::from_bytes_f16`]), never widened.
+    pub fn keeps_f16(self) -> bool {
+        matches!(self, WeightsChoice::Auto | WeightsChoice::Exactly(Format::F16))
+    }
+
     /// The format for `model`.
     pub fn format(self, model: &Model) -> Format {
         match self {
