@@ -355,12 +355,8 @@ fn check_batch_size(batch: usize) -> Result<()> {
 /// Loads the model in `dir` and opens a session on the chosen backend, with
 /// the weight matrices stored as `weights` says.
 pub async fn open(dir: &Path, backend: Backend, weights: WeightsChoice) -> Result<Session> {
-    let model = Model::from_dir(dir)?;
-    let format = weights.format(&model);
-    let model = Arc::new(match model.format() == format {
-        true => model,
-        false => model.to_format(format)?,
-    });
+    // An f16 checkpoint held as f16 is never widened (half the memory).
+    let model = Arc::new(Model::from_dir_as(dir, weights)?);
     Ok(match backend {
         Backend::Cpu => Session::Cpu(engine::cpu::CpuSession::new(model)),
         Backend::Gpu => {

@@ -8,12 +8,15 @@ use std::path::PathBuf;
 use decode_lab_engine::gpu::selftest::cases;
 use decode_lab_engine::kernels::format::{Channels, Format};
 use decode_lab_engine::kernels::matrix::Matrix;
-use decode_lab_engine::model::{Model, Weights};
+use decode_lab_engine::model::{Model, Weights, WeightsChoice};
 use safetensors::SafeTensors;
 
+fn fixture_dir(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/golden").join(name)
+}
+
 fn fixture(name: &str) -> (String, Vec<u8>) {
-    let dir =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/golden").join(name);
+    let dir = fixture_dir(name);
     let config = std::fs::read_to_string(dir.join("config.json")).unwrap();
     (config, std::fs::read(dir.join("model.safetensors")).unwrap())
 }
@@ -46,6 +49,27 @@ fn an_f16_checkpoint_is_read_into_the_words_packing_its_f32_values_gives() {
     same_weights(&direct.weights, &packed.weights);
     // Held as f16, it is exactly f16 (weights=auto keeps it so), without a packed copy.
     assert!(direct.exact_in(Format::F16));
+}
+
+/// The CLI's and the CPU worker's load (`from_dir_as`, `from_bytes_as`): for
+/// every choice, the model parsing as f32 and packing gives, whichever way
+/// it was read.
+#[test]
+fn every_weights_choice_holds_what_parsing_as_f32_and_packing_gives() {
+    for name in ["untied_f16", "tiny_odd"] {
+        let (config, bytes) = fixture(name);
+        let f32_model = Model::from_bytes(&config, &bytes).unwrap();
+        let choices = Format::ALL.map(WeightsChoice::Exactly);
+        for choice in [WeightsChoice::Auto].into_iter().chain(choices) {
+            let format = choice.format(&f32_model);
+            let want = f32_model.to_format(format).unwrap();
+            let got = Model::from_dir_as(&fixture_dir(name), choice).unwrap();
+            assert_eq!(got.format(), format, "{name} {choice:?}");
+            same_weights(&got.weights, &want.weights);
+            let got = Model::from_bytes_as(&config, &bytes, choice).unwrap();
+            same_weights(&got.weights, &want.weights);
+        }
+    }
 }
 
 #[test]

@@ -48,19 +48,57 @@ impl Model {
         Ok(Model { config, weights })
     }
 
-    /// Loads `config.json` and `model.safetensors` from a directory (native only).
+    /// The model with its matrices as `weights` says: an f16 checkpoint held
+    /// as f16 is read straight into f16 words ([`from_bytes_f16`](Self::from_bytes_f16)),
+    /// anything else parsed as f32 and packed. The one path of the CLI and
+    /// the CPU worker, so both hold the page's very weight values.
+    pub fn from_bytes_as(
+        config_json: &str,
+        safetensors: &[u8],
+        weights: WeightsChoice,
+    ) -> Result<Model> {
+        Model::parsed_for(config_json, safetensors, weights)?.held_as(weights)
+    }
+
+    /// Parsed as f16 words where `weights` holds an f16 checkpoint so, else as f32.
+    fn parsed_for(config_json: &str, safetensors: &[u8], weights: WeightsChoice) -> Result<Model> {
+        match weights.keeps_f16() {
+            true => Model::from_bytes_f16(config_json, safetensors),
+            false => Model::from_bytes(config_json, safetensors),
+        }
+    }
+
+    /// This model with its matrices in the format `weights` chooses.
+    fn held_as(self, weights: WeightsChoice) -> Result<Model> {
+        let format = weights.format(&self);
+        match self.format() == format {
+            true => Ok(self),
+            false => self.to_format(format),
+        }
+    }
+
+    /// Loads `config.json` and `model.safetensors` from a directory (native
+    /// only), f32 weights.
     pub fn from_dir(dir: &std::path::Path) -> Result<Model> {
+        Model::from_dir_as(dir, WeightsChoice::Exactly(Format::F32))
+    }
+
+    /// [`from_dir`](Self::from_dir) with the matrices as `weights` says
+    /// ([`from_bytes_as`](Self::from_bytes_as)).
+    pub fn from_dir_as(dir: &std::path::Path, weights: WeightsChoice) -> Result<Model> {
         let config = read(&dir.join("config.json"), MAX_CONFIG_BYTES)?;
         let config = String::from_utf8(config)
             .map_err(|_| EngineError::Config("config.json is not UTF-8 text".to_string()))?;
-        let weights = dir.join("model.safetensors");
-        if !weights.exists() && dir.join(SHARD_INDEX).exists() {
+        let file = dir.join("model.safetensors");
+        if !file.exists() && dir.join(SHARD_INDEX).exists() {
             return Err(EngineError::Sharded { location: dir.display().to_string() });
         }
-        if !weights.exists() && dir.join("pytorch_model.bin").exists() {
+        if !file.exists() && dir.join("pytorch_model.bin").exists() {
             return Err(EngineError::PytorchOnly { location: dir.display().to_string() });
         }
-        Model::from_bytes(&config, &read(&weights, MAX_FILE_BYTES)?)
+        // The file's bytes are gone before packing: no file + f32 + packed peak.
+        let parsed = Model::parsed_for(&config, &read(&file, MAX_FILE_BYTES)?, weights)?;
+        parsed.held_as(weights)
     }
 
     /// The same model with its weight matrices in `format` (from a model as

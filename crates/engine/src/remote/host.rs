@@ -10,7 +10,7 @@ use super::wire::{Answer, Reply, Request, SessionId};
 use crate::cpu::CpuSession;
 use crate::error::{EngineError, Result};
 use crate::kernels::format::Format;
-use crate::model::Model;
+use crate::model::{Model, WeightsChoice};
 use crate::step::{Look, StepStats};
 
 /// What the worker holds.
@@ -27,14 +27,7 @@ impl Host {
     /// The model from its files, with the matrices in `format`: the same
     /// steps as the page's load, so both hold the very same weight values.
     pub fn load(config_json: &str, safetensors: &[u8], format: Format) -> Result<Host> {
-        let model = match format {
-            Format::F16 => Model::from_bytes_f16(config_json, safetensors)?,
-            _ => Model::from_bytes(config_json, safetensors)?,
-        };
-        let model = match model.format() == format {
-            true => model,
-            false => model.to_format(format)?,
-        };
+        let model = Model::from_bytes_as(config_json, safetensors, WeightsChoice::Exactly(format))?;
         Ok(Host::new(Arc::new(model)))
     }
 
