@@ -144,7 +144,7 @@ test('500 generated hostile query strings: no panic, visible notices, no script 
     'variant_a', 'variant_b', 'heldout_tokens', 'tensor', 'params_b', 'prefill', 'up_to', 'kv_layers', 'kv_heads', 'head_size', 'kv_bytes', 'context', 'batch', 'position', 'layer', 'att_layer', 'att_head', 'first_token', 'beams', 'length_penalty', 'prompt_in_length', 'ends_at'];
   const widgets = ['temperature', 'top-k', 'top-p', 'min-p', 'pipeline', 'step', 'generate', 'greedy-loop', 'compare', 'quantization', 'prefill-decode', 'kv-cache', 'batching', 'logit-lens', 'attention', 'beam-tree', 'bogus'];
   const h = hostile(16);
-  const context = await lab.browsers.cpu.newContext();
+  const context = await (await lab.browser('cpu')).newContext();
   const page = await context.newPage();
   await watchCsp(page);
   const errors = [];
@@ -183,7 +183,7 @@ test('500 generated hostile query strings: no panic, visible notices, no script 
 });
 
 test('an embed posts its height to its parent only, and ignores garbage messages', async () => {
-  const page = await lab.browsers.webgpu.newPage();
+  const page = await (await lab.browser('webgpu')).newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
   // A same-origin parent with no other embeds: course-note.html's own iframes

@@ -11,33 +11,68 @@ const { chromium } = await import(process.env.PLAYWRIGHT_CORE);
 export const ARTIFACTS = resolve(process.env.ARTIFACTS || 'target/e2e');
 export const DIST = resolve(process.env.DIST || 'dist');
 
-/** Browsers + server, started by `start()` in a `before` hook. */
+const FLAGS = { webgpu: ['--enable-unsafe-webgpu'], cpu: [] };
+
+/**
+ * Browsers + server, started by `start()` in a `before` hook. A browser
+ * process that ends (not a page: a page crash fails its test) is reported and
+ * started again on the next request, so one lost process cannot fail every
+ * later test of the file (once, in CI, the CPU one ended as its first page of
+ * widgets.test.mjs loaded, and 13 tests failed with it).
+ */
 export async function startLab() {
   const lab = { browsers: {}, server: null };
+  const launch = async (name) => {
+    const browser = await chromium.launch({
+      executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+      args: ['--no-sandbox', '--disable-gpu-sandbox', '--disable-dev-shm-usage', ...FLAGS[name]],
+    });
+    browser.on('disconnected', () => {
+      if (lab.stopping) return;
+      console.error(`# the ${name} Chromium process ended at ${new Date().toISOString()}`);
+    });
+    lab.browsers[name] = browser;
+    return browser;
+  };
+  /** The `name` browser ('webgpu' or 'cpu'), started again if its process ended. */
+  lab.browser = async (name) => {
+    const b = lab.browsers[name];
+    return b?.isConnected() ? b : launch(name);
+  };
   lab.start = async () => {
     lab.server = await serve(DIST);
     mkdirSync(ARTIFACTS, { recursive: true });
-    for (const [name, extra] of [['webgpu', ['--enable-unsafe-webgpu']], ['cpu', []]]) {
-      lab.browsers[name] = await chromium.launch({
-        executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-        args: ['--no-sandbox', '--disable-gpu-sandbox', '--disable-dev-shm-usage', ...extra],
-      });
-    }
+    for (const name of Object.keys(FLAGS)) await launch(name);
     return lab.server;
   };
   lab.stop = async () => {
+    lab.stopping = true;
     for (const b of Object.values(lab.browsers)) await b.close();
     await lab.server?.close();
   };
-  /** A fresh page (own context: own Cache Storage), loaded until ready or error. */
+  /**
+   * A fresh page (own context: own Cache Storage), loaded until ready or error.
+   * If the browser process itself ends while the page loads, the page is
+   * opened once more in a new one (reported above); anything else fails.
+   */
   lab.open = async (backend, query = '', viewport = { width: 1280, height: 900 }) => {
-    const page = await lab.browsers[backend].newPage({ viewport });
-    page.errors = [];
-    page.on('pageerror', (e) => page.errors.push(e.message));
-    await watchCsp(page);
-    await page.goto(lab.server.url + query);
-    await waitSettled(page);
-    return page;
+    for (let attempt = 1; ; attempt++) {
+      const browser = await lab.browser(backend);
+      const page = await browser.newPage({ viewport });
+      page.errors = [];
+      page.on('pageerror', (e) => page.errors.push(e.message));
+      try {
+        await watchCsp(page);
+        await page.goto(lab.server.url + query);
+        await waitSettled(page);
+        return page;
+      } catch (e) {
+        if (browser.isConnected() || attempt > 1) throw e;
+        // Playwright appends what Chromium printed; its end says how the process ended.
+        const lines = e.message.split('\n');
+        console.error(`# opening ${query || '/'} again in a new ${backend} browser: ${lines[0]}\n${lines.slice(-12).map((l) => `#   ${l}`).join('\n')}`);
+      }
+    }
   };
   return lab;
 }

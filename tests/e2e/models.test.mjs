@@ -45,7 +45,7 @@ function cliGreedy(tokens, model = MODEL) {
 /** A page whose requests to the Hub are answered from `files` (name → bytes or null for 404);
  * `heads` (name → bytes) overrides the size a HEAD request reports. */
 async function openWithHub(backend, query, files, heads = {}, settle = true) {
-  const page = await lab.browsers[backend].newPage({ viewport: { width: 1280, height: 900 } });
+  const page = await (await lab.browser(backend)).newPage({ viewport: { width: 1280, height: 900 } });
   // Main-thread tasks over 50 ms, with their end times (the longtask API).
   await page.addInitScript(() => {
     window.__long = [];

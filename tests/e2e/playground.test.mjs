@@ -11,7 +11,7 @@ import { startLab, noFatal, set, generate, bars, cliGreedy, ARTIFACTS } from './
 
 const PROMPT = 'ROMEO:\n';
 const lab = await startLab();
-const { browsers } = lab;
+
 let server;
 before(async () => { server = await lab.start(); });
 after(() => lab.stop());
@@ -176,7 +176,7 @@ test('custom logits: exact softmax numbers, no model request', async () => {
 
 test('a second visit loads the model from Cache Storage', async () => {
   const weights = '/models/shakespeare/model.safetensors';
-  const context = await browsers.cpu.newContext();
+  const context = await (await lab.browser('cpu')).newContext();
   const first = await context.newPage();
   await first.goto(server.url);
   await first.waitForSelector('[data-testid=bar]', { timeout: 180_000 });

@@ -82,7 +82,7 @@ async function resetAndSettle(page) {
 
 for (const backend of ['webgpu', 'cpu']) {
   test(`${backend}: a long session past the context, reset and again, holds steady memory and no long task`, async () => {
-    const page = await lab.browsers[backend].newPage();
+    const page = await (await lab.browser(backend)).newPage();
     page.errors = [];
     page.on('pageerror', (e) => page.errors.push(e.message));
     await instrument(page);

@@ -80,7 +80,7 @@ test('URL state round-trips: set controls, copy the embed code, reopen, same vie
   await page.waitForFunction(() => new URLSearchParams(location.search).get('top_p') === '0.6');
   await page.close();
 
-  const again = await lab.browsers.webgpu.newPage({ viewport: { width: 800, height: 900 } });
+  const again = await (await lab.browser('webgpu')).newPage({ viewport: { width: 800, height: 900 } });
   await again.goto(src);
   await waitSettled(again);
   await again.waitForFunction(() => document.querySelectorAll('[data-testid=bar]').length === 7);
@@ -536,7 +536,7 @@ test('a sub-path host serves every widget (relative asset paths)', async () => {
 test('course note: fourteen embeds work together, the model downloads once, heights are reported', async () => {
   const weights = '/models/shakespeare/model.safetensors';
   const fetched = server.requests.get(weights) || 0;
-  const page = await lab.browsers.webgpu.newPage({ viewport: { width: 900, height: 8000 } });
+  const page = await (await lab.browser('webgpu')).newPage({ viewport: { width: 900, height: 8000 } });
   page.errors = [];
   page.on('pageerror', (e) => page.errors.push(e.message));
   await page.goto(server.url + 'examples/course-note.html');
