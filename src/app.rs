@@ -163,7 +163,7 @@ fn start_loading(
     let lost = RwSignal::new(None::<String>);
     Effect::new(move |_| {
         if let (Some(reason), Some(d)) = (lost.get(), driver.get_untracked()) {
-            d.fall_back_to_cpu(reason);
+            d.fall_back_to_cpu(reason, move |backend| phase.set(Phase::Ready(backend)));
             phase.set(Phase::Ready(d.lab.with_value(|l| l.backend.clone())));
         }
     });

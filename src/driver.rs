@@ -13,7 +13,7 @@ use engine::Session;
 use leptos::prelude::*;
 
 use crate::distribution::StepInput;
-use crate::lab::Lab;
+use crate::lab::{Backend, Lab};
 use crate::loader::yield_to_browser;
 use crate::registry::Controls;
 
@@ -97,17 +97,22 @@ impl Driver {
         }
     }
 
-    /// The GPU device was lost: carry on with the CPU engine. The prompt, every
-    /// chip and the run's draw stream stay: the run moves onto a CPU session
-    /// (one prefill of its context), and a generation that was under way goes
-    /// on, so the text is the one a CPU-only run with the same seed writes.
-    pub fn fall_back_to_cpu(self, reason: String) {
+    /// The GPU device was lost: carry on with the CPU engine, in a CPU worker
+    /// as after a CPU load (`on_backend` hears when it is up, or why not). The
+    /// prompt, every chip and the run's draw stream stay: the run moves onto a
+    /// CPU session (one prefill of its context), and a generation that was
+    /// under way goes on, so the text is the one a CPU-only run with the same
+    /// seed writes.
+    pub fn fall_back_to_cpu(self, reason: String, on_backend: impl Fn(Backend) + 'static) {
         self.lab.update_value(|l| {
             l.fall_back_to_cpu(format!(
                 "the GPU device was lost ({reason}); switched to the CPU engine"
             ))
         });
         leptos::task::spawn_local(async move {
+            let worker = self.lab.with_value(|l| l.start_worker()).await;
+            self.lab.update_value(|l| l.use_worker(worker));
+            on_backend(self.lab.with_value(|l| l.backend.clone()));
             // Let the step in flight fail (its device is gone) or finish first.
             while self.generating.get_untracked() {
                 yield_to_browser().await;

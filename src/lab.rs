@@ -216,12 +216,41 @@ impl Lab {
     }
 
     /// Drops the GPU engine (after the device was lost): sessions opened from
-    /// now on run on the CPU.
+    /// now on run on the CPU, on the page's thread until [`Lab::use_worker`].
     pub fn fall_back_to_cpu(&mut self, reason: String) {
         self.gpu = None;
-        // The model's files are gone from the page by now: no worker to hand them to.
-        let thread = CpuThread::Page("the GPU went away after the model loaded".into());
+        let thread = CpuThread::Page("the CPU worker is starting (the GPU went away)".into());
         self.backend = Backend::Cpu { reason, held: self.backend.held(), thread };
+    }
+
+    /// A CPU worker holding this lab's model, started from the model's files
+    /// read again (from Cache Storage, where the load put them; the page
+    /// dropped its copy): after the GPU was lost, so the CPU engine runs off
+    /// the page's thread as it does after a CPU load.
+    pub fn start_worker(
+        &self,
+    ) -> impl std::future::Future<Output = Result<Rc<RemoteModel>, String>> + use<> {
+        let (source, model) = (self.source.clone(), self.model.clone());
+        async move {
+            let file = async |name: &str| {
+                let gone = || format!("{} is no longer there", source.place(name));
+                source.get(name, |_, _| ()).await?.ok_or_else(gone)
+            };
+            let config = file("config.json").await?;
+            let weights = file("model.safetensors").await?;
+            let worker = CpuWorker::start(&config, &weights, model.format()).await?;
+            Ok(RemoteModel::new(Rc::new(worker), &model))
+        }
+    }
+
+    /// Sessions opened from now on run in `worker` ([`Lab::start_worker`]),
+    /// or, if it could not start, on the page's thread with the reason.
+    pub fn use_worker(&mut self, worker: Result<Rc<RemoteModel>, String>) {
+        let Backend::Cpu { thread, .. } = &mut self.backend else { return };
+        match worker {
+            Ok(w) => (*thread, self.worker) = (CpuThread::Worker, Some(w)),
+            Err(why) => *thread = CpuThread::Page(format!("the CPU worker did not start: {why}")),
+        }
     }
 }
 

@@ -77,7 +77,7 @@ test('a stop string ends the text where the CLI ends it, and its tokens leave th
   }
 });
 
-test('device loss mid-generation: the page carries on on the CPU engine with the text a CPU-only run writes', async () => {
+test('device loss mid-generation: the page carries on on the CPU engine, in its worker, with the text a CPU-only run writes', async () => {
   const q = '?test_hooks=1&prompt=ROMEO%3A&temperature=1&top_k=40&seed=11&max_tokens=40';
   const cpu = await lab.open('cpu', q);
   const want = await generate(cpu);
@@ -86,13 +86,18 @@ test('device loss mid-generation: the page carries on on the CPU engine with the
   assert.equal(await page.getAttribute('[data-testid=backend]', 'data-backend'), 'webgpu');
   await page.click('[data-testid=generate]');
   await page.waitForFunction(() => document.querySelectorAll('[data-testid=output] .chip').length >= 10);
+  // The worker starts from the files in Cache Storage: nothing is downloaded again.
+  const weights = '/models/shakespeare/model.safetensors';
+  const fetched = server.requests.get(weights);
   await page.evaluate(() => window.decodeLabTest.loseGpuDevice());
   await page.waitForSelector('[data-testid=backend][data-backend=cpu]', { timeout: 60_000 });
+  await page.waitForSelector('[data-testid=backend][data-cpu-thread=worker]', { timeout: 60_000 });
   await page.waitForFunction(() => document.querySelector('[data-testid=status]').dataset.state === 'ready'
     && !document.querySelector('[data-testid=generate]').disabled, null, { timeout: 120_000 });
   assert.equal(await page.inputValue('[data-testid=prompt]'), 'ROMEO:', 'the prompt stays');
   assert.equal(await page.textContent('[data-testid=output]'), want);
   assert.match(await page.textContent('.banner'), /the GPU device was lost/);
+  assert.equal(server.requests.get(weights), fetched, 'the weights were read from the cache');
   await noFatal(page);
   await page.close();
 });
