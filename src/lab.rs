@@ -204,13 +204,16 @@ impl Lab {
     /// The on-device self-test (`selftest=1`) on the GPU engine, if there is
     /// one: every kernel against its CPU twin, then 16 greedy steps of the
     /// model on both engines. A failure moves the page to the CPU engine with
-    /// the reason. `fault` corrupts one kernel's result (test hook).
+    /// the reason, in a CPU worker as after a CPU load. `fault` corrupts one
+    /// kernel's result (test hook).
     pub async fn self_test(&mut self, fault: Option<Kernel>) -> Option<Report> {
         let gpu = self.gpu.clone()?;
         let prompt = self.tokenizer.encode(SELF_TEST_PROMPT).ok().filter(|p| !p.is_empty())?;
         let report = selftest::run(gpu, &prompt, SELF_TEST_STEPS, fault).await;
         if let Some(reason) = report.failure() {
             self.fall_back_to_cpu(reason);
+            let worker = self.start_worker().await;
+            self.use_worker(worker);
         }
         Some(report)
     }

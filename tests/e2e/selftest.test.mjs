@@ -60,6 +60,7 @@ test('webgpu: a wrong kernel fails the self-test and the page runs on the CPU en
   assert.deepEqual(Object.keys(rows).filter((k) => !rows[k]), ['attention']);
   assert.match(await page.textContent('[data-testid=selftest-verdict]'), /attention kernel wrong on this GPU.*CPU engine instead/);
   assert.equal(await page.getAttribute('[data-testid=backend]', 'data-backend'), 'cpu');
+  assert.equal(await page.getAttribute('[data-testid=backend]', 'data-cpu-thread'), 'worker');
   assert.match(await page.textContent('.banner .reason'), /self-test found the attention kernel wrong/);
   assert.match(await page.inputValue('[data-testid=selftest-report]'), /^Decode Lab self-test: FAIL\n[\s\S]*FAIL attention /);
   await greedy8(page);
