@@ -303,19 +303,15 @@ pub async fn load(
     }
     let format = weights.format(&model);
     let lossless = format == Format::F32 || model.exact_in(format);
-    let model = match model.format() == format {
-        true => model,
-        false => {
-            progress(Progress {
-                what: format!("packing the weights as {}", format.name()),
-                loaded: done,
-                total: Some(done),
-            });
-            yield_to_browser().await;
-            model.to_format(format).map_err(|e| e.to_string())?
-        }
-    };
-    let model = Arc::new(model);
+    if model.format() != format {
+        progress(Progress {
+            what: format!("packing the weights as {}", format.name()),
+            loaded: done,
+            total: Some(done),
+        });
+        yield_to_browser().await;
+    }
+    let model = Arc::new(model.into_format(format).map_err(|e| e.to_string())?);
     let held = WeightsHeld { format, bytes: model.weights.bytes() };
     let (backend, gpu) = match ctx {
         Ok(ctx) => {

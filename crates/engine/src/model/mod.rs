@@ -71,6 +71,12 @@ impl Model {
     /// This model with its matrices in the format `weights` chooses.
     fn held_as(self, weights: WeightsChoice) -> Result<Model> {
         let format = weights.format(&self);
+        self.into_format(format)
+    }
+
+    /// This model in `format`: itself when already so (no copy), else
+    /// [`to_format`](Self::to_format).
+    pub fn into_format(self, format: Format) -> Result<Model> {
         match self.format() == format {
             true => Ok(self),
             false => self.to_format(format),
