@@ -13,6 +13,7 @@ use crate::step::{check_input, Inspection, Look, SharedModel, StepStats, Wanted}
 use forward::{Seen, Seq};
 
 mod batch;
+pub mod coworker;
 mod forward;
 
 /// Gives the caller's event loop a turn. In the browser the CPU engine runs

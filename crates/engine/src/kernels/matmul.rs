@@ -5,7 +5,7 @@ use bytemuck::{Pod, Zeroable};
 use std::ops::Range;
 
 use super::matrix::{f16_pair, split, Matrix, SHARD_ALIGN};
-use super::parallel;
+use super::{coworker, parallel};
 
 /// Mirror of the WGSL `Params`.
 #[repr(C)]
@@ -39,6 +39,21 @@ pub fn run_cpu(
 ) {
     let (k, n) = (w.rows, w.cols);
     let m = out.len() / n.max(1);
+    if let Some(split) = coworker::start(w, x, m) {
+        // Columns 0..split here, the rest by the coworker meanwhile.
+        let mut mine = vec![0.0; m * split]; // (m, split)
+        run_part(x, w, 0..split, &bias[..split], &mut mine);
+        let mut theirs = vec![0.0; m * (n - split)]; // (m, n - split)
+        if !coworker::finish(&mut theirs) {
+            run_part(x, w, split..n, &bias[split..], &mut theirs);
+        }
+        let rows = mine.chunks_exact(split).zip(theirs.chunks_exact(n - split));
+        for (or, (a, b)) in out.chunks_exact_mut(n).zip(rows) {
+            or[..split].copy_from_slice(a);
+            or[split..].copy_from_slice(b);
+        }
+        return;
+    }
     let parts = parallel::parts(n, m * k * n, SHARD_ALIGN);
     if parts.len() == 1 {
         return run_part(x, w, 0..n, bias, out);

@@ -261,6 +261,26 @@ impl Matrix {
         Matrix { words, scales, rows: r1 - r0, ..*self }
     }
 
+    /// Elements per word when columns can be cut out of this matrix whole
+    /// words at a time ([`columns`](Self::columns)): f32, and f16 of even width.
+    pub fn column_step(&self) -> Option<usize> {
+        match self.format {
+            Format::F32 => Some(1),
+            Format::F16 if self.cols.is_multiple_of(2) => Some(2),
+            _ => None,
+        }
+    }
+
+    /// Columns `c` as a matrix of their own, the same words copied row by
+    /// row (a coworker's part of a matmul); `None` unless [`column_step`]
+    /// (Self::column_step) divides both ends of `c`.
+    pub fn columns(&self, c: Range<usize>) -> Option<Matrix> {
+        let per = self.column_step().filter(|p| c.start % p == 0 && c.end % p == 0)?;
+        let row = |r: usize| &self.words[(r * self.cols + c.start) / per..][..c.len() / per];
+        let words = (0..self.rows).flat_map(row).copied().collect();
+        Some(Matrix { words, scales: Vec::new(), cols: c.len(), ..*self })
+    }
+
     /// Whether `format` holds every weight exactly (an f16 checkpoint in f16).
     pub fn exact_in(&self, format: Format) -> bool {
         if format == self.format {

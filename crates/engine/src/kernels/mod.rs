@@ -5,6 +5,7 @@
 
 pub mod attention;
 pub mod attention_probs;
+pub mod coworker;
 pub mod embedding;
 pub mod format;
 pub mod gelu;

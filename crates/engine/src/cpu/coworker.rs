@@ -1,0 +1,202 @@
+//! The model's side of [`kernels::coworker`](crate::kernels::coworker): which
+//! products a coworker shares and what it holds for them. Both threads derive
+//! the same list from the same model, so a job is just its index in it.
+//!
+//! A job is each block's four matmuls (the coworker takes the right half of
+//! the columns, `split..n`) and the LM head (the second half of the
+//! vocabulary rows): the products that read every weight once per token and
+//! so bound a decode step. The coworker holds only its part of each, as
+//! matrices of their own (contiguous, so its loops stream them).
+
+use std::ops::Range;
+
+use crate::error::{EngineError, Result};
+use crate::kernels::coworker::{self, Coworker};
+use crate::kernels::matrix::{Matrix, SHARD_ALIGN};
+use crate::kernels::{lm_head, matmul};
+use crate::model::Model;
+
+/// Rows of x a job takes at most: a decode step (one row per sequence) or a
+/// prompt of up to this many tokens; longer prefills run on one thread.
+pub const ROWS_MAX: usize = 64;
+
+/// One shared product, as the engine's thread holds it.
+struct Job<'a> {
+    w: &'a Matrix,
+    /// `Some` for a matmul (its bias, columns split), `None` for the LM head (rows split).
+    bias: Option<&'a [f32]>,
+    split: usize,
+}
+
+impl Job<'_> {
+    /// The coworker's columns (matmul) or head rows (LM head).
+    fn theirs(&self) -> Range<usize> {
+        let n = if self.bias.is_some() { self.w.cols } else { self.w.rows };
+        self.split..n
+    }
+
+    /// Floats of one row of x (its input width).
+    fn x_width(&self) -> usize {
+        if self.bias.is_some() {
+            self.w.rows
+        } else {
+            self.w.cols
+        }
+    }
+}
+
+/// Where a product of `n` outputs splits: its middle, on a shard boundary.
+fn middle(n: usize) -> usize {
+    (n / 2).next_multiple_of(SHARD_ALIGN)
+}
+
+/// The model's shared products in job order; empty when its format cannot
+/// be split into column panels (only f32 and f16 are) or it is too small.
+fn jobs(model: &Model) -> Vec<Job<'_>> {
+    let w = &model.weights;
+    let mut jobs = Vec::with_capacity(4 * w.layers.len() + 1);
+    for lw in &w.layers {
+        let pairs = [
+            (&lw.c_attn_weight, &lw.c_attn_bias),
+            (&lw.attn_proj_weight, &lw.attn_proj_bias),
+            (&lw.c_fc_weight, &lw.c_fc_bias),
+            (&lw.mlp_proj_weight, &lw.mlp_proj_bias),
+        ];
+        for (m, bias) in pairs {
+            jobs.push(Job { w: m, bias: Some(bias), split: middle(m.cols) });
+        }
+    }
+    let head = w.lm_head();
+    jobs.push(Job { w: head, bias: None, split: middle(head.rows) });
+    let splittable = jobs.iter().all(|j| {
+        let n = j.theirs().end;
+        j.split > 0 && j.split < n && (j.bias.is_none() || j.w.column_step().is_some())
+    });
+    if splittable {
+        jobs
+    } else {
+        Vec::new()
+    }
+}
+
+/// Floats of the exchange buffer's two regions: x (`(ROWS_MAX, widest input)`)
+/// and the coworker's part of the output (`(ROWS_MAX, its widest part)`).
+/// Both threads compute it from their model, so they agree on it.
+pub fn buffer_floats(model: &Model) -> Result<(usize, usize)> {
+    let jobs = jobs(model);
+    if jobs.is_empty() {
+        return Err(EngineError::Remote(format!(
+            "a coworker shares f32 and f16 matrices of even width, not {}",
+            model.format().name()
+        )));
+    }
+    let x = jobs.iter().map(Job::x_width).max().unwrap_or(0);
+    let out = jobs.iter().map(|j| j.theirs().len()).max().unwrap_or(0);
+    Ok((ROWS_MAX * x, ROWS_MAX * out))
+}
+
+/// Installs `coworker` on this thread for `model`'s products.
+pub fn install(model: &Model, coworker: Box<dyn Coworker>) -> Result<()> {
+    buffer_floats(model)?;
+    let held: Vec<(&Matrix, usize)> = jobs(model).iter().map(|j| (j.w, j.split)).collect();
+    coworker::install(&held, ROWS_MAX, coworker);
+    Ok(())
+}
+
+/// What the coworker holds: its part of each job's matrix (and bias).
+pub struct Panels {
+    parts: Vec<(Matrix, Option<Vec<f32>>)>, // (jobs): panel or head shard, bias part
+}
+
+impl Panels {
+    /// The coworker's parts of `model`'s jobs (the model may be dropped after).
+    pub fn new(model: &Model) -> Result<Panels> {
+        buffer_floats(model)?;
+        let parts = jobs(model)
+            .iter()
+            .map(|j| match j.bias {
+                Some(bias) => {
+                    let c = j.theirs();
+                    let panel = j.w.columns(c.clone()).expect("checked by jobs()");
+                    (panel, Some(bias[c].to_vec()))
+                }
+                None => (j.w.shard(j.split, j.w.rows), None),
+            })
+            .collect();
+        Ok(Panels { parts })
+    }
+
+    /// Jobs held.
+    pub fn len(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
+    }
+
+    /// Job `job`'s part for rows `x`: `(rows, its width)`.
+    pub fn run(&self, job: usize, x: &[f32]) -> Result<Vec<f32>> {
+        let (w, bias) = self
+            .parts
+            .get(job)
+            .ok_or_else(|| EngineError::Remote(format!("the coworker has no job {job}")))?;
+        let (k, n) = match bias {
+            Some(_) => (w.rows, w.cols),
+            None => (w.cols, w.rows),
+        };
+        let rows = x.len() / k.max(1);
+        if rows * k != x.len() || rows > ROWS_MAX {
+            return Err(EngineError::Remote(format!("job {job}: x of {} floats", x.len())));
+        }
+        let mut out = vec![0.0; rows * n]; // (rows, n)
+        match bias {
+            Some(bias) => matmul::run_cpu(x, w, bias, &mut out),
+            None => lm_head::run_cpu(x, w, 0, n, 0, rows, &mut out),
+        }
+        Ok(out)
+    }
+}
+
+/// A coworker on a native thread (tests, and a check of the split anywhere
+/// threads exist): jobs go over a channel to a thread holding [`Panels`].
+#[cfg(not(target_arch = "wasm32"))]
+pub struct ThreadCoworker {
+    jobs: std::sync::mpsc::Sender<(usize, Vec<f32>)>,
+    parts: std::sync::mpsc::Receiver<Result<Vec<f32>>>,
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl ThreadCoworker {
+    /// A thread holding `panels`.
+    pub fn spawn(panels: Panels) -> ThreadCoworker {
+        let (jobs, job_rx) = std::sync::mpsc::channel::<(usize, Vec<f32>)>();
+        let (part_tx, parts) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for (job, x) in job_rx {
+                if part_tx.send(panels.run(job, &x)).is_err() {
+                    break;
+                }
+            }
+        });
+        ThreadCoworker { jobs, parts }
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl Coworker for ThreadCoworker {
+    fn start(&mut self, job: usize, x: &[f32]) -> bool {
+        self.jobs.send((job, x.to_vec())).is_ok()
+    }
+
+    fn finish(&mut self, out: &mut [f32]) -> bool {
+        match self.parts.recv() {
+            Ok(Ok(part)) if part.len() == out.len() => {
+                out.copy_from_slice(&part);
+                true
+            }
+            _ => false,
+        }
+    }
+}
