@@ -337,7 +337,8 @@ fn LoadingBar(progress: Progress) -> impl IntoView {
 fn BackendBadge(backend: Backend) -> impl IntoView {
     view! {
         <span class="badge" data-testid="backend" data-backend=backend.kind() data-weights=backend.weights()
-            data-cpu-thread=backend.cpu_thread() title=backend.thread_note()>
+            data-cpu-thread=backend.cpu_thread() data-cpu-workers=backend.cpu_workers()
+            title=backend.thread_note()>
             {backend.label()}
         </span>
     }

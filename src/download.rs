@@ -28,18 +28,23 @@ pub struct BigDownload {
     /// it, and then the page's own load over again (a WebAssembly memory
     /// keeps its peak).
     pub worker_bytes: u64,
+    /// The CPU worker's coworker's memory, when there is one: its load is the
+    /// worker's (its half of each matrix fits where the file's bytes were).
+    pub coworker_bytes: u64,
     /// Whether the page found WebGPU (else the worker runs the model).
     pub on_gpu: bool,
 }
 
 impl BigDownload {
     /// The estimate for a file of `file_bytes` holding `config`'s weights,
-    /// held as `weights` asks, run on the GPU (`on_gpu`) or in the CPU worker.
+    /// held as `weights` asks, run on the GPU (`on_gpu`) or in the CPU worker
+    /// (with a `coworker` where the page can give it one).
     pub fn estimate(
         file_bytes: u64,
         config: &Config,
         weights: WeightsChoice,
         on_gpu: bool,
+        coworker: bool,
     ) -> BigDownload {
         let params = config.n_params();
         // Under 3 bytes a parameter: a 2-byte (f16) checkpoint.
@@ -64,6 +69,7 @@ impl BigDownload {
             widened,
             gpu_bytes: held_bytes,
             worker_bytes: file_bytes + page_bytes,
+            coworker_bytes: if coworker && !on_gpu { file_bytes + page_bytes } else { 0 },
             on_gpu,
         }
     }
@@ -90,6 +96,11 @@ impl BigDownload {
             true => format!(
                 "model.safetensors is {file}. Loading it takes about {page} of this page's memory and about {} on the GPU (if the GPU cannot hold them, the CPU engine takes over in a worker that needs about {worker} more).",
                 size(self.gpu_bytes)
+            ),
+            false if self.coworker_bytes > 0 => format!(
+                "model.safetensors is {file}. Loading it takes about {page} of this page's memory, about {worker} more in the CPU worker that runs it (it loads its own copy) and about {} in a second worker that computes half of each step: about {} in all.",
+                size(self.coworker_bytes),
+                size(self.page_bytes + self.worker_bytes + self.coworker_bytes)
             ),
             false => format!(
                 "model.safetensors is {file}. Loading it takes about {page} of this page's memory, and about {worker} more in the CPU worker that runs it (it loads its own copy): about {} in all.",

@@ -35,7 +35,9 @@ pub enum Backend {
 #[derive(Clone, Debug, PartialEq)]
 pub enum CpuThread {
     /// In the CPU worker: the page's thread stays free during a forward pass.
-    Worker,
+    /// `workers`: 2 when a coworker computes half of every big product, else
+    /// 1 and why (`alone`).
+    Worker { workers: usize, alone: Option<String> },
     /// On the page's thread (in chunks between which the page gets a turn), and why.
     Page(String),
 }
@@ -52,9 +54,17 @@ impl Backend {
     /// `worker` or `page` for the CPU engine: the `data-cpu-thread` test hook.
     pub fn cpu_thread(&self) -> Option<&'static str> {
         match self {
-            Backend::Cpu { thread: CpuThread::Worker, .. } => Some("worker"),
+            Backend::Cpu { thread: CpuThread::Worker { .. }, .. } => Some("worker"),
             Backend::Cpu { .. } => Some("page"),
             Backend::WebGpu { .. } => None,
+        }
+    }
+
+    /// How many CPU workers compute the steps: the `data-cpu-workers` test hook.
+    pub fn cpu_workers(&self) -> Option<usize> {
+        match self {
+            Backend::Cpu { thread: CpuThread::Worker { workers, .. }, .. } => Some(*workers),
+            _ => None,
         }
     }
 
@@ -63,6 +73,12 @@ impl Backend {
         match self {
             Backend::Cpu { thread: CpuThread::Page(why), .. } => Some(format!(
                 "The CPU engine runs on this page's thread, so long steps can make the page stutter: {why}"
+            )),
+            Backend::Cpu { thread: CpuThread::Worker { alone: Some(why), .. }, .. } => Some(format!(
+                "The CPU engine runs in one worker; a second could compute half of each step, but {why}"
+            )),
+            Backend::Cpu { thread: CpuThread::Worker { workers, .. }, .. } => Some(format!(
+                "The CPU engine runs in {workers} workers, each computing half of every big product of a step"
             )),
             _ => None,
         }
@@ -94,8 +110,11 @@ impl Backend {
         let held = format!("{} weights, {:.1} MB", format.name(), bytes as f64 / 1e6);
         match self {
             Backend::WebGpu { adapter, .. } => format!("WebGPU · {adapter} · {held}"),
-            Backend::Cpu { thread: CpuThread::Worker, .. } => {
+            Backend::Cpu { thread: CpuThread::Worker { workers: 1, .. }, .. } => {
                 format!("CPU (wasm, worker) · {held}")
+            }
+            Backend::Cpu { thread: CpuThread::Worker { workers, .. }, .. } => {
+                format!("CPU (wasm, {workers} workers) · {held}")
             }
             Backend::Cpu { .. } => format!("CPU (wasm) · {held}"),
         }
@@ -232,7 +251,8 @@ impl Lab {
     /// the page's thread as it does after a CPU load.
     pub fn start_worker(
         &self,
-    ) -> impl std::future::Future<Output = Result<Rc<RemoteModel>, String>> + use<> {
+    ) -> impl std::future::Future<Output = Result<(Rc<RemoteModel>, CpuThread), String>> + use<>
+    {
         let (source, model) = (self.source.clone(), self.model.clone());
         async move {
             let file = async |name: &str| {
@@ -242,19 +262,26 @@ impl Lab {
             let config = file("config.json").await?;
             let weights = file("model.safetensors").await?;
             let worker = CpuWorker::start(&config, &weights, model.format()).await?;
-            Ok(RemoteModel::new(Rc::new(worker), &model))
+            let thread = worker_thread(&worker);
+            Ok((RemoteModel::new(Rc::new(worker), &model), thread))
         }
     }
 
     /// Sessions opened from now on run in `worker` ([`Lab::start_worker`]),
     /// or, if it could not start, on the page's thread with the reason.
-    pub fn use_worker(&mut self, worker: Result<Rc<RemoteModel>, String>) {
+    pub fn use_worker(&mut self, worker: Result<(Rc<RemoteModel>, CpuThread), String>) {
         let Backend::Cpu { thread, .. } = &mut self.backend else { return };
         match worker {
-            Ok(w) => (*thread, self.worker) = (CpuThread::Worker, Some(w)),
+            Ok((w, t)) => (*thread, self.worker) = (t, Some(w)),
             Err(why) => *thread = CpuThread::Page(format!("the CPU worker did not start: {why}")),
         }
     }
+}
+
+/// Where a started CPU worker runs the engine: alone, or with a coworker.
+fn worker_thread(worker: &CpuWorker) -> CpuThread {
+    let (workers, alone) = worker.workers();
+    CpuThread::Worker { workers, alone }
 }
 
 /// What the page asks of a load.
@@ -339,7 +366,7 @@ pub async fn load(
             });
             let started = CpuWorker::start(&fetched.config, &fetched.weights, format).await;
             let (thread, worker) = match started {
-                Ok(w) => (CpuThread::Worker, Some(RemoteModel::new(Rc::new(w), &model))),
+                Ok(w) => (worker_thread(&w), Some(RemoteModel::new(Rc::new(w), &model))),
                 Err(why) => (CpuThread::Page(why), None),
             };
             (Backend::Cpu { reason, held, thread }, worker)

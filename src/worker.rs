@@ -1,4 +1,4 @@
-//! The page's end of the CPU worker (`src/bin/cpu_worker.rs`): starts it,
+//! The page's end of the CPU worker (`src/bin/cpu_worker/main.rs`): starts it,
 //! hands it the model's files, and carries `engine::remote` requests to it
 //! as messages. Answers come back in the order asked, so pending calls are a
 //! queue; if the worker dies, every pending and later call gets the reason.
@@ -35,7 +35,7 @@ fn script() -> Result<String, String> {
 /// gives up on it.
 const START_MS: i32 = 15_000;
 
-type Pending = RefCell<VecDeque<oneshot::Sender<Result<Answer, String>>>>;
+type Pending = RefCell<VecDeque<oneshot::Sender<Result<JsValue, String>>>>;
 
 /// A running CPU worker.
 pub struct CpuWorker {
@@ -43,14 +43,69 @@ pub struct CpuWorker {
     pending: Rc<Pending>,
     /// Why the worker stopped, once it has.
     dead: Rc<RefCell<Option<String>>>,
+    /// The second worker that computes half of each big product (a
+    /// cross-origin-isolated page on a machine of two cores or more), or
+    /// why there is none.
+    coworker: Result<Box<CpuWorker>, String>,
     _on_message: Closure<dyn Fn(MessageEvent)>,
     _on_error: Closure<dyn Fn(Event)>,
 }
 
 impl CpuWorker {
     /// Starts the worker and has it load the model from its files (the same
-    /// bytes the page parsed, so both hold the same weights, packed in `format`).
+    /// bytes the page parsed, so both hold the same weights, packed in
+    /// `format`); then, where the page can share memory between workers, a
+    /// coworker for it.
     pub async fn start(config: &[u8], weights: &[u8], format: Format) -> Result<CpuWorker, String> {
+        let (mut link, _) = CpuWorker::spawn(config, weights, format, "load")
+            .await
+            .map_err(|e| format!("the CPU worker could not load the model: {e}"))?;
+        link.coworker = link.add_coworker(config, weights, format).await.map(Box::new);
+        Ok(link)
+    }
+
+    /// Workers computing the model's steps (1 or 2), and why not 2 when 1.
+    pub fn workers(&self) -> (usize, Option<String>) {
+        match &self.coworker {
+            Ok(_) => (2, None),
+            Err(why) => (1, Some(why.clone())),
+        }
+    }
+
+    /// A coworker holding the other half of each big matrix, handed to this
+    /// worker through a `SharedArrayBuffer`.
+    async fn add_coworker(
+        &self,
+        config: &[u8],
+        weights: &[u8],
+        format: Format,
+    ) -> Result<CpuWorker, String> {
+        if let Some(why) = no_coworker() {
+            return Err(why);
+        }
+        let (helper, answer) = CpuWorker::spawn(config, weights, format, "help")
+            .await
+            .map_err(|e| format!("the second CPU worker did not start: {e}"))?;
+        let shared = Reflect::get(&answer, &"shared".into()).unwrap_or(JsValue::UNDEFINED);
+        let message = Object::new();
+        let _ = Reflect::set(&message, &"coworker".into(), &shared);
+        let answer = self.post(&message, &Array::new(), true).map_err(|e| e.to_string())?;
+        match answer.await.reply {
+            Reply::Failed { message } => {
+                Err(format!("the second CPU worker was refused: {message}"))
+            }
+            _ => Ok(helper),
+        }
+    }
+
+    /// A worker running the script, sent the model's files as `{role: {config,
+    /// format, weights}}` once it listens; its answer as it came.
+    async fn spawn(
+        config: &[u8],
+        weights: &[u8],
+        format: Format,
+        role: &str,
+    ) -> Result<(CpuWorker, JsValue), String> {
         let script = script()?;
         let worker = Worker::new(&script).map_err(|e| format!("no Web Worker: {e:?}"))?;
         let pending: Rc<Pending> = Rc::default();
@@ -59,7 +114,7 @@ impl CpuWorker {
             let pending = pending.clone();
             Closure::<dyn Fn(MessageEvent)>::new(move |event: MessageEvent| {
                 if let Some(waiting) = pending.borrow_mut().pop_front() {
-                    let _ = waiting.send(read(&event.data()));
+                    let _ = waiting.send(Ok(event.data()));
                 }
             })
         };
@@ -85,8 +140,14 @@ impl CpuWorker {
         worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
         let (ready, listening) = oneshot::channel();
         pending.borrow_mut().push_back(ready);
-        let link =
-            CpuWorker { worker, pending, dead, _on_message: on_message, _on_error: on_error };
+        let link = CpuWorker {
+            worker,
+            pending,
+            dead,
+            coworker: Err("not started".into()),
+            _on_message: on_message,
+            _on_error: on_error,
+        };
         // A message sent before the worker's wasm has started would be lost.
         // A worker that never says it listens (its wasm stuck loading) is
         // given up on, and the page runs the CPU engine itself.
@@ -98,36 +159,36 @@ impl CpuWorker {
             }
             dead.borrow_mut().get_or_insert(why);
         });
-        let timer = web_sys::window().and_then(|w| {
-            w.set_timeout_with_callback_and_timeout_and_arguments_0(
+        let window = window()?;
+        let timer = window
+            .set_timeout_with_callback_and_timeout_and_arguments_0(
                 give_up.unchecked_ref(),
                 START_MS,
             )
-            .ok()
-        });
+            .ok();
         let listened = listening.await;
-        if let (Some(w), Some(t)) = (web_sys::window(), timer) {
-            w.clear_timeout_with_handle(t);
+        if let Some(t) = timer {
+            window.clear_timeout_with_handle(t);
         }
         match listened {
-            Ok(Ok(_)) => {}
+            Ok(Ok(data)) => read(&data)?,
             Ok(Err(why)) => return Err(why),
             Err(_) => return Err("the CPU worker went away".into()),
-        }
-        let load = Object::new();
+        };
+        let files = Object::new();
         let bytes = Uint8Array::from(weights);
         let config = String::from_utf8_lossy(config).into_owned();
-        let _ = Reflect::set(&load, &"config".into(), &config.into());
-        let _ = Reflect::set(&load, &"format".into(), &format.name().into());
-        let _ = Reflect::set(&load, &"weights".into(), &bytes);
+        let _ = Reflect::set(&files, &"config".into(), &config.into());
+        let _ = Reflect::set(&files, &"format".into(), &format.name().into());
+        let _ = Reflect::set(&files, &"weights".into(), &bytes);
         let message = Object::new();
-        let _ = Reflect::set(&message, &"load".into(), &load);
-        let answer = link.post(&message, &Array::of1(&bytes.buffer()), true);
-        match answer.map_err(|e| e.to_string())?.await.reply {
+        let _ = Reflect::set(&message, &role.into(), &files);
+        let answer = link.post_raw(&message, &Array::of1(&bytes.buffer()));
+        let data = answer.map_err(|e| e.to_string())?.await?;
+        match read(&data)?.reply {
             Reply::Failed { message } => Err(message),
-            _ => Ok(link),
+            _ => Ok((link, data)),
         }
-        .map_err(|e| format!("the CPU worker could not load the model: {e}"))
     }
 
     /// Posts `message` (moving `transfer`'s buffers); when `awaited`, the answer.
@@ -137,6 +198,32 @@ impl CpuWorker {
         transfer: &Array,
         awaited: bool,
     ) -> Result<impl Future<Output = Answer>, EngineError> {
+        let answer = self.send_message(message, transfer, awaited)?;
+        Ok(async move {
+            match answer.await {
+                Ok(Ok(data)) => read(&data).unwrap_or_else(|why| failed(&why)),
+                Ok(Err(why)) => failed(&why),
+                Err(_) => failed("the CPU worker went away"),
+            }
+        })
+    }
+
+    /// Posts `message`; its answer as it came.
+    fn post_raw(
+        &self,
+        message: &JsValue,
+        transfer: &Array,
+    ) -> Result<impl Future<Output = Result<JsValue, String>>, EngineError> {
+        let answer = self.send_message(message, transfer, true)?;
+        Ok(async move { answer.await.unwrap_or_else(|_| Err("the CPU worker went away".into())) })
+    }
+
+    fn send_message(
+        &self,
+        message: &JsValue,
+        transfer: &Array,
+        awaited: bool,
+    ) -> Result<oneshot::Receiver<Result<JsValue, String>>, EngineError> {
         if let Some(why) = self.dead.borrow().clone() {
             return Err(EngineError::Remote(why));
         }
@@ -147,15 +234,7 @@ impl CpuWorker {
         self.worker
             .post_message_with_transfer(message, transfer)
             .map_err(|e| EngineError::Remote(format!("could not message the CPU worker: {e:?}")))?;
-        Ok(async move {
-            match rx.await {
-                Ok(Ok(answer)) => answer,
-                Ok(Err(why)) => Answer::bare(Reply::Failed { message: why }),
-                Err(_) => {
-                    Answer::bare(Reply::Failed { message: "the CPU worker went away".into() })
-                }
-            }
-        })
+        Ok(rx)
     }
 
     fn request(&self, request: &Request) -> Result<impl Future<Output = Answer>, EngineError> {
@@ -181,6 +260,25 @@ impl Drop for CpuWorker {
     fn drop(&mut self) {
         self.worker.terminate();
     }
+}
+
+/// Why this page cannot give the CPU worker a coworker, if it cannot: it
+/// needs a `SharedArrayBuffer` (a cross-origin-isolated page) and a second core.
+pub fn no_coworker() -> Option<String> {
+    let window = window().ok()?;
+    let isolated = Reflect::get(&window, &"crossOriginIsolated".into());
+    if !isolated.is_ok_and(|v| v.is_truthy()) {
+        return Some("the page is not cross-origin isolated (its server sends no COOP and COEP headers), so a second worker cannot share the work".into());
+    }
+    (window.navigator().hardware_concurrency() < 2.0).then(|| "this machine has one core".into())
+}
+
+fn failed(why: &str) -> Answer {
+    Answer::bare(Reply::Failed { message: why.into() })
+}
+
+fn window() -> Result<web_sys::Window, String> {
+    web_sys::window().ok_or_else(|| "no window".into())
 }
 
 /// One answer off the wire.

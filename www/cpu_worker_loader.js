@@ -1,4 +1,4 @@
-// Starts the CPU worker's wasm (src/bin/cpu_worker.rs; Trunk builds
+// Starts the CPU worker's wasm (src/bin/cpu_worker/main.rs; Trunk builds
 // cpu_worker.js + cpu_worker_bg.wasm, which tools/post_build.mjs renames by
 // their content, rewriting the two names below). A wasm that fails to load would
 // otherwise be a silent rejection in this thread: the page is told instead,

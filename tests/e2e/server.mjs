@@ -7,7 +7,11 @@
 //   /e2e-models/NAME/  the models the tests make with `decode-lab random-model`
 //                      (target/e2e-models/), same-origin as a course's own copy
 //   /course/decode-lab/...  the same files under a sub-path (static hosting
-//                           like GitHub Pages' /<repo>/)
+//                           like GitHub Pages' /<repo>/, which sets no headers:
+//                           no cross-origin isolation there)
+// Everything else is served cross-origin isolated (COOP same-origin, COEP
+// require-corp), as `trunk serve` serves it (Trunk.toml), so the CPU worker
+// gets its coworker; a course author's pages (examples/, /parent.html) are not.
 // Counts requests per path so tests can assert what was (not) fetched.
 // The app's page is served under the strict Content Security Policy that
 // EMBEDDING.md recommends (no inline script; wasm compiles under
@@ -15,6 +19,8 @@
 export const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; " +
   "img-src 'self' data:; connect-src 'self' https://huggingface.co https://*.huggingface.co https://*.hf.co; " +
   "object-src 'none'; base-uri 'none'; form-action 'none'";
+// The headers that make a page cross-origin isolated (SharedArrayBuffer for the CPU worker's coworker).
+export const ISOLATION = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
 import { createServer } from 'node:http';
 import { readFile } from 'node:fs/promises';
 import { extname, join, normalize, resolve } from 'node:path';
@@ -30,7 +36,9 @@ export async function serve(root) {
   const requests = new Map();
   // Long URLs (a 100 KB value in a hostile-query test) are read, as Chromium sends them.
   const server = createServer({ maxHeaderSize: 4 << 20 }, async (req, res) => {
-    const path = decodeURIComponent(new URL(req.url, 'http://x').pathname).replace(/^\/course\/decode-lab\//, '/');
+    const raw = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    const path = raw.replace(/^\/course\/decode-lab\//, '/');
+    const isolated = raw === path && !path.startsWith('/examples/') && path !== '/parent.html';
     requests.set(path, (requests.get(path) || 0) + 1);
     let body;
     const served = path.endsWith('/') ? path + 'index.html' : path;
@@ -57,6 +65,7 @@ export async function serve(root) {
     const headers = { 'content-type': TYPES[extname(served)] || 'application/octet-stream', 'content-length': body.length };
     // The app's page only: a course author's page (examples/) has its own policy.
     if (served.endsWith('/index.html')) headers['content-security-policy'] = CSP;
+    if (isolated) Object.assign(headers, ISOLATION);
     res.writeHead(200, headers);
     res.end(body);
   });

@@ -2,7 +2,9 @@
 // web developer would pick instead of ours, on the same models in the same
 // headless Chromium: load, warm first token and decode ms/token, greedy, as a
 // page measures them. Figures only. Models: ONNX exports made by
-// tools/bench/export_onnx.sh (fp32, their default on the CPU).
+// tools/bench/export_onnx.sh (fp32, their default on the CPU). ISOLATED=1
+// serves the page cross-origin isolated, as ours is served (onnxruntime-web
+// may then use threads of its own: the figure names how many).
 //   TJS=DIR/node_modules/@huggingface/transformers MODELS=DIR CHROMIUM=... \
 //     PLAYWRIGHT_CORE=... node tools/bench/transformers_js.mjs NAME [cpu|webgpu] [TOKENS]
 import { createServer } from 'node:http';
@@ -34,19 +36,21 @@ window.bench = async (name, device, n) => {
   for (let i = 0; i < 3; i++) firsts.push((await run(1))[0]);
   const [all, out] = await run(n + 1);
   const first = firsts.sort((a, b) => a - b)[1];
-  return { load, cold, first, perToken: (all - first) / n, text: tokenizer.decode(out[0]) };
+  const threads = env.backends.onnx.wasm.numThreads;
+  return { load, cold, first, perToken: (all - first) / n, text: tokenizer.decode(out[0]), threads, isolated: crossOriginIsolated };
 };
 </script>`;
 
+const isolation = process.env.ISOLATED ? { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' } : {};
 const server = createServer(async (req, res) => {
   const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
   let file = null;
-  if (path === '/') return res.writeHead(200, { 'content-type': 'text/html' }).end(PAGE);
+  if (path === '/') return res.writeHead(200, { 'content-type': 'text/html', ...isolation }).end(PAGE);
   if (path.startsWith('/tjs/')) file = normalize(join(TJS, path.slice(5)));
   if (path.startsWith('/models/')) file = normalize(join(MODELS, path.slice(8)));
   const body = file && await readFile(file).catch(() => null);
   if (!body) return res.writeHead(404).end('not found');
-  res.writeHead(200, { 'content-type': TYPES[extname(file)] || 'application/octet-stream' }).end(body);
+  res.writeHead(200, { 'content-type': TYPES[extname(file)] || 'application/octet-stream', ...isolation }).end(body);
 });
 await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
 const browser = await chromium.launch({
@@ -58,7 +62,8 @@ await page.goto(`http://127.0.0.1:${server.address().port}/`);
 await page.waitForFunction(() => window.bench, null, { timeout: 60_000 });
 const r = await page.evaluate(([n, d, k]) => window.bench(n, d, k), [name, device, Number(tokens)]);
 console.log(`transformers.js ${device} ${name}: loaded ${(r.load / 1000).toFixed(1)} s; cold first token ${r.cold.toFixed(0)} ms; ` +
-  `warm first token ${r.first.toFixed(0)} ms (median of 3); decode ${r.perToken.toFixed(1)} ms/token over ${tokens} greedy tokens`);
+  `warm first token ${r.first.toFixed(0)} ms (median of 3); decode ${r.perToken.toFixed(1)} ms/token over ${tokens} greedy tokens ` +
+  `(cross-origin isolated: ${r.isolated}; onnxruntime threads: ${r.threads})`);
 console.log(`  text: ${JSON.stringify(r.text.slice(0, 120))}`);
 await browser.close();
 server.close();

@@ -13,7 +13,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use common::fixtures;
-use decode_lab_engine::cpu::coworker::{self, Panels, ThreadCoworker};
+use decode_lab_engine::cpu::coworker::{self, Panels, Side, ThreadCoworker};
 use decode_lab_engine::cpu::CpuSession;
 use decode_lab_engine::kernels::coworker::{self as hook, Coworker};
 use decode_lab_engine::kernels::format::Format;
@@ -66,7 +66,7 @@ fn run(model: &Arc<Model>) -> Vec<Vec<u32>> {
 
 fn with_coworker(model: &Arc<Model>, fail_at: usize) -> (Vec<Vec<u32>>, usize, bool) {
     let started = Rc::new(Cell::new(0));
-    let inner = ThreadCoworker::spawn(Panels::new(model).unwrap());
+    let inner = ThreadCoworker::spawn(Panels::new(model, Side::Theirs).unwrap());
     let counting = Counting { inner, started: started.clone(), fail_at };
     coworker::install(model, Box::new(counting)).unwrap();
     let out = run(model);
@@ -106,7 +106,7 @@ fn a_failing_coworker_is_dropped_and_its_part_computed_here() {
 #[test]
 fn panels_need_f32_or_f16_and_say_so() {
     let int8 = bundled().to_format(Format::Int8).unwrap();
-    let e = Panels::new(&int8).err().expect("int8 is not split into panels");
+    let e = Panels::new(&int8, Side::Theirs).err().expect("int8 is not split into panels");
     assert!(e.to_string().contains("int8"), "{e}");
     let (x, out) = coworker::buffer_floats(&bundled()).unwrap();
     // 64 rows of the widest input (c_fc's 1,024 hidden) and of the widest

@@ -29,10 +29,26 @@ struct Job<'a> {
 }
 
 impl Job<'_> {
+    /// Outputs along the split: columns (matmul) or head rows (LM head).
+    fn n(&self) -> usize {
+        if self.bias.is_some() {
+            self.w.cols
+        } else {
+            self.w.rows
+        }
+    }
+
+    /// The outputs of one side.
+    fn part(&self, side: Side) -> Range<usize> {
+        match side {
+            Side::Mine => 0..self.split,
+            Side::Theirs => self.split..self.n(),
+        }
+    }
+
     /// The coworker's columns (matmul) or head rows (LM head).
     fn theirs(&self) -> Range<usize> {
-        let n = if self.bias.is_some() { self.w.cols } else { self.w.rows };
-        self.split..n
+        self.part(Side::Theirs)
     }
 
     /// Floats of one row of x (its input width).
@@ -95,32 +111,45 @@ pub fn buffer_floats(model: &Model) -> Result<(usize, usize)> {
     Ok((ROWS_MAX * x, ROWS_MAX * out))
 }
 
-/// Installs `coworker` on this thread for `model`'s products.
+/// Installs `coworker` on this thread for `model`'s products (this thread
+/// keeps a copy of its own part of each: [`Side::Mine`] panels).
 pub fn install(model: &Model, coworker: Box<dyn Coworker>) -> Result<()> {
-    buffer_floats(model)?;
-    let held: Vec<(&Matrix, usize)> = jobs(model).iter().map(|j| (j.w, j.split)).collect();
-    coworker::install(&held, ROWS_MAX, coworker);
+    let mine = Panels::new(model, Side::Mine)?;
+    let held: Vec<(&Matrix, usize, usize)> =
+        jobs(model).iter().map(|j| (j.w, j.split, j.n())).collect();
+    let mine = Box::new(move |job: usize, x: &[f32]| mine.run(job, x).ok());
+    coworker::install(&held, ROWS_MAX, mine, coworker);
     Ok(())
 }
 
-/// What the coworker holds: its part of each job's matrix (and bias).
+/// Which part of each product: the engine's thread's first outputs, or the
+/// coworker's rest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    Mine,
+    Theirs,
+}
+
+/// One side's part of each job's matrix (and bias), laid out on its own.
 pub struct Panels {
     parts: Vec<(Matrix, Option<Vec<f32>>)>, // (jobs): panel or head shard, bias part
 }
 
 impl Panels {
-    /// The coworker's parts of `model`'s jobs (the model may be dropped after).
-    pub fn new(model: &Model) -> Result<Panels> {
+    /// `side`'s parts of `model`'s jobs (the model may be dropped after).
+    pub fn new(model: &Model, side: Side) -> Result<Panels> {
         buffer_floats(model)?;
         let parts = jobs(model)
             .iter()
-            .map(|j| match j.bias {
-                Some(bias) => {
-                    let c = j.theirs();
-                    let panel = j.w.columns(c.clone()).expect("checked by jobs()");
-                    (panel, Some(bias[c].to_vec()))
+            .map(|j| {
+                let c = j.part(side);
+                match j.bias {
+                    Some(bias) => {
+                        let panel = j.w.columns(c.clone()).expect("checked by jobs()");
+                        (panel, Some(bias[c].to_vec()))
+                    }
+                    None => (j.w.shard(c.start, c.end), None),
                 }
-                None => (j.w.shard(j.split, j.w.rows), None),
             })
             .collect();
         Ok(Panels { parts })

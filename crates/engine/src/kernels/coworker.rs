@@ -4,6 +4,8 @@
 //! of part of every large matrix (`cpu::coworker::Panels`). While one is
 //! installed on this thread, [`matmul`](super::matmul) and
 //! [`lm_head`](super::lm_head) hand it x, compute their own part meanwhile
+//! (from a copy of their part laid out on its own: half of each row of a
+//! row-major matrix streams from memory nearly as slowly as the whole row)
 //! and take its part back. Each output is still computed whole by one thread
 //! with the arithmetic of an unsplit run, so the numbers are the same bit for
 //! bit; a coworker that fails is dropped and its part computed here.
@@ -22,16 +24,22 @@ pub trait Coworker {
     fn finish(&mut self, out: &mut [f32]) -> bool;
 }
 
-/// One matrix the coworker holds part of: where, and from which column
-/// (matmul) or vocabulary row (LM head) its part starts.
+/// This thread's part of job `job` for rows `x` (`(rows, split)`), from
+/// its own copy of that part.
+pub type Mine = Box<dyn Fn(usize, &[f32]) -> Option<Vec<f32>>>;
+
+/// One matrix the coworker holds part of: where, and from which of its `n`
+/// outputs (a matmul's columns, the LM head's vocabulary rows) its part starts.
 struct Held {
     words: *const u32,
     split: usize,
+    n: usize,
 }
 
 struct Installed {
     held: Vec<Held>,
     rows_max: usize,
+    mine: Mine,
     coworker: Box<dyn Coworker>,
 }
 
@@ -40,13 +48,20 @@ thread_local! {
 }
 
 /// Puts `coworker` to work on this thread's products with the matrices
-/// `held` (each with its split, in the coworker's job order) for at most
-/// `rows_max` rows of x at a time (what its exchange buffer holds). A matrix
-/// is known by where its words are, so a converted copy of the model (another
-/// format) is not mistaken for the one the coworker holds.
-pub fn install(held: &[(&Matrix, usize)], rows_max: usize, coworker: Box<dyn Coworker>) {
-    let held = held.iter().map(|&(m, split)| Held { words: m.words().as_ptr(), split }).collect();
-    INSTALLED.with_borrow_mut(|i| *i = Some(Installed { held, rows_max, coworker }));
+/// `held` (each with its split and outputs, in the coworker's job order) for at most
+/// `rows_max` rows of x at a time (what its exchange buffer holds), this
+/// thread computing its part with `mine`. A matrix is known by where its
+/// words are, so a converted copy of the model (another format) is not
+/// mistaken for the one the coworker holds.
+pub fn install(
+    held: &[(&Matrix, usize, usize)],
+    rows_max: usize,
+    mine: Mine,
+    coworker: Box<dyn Coworker>,
+) {
+    let held = held.iter().map(|&(m, split, n)| Held { words: m.words().as_ptr(), split, n });
+    let held = held.collect();
+    INSTALLED.with_borrow_mut(|i| *i = Some(Installed { held, rows_max, mine, coworker }));
 }
 
 /// Takes the coworker off this thread (products run here alone again).
@@ -59,23 +74,45 @@ pub fn installed() -> bool {
     INSTALLED.with_borrow(Option::is_some)
 }
 
-/// If the coworker holds part of `w` and `x` (`rows` rows) fits its buffer:
-/// starts it and returns where its part starts.
-pub(crate) fn start(w: &Matrix, x: &[f32], rows: usize) -> Option<usize> {
-    INSTALLED.with_borrow_mut(|i| {
-        let i = i.as_mut()?;
-        let words = w.words().as_ptr();
-        let job = i.held.iter().position(|h| h.words == words)?;
-        (rows <= i.rows_max && i.coworker.start(job, x)).then_some(i.held[job].split)
-    })
+/// Both parts of the product of `x` (`rows` rows) with `w` when the
+/// coworker holds part of `w` and x fits its buffer: this thread's
+/// `(rows, split)` and the coworker's `(rows, n - split)`, computed at once;
+/// `None` when the product is not shared. A coworker that fails is
+/// uninstalled and its part computed by `theirs_here`.
+pub(crate) fn split_product(
+    w: &Matrix,
+    x: &[f32],
+    rows: usize,
+    theirs_here: impl FnOnce(usize) -> Vec<f32>,
+) -> Option<(usize, Vec<f32>, Vec<f32>)> {
+    // Taken out of the cell while it works: this thread's part runs the same
+    // kernels, which then find no coworker (and so compute it themselves).
+    let mut i = INSTALLED.with_borrow_mut(Option::take)?;
+    let shared = share(&mut i, w, x, rows);
+    let failed = matches!(shared, Some((_, _, None)));
+    if !failed {
+        INSTALLED.with_borrow_mut(|cell| *cell = Some(i));
+    }
+    let (split, mine, theirs) = shared?;
+    Some((split, mine, theirs.unwrap_or_else(|| theirs_here(split))))
 }
 
-/// The coworker's part of the product [`start`] began, into `out`; false
-/// (and the coworker uninstalled) if it failed.
-pub(crate) fn finish(out: &mut [f32]) -> bool {
-    let done = INSTALLED.with_borrow_mut(|i| i.as_mut().is_some_and(|i| i.coworker.finish(out)));
-    if !done {
-        uninstall();
+/// [`split_product`] with the coworker in hand: `None` when `w` is not
+/// shared; the coworker's part `None` when it failed.
+fn share(
+    i: &mut Installed,
+    w: &Matrix,
+    x: &[f32],
+    rows: usize,
+) -> Option<(usize, Vec<f32>, Option<Vec<f32>>)> {
+    let words = w.words().as_ptr();
+    let job = i.held.iter().position(|h| h.words == words)?;
+    let Held { split, n, .. } = i.held[job];
+    if rows > i.rows_max || !i.coworker.start(job, x) {
+        return None;
     }
-    done
+    let mine = (i.mine)(job, x);
+    let mut theirs = vec![0.0; rows * (n - split)]; // (rows, n - split)
+    let done = i.coworker.finish(&mut theirs);
+    Some((split, mine?, done.then_some(theirs)))
 }

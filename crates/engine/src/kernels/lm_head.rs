@@ -42,13 +42,8 @@ pub fn run_cpu(
 ) {
     let (n_vocab, n_embd) = (lm_head.rows, lm_head.cols);
     let x = &x[row0 * n_embd..][..n_out * n_embd]; // (n_out, n_embd) the wanted rows
-    if let Some(split) = coworker::start(lm_head, x, n_out) {
-        // Head rows 0..split here, the rest by the coworker meanwhile.
-        let mine = part(x, lm_head, 0..split); // (n_out, split)
-        let mut theirs = vec![0.0; n_out * (n_vocab - split)]; // (n_out, n_vocab - split)
-        if !coworker::finish(&mut theirs) {
-            theirs = part(x, lm_head, split..n_vocab);
-        }
+    let theirs_here = |s: usize| part(x, lm_head, s..n_vocab);
+    if let Some((split, mine, theirs)) = coworker::split_product(lm_head, x, n_out, theirs_here) {
         let rows = mine.chunks_exact(split).zip(theirs.chunks_exact(n_vocab - split));
         for (r, (a, b)) in rows.enumerate() {
             let row = &mut logits[r * vocab_size + v0..][..n_vocab];

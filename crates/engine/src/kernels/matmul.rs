@@ -39,14 +39,12 @@ pub fn run_cpu(
 ) {
     let (k, n) = (w.rows, w.cols);
     let m = out.len() / n.max(1);
-    if let Some(split) = coworker::start(w, x, m) {
-        // Columns 0..split here, the rest by the coworker meanwhile.
-        let mut mine = vec![0.0; m * split]; // (m, split)
-        run_part(x, w, 0..split, &bias[..split], &mut mine);
-        let mut theirs = vec![0.0; m * (n - split)]; // (m, n - split)
-        if !coworker::finish(&mut theirs) {
-            run_part(x, w, split..n, &bias[split..], &mut theirs);
-        }
+    let theirs_here = |s: usize| {
+        let mut part = vec![0.0; m * (n - s)]; // (m, n - s)
+        run_part(x, w, s..n, &bias[s..], &mut part);
+        part
+    };
+    if let Some((split, mine, theirs)) = coworker::split_product(w, x, m, theirs_here) {
         let rows = mine.chunks_exact(split).zip(theirs.chunks_exact(n - split));
         for (or, (a, b)) in out.chunks_exact_mut(n).zip(rows) {
             or[..split].copy_from_slice(a);

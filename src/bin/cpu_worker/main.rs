@@ -7,6 +7,12 @@
 //! format, weights: Uint8Array}}`, then `{head: JSON request}`. Out, for
 //! `load` and every awaited request, in order: `{head: JSON reply, floats:
 //! Float32Array}`.
+//!
+//! The same script is also the worker's coworker (`exchange.rs`): sent
+//! `{help: {config, format, weights}}` instead of `load`, it keeps only its
+//! half of each big matrix, answers `{head, shared: SharedArrayBuffer}` and
+//! serves products through that buffer from then on; the worker, sent
+//! `{coworker: SharedArrayBuffer}`, hands it half of each product.
 
 #[cfg(target_arch = "wasm32")]
 fn main() {
@@ -18,13 +24,20 @@ fn main() {
 fn main() {}
 
 #[cfg(target_arch = "wasm32")]
+mod exchange;
+
+#[cfg(target_arch = "wasm32")]
 mod worker {
     use std::cell::RefCell;
 
+    use engine::cpu::coworker::{self, Panels, Side};
     use engine::kernels::format::Format;
+    use engine::model::{Model, WeightsChoice};
     use engine::remote::wire::{self, Answer, Reply, Request};
     use engine::remote::Host;
     use js_sys::{Float32Array, Object, Reflect, Uint8Array};
+
+    use crate::exchange::Exchange;
     use wasm_bindgen::prelude::*;
     use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
@@ -50,11 +63,23 @@ mod worker {
     /// The answer to one message, if it wants one.
     fn answer(data: &JsValue) -> Option<Answer> {
         let get = |key: &str| Reflect::get(data, &key.into()).ok().filter(|v| !v.is_undefined());
-        if let Some(load) = get("load") {
-            return Some(self::load(&load).map_or_else(
+        let done = |r: Result<(), String>| {
+            r.map_or_else(
                 |message| Answer::bare(Reply::Failed { message }),
                 |()| Answer::bare(Reply::Logits { stats: Default::default() }),
-            ));
+            )
+        };
+        if let Some(load) = get("load") {
+            return Some(done(self::load(&load)));
+        }
+        if let Some(help) = get("help") {
+            match self::help(&help) {
+                Ok(never) => match never {},
+                Err(message) => return Some(Answer::bare(Reply::Failed { message })),
+            }
+        }
+        if let Some(shared) = get("coworker") {
+            return Some(done(self::take_coworker(&shared)));
         }
         let head = get("head").and_then(|h| h.as_string()).unwrap_or_default();
         let request = match wire::decode::<Request>(&head) {
@@ -71,17 +96,55 @@ mod worker {
         answer.filter(|_| awaited)
     }
 
-    /// Parses the model's files and packs the matrices in `format`.
-    fn load(load: &JsValue) -> Result<(), String> {
+    /// A model's files as posted: config.json's text, the weight format, the
+    /// safetensors bytes.
+    fn files(load: &JsValue) -> Result<(String, Format, Vec<u8>), String> {
         let get = |key: &str| Reflect::get(load, &key.into()).unwrap_or(JsValue::UNDEFINED);
         let config = get("config").as_string().ok_or("no config.json given")?;
         let format = get("format").as_string().unwrap_or_default();
         let format = Format::from_name(&format).ok_or(format!("no weight format {format}"))?;
         let weights = get("weights").dyn_into::<Uint8Array>().map_err(|_| "no weights given")?;
         // The bytes come into this thread's memory once, then are dropped.
-        let host = Host::load(&config, &weights.to_vec(), format).map_err(|e| e.to_string())?;
+        Ok((config, format, weights.to_vec()))
+    }
+
+    /// Parses the model's files and packs the matrices in `format`.
+    fn load(load: &JsValue) -> Result<(), String> {
+        let (config, format, weights) = files(load)?;
+        let host = Host::load(&config, &weights, format).map_err(|e| e.to_string())?;
         HOST.with_borrow_mut(|h| *h = Some(host));
         Ok(())
+    }
+
+    /// The coworker's start: its half of the model, the shared buffer posted
+    /// to the page, then products served until the page ends this worker.
+    fn help(help: &JsValue) -> Result<std::convert::Infallible, String> {
+        let (config, format, weights) = files(help)?;
+        let model = Model::from_bytes_as(&config, &weights, WeightsChoice::Exactly(format));
+        drop(weights);
+        let model = model.map_err(|e| e.to_string())?;
+        let floats = coworker::buffer_floats(&model).map_err(|e| e.to_string())?;
+        let panels = Panels::new(&model, Side::Theirs).map_err(|e| e.to_string())?;
+        drop(model);
+        let (buffer, exchange) = Exchange::create(floats)?;
+        let message = Object::new();
+        let reply = Reply::Logits { stats: Default::default() };
+        let _ = Reflect::set(&message, &"head".into(), &wire::encode(&reply).into());
+        let _ = Reflect::set(&message, &"shared".into(), &buffer);
+        let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+        scope.post_message(&message).map_err(|e| format!("{e:?}"))?;
+        exchange.serve(&panels)
+    }
+
+    /// Hands half of each big product of the loaded model to the coworker
+    /// whose buffer is `shared`.
+    fn take_coworker(shared: &JsValue) -> Result<(), String> {
+        HOST.with_borrow(|host| {
+            let model = host.as_ref().ok_or("the CPU worker has no model yet")?.model();
+            let floats = coworker::buffer_floats(model).map_err(|e| e.to_string())?;
+            let exchange = Exchange::over(shared, floats)?;
+            coworker::install(model, Box::new(exchange)).map_err(|e| e.to_string())
+        })
     }
 
     fn post(answer: &Answer) {
