@@ -38,7 +38,8 @@ pub struct BigDownload {
 impl BigDownload {
     /// The estimate for a file of `file_bytes` holding `config`'s weights,
     /// held as `weights` asks, run on the GPU (`on_gpu`) or in the CPU worker
-    /// (with a `coworker` where the page can give it one).
+    /// (with a coworker where the page can give one and the model is big
+    /// enough for it: `coworker`).
     pub fn estimate(
         file_bytes: u64,
         config: &Config,
@@ -69,7 +70,11 @@ impl BigDownload {
             widened,
             gpu_bytes: held_bytes,
             worker_bytes: file_bytes + page_bytes,
-            coworker_bytes: if coworker && !on_gpu { file_bytes + page_bytes } else { 0 },
+            // Only f32 and f16 weights are cut into the coworker's panels.
+            coworker_bytes: match held {
+                Format::F32 | Format::F16 if coworker && !on_gpu => file_bytes + page_bytes,
+                _ => 0,
+            },
             on_gpu,
         }
     }

@@ -261,7 +261,7 @@ impl Lab {
             };
             let config = file("config.json").await?;
             let weights = file("model.safetensors").await?;
-            let worker = CpuWorker::start(&config, &weights, model.format()).await?;
+            let worker = CpuWorker::start(&config, &weights, &model).await?;
             let thread = worker_thread(&worker);
             Ok((RemoteModel::new(Rc::new(worker), &model), thread))
         }
@@ -364,7 +364,7 @@ pub async fn load(
                 loaded: done,
                 total: Some(done),
             });
-            let started = CpuWorker::start(&fetched.config, &fetched.weights, format).await;
+            let started = CpuWorker::start(&fetched.config, &fetched.weights, &model).await;
             let (thread, worker) = match started {
                 Ok(w) => (worker_thread(&w), Some(RemoteModel::new(Rc::new(w), &model))),
                 Err(why) => (CpuThread::Page(why), None),

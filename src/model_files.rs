@@ -140,7 +140,8 @@ async fn ask_before_downloading(
         return Ok(());
     }
     let Ok(Some(Some(bytes))) = source.size(name).await else { return Ok(()) };
-    let coworker = crate::worker::no_coworker().is_none();
+    let coworker =
+        crate::worker::no_coworker().is_none() && engine::cpu::coworker::worth_sharing(&config);
     let download = BigDownload::estimate(bytes, &config, weights, on_gpu, coworker);
     if let Some(refusal) = download.refusal() {
         return Err(LoadError::Failed(refusal));

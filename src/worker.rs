@@ -9,7 +9,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 
+use engine::cpu::coworker;
 use engine::kernels::format::Format;
+use engine::model::Model;
 use engine::remote::wire::{self, Answer, Reply, Request};
 use engine::remote::Link;
 use engine::EngineError;
@@ -53,14 +55,19 @@ pub struct CpuWorker {
 
 impl CpuWorker {
     /// Starts the worker and has it load the model from its files (the same
-    /// bytes the page parsed, so both hold the same weights, packed in
-    /// `format`); then, where the page can share memory between workers, a
-    /// coworker for it.
-    pub async fn start(config: &[u8], weights: &[u8], format: Format) -> Result<CpuWorker, String> {
+    /// bytes the page parsed into `model`, so both hold the same weights,
+    /// packed in its format); then, where the page can share memory between
+    /// workers and the model's products are big enough, a coworker for it.
+    pub async fn start(config: &[u8], weights: &[u8], model: &Model) -> Result<CpuWorker, String> {
+        let format = model.format();
         let (mut link, _) = CpuWorker::spawn(config, weights, format, "load")
             .await
             .map_err(|e| format!("the CPU worker could not load the model: {e}"))?;
-        link.coworker = link.add_coworker(config, weights, format).await.map(Box::new);
+        let shared = coworker::buffer_floats(model).map_err(|e| e.to_string());
+        link.coworker = match shared {
+            Ok(_) => link.add_coworker(config, weights, format).await.map(Box::new),
+            Err(why) => Err(why),
+        };
         Ok(link)
     }
 

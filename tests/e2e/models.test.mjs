@@ -132,14 +132,17 @@ for (const backend of ['webgpu', 'cpu']) {
     const question = await page.textContent('[data-testid=confirm-download]');
     // f16 held as stored: the 249 MB file plus 249 MB of weights (none widened to f32).
     assert.match(question, /is 249 MB\. Loading it takes about 498 MB of this page's memory/);
-    if (backend === 'cpu') assert.match(question, /about 747 MB more in the CPU worker .*: about 1\.24 GB in all/);
+    // On the CPU: the worker and its coworker (the page is cross-origin isolated) each load their own copy.
+    if (backend === 'cpu') assert.match(question, /about 747 MB more in the CPU worker .* and about 747 MB in a second worker that computes half of each step: about 1\.99 GB in all/);
     else assert.match(question, /about 249 MB on the GPU/);
     await page.click('[data-testid=confirm-yes]');
     await waitSettled(page);
     assert.equal(await page.getAttribute('[data-testid=backend]', 'data-backend'), backend);
     if (backend === 'cpu') {
-      // The forward pass runs in the CPU worker, not on the page's thread.
+      // The forward pass runs in the CPU worker, not on the page's thread, with a coworker
+      // computing half of each product (a cross-origin-isolated page on two cores or more).
       assert.equal(await page.getAttribute('[data-testid=backend]', 'data-cpu-thread'), 'worker');
+      assert.equal(await page.getAttribute('[data-testid=backend]', 'data-cpu-workers'), '2');
     }
     // The page's WebAssembly memory (which keeps its peak) stays near the estimate: the f16
     // weights were not widened to f32 on the way (that alone would add 498 MB).

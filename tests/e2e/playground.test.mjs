@@ -264,6 +264,10 @@ test('every script and wasm of the build is named by its content; the page start
   const page = await lab.open('cpu', '?prompt=ROMEO%3A');
   await page.waitForSelector('[data-testid=bar]');
   assert.equal(await page.getAttribute('[data-testid=backend]', 'data-cpu-thread'), 'worker');
+  // The test server sends COOP/COEP, as `trunk serve` does, but the bundled model's products
+  // are too small to share: one worker, and the badge says why (models.test.mjs has two at 124M).
+  assert.equal(await page.getAttribute('[data-testid=backend]', 'data-cpu-workers'), '1');
+  assert.match(await page.getAttribute('[data-testid=backend]', 'title'), /small enough that one worker/);
   await noFatal(page);
   await page.close();
 });

@@ -531,6 +531,14 @@ test('a sub-path host serves every widget (relative asset paths)', async () => {
   assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'ready');
   await noFatal(page);
   await page.close();
+  // Such a host sends no COOP/COEP headers: one CPU worker, and the badge says why not two.
+  const full = await lab.open('cpu', 'course/decode-lab/?prompt=ROMEO%3A');
+  await full.waitForSelector('[data-testid=bar]');
+  assert.equal(await full.getAttribute('[data-testid=backend]', 'data-cpu-thread'), 'worker');
+  assert.equal(await full.getAttribute('[data-testid=backend]', 'data-cpu-workers'), '1');
+  assert.match(await full.getAttribute('[data-testid=backend]', 'title'), /not cross-origin isolated/);
+  await noFatal(full);
+  await full.close();
 });
 
 test('course note: fourteen embeds work together, the model downloads once, heights are reported', async () => {

@@ -8,22 +8,69 @@
 mod common;
 
 use std::cell::Cell;
-use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use common::fixtures;
-use decode_lab_engine::cpu::coworker::{self, Panels, Side, ThreadCoworker};
+use decode_lab_engine::cpu::coworker::{self, Panels, Side, ThreadCoworker, MIN_SHARED};
 use decode_lab_engine::cpu::CpuSession;
+use decode_lab_engine::gpu::selftest::cases;
 use decode_lab_engine::kernels::coworker::{self as hook, Coworker};
 use decode_lab_engine::kernels::format::Format;
-use decode_lab_engine::model::Model;
+use decode_lab_engine::model::{Model, WeightsChoice};
 use decode_lab_engine::Wanted;
 use pollster::block_on;
+use safetensors::tensor::TensorView;
+use safetensors::Dtype;
 
-fn bundled() -> Arc<Model> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../www/models/shakespeare");
-    Arc::new(Model::from_dir(&dir).expect("the bundled model loads"))
+/// A seeded random GPT-2 (f32 file) with `n_embd` 512, so that its MLP
+/// matrices and LM head (512 × 2,048) are shared and its attention ones
+/// (512 × 1,536 and 512 × 512) are not; `untied`: an LM head of its own.
+fn model(n_layer: usize, untied: bool, held: Format) -> Arc<Model> {
+    let (e, vocab, n_pos) = (512, 2048, 128);
+    let mut shapes =
+        vec![("wte.weight".to_string(), vec![vocab, e]), ("wpe.weight".into(), vec![n_pos, e])];
+    for l in 0..n_layer {
+        for (name, shape) in [
+            ("ln_1.weight", vec![e]),
+            ("ln_1.bias", vec![e]),
+            ("attn.c_attn.weight", vec![e, 3 * e]),
+            ("attn.c_attn.bias", vec![3 * e]),
+            ("attn.c_proj.weight", vec![e, e]),
+            ("attn.c_proj.bias", vec![e]),
+            ("ln_2.weight", vec![e]),
+            ("ln_2.bias", vec![e]),
+            ("mlp.c_fc.weight", vec![e, 4 * e]),
+            ("mlp.c_fc.bias", vec![4 * e]),
+            ("mlp.c_proj.weight", vec![4 * e, e]),
+            ("mlp.c_proj.bias", vec![e]),
+        ] {
+            shapes.push((format!("h.{l}.{name}"), shape));
+        }
+    }
+    shapes.push(("ln_f.weight".into(), vec![e]));
+    shapes.push(("ln_f.bias".into(), vec![e]));
+    if untied {
+        shapes.push(("lm_head.weight".into(), vec![vocab, e]));
+    }
+    let data: Vec<Vec<u8>> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, (_, shape))| {
+            let scale = if shape.len() == 1 { 1.0 } else { 0.05 };
+            let v: Vec<f32> =
+                cases::random(shape.iter().product(), i as u64).iter().map(|x| x * scale).collect();
+            bytemuck::cast_slice(&v).to_vec()
+        })
+        .collect();
+    let views = shapes.iter().zip(&data).map(|((name, shape), bytes)| {
+        (name.clone(), TensorView::new(Dtype::F32, shape.clone(), bytes).unwrap())
+    });
+    let file = safetensors::serialize(views, None).unwrap();
+    let config = format!(
+        r#"{{"model_type": "gpt2", "n_layer": {n_layer}, "n_head": 8, "n_embd": {e}, "n_positions": {n_pos}, "vocab_size": {vocab}, "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new", "tie_word_embeddings": {}}}"#,
+        !untied
+    );
+    Arc::new(Model::from_bytes_as(&config, &file, WeightsChoice::Exactly(held)).unwrap())
 }
 
 fn bits(v: &[f32]) -> Vec<u32> {
@@ -75,41 +122,54 @@ fn with_coworker(model: &Arc<Model>, fail_at: usize) -> (Vec<Vec<u32>>, usize, b
     (out, started.get(), still)
 }
 
+/// Jobs per pass of a model from [`model`]: each block's two MLP matrices
+/// and the LM head.
+fn jobs_per_pass(model: &Model) -> usize {
+    2 * model.config.n_layer + 1
+}
+
 #[test]
 fn a_coworker_changes_no_logit_and_takes_every_big_product() {
-    let untied = Arc::new(Model::from_dir(&fixtures().join("golden/untied_f16")).unwrap());
-    let f32_bundled = Arc::new(bundled().to_format(Format::F32).unwrap());
-    for (name, model) in
-        [("bundled f16", bundled()), ("bundled f32", f32_bundled), ("untied", untied)]
-    {
+    for (name, model) in [
+        ("f16", model(2, false, Format::F16)),
+        ("f32", model(2, false, Format::F32)),
+        ("untied f16", model(1, true, Format::F16)),
+    ] {
         let alone = run(&model);
         let (shared, started, still) = with_coworker(&model, usize::MAX);
         assert_eq!(shared, alone, "{name}: the same logits bit for bit");
         assert!(still, "{name}: the coworker stayed installed");
-        // The 5-token prefill and the 6 steps share every product; the
+        // The 5-token prefill and the 6 steps share every big product; the
         // 70-row prefill (over ROWS_MAX) only its LM head (one wanted row).
-        let per_pass = 4 * model.config.n_layer + 1;
-        assert_eq!(started, 7 * per_pass + 1, "{name}: jobs handed over");
+        assert_eq!(started, 7 * jobs_per_pass(&model) + 1, "{name}: jobs handed over");
     }
 }
 
 #[test]
 fn a_failing_coworker_is_dropped_and_its_part_computed_here() {
-    let model = bundled();
+    let model = model(2, false, Format::F16);
     let alone = run(&model);
-    let (shared, started, still) = with_coworker(&model, 10);
+    let (shared, started, still) = with_coworker(&model, 3);
     assert_eq!(shared, alone, "the same logits bit for bit");
     assert!(!still, "the failed coworker was uninstalled");
-    assert_eq!(started, 10, "no job after the failure");
+    assert_eq!(started, 3, "no job after the failure");
 }
 
 #[test]
-fn panels_need_f32_or_f16_and_say_so() {
-    let int8 = bundled().to_format(Format::Int8).unwrap();
-    let e = Panels::new(&int8, Side::Theirs).err().expect("int8 is not split into panels");
+fn only_big_f32_and_f16_products_are_shared_and_the_refusals_say_why() {
+    let int8 = model(1, false, Format::Int8);
+    let e = Panels::new(&int8, Side::Theirs).err().expect("int8 is not cut into panels");
     assert!(e.to_string().contains("int8"), "{e}");
-    let (x, out) = coworker::buffer_floats(&bundled()).unwrap();
-    // 64 rows of the widest input (c_fc's 1,024 hidden) and of the widest
-    // part (the LM head's second 1,024 vocabulary rows).
-    assert_eq!((x, out), (64 * 1024, 64 * 1024));
+    let dir =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../www/models/shakespeare");
+    let bundled = Model::from_dir(&dir).unwrap();
+    let e = coworker::buffer_floats(&bundled).expect_err("the bundled model is not shared");
+    assert!(e.to_string().contains("small"), "{e}");
+    assert!(bundled.weights.matrices().all(|m| m.rows * m.cols < MIN_SHARED));
+    // 64 rows of the widest input (mlp.c_proj's 2,048) and of the widest part
+    // (c_fc's and the LM head's second 1,024 outputs).
+    assert_eq!(
+        coworker::buffer_floats(&model(1, false, Format::F16)).unwrap(),
+        (64 * 2048, 64 * 1024)
+    );
 }

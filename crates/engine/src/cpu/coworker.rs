@@ -14,7 +14,7 @@ use crate::error::{EngineError, Result};
 use crate::kernels::coworker::{self, Coworker};
 use crate::kernels::matrix::{Matrix, SHARD_ALIGN};
 use crate::kernels::{lm_head, matmul};
-use crate::model::Model;
+use crate::model::{Config, Model};
 
 /// Rows of x a job takes at most: a decode step (one row per sequence) or a
 /// prompt of up to this many tokens; longer prefills run on one thread.
@@ -66,8 +66,15 @@ fn middle(n: usize) -> usize {
     (n / 2).next_multiple_of(SHARD_ALIGN)
 }
 
-/// The model's shared products in job order; empty when its format cannot
-/// be split into column panels (only f32 and f16 are) or it is too small.
+/// Weights (multiply-adds per row of x) below which a product is not
+/// shared: handing it over and back costs tens of microseconds, about what
+/// half of a product this size takes in wasm. (The bundled model's largest,
+/// 2,048 × 256, stays on one thread; GPT-2-124M's smallest shared one,
+/// 768 × 2,304, is 1.8 M.)
+pub const MIN_SHARED: usize = 1 << 20;
+
+/// The model's shared products in job order: every block matrix and the LM
+/// head of at least [`MIN_SHARED`] weights.
 fn jobs(model: &Model) -> Vec<Job<'_>> {
     let w = &model.weights;
     let mut jobs = Vec::with_capacity(4 * w.layers.len() + 1);
@@ -84,27 +91,44 @@ fn jobs(model: &Model) -> Vec<Job<'_>> {
     }
     let head = w.lm_head();
     jobs.push(Job { w: head, bias: None, split: middle(head.rows) });
-    let splittable = jobs.iter().all(|j| {
-        let n = j.theirs().end;
-        j.split > 0 && j.split < n && (j.bias.is_none() || j.w.column_step().is_some())
-    });
-    if splittable {
-        jobs
-    } else {
-        Vec::new()
-    }
+    jobs.retain(|j| big(j.w.rows, j.w.cols) && j.split < j.n());
+    jobs
+}
+
+/// Whether a `(rows, cols)` product is worth sharing.
+fn big(rows: usize, cols: usize) -> bool {
+    rows * cols >= MIN_SHARED
+}
+
+/// Whether a model of `config` has products worth a coworker (known before
+/// its weights are: the download question counts the coworker's memory).
+pub fn worth_sharing(config: &Config) -> bool {
+    let (e, i) = (config.n_embd, config.n_inner);
+    [(e, 3 * e), (e, e), (e, i), (i, e), (config.vocab_size, e)].iter().any(|&(r, c)| big(r, c))
+}
+
+/// Whether every matrix of the model can be cut into panels (f32, and f16
+/// of even width).
+fn splittable(model: &Model) -> bool {
+    model.weights.matrices().all(|m| m.column_step().is_some())
 }
 
 /// Floats of the exchange buffer's two regions: x (`(ROWS_MAX, widest input)`)
 /// and the coworker's part of the output (`(ROWS_MAX, its widest part)`).
-/// Both threads compute it from their model, so they agree on it.
+/// Both threads compute it from their model, so they agree on it. An error
+/// says why the model gets no coworker.
 pub fn buffer_floats(model: &Model) -> Result<(usize, usize)> {
-    let jobs = jobs(model);
-    if jobs.is_empty() {
+    if !splittable(model) {
         return Err(EngineError::Remote(format!(
-            "a coworker shares f32 and f16 matrices of even width, not {}",
+            "a second worker shares f32 and f16 weights, not {}",
             model.format().name()
         )));
+    }
+    let jobs = jobs(model);
+    if jobs.is_empty() {
+        return Err(EngineError::Remote(
+            "the model is small enough that one worker computes each step faster than two".into(),
+        ));
     }
     let x = jobs.iter().map(Job::x_width).max().unwrap_or(0);
     let out = jobs.iter().map(|j| j.theirs().len()).max().unwrap_or(0);
@@ -145,7 +169,7 @@ impl Panels {
                 let c = j.part(side);
                 match j.bias {
                     Some(bias) => {
-                        let panel = j.w.columns(c.clone()).expect("checked by jobs()");
+                        let panel = j.w.columns(c.clone()).expect("checked by splittable()");
                         (panel, Some(bias[c].to_vec()))
                     }
                     None => (j.w.shard(c.start, c.end), None),

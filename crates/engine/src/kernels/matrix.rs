@@ -275,7 +275,8 @@ impl Matrix {
     /// row (a coworker's part of a matmul); `None` unless [`column_step`]
     /// (Self::column_step) divides both ends of `c`.
     pub fn columns(&self, c: Range<usize>) -> Option<Matrix> {
-        let per = self.column_step().filter(|&p| c.start.is_multiple_of(p) && c.end.is_multiple_of(p))?;
+        let per =
+            self.column_step().filter(|&p| c.start.is_multiple_of(p) && c.end.is_multiple_of(p))?;
         let row = |r: usize| &self.words[(r * self.cols + c.start) / per..][..c.len() / per];
         let words = (0..self.rows).flat_map(row).copied().collect();
         Some(Matrix { words, scales: Vec::new(), cols: c.len(), ..*self })
