@@ -63,10 +63,12 @@ impl CpuWorker {
         let (mut link, _) = CpuWorker::spawn(config, weights, format, "load")
             .await
             .map_err(|e| format!("the CPU worker could not load the model: {e}"))?;
-        let shared = coworker::buffer_floats(model).map_err(|e| e.to_string());
-        link.coworker = match shared {
-            Ok(_) => link.add_coworker(config, weights, format).await.map(Box::new),
-            Err(why) => Err(why),
+        // The page's reason first: it holds for every model.
+        let alone =
+            no_coworker().or_else(|| coworker::buffer_floats(model).err().map(|e| e.to_string()));
+        link.coworker = match alone {
+            None => link.add_coworker(config, weights, format).await.map(Box::new),
+            Some(why) => Err(why),
         };
         Ok(link)
     }
@@ -87,9 +89,6 @@ impl CpuWorker {
         weights: &[u8],
         format: Format,
     ) -> Result<CpuWorker, String> {
-        if let Some(why) = no_coworker() {
-            return Err(why);
-        }
         let (helper, answer) = CpuWorker::spawn(config, weights, format, "help")
             .await
             .map_err(|e| format!("the second CPU worker did not start: {e}"))?;
