@@ -66,15 +66,15 @@ fn middle(n: usize) -> usize {
     (n / 2).next_multiple_of(SHARD_ALIGN)
 }
 
-/// Weights (multiply-adds per row of x) below which a product is not
-/// shared: handing it over and back costs tens of microseconds, about what
-/// half of a product this size takes in wasm. (The bundled model's largest,
-/// 2,048 × 256, stays on one thread; GPT-2-124M's smallest shared one,
-/// 768 × 2,304, is 1.8 M.)
-pub const MIN_SHARED: usize = 1 << 20;
+/// Weights (multiply-adds per row of x) a product must exceed to be shared:
+/// handing it over and back costs tens of microseconds, about what half of a
+/// product this size takes in wasm. (The bundled model's largest, 2,048 ×
+/// 256, is exactly this and stays on one thread; GPT-2-124M's smallest,
+/// 768 × 768, is shared.)
+pub const MIN_SHARED: usize = 1 << 19;
 
 /// The model's shared products in job order: every block matrix and the LM
-/// head of at least [`MIN_SHARED`] weights.
+/// head of more than [`MIN_SHARED`] weights.
 fn jobs(model: &Model) -> Vec<Job<'_>> {
     let w = &model.weights;
     let mut jobs = Vec::with_capacity(4 * w.layers.len() + 1);
@@ -97,7 +97,7 @@ fn jobs(model: &Model) -> Vec<Job<'_>> {
 
 /// Whether a `(rows, cols)` product is worth sharing.
 fn big(rows: usize, cols: usize) -> bool {
-    rows * cols >= MIN_SHARED
+    rows * cols > MIN_SHARED
 }
 
 /// Whether a model of `config` has products worth a coworker (known before
