@@ -28,28 +28,7 @@ use safetensors::Dtype;
 /// head of its own.
 fn model(n_layer: usize, untied: bool, held: Format) -> Arc<Model> {
     let (e, vocab, n_pos) = (512, 2048, 128);
-    let mut shapes =
-        vec![("wte.weight".to_string(), vec![vocab, e]), ("wpe.weight".into(), vec![n_pos, e])];
-    for l in 0..n_layer {
-        for (name, shape) in [
-            ("ln_1.weight", vec![e]),
-            ("ln_1.bias", vec![e]),
-            ("attn.c_attn.weight", vec![e, 3 * e]),
-            ("attn.c_attn.bias", vec![3 * e]),
-            ("attn.c_proj.weight", vec![e, e]),
-            ("attn.c_proj.bias", vec![e]),
-            ("ln_2.weight", vec![e]),
-            ("ln_2.bias", vec![e]),
-            ("mlp.c_fc.weight", vec![e, 4 * e]),
-            ("mlp.c_fc.bias", vec![4 * e]),
-            ("mlp.c_proj.weight", vec![4 * e, e]),
-            ("mlp.c_proj.bias", vec![e]),
-        ] {
-            shapes.push((format!("h.{l}.{name}"), shape));
-        }
-    }
-    shapes.push(("ln_f.weight".into(), vec![e]));
-    shapes.push(("ln_f.bias".into(), vec![e]));
+    let mut shapes = common::gpt2_shapes(n_layer, e, vocab, n_pos);
     if untied {
         shapes.push(("lm_head.weight".into(), vec![vocab, e]));
     }

@@ -14,28 +14,7 @@ const CONFIG: &str = r#"{"n_layer":1,"n_head":2,"n_embd":4,"n_positions":3,"voca
 
 /// The tensors of that model as (name, shape), Hub-style names.
 fn tensor_specs() -> Vec<(String, Vec<usize>)> {
-    let e = 4;
-    let mut v =
-        vec![("wte.weight".to_string(), vec![5, e]), ("wpe.weight".to_string(), vec![3, e])];
-    for (n, s) in [
-        ("ln_1.weight", vec![e]),
-        ("ln_1.bias", vec![e]),
-        ("attn.c_attn.weight", vec![e, 3 * e]),
-        ("attn.c_attn.bias", vec![3 * e]),
-        ("attn.c_proj.weight", vec![e, e]),
-        ("attn.c_proj.bias", vec![e]),
-        ("ln_2.weight", vec![e]),
-        ("ln_2.bias", vec![e]),
-        ("mlp.c_fc.weight", vec![e, 4 * e]),
-        ("mlp.c_fc.bias", vec![4 * e]),
-        ("mlp.c_proj.weight", vec![4 * e, e]),
-        ("mlp.c_proj.bias", vec![e]),
-    ] {
-        v.push((format!("h.0.{n}"), s));
-    }
-    v.push(("ln_f.weight".to_string(), vec![e]));
-    v.push(("ln_f.bias".to_string(), vec![e]));
-    v
+    common::gpt2_shapes(1, 4, 5, 3)
 }
 
 /// Serialises `specs` as f32 (0.5 everywhere), letting `edit` change a tensor's bytes.

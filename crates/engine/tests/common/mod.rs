@@ -78,3 +78,38 @@ pub fn sessions_on_both(model: &Arc<Model>) -> Vec<(&'static str, decode_lab_eng
     }
     out
 }
+
+/// A GPT-2's tensors as (name, shape), Hub-style names, tied LM head.
+pub fn gpt2_shapes(
+    n_layer: usize,
+    n_embd: usize,
+    vocab: usize,
+    n_positions: usize,
+) -> Vec<(String, Vec<usize>)> {
+    let e = n_embd;
+    let mut v = vec![
+        ("wte.weight".to_string(), vec![vocab, e]),
+        ("wpe.weight".into(), vec![n_positions, e]),
+    ];
+    for l in 0..n_layer {
+        for (n, s) in [
+            ("ln_1.weight", vec![e]),
+            ("ln_1.bias", vec![e]),
+            ("attn.c_attn.weight", vec![e, 3 * e]),
+            ("attn.c_attn.bias", vec![3 * e]),
+            ("attn.c_proj.weight", vec![e, e]),
+            ("attn.c_proj.bias", vec![e]),
+            ("ln_2.weight", vec![e]),
+            ("ln_2.bias", vec![e]),
+            ("mlp.c_fc.weight", vec![e, 4 * e]),
+            ("mlp.c_fc.bias", vec![4 * e]),
+            ("mlp.c_proj.weight", vec![4 * e, e]),
+            ("mlp.c_proj.bias", vec![e]),
+        ] {
+            v.push((format!("h.{l}.{n}"), s));
+        }
+    }
+    v.push(("ln_f.weight".to_string(), vec![e]));
+    v.push(("ln_f.bias".to_string(), vec![e]));
+    v
+}
