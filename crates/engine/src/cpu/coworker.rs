@@ -91,7 +91,8 @@ fn jobs(model: &Model) -> Vec<Job<'_>> {
     }
     let head = w.lm_head();
     jobs.push(Job { w: head, bias: None, split: middle(head.rows) });
-    jobs.retain(|j| big(j.w.rows, j.w.cols) && j.split < j.n());
+    // Both sides non-empty: a degenerate shape (a 1-row head) is not split.
+    jobs.retain(|j| big(j.w.rows, j.w.cols) && 0 < j.split && j.split < j.n());
     jobs
 }
 
