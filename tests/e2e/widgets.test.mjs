@@ -271,8 +271,10 @@ for (const backend of ['cpu', 'webgpu']) {
     for (const row of ['ttft', 'pp', 'decode-ms', 'tg']) {
       table[row].forEach((v) => assert.ok(Number(v) > 0, `${row}: ${v}`));
     }
-    // tg = 1000 / ms per token, from the same median.
-    assert.ok(Math.abs(Number(table.tg[1]) - 1000 / Number(table['decode-ms'][1])) <= 0.1 + 1e-3 * Number(table.tg[1]));
+    // tg = 1000 / ms per token, from the same median, up to the table's rounding: tg to 0.1,
+    // ms to 0.01 (a cross-origin-isolated page's clock is fine enough for that to show).
+    const [tg, ms] = [Number(table.tg[1]), Number(table['decode-ms'][1])];
+    assert.ok(Math.abs(tg - 1000 / ms) <= 0.05 + 1000 * 0.005 / (ms * (ms - 0.005)) + 1e-6, `tg ${tg}, ${ms} ms`);
     const [dispatches, submits] = table.calls[0].split(', ').map(Number);
     const [written, read] = table.bytes[0].split(', ').map(Number);
     // GPU time where the device has timestamp queries, said which.
