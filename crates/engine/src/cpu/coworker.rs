@@ -180,16 +180,6 @@ impl Panels {
         Ok(Panels { parts })
     }
 
-    /// Jobs held.
-    pub fn len(&self) -> usize {
-        self.parts.len()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.parts.is_empty()
-    }
-
     /// Job `job`'s part for rows `x`: `(rows, its width)`.
     pub fn run(&self, job: usize, x: &[f32]) -> Result<Vec<f32>> {
         let (w, bias) = self
