@@ -12,6 +12,8 @@ use decode_lab_engine::model::Model;
 use decode_lab_engine::{Session, Wanted};
 use wasm_bindgen_test::*;
 
+#[path = "shared/f16_paths.rs"]
+mod f16_paths;
 #[path = "shared/portable.rs"]
 mod portable;
 #[path = "shared/portable_forward.rs"]
@@ -98,6 +100,13 @@ fn explanations_are_bit_identical_to_native() {
 /// have natively (threads, AVX2): `cpu_paths.rs` checks the same fingerprint.
 #[wasm_bindgen_test]
 fn cpu_logits_are_bit_identical_to_native() {
-    let fingerprint = portable_forward::forward_fingerprint(CONFIG, WEIGHTS);
-    assert_eq!(fingerprint, portable_forward::FORWARD_FINGERPRINT);
+    assert_eq!(portable_forward::forward_fingerprint(), portable_forward::FORWARD_FINGERPRINT);
+}
+
+/// The f16 fast paths in wasm (explicit SIMD128 in the head) give the bits
+/// of the path for any format, as natively.
+#[wasm_bindgen_test]
+fn f16_paths_equal_the_f32_path_bit_for_bit() {
+    f16_paths::matmul_f16_equals_f32();
+    f16_paths::lm_head_f16_equals_f32();
 }

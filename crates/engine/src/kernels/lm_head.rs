@@ -4,7 +4,7 @@ use bytemuck::{Pod, Zeroable};
 
 use std::ops::Range;
 
-use super::matrix::{f16_pair, split, Matrix};
+use super::matrix::{f16_pair, f16_pair_raw, split, Matrix, F16_RAW_SCALE, RAW_X_LIMIT};
 use super::{coworker, parallel};
 
 /// Mirror of the WGSL `Params`.
@@ -84,22 +84,12 @@ fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>) -> Vec<f32> {
     let (n_embd, n) = (lm_head.cols, vr.len());
     let mut out = vec![0.0; x.len() / n_embd * n]; // (n_out, n)
     if let Some(words) = lm_head.f16_words() {
-        let h = n_embd / 2;
-        let mut halves = vec![0.0; x.len()]; // (n_out, 2, n_embd / 2) x's even, odd elements
-        for (xr, xh) in x.chunks_exact(n_embd).zip(halves.chunks_exact_mut(n_embd)) {
-            split(xr, xh);
-        }
-        // A row unpacked into its halves, then dotted: plain loops the
-        // compiler vectorises (one fused loop over the words was not).
-        let (mut lo, mut hi) = (vec![0.0; h], vec![0.0; h]); // (n_embd / 2) even, odd elements
-        for (v, ws) in words[vr.start * h..vr.end * h].chunks_exact(h).enumerate() {
-            for ((l, r), &word) in lo.iter_mut().zip(hi.iter_mut()).zip(ws) {
-                (*l, *r) = f16_pair(word);
-            }
-            for (r, xh) in halves.chunks_exact(n_embd).enumerate() {
-                let (even, odd) = xh.split_at(h);
-                out[r * n + v] = dot_halves(even, odd, &lo, &hi);
-            }
+        let words = &words[vr.start * n_embd / 2..vr.end * n_embd / 2]; // (n, n_embd / 2)
+        if x.iter().all(|v| v.abs() < RAW_X_LIMIT) {
+            let x: Vec<f32> = x.iter().map(|&v| v * F16_RAW_SCALE).collect(); // (n_out, n_embd)
+            f16_part::<true>(&x, words, n_embd, &mut out);
+        } else {
+            f16_part::<false>(x, words, n_embd, &mut out);
         }
         return out;
     }
@@ -111,6 +101,130 @@ fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>) -> Vec<f32> {
         }
     }
     out
+}
+
+/// [`part_here`] for an f16 head (`words`: `(n, n_embd / 2)`, n_embd even),
+/// with the words read raw and x scaled (`RAW`, [`f16_pair_raw`]) or
+/// widened. One row of x (a decode step) dots each row of words as it
+/// widens them; more rows share one widening of each head row.
+#[inline(always)]
+fn f16_part<const RAW: bool>(x: &[f32], words: &[u32], n_embd: usize, out: &mut [f32]) {
+    let (h, n) = (n_embd / 2, words.len() / (n_embd / 2).max(1));
+    let mut halves = vec![0.0; x.len()]; // (n_out, 2, n_embd / 2) x's even, odd elements
+    for (xr, xh) in x.chunks_exact(n_embd).zip(halves.chunks_exact_mut(n_embd)) {
+        split(xr, xh);
+    }
+    if halves.len() == n_embd {
+        let (even, odd) = halves.split_at(h);
+        for (o, ws) in out.iter_mut().zip(words.chunks_exact(h)) {
+            *o = dot_words::<RAW>(even, odd, ws);
+        }
+        return;
+    }
+    let (mut lo, mut hi) = (vec![0.0; h], vec![0.0; h]); // (n_embd / 2) even, odd elements
+    for (v, ws) in words.chunks_exact(h).enumerate() {
+        for ((l, r), &word) in lo.iter_mut().zip(hi.iter_mut()).zip(ws) {
+            (*l, *r) = widen::<RAW>(word);
+        }
+        for (r, xh) in halves.chunks_exact(n_embd).enumerate() {
+            let (even, odd) = xh.split_at(h);
+            out[r * n + v] = dot_halves(even, odd, &lo, &hi);
+        }
+    }
+}
+
+/// A word's two values, raw or widened.
+#[inline(always)]
+fn widen<const RAW: bool>(word: u32) -> (f32, f32) {
+    if RAW {
+        f16_pair_raw(word)
+    } else {
+        f16_pair(word)
+    }
+}
+
+/// [`dot_halves`] with the weights' halves taken from their words as they
+/// are widened (never stored): the same lanes, the same sums. In wasm the
+/// lanes are written as SIMD128 vectors (the compiler's own vectorisation of
+/// this loop shuffled lane by lane and ran slower than widening first).
+#[inline(always)]
+fn dot_words<const RAW: bool>(x_even: &[f32], x_odd: &[f32], words: &[u32]) -> f32 {
+    const HALF: usize = LANES / 2;
+    #[cfg(target_arch = "wasm32")]
+    let (mut even, mut odd) = simd128::lane_sums::<RAW>(x_even, x_odd, words);
+    #[cfg(not(target_arch = "wasm32"))]
+    let (mut even, mut odd) = {
+        let (mut even, mut odd) = ([0.0f32; HALF], [0.0f32; HALF]);
+        let chunks = x_even.chunks_exact(HALF).zip(x_odd.chunks_exact(HALF));
+        for ((xe, xo), ws) in chunks.zip(words.chunks_exact(HALF)) {
+            for j in 0..HALF {
+                let (a, b) = widen::<RAW>(ws[j]);
+                even[j] += xe[j] * a;
+                odd[j] += xo[j] * b;
+            }
+        }
+        (even, odd)
+    };
+    let tail = x_even.len() / HALF * HALF;
+    let rest = x_even[tail..].iter().zip(&x_odd[tail..]).zip(&words[tail..]);
+    for (j, ((&xe, &xo), &w)) in rest.enumerate() {
+        let (a, b) = widen::<RAW>(w);
+        even[j] += xe * a;
+        odd[j] += xo * b;
+    }
+    let mut lanes = [0.0; LANES];
+    for ((pair, e), o) in lanes.chunks_exact_mut(2).zip(even).zip(odd) {
+        (pair[0], pair[1]) = (e, o);
+    }
+    combine(lanes)
+}
+
+#[cfg(target_arch = "wasm32")]
+mod simd128 {
+    use core::arch::wasm32::*;
+
+    use crate::kernels::matrix::F16_RAW_SCALE;
+
+    /// The eight even and eight odd lanes of [`super::dot_words`] over the
+    /// whole chunks of eight words: each lane's products added in order.
+    #[inline(always)]
+    pub fn lane_sums<const RAW: bool>(
+        x_even: &[f32],
+        x_odd: &[f32],
+        words: &[u32],
+    ) -> ([f32; 8], [f32; 8]) {
+        let keep = u32x4_splat(0x8fff_e000);
+        let rescale = f32x4_splat(F16_RAW_SCALE);
+        let widen = |w: v128| {
+            let lo = v128_and(i32x4_shr(i32x4_shl(w, 16), 3), keep);
+            let hi = v128_and(i32x4_shr(w, 3), keep);
+            if RAW {
+                (lo, hi)
+            } else {
+                (f32x4_mul(lo, rescale), f32x4_mul(hi, rescale))
+            }
+        };
+        let load = |v: &[f32]| -> v128 { f32x4(v[0], v[1], v[2], v[3]) };
+        let load_u = |v: &[u32]| -> v128 { u32x4(v[0], v[1], v[2], v[3]) };
+        let [mut e0, mut e1, mut o0, mut o1] = [f32x4_splat(0.0); 4];
+        let chunks = x_even.chunks_exact(8).zip(x_odd.chunks_exact(8));
+        for ((xe, xo), ws) in chunks.zip(words.chunks_exact(8)) {
+            let ((l0, h0), (l1, h1)) = (widen(load_u(&ws[..4])), widen(load_u(&ws[4..])));
+            e0 = f32x4_add(e0, f32x4_mul(load(&xe[..4]), l0));
+            e1 = f32x4_add(e1, f32x4_mul(load(&xe[4..]), l1));
+            o0 = f32x4_add(o0, f32x4_mul(load(&xo[..4]), h0));
+            o1 = f32x4_add(o1, f32x4_mul(load(&xo[4..]), h1));
+        }
+        let four = |v: v128| -> [f32; 4] {
+            use f32x4_extract_lane as lane;
+            [lane::<0>(v), lane::<1>(v), lane::<2>(v), lane::<3>(v)]
+        };
+        let lanes = |a: v128, b: v128| -> [f32; 8] {
+            let (a, b) = (four(a), four(b));
+            std::array::from_fn(|j| if j < 4 { a[j] } else { b[j - 4] })
+        };
+        (lanes(e0, e1), lanes(o0, o1))
+    }
 }
 
 /// x · w as sixteen partial sums (lane j: the products k ≡ j mod 16, in

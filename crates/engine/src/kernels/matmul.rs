@@ -4,7 +4,9 @@ use bytemuck::{Pod, Zeroable};
 
 use std::ops::Range;
 
-use super::matrix::{f16_pair, split, Matrix, SHARD_ALIGN};
+use super::matrix::{
+    f16_pair, f16_pair_raw, split, Matrix, F16_RAW_SCALE, RAW_X_LIMIT, SHARD_ALIGN,
+};
 use super::{coworker, parallel};
 
 /// Mirror of the WGSL `Params`.
@@ -113,12 +115,32 @@ fn run_rows(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32
 }
 
 /// f16 with even n (`words`: `(k, n / 2)`), columns `c` (even bounds), straight
-/// from the words: four rows at a time unpacked as their even then their odd
-/// columns, and each output row summed in the same layout (`acc`), then
-/// interleaved back. Keeping the halves apart lets every loop vectorise
-/// (interleaving per element does not); the sums are the same.
+/// from the words, the outputs of each block summed with even and odd columns
+/// apart (`acc`), then interleaved back. Keeping the halves apart lets every
+/// loop vectorise (interleaving per element does not); the sums are the same.
+/// Where every input is below [`RAW_X_LIMIT`] the weights are read raw and the
+/// inputs scaled instead ([`f16_pair_raw`]): the same products, one multiply
+/// fewer per weight.
 #[inline(always)]
 fn run_f16(x: &[f32], words: &[u32], n: usize, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
+    if x.iter().all(|v| v.abs() < RAW_X_LIMIT) {
+        let x: Vec<f32> = x.iter().map(|&v| v * F16_RAW_SCALE).collect(); // (m, k) scaled
+        run_f16_as::<true>(&x, words, n, c, bias, out)
+    } else {
+        run_f16_as::<false>(x, words, n, c, bias, out)
+    }
+}
+
+/// [`run_f16`] with the words read raw (`RAW`, x scaled) or widened.
+#[inline(always)]
+fn run_f16_as<const RAW: bool>(
+    x: &[f32],
+    words: &[u32],
+    n: usize,
+    c: Range<usize>,
+    bias: &[f32],
+    out: &mut [f32],
+) {
     let (k, cols, h) = (x.len() / (out.len() / c.len()), c.len(), c.len() / 2);
     let row_words = |r: usize| &words[(r * n + c.start) / 2..][..h];
     let mut buf = vec![0.0; 4 * cols]; // (4, 2, cols / 2) rows kk..kk + 4, halves apart
@@ -130,10 +152,17 @@ fn run_f16(x: &[f32], words: &[u32], n: usize, c: Range<usize>, bias: &[f32], ou
         }
         for kk in (0..k).step_by(4) {
             let n_rows = (k - kk).min(4);
+            if let (1, 4) = (xb.len() / k, n_rows) {
+                // One row of x (a decode step): each weight is used once, so
+                // it is widened and multiplied in one pass, never stored.
+                let rows = std::array::from_fn(|i| row_words(kk + i));
+                add4_f16::<RAW>(acc, xb[kk..][..4].try_into().expect("4"), rows);
+                continue;
+            }
             for (i, row) in buf.chunks_exact_mut(cols).take(n_rows).enumerate() {
                 let (even, odd) = row.split_at_mut(h);
                 for ((e, d), &word) in even.iter_mut().zip(odd).zip(row_words(kk + i)) {
-                    (*e, *d) = f16_pair(word);
+                    (*e, *d) = widen::<RAW>(word);
                 }
             }
             let rows: [&[f32]; 4] = std::array::from_fn(|i| &buf[i * cols..][..cols]);
@@ -145,6 +174,31 @@ fn run_f16(x: &[f32], words: &[u32], n: usize, c: Range<usize>, bias: &[f32], ou
                 (o[0], o[1]) = (e, d);
             }
         }
+    }
+}
+
+/// A word's two values, raw or widened.
+#[inline(always)]
+fn widen<const RAW: bool>(word: u32) -> (f32, f32) {
+    if RAW {
+        f16_pair_raw(word)
+    } else {
+        f16_pair(word)
+    }
+}
+
+/// [`add4`] on the even and odd halves of an output row (`acc`: `(2, h)`)
+/// straight from four rows of words (`(h)` each): the same sums in the same
+/// order, each weight widened in a register.
+#[inline(always)]
+fn add4_f16<const RAW: bool>(acc: &mut [f32], xv: [f32; 4], [a, b, c, d]: [&[u32]; 4]) {
+    let (even, odd) = acc.split_at_mut(a.len());
+    let words = a.iter().zip(b).zip(c).zip(d);
+    for ((e, o), (((&a, &b), &c), &d)) in even.iter_mut().zip(odd).zip(words) {
+        let ((a0, a1), (b0, b1)) = (widen::<RAW>(a), widen::<RAW>(b));
+        let ((c0, c1), (d0, d1)) = (widen::<RAW>(c), widen::<RAW>(d));
+        *e = *e + xv[0] * a0 + xv[1] * b0 + xv[2] * c0 + xv[3] * d0;
+        *o = *o + xv[0] * a1 + xv[1] * b1 + xv[2] * c1 + xv[3] * d1;
     }
 }
 

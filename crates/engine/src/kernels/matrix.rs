@@ -7,22 +7,38 @@ use std::ops::Range;
 use super::format::{channel, Channels, Format, GROUP};
 
 /// The two f16 values of a word (element `2i` in the low half, `2i + 1` in
-/// the high half) widened to f32 without a branch: each half moved to the
-/// top of an f32 and shifted right arithmetically by 3, which puts its
-/// exponent and mantissa where f32's low exponent bits and mantissa are and
-/// keeps its sign; the copies of the sign in between are masked off and the
-/// value rescaled by 2¹¹² (f16's exponent bias 15 to f32's 127: exact for
-/// normal and subnormal values, ±0 stays ±0). Weights are finite, so no
-/// infinity or NaN case is needed. Three or four integer operations and a
+/// the high half) widened to f32 without a branch: [`f16_pair_raw`]'s values
+/// rescaled by [`F16_RAW_SCALE`]. Three or four integer operations and a
 /// multiply per value, vectorised four words at a time.
 #[inline(always)]
 pub fn f16_pair(word: u32) -> (f32, f32) {
+    let (lo, hi) = f16_pair_raw(word);
+    (lo * F16_RAW_SCALE, hi * F16_RAW_SCALE)
+}
+
+/// 2¹¹²: f16's exponent bias 15 to f32's 127.
+pub const F16_RAW_SCALE: f32 = f32::from_bits(0x7780_0000);
+
+/// The two f16 values of a word times 2⁻¹¹², exactly: each half moved to the
+/// top of an f32 and shifted right arithmetically by 3, which puts its
+/// exponent and mantissa where f32's low exponent bits and mantissa are and
+/// keeps its sign; the copies of the sign in between are masked off (exact
+/// for normal and subnormal values, ±0 stays ±0; weights are finite, so no
+/// infinity or NaN case is needed). A product `(x · 2¹¹²) · raw` rounds
+/// exactly as `x · w` does (both are the same real number), so a kernel may
+/// scale its inputs once instead of every weight, while `|x| < 2¹⁶` keeps
+/// `x · 2¹¹²` finite ([`RAW_X_LIMIT`]).
+#[inline(always)]
+pub fn f16_pair_raw(word: u32) -> (f32, f32) {
     const KEEP: u32 = 0x8fff_e000; // sign, then f16's 15 bits of exponent and mantissa
-    let rescale = f32::from_bits(0x7780_0000); // 2¹¹²
     let lo = ((word << 16) as i32 >> 3) as u32 & KEEP;
     let hi = (word as i32 >> 3) as u32 & KEEP;
-    (f32::from_bits(lo) * rescale, f32::from_bits(hi) * rescale)
+    (f32::from_bits(lo), f32::from_bits(hi))
 }
+
+/// Inputs below this in magnitude may be scaled by [`F16_RAW_SCALE`] and
+/// stay finite (2¹⁶ · 2¹¹² = 2¹²⁸ would not).
+pub const RAW_X_LIMIT: f32 = 65_536.0;
 
 /// `row`'s even then odd elements into `halves` (the layout of an f16 row's
 /// two halves, [`f16_pair`]).

@@ -11,21 +11,38 @@ use decode_lab_engine::model::Model;
 use decode_lab_engine::Wanted;
 
 /// [`forward_fingerprint`] as computed natively.
-pub const FORWARD_FINGERPRINT: u64 = 926_998_534_014_612_670;
+pub const FORWARD_FINGERPRINT: u64 = 5_942_885_580_905_185_426;
+
+/// The fixture models it runs: `tiny_odd`, and `wide_head`, whose rows of
+/// 72 values end in a part of a SIMD chunk (the kernels' tail loops).
+const MODELS: [(&str, &[u8]); 2] = [
+    (
+        include_str!("../../../../tests/fixtures/golden/tiny_odd/config.json"),
+        include_bytes!("../../../../tests/fixtures/golden/tiny_odd/model.safetensors"),
+    ),
+    (
+        include_str!("../../../../tests/fixtures/golden/wide_head/config.json"),
+        include_bytes!("../../../../tests/fixtures/golden/wide_head/model.safetensors"),
+    ),
+];
 
 /// Every bit of every logit of a 17-token prefill (all rows) and 8 decode
-/// steps, with the model's weights in f32 and in f16 (each format's own path).
-pub fn forward_fingerprint(config: &str, weights: &[u8]) -> u64 {
-    let model = Model::from_bytes(config, weights).expect("model loads");
-    let prompt: Vec<u32> = (0..17).map(|i| i * 37 % model.config.vocab_size as u32).collect();
+/// steps of each of [`MODELS`], with the weights in f32 and in f16 (each
+/// format's own path).
+pub fn forward_fingerprint() -> u64 {
     let mut bits = Vec::new();
-    for format in [Format::F32, Format::F16] {
-        let mut session = CpuSession::new(Arc::new(model.to_format(format).expect("fits f16")));
-        let mut logits = session.forward(&prompt, Wanted::All).expect("prefill");
-        for t in 0..8u32 {
-            logits.extend(session.forward(&[t * 101], Wanted::Last).expect("decode"));
+    for (config, weights) in MODELS {
+        let model = Model::from_bytes(config, weights).expect("model loads");
+        let vocab = model.config.vocab_size as u32;
+        let prompt: Vec<u32> = (0..17).map(|i| i * 37 % vocab).collect();
+        for format in [Format::F32, Format::F16] {
+            let mut session = CpuSession::new(Arc::new(model.to_format(format).expect("fits f16")));
+            let mut logits = session.forward(&prompt, Wanted::All).expect("prefill");
+            for t in 0..8u32 {
+                logits.extend(session.forward(&[t * 101 % vocab], Wanted::Last).expect("decode"));
+            }
+            bits.extend(logits.iter().map(|l| u64::from(l.to_bits())));
         }
-        bits.extend(logits.iter().map(|l| u64::from(l.to_bits())));
     }
     // FNV-1a over the 64-bit words.
     bits.iter().fold(0xcbf2_9ce4_8422_2325, |h, &w| (h ^ w).wrapping_mul(0x0100_0000_01b3))

@@ -1,0 +1,74 @@
+//! The CPU twins' fast paths for f16 weights (read straight from the words,
+//! even and odd columns apart, and in wasm in explicit SIMD128) against their
+//! path for any format, on an f32 matrix holding the same values: equal bit
+//! for bit at awkward sizes and inputs, natively (`cpu_paths.rs`) and in
+//! Chromium (`browser.rs`).
+
+use decode_lab_engine::gpu::selftest::cases;
+use decode_lab_engine::kernels::format::{Channels, Format};
+use decode_lab_engine::kernels::matrix::Matrix;
+use decode_lab_engine::kernels::{lm_head, matmul};
+
+/// An f16 matrix and the f32 matrix of its exact values.
+pub fn pair(rows: usize, cols: usize, channels: Channels, seed: u64) -> (Matrix, Matrix) {
+    let mut w = cases::random(rows * cols, seed);
+    // Subnormals, both zeros and the largest f16 among the weights.
+    let specials = [6.0e-8, -6.1e-5, 0.0, -0.0, 65504.0, -1.0e-7];
+    let n = specials.len().min(w.len());
+    w[..n].copy_from_slice(&specials[..n]);
+    let f16 = Matrix::new(Format::F16, rows, cols, channels, &w);
+    let f32 = Matrix::new(Format::F32, rows, cols, channels, &f16.to_f32());
+    (f16, f32)
+}
+
+/// Random inputs of `len`, and the same with their first values at and
+/// beyond 2¹⁶ (where the f16 paths stop scaling inputs instead of weights)
+/// and a subnormal.
+pub fn inputs(len: usize, seed: u64) -> [Vec<f32>; 2] {
+    let x = cases::random(len, seed);
+    let mut big = x.clone();
+    for (i, s) in [1.0e-40, 65_535.9, -1.0e5, 65_536.0].into_iter().enumerate() {
+        big[i * len / 4] = s;
+    }
+    [x, big]
+}
+
+pub fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+/// `matmul` with f16 weights gives the bits it gives with the same values in f32.
+pub fn matmul_f16_equals_f32() {
+    for m in [1, 2, 17, 33] {
+        for k in [1, 3, 4, 5, 63, 65] {
+            for n in [2, 6, 64, 130] {
+                let (w16, w32) = pair(k, n, Channels::Cols, (m * k * n) as u64);
+                assert!(w16.f16_words().is_some(), "even n takes the fast path");
+                let bias = cases::random(n, 4);
+                for x in inputs(m * k, 3) {
+                    let (mut a, mut b) = (vec![0.0; m * n], vec![0.0; m * n]);
+                    matmul::run_cpu(&x, &w16, &bias, &mut a);
+                    matmul::run_cpu(&x, &w32, &bias, &mut b);
+                    assert_eq!(bits(&a), bits(&b), "m {m} k {k} n {n} x[0] {}", x[0]);
+                }
+            }
+        }
+    }
+}
+
+/// `lm_head` with f16 weights gives the bits it gives with the same values in
+/// f32, for one wanted row (a decode step) and two.
+pub fn lm_head_f16_equals_f32() {
+    for cols in [2, 6, 8, 14, 64, 72, 770] {
+        let (w16, w32) = pair(37, cols, Channels::Rows, cols as u64);
+        for n_out in [1, 2] {
+            for x in inputs(3 * cols, 5) {
+                // x: (3, cols), row0 = 1; vocab_size 50, v0 = 7
+                let (mut a, mut b) = (vec![0.0; n_out * 50], vec![0.0; n_out * 50]);
+                lm_head::run_cpu(&x, &w16, 7, 50, 1, n_out, &mut a);
+                lm_head::run_cpu(&x, &w32, 7, 50, 1, n_out, &mut b);
+                assert_eq!(bits(&a), bits(&b), "cols {cols} n_out {n_out} x {:?}", &x[cols..][..2]);
+            }
+        }
+    }
+}
