@@ -4,11 +4,13 @@
 //! freezes, stop at once when asked. The run (GPU buffers, not `Send`) lives in
 //! local storage and is taken out while a step awaits.
 
+use std::cell::Cell;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use contract::Control;
 use engine::generate::Crop;
-use engine::run::{Done, Run};
+use engine::run::{Done, Run, Step};
 use engine::Session;
 use leptos::prelude::*;
 
@@ -225,6 +227,18 @@ impl Driver {
         });
     }
 
+    /// The chip of a step's chosen token (`history`: the tokens it was chosen after).
+    fn chip(self, step: &Step, history: &[u32]) -> Chip {
+        let history = Arc::new(history[..step.history_len].to_vec());
+        Chip {
+            id: step.choice.token,
+            text: self.lab.with_value(|l| l.token_text(step.choice.token)),
+            prob: step.choice.prob,
+            rank: step.choice.rank,
+            input: StepInput { logits: Arc::new(step.logits.clone()), history },
+        }
+    }
+
     /// Notes the finished generation in `runs`.
     fn record_run(self) {
         let c = self.controls;
@@ -335,26 +349,40 @@ impl Driver {
         };
         let tokenizer = self.lab.with_value(|l| l.tokenizer.clone());
         let settings = self.controls.settings_untracked();
+        // The chip shows as soon as its token is chosen, while the model runs
+        // on it: pushed by a task that runs once the step has handed its
+        // token to the worker or the GPU and waits, so drawing it takes no
+        // time from the model. If the model step fails, the chip goes again.
+        let pending: Rc<Cell<Option<Chip>>> = Rc::default();
+        let shown = Rc::new(Cell::new(false));
+        let show = |step: &Step, history: &[u32]| {
+            pending.set(Some(self.chip(step, history)));
+            let (pending, shown) = (pending.clone(), shown.clone());
+            leptos::task::spawn_local(async move {
+                if let Some(chip) = pending.take() {
+                    self.chips.update(|c| c.push(chip));
+                    shown.set(true);
+                }
+            });
+        };
         let result = match run.set_settings(settings) {
-            Ok(()) => run.step(&tokenizer, forced).await,
+            Ok(()) => run.step_showing(&tokenizer, forced, show).await,
             Err(e) => Err(e),
         };
+        let unshown = pending.take();
         let step = match result {
             Ok(step) => step,
             Err(e) => {
+                if shown.get() {
+                    self.chips.update(|c| {
+                        c.pop();
+                    });
+                }
                 self.run.set_value(Some(run));
                 return Err(e.to_string());
             }
         };
-        let history = Arc::new(run.history()[..step.history_len].to_vec());
-        let chip = Chip {
-            id: step.choice.token,
-            text: self.lab.with_value(|l| l.token_text(step.choice.token)),
-            prob: step.choice.prob,
-            rank: step.choice.rank,
-            input: StepInput { logits: Arc::new(step.logits), history },
-        };
-        if step.done != Some(Done::Eos) {
+        if let Some(chip) = unshown {
             self.chips.update(|c| c.push(chip));
         }
         if step.done == Some(Done::Stop) {

@@ -177,6 +177,20 @@ impl Run {
     /// Chooses the next token (drawn, or `forced` when the user picked one),
     /// appends it and runs the model one step.
     pub async fn step(&mut self, tokenizer: &Tokenizer, forced: Option<u32>) -> Result<Step> {
+        self.step_showing(tokenizer, forced, |_, _| ()).await
+    }
+
+    /// [`step`](Self::step), calling `chosen` with the step (its choice,
+    /// logits and history length; no text yet) and the history as soon as
+    /// the token is chosen, before the model runs on it: a view shows the
+    /// token a model step earlier. Not called for the end-of-text token. If
+    /// the model step then fails, the step is undone as `step` undoes it.
+    pub async fn step_showing(
+        &mut self,
+        tokenizer: &Tokenizer,
+        forced: Option<u32>,
+        chosen: impl FnOnce(&Step, &[u32]),
+    ) -> Result<Step> {
         let before = self.sampler.clone();
         let choice = match forced {
             Some(token) => self.forced_choice(token)?,
@@ -196,6 +210,7 @@ impl Run {
             step.done = Some(Done::Eos);
             return Ok(step);
         }
+        chosen(&step, &self.history);
         // The model step first: if it fails (a lost GPU device), nothing of
         // the run has changed but the draw, which is rolled back, so after
         // `switch_session` the same step is taken again with the same draw.

@@ -143,8 +143,11 @@ fn run_f16_as<const RAW: bool>(
 ) {
     let (k, cols, h) = (x.len() / (out.len() / c.len()), c.len(), c.len() / 2);
     let row_words = |r: usize| &words[(r * n + c.start) / 2..][..h];
-    let mut buf = vec![0.0; 4 * cols]; // (4, 2, cols / 2) rows kk..kk + 4, halves apart
-    let mut acc = vec![0.0; ROW_BLOCK * cols]; // (rows, 2, cols / 2) outputs, halves apart
+    let rows = (x.len() / k.max(1)).min(ROW_BLOCK);
+    // (4, 2, cols / 2) rows kk..kk + 4, halves apart; a decode step uses it
+    // only for a last part of fewer than four rows
+    let mut buf = vec![0.0; if rows > 1 || !k.is_multiple_of(4) { 4 * cols } else { 0 }];
+    let mut acc = vec![0.0; rows * cols]; // (rows, 2, cols / 2) outputs, halves apart
     for (xb, ob) in x.chunks(ROW_BLOCK * k).zip(out.chunks_mut(ROW_BLOCK * cols)) {
         let acc = &mut acc[..ob.len()];
         for a in acc.chunks_exact_mut(cols) {
