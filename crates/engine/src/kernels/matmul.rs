@@ -153,13 +153,22 @@ fn run_f16_as<const RAW: bool>(
         for a in acc.chunks_exact_mut(cols) {
             split(bias, a);
         }
-        for kk in (0..k).step_by(4) {
+        let mut kk = 0;
+        while kk < k {
             let n_rows = (k - kk).min(4);
-            if let (1, 4) = (xb.len() / k, n_rows) {
+            if xb.len() == k && k - kk >= 8 {
                 // One row of x (a decode step): each weight is used once, so
-                // it is widened and multiplied in one pass, never stored.
+                // it is widened and multiplied in one pass, never stored, and
+                // eight rows go through each output at once.
                 let rows = std::array::from_fn(|i| row_words(kk + i));
-                add4_f16::<RAW>(acc, xb[kk..][..4].try_into().expect("4"), rows);
+                add_f16::<RAW, 8>(acc, xb[kk..][..8].try_into().expect("8"), rows);
+                kk += 8;
+                continue;
+            }
+            if xb.len() == k && n_rows == 4 {
+                let rows = std::array::from_fn(|i| row_words(kk + i));
+                add_f16::<RAW, 4>(acc, xb[kk..][..4].try_into().expect("4"), rows);
+                kk += 4;
                 continue;
             }
             for (i, row) in buf.chunks_exact_mut(cols).take(n_rows).enumerate() {
@@ -170,6 +179,7 @@ fn run_f16_as<const RAW: bool>(
             }
             let rows: [&[f32]; 4] = std::array::from_fn(|i| &buf[i * cols..][..cols]);
             accumulate(xb, k, kk, &rows[..n_rows], acc);
+            kk += 4;
         }
         for (a, or) in acc.chunks_exact(cols).zip(ob.chunks_exact_mut(cols)) {
             let (even, odd) = a.split_at(h);
@@ -191,17 +201,22 @@ fn widen<const RAW: bool>(word: u32) -> (f32, f32) {
 }
 
 /// [`add4`] on the even and odd halves of an output row (`acc`: `(2, h)`)
-/// straight from four rows of words (`(h)` each): the same sums in the same
-/// order, each weight widened in a register.
+/// straight from `N` rows of words (`(h)` each): the same sums in the same
+/// order (`N` = 8 adds the products of two passes of four one by one, as
+/// they do), each weight widened in a register.
 #[inline(always)]
-fn add4_f16<const RAW: bool>(acc: &mut [f32], xv: [f32; 4], [a, b, c, d]: [&[u32]; 4]) {
-    let (even, odd) = acc.split_at_mut(a.len());
-    let words = a.iter().zip(b).zip(c).zip(d);
-    for ((e, o), (((&a, &b), &c), &d)) in even.iter_mut().zip(odd).zip(words) {
-        let ((a0, a1), (b0, b1)) = (widen::<RAW>(a), widen::<RAW>(b));
-        let ((c0, c1), (d0, d1)) = (widen::<RAW>(c), widen::<RAW>(d));
-        *e = *e + xv[0] * a0 + xv[1] * b0 + xv[2] * c0 + xv[3] * d0;
-        *o = *o + xv[0] * a1 + xv[1] * b1 + xv[2] * c1 + xv[3] * d1;
+fn add_f16<const RAW: bool, const N: usize>(acc: &mut [f32], xv: [f32; N], rows: [&[u32]; N]) {
+    let h = acc.len() / 2;
+    let (even, odd) = acc.split_at_mut(h);
+    let rows = rows.map(|r| &r[..h]);
+    for j in 0..h {
+        let (mut e, mut o) = (even[j], odd[j]);
+        for (row, &x) in rows.iter().zip(&xv) {
+            let (lo, hi) = widen::<RAW>(row[j]);
+            e += x * lo;
+            o += x * hi;
+        }
+        (even[j], odd[j]) = (e, o);
     }
 }
 
