@@ -1,6 +1,6 @@
 //! The playground: prompt, Generate / Step / Stop / Reset, the controls, the
 //! output as chips tinted by their probability, the live distribution panel
-//! and the stats line. Layout only; the behaviour is in `driver.rs`.
+//! and the stats line. Layout only; the behaviour is in `driver/`.
 
 use contract::{Control, Shown};
 use leptos::prelude::*;

@@ -1,16 +1,11 @@
 //! The playground's state and the async loop that drives the model: start a
-//! run from the prompt (prefill), step it (choose → append → decode), stream
+//! run from the prompt (prefill), step it (choose → show → decode: `step.rs`), stream
 //! steps into signals, yield to the browser between tokens so the page never
 //! freezes, stop at once when asked. The run (GPU buffers, not `Send`) lives in
 //! local storage and is taken out while a step awaits.
 
-use std::cell::Cell;
-use std::rc::Rc;
-use std::sync::Arc;
-
 use contract::Control;
-use engine::generate::Crop;
-use engine::run::{Done, Run, Step};
+use engine::run::Run;
 use engine::Session;
 use leptos::prelude::*;
 
@@ -18,6 +13,8 @@ use crate::distribution::StepInput;
 use crate::lab::{Backend, Lab};
 use crate::loader::yield_to_browser;
 use crate::registry::Controls;
+
+mod step;
 
 /// One generated token as the output shows it.
 #[derive(Clone, Debug, PartialEq)]
@@ -141,7 +138,7 @@ impl Driver {
         };
         let session = self.lab.with_value(|l| l.session())?;
         let switched = run.switch_session(session).await.map_err(|e| e.to_string());
-        self.next.set(Some(input_of(&run)));
+        self.next.set(Some(step::input_of(&run)));
         self.run.set_value(Some(run));
         switched
     }
@@ -227,18 +224,6 @@ impl Driver {
         });
     }
 
-    /// The chip of a step's chosen token (`history`: the tokens it was chosen after).
-    fn chip(self, step: &Step, history: &[u32]) -> Chip {
-        let history = Arc::new(history[..step.history_len].to_vec());
-        Chip {
-            id: step.choice.token,
-            text: self.lab.with_value(|l| l.token_text(step.choice.token)),
-            prob: step.choice.prob,
-            rank: step.choice.rank,
-            input: StepInput { logits: Arc::new(step.logits.clone()), history },
-        }
-    }
-
     /// Notes the finished generation in `runs`.
     fn record_run(self) {
         let c = self.controls;
@@ -300,154 +285,4 @@ impl Driver {
             self.launch(job);
         })
     }
-
-    /// A fresh run from the prompt, or from the prompt plus the first `branch_at` chips.
-    async fn start(self, branch_at: Option<usize>) -> Result<(), String> {
-        let c = self.controls;
-        let session = self.lab.with_value(|l| l.session())?;
-        let job = c.job_untracked();
-        let run = match branch_at {
-            None => {
-                let tokenizer = self.lab.with_value(|l| l.tokenizer.clone());
-                let prompt = self.prompt.get_untracked();
-                Run::start(session, &tokenizer, &prompt, &job).await
-            }
-            Some(at) => {
-                let ids = self.chips.with_untracked(|chips| match chips.get(at) {
-                    Some(chip) => chip.input.history.to_vec(),
-                    None => chips
-                        .last()
-                        .map(|l| [&l.input.history[..], &[l.id]].concat())
-                        .unwrap_or_default(),
-                });
-                Run::start_ids(session, ids, &job).await
-            }
-        }
-        .map_err(|e| e.to_string())?;
-        self.run_from.set_value(self.chips.with_untracked(Vec::len));
-        if let Some(crop) = run.prompt_crop {
-            self.notice.set(Some(crop_notice("the prompt is longer than the context", crop)));
-        }
-        let stats = run.session().last_stats();
-        self.stats.set(Stats {
-            prefill_ms: stats.wall_ms,
-            prompt_tokens: stats.tokens,
-            n_positions: run.session().config().n_positions,
-            ..self.stats_of(&run)
-        });
-        self.next.set(Some(input_of(&run)));
-        self.run.set_value(Some(run));
-        Ok(())
-    }
-
-    /// One step of the current run; returns why the run ended, if it did.
-    async fn step(self, forced: Option<u32>) -> Result<Option<Done>, String> {
-        let mut taken = None;
-        self.run.update_value(|r| taken = r.take());
-        let Some(mut run) = taken else {
-            return Err("nothing to continue: press Generate or Step".into());
-        };
-        let tokenizer = self.lab.with_value(|l| l.tokenizer.clone());
-        let settings = self.controls.settings_untracked();
-        // The chip shows as soon as its token is chosen, while the model runs
-        // on it: pushed by a task that runs once the step has handed its
-        // token to the worker or the GPU and waits, so drawing it takes no
-        // time from the model. If the model step fails, the chip goes again.
-        let pending: Rc<Cell<Option<Chip>>> = Rc::default();
-        let shown = Rc::new(Cell::new(false));
-        let show = |step: &Step, history: &[u32]| {
-            pending.set(Some(self.chip(step, history)));
-            let (pending, shown) = (pending.clone(), shown.clone());
-            leptos::task::spawn_local(async move {
-                if let Some(chip) = pending.take() {
-                    self.chips.update(|c| c.push(chip));
-                    shown.set(true);
-                }
-            });
-        };
-        let result = match run.set_settings(settings) {
-            Ok(()) => run.step_showing(&tokenizer, forced, show).await,
-            Err(e) => Err(e),
-        };
-        let unshown = pending.take();
-        let step = match result {
-            Ok(step) => step,
-            Err(e) => {
-                if shown.get() {
-                    self.chips.update(|c| {
-                        c.pop();
-                    });
-                }
-                self.run.set_value(Some(run));
-                return Err(e.to_string());
-            }
-        };
-        if let Some(chip) = unshown {
-            self.chips.update(|c| c.push(chip));
-        }
-        if step.done == Some(Done::Stop) {
-            self.hide_stop_string();
-        }
-        if let Some(crop) = step.crop {
-            self.notice.set(Some(crop_notice("the context is full", crop)));
-        }
-        let last = run.session().last_stats();
-        self.stats.update(|s| {
-            s.decode_ms = last.wall_ms;
-            s.context = run.context_len();
-            s.kv_bytes = run.session().kv_bytes_in_use();
-        });
-        self.next.set(Some(input_of(&run)));
-        self.run.set_value(Some(run));
-        Ok(step.done)
-    }
-
-    /// The run stopped on a stop string: its chips (and anything after it)
-    /// leave the output, which then reads like the CLI's text. A chip the
-    /// stop string starts inside keeps its text up to there.
-    fn hide_stop_string(self) {
-        let stops = self.controls.job_untracked().stop;
-        let from = self.run_from.get_value();
-        self.chips.update(|chips| {
-            let text: String =
-                chips[from.min(chips.len())..].iter().map(|c| c.text.as_str()).collect();
-            let Some(at) = stops.iter().filter_map(|s| text.find(s.as_str())).min() else {
-                return; // the stop string spans tokens the chips show differently
-            };
-            let mut start = 0;
-            let mut keep = from;
-            for chip in chips.iter_mut().skip(from) {
-                if start >= at {
-                    break;
-                }
-                let end = start + chip.text.len();
-                if end > at {
-                    chip.text.truncate(at - start);
-                }
-                start = end;
-                keep += 1;
-            }
-            chips.truncate(keep);
-        });
-    }
-
-    fn stats_of(&self, run: &Run) -> Stats {
-        Stats {
-            context: run.context_len(),
-            kv_bytes: run.session().kv_bytes_in_use(),
-            ..Stats::default()
-        }
-    }
-}
-
-/// The crop in words (the CLI prints the same to stderr).
-fn crop_notice(why: &str, crop: Crop) -> String {
-    format!(
-        "{why}: the model now sees the last {} tokens ({} earlier ones dropped)",
-        crop.kept, crop.dropped
-    )
-}
-
-fn input_of(run: &Run) -> StepInput {
-    StepInput { logits: Arc::new(run.logits().to_vec()), history: Arc::new(run.history().to_vec()) }
 }
