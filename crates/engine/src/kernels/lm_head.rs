@@ -4,7 +4,7 @@ use bytemuck::{Pod, Zeroable};
 
 use std::ops::Range;
 
-use super::matrix::{f16_pair, f16_pair_raw, split, Matrix, F16_RAW_SCALE, RAW_X_LIMIT};
+use super::matrix::{f16_pair_as, raw_inputs, split, Matrix};
 use super::{coworker, parallel};
 
 /// Mirror of the WGSL `Params`.
@@ -85,11 +85,9 @@ fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>) -> Vec<f32> {
     let mut out = vec![0.0; x.len() / n_embd * n]; // (n_out, n)
     if let Some(words) = lm_head.f16_words() {
         let words = &words[vr.start * n_embd / 2..vr.end * n_embd / 2]; // (n, n_embd / 2)
-        if x.iter().all(|v| v.abs() < RAW_X_LIMIT) {
-            let x: Vec<f32> = x.iter().map(|&v| v * F16_RAW_SCALE).collect(); // (n_out, n_embd)
-            f16_part::<true>(&x, words, n_embd, &mut out);
-        } else {
-            f16_part::<false>(x, words, n_embd, &mut out);
+        match raw_inputs(x) {
+            Some(scaled) => f16_part::<true>(&scaled, words, n_embd, &mut out), // (n_out, n_embd)
+            None => f16_part::<false>(x, words, n_embd, &mut out),
         }
         return out;
     }
@@ -124,22 +122,12 @@ fn f16_part<const RAW: bool>(x: &[f32], words: &[u32], n_embd: usize, out: &mut 
     let (mut lo, mut hi) = (vec![0.0; h], vec![0.0; h]); // (n_embd / 2) even, odd elements
     for (v, ws) in words.chunks_exact(h).enumerate() {
         for ((l, r), &word) in lo.iter_mut().zip(hi.iter_mut()).zip(ws) {
-            (*l, *r) = widen::<RAW>(word);
+            (*l, *r) = f16_pair_as::<RAW>(word);
         }
         for (r, xh) in halves.chunks_exact(n_embd).enumerate() {
             let (even, odd) = xh.split_at(h);
             out[r * n + v] = dot_halves(even, odd, &lo, &hi);
         }
-    }
-}
-
-/// A word's two values, raw or widened.
-#[inline(always)]
-fn widen<const RAW: bool>(word: u32) -> (f32, f32) {
-    if RAW {
-        f16_pair_raw(word)
-    } else {
-        f16_pair(word)
     }
 }
 
@@ -158,7 +146,7 @@ fn dot_words<const RAW: bool>(x_even: &[f32], x_odd: &[f32], words: &[u32]) -> f
         let chunks = x_even.chunks_exact(HALF).zip(x_odd.chunks_exact(HALF));
         for ((xe, xo), ws) in chunks.zip(words.chunks_exact(HALF)) {
             for j in 0..HALF {
-                let (a, b) = widen::<RAW>(ws[j]);
+                let (a, b) = f16_pair_as::<RAW>(ws[j]);
                 even[j] += xe[j] * a;
                 odd[j] += xo[j] * b;
             }
@@ -168,7 +156,7 @@ fn dot_words<const RAW: bool>(x_even: &[f32], x_odd: &[f32], words: &[u32]) -> f
     let tail = x_even.len() / HALF * HALF;
     let rest = x_even[tail..].iter().zip(&x_odd[tail..]).zip(&words[tail..]);
     for (j, ((&xe, &xo), &w)) in rest.enumerate() {
-        let (a, b) = widen::<RAW>(w);
+        let (a, b) = f16_pair_as::<RAW>(w);
         even[j] += xe * a;
         odd[j] += xo * b;
     }

@@ -4,9 +4,7 @@ use bytemuck::{Pod, Zeroable};
 
 use std::ops::Range;
 
-use super::matrix::{
-    f16_pair, f16_pair_raw, split, Matrix, F16_RAW_SCALE, RAW_X_LIMIT, SHARD_ALIGN,
-};
+use super::matrix::{f16_pair_as, raw_inputs, split, Matrix, SHARD_ALIGN};
 use super::{coworker, parallel};
 
 /// Mirror of the WGSL `Params`.
@@ -123,11 +121,9 @@ fn run_rows(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32
 /// fewer per weight.
 #[inline(always)]
 fn run_f16(x: &[f32], words: &[u32], n: usize, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
-    if x.iter().all(|v| v.abs() < RAW_X_LIMIT) {
-        let x: Vec<f32> = x.iter().map(|&v| v * F16_RAW_SCALE).collect(); // (m, k) scaled
-        run_f16_as::<true>(&x, words, n, c, bias, out)
-    } else {
-        run_f16_as::<false>(x, words, n, c, bias, out)
+    match raw_inputs(x) {
+        Some(scaled) => run_f16_as::<true>(&scaled, words, n, c, bias, out), // (m, k) scaled
+        None => run_f16_as::<false>(x, words, n, c, bias, out),
     }
 }
 
@@ -174,7 +170,7 @@ fn run_f16_as<const RAW: bool>(
             for (i, row) in buf.chunks_exact_mut(cols).take(n_rows).enumerate() {
                 let (even, odd) = row.split_at_mut(h);
                 for ((e, d), &word) in even.iter_mut().zip(odd).zip(row_words(kk + i)) {
-                    (*e, *d) = widen::<RAW>(word);
+                    (*e, *d) = f16_pair_as::<RAW>(word);
                 }
             }
             let rows: [&[f32]; 4] = std::array::from_fn(|i| &buf[i * cols..][..cols]);
@@ -190,16 +186,6 @@ fn run_f16_as<const RAW: bool>(
     }
 }
 
-/// A word's two values, raw or widened.
-#[inline(always)]
-fn widen<const RAW: bool>(word: u32) -> (f32, f32) {
-    if RAW {
-        f16_pair_raw(word)
-    } else {
-        f16_pair(word)
-    }
-}
-
 /// [`add4`] on the even and odd halves of an output row (`acc`: `(2, h)`)
 /// straight from `N` rows of words (`(h)` each): the same sums in the same
 /// order (`N` = 8 adds the products of two passes of four one by one, as
@@ -212,7 +198,7 @@ fn add_f16<const RAW: bool, const N: usize>(acc: &mut [f32], xv: [f32; N], rows:
     for j in 0..h {
         let (mut e, mut o) = (even[j], odd[j]);
         for (row, &x) in rows.iter().zip(&xv) {
-            let (lo, hi) = widen::<RAW>(row[j]);
+            let (lo, hi) = f16_pair_as::<RAW>(row[j]);
             e += x * lo;
             o += x * hi;
         }

@@ -40,6 +40,24 @@ pub fn f16_pair_raw(word: u32) -> (f32, f32) {
 /// stay finite (2¹⁶ · 2¹¹² = 2¹²⁸ would not).
 pub const RAW_X_LIMIT: f32 = 65_536.0;
 
+/// A word's two values: raw ([`f16_pair_raw`], for inputs scaled by
+/// [`raw_inputs`]) or widened ([`f16_pair`]).
+#[inline(always)]
+pub fn f16_pair_as<const RAW: bool>(word: u32) -> (f32, f32) {
+    if RAW {
+        f16_pair_raw(word)
+    } else {
+        f16_pair(word)
+    }
+}
+
+/// `x` scaled by [`F16_RAW_SCALE`] for products with raw weights, if every
+/// value is below [`RAW_X_LIMIT`] (else the weights must be widened).
+pub fn raw_inputs(x: &[f32]) -> Option<Vec<f32>> {
+    let fits = x.iter().all(|v| v.abs() < RAW_X_LIMIT);
+    fits.then(|| x.iter().map(|&v| v * F16_RAW_SCALE).collect())
+}
+
 /// `row`'s even then odd elements into `halves` (the layout of an f16 row's
 /// two halves, [`f16_pair`]).
 pub fn split(row: &[f32], halves: &mut [f32]) {
