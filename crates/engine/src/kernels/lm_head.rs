@@ -102,7 +102,7 @@ fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>) -> Vec<f32> {
 }
 
 /// [`part_here`] for an f16 head (`words`: `(n, n_embd / 2)`, n_embd even),
-/// with the words read raw and x scaled (`RAW`, [`f16_pair_raw`]) or
+/// with the words read raw and x scaled (`RAW`, [`raw_inputs`]) or
 /// widened. One row of x (a decode step) dots each row of words as it
 /// widens them; more rows share one widening of each head row.
 #[inline(always)]

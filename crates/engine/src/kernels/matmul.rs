@@ -116,9 +116,9 @@ fn run_rows(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32
 /// from the words, the outputs of each block summed with even and odd columns
 /// apart (`acc`), then interleaved back. Keeping the halves apart lets every
 /// loop vectorise (interleaving per element does not); the sums are the same.
-/// Where every input is below [`RAW_X_LIMIT`] the weights are read raw and the
-/// inputs scaled instead ([`f16_pair_raw`]): the same products, one multiply
-/// fewer per weight.
+/// Where every input is below 2¹⁶ the weights are read raw and the inputs
+/// scaled instead ([`raw_inputs`]): the same products, one multiply fewer per
+/// weight.
 #[inline(always)]
 fn run_f16(x: &[f32], words: &[u32], n: usize, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
     match raw_inputs(x) {
