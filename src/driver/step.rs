@@ -20,10 +20,10 @@ impl Driver {
         let c = self.controls;
         let session = self.lab.with_value(|l| l.session())?;
         let job = c.job_untracked();
+        let prompt = self.prompt.get_untracked();
         let run = match branch_at {
             None => {
                 let tokenizer = self.lab.with_value(|l| l.tokenizer.clone());
-                let prompt = self.prompt.get_untracked();
                 Run::start(session, &tokenizer, &prompt, &job).await
             }
             Some(at) => {
@@ -38,6 +38,7 @@ impl Driver {
             }
         }
         .map_err(|e| e.to_string())?;
+        self.unstepped.set_value(branch_at.is_none().then_some((prompt, job)));
         self.run_from.set_value(self.chips.with_untracked(Vec::len));
         if let Some(crop) = run.prompt_crop {
             self.notice.set(Some(crop_notice("the prompt is longer than the context", crop)));
@@ -61,6 +62,7 @@ impl Driver {
         let Some(mut run) = taken else {
             return Err("nothing to continue: press Generate or Step".into());
         };
+        self.unstepped.set_value(None);
         let tokenizer = self.lab.with_value(|l| l.tokenizer.clone());
         let settings = self.controls.settings_untracked();
         // The chip shows as soon as its token is chosen, while the model runs

@@ -73,6 +73,20 @@ test('same seed twice gives the same text; another seed another text', async () 
   const first = await generate(page);
   const second = await generate(page);
   assert.equal(second, first);
+  // Reset prefills the prompt to show its distribution, and Generate then
+  // goes on from that run without a second prefill: the same draws.
+  const ready = () => page.waitForSelector('[data-testid=status][data-state=ready]');
+  await page.click('[data-testid=reset]');
+  await ready();
+  assert.equal(await generate(page), first, 'Generate from the run Reset prefilled');
+  // ...but not once the prompt changed since: that run read another prompt.
+  const prompt = await page.inputValue('[data-testid=prompt]');
+  await page.click('[data-testid=reset]');
+  await ready();
+  await set(page, 'prompt', `${prompt} and`);
+  const other = await generate(page);
+  assert.equal(await generate(page), other, 'the edited prompt, prefilled afresh');
+  assert.notEqual(other, first, 'not the old prompt\'s continuation');
   await set(page, 'seed', 8);
   assert.notEqual(await generate(page), first);
   await noFatal(page);
