@@ -5,7 +5,7 @@
 //! local storage and is taken out while a step awaits.
 
 use contract::Control;
-use engine::run::{Job, Run};
+use engine::run::Run;
 use engine::Session;
 use leptos::prelude::*;
 
@@ -62,11 +62,6 @@ pub struct Driver {
     run_from: StoredValue<usize>,
     /// A generation ended by an error (not by its end or Stop).
     unfinished: StoredValue<bool>,
-    /// The prompt and job of the current run while it has taken no step
-    /// (the run Reset and the page load start to show the first
-    /// distribution): Generate goes on from it instead of prefilling the
-    /// same prompt again.
-    unstepped: StoredValue<Option<(String, Job)>>,
     /// Every finished generation, oldest first ("same seed, same text").
     pub runs: RwSignal<Vec<RunRecord>>,
 }
@@ -97,7 +92,6 @@ impl Driver {
             notice: RwSignal::new(None),
             run_from: StoredValue::new(0),
             unfinished: StoredValue::new(false),
-            unstepped: StoredValue::new(None),
             runs: RwSignal::new(Vec::new()),
         }
     }
@@ -180,27 +174,11 @@ impl Driver {
         self.chips.set(Vec::new());
         self.selected.set(None);
         self.launch(|d| async move {
-            if !d.prefilled_for_generate() {
+            if !d.restart()? {
                 d.start(None).await?;
             }
             d.generate_steps().await
         });
-    }
-
-    /// Whether the current run is the prompt's, prefilled and not yet
-    /// stepped, with the draw stream and ending a fresh run would have (the
-    /// settings are read again at every step): then its first token is what
-    /// a fresh start would draw, one prefill sooner.
-    fn prefilled_for_generate(self) -> bool {
-        let (prompt, job) = (self.prompt.get_untracked(), self.controls.job_untracked());
-        let same = |(p, j): &(String, Job)| {
-            *p == prompt
-                && j.seed == job.seed
-                && j.stop == job.stop
-                && j.max_tokens == job.max_tokens
-        };
-        self.run.with_value(Option::is_some)
-            && self.unstepped.with_value(|u| u.as_ref().is_some_and(same))
     }
 
     /// Steps the current run until it ends or Stop is pressed, yielding to

@@ -38,7 +38,6 @@ impl Driver {
             }
         }
         .map_err(|e| e.to_string())?;
-        self.unstepped.set_value(branch_at.is_none().then_some((prompt, job)));
         self.run_from.set_value(self.chips.with_untracked(Vec::len));
         if let Some(crop) = run.prompt_crop {
             self.notice.set(Some(crop_notice("the prompt is longer than the context", crop)));
@@ -55,6 +54,35 @@ impl Driver {
         Ok(())
     }
 
+    /// The current run made a fresh one from the prompt without prefilling
+    /// it again, when its cache still begins with this prompt's tokens (the
+    /// run Reset or the page load started to show the first distribution, or
+    /// the last generation): false, with nothing changed, when it cannot.
+    pub(super) fn restart(self) -> Result<bool, String> {
+        let ids = self.lab.with_value(|l| l.tokenizer.encode(&self.prompt.get_untracked()));
+        let Ok(ids) = ids else { return Ok(false) }; // `start` says why
+        let job = self.controls.job_untracked();
+        let mut taken = None;
+        self.run.update_value(|r| taken = r.take());
+        let Some(mut run) = taken else { return Ok(false) };
+        let restarted = match run.restartable_prompt() == Some(&ids[..]) {
+            true => run.restart(&job).map_err(|e| e.to_string()),
+            false => Ok(false),
+        };
+        if restarted == Ok(true) {
+            self.run_from.set_value(self.chips.with_untracked(Vec::len));
+            if let Some(crop) = run.prompt_crop {
+                self.notice.set(Some(crop_notice("the prompt is longer than the context", crop)));
+            }
+            self.stats.update(|s| {
+                (s.context, s.kv_bytes) = (run.context_len(), run.session().kv_bytes_in_use())
+            });
+            self.next.set(Some(input_of(&run)));
+        }
+        self.run.set_value(Some(run));
+        restarted
+    }
+
     /// One step of the current run; returns why the run ended, if it did.
     pub(super) async fn step(self, forced: Option<u32>) -> Result<Option<Done>, String> {
         let mut taken = None;
@@ -62,7 +90,6 @@ impl Driver {
         let Some(mut run) = taken else {
             return Err("nothing to continue: press Generate or Step".into());
         };
-        self.unstepped.set_value(None);
         let tokenizer = self.lab.with_value(|l| l.tokenizer.clone());
         let settings = self.controls.settings_untracked();
         // The chip shows as soon as its token is chosen, while the model runs

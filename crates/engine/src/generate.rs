@@ -64,6 +64,14 @@ impl Generator {
         Ok((logits, crop))
     }
 
+    /// Back to the first `to` tokens of the context (the cache past them is
+    /// dropped; nothing is recomputed).
+    pub fn rewind(&mut self, to: usize) -> Result<()> {
+        self.session.rewind(to)?;
+        self.context.truncate(to);
+        Ok(())
+    }
+
     /// Appends `token` and returns the logits after it: one decode step, or a
     /// crop and re-prefill when the context is full.
     pub async fn advance(&mut self, token: u32) -> Result<(Vec<f32>, Option<Crop>)> {

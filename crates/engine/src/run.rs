@@ -67,6 +67,17 @@ pub struct Run {
     logits: Vec<f32>,
     /// Set when the prompt itself was longer than the context.
     pub prompt_crop: Option<Crop>,
+    /// The prompt's prefill while the cache still begins with it: what
+    /// [`Run::restart`] goes back to.
+    prefilled: Option<Prefilled>,
+}
+
+/// What a run's start left: its prompt, the tokens that prefill put in the
+/// cache, and the logits it gave for the first choice.
+struct Prefilled {
+    prompt: Vec<u32>,
+    context_len: usize,
+    logits: Vec<f32>, // (vocab_size)
 }
 
 /// What happens to a chosen token after the model step: the text stream,
@@ -138,6 +149,11 @@ impl Run {
         let eos = session.config().eos_token_id;
         let mut generator = Generator::new(session);
         let (logits, prompt_crop) = generator.start(&prompt_ids).await?;
+        let prefilled = Prefilled {
+            prompt: prompt_ids.clone(),
+            context_len: generator.context().len(),
+            logits: logits.clone(),
+        };
         Ok(Run {
             generator,
             sampler,
@@ -146,7 +162,34 @@ impl Run {
             eos,
             logits,
             prompt_crop,
+            prefilled: Some(prefilled),
         })
+    }
+
+    /// The prompt this run can [`restart`](Run::restart) from (`None` once
+    /// the context was cropped or the run moved to another session).
+    pub fn restartable_prompt(&self) -> Option<&[u32]> {
+        self.prefilled.as_ref().map(|p| &p.prompt[..])
+    }
+
+    /// Makes this run a new one from its prompt with `job`, without a second
+    /// prefill: the cache goes back to the end of the prompt and the prompt's
+    /// logits are used again. The numbers are those the prefill gave, which
+    /// a fresh [`Run::start`] on the same session would compute again, and
+    /// the draws start afresh from `job.seed`: the same text, a prefill
+    /// sooner (the KV cache at work across generations). False, with
+    /// nothing changed, when it cannot ([`restartable_prompt`](Run::restartable_prompt)).
+    pub fn restart(&mut self, job: &Job) -> Result<bool> {
+        let Some(p) = &self.prefilled else {
+            return Ok(false);
+        };
+        let sampler = Sampler::new(job.settings.clone(), job.seed)?;
+        self.generator.rewind(p.context_len)?;
+        self.sampler = sampler;
+        self.history = p.prompt.clone();
+        self.tail = Tail::new(job);
+        self.logits = p.logits.clone();
+        Ok(true)
     }
 
     /// The session (stats, KV bytes, backend name).
@@ -223,6 +266,9 @@ impl Run {
             }
         };
         self.logits = next;
+        if crop.is_some() {
+            self.prefilled = None; // the prompt's cache is gone
+        }
         step.crop = crop;
         self.history.push(choice.token);
         (step.text, step.done) = self.tail.push(tokenizer, choice.token)?;
@@ -239,6 +285,7 @@ impl Run {
         let (logits, _) = generator.start(&context).await?;
         self.generator = generator;
         self.logits = logits;
+        self.prefilled = None; // its logits came from the other session
         Ok(())
     }
 

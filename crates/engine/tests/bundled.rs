@@ -207,3 +207,54 @@ fn paused_cpu_prefill_equals_one_pass_bit_for_bit() {
         assert_eq!(paused.pos(), 200);
     }
 }
+
+/// The text a run writes from where it stands to its end.
+async fn finish(run: &mut Run, tokenizer: &Tokenizer) -> String {
+    let mut out = String::new();
+    loop {
+        let step = run.step(tokenizer, None).await.unwrap();
+        out += &step.text;
+        if step.done.is_some() {
+            return out;
+        }
+    }
+}
+
+/// Generate again on the same prompt: the run restarts from its prompt's
+/// prefill (the cache rewound to it, its logits used again) and writes what
+/// a fresh run writes, seeded sampling included, on the CPU engine and on
+/// the GPU; once a crop dropped the prompt from the cache, it cannot.
+#[test]
+fn a_restarted_run_writes_what_a_fresh_run_writes() {
+    let (model, tokenizer) = load();
+    let settings = Settings { temperature: 1.0, top_k: 40, ..Settings::default() };
+    let job = |seed| Job { settings: settings.clone(), seed, stop: Vec::new(), max_tokens: 30 };
+    let mut engines: Vec<Box<dyn Fn() -> Session>> =
+        vec![Box::new(|| Session::Cpu(CpuSession::new(model.clone())))];
+    if let Some((ctx, _)) = gpu() {
+        let gpu_model = pollster::block_on(GpuModel::new(ctx.clone(), model.clone())).unwrap();
+        engines.push(Box::new(move || Session::Gpu(GpuSession::new(gpu_model.clone()).unwrap())));
+    }
+    for session in engines {
+        let fresh = |seed| text(session(), &tokenizer, settings.clone(), seed, 30);
+        pollster::block_on(async {
+            let mut run = Run::start(session(), &tokenizer, "ROMEO:", &job(5)).await.unwrap();
+            assert_eq!(finish(&mut run, &tokenizer).await, fresh(5));
+            assert_eq!(run.restartable_prompt(), Some(&tokenizer.encode("ROMEO:").unwrap()[..]));
+            assert!(run.restart(&job(6)).unwrap());
+            assert_eq!(finish(&mut run, &tokenizer).await, fresh(6));
+            assert!(run.restart(&job(5)).unwrap());
+            assert_eq!(finish(&mut run, &tokenizer).await, fresh(5));
+            // Past the context (256 positions): cropped, the prompt's cache is gone.
+            let long = Job { max_tokens: 1000, ..job(5) };
+            assert!(run.restart(&long).unwrap());
+            let the = tokenizer.encode(" the").unwrap()[0];
+            while run.context_len() < 256 {
+                run.step(&tokenizer, Some(the)).await.unwrap();
+            }
+            assert!(run.step(&tokenizer, Some(the)).await.unwrap().crop.is_some());
+            assert_eq!(run.restartable_prompt(), None);
+            assert!(!run.restart(&job(5)).unwrap());
+        });
+    }
+}
