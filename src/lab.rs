@@ -78,7 +78,9 @@ impl Backend {
                 "The CPU engine runs in one worker; a second could compute half of each step, but {why}"
             )),
             Backend::Cpu { thread: CpuThread::Worker { workers, .. }, .. } => Some(format!(
-                "The CPU engine runs in {workers} workers, each computing half of every big product of a step"
+                "The CPU engine runs in {workers} workers, each computing half of every big product of a step, \
+                 where that is faster on this machine: the first decode steps are timed with and without \
+                 the second, and the faster way is kept (the stats line shows the workers of each step)"
             )),
             _ => None,
         }

@@ -37,6 +37,9 @@ pub struct Stats {
     pub context: usize,
     pub n_positions: usize,
     pub kv_bytes: usize,
+    /// CPU workers that computed the last step (2: with the coworker), in
+    /// the CPU worker; `None` elsewhere.
+    pub workers: Option<usize>,
 }
 
 /// The playground's state: signals (for views) plus the run and the model.

@@ -135,8 +135,10 @@ impl Driver {
             self.notice.set(Some(crop_notice("the context is full", crop)));
         }
         let last = run.session().last_stats();
+        let remote = matches!(run.session(), engine::Session::Remote(_));
         self.stats.update(|s| {
             s.decode_ms = last.wall_ms;
+            s.workers = remote.then_some(1 + usize::from(last.coworker));
             s.context = run.context_len();
             s.kv_bytes = run.session().kv_bytes_in_use();
         });

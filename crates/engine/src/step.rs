@@ -39,6 +39,10 @@ pub struct StepStats {
     /// timestamp queries; `None` where there are none (the CPU engine, or an
     /// adapter without the feature).
     pub gpu_ms: Option<f64>,
+    /// Whether a coworker computed half of the call's big products (the
+    /// browser's CPU worker, where it has one and it pays: `remote::Pace`).
+    #[serde(default)]
+    pub coworker: bool,
 }
 
 impl StepStats {

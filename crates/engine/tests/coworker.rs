@@ -153,3 +153,47 @@ fn only_big_f32_and_f16_products_are_shared_and_the_refusals_say_why() {
         (64 * 2048, 64 * 1024)
     );
 }
+
+/// The CPU worker's host times its first decode steps with and without its
+/// coworker, alternating (the steps' stats say which way each ran), then
+/// keeps one way (`remote::pace`); the logits are those of one thread alone
+/// bit for bit all along.
+#[test]
+fn the_worker_tries_its_coworker_then_keeps_the_faster_way_with_the_same_logits() {
+    use decode_lab_engine::remote::pace::TRIALS;
+    use decode_lab_engine::remote::wire::{Reply, Request};
+    use decode_lab_engine::remote::Host;
+    let model = model(2, false, Format::F32);
+    let steps = |host: &mut Host| -> Vec<(Vec<u32>, bool)> {
+        let format = model.format().name().to_string();
+        host.handle(Request::Open { id: 1, format });
+        let prefill = Request::Prefill {
+            id: 1,
+            tokens: vec![5, 9, 1],
+            wanted: Wanted::Last,
+            look: Default::default(),
+        };
+        host.handle(prefill).unwrap();
+        (0..2 * TRIALS + 4)
+            .map(|i| {
+                let answer = host.handle(Request::Decode { id: 1, token: i as u32 * 31 }).unwrap();
+                let Reply::Logits { stats } = answer.reply else { panic!("{:?}", answer.reply) };
+                (bits(&answer.floats), stats.coworker)
+            })
+            .collect()
+    };
+    let alone = steps(&mut Host::new(model.clone()));
+    let inner = ThreadCoworker::spawn(Panels::new(&model, Side::Theirs).unwrap());
+    coworker::install(&model, Box::new(inner)).unwrap();
+    let paced = steps(&mut Host::new(model.clone()));
+    hook::uninstall();
+    for (i, ((a, was_with), (p, with))) in alone.iter().zip(&paced).enumerate() {
+        assert_eq!(a, p, "decode step {i}: the same logits");
+        assert!(!was_with, "no coworker, none used");
+        if i < 2 * TRIALS {
+            assert_eq!(*with, i % 2 == 0, "step {i} of the trial");
+        }
+    }
+    let kept: Vec<bool> = paced[2 * TRIALS..].iter().map(|(_, with)| *with).collect();
+    assert!(kept.iter().all(|w| *w == kept[0]), "one way kept after the trial: {kept:?}");
+}

@@ -45,6 +45,8 @@ struct Installed {
 
 thread_local! {
     static INSTALLED: RefCell<Option<Installed>> = const { RefCell::new(None) };
+    /// An installed coworker set aside ([`set_active`]): kept, but not handed work.
+    static PARKED: RefCell<Option<Installed>> = const { RefCell::new(None) };
 }
 
 /// Puts `coworker` to work on this thread's products with the matrices
@@ -67,11 +69,27 @@ pub fn install(
 /// Takes the coworker off this thread (products run here alone again).
 pub fn uninstall() {
     INSTALLED.with_borrow_mut(|i| *i = None);
+    PARKED.with_borrow_mut(|i| *i = None);
 }
 
-/// Whether a coworker is installed on this thread.
+/// Whether a coworker is installed on this thread and handed work.
 pub fn installed() -> bool {
     INSTALLED.with_borrow(Option::is_some)
+}
+
+/// Whether a coworker is installed on this thread, handed work or not.
+pub fn available() -> bool {
+    installed() || PARKED.with_borrow(Option::is_some)
+}
+
+/// Hands the installed coworker work (`true`) or sets it aside (`false`:
+/// products run here alone, the coworker keeps its part for later). The
+/// numbers are the same either way.
+pub fn set_active(on: bool) {
+    let (from, to) = if on { (&PARKED, &INSTALLED) } else { (&INSTALLED, &PARKED) };
+    if let Some(i) = from.with_borrow_mut(Option::take) {
+        to.with_borrow_mut(|cell| *cell = Some(i));
+    }
 }
 
 /// Both parts of the product of `x` (`rows` rows) with `w` when the

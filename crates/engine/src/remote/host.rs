@@ -6,9 +6,11 @@ use std::future::Future;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
+use super::pace::Pace;
 use super::wire::{Answer, Reply, Request, SessionId};
 use crate::cpu::CpuSession;
 use crate::error::{EngineError, Result};
+use crate::kernels::coworker;
 use crate::kernels::format::Format;
 use crate::model::{Model, WeightsChoice};
 use crate::step::{Look, StepStats};
@@ -21,6 +23,8 @@ pub struct Host {
     sessions: HashMap<SessionId, CpuSession>,
     /// An error met by a request nobody awaited, for the session's next awaited one.
     deferred: HashMap<SessionId, String>,
+    /// Whether decode steps hand half their products to this thread's coworker.
+    pace: Pace,
 }
 
 impl Host {
@@ -33,7 +37,13 @@ impl Host {
 
     /// A host over an already loaded model.
     pub fn new(model: Arc<Model>) -> Host {
-        Host { model, variants: HashMap::new(), sessions: HashMap::new(), deferred: HashMap::new() }
+        Host {
+            model,
+            variants: HashMap::new(),
+            sessions: HashMap::new(),
+            deferred: HashMap::new(),
+            pace: Pace::default(),
+        }
     }
 
     /// The model the sessions run.
@@ -81,9 +91,18 @@ impl Host {
                 Ok(inspected(stats, seen, look))
             }
             Request::Decode { id, token } => {
+                let with = self.pace.next_with();
+                let paced = coworker::available();
+                if paced {
+                    coworker::set_active(with);
+                }
                 let session = self.session(id)?;
                 let floats = session.forward(&[token], crate::step::Wanted::Last)?;
-                Ok(Answer { reply: Reply::Logits { stats: session.last_stats() }, floats })
+                let stats = session.last_stats();
+                if paced {
+                    self.pace.record(with, stats.wall_ms);
+                }
+                Ok(Answer { reply: Reply::Logits { stats }, floats })
             }
             Request::Batch { ids, tokens } => self.batch(&ids, &tokens),
             Request::Rewind { id, to } => {

@@ -26,6 +26,7 @@ use wire::{Answer, Reply, Request, SessionId};
 
 mod host;
 mod loopback;
+pub mod pace;
 pub mod wire;
 
 pub use loopback::Loopback;

@@ -1,0 +1,95 @@
+//! Whether the CPU worker's coworker pays on this machine. Two threads read
+//! half the weights each, but every shared product waits for the other
+//! thread's half, and a machine whose second core is busy (the page's own
+//! thread, other tabs) makes those waits cost more than the half saves. So
+//! the first decode steps alternate with and without the coworker, timed,
+//! and the faster way is kept: the numbers are the same either way, only
+//! the time differs.
+
+/// Decode steps timed each way before the choice.
+pub const TRIALS: usize = 6;
+
+/// The trial and, once made, the choice.
+#[derive(Debug, Default, Clone)]
+pub struct Pace {
+    with: Vec<f64>,    // (≤ TRIALS) ms per step with the coworker
+    without: Vec<f64>, // (≤ TRIALS) ms per step alone
+    choice: Option<bool>,
+}
+
+impl Pace {
+    /// Whether the next decode step runs with the coworker: alternating
+    /// during the trial, then the choice.
+    pub fn next_with(&self) -> bool {
+        self.choice.unwrap_or(self.with.len() <= self.without.len())
+    }
+
+    /// A decode step ran `with` the coworker or not, in `ms`: the choice is
+    /// made when both ways have [`TRIALS`] steps (the median of each, so a
+    /// step the machine delayed does not decide it).
+    pub fn record(&mut self, with: bool, ms: f64) {
+        if self.choice.is_some() {
+            return;
+        }
+        let times = if with { &mut self.with } else { &mut self.without };
+        times.push(ms);
+        if self.with.len() >= TRIALS && self.without.len() >= TRIALS {
+            self.choice = Some(median(&self.with) < median(&self.without));
+        }
+    }
+
+    /// The choice once made: with the coworker, or alone.
+    pub fn choice(&self) -> Option<bool> {
+        self.choice
+    }
+}
+
+fn median(xs: &[f64]) -> f64 {
+    let mut xs = xs.to_vec();
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds `with_ms` / `without_ms` in the order the pace asks for them.
+    fn trial(with_ms: &[f64], without_ms: &[f64]) -> Pace {
+        let (mut a, mut b) = (with_ms.iter(), without_ms.iter());
+        let mut pace = Pace::default();
+        while pace.choice().is_none() {
+            let with = pace.next_with();
+            let ms = if with { a.next() } else { b.next() };
+            pace.record(with, *ms.expect("enough trial times"));
+        }
+        pace
+    }
+
+    #[test]
+    fn the_faster_way_is_kept_by_median_and_alternated_until_then() {
+        // One slow outlier with the coworker does not decide it.
+        let fast_with = trial(&[10.0, 10.0, 90.0, 10.0, 10.0, 10.0], &[15.0; TRIALS]);
+        assert_eq!(fast_with.choice(), Some(true));
+        assert!(fast_with.next_with());
+        let slow_with = trial(&[18.0; TRIALS], &[15.0, 15.0, 15.0, 1.0, 15.0, 15.0]);
+        assert_eq!(slow_with.choice(), Some(false));
+        assert!(!slow_with.next_with());
+        // A tie keeps one thread (no waits for nothing).
+        assert_eq!(trial(&[15.0; TRIALS], &[15.0; TRIALS]).choice(), Some(false));
+        // The trial alternates, starting with the coworker.
+        let mut pace = Pace::default();
+        let ways: Vec<bool> = (0..4)
+            .map(|_| {
+                let w = pace.next_with();
+                pace.record(w, 1.0);
+                w
+            })
+            .collect();
+        assert_eq!(ways, [true, false, true, false]);
+        // After the choice, recorded times change nothing.
+        let mut kept = fast_with.clone();
+        kept.record(false, 0.1);
+        assert_eq!(kept.choice(), Some(true));
+    }
+}
