@@ -356,7 +356,11 @@ fn check_batch_size(batch: usize) -> Result<()> {
 /// the weight matrices stored as `weights` says.
 pub async fn open(dir: &Path, backend: Backend, weights: WeightsChoice) -> Result<Session> {
     // An f16 checkpoint held as f16 is never widened (half the memory).
-    let model = Arc::new(Model::from_dir_as(dir, weights)?);
+    let mut model = Model::from_dir_as(dir, weights)?;
+    if backend == Backend::Cpu {
+        model.weights.lift_f16(); // the same values, no subnormal operand (`Matrix::lift_f16`)
+    }
+    let model = Arc::new(model);
     Ok(match backend {
         Backend::Cpu => Session::Cpu(engine::cpu::CpuSession::new(model)),
         Backend::Gpu => {

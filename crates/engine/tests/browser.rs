@@ -109,4 +109,5 @@ fn cpu_logits_are_bit_identical_to_native() {
 fn f16_paths_equal_the_f32_path_bit_for_bit() {
     f16_paths::matmul_f16_equals_f32();
     f16_paths::lm_head_f16_equals_f32();
+    f16_paths::lift_refuses_128();
 }

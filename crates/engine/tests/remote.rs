@@ -15,6 +15,7 @@ use common::bytes;
 use decode_lab_engine::beam::{BeamSearch, BeamSettings, Scoring};
 use decode_lab_engine::cpu::CpuSession;
 use decode_lab_engine::kernels::format::Format;
+use decode_lab_engine::kernels::matrix::Matrix;
 use decode_lab_engine::model::{Model, Tokenizer};
 use decode_lab_engine::remote::wire::{self, Reply, Request};
 use decode_lab_engine::remote::{Host, Link, Loopback, RemoteModel};
@@ -247,4 +248,37 @@ fn an_unawaited_request_that_failed_answers_the_sessions_next_request() {
     // A header that is not one is an error, not a panic.
     assert!(wire::decode::<Request>("{\"Decode\":{\"id\":\"x\"}}").is_err());
     assert!(wire::decode::<Request>("not json").is_err());
+}
+
+/// The worker holds f16 weights lifted (`Matrix::lift_f16`: no subnormal
+/// operand in its products) and computes the logits of the unlifted f16
+/// weights bit for bit: a prefill, decode steps and a batch.
+#[test]
+fn lifted_f16_weights_in_the_worker_give_the_f16_logits_bit_for_bit() {
+    let dir = bundled();
+    let config = std::fs::read_to_string(dir.join("config.json")).unwrap();
+    let file = std::fs::read(dir.join("model.safetensors")).unwrap();
+    let choice = decode_lab_engine::model::WeightsChoice::Exactly(Format::F16);
+    let model = Arc::new(Model::from_bytes_as(&config, &file, choice).unwrap());
+    let subnormal = |h: u32| h & 0x7c00 == 0 && h & 0x3ff != 0;
+    let has = |m: &Matrix| m.words().iter().any(|&w| subnormal(w & 0xffff) || subnormal(w >> 16));
+    assert!(model.weights.matrices().all(has), "every matrix has subnormal weights");
+    let host = Host::load(&config, &file, Format::F16).unwrap();
+    assert!(host.model().weights.matrices().all(Matrix::is_lifted), "the worker lifted them");
+    let remote = RemoteModel::new(Rc::new(Loopback::new(host)) as Rc<dyn Link>, &model);
+    let mut cpu = Session::Cpu(CpuSession::new(model.clone()));
+    let mut worker = Session::Remote(remote.session());
+    let p = prompt();
+    let (a, b) = block_on(async {
+        (
+            cpu.prefill(&p, Wanted::All).await.unwrap(),
+            worker.prefill(&p, Wanted::All).await.unwrap(),
+        )
+    });
+    assert_eq!(bytes(&a), bytes(&b), "prefill, every row");
+    for t in [5u32, 1999, 0, 77] {
+        let (a, b) =
+            block_on(async { (cpu.decode(t).await.unwrap(), worker.decode(t).await.unwrap()) });
+        assert_eq!(bytes(&a), bytes(&b), "decode {t}");
+    }
 }

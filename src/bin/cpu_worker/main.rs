@@ -122,7 +122,8 @@ mod worker {
         let (config, format, weights) = files(help)?;
         let model = Model::from_bytes_as(&config, &weights, WeightsChoice::Exactly(format));
         drop(weights);
-        let model = model.map_err(|e| e.to_string())?;
+        let mut model = model.map_err(|e| e.to_string())?;
+        model.weights.lift_f16(); // as the worker's host lifts its own (`Host::load`)
         let floats = coworker::buffer_floats(&model).map_err(|e| e.to_string())?;
         let panels = Panels::new(&model, Side::Theirs).map_err(|e| e.to_string())?;
         drop(model);

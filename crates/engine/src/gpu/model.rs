@@ -134,6 +134,12 @@ impl GpuModel {
     /// weight matrices in the format the model holds them in.
     pub async fn new(ctx: GpuContext, model: SharedModel) -> Result<Rc<GpuModel>> {
         let format = model.format();
+        if model.weights.matrices().any(Matrix::is_lifted) {
+            return Err(EngineError::Gpu(
+                "these weights were lifted for the CPU engine; load the model again for the GPU"
+                    .into(),
+            ));
+        }
         check_limits(&ctx, &model.config, format)?;
         let pipelines = Pipelines::new(&ctx, format).await?;
         let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);

@@ -85,9 +85,10 @@ fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>) -> Vec<f32> {
     let mut out = vec![0.0; x.len() / n_embd * n]; // (n_out, n)
     if let Some(words) = lm_head.f16_words() {
         let words = &words[vr.start * n_embd / 2..vr.end * n_embd / 2]; // (n, n_embd / 2)
-        match raw_inputs(x) {
-            Some(scaled) => f16_part::<true>(&scaled, words, n_embd, &mut out), // (n_out, n_embd)
-            None => f16_part::<false>(x, words, n_embd, &mut out),
+        let scale = lm_head.f16_scale();
+        match raw_inputs(x, scale) {
+            Some(scaled) => f16_part::<true>(&scaled, words, scale, n_embd, &mut out), // (n_out, n_embd)
+            None => f16_part::<false>(x, words, scale, n_embd, &mut out),
         }
         return out;
     }
@@ -106,7 +107,7 @@ fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>) -> Vec<f32> {
 /// widened. One row of x (a decode step) dots each row of words as it
 /// widens them; more rows share one widening of each head row.
 #[inline(always)]
-fn f16_part<const RAW: bool>(x: &[f32], words: &[u32], n_embd: usize, out: &mut [f32]) {
+fn f16_part<const RAW: bool>(x: &[f32], words: &[u32], scale: f32, n_embd: usize, out: &mut [f32]) {
     let (h, n) = (n_embd / 2, words.len() / (n_embd / 2).max(1));
     let mut halves = vec![0.0; x.len()]; // (n_out, 2, n_embd / 2) x's even, odd elements
     for (xr, xh) in x.chunks_exact(n_embd).zip(halves.chunks_exact_mut(n_embd)) {
@@ -115,14 +116,14 @@ fn f16_part<const RAW: bool>(x: &[f32], words: &[u32], n_embd: usize, out: &mut 
     if halves.len() == n_embd {
         let (even, odd) = halves.split_at(h);
         for (o, ws) in out.iter_mut().zip(words.chunks_exact(h)) {
-            *o = dot_words::<RAW>(even, odd, ws);
+            *o = dot_words::<RAW>(even, odd, ws, scale);
         }
         return;
     }
     let (mut lo, mut hi) = (vec![0.0; h], vec![0.0; h]); // (n_embd / 2) even, odd elements
     for (v, ws) in words.chunks_exact(h).enumerate() {
         for ((l, r), &word) in lo.iter_mut().zip(hi.iter_mut()).zip(ws) {
-            (*l, *r) = f16_pair_as::<RAW>(word);
+            (*l, *r) = f16_pair_as::<RAW>(word, scale);
         }
         for (r, xh) in halves.chunks_exact(n_embd).enumerate() {
             let (even, odd) = xh.split_at(h);
@@ -136,17 +137,17 @@ fn f16_part<const RAW: bool>(x: &[f32], words: &[u32], n_embd: usize, out: &mut 
 /// lanes are written as SIMD128 vectors (the compiler's own vectorisation of
 /// this loop shuffled lane by lane and ran slower than widening first).
 #[inline(always)]
-fn dot_words<const RAW: bool>(x_even: &[f32], x_odd: &[f32], words: &[u32]) -> f32 {
+fn dot_words<const RAW: bool>(x_even: &[f32], x_odd: &[f32], words: &[u32], scale: f32) -> f32 {
     const HALF: usize = LANES / 2;
     #[cfg(target_arch = "wasm32")]
-    let (mut even, mut odd) = simd128::lane_sums::<RAW>(x_even, x_odd, words);
+    let (mut even, mut odd) = simd128::lane_sums::<RAW>(x_even, x_odd, words, scale);
     #[cfg(not(target_arch = "wasm32"))]
     let (mut even, mut odd) = {
         let (mut even, mut odd) = ([0.0f32; HALF], [0.0f32; HALF]);
         let chunks = x_even.chunks_exact(HALF).zip(x_odd.chunks_exact(HALF));
         for ((xe, xo), ws) in chunks.zip(words.chunks_exact(HALF)) {
             for j in 0..HALF {
-                let (a, b) = f16_pair_as::<RAW>(ws[j]);
+                let (a, b) = f16_pair_as::<RAW>(ws[j], scale);
                 even[j] += xe[j] * a;
                 odd[j] += xo[j] * b;
             }
@@ -156,7 +157,7 @@ fn dot_words<const RAW: bool>(x_even: &[f32], x_odd: &[f32], words: &[u32]) -> f
     let tail = x_even.len() / HALF * HALF;
     let rest = x_even[tail..].iter().zip(&x_odd[tail..]).zip(&words[tail..]);
     for (j, ((&xe, &xo), &w)) in rest.enumerate() {
-        let (a, b) = f16_pair_as::<RAW>(w);
+        let (a, b) = f16_pair_as::<RAW>(w, scale);
         even[j] += xe * a;
         odd[j] += xo * b;
     }
@@ -171,8 +172,6 @@ fn dot_words<const RAW: bool>(x_even: &[f32], x_odd: &[f32], words: &[u32]) -> f
 mod simd128 {
     use core::arch::wasm32::*;
 
-    use crate::kernels::matrix::F16_RAW_SCALE;
-
     /// The eight even and eight odd lanes of [`super::dot_words`] over the
     /// whole chunks of eight words: each lane's products added in order.
     #[inline(always)]
@@ -180,9 +179,10 @@ mod simd128 {
         x_even: &[f32],
         x_odd: &[f32],
         words: &[u32],
+        scale: f32,
     ) -> ([f32; 8], [f32; 8]) {
         let keep = u32x4_splat(0x8fff_e000);
-        let rescale = f32x4_splat(F16_RAW_SCALE);
+        let rescale = f32x4_splat(scale);
         let widen = |w: v128| {
             let lo = v128_and(i32x4_shr(i32x4_shl(w, 16), 3), keep);
             let hi = v128_and(i32x4_shr(w, 3), keep);

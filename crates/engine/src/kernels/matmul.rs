@@ -88,7 +88,7 @@ fn run_part_avx2(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut
 #[inline(always)]
 fn run_part_here(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
     match w.f16_words() {
-        Some(words) => run_f16(x, words, w.cols, c, bias, out),
+        Some(words) => run_f16(x, words, w.f16_scale(), w.cols, c, bias, out),
         None => run_rows(x, w, c, bias, out),
     }
 }
@@ -120,10 +120,18 @@ fn run_rows(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32
 /// scaled instead ([`raw_inputs`]): the same products, one multiply fewer per
 /// weight.
 #[inline(always)]
-fn run_f16(x: &[f32], words: &[u32], n: usize, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
-    match raw_inputs(x) {
-        Some(scaled) => run_f16_as::<true>(&scaled, words, n, c, bias, out), // (m, k) scaled
-        None => run_f16_as::<false>(x, words, n, c, bias, out),
+fn run_f16(
+    x: &[f32],
+    words: &[u32],
+    scale: f32,
+    n: usize,
+    c: Range<usize>,
+    bias: &[f32],
+    out: &mut [f32],
+) {
+    match raw_inputs(x, scale) {
+        Some(scaled) => run_f16_as::<true>(&scaled, words, scale, n, c, bias, out), // (m, k) scaled
+        None => run_f16_as::<false>(x, words, scale, n, c, bias, out),
     }
 }
 
@@ -132,6 +140,7 @@ fn run_f16(x: &[f32], words: &[u32], n: usize, c: Range<usize>, bias: &[f32], ou
 fn run_f16_as<const RAW: bool>(
     x: &[f32],
     words: &[u32],
+    scale: f32,
     n: usize,
     c: Range<usize>,
     bias: &[f32],
@@ -157,20 +166,20 @@ fn run_f16_as<const RAW: bool>(
                 // it is widened and multiplied in one pass, never stored, and
                 // eight rows go through each output at once.
                 let rows = std::array::from_fn(|i| row_words(kk + i));
-                add_f16::<RAW, 8>(acc, xb[kk..][..8].try_into().expect("8"), rows);
+                add_f16::<RAW, 8>(acc, xb[kk..][..8].try_into().expect("8"), rows, scale);
                 kk += 8;
                 continue;
             }
             if xb.len() == k && n_rows == 4 {
                 let rows = std::array::from_fn(|i| row_words(kk + i));
-                add_f16::<RAW, 4>(acc, xb[kk..][..4].try_into().expect("4"), rows);
+                add_f16::<RAW, 4>(acc, xb[kk..][..4].try_into().expect("4"), rows, scale);
                 kk += 4;
                 continue;
             }
             for (i, row) in buf.chunks_exact_mut(cols).take(n_rows).enumerate() {
                 let (even, odd) = row.split_at_mut(h);
                 for ((e, d), &word) in even.iter_mut().zip(odd).zip(row_words(kk + i)) {
-                    (*e, *d) = f16_pair_as::<RAW>(word);
+                    (*e, *d) = f16_pair_as::<RAW>(word, scale);
                 }
             }
             let rows: [&[f32]; 4] = std::array::from_fn(|i| &buf[i * cols..][..cols]);
@@ -191,14 +200,19 @@ fn run_f16_as<const RAW: bool>(
 /// order (`N` = 8 adds the products of two passes of four one by one, as
 /// they do), each weight widened in a register.
 #[inline(always)]
-fn add_f16<const RAW: bool, const N: usize>(acc: &mut [f32], xv: [f32; N], rows: [&[u32]; N]) {
+fn add_f16<const RAW: bool, const N: usize>(
+    acc: &mut [f32],
+    xv: [f32; N],
+    rows: [&[u32]; N],
+    scale: f32,
+) {
     let h = acc.len() / 2;
     let (even, odd) = acc.split_at_mut(h);
     let rows = rows.map(|r| &r[..h]);
     for j in 0..h {
         let (mut e, mut o) = (even[j], odd[j]);
         for (row, &x) in rows.iter().zip(&xv) {
-            let (lo, hi) = f16_pair_as::<RAW>(row[j]);
+            let (lo, hi) = f16_pair_as::<RAW>(row[j], scale);
             e += x * lo;
             o += x * hi;
         }

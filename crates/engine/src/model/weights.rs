@@ -90,6 +90,22 @@ impl Weights {
         std::iter::once(("wte.weight".to_string(), &self.wte)).chain(layers).chain(head).collect()
     }
 
+    /// Every f16 matrix lifted for the CPU engine ([`Matrix::lift_f16`]:
+    /// the same values, no subnormal operand in its products); returns how
+    /// many were. The GPU engine refuses lifted weights.
+    pub fn lift_f16(&mut self) -> usize {
+        let layers = self.layers.iter_mut().flat_map(|l| {
+            [
+                &mut l.c_attn_weight,
+                &mut l.attn_proj_weight,
+                &mut l.c_fc_weight,
+                &mut l.mlp_proj_weight,
+            ]
+        });
+        let all = std::iter::once(&mut self.wte).chain(layers).chain(self.lm_head.as_mut());
+        all.map(|m| usize::from(m.lift_f16())).sum()
+    }
+
     /// The format the matrices are stored in.
     pub fn format(&self) -> Format {
         self.wte.format

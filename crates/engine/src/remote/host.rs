@@ -29,9 +29,13 @@ pub struct Host {
 
 impl Host {
     /// The model from its files, with the matrices in `format`: the same
-    /// steps as the page's load, so both hold the very same weight values.
+    /// steps as the page's load, so both hold the very same weight values
+    /// (f16 matrices lifted, [`Matrix::lift_f16`](crate::kernels::matrix::Matrix::lift_f16):
+    /// the same values, read faster).
     pub fn load(config_json: &str, safetensors: &[u8], format: Format) -> Result<Host> {
-        let model = Model::from_bytes_as(config_json, safetensors, WeightsChoice::Exactly(format))?;
+        let mut model =
+            Model::from_bytes_as(config_json, safetensors, WeightsChoice::Exactly(format))?;
+        model.weights.lift_f16(); // this model never goes to a GPU
         Ok(Host::new(Arc::new(model)))
     }
 

@@ -9,16 +9,46 @@ use decode_lab_engine::kernels::format::{Channels, Format};
 use decode_lab_engine::kernels::matrix::Matrix;
 use decode_lab_engine::kernels::{lm_head, matmul};
 
-/// An f16 matrix and the f32 matrix of its exact values.
-pub fn pair(rows: usize, cols: usize, channels: Channels, seed: u64) -> (Matrix, Matrix) {
+/// An f16 matrix and the f32 matrix of its exact values; `lift`: the f16
+/// one lifted ([`Matrix::lift_f16`], the CPU worker's form: no subnormal
+/// operand), with 127.9375, the largest f16 a lifted matrix holds, in place
+/// of 65504.
+pub fn pair_as(
+    rows: usize,
+    cols: usize,
+    channels: Channels,
+    seed: u64,
+    lift: bool,
+) -> (Matrix, Matrix) {
     let mut w = cases::random(rows * cols, seed);
-    // Subnormals, both zeros and the largest f16 among the weights.
-    let specials = [6.0e-8, -6.1e-5, 0.0, -0.0, 65504.0, -1.0e-7];
+    // Subnormals (the smallest), both zeros and the largest f16 among the weights.
+    let top = if lift { 127.9375 } else { 65504.0 };
+    let specials = [6.0e-8, -6.1e-5, 0.0, -0.0, top, -1.0e-7];
     let n = specials.len().min(w.len());
     w[..n].copy_from_slice(&specials[..n]);
-    let f16 = Matrix::new(Format::F16, rows, cols, channels, &w);
+    let mut f16 = Matrix::new(Format::F16, rows, cols, channels, &w);
     let f32 = Matrix::new(Format::F32, rows, cols, channels, &f16.to_f32());
+    if lift {
+        assert!(f16.lift_f16(), "lifted");
+        assert_eq!(bits(&f16.to_f32()), bits(&f32.to_f32()), "lifting keeps every value");
+    }
     (f16, f32)
+}
+
+/// A weight of 128 or more cannot be lifted: the matrix stays as it was.
+pub fn lift_refuses_128() {
+    let mut m = Matrix::new(
+        Format::F16,
+        2,
+        4,
+        Channels::Cols,
+        &[0.5, 6.0e-8, 128.0, 1.0, 0.0, 0.0, 0.0, 0.0],
+    );
+    let before = m.clone();
+    assert!(!m.lift_f16());
+    assert_eq!(m, before);
+    let mut below = Matrix::new(Format::F16, 1, 2, Channels::Cols, &[127.9375, -6.0e-8]);
+    assert!(below.lift_f16() && below.is_lifted());
 }
 
 /// Random inputs of `len`, and the same with their first values at and
@@ -42,14 +72,21 @@ pub fn matmul_f16_equals_f32() {
     for m in [1, 2, 17, 33] {
         for k in [1, 3, 4, 5, 63, 65] {
             for n in [2, 6, 64, 130] {
-                let (w16, w32) = pair(k, n, Channels::Cols, (m * k * n) as u64);
-                assert!(w16.f16_words().is_some(), "even n takes the fast path");
-                let bias = cases::random(n, 4);
-                for x in inputs(m * k, 3) {
-                    let (mut a, mut b) = (vec![0.0; m * n], vec![0.0; m * n]);
-                    matmul::run_cpu(&x, &w16, &bias, &mut a);
-                    matmul::run_cpu(&x, &w32, &bias, &mut b);
-                    assert_eq!(bits(&a), bits(&b), "m {m} k {k} n {n} x[0] {}", x[0]);
+                for lift in [false, true] {
+                    let (w16, w32) = pair_as(k, n, Channels::Cols, (m * k * n) as u64, lift);
+                    assert!(w16.f16_words().is_some(), "even n takes the fast path");
+                    let bias = cases::random(n, 4);
+                    for x in inputs(m * k, 3) {
+                        let (mut a, mut b) = (vec![0.0; m * n], vec![0.0; m * n]);
+                        matmul::run_cpu(&x, &w16, &bias, &mut a);
+                        matmul::run_cpu(&x, &w32, &bias, &mut b);
+                        assert_eq!(
+                            bits(&a),
+                            bits(&b),
+                            "m {m} k {k} n {n} lift {lift} x[0] {}",
+                            x[0]
+                        );
+                    }
                 }
             }
         }
@@ -60,14 +97,21 @@ pub fn matmul_f16_equals_f32() {
 /// f32, for one wanted row (a decode step) and two.
 pub fn lm_head_f16_equals_f32() {
     for cols in [2, 6, 8, 14, 64, 72, 770] {
-        let (w16, w32) = pair(37, cols, Channels::Rows, cols as u64);
-        for n_out in [1, 2] {
-            for x in inputs(3 * cols, 5) {
-                // x: (3, cols), row0 = 1; vocab_size 50, v0 = 7
-                let (mut a, mut b) = (vec![0.0; n_out * 50], vec![0.0; n_out * 50]);
-                lm_head::run_cpu(&x, &w16, 7, 50, 1, n_out, &mut a);
-                lm_head::run_cpu(&x, &w32, 7, 50, 1, n_out, &mut b);
-                assert_eq!(bits(&a), bits(&b), "cols {cols} n_out {n_out} x {:?}", &x[cols..][..2]);
+        for lift in [false, true] {
+            let (w16, w32) = pair_as(37, cols, Channels::Rows, cols as u64, lift);
+            for n_out in [1, 2] {
+                for x in inputs(3 * cols, 5) {
+                    // x: (3, cols), row0 = 1; vocab_size 50, v0 = 7
+                    let (mut a, mut b) = (vec![0.0; n_out * 50], vec![0.0; n_out * 50]);
+                    lm_head::run_cpu(&x, &w16, 7, 50, 1, n_out, &mut a);
+                    lm_head::run_cpu(&x, &w32, 7, 50, 1, n_out, &mut b);
+                    let at = &x[cols..][..2];
+                    assert_eq!(
+                        bits(&a),
+                        bits(&b),
+                        "cols {cols} n_out {n_out} lift {lift} x {at:?}"
+                    );
+                }
             }
         }
     }
