@@ -4,7 +4,8 @@ use bytemuck::{Pod, Zeroable};
 
 use std::ops::Range;
 
-use super::matrix::{f16_pair_as, raw_inputs, split, Matrix};
+use super::f16_bits::{f16_pair_as, raw_inputs};
+use super::matrix::{split, Matrix};
 use super::{coworker, parallel};
 
 /// Mirror of the WGSL `Params`.

@@ -4,86 +4,11 @@
 
 use std::ops::Range;
 
+use super::f16_bits::{f16_pair_as, lifted, F16_LIFT, F16_RAW_SCALE};
 use super::format::{channel, Channels, Format, GROUP};
 
-/// The two f16 values of a word (element `2i` in the low half, `2i + 1` in
-/// the high half) widened to f32 without a branch: [`f16_pair_raw`]'s values
-/// rescaled by [`F16_RAW_SCALE`]. Three or four integer operations and a
-/// multiply per value, vectorised four words at a time.
-#[inline(always)]
-pub fn f16_pair(word: u32) -> (f32, f32) {
-    let (lo, hi) = f16_pair_raw(word);
-    (lo * F16_RAW_SCALE, hi * F16_RAW_SCALE)
-}
-
-/// 2¹¹²: f16's exponent bias 15 to f32's 127.
-pub const F16_RAW_SCALE: f32 = f32::from_bits(0x7780_0000);
-
-/// The two f16 values of a word times 2⁻¹¹², exactly: each half moved to the
-/// top of an f32 and shifted right arithmetically by 3, which puts its
-/// exponent and mantissa where f32's low exponent bits and mantissa are and
-/// keeps its sign; the copies of the sign in between are masked off (exact
-/// for normal and subnormal values, ±0 stays ±0; weights are finite, so no
-/// infinity or NaN case is needed). A product `(x · 2¹¹²) · raw` rounds
-/// exactly as `x · w` does (both are the same real number), so a kernel may
-/// scale its inputs once instead of every weight, while `|x| < 2¹⁶` keeps
-/// `x · 2¹¹²` finite ([`RAW_X_LIMIT`]).
-#[inline(always)]
-pub fn f16_pair_raw(word: u32) -> (f32, f32) {
-    const KEEP: u32 = 0x8fff_e000; // sign, then f16's 15 bits of exponent and mantissa
-    let lo = ((word << 16) as i32 >> 3) as u32 & KEEP;
-    let hi = (word as i32 >> 3) as u32 & KEEP;
-    (f32::from_bits(lo), f32::from_bits(hi))
-}
-
-/// Inputs below this in magnitude may be scaled by [`F16_RAW_SCALE`] and
-/// stay finite (2¹⁶ · 2¹¹² = 2¹²⁸ would not).
-pub const RAW_X_LIMIT: f32 = 65_536.0;
-
-/// A word's two values: raw ([`f16_pair_raw`], for inputs scaled by
-/// [`raw_inputs`]) or widened: times `scale`, the matrix's
-/// [`f16_scale`](Matrix::f16_scale) ([`F16_RAW_SCALE`] unless lifted).
-#[inline(always)]
-pub fn f16_pair_as<const RAW: bool>(word: u32, scale: f32) -> (f32, f32) {
-    let (lo, hi) = f16_pair_raw(word);
-    if RAW {
-        (lo, hi)
-    } else {
-        (lo * scale, hi * scale)
-    }
-}
-
-/// `x` times `scale` (a matrix's [`f16_scale`](Matrix::f16_scale)) for
-/// products with raw weights, if every scaled value is finite (below
-/// [`RAW_X_LIMIT`] for an unlifted matrix); else the weights must be widened.
-pub fn raw_inputs(x: &[f32], scale: f32) -> Option<Vec<f32>> {
-    // Scaling by a power of two is exact unless it overflows.
-    let scaled: Vec<f32> = x.iter().map(|&v| v * scale).collect();
-    scaled.iter().all(|v| v.is_finite()).then_some(scaled)
-}
-
-/// How far [`Matrix::lift_f16`] raises every f16 exponent: enough that the
-/// smallest subnormal (2⁻²⁴) becomes a normal number under [`f16_pair_raw`].
-pub const F16_LIFT: u32 = 10;
-
-/// f16 bits `h` with the exponent raised by [`F16_LIFT`], subnormals
-/// normalised (their 10 bits or fewer fit the mantissa exactly); `None` when
-/// the exponent would not fit its 5 bits (|value| ≥ 128, or not finite).
-fn lifted(h: u32) -> Option<u32> {
-    let (sign, e, m) = (h & 0x8000, (h >> 10) & 0x1f, h & 0x3ff);
-    if e == 0 && m == 0 {
-        return Some(h); // ±0
-    }
-    if e == 0 {
-        // m · 2⁻²⁴ = 1.f · 2^(p − 24), p the top bit of m: exponent field p − 9 + LIFT
-        let p = 31 - m.leading_zeros();
-        return Some(sign | ((p + F16_LIFT - 9) << 10) | ((m << (10 - p)) & 0x3ff));
-    }
-    (e + F16_LIFT <= 31).then_some(sign | ((e + F16_LIFT) << 10) | m)
-}
-
 /// `row`'s even then odd elements into `halves` (the layout of an f16 row's
-/// two halves, [`f16_pair`]).
+/// two halves, [`f16_pair`](super::f16_bits::f16_pair)).
 pub fn split(row: &[f32], halves: &mut [f32]) {
     let (even, odd) = halves.split_at_mut(row.len() / 2);
     for ((e, d), v) in even.iter_mut().zip(odd).zip(row.chunks_exact(2)) {
@@ -120,6 +45,18 @@ impl Matrix {
     ) -> Matrix {
         debug_assert_eq!(values.len(), rows * cols);
         let (words, scales) = format.pack(values, cols, channels);
+        Matrix::of_words(format, rows, cols, channels, words, scales)
+    }
+
+    /// A matrix over words already packed in `format` (not lifted).
+    fn of_words(
+        format: Format,
+        rows: usize,
+        cols: usize,
+        channels: Channels,
+        words: Vec<u32>,
+        scales: Vec<f32>,
+    ) -> Matrix {
         Matrix { format, rows, cols, channels, words, scales, lifted: false }
     }
 
@@ -127,15 +64,7 @@ impl Matrix {
     pub fn from_f32(rows: usize, cols: usize, channels: Channels, values: Vec<f32>) -> Matrix {
         debug_assert_eq!(values.len(), rows * cols);
         let words = bytemuck::allocation::cast_vec(values);
-        Matrix {
-            format: Format::F32,
-            rows,
-            cols,
-            channels,
-            words,
-            scales: Vec::new(),
-            lifted: false,
-        }
+        Matrix::of_words(Format::F32, rows, cols, channels, words, Vec::new())
     }
 
     /// An f16 matrix from its values' little-endian bytes as a checkpoint
@@ -152,15 +81,7 @@ impl Matrix {
                 _ => 0,
             })
             .collect();
-        Matrix {
-            format: Format::F16,
-            rows,
-            cols,
-            channels,
-            words,
-            scales: Vec::new(),
-            lifted: false,
-        }
+        Matrix::of_words(Format::F16, rows, cols, channels, words, Vec::new())
     }
 
     /// The same weights in `format`: unpacked to f32 and packed again, so
@@ -182,7 +103,7 @@ impl Matrix {
         self.format.load(&self.words, &self.scales, i, ch)
     }
 
-    /// What a raw f16 value ([`f16_pair_raw`]) of this matrix is multiplied
+    /// What a raw f16 value ([`f16_pair_raw`](super::f16_bits::f16_pair_raw)) of this matrix is multiplied
     /// by to be the weight: 2¹¹², or 2¹⁰² once [lifted](Matrix::lift_f16).
     pub fn f16_scale(&self) -> f32 {
         match self.lifted {
@@ -234,7 +155,7 @@ impl Matrix {
 
     /// The words of an f16 matrix whose every row starts on a word (even
     /// `cols`): `(rows, cols / 2)`, row `r`'s elements `2i` and `2i + 1` in
-    /// word `i` ([`f16_pair`]). The CPU twins' fast path reads these directly,
+    /// word `i` ([`f16_pair`](super::f16_bits::f16_pair)). The CPU twins' fast path reads these directly,
     /// keeping even and odd columns apart instead of interleaving them per
     /// element (which the compiler does not vectorise).
     pub fn f16_words(&self) -> Option<&[u32]> {

@@ -7,6 +7,7 @@ pub mod attention;
 pub mod attention_probs;
 pub mod coworker;
 pub mod embedding;
+pub mod f16_bits;
 pub mod format;
 pub mod gelu;
 pub mod kv_write;
