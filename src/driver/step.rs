@@ -20,10 +20,10 @@ impl Driver {
         let c = self.controls;
         let session = self.lab.with_value(|l| l.session())?;
         let job = c.job_untracked();
-        let prompt = self.prompt.get_untracked();
         let run = match branch_at {
             None => {
                 let tokenizer = self.lab.with_value(|l| l.tokenizer.clone());
+                let prompt = self.prompt.get_untracked();
                 Run::start(session, &tokenizer, &prompt, &job).await
             }
             Some(at) => {
