@@ -3,16 +3,6 @@
 //! kernels put on their inputs instead), and the lift that keeps raw values
 //! clear of subnormal numbers ([`Matrix::lift_f16`](super::matrix::Matrix::lift_f16)).
 
-/// The two f16 values of a word (element `2i` in the low half, `2i + 1` in
-/// the high half) widened to f32 without a branch: [`f16_pair_raw`]'s values
-/// rescaled by [`F16_RAW_SCALE`]. Three or four integer operations and a
-/// multiply per value, vectorised four words at a time.
-#[inline(always)]
-pub fn f16_pair(word: u32) -> (f32, f32) {
-    let (lo, hi) = f16_pair_raw(word);
-    (lo * F16_RAW_SCALE, hi * F16_RAW_SCALE)
-}
-
 /// 2¹¹²: f16's exponent bias 15 to f32's 127.
 pub const F16_RAW_SCALE: f32 = f32::from_bits(0x7780_0000);
 
@@ -24,7 +14,7 @@ pub const F16_RAW_SCALE: f32 = f32::from_bits(0x7780_0000);
 /// infinity or NaN case is needed). A product `(x · 2¹¹²) · raw` rounds
 /// exactly as `x · w` does (both are the same real number), so a kernel may
 /// scale its inputs once instead of every weight, while `|x| < 2¹⁶` keeps
-/// `x · 2¹¹²` finite ([`RAW_X_LIMIT`]).
+/// `x · 2¹¹²` finite ([`raw_inputs`]).
 #[inline(always)]
 pub fn f16_pair_raw(word: u32) -> (f32, f32) {
     const KEEP: u32 = 0x8fff_e000; // sign, then f16's 15 bits of exponent and mantissa
@@ -32,10 +22,6 @@ pub fn f16_pair_raw(word: u32) -> (f32, f32) {
     let hi = (word as i32 >> 3) as u32 & KEEP;
     (f32::from_bits(lo), f32::from_bits(hi))
 }
-
-/// Inputs below this in magnitude may be scaled by [`F16_RAW_SCALE`] and
-/// stay finite (2¹⁶ · 2¹¹² = 2¹²⁸ would not).
-pub const RAW_X_LIMIT: f32 = 65_536.0;
 
 /// A word's two values: raw ([`f16_pair_raw`], for inputs scaled by
 /// [`raw_inputs`]) or widened: times `scale`, the matrix's
@@ -51,8 +37,8 @@ pub fn f16_pair_as<const RAW: bool>(word: u32, scale: f32) -> (f32, f32) {
 }
 
 /// `x` times `scale` (a matrix's [`f16_scale`](super::matrix::Matrix::f16_scale)) for
-/// products with raw weights, if every scaled value is finite (below
-/// [`RAW_X_LIMIT`] for an unlifted matrix); else the weights must be widened.
+/// products with raw weights, if every scaled value is finite (|x| below
+/// 2¹⁶ for an unlifted matrix, 2²⁶ for a lifted one); else the weights must be widened.
 pub fn raw_inputs(x: &[f32], scale: f32) -> Option<Vec<f32>> {
     // Scaling by a power of two is exact unless it overflows.
     let scaled: Vec<f32> = x.iter().map(|&v| v * scale).collect();

@@ -88,9 +88,13 @@ fn run_part_avx2(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut
 
 #[inline(always)]
 fn run_part_here(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
-    match w.f16_words() {
-        Some(words) => run_f16(x, words, w.f16_scale(), w.cols, c, bias, out),
-        None => run_rows(x, w, c, bias, out),
+    let Some(words) = w.f16_words() else {
+        return run_rows(x, w, c, bias, out);
+    };
+    let scale = w.f16_scale();
+    match raw_inputs(x, scale) {
+        Some(scaled) => run_f16::<true>(&scaled, words, scale, w.cols, c, bias, out), // (m, k) scaled
+        None => run_f16::<false>(x, words, scale, w.cols, c, bias, out),
     }
 }
 
@@ -117,28 +121,11 @@ fn run_rows(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32
 /// from the words, the outputs of each block summed with even and odd columns
 /// apart (`acc`), then interleaved back. Keeping the halves apart lets every
 /// loop vectorise (interleaving per element does not); the sums are the same.
-/// Where every input is below 2¹⁶ the weights are read raw and the inputs
-/// scaled instead ([`raw_inputs`]): the same products, one multiply fewer per
-/// weight.
+/// `RAW`: the weights read raw and x already scaled by `scale` ([`raw_inputs`],
+/// where every scaled input is finite): the same products, one multiply fewer
+/// per weight; else widened (times `scale`).
 #[inline(always)]
-fn run_f16(
-    x: &[f32],
-    words: &[u32],
-    scale: f32,
-    n: usize,
-    c: Range<usize>,
-    bias: &[f32],
-    out: &mut [f32],
-) {
-    match raw_inputs(x, scale) {
-        Some(scaled) => run_f16_as::<true>(&scaled, words, scale, n, c, bias, out), // (m, k) scaled
-        None => run_f16_as::<false>(x, words, scale, n, c, bias, out),
-    }
-}
-
-/// [`run_f16`] with the words read raw (`RAW`, x scaled) or widened.
-#[inline(always)]
-fn run_f16_as<const RAW: bool>(
+fn run_f16<const RAW: bool>(
     x: &[f32],
     words: &[u32],
     scale: f32,

@@ -8,7 +8,7 @@ use super::f16_bits::{f16_pair_as, lifted, F16_LIFT, F16_RAW_SCALE};
 use super::format::{channel, Channels, Format, GROUP};
 
 /// `row`'s even then odd elements into `halves` (the layout of an f16 row's
-/// two halves, [`f16_pair`](super::f16_bits::f16_pair)).
+/// two halves, [`f16_pair_as`]).
 pub fn split(row: &[f32], halves: &mut [f32]) {
     let (even, odd) = halves.split_at_mut(row.len() / 2);
     for ((e, d), v) in even.iter_mut().zip(odd).zip(row.chunks_exact(2)) {
@@ -155,7 +155,7 @@ impl Matrix {
 
     /// The words of an f16 matrix whose every row starts on a word (even
     /// `cols`): `(rows, cols / 2)`, row `r`'s elements `2i` and `2i + 1` in
-    /// word `i` ([`f16_pair`](super::f16_bits::f16_pair)). The CPU twins' fast path reads these directly,
+    /// word `i` ([`f16_pair_as`]). The CPU twins' fast path reads these directly,
     /// keeping even and odd columns apart instead of interleaving them per
     /// element (which the compiler does not vectorise).
     pub fn f16_words(&self) -> Option<&[u32]> {
