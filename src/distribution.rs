@@ -4,18 +4,51 @@
 //! readouts, and the pipeline strip. Moving a control re-runs only
 //! `engine::sample::explain` on stored logits, never the model.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use engine::sample::{explain, Explanation, Processor, Settings, StageKind};
 use leptos::prelude::*;
 
 /// The logits of one step and the history the processors see for it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct StepInput {
     /// (vocab_size) raw logits from the model.
     pub logits: Arc<Vec<f32>>,
     /// (history_len) prompt + generated tokens before this step.
     pub history: Arc<Vec<u32>>,
+    /// The explanation the run drew this step's token from, and the settings
+    /// it ran under: shown as it is while the settings are those, so a
+    /// generating page runs the pipeline once per token, not twice.
+    drawn: Arc<OnceLock<(Settings, Arc<Explanation>)>>,
+}
+
+impl StepInput {
+    pub fn new(logits: Arc<Vec<f32>>, history: Arc<Vec<u32>>) -> StepInput {
+        StepInput { logits, history, drawn: Arc::default() }
+    }
+
+    /// Keeps `explanation`, made of this input under `settings` (the first one offered stays).
+    pub fn offer(&self, settings: &Settings, explanation: Arc<Explanation>) {
+        let _ = self.drawn.set((settings.clone(), explanation));
+    }
+
+    /// The explanation under `settings`: the one offered when its settings
+    /// are these, else the pipeline's.
+    pub fn explain(&self, settings: &Settings) -> Result<Arc<Explanation>, String> {
+        match self.drawn.get() {
+            Some((s, e)) if s == settings => Ok(e.clone()),
+            _ => explain(&self.logits, &self.history, settings)
+                .map(Arc::new)
+                .map_err(|e| e.to_string()),
+        }
+    }
+}
+
+/// The same input: same logits after the same history (what was explained of it aside).
+impl PartialEq for StepInput {
+    fn eq(&self, other: &StepInput) -> bool {
+        self.logits == other.logits && self.history == other.history
+    }
 }
 
 /// One bar as drawn (and as the test hooks read it).
@@ -45,14 +78,7 @@ pub fn visible(text: &str) -> String {
 pub type Explained = Memo<Option<Result<Arc<Explanation>, String>>>;
 
 pub fn explained(input: Signal<Option<StepInput>>, settings: Signal<Settings>) -> Explained {
-    Memo::new(move |_| {
-        let input = input.get()?;
-        Some(
-            explain(&input.logits, &input.history, &settings.get())
-                .map(Arc::new)
-                .map_err(|e| e.to_string()),
-        )
-    })
+    Memo::new(move |_| Some(input.get()?.explain(&settings.get())))
 }
 
 /// The panel. `token_text` decodes one id; `on_pick`, when set, makes bars

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use engine::generate::Crop;
 use engine::run::{Done, Run, Step};
+use engine::sample::Settings;
 
 use leptos::prelude::*;
 
@@ -98,8 +99,9 @@ impl Driver {
         // time from the model. If the model step fails, the chip goes again.
         let pending: Rc<Cell<Option<Chip>>> = Rc::default();
         let shown = Rc::new(Cell::new(false));
+        let drawn_under = settings.clone();
         let show = |step: &Step, history: &[u32]| {
-            pending.set(Some(self.chip(step, history)));
+            pending.set(Some(self.chip(step, history, &drawn_under)));
             let (pending, shown) = (pending.clone(), shown.clone());
             leptos::task::spawn_local(async move {
                 if let Some(chip) = pending.take() {
@@ -184,15 +186,27 @@ impl Driver {
         }
     }
 
-    /// The chip of a step's chosen token (`history`: the tokens it was chosen after).
-    fn chip(self, step: &Step, history: &[u32]) -> Chip {
-        let history = Arc::new(history[..step.history_len].to_vec());
+    /// The chip of a step's chosen token (`history`: the tokens it was
+    /// chosen after, under `settings`). Its input is the distribution on
+    /// view, which it was chosen from, and which now keeps the step's
+    /// explanation for the panel (a copy when the view shows another).
+    fn chip(self, step: &Step, history: &[u32], settings: &Settings) -> Chip {
+        let history = &history[..step.history_len];
+        let on_view = self.next.with_untracked(|next| {
+            next.as_ref()
+                .filter(|n| n.history[..] == *history && n.logits[..] == step.logits[..])
+                .cloned()
+        });
+        let input = on_view.unwrap_or_else(|| {
+            StepInput::new(Arc::new(step.logits.clone()), Arc::new(history.to_vec()))
+        });
+        input.offer(settings, step.explanation.clone());
         Chip {
             id: step.choice.token,
             text: self.lab.with_value(|l| l.token_text(step.choice.token)),
             prob: step.choice.prob,
             rank: step.choice.rank,
-            input: StepInput { logits: Arc::new(step.logits.clone()), history },
+            input,
         }
     }
 }
@@ -207,5 +221,5 @@ fn crop_notice(why: &str, crop: Crop) -> String {
 
 /// The distribution a run chooses its next token from.
 pub(super) fn input_of(run: &Run) -> StepInput {
-    StepInput { logits: Arc::new(run.logits().to_vec()), history: Arc::new(run.history().to_vec()) }
+    StepInput::new(Arc::new(run.logits().to_vec()), Arc::new(run.history().to_vec()))
 }

@@ -42,10 +42,8 @@ pub struct Logits {
 
 impl Logits {
     pub fn new(sets: Vec<Vec<f32>>, labels: Vec<Vec<String>>) -> Logits {
-        let sets = sets
-            .into_iter()
-            .map(|l| StepInput { logits: Arc::new(l), history: Arc::new(Vec::new()) })
-            .collect();
+        let sets =
+            sets.into_iter().map(|l| StepInput::new(Arc::new(l), Arc::new(Vec::new()))).collect();
         Logits {
             sets: StoredValue::new(sets),
             labels: StoredValue::new(labels),

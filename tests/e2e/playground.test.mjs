@@ -108,6 +108,39 @@ test('Step appends a drawn token; clicking a bar appends that token', async () =
   await page.close();
 });
 
+test('a chip shows the distribution it was drawn from, under the settings set now', async () => {
+  // The run hands each chip the explanation it drew from (the panel does not
+  // run the pipeline again): its bar must read the chip's own probability,
+  // and a slider moved since must still reshape it.
+  const page = await open('cpu');
+  await set(page, 'temperature', 1.0);
+  await set(page, 'seed', 3);
+  await set(page, 'max-tokens', 8);
+  await generate(page);
+  const chips = await page.$$eval('.chip', (els) => els.map((e) => ({ p: e.dataset.p, rank: Number(e.dataset.rank) })));
+  const shown = await page.locator('[data-testid=bar]').count();
+  const barOf = (rank, p) => page.waitForFunction(([rank, p]) => {
+    const bar = document.querySelectorAll('[data-testid=bar]')[rank - 1];
+    return bar && bar.dataset.p === p;
+  }, [rank, p], { timeout: 10_000 });
+  let checked = 0;
+  for (const [i, chip] of chips.entries()) {
+    if (chip.rank > shown) continue;
+    await page.locator('.chip').nth(i).click();
+    await page.waitForSelector(`h2:has-text("Step ${i + 1}:")`);
+    await barOf(chip.rank, chip.p);
+    checked += 1;
+  }
+  assert.ok(checked >= 3, `${checked} chips checked`);
+  await set(page, 'temperature', 0);
+  await page.waitForFunction(() => {
+    const kept = [...document.querySelectorAll('[data-testid=bar]')].filter((b) => b.dataset.kept === 'true');
+    return kept.length === 1 && kept[0].dataset.p === '1';
+  }, null, { timeout: 10_000 });
+  await noFatal(page);
+  await page.close();
+});
+
 test('Stop stops a long generation at once', async () => {
   const page = await open('cpu');
   await set(page, 'max-tokens', 1000);

@@ -5,9 +5,11 @@
 //! a token the user picked) → history, text stream, stop strings → decode step
 //! → logits for the token after.
 
+use std::sync::Arc;
+
 use crate::generate::{Crop, Generator};
 use crate::model::{TextStream, Tokenizer};
-use crate::sample::{explain, Choice, Sampler, Settings, StopMatcher, Stopped};
+use crate::sample::{explain, Choice, Explanation, Sampler, Settings, StopMatcher, Stopped};
 use crate::{EngineError, Result, Session};
 
 /// Why a run ended.
@@ -31,6 +33,8 @@ pub struct Step {
     pub logits: Vec<f32>,
     /// (history_len) the tokens the processors saw for that choice.
     pub history_len: usize,
+    /// What the pipeline made of `logits` under the settings of the choice.
+    pub explanation: Arc<Explanation>,
     /// Text that became final with this step (may be empty: a character split
     /// over tokens, or a possible stop string, is held back until known).
     pub text: String,
@@ -235,15 +239,16 @@ impl Run {
         chosen: impl FnOnce(&Step, &[u32]),
     ) -> Result<Step> {
         let before = self.sampler.clone();
-        let choice = match forced {
+        let (choice, explanation) = match forced {
             Some(token) => self.forced_choice(token)?,
-            None => self.sampler.next(&self.logits, &self.history)?,
+            None => self.sampler.next_explained(&self.logits, &self.history)?,
         };
         let logits = std::mem::take(&mut self.logits);
         let mut step = Step {
             choice: choice.clone(),
             logits,
             history_len: self.history.len(),
+            explanation: Arc::new(explanation),
             text: String::new(),
             done: None,
             crop: None,
@@ -289,11 +294,13 @@ impl Run {
         Ok(())
     }
 
-    fn forced_choice(&self, token: u32) -> Result<Choice> {
+    fn forced_choice(&self, token: u32) -> Result<(Choice, Explanation)> {
         if token as usize >= self.logits.len() {
             return Err(EngineError::TokenOutOfRange { id: token, vocab_size: self.logits.len() });
         }
         let e = explain(&self.logits, &self.history, self.sampler.settings())?;
-        Ok(Choice { token, prob: e.final_probs()[token as usize], rank: e.rank_of(token) })
+        let choice =
+            Choice { token, prob: e.final_probs()[token as usize], rank: e.rank_of(token) };
+        Ok((choice, e))
     }
 }

@@ -5,6 +5,8 @@
 //! text [`Run`](crate::run::Run) gives alone with its seed (a test checks it):
 //! same choices, same stop rules, same context crop.
 
+use std::sync::Arc;
+
 use crate::batch::Batch;
 use crate::generate::{cropped, Crop, Generator};
 use crate::model::Tokenizer;
@@ -108,11 +110,12 @@ impl BatchRun {
                 steps.push(None);
                 continue;
             }
-            let choice = c.sampler.next(&c.logits, &c.history)?;
+            let (choice, explanation) = c.sampler.next_explained(&c.logits, &c.history)?;
             let mut step = Step {
                 choice: choice.clone(),
                 logits: std::mem::take(&mut c.logits),
                 history_len: c.history.len(),
+                explanation: Arc::new(explanation),
                 text: String::new(),
                 done: None,
                 crop: None,

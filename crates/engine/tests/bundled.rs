@@ -16,7 +16,7 @@ use decode_lab_engine::cpu::CpuSession;
 use decode_lab_engine::gpu::{GpuModel, GpuSession};
 use decode_lab_engine::model::{Model, Tokenizer};
 use decode_lab_engine::run::{Job, Run};
-use decode_lab_engine::sample::Settings;
+use decode_lab_engine::sample::{explain, Settings};
 use decode_lab_engine::{Session, Wanted};
 
 fn dir() -> PathBuf {
@@ -42,6 +42,10 @@ fn text(
         let mut run = Run::start(session, tokenizer, "ROMEO:", &job).await.unwrap();
         loop {
             let step = run.step(tokenizer, None).await.unwrap();
+            // The page shows this explanation instead of computing its own.
+            let seen = &run.history()[..step.history_len];
+            let want = explain(&step.logits, seen, &job.settings).unwrap();
+            assert_eq!(*step.explanation, want, "a step keeps what it drew from");
             out += &step.text;
             if step.done.is_some() {
                 break;

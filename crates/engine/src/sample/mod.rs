@@ -74,9 +74,19 @@ impl Sampler {
 
     /// Runs the pipeline on `logits` given the `history` of tokens so far, and draws.
     pub fn next(&mut self, logits: &[f32], history: &[u32]) -> Result<Choice> {
+        self.next_explained(logits, history).map(|(choice, _)| choice)
+    }
+
+    /// [`next`](Self::next), with the explanation it drew from: a view can
+    /// show it instead of running the pipeline a second time.
+    pub fn next_explained(
+        &mut self,
+        logits: &[f32],
+        history: &[u32],
+    ) -> Result<(Choice, Explanation)> {
         let explanation = explain(logits, history, &self.settings)?;
         let u = self.uniform();
-        Ok(explanation.draw(u))
+        Ok((explanation.draw(u), explanation))
     }
 }
 
