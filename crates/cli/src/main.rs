@@ -358,7 +358,7 @@ pub async fn open(dir: &Path, backend: Backend, weights: WeightsChoice) -> Resul
     // An f16 checkpoint held as f16 is never widened (half the memory).
     let mut model = Model::from_dir_as(dir, weights)?;
     if backend == Backend::Cpu {
-        model.weights.lift_f16(); // the same values, no subnormal operand (`Matrix::lift_f16`)
+        model.weights.use_cpu_layout(); // the same values, read faster (`Weights::use_cpu_layout`)
     }
     let model = Arc::new(model);
     Ok(match backend {

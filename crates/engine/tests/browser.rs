@@ -103,11 +103,13 @@ fn cpu_logits_are_bit_identical_to_native() {
     assert_eq!(portable_forward::forward_fingerprint(), portable_forward::FORWARD_FINGERPRINT);
 }
 
-/// The f16 fast paths in wasm (explicit SIMD128 in the head) give the bits
+/// The f16 fast paths in wasm (explicit SIMD128 in the head and the panels) give the bits
 /// of the path for any format, as natively.
 #[wasm_bindgen_test]
 fn f16_paths_equal_the_f32_path_bit_for_bit() {
     f16_paths::matmul_f16_equals_f32();
     f16_paths::lm_head_f16_equals_f32();
     f16_paths::lift_refuses_128();
+    f16_paths::matmul_in_panels_equals_f32();
+    f16_paths::panels_hold_the_matrix();
 }

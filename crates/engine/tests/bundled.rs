@@ -263,21 +263,24 @@ fn a_restarted_run_writes_what_a_fresh_run_writes() {
     }
 }
 
-/// Weights lifted for the CPU engine (`Matrix::lift_f16`) are not f16 words
-/// a GPU kernel can read: the GPU engine says so instead of computing
-/// nonsense.
+/// Weights in the CPU engine's layout (`Weights::use_cpu_layout`: lifted,
+/// the blocks in panels) are not f16 words a GPU kernel can read: the GPU
+/// engine says so instead of computing nonsense.
 #[test]
-fn the_gpu_refuses_weights_lifted_for_the_cpu_engine() {
+fn the_gpu_refuses_weights_laid_out_for_the_cpu_engine() {
     use decode_lab_engine::kernels::format::Format;
-    use decode_lab_engine::model::WeightsChoice;
+    use decode_lab_engine::model::{LayerWeights, WeightsChoice};
     let Some((ctx, _)) = gpu() else { return };
     let config = std::fs::read_to_string(dir().join("config.json")).unwrap();
     let file = std::fs::read(dir().join("model.safetensors")).unwrap();
     let choice = WeightsChoice::Exactly(Format::F16);
     let mut model = Model::from_bytes_as(&config, &file, choice).unwrap();
-    assert_eq!(model.weights.lift_f16(), 1 + 4 * model.config.n_layer);
+    model.weights.use_cpu_layout();
+    assert!(model.weights.matrices().all(|m| m.is_lifted()));
+    let in_panels = |l: &LayerWeights| l.matrices().iter().all(|m| m.f16_panels().is_some());
+    assert!(model.weights.layers.iter().all(in_panels), "the blocks are in panels");
     match pollster::block_on(GpuModel::new(ctx.clone(), Arc::new(model))) {
-        Ok(_) => panic!("a lifted model went to the GPU"),
-        Err(e) => assert!(e.to_string().contains("lifted for the CPU engine"), "{e}"),
+        Ok(_) => panic!("a model laid out for the CPU went to the GPU"),
+        Err(e) => assert!(e.to_string().contains("laid out for the CPU engine"), "{e}"),
     }
 }

@@ -53,6 +53,15 @@ fn model(n_layer: usize, untied: bool, held: Format) -> Arc<Model> {
     Arc::new(Model::from_bytes_as(&config, &file, WeightsChoice::Exactly(held)).unwrap())
 }
 
+/// `model` in the CPU worker's layout (`Weights::use_cpu_layout`: lifted,
+/// the blocks' matrices in panels, which the coworker's parts are cut from).
+fn in_cpu_layout(model: Arc<Model>) -> Arc<Model> {
+    let mut model = Arc::unwrap_or_clone(model);
+    model.weights.use_cpu_layout();
+    assert!(model.weights.layers[0].c_fc_weight.f16_panels().is_some());
+    Arc::new(model)
+}
+
 fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
 }
@@ -114,6 +123,7 @@ fn a_coworker_changes_no_logit_and_takes_every_big_product() {
         ("f16", model(2, false, Format::F16)),
         ("f32", model(2, false, Format::F32)),
         ("untied f16", model(1, true, Format::F16)),
+        ("f16 in the CPU layout", in_cpu_layout(model(2, false, Format::F16))),
     ] {
         let alone = run(&model);
         let (shared, started, still) = with_coworker(&model, usize::MAX);

@@ -27,6 +27,16 @@ fn lm_head_f16_path_equals_the_f32_path_bit_for_bit() {
 }
 
 #[test]
+fn matmul_in_panels_equals_the_f32_path_bit_for_bit() {
+    f16_paths::matmul_in_panels_equals_f32();
+}
+
+#[test]
+fn panels_hold_the_matrix_and_only_whole_ones_are_made() {
+    f16_paths::panels_hold_the_matrix();
+}
+
+#[test]
 fn a_weight_of_128_or_more_is_not_lifted() {
     f16_paths::lift_refuses_128();
 }
@@ -97,6 +107,27 @@ fn matmul_and_lm_head_give_the_same_bits_on_any_number_of_threads() {
     }
 }
 
+/// An f16 matrix in panels (the CPU worker's blocks) is split among threads
+/// at panel boundaries, each output still computed as unsplit.
+#[test]
+fn matmul_in_panels_gives_the_same_bits_on_any_number_of_threads() {
+    for (m, k, n) in [(1, 513, 1760), (5, 129, 2048)] {
+        let mut w = Matrix::new(Format::F16, k, n, Channels::Cols, &cases::random(k * n, 7));
+        assert!(w.into_panels());
+        let (x, bias) = (cases::random(m * k, 8), cases::random(n, 9));
+        let run = |threads| {
+            on_threads(threads, || {
+                let mut out = vec![0.0; m * n];
+                matmul::run_cpu(&x, &w, &bias, &mut out);
+                bits(&out)
+            })
+        };
+        let one = run(1);
+        assert_eq!(one, run(2), "panels {m}x{k}x{n}");
+        assert_eq!(one, run(3), "panels {m}x{k}x{n}");
+    }
+}
+
 /// Natively on x86-64 the twins run AVX2 copies of their loops where the CPU
 /// has it; they give the bits of the portable loops (the ones wasm runs).
 #[test]
@@ -123,6 +154,17 @@ fn avx2_loops_give_the_bits_of_the_portable_loops() {
         };
         let wide = run();
         assert_eq!(wide, parallel::without_avx2(run), "{}", format.name());
+    }
+    for (m, k, n) in [(17, 67, 256), (1, 67, 256)] {
+        let mut w = Matrix::new(Format::F16, k, n, Channels::Cols, &cases::random(k * n, 12));
+        assert!(w.into_panels());
+        let (x, bias) = (cases::random(m * k, 13), cases::random(n, 14));
+        let run = || {
+            let mut out = vec![0.0; m * n];
+            matmul::run_cpu(&x, &w, &bias, &mut out);
+            bits(&out)
+        };
+        assert_eq!(run(), parallel::without_avx2(run), "panels {m}x{k}x{n}");
     }
 }
 

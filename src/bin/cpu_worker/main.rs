@@ -123,7 +123,7 @@ mod worker {
         let model = Model::from_bytes_as(&config, &weights, WeightsChoice::Exactly(format));
         drop(weights);
         let mut model = model.map_err(|e| e.to_string())?;
-        model.weights.lift_f16(); // as the worker's host lifts its own (`Host::load`)
+        model.weights.use_cpu_layout(); // as the worker's host lays out its own (`Host::load`)
         let floats = coworker::buffer_floats(&model).map_err(|e| e.to_string())?;
         let panels = Panels::new(&model, Side::Theirs).map_err(|e| e.to_string())?;
         drop(model);

@@ -134,9 +134,9 @@ impl GpuModel {
     /// weight matrices in the format the model holds them in.
     pub async fn new(ctx: GpuContext, model: SharedModel) -> Result<Rc<GpuModel>> {
         let format = model.format();
-        if model.weights.matrices().any(Matrix::is_lifted) {
+        if model.weights.matrices().any(Matrix::cpu_only) {
             return Err(EngineError::Gpu(
-                "these weights were lifted for the CPU engine; load the model again for the GPU"
+                "these weights were laid out for the CPU engine (lifted, in panels); load the model again for the GPU"
                     .into(),
             ));
         }

@@ -6,7 +6,7 @@ use std::ops::Range;
 
 use super::f16_bits::{f16_pair_as, raw_inputs};
 use super::matrix::{split, Matrix, SHARD_ALIGN};
-use super::{coworker, parallel};
+use super::{coworker, panels, parallel};
 
 /// Mirror of the WGSL `Params`.
 #[repr(C)]
@@ -88,6 +88,13 @@ fn run_part_avx2(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut
 
 #[inline(always)]
 fn run_part_here(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
+    if let Some(words) = w.f16_panels() {
+        let (scale, k) = (w.f16_scale(), w.rows);
+        return match raw_inputs(x, scale) {
+            Some(scaled) => panels::run::<true>(&scaled, words, scale, k, c, bias, out), // (m, k) scaled
+            None => panels::run::<false>(x, words, scale, k, c, bias, out),
+        };
+    }
     let Some(words) = w.f16_words() else {
         return run_rows(x, w, c, bias, out);
     };

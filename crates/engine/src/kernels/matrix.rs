@@ -6,6 +6,7 @@ use std::ops::Range;
 
 use super::f16_bits::{f16_pair_as, lifted, F16_LIFT, F16_RAW_SCALE};
 use super::format::{channel, Channels, Format, GROUP};
+use super::panels::{self, PANEL};
 
 /// `row`'s even then odd elements into `halves` (the layout of an f16 row's
 /// two halves, [`f16_pair_as`]).
@@ -32,6 +33,8 @@ pub struct Matrix {
     scales: Vec<f32>, // (format.scale_count) empty for f32 and f16
     /// f16 words whose exponents were raised by [`F16_LIFT`] ([`Matrix::lift_f16`]).
     lifted: bool,
+    /// f16 words in column panels ([`Matrix::into_panels`]), not row-major.
+    panels: bool,
 }
 
 impl Matrix {
@@ -57,7 +60,7 @@ impl Matrix {
         words: Vec<u32>,
         scales: Vec<f32>,
     ) -> Matrix {
-        Matrix { format, rows, cols, channels, words, scales, lifted: false }
+        Matrix { format, rows, cols, channels, words, scales, lifted: false, panels: false }
     }
 
     /// An f32 matrix that takes `values` over (no copy).
@@ -95,6 +98,11 @@ impl Matrix {
 
     /// Element `i` (row-major) as the kernels compute with it.
     pub fn get(&self, i: usize) -> f32 {
+        if self.panels {
+            let (word, high) = panels::locate(i / self.cols, i % self.cols, self.rows);
+            let (lo, hi) = f16_pair_as::<false>(self.words[word], self.f16_scale());
+            return if high { hi } else { lo };
+        }
         if self.lifted {
             let (lo, hi) = f16_pair_as::<false>(self.words[i / 2], self.f16_scale());
             return if i.is_multiple_of(2) { lo } else { hi };
@@ -140,6 +148,35 @@ impl Matrix {
         self.lifted
     }
 
+    /// Lays an f16 matrix's words out in column panels ([`panels`]): the
+    /// CPU engine's decode step then reads it as one stream. The values are
+    /// the same ([`get`](Self::get)); the GPU, which reads row-major words,
+    /// refuses it. False (nothing changed) unless the matrix is f16, row-major,
+    /// and its columns a whole number of panels (at least one row).
+    pub fn into_panels(&mut self) -> bool {
+        if self.format != Format::F16
+            || self.panels
+            || self.cols == 0
+            || !self.cols.is_multiple_of(PANEL)
+        {
+            return false;
+        }
+        self.words = panels::from_rows(&self.words, self.rows, self.cols);
+        self.panels = true;
+        true
+    }
+
+    /// The words of an f16 matrix in column panels (`None` when row-major).
+    pub fn f16_panels(&self) -> Option<&[u32]> {
+        self.panels.then_some(&self.words)
+    }
+
+    /// Whether the words are in a layout only the CPU engine reads (lifted
+    /// or in panels): the GPU engine refuses such a matrix.
+    pub fn cpu_only(&self) -> bool {
+        self.lifted || self.panels
+    }
+
     /// Every element as f32.
     pub fn to_f32(&self) -> Vec<f32> {
         match self.as_f32() {
@@ -159,7 +196,8 @@ impl Matrix {
     /// keeping even and odd columns apart instead of interleaving them per
     /// element (which the compiler does not vectorise).
     pub fn f16_words(&self) -> Option<&[u32]> {
-        (self.format == Format::F16 && self.cols.is_multiple_of(2)).then_some(&self.words)
+        let rows = self.format == Format::F16 && !self.panels;
+        (rows && self.cols.is_multiple_of(2)).then_some(&self.words)
     }
 
     /// Row `r` as f32: borrowed for f32, else unpacked into `buf` (the CPU
@@ -190,7 +228,7 @@ impl Matrix {
     fn unpack_words(&self, r: usize, c0: usize, buf: &mut [f32]) -> bool {
         let (start, per) = (r * self.cols + c0, self.format.per_word());
         let group = if self.format == Format::Int4 { GROUP } else { per };
-        if !start.is_multiple_of(group) || !buf.len().is_multiple_of(per) {
+        if self.panels || !start.is_multiple_of(group) || !buf.len().is_multiple_of(per) {
             return false;
         }
         let words = &self.words[start / per..][..buf.len() / per];
@@ -247,7 +285,7 @@ impl Matrix {
         let start = r * self.cols + c0;
         let ch = |c: usize| if self.channels == Channels::Rows { r } else { c0 + c };
         for (c, o) in buf.iter_mut().enumerate() {
-            *o = match self.lifted {
+            *o = match self.lifted || self.panels {
                 true => self.get(start + c),
                 false => self.format.load(&self.words, &self.scales, start + c, ch(c)),
             };
@@ -291,6 +329,7 @@ impl Matrix {
     /// vocabulary rows).
     pub fn shard(&self, r0: usize, r1: usize) -> Matrix {
         assert!(r0.is_multiple_of(SHARD_ALIGN) && r0 < r1 && r1 <= self.rows);
+        assert!(!self.panels, "a matrix in panels is split by columns");
         assert_eq!(self.channels, Channels::Rows, "only row channels are split by rows");
         let (start, end) = (r0 * self.cols, r1 * self.cols);
         let per = self.format.per_word();
@@ -308,6 +347,7 @@ impl Matrix {
     pub fn column_step(&self) -> Option<usize> {
         match self.format {
             Format::F32 => Some(1),
+            Format::F16 if self.panels => Some(PANEL),
             Format::F16 if self.cols.is_multiple_of(2) => Some(2),
             _ => None,
         }
@@ -319,6 +359,10 @@ impl Matrix {
     pub fn columns(&self, c: Range<usize>) -> Option<Matrix> {
         let per =
             self.column_step().filter(|&p| c.start.is_multiple_of(p) && c.end.is_multiple_of(p))?;
+        if self.panels {
+            let words = panels::columns(&self.words, self.rows, c.clone()).to_vec();
+            return Some(Matrix { words, scales: Vec::new(), cols: c.len(), ..*self });
+        }
         let row = |r: usize| &self.words[(r * self.cols + c.start) / per..][..c.len() / per];
         let words = (0..self.rows).flat_map(row).copied().collect();
         Some(Matrix { words, scales: Vec::new(), cols: c.len(), ..*self })

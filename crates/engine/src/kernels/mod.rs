@@ -18,6 +18,7 @@ pub mod ln_qkv;
 pub mod matmul;
 pub mod matrix;
 pub mod matvec_residual;
+pub mod panels;
 pub mod parallel;
 pub mod residual_add;
 

@@ -90,20 +90,30 @@ impl Weights {
         std::iter::once(("wte.weight".to_string(), &self.wte)).chain(layers).chain(head).collect()
     }
 
-    /// Every f16 matrix lifted for the CPU engine ([`Matrix::lift_f16`]:
-    /// the same values, no subnormal operand in its products); returns how
-    /// many were. The GPU engine refuses lifted weights.
-    pub fn lift_f16(&mut self) -> usize {
-        let layers = self.layers.iter_mut().flat_map(|l| {
-            [
-                &mut l.c_attn_weight,
-                &mut l.attn_proj_weight,
-                &mut l.c_fc_weight,
-                &mut l.mlp_proj_weight,
-            ]
-        });
-        let all = std::iter::once(&mut self.wte).chain(layers).chain(self.lm_head.as_mut());
-        all.map(|m| usize::from(m.lift_f16())).sum()
+    /// The CPU engine's layout, for weights that never go to a GPU (the CPU
+    /// worker, the CLI's CPU backend): every f16 matrix lifted
+    /// ([`Matrix::lift_f16`]: the same values, no subnormal operand in its
+    /// products) and the blocks' matrices in column panels
+    /// ([`Matrix::into_panels`]: a decode step streams each one). The numbers
+    /// are those of the loaded weights, bit for bit. The GPU engine refuses
+    /// weights in this layout.
+    pub fn use_cpu_layout(&mut self) {
+        for layer in &mut self.layers {
+            let blocks = [
+                &mut layer.c_attn_weight,
+                &mut layer.attn_proj_weight,
+                &mut layer.c_fc_weight,
+                &mut layer.mlp_proj_weight,
+            ];
+            for m in blocks {
+                m.lift_f16();
+                m.into_panels();
+            }
+        }
+        self.wte.lift_f16();
+        if let Some(head) = &mut self.lm_head {
+            head.lift_f16();
+        }
     }
 
     /// The format the matrices are stored in.

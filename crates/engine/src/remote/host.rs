@@ -30,12 +30,12 @@ pub struct Host {
 impl Host {
     /// The model from its files, with the matrices in `format`: the same
     /// steps as the page's load, so both hold the very same weight values
-    /// (f16 matrices lifted, [`Matrix::lift_f16`](crate::kernels::matrix::Matrix::lift_f16):
+    /// (in the CPU engine's layout, [`Weights::use_cpu_layout`](crate::model::Weights::use_cpu_layout):
     /// the same values, read faster).
     pub fn load(config_json: &str, safetensors: &[u8], format: Format) -> Result<Host> {
         let mut model =
             Model::from_bytes_as(config_json, safetensors, WeightsChoice::Exactly(format))?;
-        model.weights.lift_f16(); // this model never goes to a GPU
+        model.weights.use_cpu_layout(); // this model never goes to a GPU
         Ok(Host::new(Arc::new(model)))
     }
 

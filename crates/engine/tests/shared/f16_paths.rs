@@ -116,3 +116,50 @@ pub fn lm_head_f16_equals_f32() {
         }
     }
 }
+
+/// `matmul` with an f16 matrix in column panels (the CPU worker's layout of
+/// the blocks' matrices) gives the bits of the same values in f32: decode
+/// steps (one row of x), prefills (a panel widened 64 rows at a time: k
+/// past one and two such blocks), lifted or not, inputs scaled or widened.
+pub fn matmul_in_panels_equals_f32() {
+    for m in [1, 2, 17] {
+        for k in [1, 3, 63, 65, 130] {
+            for n in [32, 64, 160] {
+                for lift in [false, true] {
+                    let (mut w16, w32) = pair_as(k, n, Channels::Cols, (m * k + n) as u64, lift);
+                    assert!(w16.into_panels() && w16.f16_panels().is_some());
+                    assert_eq!(bits(&w16.to_f32()), bits(&w32.to_f32()), "panels keep every value");
+                    let bias = cases::random(n, 6);
+                    for x in inputs(m * k, 7) {
+                        let (mut a, mut b) = (vec![0.0; m * n], vec![0.0; m * n]);
+                        matmul::run_cpu(&x, &w16, &bias, &mut a);
+                        matmul::run_cpu(&x, &w32, &bias, &mut b);
+                        let what = format!("m {m} k {k} n {n} lift {lift} x[0] {}", x[0]);
+                        assert_eq!(bits(&a), bits(&b), "{what}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Only an f16 matrix of whole panels (32 columns) is laid out in panels,
+/// once; its columns cut at panel boundaries are panels of the same values.
+pub fn panels_hold_the_matrix() {
+    let values = cases::random(5 * 96, 8);
+    let rows = Matrix::new(Format::F16, 5, 96, Channels::Cols, &values);
+    let mut p = rows.clone();
+    assert!(p.into_panels() && !p.into_panels(), "laid out once");
+    assert!(p.f16_words().is_none(), "no row-major words to misread");
+    assert!(p.cpu_only() && !rows.cpu_only());
+    for c in [0..32, 32..96, 0..96] {
+        let (cut, want) = (p.columns(c.clone()).unwrap(), rows.columns(c.clone()).unwrap());
+        assert!(cut.f16_panels().is_some());
+        assert_eq!(bits(&cut.to_f32()), bits(&want.to_f32()), "columns {c:?}");
+    }
+    assert!(p.columns(16..48).is_none(), "not at a panel boundary");
+    for (format, cols) in [(Format::F16, 48), (Format::F32, 64), (Format::Int8, 64)] {
+        let mut m = Matrix::new(format, 3, cols, Channels::Cols, &cases::random(3 * cols, 9));
+        assert!(!m.into_panels(), "{} with {cols} columns", format.name());
+    }
+}

@@ -1,0 +1,238 @@
+//! The CPU engine's layout of an f16 block matrix: column panels. Where
+//! `matmul`'s row-major path streams eight rows of `w` at once and loads and
+//! stores each output once per eight products, a panel holds [`PANEL`]
+//! columns of every row one after another, so a decode step reads the
+//! matrix as one sequential stream and keeps a panel's outputs in registers
+//! for all of k (in SIMD128 and SSE, 20–27 % faster on a 124M-shaped matrix:
+//! memory traffic, not arithmetic, bounded the row-major loop). Each output
+//! still sums its k products one by one in order after its bias, so the
+//! numbers are the row-major path's bit for bit.
+//!
+//! Layout of a `(k, n)` matrix's words (`n` a multiple of [`PANEL`]):
+//! `(n / PANEL, k, PANEL / 2)`: panel `p`, row `r`, word `i` holds columns
+//! `PANEL · p + 2i` (low half) and `+ 1` (high half), the words row-major
+//! order holds at `(r · n + PANEL · p) / 2 + i`.
+
+use std::ops::Range;
+
+use super::f16_bits::f16_pair_as;
+
+/// Columns per panel: a multiple of [`SHARD_ALIGN`](super::matrix::SHARD_ALIGN)'s
+/// divisors that threads and the coworker split at (32), so every part
+/// of a product is whole panels.
+pub const PANEL: usize = 32;
+
+/// Words of one row of a panel (two f16 values per word).
+const ROW: usize = PANEL / 2;
+
+/// Row-major f16 words of a `(k, n)` matrix (`(k, n / 2)`) in panels.
+pub fn from_rows(words: &[u32], k: usize, n: usize) -> Vec<u32> {
+    let half = n / 2;
+    let mut panels = Vec::with_capacity(words.len());
+    for p in 0..n / PANEL {
+        for r in 0..k {
+            panels.extend_from_slice(&words[r * half + p * ROW..][..ROW]);
+        }
+    }
+    panels
+}
+
+/// Where element `(r, c)` of a `(k, n)` matrix in panels is: its word, and
+/// whether it is the word's high half.
+pub fn locate(r: usize, c: usize, k: usize) -> (usize, bool) {
+    let (p, j) = (c / PANEL, c % PANEL);
+    ((p * k + r) * ROW + j / 2, j % 2 == 1)
+}
+
+/// The words of columns `c` (whole panels) of a `(k, n)` matrix in panels.
+pub fn columns(words: &[u32], k: usize, c: Range<usize>) -> &[u32] {
+    &words[c.start / PANEL * k * ROW..c.end / PANEL * k * ROW]
+}
+
+/// `out = x @ w + bias` for columns `c` of a `(k, n)` f16 matrix in panels
+/// (`c` whole panels; `bias` and `out` hold only those columns: `(c.len())`,
+/// `(m, c.len())`). `RAW`: x is scaled by `scale` and the weights are read
+/// raw, as [`matmul`](super::matmul)'s row-major path does.
+#[inline(always)]
+pub fn run<const RAW: bool>(
+    x: &[f32], // (m, k)
+    words: &[u32],
+    scale: f32,
+    k: usize,
+    c: Range<usize>,
+    bias: &[f32],
+    out: &mut [f32],
+) {
+    let width = c.len();
+    let panels = columns(words, k, c).chunks_exact(k * ROW);
+    let biases = bias.chunks_exact(PANEL);
+    if x.len() == k {
+        // A decode step: each weight is read once, straight into the sums.
+        for ((panel, b), o) in panels.zip(biases).zip(out.chunks_exact_mut(PANEL)) {
+            interleave(&add_words::<RAW>(start(b), x, panel, scale), o);
+        }
+        return;
+    }
+    // A prefill: each panel widened a block of rows at a time (in L1), and
+    // every row of x through the block, its sums carried from block to block.
+    let mut wide = vec![[[0.0; ROW]; 2]; K_BLOCK.min(k)]; // (K_BLOCK, 2, ROW) halves apart
+    let mut sums = vec![[[0.0; ROW]; 2]; x.len() / k]; // (m, 2, ROW) one panel's outputs
+    for (p, (panel, b)) in panels.zip(biases).enumerate() {
+        sums.fill(start(b));
+        for (kb, block) in panel.chunks(K_BLOCK * ROW).enumerate() {
+            for (w, r) in wide.iter_mut().zip(block.chunks_exact(ROW)) {
+                *w = widen::<RAW>(words_of(r), scale);
+            }
+            let rows = &wide[..block.len() / ROW];
+            for (s, xr) in sums.iter_mut().zip(x.chunks_exact(k)) {
+                *s = add_wide(*s, &xr[kb * K_BLOCK..][..rows.len()], rows);
+            }
+        }
+        for (s, or) in sums.iter().zip(out.chunks_exact_mut(width)) {
+            interleave(s, &mut or[p * PANEL..][..PANEL]);
+        }
+    }
+}
+
+/// Rows of a panel a prefill widens at a time: 8 KB of f32, which stay in
+/// L1 while every row of x goes through them.
+const K_BLOCK: usize = 64;
+
+/// A panel's bias, halves apart: where its sums start.
+#[inline(always)]
+fn start(bias: &[f32]) -> [[f32; ROW]; 2] {
+    let mut sums = [[0.0; ROW]; 2];
+    for (i, b) in bias.chunks_exact(2).enumerate() {
+        (sums[0][i], sums[1][i]) = (b[0], b[1]);
+    }
+    sums
+}
+
+/// Sums of a panel's outputs, halves apart: `[even columns, odd columns]`.
+type Sums = [[f32; ROW]; 2];
+
+/// `sums` plus each row's products, in order, the rows of the panel
+/// (`panel`: `(x.len(), ROW)` words) widened as they are read.
+#[inline(always)]
+fn add_words<const RAW: bool>(sums: Sums, x: &[f32], panel: &[u32], scale: f32) -> Sums {
+    #[cfg(target_arch = "wasm32")]
+    return simd128::add_words::<RAW>(sums, x, panel, scale);
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let rows = panel.chunks_exact(ROW).map(|r| widen::<RAW>(words_of(r), scale));
+        add_rows(sums, x, rows)
+    }
+}
+
+/// `sums` plus each row's products, in order (`rows`: widened panel rows).
+#[inline(always)]
+fn add_wide(sums: Sums, x: &[f32], rows: &[Sums]) -> Sums {
+    #[cfg(target_arch = "wasm32")]
+    return simd128::add_wide(sums, x, rows);
+    #[cfg(not(target_arch = "wasm32"))]
+    add_rows(sums, x, rows.iter().copied())
+}
+
+/// The portable loop (the compiler vectorises it natively, AVX2 included).
+#[cfg(not(target_arch = "wasm32"))]
+#[inline(always)]
+fn add_rows(mut sums: Sums, x: &[f32], rows: impl Iterator<Item = Sums>) -> Sums {
+    for ([lo, hi], &xv) in rows.zip(x) {
+        for i in 0..ROW {
+            sums[0][i] += xv * lo[i];
+            sums[1][i] += xv * hi[i];
+        }
+    }
+    sums
+}
+
+/// The same loops in SIMD128 intrinsics: the compiler's own code for the
+/// portable loop kept the sums in memory and ran at half the row-major
+/// path's speed in V8.
+#[cfg(target_arch = "wasm32")]
+mod simd128 {
+    use core::arch::wasm32::*;
+
+    use super::{Sums, ROW};
+
+    /// Four vectors of a panel's eight outputs of one half.
+    type Half = [v128; ROW / 4];
+
+    fn load(s: &Sums) -> [Half; 2] {
+        s.map(|h| {
+            std::array::from_fn(|q| f32x4(h[4 * q], h[4 * q + 1], h[4 * q + 2], h[4 * q + 3]))
+        })
+    }
+
+    fn store(v: [Half; 2]) -> Sums {
+        v.map(|h| {
+            std::array::from_fn(|i| {
+                let v = h[i / 4];
+                match i % 4 {
+                    0 => f32x4_extract_lane::<0>(v),
+                    1 => f32x4_extract_lane::<1>(v),
+                    2 => f32x4_extract_lane::<2>(v),
+                    _ => f32x4_extract_lane::<3>(v),
+                }
+            })
+        })
+    }
+
+    #[inline(always)]
+    pub fn add_words<const RAW: bool>(sums: Sums, x: &[f32], panel: &[u32], scale: f32) -> Sums {
+        let keep = u32x4_splat(0x8fff_e000);
+        let rescale = f32x4_splat(scale);
+        let [mut even, mut odd] = load(&sums);
+        for (row, &xv) in panel.chunks_exact(ROW).zip(x) {
+            let xs = f32x4_splat(xv);
+            for q in 0..ROW / 4 {
+                let w = u32x4(row[4 * q], row[4 * q + 1], row[4 * q + 2], row[4 * q + 3]);
+                let mut lo = v128_and(i32x4_shr(i32x4_shl(w, 16), 3), keep);
+                let mut hi = v128_and(i32x4_shr(w, 3), keep);
+                if !RAW {
+                    (lo, hi) = (f32x4_mul(lo, rescale), f32x4_mul(hi, rescale));
+                }
+                even[q] = f32x4_add(even[q], f32x4_mul(xs, lo));
+                odd[q] = f32x4_add(odd[q], f32x4_mul(xs, hi));
+            }
+        }
+        store([even, odd])
+    }
+
+    #[inline(always)]
+    pub fn add_wide(sums: Sums, x: &[f32], rows: &[Sums]) -> Sums {
+        let [mut even, mut odd] = load(&sums);
+        for (row, &xv) in rows.iter().zip(x) {
+            let xs = f32x4_splat(xv);
+            let [lo, hi] = load(row);
+            for q in 0..ROW / 4 {
+                even[q] = f32x4_add(even[q], f32x4_mul(xs, lo[q]));
+                odd[q] = f32x4_add(odd[q], f32x4_mul(xs, hi[q]));
+            }
+        }
+        store([even, odd])
+    }
+}
+
+/// A panel row's values, even columns then odd ([`f16_pair_as`]).
+#[inline(always)]
+fn widen<const RAW: bool>(row: &[u32; ROW], scale: f32) -> [[f32; ROW]; 2] {
+    let mut halves = [[0.0; ROW]; 2];
+    for (i, &w) in row.iter().enumerate() {
+        (halves[0][i], halves[1][i]) = f16_pair_as::<RAW>(w, scale);
+    }
+    halves
+}
+
+#[inline(always)]
+fn words_of(row: &[u32]) -> &[u32; ROW] {
+    row.try_into().expect("panel rows are ROW words (chunks_exact)")
+}
+
+/// A panel's sums back in column order.
+#[inline(always)]
+fn interleave([even, odd]: &[[f32; ROW]; 2], out: &mut [f32]) {
+    for ((o, &e), &d) in out.chunks_exact_mut(2).zip(even).zip(odd) {
+        (o[0], o[1]) = (e, d);
+    }
+}
