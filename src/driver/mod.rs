@@ -14,6 +14,7 @@ use crate::lab::{Backend, Lab};
 use crate::loader::yield_to_browser;
 use crate::registry::Controls;
 
+mod draw;
 mod step;
 
 /// One generated token as the output shows it.
@@ -67,6 +68,8 @@ pub struct Driver {
     unfinished: StoredValue<bool>,
     /// Every finished generation, oldest first ("same seed, same text").
     pub runs: RwSignal<Vec<RunRecord>>,
+    /// What a running job changed that the views have not drawn yet (`draw.rs`).
+    unshown: StoredValue<draw::Unshown>,
 }
 
 /// One finished generation: what produced it and what it said.
@@ -96,6 +99,7 @@ impl Driver {
             run_from: StoredValue::new(0),
             unfinished: StoredValue::new(false),
             runs: RwSignal::new(Vec::new()),
+            unshown: StoredValue::new(draw::Unshown::default()),
         }
     }
 
@@ -141,7 +145,7 @@ impl Driver {
         };
         let session = self.lab.with_value(|l| l.session())?;
         let switched = run.switch_session(session).await.map_err(|e| e.to_string());
-        self.next.set(Some(step::input_of(&run)));
+        self.change_next(step::input_of(&run));
         self.run.set_value(Some(run));
         switched
     }
@@ -195,7 +199,7 @@ impl Driver {
             let done = self.step(None).await?;
             steps += 1;
             let secs = started.elapsed().as_secs_f64();
-            self.stats.update(|s| s.tokens_per_s = steps as f64 / secs.max(1e-9));
+            self.change_stats(|s| s.tokens_per_s = steps as f64 / secs.max(1e-9));
             if done.is_some() {
                 break;
             }
@@ -270,6 +274,7 @@ impl Driver {
             if let Err(e) = job(self).await {
                 self.error.set(Some(e));
             }
+            self.draw_job_end();
             self.generating.set(false);
         });
     }

@@ -44,13 +44,14 @@ impl Driver {
             self.notice.set(Some(crop_notice("the prompt is longer than the context", crop)));
         }
         let stats = run.session().last_stats();
-        self.stats.set(Stats {
+        let stats = Stats {
             prefill_ms: stats.wall_ms,
             prompt_tokens: stats.tokens,
             n_positions: run.session().config().n_positions,
             ..self.stats_of(&run)
-        });
-        self.next.set(Some(input_of(&run)));
+        };
+        self.change_stats(|s| *s = stats);
+        self.change_next(input_of(&run));
         self.run.set_value(Some(run));
         Ok(())
     }
@@ -75,10 +76,10 @@ impl Driver {
             if let Some(crop) = run.prompt_crop {
                 self.notice.set(Some(crop_notice("the prompt is longer than the context", crop)));
             }
-            self.stats.update(|s| {
+            self.change_stats(|s| {
                 (s.context, s.kv_bytes) = (run.context_len(), run.session().kv_bytes_in_use())
             });
-            self.next.set(Some(input_of(&run)));
+            self.change_next(input_of(&run));
         }
         self.run.set_value(Some(run));
         restarted
@@ -105,7 +106,7 @@ impl Driver {
             let (pending, shown) = (pending.clone(), shown.clone());
             leptos::task::spawn_local(async move {
                 if let Some(chip) = pending.take() {
-                    self.chips.update(|c| c.push(chip));
+                    self.change_chips(|c| c.push(chip));
                     shown.set(true);
                 }
             });
@@ -119,7 +120,7 @@ impl Driver {
             Ok(step) => step,
             Err(e) => {
                 if shown.get() {
-                    self.chips.update(|c| {
+                    self.change_chips(|c| {
                         c.pop();
                     });
                 }
@@ -128,7 +129,7 @@ impl Driver {
             }
         };
         if let Some(chip) = unshown {
-            self.chips.update(|c| c.push(chip));
+            self.change_chips(|c| c.push(chip));
         }
         if step.done == Some(Done::Stop) {
             self.hide_stop_string();
@@ -138,13 +139,13 @@ impl Driver {
         }
         let last = run.session().last_stats();
         let remote = matches!(run.session(), engine::Session::Remote(_));
-        self.stats.update(|s| {
+        self.change_stats(|s| {
             s.decode_ms = last.wall_ms;
             s.workers = remote.then_some(1 + usize::from(last.coworker));
             s.context = run.context_len();
             s.kv_bytes = run.session().kv_bytes_in_use();
         });
-        self.next.set(Some(input_of(&run)));
+        self.change_next(input_of(&run));
         self.run.set_value(Some(run));
         Ok(step.done)
     }
@@ -155,7 +156,7 @@ impl Driver {
     fn hide_stop_string(self) {
         let stops = self.controls.job_untracked().stop;
         let from = self.run_from.get_value();
-        self.chips.update(|chips| {
+        self.change_chips(|chips| {
             let text: String =
                 chips[from.min(chips.len())..].iter().map(|c| c.text.as_str()).collect();
             let Some(at) = stops.iter().filter_map(|s| text.find(s.as_str())).min() else {

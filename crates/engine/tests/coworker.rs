@@ -170,8 +170,9 @@ fn only_big_f32_and_f16_products_are_shared_and_the_refusals_say_why() {
 /// bit for bit all along.
 #[test]
 fn the_worker_tries_its_coworker_then_keeps_the_faster_way_with_the_same_logits() {
-    use decode_lab_engine::remote::pace::TRIALS;
+    use decode_lab_engine::remote::pace::{TRIALS, WARM_UP};
     use decode_lab_engine::remote::wire::{Reply, Request};
+    let trial = 2 * (WARM_UP + TRIALS); // decode steps alternating
     use decode_lab_engine::remote::Host;
     let model = model(2, false, Format::F32);
     let steps = |host: &mut Host| -> Vec<(Vec<u32>, bool)> {
@@ -184,7 +185,7 @@ fn the_worker_tries_its_coworker_then_keeps_the_faster_way_with_the_same_logits(
             look: Default::default(),
         };
         host.handle(prefill).unwrap();
-        (0..2 * TRIALS + 4)
+        (0..trial + 4)
             .map(|i| {
                 let answer = host.handle(Request::Decode { id: 1, token: i as u32 * 31 }).unwrap();
                 let Reply::Logits { stats } = answer.reply else { panic!("{:?}", answer.reply) };
@@ -200,10 +201,10 @@ fn the_worker_tries_its_coworker_then_keeps_the_faster_way_with_the_same_logits(
     for (i, ((a, was_with), (p, with))) in alone.iter().zip(&paced).enumerate() {
         assert_eq!(a, p, "decode step {i}: the same logits");
         assert!(!was_with, "no coworker, none used");
-        if i < 2 * TRIALS {
+        if i < trial {
             assert_eq!(*with, i % 2 == 0, "step {i} of the trial");
         }
     }
-    let kept: Vec<bool> = paced[2 * TRIALS..].iter().map(|(_, with)| *with).collect();
+    let kept: Vec<bool> = paced[trial..].iter().map(|(_, with)| *with).collect();
     assert!(kept.iter().all(|w| *w == kept[0]), "one way kept after the trial: {kept:?}");
 }

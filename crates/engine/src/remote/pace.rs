@@ -9,11 +9,17 @@
 /// Decode steps timed each way before the choice.
 pub const TRIALS: usize = 6;
 
+/// Steps of each way run before the timed ones and not counted: a
+/// worker's first products run code the browser has not optimised yet
+/// (seen: the coworker's first two shared steps took 23–26 ms, its later
+/// ones 12–17, against 15–16 alone), which would decide for one worker.
+pub const WARM_UP: usize = 2;
+
 /// The trial and, once made, the choice.
 #[derive(Debug, Default, Clone)]
 pub struct Pace {
-    with: Vec<f64>,    // (≤ TRIALS) ms per step with the coworker
-    without: Vec<f64>, // (≤ TRIALS) ms per step alone
+    with: Vec<f64>,    // (≤ WARM_UP + TRIALS) ms per step with the coworker
+    without: Vec<f64>, // (≤ WARM_UP + TRIALS) ms per step alone
     choice: Option<bool>,
 }
 
@@ -25,15 +31,17 @@ impl Pace {
     }
 
     /// A decode step ran `with` the coworker or not, in `ms`: the choice is
-    /// made when both ways have [`TRIALS`] steps (the median of each, so a
-    /// step the machine delayed does not decide it).
+    /// made when both ways have [`TRIALS`] steps after their [`WARM_UP`]
+    /// (the median of each, so a step the machine delayed does not decide it).
     pub fn record(&mut self, with: bool, ms: f64) {
         if self.choice.is_some() {
             return;
         }
         let times = if with { &mut self.with } else { &mut self.without };
         times.push(ms);
-        if self.with.len() >= TRIALS && self.without.len() >= TRIALS {
+        let timed = |t: &[f64]| t.len() >= WARM_UP + TRIALS;
+        if timed(&self.with) && timed(&self.without) {
+            let median = |t: &[f64]| median(&t[WARM_UP..]);
             self.choice = Some(median(&self.with) < median(&self.without));
         }
     }
@@ -66,17 +74,28 @@ mod tests {
         pace
     }
 
+    /// `times` after [`WARM_UP`] steps of `warm` ms.
+    fn warmed(warm: f64, times: &[f64]) -> Vec<f64> {
+        [vec![warm; WARM_UP], times.to_vec()].concat()
+    }
+
     #[test]
     fn the_faster_way_is_kept_by_median_and_alternated_until_then() {
         // One slow outlier with the coworker does not decide it.
-        let fast_with = trial(&[10.0, 10.0, 90.0, 10.0, 10.0, 10.0], &[15.0; TRIALS]);
+        let with = warmed(10.0, &[10.0, 10.0, 90.0, 10.0, 10.0, 10.0]);
+        let fast_with = trial(&with, &warmed(15.0, &[15.0; TRIALS]));
         assert_eq!(fast_with.choice(), Some(true));
         assert!(fast_with.next_with());
-        let slow_with = trial(&[18.0; TRIALS], &[15.0, 15.0, 15.0, 1.0, 15.0, 15.0]);
+        let without = warmed(15.0, &[15.0, 15.0, 15.0, 1.0, 15.0, 15.0]);
+        let slow_with = trial(&warmed(18.0, &[18.0; TRIALS]), &without);
         assert_eq!(slow_with.choice(), Some(false));
         assert!(!slow_with.next_with());
         // A tie keeps one thread (no waits for nothing).
-        assert_eq!(trial(&[15.0; TRIALS], &[15.0; TRIALS]).choice(), Some(false));
+        let tie = trial(&warmed(15.0, &[15.0; TRIALS]), &warmed(15.0, &[15.0; TRIALS]));
+        assert_eq!(tie.choice(), Some(false));
+        // Slow first steps (code not yet optimised) are not counted.
+        let cold_with = trial(&warmed(26.0, &[12.0; TRIALS]), &warmed(15.0, &[15.0; TRIALS]));
+        assert_eq!(cold_with.choice(), Some(true));
         // The trial alternates, starting with the coworker.
         let mut pace = Pace::default();
         let ways: Vec<bool> = (0..4)
