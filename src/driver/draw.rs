@@ -7,6 +7,12 @@
 //! worker's coworker computes on. A job's first chip is drawn at once (the
 //! first token shows as soon as it is chosen), and everything when the job
 //! ends.
+//!
+//! Redraws follow the steps: a step's changes come just before and just
+//! after it hands its token to the worker, so a redraw due then runs its
+//! effects while the worker computes, not when its answer arrives (where it
+//! would delay the next step). A timer draws what waits only when no step
+//! comes for [`FALLBACK_MS`] (a model slower than that per token).
 
 use leptos::prelude::*;
 use wasm_bindgen::prelude::*;
@@ -16,6 +22,9 @@ use crate::distribution::StepInput;
 
 /// The shortest time between two redraws while a job runs: 20 a second.
 const DRAW_MS: f64 = 50.0;
+
+/// How long a change waits for a step to draw it before a timer does.
+const FALLBACK_MS: f64 = 100.0;
 
 /// What a job changed that the views have not been told of, and when they
 /// last were.
@@ -27,8 +36,8 @@ pub(super) struct Unshown {
     /// A chip was drawn since the job started.
     chip_drawn: bool,
     last: Option<web_time::Instant>,
-    /// A redraw is already due (a timer is set).
-    due: bool,
+    /// The fallback timer, while one is set.
+    timer: Option<i32>,
 }
 
 impl Driver {
@@ -54,28 +63,31 @@ impl Driver {
     }
 
     /// Draws now when no job runs, when a job's first chip waits, or when
-    /// the last redraw is [`DRAW_MS`] old; else once it is.
+    /// the last redraw is [`DRAW_MS`] old; else sets the fallback timer.
     fn draw_soon(self) {
-        let (now, wait) = self.unshown.with_value(|u| {
+        let (now, timer) = self.unshown.with_value(|u| {
             let first_chip = u.chips && !u.chip_drawn;
             let age = u.last.map_or(f64::INFINITY, |t| t.elapsed().as_secs_f64() * 1e3);
             let now = !self.generating.get_untracked() || first_chip || age >= DRAW_MS;
-            (now, (!u.due).then_some(DRAW_MS - age))
+            (now, u.timer.is_none().then_some(FALLBACK_MS - age))
         });
         if now {
             return self.draw();
         }
-        let Some(wait) = wait else { return };
-        let later = Closure::once_into_js(move || self.draw());
+        let Some(wait) = timer else { return };
+        let later = Closure::once_into_js(move || {
+            self.unshown.update_value(|u| u.timer = None);
+            self.draw();
+        });
         let set = web_sys::window().and_then(|w| {
             w.set_timeout_with_callback_and_timeout_and_arguments_0(
                 later.unchecked_ref(),
-                wait.ceil() as i32,
+                wait.max(0.0).ceil() as i32,
             )
             .ok()
         });
         match set {
-            Some(_) => self.unshown.update_value(|u| u.due = true),
+            Some(handle) => self.unshown.update_value(|u| u.timer = Some(handle)),
             None => self.draw(), // no timer to wait for: draw now
         }
     }
@@ -88,6 +100,9 @@ impl Driver {
             now.chip_drawn = u.chip_drawn || u.chips;
             now.last = Some(web_time::Instant::now());
         });
+        if let (Some(timer), Some(w)) = (u.timer, web_sys::window()) {
+            w.clear_timeout_with_handle(timer); // nothing left for it to draw
+        }
         if u.chips {
             self.chips.notify();
         }

@@ -1,7 +1,8 @@
 //! The playground's state and the async loop that drives the model: start a
 //! run from the prompt (prefill), step it (choose → show → decode: `step.rs`), stream
-//! steps into signals, yield to the browser between tokens so the page never
-//! freezes, stop at once when asked. The run (GPU buffers, not `Send`) lives in
+//! steps into signals (drawn at most every 50 ms while a job runs: `draw.rs`),
+//! yield to the browser between tokens so the page never freezes, stop at
+//! once when asked. The run (GPU buffers, not `Send`) lives in
 //! local storage and is taken out while a step awaits.
 
 use contract::Control;

@@ -37,7 +37,7 @@ async function ours(base) {
   if (await page.$('[data-testid=confirm-yes]')) await page.click('[data-testid=confirm-yes]');
   await page.waitForSelector('[data-testid=bar]', { timeout: 600_000 });
   const workers = await page.getAttribute('[data-testid=backend]', 'data-cpu-workers');
-  const perToken = [], first = [];
+  const perToken = [], first = [], stepWorkers = [];
   for (let g = 0; g < generations; g++) {
     const ms = await page.evaluate(() => new Promise((done) => {
       const output = document.querySelector('[data-testid=output]');
@@ -55,9 +55,10 @@ async function ours(base) {
     const stats = await page.$eval('[data-testid=stats]', (e) => ({ ...e.dataset }));
     first.push(ms);
     perToken.push(1000 / Number(stats.tokensPerS));
+    stepWorkers.push(stats.workers);
   }
   await page.close();
-  return { perToken, first, workers };
+  return { perToken, first, workers: `${workers}; last steps on ${stepWorkers.join(', ')}` };
 }
 
 /** transformers.js on the ONNX export of the same model (its own script, its own browser). */
@@ -77,8 +78,8 @@ for (let r = 1; r <= rounds; r++) {
   all.isolated.push(...a.perToken);
   all.subPath.push(...b.perToken);
   all.theirs.push(t.perToken);
-  console.log(`round ${r}: ours isolated (${a.workers} worker(s)) ${fmt(a.perToken)} ms/token, first token ${fmt(a.first)} ms; ` +
-    `sub-path (${b.workers}) ${fmt(b.perToken)} ms/token, first token ${fmt(b.first)} ms; ` +
+  console.log(`round ${r}: ours isolated (workers: ${a.workers}) ${fmt(a.perToken)} ms/token, first token ${fmt(a.first)} ms; ` +
+    `sub-path (workers: ${b.workers}) ${fmt(b.perToken)} ms/token, first token ${fmt(b.first)} ms; ` +
     `transformers.js ${t.perToken.toFixed(1)} ms/token, warm first token ${t.first} ms`);
 }
 const them = median(all.theirs);
