@@ -114,7 +114,7 @@ type Sums = [[f32; ROW]; 2];
 /// `sums` plus each row's products, in order, the rows of the panel
 /// (`panel`: `(x.len(), ROW)` words) widened as they are read.
 #[inline(always)]
-fn add_words<const RAW: bool>(mut sums: Sums, x: &[f32], panel: &[u32], scale: f32) -> Sums {
+fn add_words<const RAW: bool>(sums: Sums, x: &[f32], panel: &[u32], scale: f32) -> Sums {
     #[cfg(target_arch = "wasm32")]
     return simd128::add_words::<RAW>(sums, x, panel, scale);
     // Plain loops, no iterator handed down: inside the AVX2 copy of the
@@ -122,6 +122,7 @@ fn add_words<const RAW: bool>(mut sums: Sums, x: &[f32], panel: &[u32], scale: f
     // `Zip::next` per row made the decode step 2.4x slower natively).
     #[cfg(not(target_arch = "wasm32"))]
     {
+        let mut sums = sums;
         for (row, &xv) in panel.chunks_exact(ROW).zip(x) {
             add(&mut sums, xv, &widen::<RAW>(words_of(row), scale));
         }
@@ -131,11 +132,12 @@ fn add_words<const RAW: bool>(mut sums: Sums, x: &[f32], panel: &[u32], scale: f
 
 /// `sums` plus each row's products, in order (`rows`: widened panel rows).
 #[inline(always)]
-fn add_wide(mut sums: Sums, x: &[f32], rows: &[Sums]) -> Sums {
+fn add_wide(sums: Sums, x: &[f32], rows: &[Sums]) -> Sums {
     #[cfg(target_arch = "wasm32")]
     return simd128::add_wide(sums, x, rows);
     #[cfg(not(target_arch = "wasm32"))]
     {
+        let mut sums = sums;
         for (row, &xv) in rows.iter().zip(x) {
             add(&mut sums, xv, row);
         }
