@@ -16,7 +16,7 @@ use engine::remote::wire::{self, Answer, Reply, Request};
 use engine::remote::Link;
 use engine::EngineError;
 use futures_channel::oneshot;
-use js_sys::{Array, Float32Array, Object, Reflect, Uint8Array};
+use js_sys::{Array, ArrayBuffer, Float32Array, Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use web_sys::{Event, MessageEvent, Worker};
 
@@ -39,12 +39,17 @@ const START_MS: i32 = 15_000;
 
 type Pending = RefCell<VecDeque<oneshot::Sender<Result<JsValue, String>>>>;
 
+/// The last answer's buffer, read: handed back with the next request for
+/// the worker to write its next answer into (no fresh 200 KB a token).
+type Spare = Rc<RefCell<Option<ArrayBuffer>>>;
+
 /// A running CPU worker.
 pub struct CpuWorker {
     worker: Worker,
     pending: Rc<Pending>,
     /// Why the worker stopped, once it has.
     dead: Rc<RefCell<Option<String>>>,
+    spare: Spare,
     /// The second worker that computes half of each big product (a
     /// cross-origin-isolated page on a machine of two cores or more), or
     /// why there is none.
@@ -150,6 +155,7 @@ impl CpuWorker {
             worker,
             pending,
             dead,
+            spare: Spare::default(),
             coworker: Err("not started".into()),
             _on_message: on_message,
             _on_error: on_error,
@@ -177,7 +183,7 @@ impl CpuWorker {
             window.clear_timeout_with_handle(t);
         }
         match listened {
-            Ok(Ok(data)) => read(&data)?,
+            Ok(Ok(data)) => read(&data, None)?,
             Ok(Err(why)) => return Err(why),
             Err(_) => return Err("the CPU worker went away".into()),
         };
@@ -191,7 +197,7 @@ impl CpuWorker {
         let _ = Reflect::set(&message, &role.into(), &files);
         let answer = link.post_raw(&message, &Array::of1(&bytes.buffer()));
         let data = answer.map_err(|e| e.to_string())?.await?;
-        match read(&data)?.reply {
+        match read(&data, None)?.reply {
             Reply::Failed { message } => Err(message),
             _ => Ok((link, data)),
         }
@@ -205,9 +211,10 @@ impl CpuWorker {
         awaited: bool,
     ) -> Result<impl Future<Output = Answer>, EngineError> {
         let answer = self.send_message(message, transfer, awaited)?;
+        let spare = self.spare.clone();
         Ok(async move {
             match answer.await {
-                Ok(Ok(data)) => read(&data).unwrap_or_else(|why| failed(&why)),
+                Ok(Ok(data)) => read(&data, Some(&spare)).unwrap_or_else(|why| failed(&why)),
                 Ok(Err(why)) => failed(&why),
                 Err(_) => failed("the CPU worker went away"),
             }
@@ -246,7 +253,12 @@ impl CpuWorker {
     fn request(&self, request: &Request) -> Result<impl Future<Output = Answer>, EngineError> {
         let message = Object::new();
         let _ = Reflect::set(&message, &"head".into(), &wire::encode(request).into());
-        self.post(&message, &Array::new(), request.awaited())
+        let transfer = Array::new();
+        if let Some(spare) = self.spare.borrow_mut().take() {
+            let _ = Reflect::set(&message, &"spare".into(), &spare);
+            transfer.push(&spare);
+        }
+        self.post(&message, &transfer, request.awaited())
     }
 }
 
@@ -287,17 +299,17 @@ fn window() -> Result<web_sys::Window, String> {
     web_sys::window().ok_or_else(|| "no window".into())
 }
 
-/// One answer off the wire.
-fn read(data: &JsValue) -> Result<Answer, String> {
+/// One answer off the wire; its floats' buffer, once copied, kept in `spare`.
+fn read(data: &JsValue, spare: Option<&Spare>) -> Result<Answer, String> {
     if let Some(failed) = Reflect::get(data, &"failed".into()).ok().and_then(|f| f.as_string()) {
         return Err(format!("the CPU worker's wasm did not start: {failed}"));
     }
     let head = Reflect::get(data, &"head".into()).ok().and_then(|h| h.as_string());
     let reply = wire::decode::<Reply>(&head.unwrap_or_default()).map_err(|e| e.to_string())?;
-    let floats = Reflect::get(data, &"floats".into())
-        .ok()
-        .and_then(|f| f.dyn_into::<Float32Array>().ok())
-        .map(|f| f.to_vec())
-        .unwrap_or_default();
-    Ok(Answer { reply, floats })
+    let floats =
+        Reflect::get(data, &"floats".into()).ok().and_then(|f| f.dyn_into::<Float32Array>().ok());
+    if let (Some(f), Some(spare)) = (&floats, spare) {
+        *spare.borrow_mut() = Some(f.buffer());
+    }
+    Ok(Answer { reply, floats: floats.map(|f| f.to_vec()).unwrap_or_default() })
 }
