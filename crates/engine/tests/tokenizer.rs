@@ -125,8 +125,9 @@ fn gpt2_tokenizer() -> Tokenizer {
 
 /// The real GPT-2 vocabulary through `vocab.json` + `merges.txt` gives the
 /// ids `transformers`' GPT2TokenizerFast gives (tools/golden/make_tokenizer_golden.py)
-/// on 120 KB of mixed text — contractions, whitespace runs, numbers, scripts,
-/// emoji, combining marks, control characters, `<|endoftext|>`, code — and
+/// on 340 KB of mixed text — contractions, whitespace runs, numbers, scripts,
+/// emoji, combining marks, control characters, `<|endoftext|>`, code, prose and
+/// verse in modern and First Folio spelling — and
 /// decodes back to the text.
 #[test]
 fn gpt2_vocab_and_merges_match_transformers_on_mixed_text() {
@@ -140,7 +141,7 @@ fn gpt2_vocab_and_merges_match_transformers_on_mixed_text() {
 
 /// The bundled model's `tokenizer.json` (merges as pairs, 2,048 tokens: the
 /// corpus mostly falls back to short merges and single bytes) gives the ids
-/// the `tokenizers` library gives on the same 120 KB.
+/// the `tokenizers` library gives on the same 340 KB.
 #[test]
 fn the_bundled_tokenizer_json_matches_the_tokenizers_library_on_mixed_text() {
     let path = common::fixtures().join("../../www/models/shakespeare/tokenizer.json");
