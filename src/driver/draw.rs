@@ -43,22 +43,28 @@ pub(super) struct Unshown {
 impl Driver {
     /// Changes the chips, drawn as [`draw_soon`](Self::draw_soon) says.
     pub(super) fn change_chips(self, f: impl FnOnce(&mut Vec<Chip>)) {
-        self.chips.update_untracked(f);
-        self.unshown.update_value(|u| u.chips = true);
-        self.draw_soon();
+        self.change(self.chips, f, |u| &mut u.chips);
     }
 
     /// Sets the next distribution, drawn as [`draw_soon`](Self::draw_soon) says.
     pub(super) fn change_next(self, next: StepInput) {
-        self.next.update_untracked(|n| *n = Some(next));
-        self.unshown.update_value(|u| u.next = true);
-        self.draw_soon();
+        self.change(self.next, |n| *n = Some(next), |u| &mut u.next);
     }
 
     /// Changes the stats, drawn as [`draw_soon`](Self::draw_soon) says.
     pub(super) fn change_stats(self, f: impl FnOnce(&mut Stats)) {
-        self.stats.update_untracked(f);
-        self.unshown.update_value(|u| u.stats = true);
+        self.change(self.stats, f, |u| &mut u.stats);
+    }
+
+    /// `f` on `signal` without telling its views, `flag` marking it unshown.
+    fn change<T: 'static + Send + Sync>(
+        self,
+        signal: RwSignal<T>,
+        f: impl FnOnce(&mut T),
+        flag: fn(&mut Unshown) -> &mut bool,
+    ) {
+        signal.update_untracked(f);
+        self.unshown.update_value(|u| *flag(u) = true);
         self.draw_soon();
     }
 

@@ -154,11 +154,8 @@ impl Matrix {
     /// refuses it. False (nothing changed) unless the matrix is f16, row-major,
     /// and its columns a whole number of panels (at least one row).
     pub fn into_panels(&mut self) -> bool {
-        if self.format != Format::F16
-            || self.panels
-            || self.cols == 0
-            || !self.cols.is_multiple_of(PANEL)
-        {
+        let whole = self.rows > 0 && self.cols > 0 && self.cols.is_multiple_of(PANEL);
+        if self.format != Format::F16 || self.panels || !whole {
             return false;
         }
         self.words = panels::from_rows(&self.words, self.rows, self.cols);

@@ -3,8 +3,9 @@
 //! stores each output once per eight products, a panel holds [`PANEL`]
 //! columns of every row one after another, so a decode step reads the
 //! matrix as one sequential stream and keeps a panel's outputs in registers
-//! for all of k (in SIMD128 and SSE, 20–27 % faster on a 124M-shaped matrix:
-//! memory traffic, not arithmetic, bounded the row-major loop). Each output
+//! for all of k (in SIMD128 and SSE, 20–27 % faster on a 124M-shaped matrix,
+//! with the same arithmetic: the eight streams and the outputs' loads and
+//! stores held the row-major loop back). Each output
 //! still sums its k products one by one in order after its bias, so the
 //! numbers are the row-major path's bit for bit.
 //!
@@ -16,14 +17,18 @@
 use std::ops::Range;
 
 use super::f16_bits::f16_pair_as;
+use super::matrix::SHARD_ALIGN;
 
-/// Columns per panel: a multiple of [`SHARD_ALIGN`](super::matrix::SHARD_ALIGN)'s
-/// divisors that threads and the coworker split at (32), so every part
-/// of a product is whole panels.
+/// Columns per panel. It divides [`SHARD_ALIGN`], where threads and the
+/// coworker split a product, so every part of a product is whole panels.
 pub const PANEL: usize = 32;
+const _: () = assert!(SHARD_ALIGN.is_multiple_of(PANEL));
 
 /// Words of one row of a panel (two f16 values per word).
 const ROW: usize = PANEL / 2;
+
+/// A panel's outputs (or one row's values), halves apart: `[even columns, odd columns]`.
+type Sums = [[f32; ROW]; 2];
 
 /// Row-major f16 words of a `(k, n)` matrix (`(k, n / 2)`) in panels.
 pub fn from_rows(words: &[u32], k: usize, n: usize) -> Vec<u32> {
@@ -46,6 +51,7 @@ pub fn locate(r: usize, c: usize, k: usize) -> (usize, bool) {
 
 /// The words of columns `c` (whole panels) of a `(k, n)` matrix in panels.
 pub fn columns(words: &[u32], k: usize, c: Range<usize>) -> &[u32] {
+    debug_assert!(c.start.is_multiple_of(PANEL) && c.end.is_multiple_of(PANEL));
     &words[c.start / PANEL * k * ROW..c.end / PANEL * k * ROW]
 }
 
@@ -100,16 +106,13 @@ const K_BLOCK: usize = 64;
 
 /// A panel's bias, halves apart: where its sums start.
 #[inline(always)]
-fn start(bias: &[f32]) -> [[f32; ROW]; 2] {
+fn start(bias: &[f32]) -> Sums {
     let mut sums = [[0.0; ROW]; 2];
     for (i, b) in bias.chunks_exact(2).enumerate() {
         (sums[0][i], sums[1][i]) = (b[0], b[1]);
     }
     sums
 }
-
-/// Sums of a panel's outputs, halves apart: `[even columns, odd columns]`.
-type Sums = [[f32; ROW]; 2];
 
 /// `sums` plus each row's products, in order, the rows of the panel
 /// (`panel`: `(x.len(), ROW)` words) widened as they are read.
@@ -225,7 +228,7 @@ mod simd128 {
 
 /// A panel row's values, even columns then odd ([`f16_pair_as`]).
 #[inline(always)]
-fn widen<const RAW: bool>(row: &[u32; ROW], scale: f32) -> [[f32; ROW]; 2] {
+fn widen<const RAW: bool>(row: &[u32; ROW], scale: f32) -> Sums {
     let mut halves = [[0.0; ROW]; 2];
     for (i, &w) in row.iter().enumerate() {
         (halves[0][i], halves[1][i]) = f16_pair_as::<RAW>(w, scale);
@@ -240,7 +243,7 @@ fn words_of(row: &[u32]) -> &[u32; ROW] {
 
 /// A panel's sums back in column order.
 #[inline(always)]
-fn interleave([even, odd]: &[[f32; ROW]; 2], out: &mut [f32]) {
+fn interleave([even, odd]: &Sums, out: &mut [f32]) {
     for ((o, &e), &d) in out.chunks_exact_mut(2).zip(even).zip(odd) {
         (o[0], o[1]) = (e, d);
     }

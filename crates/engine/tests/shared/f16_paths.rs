@@ -158,8 +158,11 @@ pub fn panels_hold_the_matrix() {
         assert_eq!(bits(&cut.to_f32()), bits(&want.to_f32()), "columns {c:?}");
     }
     assert!(p.columns(16..48).is_none(), "not at a panel boundary");
-    for (format, cols) in [(Format::F16, 48), (Format::F32, 64), (Format::Int8, 64)] {
-        let mut m = Matrix::new(format, 3, cols, Channels::Cols, &cases::random(3 * cols, 9));
-        assert!(!m.into_panels(), "{} with {cols} columns", format.name());
+    for (format, rows, cols) in
+        [(Format::F16, 3, 48), (Format::F32, 3, 64), (Format::Int8, 3, 64), (Format::F16, 0, 64)]
+    {
+        let values = cases::random(rows * cols, 9);
+        let mut m = Matrix::new(format, rows, cols, Channels::Cols, &values);
+        assert!(!m.into_panels(), "{} of {rows} x {cols}", format.name());
     }
 }
