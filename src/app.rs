@@ -77,7 +77,7 @@ pub fn App() -> impl IntoView {
     let state = Signal::derive(move || match phase.get() {
         Phase::Loading(_) | Phase::Confirm(_) => "loading",
         Phase::Error(_) => "error",
-        Phase::Ready(_) if driver.get().is_some_and(|d| d.generating.get()) => "generating",
+        Phase::Ready(_) if driver.get().is_some_and(Driver::busy) => "generating",
         Phase::Ready(_) | Phase::Logits => "ready",
     });
     let title = route.widget.map_or("Playground", Widget::title);

@@ -57,6 +57,10 @@ pub struct Driver {
     /// A chip whose distribution is on view instead of the next one.
     pub selected: RwSignal<Option<usize>>,
     pub generating: RwSignal<bool>,
+    /// Jobs [`launch_when_idle`](Self::launch_when_idle) holds until the
+    /// running one ends: the page is not idle while one waits (the status
+    /// would read `ready` for the moment between a load and a view's read).
+    queued: RwSignal<usize>,
     stop_asked: RwSignal<bool>,
     pub stats: RwSignal<Stats>,
     pub error: RwSignal<Option<String>>,
@@ -93,6 +97,7 @@ impl Driver {
             next: RwSignal::new(None),
             selected: RwSignal::new(None),
             generating: RwSignal::new(false),
+            queued: RwSignal::new(0),
             stop_asked: RwSignal::new(false),
             stats: RwSignal::new(Stats::default()),
             error: RwSignal::new(None),
@@ -288,12 +293,19 @@ impl Driver {
         F: FnOnce(Driver) -> Fut + 'static,
         Fut: std::future::Future<Output = Result<(), String>> + 'static,
     {
+        self.queued.update(|n| *n += 1);
         leptos::task::spawn_local(async move {
             yield_to_browser().await;
             while self.generating.get_untracked() {
                 yield_to_browser().await;
             }
+            self.queued.update(|n| *n -= 1);
             self.launch(job);
         })
+    }
+
+    /// A job runs or waits to (tracked: the status reads it).
+    pub fn busy(self) -> bool {
+        self.generating.get() || self.queued.get() > 0
     }
 }
