@@ -2,7 +2,7 @@
 // 2j + 1 in the high half), each the top 16 bits of an f32 (8 exponent bits,
 // 7 mantissa bits), so widening is a shift: the same range as f32 with the
 // precision of about two decimal digits. Half the bytes of f32.
-// CPU twin: `Format::load` in crates/engine/src/kernels/format.rs.
+// CPU twin: `Format::load` in crates/engine/src/storage/format.rs.
 
 alias Word = u32;
 

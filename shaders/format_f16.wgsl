@@ -2,7 +2,7 @@
 // 2j + 1 in the high half), widened with `unpack2x16float`: core WGSL, so it
 // runs on every adapter (no `shader-f16` feature needed); the arithmetic stays f32.
 // Half the memory and half the bytes read per token of f32.
-// CPU twin: `Format::load` in crates/engine/src/kernels/format.rs.
+// CPU twin: `Format::load` in crates/engine/src/storage/format.rs.
 
 alias Word = u32;
 

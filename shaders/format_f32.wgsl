@@ -3,7 +3,7 @@
 // decode kernels, lm_head, embedding), which binds
 // it as `w: array<Word>` and reads element i of output channel ch with
 // `w_load(i, ch)` (ch matters only to per-channel scales: format_int8).
-// CPU twin: `Format::load` in crates/engine/src/kernels/format.rs.
+// CPU twin: `Format::load` in crates/engine/src/storage/format.rs.
 
 alias Word = f32;
 

@@ -4,7 +4,7 @@
 // to -8 exactly): w ≈ q · scales[i / 32]. Small groups keep an outlier's
 // damage local. `extractBits` on an i32 sign-extends the field.
 // 0.625 bytes per weight (0.5 for the nibbles, 0.125 for the f32 scales).
-// CPU twin: `Format::load` in crates/engine/src/kernels/format.rs.
+// CPU twin: `Format::load` in crates/engine/src/storage/format.rs.
 
 alias Word = u32;
 

@@ -3,7 +3,7 @@
 // channel): w ≈ q · scales[ch]. Per channel rather than per tensor because one
 // outlier column would otherwise coarsen the grid of every other column.
 // `extractBits` on an i32 sign-extends the field. A quarter of f32's bytes.
-// CPU twin: `Format::load` in crates/engine/src/kernels/format.rs.
+// CPU twin: `Format::load` in crates/engine/src/storage/format.rs.
 
 alias Word = u32;
 

@@ -2,7 +2,7 @@
 // element 4j + t in bits 8t..8t+7) but one f32 scale for the whole matrix,
 // max|w| / 127 over every weight. The lesson's foil to per channel: one
 // outlier sets the grid step of every weight.
-// CPU twin: `Format::load` in crates/engine/src/kernels/format.rs.
+// CPU twin: `Format::load` in crates/engine/src/storage/format.rs.
 
 alias Word = u32;
 

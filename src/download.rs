@@ -2,8 +2,8 @@
 //! and the memory the model will need, shown for a yes above 100 MB, and a
 //! refusal — which limit, by how much — when it cannot fit the page.
 
-use engine::kernels::format::Format;
 use engine::model::{Config, WeightsChoice};
+use engine::storage::format::Format;
 
 /// Downloads above this many bytes wait for the user's yes.
 pub const CONFIRM_BYTES: u64 = 100_000_000;

@@ -10,10 +10,10 @@ use contract::WeightsChoice;
 use engine::cpu::{CpuSession, Pause};
 use engine::gpu::selftest::{self, Report};
 use engine::gpu::{GpuContext, GpuModel, GpuSession};
-use engine::kernels::format::Format;
 use engine::kernels::Kernel;
 use engine::model::{Model, Tokenizer};
 use engine::remote::RemoteModel;
+use engine::storage::format::Format;
 use engine::Session;
 
 use crate::loader::yield_to_browser;

@@ -10,10 +10,10 @@ use std::pin::Pin;
 use std::rc::Rc;
 
 use engine::cpu::coworker;
-use engine::kernels::format::Format;
 use engine::model::Model;
 use engine::remote::wire::{self, Answer, Reply, Request};
 use engine::remote::Link;
+use engine::storage::format::Format;
 use engine::EngineError;
 use futures_channel::oneshot;
 use js_sys::{Array, ArrayBuffer, Float32Array, Object, Reflect, Uint8Array};

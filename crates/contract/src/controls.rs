@@ -5,9 +5,9 @@
 //! `controls!` below (its test id is its URL name with `_` → `-`).
 
 use engine::beam::Ends;
-use engine::kernels::format::Format;
 use engine::run::Job;
 use engine::sample::Settings;
+use engine::storage::format::Format;
 
 /// The range and step of a number control.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -7,7 +7,7 @@ use decode_lab_contract::{
     backend_cpu, column_values, parse_logits, parse_sets, read_controls, read_page, Control, Input,
     Page, Preset, Query, Route, Shown, Val, WeightsChoice, Widget, SPECS,
 };
-use engine::kernels::format::Format;
+use engine::storage::format::Format;
 
 fn read(search: &str) -> (Vec<(Control, Val)>, Vec<String>) {
     let mut notices = Vec::new();

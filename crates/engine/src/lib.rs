@@ -2,8 +2,10 @@
 //! and browser fallback) and in our own WGSL kernels on wgpu (WebGPU in the
 //! browser, Vulkan/Metal/DX12 natively), with a KV cache that stays on the GPU.
 //!
-//! Data flow: [`model`] (config, weights, tokenizer) → [`kernels`] (one module
-//! per shader, with its CPU twin) → [`cpu`] / [`gpu`] (sessions: prefill,
+//! Data flow: [`storage`] (weight formats, packed matrices) → [`model`]
+//! (config, weights, tokenizer) → [`kernels`] (one module per shader, with its
+//! CPU twin; the CPU engine's fast loops behind the twins in [`fast`]) →
+//! [`cpu`] / [`gpu`] (sessions: prefill,
 //! decode, rewind, fork) → [`sample`] (the decoding rules, explained stage by stage) → [`generate`]
 //! (text in, tokens out, context crop) → [`run`] (one generation: choose, append,
 //! step; shared by the CLI and the app).
@@ -14,6 +16,7 @@ pub mod beam;
 pub mod cost;
 pub mod cpu;
 pub mod error;
+pub mod fast;
 pub mod generate;
 #[cfg(feature = "gpu")]
 pub mod gpu;
@@ -29,6 +32,7 @@ pub mod sample;
 pub mod session;
 pub mod spread;
 pub mod step;
+pub mod storage;
 
 pub use batch::Batch;
 pub use error::{EngineError, Result};

@@ -6,10 +6,10 @@ use crate::cpu::CpuSession;
 use crate::error::Result;
 #[cfg(feature = "gpu")]
 use crate::gpu::GpuSession;
-use crate::kernels::format::Format;
 use crate::model::Config;
 use crate::remote::RemoteSession;
 use crate::step::{Inspection, Look, StepStats, Wanted};
+use crate::storage::format::Format;
 
 /// A model session on either engine.
 pub enum Session {

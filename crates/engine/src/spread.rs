@@ -4,8 +4,8 @@
 //! error of each format (measured by packing the matrix, not estimated). The
 //! quantization lesson draws these figures.
 
-use crate::kernels::format::{channel, Channels, Format};
-use crate::kernels::matrix::Matrix;
+use crate::storage::format::{channel, Channels, Format};
+use crate::storage::matrix::Matrix;
 
 /// Share of weights inside the clipping cut [`Spread::p999`].
 pub const CLIP_QUANTILE: f64 = 0.999;

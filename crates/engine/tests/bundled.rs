@@ -268,8 +268,8 @@ fn a_restarted_run_writes_what_a_fresh_run_writes() {
 /// engine says so instead of computing nonsense.
 #[test]
 fn the_gpu_refuses_weights_laid_out_for_the_cpu_engine() {
-    use decode_lab_engine::kernels::format::Format;
     use decode_lab_engine::model::{LayerWeights, WeightsChoice};
+    use decode_lab_engine::storage::format::Format;
     let Some((ctx, _)) = gpu() else { return };
     let config = std::fs::read_to_string(dir().join("config.json")).unwrap();
     let file = std::fs::read(dir().join("model.safetensors")).unwrap();

@@ -13,10 +13,10 @@ use std::sync::Arc;
 
 use decode_lab_engine::cpu::coworker::{self, Panels, Side, ThreadCoworker, MIN_SHARED};
 use decode_lab_engine::cpu::CpuSession;
+use decode_lab_engine::fast::coworker::{self as hook, Coworker};
 use decode_lab_engine::gpu::selftest::cases;
-use decode_lab_engine::kernels::coworker::{self as hook, Coworker};
-use decode_lab_engine::kernels::format::Format;
 use decode_lab_engine::model::{Model, WeightsChoice};
+use decode_lab_engine::storage::format::Format;
 use decode_lab_engine::Wanted;
 use pollster::block_on;
 use safetensors::tensor::TensorView;

@@ -5,9 +5,9 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use decode_lab_engine::gpu::selftest::cases;
-use decode_lab_engine::kernels::format::{Channels, Format};
-use decode_lab_engine::kernels::matrix::Matrix;
 use decode_lab_engine::kernels::{lm_head, matmul};
+use decode_lab_engine::storage::format::{Channels, Format};
+use decode_lab_engine::storage::matrix::Matrix;
 
 #[path = "shared/f16_paths.rs"]
 mod f16_paths;
@@ -128,7 +128,7 @@ fn matmul_same_on_threads(m: usize, w: &Matrix, what: &str) {
 /// has it; they give the bits of the portable loops (the ones wasm runs).
 #[test]
 fn avx2_loops_give_the_bits_of_the_portable_loops() {
-    use decode_lab_engine::kernels::parallel;
+    use decode_lab_engine::fast::parallel;
     if !parallel::avx2() {
         return; // nothing to compare on this CPU
     }

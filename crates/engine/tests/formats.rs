@@ -13,11 +13,11 @@ use std::sync::Arc;
 use common::gpu;
 use decode_lab_engine::cpu::CpuSession;
 use decode_lab_engine::gpu::{selftest, GpuModel};
-use decode_lab_engine::kernels::format::Format;
-use decode_lab_engine::kernels::matrix::Matrix;
 use decode_lab_engine::model::{Model, Tokenizer};
 use decode_lab_engine::quality::{self, Drift};
 use decode_lab_engine::spread::spread;
+use decode_lab_engine::storage::format::Format;
+use decode_lab_engine::storage::matrix::Matrix;
 use decode_lab_engine::Wanted;
 
 fn dir() -> PathBuf {

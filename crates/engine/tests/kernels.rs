@@ -11,10 +11,10 @@ use common::{assert_close, bytes, gpu};
 use decode_lab_engine::gpu::selftest::{self, cases};
 use decode_lab_engine::gpu::testing::run_kernel;
 use decode_lab_engine::gpu::Pipelines;
-use decode_lab_engine::kernels::format::Channels;
-use decode_lab_engine::kernels::format::Format;
-use decode_lab_engine::kernels::matrix::Matrix;
 use decode_lab_engine::kernels::*;
+use decode_lab_engine::storage::format::Channels;
+use decode_lab_engine::storage::format::Format;
+use decode_lab_engine::storage::matrix::Matrix;
 
 /// Runs every case of `kernel` and fails on the first element out of tolerance.
 fn check(kernel: Kernel) {

@@ -6,9 +6,9 @@
 use std::path::PathBuf;
 
 use decode_lab_engine::gpu::selftest::cases;
-use decode_lab_engine::kernels::format::{Channels, Format};
-use decode_lab_engine::kernels::matrix::Matrix;
 use decode_lab_engine::model::{Model, Weights, WeightsChoice};
+use decode_lab_engine::storage::format::{Channels, Format};
+use decode_lab_engine::storage::matrix::Matrix;
 use safetensors::SafeTensors;
 
 fn fixture_dir(name: &str) -> PathBuf {

@@ -267,7 +267,7 @@ fn a_model_over_a_device_limit_is_a_clear_error() {
 /// decode steps; the f16 model holds half the matrix bytes.
 #[test]
 fn f16_weights_of_an_f16_checkpoint_equal_the_f32_path_bit_for_bit() {
-    use decode_lab_engine::kernels::format::Format;
+    use decode_lab_engine::storage::format::Format;
     let Some((ctx, _)) = gpu() else { return };
     let bundled =
         std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../www/models/shakespeare");

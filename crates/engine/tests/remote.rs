@@ -14,13 +14,13 @@ use std::sync::Arc;
 use common::bytes;
 use decode_lab_engine::beam::{BeamSearch, BeamSettings, Scoring};
 use decode_lab_engine::cpu::CpuSession;
-use decode_lab_engine::kernels::format::Format;
-use decode_lab_engine::kernels::matrix::Matrix;
 use decode_lab_engine::model::{Model, Tokenizer};
 use decode_lab_engine::remote::wire::{self, Reply, Request};
 use decode_lab_engine::remote::{Host, Link, Loopback, RemoteModel};
 use decode_lab_engine::run::{Job, Run};
 use decode_lab_engine::sample::Settings;
+use decode_lab_engine::storage::format::Format;
+use decode_lab_engine::storage::matrix::Matrix;
 use decode_lab_engine::{Batch, Look, Session, Wanted};
 use pollster::block_on;
 

@@ -9,7 +9,7 @@
 //! then x `(ROWS_MAX, widest input)`, then the part `(ROWS_MAX, widest part)`.
 
 use engine::cpu::coworker::Panels;
-use engine::kernels::coworker::Coworker;
+use engine::fast::coworker::Coworker;
 use js_sys::{Atomics, Float32Array, Int32Array, Reflect, SharedArrayBuffer};
 use wasm_bindgen::{JsCast, JsValue};
 

@@ -34,10 +34,10 @@ mod worker {
     use std::cell::RefCell;
 
     use engine::cpu::coworker::{self, Panels, Side};
-    use engine::kernels::format::Format;
     use engine::model::{Model, WeightsChoice};
     use engine::remote::wire::{self, Answer, Reply, Request};
     use engine::remote::Host;
+    use engine::storage::format::Format;
     use js_sys::{ArrayBuffer, Float32Array, Object, Reflect, Uint8Array};
 
     use crate::exchange::Exchange;

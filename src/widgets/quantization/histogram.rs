@@ -5,8 +5,8 @@
 //! figures that say why one scale per channel beats one per tensor.
 
 use contract::Control;
-use engine::kernels::format::Format;
 use engine::spread::{spread, Spread};
+use engine::storage::format::Format;
 use leptos::prelude::*;
 
 use crate::driver::Driver;

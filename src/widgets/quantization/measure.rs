@@ -6,9 +6,9 @@
 //! figures arrive; Stop ends the run between steps.
 
 use engine::cost::median;
-use engine::kernels::format::Format;
 use engine::quality::{windows, Drift, DriftAcc};
 use engine::sample::argmax;
+use engine::storage::format::Format;
 use engine::{Session, Wanted};
 use leptos::prelude::*;
 

@@ -4,7 +4,7 @@
 //! table: fp32 0.28 TB, fp16 140 GB, int8 70 GB, int4 35 GB.
 
 use contract::Control;
-use engine::kernels::format::{Format, GROUP};
+use engine::storage::format::{Format, GROUP};
 use leptos::prelude::*;
 
 use crate::controls::NumberControl;

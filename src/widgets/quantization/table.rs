@@ -1,6 +1,6 @@
 //! The table of measured figures, one row per weight format.
 
-use engine::kernels::format::Format;
+use engine::storage::format::Format;
 use leptos::prelude::*;
 
 use super::measure::{Parting, Row, Sinks, REFERENCE};

@@ -2,8 +2,8 @@
 //! token side by side, the first token where they part highlighted.
 
 use contract::Control;
-use engine::kernels::format::Format;
 use engine::run::Run;
+use engine::storage::format::Format;
 use leptos::prelude::*;
 
 use crate::driver::Driver;

@@ -1,4 +1,4 @@
-//! The model's side of [`kernels::coworker`](crate::kernels::coworker): which
+//! The model's side of [`fast::coworker`](crate::fast::coworker): which
 //! products a coworker shares and what it holds for them. Both threads derive
 //! the same list from the same model, so a job is just its index in it.
 //!
@@ -11,10 +11,10 @@
 use std::ops::Range;
 
 use crate::error::{EngineError, Result};
-use crate::kernels::coworker::{self, Coworker};
-use crate::kernels::matrix::{Matrix, SHARD_ALIGN};
+use crate::fast::coworker::{self, Coworker};
 use crate::kernels::{lm_head, matmul};
 use crate::model::{Config, Model};
+use crate::storage::matrix::{Matrix, SHARD_ALIGN};
 
 /// Rows of x a job takes at most: a decode step (one row per sequence) or a
 /// prompt of up to this many tokens; longer prefills run on one thread.

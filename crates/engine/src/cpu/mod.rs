@@ -221,7 +221,7 @@ impl CpuSession {
     pub fn forward(&mut self, tokens: &[u32], wanted: Wanted) -> Result<Vec<f32>> {
         let start = web_time::Instant::now();
         check_input(&self.model, self.pos, tokens)?;
-        let coworker = crate::kernels::coworker::installed();
+        let coworker = crate::fast::coworker::installed();
         let logits = self.run(tokens, wanted);
         self.pos += tokens.len();
         self.last = StepStats {

@@ -9,11 +9,11 @@ use crate::error::{EngineError, Result};
 use crate::gpu::readback::{buffer, upload, STORAGE};
 use crate::gpu::{GpuContext, Pipelines};
 use crate::kernels::attention::MAX_HEAD_SIZE;
-use crate::kernels::format::Format;
 use crate::kernels::ln_qkv::LN_MAX_EMBD;
-use crate::kernels::matrix::{Matrix, SHARD_ALIGN};
 use crate::model::{Config, LayerWeights};
 use crate::step::SharedModel;
+use crate::storage::format::Format;
+use crate::storage::matrix::{Matrix, SHARD_ALIGN};
 
 /// One block's weights as GPU buffers (Conv1D layout, as in [`LayerWeights`]).
 /// The four matrices are in the model's weight [`Format`]; the rest f32.
@@ -33,7 +33,7 @@ pub struct GpuLayer {
 }
 
 /// A weight matrix on the GPU: its packed words (the kernels' `w` binding)
-/// and, in the formats that have them, its scales (binding [`SCALES_BINDING`](crate::kernels::format::SCALES_BINDING)).
+/// and, in the formats that have them, its scales (binding [`SCALES_BINDING`](crate::storage::format::SCALES_BINDING)).
 pub struct GpuMatrix {
     pub words: wgpu::Buffer,          // (rows · cols / per_word) u32, f32 for f32
     pub scales: Option<wgpu::Buffer>, // (format.scale_count) f32

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 
 use crate::error::{EngineError, Result};
 use crate::gpu::GpuContext;
-use crate::kernels::format::Format;
 use crate::kernels::{Kernel, WG};
+use crate::storage::format::Format;
 
 /// Compiled pipelines for weights in one format, looked up by kernel.
 pub struct Pipelines {

@@ -6,11 +6,11 @@
 
 use crate::gpu::model::GpuLayer;
 use crate::gpu::GpuModel;
-use crate::kernels::format::SCALES_BINDING;
 use crate::kernels::{
     attention, embedding, gelu, kv_write, layernorm, lm_head, ln_fc_gelu, ln_qkv, matmul,
     matvec_residual, residual_add, Kernel,
 };
+use crate::storage::format::SCALES_BINDING;
 
 /// Bytes between parameter slots: the largest `min_uniform_buffer_offset_alignment`.
 pub const SLOT: u64 = 256;

@@ -6,8 +6,8 @@ use crate::error::Result;
 use crate::gpu::plan::SLOT;
 use crate::gpu::readback::{buffer, read_f32, upload};
 use crate::gpu::{GpuContext, Pipelines};
-use crate::kernels::format::SCALES_BINDING;
 use crate::kernels::Kernel;
+use crate::storage::format::SCALES_BINDING;
 
 /// Uploads `buffers` as bindings 1.., `params` as binding 0, `scales` (a
 /// weight matrix's, in the formats that have them) at [`SCALES_BINDING`], dispatches

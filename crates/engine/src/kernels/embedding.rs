@@ -2,7 +2,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::matrix::Matrix;
+use crate::storage::matrix::Matrix;
 
 /// Mirror of the WGSL `Params`.
 #[repr(C)]

@@ -4,8 +4,8 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::ln_qkv::normalised;
-use super::matrix::Matrix;
 use super::{gelu, matmul};
+use crate::storage::matrix::Matrix;
 
 /// Mirror of the WGSL `Params`.
 #[repr(C)]

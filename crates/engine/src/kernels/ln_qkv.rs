@@ -3,8 +3,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::matrix::Matrix;
 use super::{kv_write, layernorm, matmul};
+use crate::storage::matrix::Matrix;
 
 /// The widest row the fused LayerNorm holds in workgroup memory (`MAX_EMBD`
 /// in ln_stats.wgsl, used by ln_qkv and ln_fc_gelu): 8 KB of the 16 KB every adapter has.

@@ -3,8 +3,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::matrix::Matrix;
 use super::{matmul, residual_add};
+use crate::storage::matrix::Matrix;
 
 /// Mirror of the WGSL `Params`.
 #[repr(C)]

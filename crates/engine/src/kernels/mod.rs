@@ -5,10 +5,7 @@
 
 pub mod attention;
 pub mod attention_probs;
-pub mod coworker;
 pub mod embedding;
-pub mod f16_bits;
-pub mod format;
 pub mod gelu;
 pub mod kv_write;
 pub mod layernorm;
@@ -16,10 +13,7 @@ pub mod lm_head;
 pub mod ln_fc_gelu;
 pub mod ln_qkv;
 pub mod matmul;
-pub mod matrix;
 pub mod matvec_residual;
-pub mod panels;
-pub mod parallel;
 pub mod residual_add;
 
 /// Threads per workgroup of the 1-D kernels (`override WG` in WGSL). 64 is
@@ -125,7 +119,7 @@ impl Kernel {
 
     /// The WGSL to compile for weights stored in `format`: the snippets the
     /// kernel calls (the format's `w_load`, `ln_stats`), then the kernel.
-    pub fn source_for(self, format: format::Format) -> String {
+    pub fn source_for(self, format: crate::storage::format::Format) -> String {
         let weights = self.reads_weights().then(|| format.snippet());
         let ln = self.starts_with_layernorm().then_some(LN_STATS);
         let snippets = weights.into_iter().chain(ln);

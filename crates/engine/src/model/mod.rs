@@ -12,7 +12,7 @@ pub use tokenizer::{TextStream, Tokenizer};
 pub use weights::{LayerWeights, Weights};
 
 use crate::error::{EngineError, Result};
-use crate::kernels::format::Format;
+use crate::storage::format::Format;
 
 /// The largest `config.json` accepted (real ones are about 1 KB).
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;

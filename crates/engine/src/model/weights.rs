@@ -6,9 +6,9 @@
 use safetensors::{Dtype, SafeTensors};
 
 use crate::error::{EngineError, Result};
-use crate::kernels::format::{Channels, Format};
-use crate::kernels::matrix::Matrix;
 use crate::model::Config;
+use crate::storage::format::{Channels, Format};
+use crate::storage::matrix::Matrix;
 
 /// The weights of one transformer block. Linear weights are `[in, out]` (Conv1D).
 #[derive(Debug, Clone)]

@@ -10,10 +10,10 @@ use super::pace::Pace;
 use super::wire::{Answer, Reply, Request, SessionId};
 use crate::cpu::CpuSession;
 use crate::error::{EngineError, Result};
-use crate::kernels::coworker;
-use crate::kernels::format::Format;
+use crate::fast::coworker;
 use crate::model::{Model, WeightsChoice};
 use crate::step::{Look, StepStats};
+use crate::storage::format::Format;
 
 /// What the worker holds.
 pub struct Host {

@@ -18,9 +18,9 @@ use std::pin::Pin;
 use std::rc::Rc;
 
 use crate::error::{EngineError, Result};
-use crate::kernels::format::Format;
 use crate::model::{Config, Model};
 use crate::step::{DeviceFigures, Inspection, Look, StepStats, Wanted};
+use crate::storage::format::Format;
 pub use host::Host;
 use wire::{Answer, Reply, Request, SessionId};
 

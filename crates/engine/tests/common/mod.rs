@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use decode_lab_engine::gpu::{GpuContext, Pipelines};
-use decode_lab_engine::kernels::format::Format;
 use decode_lab_engine::model::Model;
+use decode_lab_engine::storage::format::Format;
 
 /// The device every GPU test in this binary shares, or `None` (loudly) when the
 /// machine has no adapter. Under `CI=true` a missing adapter fails the test:

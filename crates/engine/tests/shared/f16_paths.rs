@@ -5,9 +5,9 @@
 //! Chromium (`browser.rs`).
 
 use decode_lab_engine::gpu::selftest::cases;
-use decode_lab_engine::kernels::format::{Channels, Format};
-use decode_lab_engine::kernels::matrix::Matrix;
 use decode_lab_engine::kernels::{lm_head, matmul};
+use decode_lab_engine::storage::format::{Channels, Format};
+use decode_lab_engine::storage::matrix::Matrix;
 
 /// An f16 matrix and the f32 matrix of its exact values; `lift`: the f16
 /// one lifted ([`Matrix::lift_f16`], the CPU worker's form: no subnormal

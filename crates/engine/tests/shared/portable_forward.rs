@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use decode_lab_engine::cpu::CpuSession;
-use decode_lab_engine::kernels::format::Format;
 use decode_lab_engine::model::Model;
+use decode_lab_engine::storage::format::Format;
 use decode_lab_engine::Wanted;
 
 /// [`forward_fingerprint`] as computed natively.

@@ -25,9 +25,9 @@ use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
 use super::{fused, rows};
-use crate::kernels::format::{Channels, Format};
-use crate::kernels::matrix::Matrix;
 use crate::kernels::*;
+use crate::storage::format::{Channels, Format};
+use crate::storage::matrix::Matrix;
 
 /// `|gpu - cpu| <= atol + rtol · |cpu|` for every element; NaN never passes.
 #[derive(Clone, Copy, Debug, PartialEq)]

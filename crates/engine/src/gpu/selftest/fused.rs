@@ -8,8 +8,8 @@
 //! is under 1.13 and its tanh adds gelu's own 1e-6 abs + 1e-5 rel.
 
 use super::cases::{bytes, dot, params, poisoned, random, weights, Case, Tolerance};
-use crate::kernels::format::{Channels, Format};
 use crate::kernels::{ln_fc_gelu, ln_qkv, matvec_residual, Kernel};
+use crate::storage::format::{Channels, Format};
 
 /// A residual-stream row with a non-zero mean, and a LayerNorm's weight and bias.
 fn ln_inputs(n_embd: usize, seed: u64) -> (Vec<f32>, Vec<f32>, Vec<f32>) {

@@ -17,10 +17,10 @@ use crate::cpu::CpuSession;
 use crate::error::Result;
 use crate::gpu::testing::run_kernel;
 use crate::gpu::{GpuContext, GpuModel, GpuSession, Pipelines};
-use crate::kernels::format::Format;
 use crate::kernels::Kernel;
 use crate::sample::argmax;
 use crate::step::Wanted;
+use crate::storage::format::Format;
 use cases::{Case, Tolerance};
 
 /// One case of one kernel: how far the GPU was from the CPU twin.

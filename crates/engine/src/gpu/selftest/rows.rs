@@ -6,9 +6,9 @@
 //! Tolerances are the kernels' own (see [`cases`](super::cases)).
 
 use super::cases::{attention_inputs, bytes, params, random, Case, Tolerance, EXACT};
-use crate::kernels::format::{Channels, Format};
-use crate::kernels::matrix::Matrix;
 use crate::kernels::{attention, embedding, kv_write, Kernel};
+use crate::storage::format::{Channels, Format};
+use crate::storage::matrix::Matrix;
 
 /// (batch rows, the row the dispatch works on): first, middle and last of odd batches.
 const ROWS: [(usize, usize); 3] = [(3, 1), (8, 7), (5, 0)];

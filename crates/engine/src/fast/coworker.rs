@@ -12,7 +12,7 @@
 
 use std::cell::RefCell;
 
-use super::matrix::Matrix;
+use crate::storage::matrix::Matrix;
 
 /// The other thread, as the engine's thread sees it.
 pub trait Coworker {

@@ -4,9 +4,9 @@
 
 use std::ops::Range;
 
-use super::f16_bits::{f16_pair_as, lifted, F16_LIFT, F16_RAW_SCALE};
-use super::format::{channel, Channels, Format, GROUP};
 use super::panels::{self, PANEL};
+use crate::storage::f16_bits::{f16_pair_as, lifted, F16_LIFT, F16_RAW_SCALE};
+use crate::storage::format::{channel, Channels, Format, GROUP};
 
 /// `row`'s even then odd elements into `halves` (the layout of an f16 row's
 /// two halves, [`f16_pair_as`]).

@@ -1,0 +1,249 @@
+//! The CPU engine's loops for [`kernels::lm_head`](crate::kernels::lm_head)'s
+//! twin: sixteen-lane dot products (in SIMD128 intrinsics in wasm), f16 read
+//! straight from its words, threads, AVX2 and the coworker; the same sums in
+//! every path.
+
+use std::ops::Range;
+
+use super::{coworker, parallel};
+use crate::storage::f16_bits::{f16_pair_as, raw_inputs};
+use crate::storage::matrix::{split, Matrix};
+
+/// Partial sums of one dot product: lane j adds the products k ≡ j (mod 16).
+const LANES: usize = 16;
+
+/// logits[r, v0 + v] = x[row0 + r, :] · lm_head[v, :]  for r < n_out, where
+/// `lm_head` is the shard of rows `v0..v0 + lm_head.rows` of the head and
+/// logits rows are `vocab_size` wide (the other shards write the rest). Each
+/// dot product is [`dot`]'s: sixteen partial sums, the same in every format
+/// and however the rows are shared among threads.
+pub fn run(
+    x: &[f32],        // (n_rows, n_embd)
+    lm_head: &Matrix, // (n_vocab, n_embd) in its format: rows v0.. of the head
+    v0: usize,
+    vocab_size: usize,
+    row0: usize,
+    n_out: usize,
+    logits: &mut [f32], // (n_out, vocab_size)
+) {
+    let (n_vocab, n_embd) = (lm_head.rows, lm_head.cols);
+    let x = &x[row0 * n_embd..][..n_out * n_embd]; // (n_out, n_embd) the wanted rows
+    let theirs_here = |s: usize| part(x, lm_head, s..n_vocab);
+    if let Some((split, mine, theirs)) = coworker::split_product(lm_head, x, n_out, theirs_here) {
+        let rows = mine.chunks_exact(split).zip(theirs.chunks_exact(n_vocab - split));
+        for (r, (a, b)) in rows.enumerate() {
+            let row = &mut logits[r * vocab_size + v0..][..n_vocab];
+            row[..split].copy_from_slice(a);
+            row[split..].copy_from_slice(b);
+        }
+        return;
+    }
+    let parts = parallel::parts(n_vocab, n_vocab * n_embd * n_out, 1);
+    let outs = parallel::map(parts.clone(), |vr| part(x, lm_head, vr));
+    for (vr, o) in parts.into_iter().zip(outs) {
+        for (r, pr) in o.chunks_exact(vr.len()).enumerate() {
+            logits[r * vocab_size + v0 + vr.start..][..vr.len()].copy_from_slice(pr);
+        }
+    }
+}
+
+/// The logits of head rows `vr` for each row of `x`: `(n_out, vr.len())`.
+fn part(x: &[f32], lm_head: &Matrix, vr: Range<usize>) -> Vec<f32> {
+    #[cfg(target_arch = "x86_64")]
+    if parallel::avx2() {
+        // SAFETY: the CPU has AVX2 (just checked).
+        return unsafe { part_avx2(x, lm_head, vr) };
+    }
+    part_here(x, lm_head, vr)
+}
+
+/// [`part_here`] compiled for AVX2: the same loops, eight lanes wide.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn part_avx2(x: &[f32], lm_head: &Matrix, vr: Range<usize>) -> Vec<f32> {
+    part_here(x, lm_head, vr)
+}
+
+/// Row-outer: each packed row of the head is read once for all n_out rows.
+#[inline(always)]
+fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>) -> Vec<f32> {
+    let (n_embd, n) = (lm_head.cols, vr.len());
+    let mut out = vec![0.0; x.len() / n_embd * n]; // (n_out, n)
+    if let Some(words) = lm_head.f16_words() {
+        let words = &words[vr.start * n_embd / 2..vr.end * n_embd / 2]; // (n, n_embd / 2)
+        let scale = lm_head.f16_scale();
+        match raw_inputs(x, scale) {
+            Some(scaled) => f16_part::<true>(&scaled, words, scale, n_embd, &mut out), // (n_out, n_embd)
+            None => f16_part::<false>(x, words, scale, n_embd, &mut out),
+        }
+        return out;
+    }
+    let mut buf = Vec::new();
+    for v in vr.clone() {
+        let wr = lm_head.row(v, &mut buf);
+        for (r, xr) in x.chunks_exact(n_embd).enumerate() {
+            out[r * n + v - vr.start] = dot(xr, wr);
+        }
+    }
+    out
+}
+
+/// [`part_here`] for an f16 head (`words`: `(n, n_embd / 2)`, n_embd even),
+/// with the words read raw and x scaled (`RAW`, [`raw_inputs`]) or
+/// widened. One row of x (a decode step) dots each row of words as it
+/// widens them; more rows share one widening of each head row.
+#[inline(always)]
+fn f16_part<const RAW: bool>(x: &[f32], words: &[u32], scale: f32, n_embd: usize, out: &mut [f32]) {
+    let (h, n) = (n_embd / 2, words.len() / (n_embd / 2).max(1));
+    let mut halves = vec![0.0; x.len()]; // (n_out, 2, n_embd / 2) x's even, odd elements
+    for (xr, xh) in x.chunks_exact(n_embd).zip(halves.chunks_exact_mut(n_embd)) {
+        split(xr, xh);
+    }
+    if halves.len() == n_embd {
+        let (even, odd) = halves.split_at(h);
+        for (o, ws) in out.iter_mut().zip(words.chunks_exact(h)) {
+            *o = dot_words::<RAW>(even, odd, ws, scale);
+        }
+        return;
+    }
+    let (mut lo, mut hi) = (vec![0.0; h], vec![0.0; h]); // (n_embd / 2) even, odd elements
+    for (v, ws) in words.chunks_exact(h).enumerate() {
+        for ((l, r), &word) in lo.iter_mut().zip(hi.iter_mut()).zip(ws) {
+            (*l, *r) = f16_pair_as::<RAW>(word, scale);
+        }
+        for (r, xh) in halves.chunks_exact(n_embd).enumerate() {
+            let (even, odd) = xh.split_at(h);
+            out[r * n + v] = dot_halves(even, odd, &lo, &hi);
+        }
+    }
+}
+
+/// [`dot_halves`] with the weights' halves taken from their words as they
+/// are widened (never stored): the same lanes, the same sums. In wasm the
+/// lanes are written as SIMD128 vectors (the compiler's own vectorisation of
+/// this loop shuffled lane by lane and ran slower than widening first).
+#[inline(always)]
+fn dot_words<const RAW: bool>(x_even: &[f32], x_odd: &[f32], words: &[u32], scale: f32) -> f32 {
+    const HALF: usize = LANES / 2;
+    #[cfg(target_arch = "wasm32")]
+    let (mut even, mut odd) = simd128::lane_sums::<RAW>(x_even, x_odd, words, scale);
+    #[cfg(not(target_arch = "wasm32"))]
+    let (mut even, mut odd) = {
+        let (mut even, mut odd) = ([0.0f32; HALF], [0.0f32; HALF]);
+        let chunks = x_even.chunks_exact(HALF).zip(x_odd.chunks_exact(HALF));
+        for ((xe, xo), ws) in chunks.zip(words.chunks_exact(HALF)) {
+            for j in 0..HALF {
+                let (a, b) = f16_pair_as::<RAW>(ws[j], scale);
+                even[j] += xe[j] * a;
+                odd[j] += xo[j] * b;
+            }
+        }
+        (even, odd)
+    };
+    let tail = x_even.len() / HALF * HALF;
+    let rest = x_even[tail..].iter().zip(&x_odd[tail..]).zip(&words[tail..]);
+    for (j, ((&xe, &xo), &w)) in rest.enumerate() {
+        let (a, b) = f16_pair_as::<RAW>(w, scale);
+        even[j] += xe * a;
+        odd[j] += xo * b;
+    }
+    let mut lanes = [0.0; LANES];
+    for ((pair, e), o) in lanes.chunks_exact_mut(2).zip(even).zip(odd) {
+        (pair[0], pair[1]) = (e, o);
+    }
+    combine(lanes)
+}
+
+#[cfg(target_arch = "wasm32")]
+mod simd128 {
+    use core::arch::wasm32::*;
+
+    /// The eight even and eight odd lanes of [`super::dot_words`] over the
+    /// whole chunks of eight words: each lane's products added in order.
+    #[inline(always)]
+    pub fn lane_sums<const RAW: bool>(
+        x_even: &[f32],
+        x_odd: &[f32],
+        words: &[u32],
+        scale: f32,
+    ) -> ([f32; 8], [f32; 8]) {
+        let keep = u32x4_splat(0x8fff_e000);
+        let rescale = f32x4_splat(scale);
+        let widen = |w: v128| {
+            let lo = v128_and(i32x4_shr(i32x4_shl(w, 16), 3), keep);
+            let hi = v128_and(i32x4_shr(w, 3), keep);
+            if RAW {
+                (lo, hi)
+            } else {
+                (f32x4_mul(lo, rescale), f32x4_mul(hi, rescale))
+            }
+        };
+        let load = |v: &[f32]| -> v128 { f32x4(v[0], v[1], v[2], v[3]) };
+        let load_u = |v: &[u32]| -> v128 { u32x4(v[0], v[1], v[2], v[3]) };
+        let [mut e0, mut e1, mut o0, mut o1] = [f32x4_splat(0.0); 4];
+        let chunks = x_even.chunks_exact(8).zip(x_odd.chunks_exact(8));
+        for ((xe, xo), ws) in chunks.zip(words.chunks_exact(8)) {
+            let ((l0, h0), (l1, h1)) = (widen(load_u(&ws[..4])), widen(load_u(&ws[4..])));
+            e0 = f32x4_add(e0, f32x4_mul(load(&xe[..4]), l0));
+            e1 = f32x4_add(e1, f32x4_mul(load(&xe[4..]), l1));
+            o0 = f32x4_add(o0, f32x4_mul(load(&xo[..4]), h0));
+            o1 = f32x4_add(o1, f32x4_mul(load(&xo[4..]), h1));
+        }
+        let four = |v: v128| -> [f32; 4] {
+            use f32x4_extract_lane as lane;
+            [lane::<0>(v), lane::<1>(v), lane::<2>(v), lane::<3>(v)]
+        };
+        let lanes = |a: v128, b: v128| -> [f32; 8] {
+            let (a, b) = (four(a), four(b));
+            std::array::from_fn(|j| if j < 4 { a[j] } else { b[j - 4] })
+        };
+        (lanes(e0, e1), lanes(o0, o1))
+    }
+}
+
+/// x · w as sixteen partial sums (lane j: the products k ≡ j mod 16, in
+/// order of k) added pairwise. Not one running sum: its every add would wait
+/// on the last (a 50,257-row head is then bound by add latency), while
+/// sixteen independent lanes are four SIMD operations that do not.
+#[inline(always)]
+fn dot(x: &[f32], w: &[f32]) -> f32 {
+    combine(lane_sums::<LANES>(x, w))
+}
+
+/// [`dot`] of x with an f16 row, both given as halves (even elements, odd
+/// elements): element 2i is lane 2i mod 16 and element 2i + 1 lane 2i + 1
+/// mod 16, so the same sums as `dot` on the whole rows, bit for bit.
+#[inline(always)]
+fn dot_halves(x_even: &[f32], x_odd: &[f32], w_even: &[f32], w_odd: &[f32]) -> f32 {
+    let even = lane_sums::<{ LANES / 2 }>(x_even, w_even);
+    let odd = lane_sums::<{ LANES / 2 }>(x_odd, w_odd);
+    let mut lanes = [0.0; LANES];
+    for ((pair, e), o) in lanes.chunks_exact_mut(2).zip(even).zip(odd) {
+        (pair[0], pair[1]) = (e, o);
+    }
+    combine(lanes)
+}
+
+/// `L` partial sums of x · w: lane i adds the products k ≡ i (mod L), in order.
+#[inline(always)]
+fn lane_sums<const L: usize>(x: &[f32], w: &[f32]) -> [f32; L] {
+    let mut lanes = [0.0f32; L];
+    let (xs, ws) = (x.chunks_exact(L), w.chunks_exact(L));
+    let (x_tail, w_tail) = (xs.remainder(), ws.remainder());
+    for (xc, wc) in xs.zip(ws) {
+        for ((l, &a), &b) in lanes.iter_mut().zip(xc).zip(wc) {
+            *l += a * b;
+        }
+    }
+    for ((l, &a), &b) in lanes.iter_mut().zip(x_tail).zip(w_tail) {
+        *l += a * b;
+    }
+    lanes
+}
+
+/// The lanes added pairwise, in a fixed order.
+#[inline(always)]
+fn combine(l: [f32; LANES]) -> f32 {
+    let quad = |i: usize| (l[i] + l[i + 1]) + (l[i + 2] + l[i + 3]);
+    (quad(0) + quad(4)) + (quad(8) + quad(12))
+}
