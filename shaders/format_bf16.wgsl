@@ -10,3 +10,11 @@ fn w_load(i: u32, ch: u32) -> f32 {
     let word = w[i >> 1u];
     return bitcast<f32>(select(word & 0xffff0000u, word << 16u, (i & 1u) == 0u));
 }
+
+const PER_WORD: u32 = 2u;
+
+// The PER_WORD weights of one word whose first element is i (channel ch,
+// the next ch + ch_step, …): what the split kernels read a word at a time.
+fn w_unpack(word: Word, i: u32, ch: u32, ch_step: u32) -> array<f32, PER_WORD> {
+    return array<f32, PER_WORD>(bitcast<f32>(word << 16u), bitcast<f32>(word & 0xffff0000u));
+}

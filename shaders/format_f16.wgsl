@@ -9,3 +9,12 @@ alias Word = u32;
 fn w_load(i: u32, ch: u32) -> f32 {
     return unpack2x16float(w[i >> 1u])[i & 1u];
 }
+
+const PER_WORD: u32 = 2u;
+
+// The PER_WORD weights of one word whose first element is i (channel ch,
+// the next ch + ch_step, …): what the split kernels read a word at a time.
+fn w_unpack(word: Word, i: u32, ch: u32, ch_step: u32) -> array<f32, PER_WORD> {
+    let v = unpack2x16float(word);
+    return array<f32, PER_WORD>(v.x, v.y);
+}

@@ -10,3 +10,11 @@ alias Word = f32;
 fn w_load(i: u32, ch: u32) -> f32 {
     return w[i];
 }
+
+const PER_WORD: u32 = 1u;
+
+// The PER_WORD weights of one word whose first element is i (channel ch,
+// the next ch + ch_step, …): what the split kernels read a word at a time.
+fn w_unpack(word: Word, i: u32, ch: u32, ch_step: u32) -> array<f32, PER_WORD> {
+    return array<f32, PER_WORD>(word);
+}

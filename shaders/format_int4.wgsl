@@ -14,3 +14,17 @@ fn w_load(i: u32, ch: u32) -> f32 {
     let q = extractBits(bitcast<i32>(w[i >> 3u]), (i & 7u) * 4u, 4u);
     return f32(q) * scales[i >> 5u];
 }
+
+const PER_WORD: u32 = 8u;
+
+// The PER_WORD weights of one word whose first element is i (channel ch,
+// the next ch + ch_step, …): what the split kernels read a word at a time.
+// A word's eight weights lie in one group of 32, so they share one scale.
+fn w_unpack(word: Word, i: u32, ch: u32, ch_step: u32) -> array<f32, PER_WORD> {
+    var v: array<f32, PER_WORD>;
+    let scale = scales[i >> 5u];
+    for (var t = 0u; t < PER_WORD; t = t + 1u) {
+        v[t] = f32(extractBits(bitcast<i32>(word), t * 4u, 4u)) * scale;
+    }
+    return v;
+}

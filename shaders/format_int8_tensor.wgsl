@@ -12,3 +12,16 @@ fn w_load(i: u32, ch: u32) -> f32 {
     let q = extractBits(bitcast<i32>(w[i >> 2u]), (i & 3u) * 8u, 8u);
     return f32(q) * scales[0];
 }
+
+const PER_WORD: u32 = 4u;
+
+// The PER_WORD weights of one word whose first element is i (channel ch,
+// the next ch + ch_step, …): what the split kernels read a word at a time.
+fn w_unpack(word: Word, i: u32, ch: u32, ch_step: u32) -> array<f32, PER_WORD> {
+    var v: array<f32, PER_WORD>;
+    let scale = scales[0];
+    for (var t = 0u; t < PER_WORD; t = t + 1u) {
+        v[t] = f32(extractBits(bitcast<i32>(word), t * 8u, 8u)) * scale;
+    }
+    return v;
+}

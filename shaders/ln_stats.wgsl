@@ -1,5 +1,5 @@
 // ln_stats: the mean and 1/std of one row of `x`, for every kernel that starts
-// with a LayerNorm (layernorm, ln_qkv, ln_fc_gelu); they declare `x`, `ln`
+// with a LayerNorm (layernorm, ln_qkv, ln_fc_gelu and their _split shapes); they declare `x`, `ln`
 // (weight, then bias) and `WG`. The fused decode kernels also normalise the
 // token's row into workgroup memory here (`normalise_row`).
 // One workgroup per row; the mean first, then the variance of the centred
@@ -8,16 +8,29 @@
 
 var<workgroup> partial: array<f32, WG>; // (WG) per-thread partial sums
 
-// Sum of `value` over the workgroup; every thread gets the result. Each
-// thread adds the WG partial sums itself, in the same order: two barriers
-// instead of a tree's log2(WG) + 2 (barriers are what software adapters pay
-// for, and the fused decode kernels run this in every workgroup).
+// Sum of `value` over the workgroup; every thread gets the result. Up to 64
+// threads (the kernels shaped for CPU adapters), each thread adds the WG
+// partial sums itself, in the same order: two barriers instead of a tree's
+// log2(WG) + 2 (barriers are what software adapters pay for, and the fused
+// decode kernels run this in every workgroup). Above 64 (real GPUs: the
+// split kernels' 256), a tree: no thread reads more than two partials per
+// step. WG is a pipeline constant, so the branch costs nothing.
 fn workgroup_sum(tid: u32, value: f32) -> f32 {
     partial[tid] = value;
     workgroupBarrier();
     var total = 0.0;
-    for (var i = 0u; i < WG; i = i + 1u) {
-        total = total + partial[i];
+    if (WG > 64u) {
+        for (var stride = WG / 2u; stride > 0u; stride = stride / 2u) {
+            if (tid < stride) {
+                partial[tid] = partial[tid] + partial[tid + stride];
+            }
+            workgroupBarrier();
+        }
+        total = partial[0];
+    } else {
+        for (var i = 0u; i < WG; i = i + 1u) {
+            total = total + partial[i];
+        }
     }
     workgroupBarrier(); // before `partial` is reused
     return total;

@@ -3,7 +3,10 @@
 
 use std::io::Write;
 
+use engine::open::Chose;
 use engine::{Batch, EngineError, Result, Session, Wanted};
+
+use crate::bandwidth;
 
 /// What to measure: the sizes, and the comparison paths of the cost lessons.
 pub struct Plan {
@@ -17,8 +20,9 @@ pub struct Plan {
     pub batch: usize,
 }
 
-/// Runs the benchmark on an open session and prints the figures.
-pub async fn run(mut session: Session, plan: Plan) -> Result<()> {
+/// Runs the benchmark on an open session (`chose`: what the opener chose
+/// for it) and prints the figures.
+pub async fn run(mut session: Session, chose: Chose, plan: Plan) -> Result<()> {
     let Plan { prompt_len, tokens, .. } = plan;
     let c = session.config().clone();
     // Refused, not clamped: a figure measured on other sizes than asked for
@@ -44,7 +48,10 @@ pub async fn run(mut session: Session, plan: Plan) -> Result<()> {
     let mut next = engine::sample::argmax(&logits);
     let mut history = prompt.clone();
     let mut decode = engine::StepStats::default();
+    let mut reads = (0, 0); // (weights, KV cache) bytes the decode steps must read
     for _ in 0..tokens {
+        let (w, kv) = session.step_reads();
+        reads = (reads.0 + w, reads.1 + kv);
         history.push(next);
         let logits = match plan.no_cache {
             true => session.decode_without_cache(&history).await?,
@@ -57,6 +64,9 @@ pub async fn run(mut session: Session, plan: Plan) -> Result<()> {
     let mut out = String::new();
     use std::fmt::Write as _;
     let _ = writeln!(out, "backend            {}", session.backend_name());
+    if let Some(k) = &chose.kernels {
+        let _ = writeln!(out, "kernels            {}", k.describe());
+    }
     let _ = writeln!(
         out,
         "model              {} layers, {} dims, {} heads, vocab {}, {} params",
@@ -119,8 +129,17 @@ pub async fn run(mut session: Session, plan: Plan) -> Result<()> {
         decode.bytes_read as f64 / n
     );
     let _ = writeln!(out, "kv cache in use    {} bytes", session.kv_bytes_in_use());
+    let device = session.device_figures().await?;
+    if !plan.no_cache {
+        let decoded = bandwidth::Decoded { stats: decode, tokens, reads };
+        bandwidth::lines(&decoded, &device, &mut out);
+    }
+    if let Some(costs) = session.decode_costs() {
+        let (weights, kv) = session.step_reads();
+        bandwidth::cost_table(&costs, session.pos(), weights + kv, &mut out);
+    }
     if plan.batch > 1 {
-        batch(&session, &prompt, tokens, plan.batch, decode.wall_ms, &mut out).await?;
+        batch(&session, &prompt, tokens, plan.batch, decode.wall_ms, &device, &mut out).await?;
     }
     sampling(&mut out);
     let _ = std::io::stdout().write_all(out.as_bytes());
@@ -137,6 +156,7 @@ async fn batch(
     tokens: usize,
     size: usize,
     alone_ms: f64,
+    device: &engine::DeviceFigures,
     out: &mut String,
 ) -> Result<()> {
     use std::fmt::Write as _;
@@ -172,7 +192,6 @@ async fn batch(
         step.submits as f64 / n,
         step.bytes_read as f64 / n,
     );
-    let device = session.device_figures().await?;
     let dispatch = device.dispatch_ms.map_or(String::new(), |d| {
         format!(
             ", one more dispatch {d:.4} ms ({:.2} ms for a batched step's)",
@@ -182,13 +201,12 @@ async fn batch(
     let (_, weight_bytes) = session.weights();
     let _ = writeln!(
         out,
-        "device             copy {:.2} GB/s (the weights once: {:.2} ms){dispatch}",
-        device.copy_bytes_per_s / 1e9,
-        weight_bytes as f64 / device.copy_bytes_per_s * 1e3,
+        "batched step       the weights once at the device's read rate: {:.2} ms{dispatch}",
+        weight_bytes as f64 / device.read_bytes_per_s * 1e3,
     );
     let _ = writeln!(
         out,
-        "one after another  {size} sequences decoded in turn: {alone:.1} tokens/s aggregate (one decode step at a time); batched is {:.2}x",
+        "one after another  {alone:.1} tokens/s aggregate, derived (not timed): one sequence's decode rate above, which {size} sequences in turn would share; batched is {:.2}x that",
         batched / alone
     );
     Ok(())

@@ -3,6 +3,7 @@
 //! JSON, `bench` prints speed and per-token GPU traffic, `random-model` writes
 //! a randomly initialised GPT-2 for benches and tests.
 
+mod bandwidth;
 mod bench;
 mod generate;
 mod random_model;
@@ -15,8 +16,10 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use engine::beam::{Ends, Scoring};
-use engine::gpu::{GpuContext, GpuModel, GpuSession};
+use engine::gpu::profile::KernelsChoice;
+use engine::gpu::GpuContext;
 use engine::model::{Model, Tokenizer, WeightsChoice};
+use engine::open::{Choice, Chose, CpuLayout, Engine, EngineChoice};
 use engine::sample::Settings;
 use engine::{EngineError, Result, Session, Wanted};
 
@@ -47,6 +50,12 @@ fn weights_choice(name: &str) -> std::result::Result<WeightsChoice, String> {
         .ok_or_else(|| format!("not a weight format (the formats: {})", WeightsChoice::names()))
 }
 
+/// `--kernels`: one of [`KernelsChoice::NAMES`].
+fn kernels_choice(name: &str) -> std::result::Result<KernelsChoice, String> {
+    KernelsChoice::from_name(name)
+        .ok_or_else(|| format!("not a kernel choice (one of {})", KernelsChoice::NAMES.join(", ")))
+}
+
 /// `--ends-at`: one of [`Ends::NAMES`].
 fn ends_choice(name: &str) -> std::result::Result<Ends, String> {
     Ends::from_name(name).ok_or_else(|| format!("not one of {}", Ends::NAMES.join(", ")))
@@ -73,6 +82,9 @@ enum Command {
         /// Weight storage on either engine: auto (f16 for an f16 checkpoint, else f32) or a format (f32, f16, bf16, int8-tensor, int8 = per output channel, int4 = groups of 32).
         #[arg(long, value_parser = weights_choice, default_value = "auto")]
         weights: WeightsChoice,
+        /// GPU kernels: auto (the cpu profile on a software adapter, else every profile timed and the fastest kept), cpu, gpu (its layout timed), or a layout by name (gpu-4, gpu-8, gpu-16).
+        #[arg(long, value_parser = kernels_choice, default_value = "auto")]
+        kernels: KernelsChoice,
         #[arg(long, default_value_t = 100)]
         max_tokens: usize,
         #[command(flatten)]
@@ -129,6 +141,9 @@ enum Command {
         /// Weight storage on either engine: auto (f16 for an f16 checkpoint, else f32) or a format (f32, f16, bf16, int8-tensor, int8 = per output channel, int4 = groups of 32).
         #[arg(long, value_parser = weights_choice, default_value = "auto")]
         weights: WeightsChoice,
+        /// GPU kernels: auto (the cpu profile on a software adapter, else every profile timed and the fastest kept), cpu, gpu (its layout timed), or a layout by name (gpu-4, gpu-8, gpu-16).
+        #[arg(long, value_parser = kernels_choice, default_value = "auto")]
+        kernels: KernelsChoice,
         #[arg(long, value_enum, default_value = "prefill")]
         mode: Mode,
     },
@@ -141,6 +156,9 @@ enum Command {
         /// Weight storage on either engine: auto (f16 for an f16 checkpoint, else f32) or a format (f32, f16, bf16, int8-tensor, int8 = per output channel, int4 = groups of 32).
         #[arg(long, value_parser = weights_choice, default_value = "auto")]
         weights: WeightsChoice,
+        /// GPU kernels: auto (the cpu profile on a software adapter, else every profile timed and the fastest kept), cpu, gpu (its layout timed), or a layout by name (gpu-4, gpu-8, gpu-16).
+        #[arg(long, value_parser = kernels_choice, default_value = "auto")]
+        kernels: KernelsChoice,
         #[arg(long, default_value_t = 64)]
         prompt_len: usize,
         #[arg(long, default_value_t = 64)]
@@ -170,6 +188,9 @@ enum Command {
         /// Weight storage of the model check (the kernel checks run every format).
         #[arg(long, value_parser = weights_choice, default_value = "auto")]
         weights: WeightsChoice,
+        /// The kernel profile to check (the kernel checks run that profile's kernels).
+        #[arg(long, value_parser = kernels_choice, default_value = "auto")]
+        kernels: KernelsChoice,
     },
     /// Write a randomly initialised GPT-2 (config.json + model.safetensors).
     RandomModel {
@@ -261,6 +282,7 @@ async fn run(command: Command) -> Result<()> {
             prompt,
             backend,
             weights,
+            kernels,
             max_tokens,
             pipeline,
             seed,
@@ -281,7 +303,7 @@ async fn run(command: Command) -> Result<()> {
                 ));
             }
             pipeline.settings().validate()?;
-            let session = open(&model, backend, weights).await?;
+            let (session, _) = open(&model, backend, weights, kernels).await?;
             let tokenizer = Tokenizer::from_dir(&model)?;
             let run = engine::run::Job { settings: pipeline.settings(), seed, stop, max_tokens };
             let job = generate::Job { prompt, run };
@@ -297,13 +319,21 @@ async fn run(command: Command) -> Result<()> {
         Command::Sample { logits, labels, pipeline, seed, draws, json } => {
             sample::run(&logits, &labels, pipeline.settings(), seed, draws, json)
         }
-        Command::Logits { model, tokens, backend, weights, mode } => {
-            logits(&model, &tokens, backend, weights, mode).await
+        Command::Logits { model, tokens, backend, weights, kernels, mode } => {
+            // Checked before the model loads, as the flags of `generate` are.
+            if tokens.is_empty() {
+                return Err(EngineError::Setting(
+                    "no token ids: give them with --tokens, e.g. --tokens 12,7,99".into(),
+                ));
+            }
+            let (session, _) = open(&model, backend, weights, kernels).await?;
+            logits(session, &tokens, mode).await
         }
         Command::Bench {
             model,
             backend,
             weights,
+            kernels,
             prompt_len,
             tokens,
             no_cache,
@@ -311,12 +341,12 @@ async fn run(command: Command) -> Result<()> {
             batch,
         } => {
             check_batch_size(batch)?;
-            let session = open(&model, backend, weights).await?;
+            let (session, chose) = open(&model, backend, weights, kernels).await?;
             let plan = bench::Plan { prompt_len, tokens, no_cache, prefill_by_decode, batch };
-            bench::run(session, plan).await
+            bench::run(session, chose, plan).await
         }
-        Command::Selftest { model, prompt, steps, weights } => {
-            selftest(&model, &prompt, steps, weights).await
+        Command::Selftest { model, prompt, steps, weights, kernels } => {
+            selftest(&model, &prompt, steps, weights, kernels).await
         }
         Command::RandomModel {
             out,
@@ -353,25 +383,51 @@ fn check_batch_size(batch: usize) -> Result<()> {
 }
 
 /// Loads the model in `dir` and opens a session on the chosen backend, with
-/// the weight matrices stored as `weights` says.
-pub async fn open(dir: &Path, backend: Backend, weights: WeightsChoice) -> Result<Session> {
+/// the weight matrices stored as `weights` says and, on the GPU, the kernels
+/// `kernels` asks for; also returns what the opener chose.
+pub async fn open(
+    dir: &Path,
+    backend: Backend,
+    weights: WeightsChoice,
+    kernels: KernelsChoice,
+) -> Result<(Session, Chose)> {
     // An f16 checkpoint held as f16 is never widened (half the memory).
-    let mut model = Model::from_dir_as(dir, weights)?;
-    if backend == Backend::Cpu {
-        model.weights.use_cpu_layout(); // the same values, read faster (`Weights::use_cpu_layout`)
-    }
-    let model = Arc::new(model);
-    Ok(match backend {
-        Backend::Cpu => Session::Cpu(engine::cpu::CpuSession::new(model)),
-        Backend::Gpu => {
-            let ctx = GpuContext::new().await?;
-            let gpu = GpuModel::new(ctx, model).await?;
-            Session::Gpu(GpuSession::new(gpu)?)
-        }
-    })
+    let model = Arc::new(Model::from_dir_as(dir, weights)?);
+    let (engine, chose) = open_engine(model, backend, weights, kernels).await?;
+    Ok((engine.session()?, chose))
 }
 
-async fn selftest(dir: &Path, prompt: &str, steps: usize, weights: WeightsChoice) -> Result<()> {
+/// `model` on the chosen backend (see [`open`]).
+async fn open_engine(
+    model: Arc<Model>,
+    backend: Backend,
+    weights: WeightsChoice,
+    kernels: KernelsChoice,
+) -> Result<(Engine, Chose)> {
+    let engine = match backend {
+        // The same values, read faster (`Weights::use_cpu_layout`).
+        Backend::Cpu if kernels == KernelsChoice::Auto => {
+            EngineChoice::Cpu { layout: CpuLayout::Fast, pause: None }
+        }
+        Backend::Cpu => {
+            return Err(EngineError::Setting(
+                "--kernels chooses the GPU's kernels: leave it out with --backend cpu".into(),
+            ))
+        }
+        Backend::Gpu => {
+            EngineChoice::Gpu { ctx: Box::new(GpuContext::new().await?), kernels, remembered: None }
+        }
+    };
+    engine::open::open(model, Choice { engine, weights }).await
+}
+
+async fn selftest(
+    dir: &Path,
+    prompt: &str,
+    steps: usize,
+    weights: WeightsChoice,
+    kernels: KernelsChoice,
+) -> Result<()> {
     if steps == 0 || steps > 1024 {
         return Err(EngineError::Setting(format!("--steps must be 1 to 1024, got {steps}")));
     }
@@ -381,29 +437,22 @@ async fn selftest(dir: &Path, prompt: &str, steps: usize, weights: WeightsChoice
     if prompt.is_empty() {
         return Err(EngineError::EmptyPrompt);
     }
-    let format = weights.format(&model);
-    let gpu = GpuModel::with_format(GpuContext::new().await?, model, format).await?;
+    let (engine, chose) = open_engine(model, Backend::Gpu, weights, kernels).await?;
+    let Engine::Gpu(gpu) = engine else {
+        return Err(EngineError::Gpu("the self-test needs the GPU engine".into()));
+    };
     let report = engine::gpu::selftest::run(gpu, &prompt, steps, None).await;
     print!("{}", report.text());
+    if let Some(k) = &chose.kernels {
+        println!("kernels chosen: {}", k.describe());
+    }
     match report.failure() {
         None => Ok(()),
         Some(why) => Err(EngineError::Gpu(why)),
     }
 }
 
-async fn logits(
-    dir: &Path,
-    tokens: &[u32],
-    backend: Backend,
-    weights: WeightsChoice,
-    mode: Mode,
-) -> Result<()> {
-    if tokens.is_empty() {
-        return Err(EngineError::Setting(
-            "no token ids: give them with --tokens, e.g. --tokens 12,7,99".into(),
-        ));
-    }
-    let mut session = open(dir, backend, weights).await?;
+async fn logits(mut session: Session, tokens: &[u32], mode: Mode) -> Result<()> {
     let vocab = session.config().vocab_size;
     let rows: Vec<f32> = match mode {
         Mode::Prefill => session.prefill(tokens, Wanted::All).await?,

@@ -180,8 +180,28 @@ fn selftest_passes_on_the_gpu_and_prints_the_report() {
         text.contains("model (8 greedy steps, f16 weights, GPU vs CPU engine): pass"),
         "{text}"
     );
+    // On a software adapter (CI's lavapipe) `auto` is the cpu profile, untimed.
+    if text.contains("llvmpipe") {
+        assert!(text.contains("kernels: the cpu profile"), "{text}");
+        assert!(text.contains("kernels chosen: cpu (the adapter is a CPU)"), "{text}");
+    }
+    // The real GPUs' kernels, asked for by name, pass here too.
+    let m = model.to_str().unwrap();
+    let split = decode_lab(&["selftest", "--model", m, "--steps", "4", "--kernels", "gpu-16"]);
+    let text = String::from_utf8_lossy(&split.stdout);
+    assert!(split.status.success(), "{text}{}", String::from_utf8_lossy(&split.stderr));
+    assert!(
+        text.contains("kernels: the gpu-16 profile") && text.contains("ln_qkv_split"),
+        "{text}"
+    );
     let bad = decode_lab(&["selftest", "--model", model.to_str().unwrap(), "--steps", "0"]);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--steps must be 1 to 1024, got 0"));
+    let bad = decode_lab(&["selftest", "--model", m, "--kernels", "gpu-7"]);
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        stderr.contains("not a kernel choice (one of auto, cpu, gpu, gpu-4, gpu-8, gpu-16)"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -201,7 +221,15 @@ fn bench_reports_one_submit_per_decode_token() {
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         assert!(text.contains("tokens/s"), "{text}");
+        // The share of the device's read rate, on either engine.
+        assert!(text.contains("% of this device's read rate"), "{text}");
         if backend == "gpu" {
+            let software = text.contains("llvmpipe");
+            assert!(
+                !software || text.contains("kernels            cpu (the adapter is a CPU)"),
+                "{text}"
+            );
+            assert!(text.contains("cost record") && text.contains("ln_qkv "), "{text}");
             assert!(text.contains("1.00 submits"), "{text}");
             // vocab 1000 × f32, and two u64 timestamps where the device has them.
             let timed = text.contains("(timestamp queries;");

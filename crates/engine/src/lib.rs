@@ -24,6 +24,7 @@ pub mod heads;
 pub mod kernels;
 pub mod lens;
 pub mod model;
+pub mod open;
 pub mod quality;
 pub mod remote;
 pub mod run;

@@ -184,6 +184,28 @@ impl Session {
         }
     }
 
+    /// The bytes a decode step at the current position must read: the
+    /// weights it uses (`Weights::decode_bytes`) and the KV cache's rows
+    /// (keys and values of every layer for the `pos + 1` tokens it attends to).
+    pub fn step_reads(&self) -> (u64, u64) {
+        let weights = match self {
+            Session::Cpu(s) => s.model().weights.decode_bytes(),
+            #[cfg(feature = "gpu")]
+            Session::Gpu(s) => s.model().model.weights.decode_bytes(),
+            Session::Remote(s) => s.decode_bytes(),
+        };
+        let c = self.config();
+        let kv = crate::cost::kv_cache_bytes(
+            c.n_layer as f64,
+            c.n_head as f64,
+            c.head_size as f64,
+            4.0,
+            (self.pos() + 1) as f64,
+            1.0,
+        );
+        (weights, kv as u64)
+    }
+
     /// How the weight matrices are stored, and the bytes all weights take.
     pub fn weights(&self) -> (Format, u64) {
         match self {
@@ -238,6 +260,16 @@ impl Session {
             #[cfg(feature = "gpu")]
             Session::Gpu(s) => crate::gpu::device_probe::measure(s.model()).await,
             Session::Remote(s) => s.model().device_figures().await,
+        }
+    }
+
+    /// The cost record of each dispatch of a decode step at the current
+    /// position, on the GPU engine (the CPU engines dispatch nothing).
+    pub fn decode_costs(&self) -> Option<Vec<(crate::kernels::Kernel, crate::kernels::Cost)>> {
+        match self {
+            #[cfg(feature = "gpu")]
+            Session::Gpu(s) => Some(s.decode_costs()),
+            _ => None,
         }
     }
 

@@ -64,13 +64,16 @@ impl StepStats {
     }
 }
 
-/// Two figures of the device an engine runs on (the batching lesson's
-/// decomposition of a step).
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// Figures of the device an engine runs on (the cost lessons' decomposition
+/// of a step, and the bench's share of the device's bandwidth).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct DeviceFigures {
-    /// Bytes per second of a large memory copy: about the best rate at which
-    /// a step can stream its weights.
+    /// Bytes per second of a large memory copy (which reads and writes every byte).
     pub copy_bytes_per_s: f64,
+    /// Bytes per second of reading a large buffer and writing almost nothing
+    /// (`block_sum` on the GPU, a sum loop on the CPU): the best rate at
+    /// which a decode step can stream its weights.
+    pub read_bytes_per_s: f64,
     /// Milliseconds one more dispatch adds to a GPU compute pass (`None` on
     /// the CPU engine, which has no dispatches).
     pub dispatch_ms: Option<f64>,

@@ -69,7 +69,7 @@ async fn compare(
         let active = tokens.iter().flatten().count();
         assert_eq!(out.len(), active * vocab, "{name} B={b} step {step}: rows");
         assert_eq!(stats.tokens, active);
-        if name == "gpu" {
+        if name.starts_with("gpu") {
             assert_eq!(stats.submits, 1, "{name} B={b}: one submit per batched step");
         }
         let mut rows = out.chunks_exact(vocab);
@@ -202,15 +202,16 @@ fn each_batched_continuation_is_its_seeded_run_alone() {
     }
 }
 
-/// The batching lesson's device figures: a copy rate on both engines, a
-/// per-dispatch cost on the GPU only, all finite.
+/// The cost lessons' device figures: a copy rate and a read rate on both
+/// engines, a per-dispatch cost on the GPU only, all finite.
 #[test]
 fn the_device_figures_are_measured() {
     let model = model();
-    for (name, s) in sessions_on_both(&model) {
+    for (name, s) in sessions_on_both(&model).into_iter().take(2) {
         let f = pollster::block_on(s.device_figures()).unwrap();
         eprintln!("{name}: {f:?}");
         assert!(f.copy_bytes_per_s.is_finite() && f.copy_bytes_per_s > 1e6, "{name}: {f:?}");
+        assert!(f.read_bytes_per_s.is_finite() && f.read_bytes_per_s > 1e6, "{name}: {f:?}");
         match name {
             "gpu" => assert!(f.dispatch_ms.is_some_and(|d| d.is_finite() && d >= 0.0), "{f:?}"),
             _ => assert_eq!(f.dispatch_ms, None),

@@ -9,16 +9,17 @@ mod common;
 
 use decode_lab_engine::beam::{beam_search, candidates, BeamSearch, BeamSettings, Fate, Scoring};
 use decode_lab_engine::cpu::CpuSession;
-use decode_lab_engine::gpu::{GpuModel, GpuSession};
+use decode_lab_engine::gpu::GpuSession;
 use decode_lab_engine::sample::{argmax, log_softmax};
 use decode_lab_engine::{Session, Wanted};
 
 fn sessions() -> Vec<Session> {
     let model = common::golden_model("tiny_odd");
     let mut s = vec![Session::Cpu(CpuSession::new(model.clone()))];
-    if let Some((ctx, _)) = common::gpu() {
-        let gpu = pollster::block_on(GpuModel::new(ctx.clone(), model)).unwrap();
-        s.push(Session::Gpu(GpuSession::new(gpu).unwrap()));
+    for (_, profile) in common::PROFILES {
+        if let Some(gpu) = common::gpu_model(&model, profile) {
+            s.push(Session::Gpu(GpuSession::new(gpu).unwrap()));
+        }
     }
     s
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use decode_lab_engine::cpu::CpuSession;
 use decode_lab_engine::gpu::{GpuContext, GpuModel, GpuSession};
+use decode_lab_engine::kernels::{Profile, Split};
 use decode_lab_engine::model::Model;
 use decode_lab_engine::{Session, Wanted};
 use wasm_bindgen_test::*;
@@ -62,17 +63,34 @@ async fn check(mut session: Session) {
     assert!(err <= 1e-4, "{name} decode: {err:e}");
 }
 
+/// In both kernel profiles: the real GPUs' kernels are checked on SwiftShader too.
 #[wasm_bindgen_test]
 async fn gpu_engine_matches_transformers_on_webgpu() {
     let model = Arc::new(Model::from_bytes(CONFIG, WEIGHTS).unwrap());
     let ctx = GpuContext::new()
         .await
         .expect("Chromium runs with --enable-unsafe-webgpu: an adapter must exist");
-    let gpu = GpuModel::new(ctx, model).await.unwrap();
-    let session = Session::Gpu(GpuSession::new(gpu).unwrap());
-    let s = session.last_stats();
-    assert_eq!(s.submits, 0);
-    check(session).await;
+    for profile in [Profile::Cpu, Profile::Gpu(Split::DEFAULT)] {
+        let gpu = GpuModel::new(ctx.clone(), model.clone(), profile).await.unwrap();
+        let session = Session::Gpu(GpuSession::new(gpu).unwrap());
+        let s = session.last_stats();
+        assert_eq!(s.submits, 0);
+        check(session).await;
+    }
+}
+
+/// The gpu profile's kernels against their CPU twins on the browser's
+/// adapter (the case table: every layout of the split kernels); the cpu
+/// profile's run in the page's self-test (tests/e2e/selftest.test.mjs).
+#[wasm_bindgen_test]
+async fn gpu_profile_kernels_match_their_twins_on_webgpu() {
+    use decode_lab_engine::gpu::selftest::check_kernels;
+    let ctx = GpuContext::new().await.expect("an adapter");
+    for split in Split::CANDIDATES {
+        for r in check_kernels(&ctx, Profile::Gpu(split), None).await {
+            assert!(r.passed(), "{} {}: {:?}", r.kernel.name(), r.shape, r.detail);
+        }
+    }
 }
 
 #[wasm_bindgen_test]

@@ -11,9 +11,10 @@ mod common;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use common::{fixtures, gpu, rel_max_err};
+use common::{fixtures, gpu, gpu_model, rel_max_err, PROFILES};
 use decode_lab_engine::cpu::CpuSession;
 use decode_lab_engine::gpu::{GpuModel, GpuSession};
+use decode_lab_engine::kernels::Profile;
 use decode_lab_engine::model::{Model, Tokenizer};
 use decode_lab_engine::run::{Job, Run};
 use decode_lab_engine::sample::{explain, Settings};
@@ -77,22 +78,24 @@ fn seeded_sampling_repeats_and_reads_as_words() {
     }
 }
 
+/// In both kernel profiles.
 #[test]
 fn gpu_and_cpu_agree_on_the_bundled_model() {
     let (model, tokenizer) = load();
-    let Some((ctx, _)) = gpu() else { return };
-    let gpu_model = pollster::block_on(GpuModel::new(ctx.clone(), model.clone())).unwrap();
-    let mut gpu = Session::Gpu(GpuSession::new(gpu_model).unwrap());
-    let mut cpu = Session::Cpu(CpuSession::new(model));
-    let prompt =
-        tokenizer.encode("ROMEO:\nBut soft, what light through yonder window breaks?").unwrap();
-    let g = pollster::block_on(gpu.prefill(&prompt, Wanted::All)).unwrap();
-    let c = pollster::block_on(cpu.prefill(&prompt, Wanted::All)).unwrap();
-    assert!(rel_max_err(&g, &c) <= 1e-4, "prefill: {:e}", rel_max_err(&g, &c));
-    let greedy = Settings { temperature: 0.0, ..Settings::default() };
-    let gpu_text = text(gpu_session_fresh(&gpu), &tokenizer, greedy.clone(), 0, 48);
-    let cpu_text = text(cpu, &tokenizer, greedy, 0, 48);
-    assert_eq!(gpu_text, cpu_text);
+    for (name, profile) in PROFILES {
+        let Some(gpu_model) = gpu_model(&model, profile) else { return };
+        let mut gpu = Session::Gpu(GpuSession::new(gpu_model).unwrap());
+        let mut cpu = Session::Cpu(CpuSession::new(model.clone()));
+        let prompt =
+            tokenizer.encode("ROMEO:\nBut soft, what light through yonder window breaks?").unwrap();
+        let g = pollster::block_on(gpu.prefill(&prompt, Wanted::All)).unwrap();
+        let c = pollster::block_on(cpu.prefill(&prompt, Wanted::All)).unwrap();
+        assert!(rel_max_err(&g, &c) <= 1e-4, "{name} prefill: {:e}", rel_max_err(&g, &c));
+        let greedy = Settings { temperature: 0.0, ..Settings::default() };
+        let gpu_text = text(gpu_session_fresh(&gpu), &tokenizer, greedy.clone(), 0, 48);
+        let cpu_text = text(cpu, &tokenizer, greedy, 0, 48);
+        assert_eq!(gpu_text, cpu_text, "{name}");
+    }
 }
 
 fn gpu_session_fresh(s: &Session) -> Session {
@@ -107,8 +110,7 @@ fn gpu_session_fresh(s: &Session) -> Session {
 #[test]
 fn a_run_switched_to_the_cpu_mid_way_continues_the_same_text() {
     let (model, tokenizer) = load();
-    let Some((ctx, _)) = gpu() else { return };
-    let gpu_model = pollster::block_on(GpuModel::new(ctx.clone(), model.clone())).unwrap();
+    let Some(gpu_model) = gpu_model(&model, Profile::Cpu) else { return };
     let settings = Settings { temperature: 1.0, top_k: 40, ..Settings::default() };
     let job = Job { settings: settings.clone(), seed: 11, stop: Vec::new(), max_tokens: 40 };
     let want = text(Session::Cpu(CpuSession::new(model.clone())), &tokenizer, settings, 11, 40);
@@ -131,24 +133,28 @@ fn a_run_switched_to_the_cpu_mid_way_continues_the_same_text() {
     assert_eq!(got, want);
 }
 
-/// The page's `?selftest=1` on the bundled model: every kernel and 16 greedy
-/// model steps pass on this adapter, and the report says so in plain text.
+/// The page's `?selftest=1` on the bundled model, in each kernel profile:
+/// every kernel of the profile and 16 greedy model steps pass on this
+/// adapter, and the report says so (and which kernels) in plain text.
 #[test]
 fn self_test_passes_on_the_bundled_model() {
     use decode_lab_engine::gpu::selftest;
-    let Some((ctx, _)) = gpu() else { return };
     let (model, tokenizer) = load();
-    let gpu_model = pollster::block_on(GpuModel::new(ctx.clone(), model)).unwrap();
-    let prompt = tokenizer.encode("ROMEO:").unwrap();
-    let report = pollster::block_on(selftest::run(gpu_model, &prompt, 16, None));
-    assert!(report.passed(), "{}", report.text());
-    assert_eq!(report.failure(), None);
-    assert_eq!((report.model.steps, report.model.same_tokens), (16, 16));
-    assert!(report.model.rel_err <= selftest::MODEL_REL_TOL);
-    let text = report.text();
-    assert!(text.starts_with("Decode Lab self-test: PASS\nadapter: "), "{text}");
-    assert!(text.contains("maxStorageBufferBindingSize: "));
-    assert_eq!(text.lines().filter(|l| l.starts_with("  pass ")).count(), report.kernels.len());
+    for (_, profile) in PROFILES {
+        let Some(gpu_model) = gpu_model(&model, profile) else { return };
+        let prompt = tokenizer.encode("ROMEO:").unwrap();
+        let report = pollster::block_on(selftest::run(gpu_model, &prompt, 16, None));
+        assert!(report.passed(), "{}", report.text());
+        assert_eq!(report.failure(), None);
+        assert_eq!((report.model.steps, report.model.same_tokens), (16, 16));
+        assert!(report.model.rel_err <= selftest::MODEL_REL_TOL);
+        let text = report.text();
+        assert!(text.starts_with("Decode Lab self-test: PASS\nadapter: "), "{text}");
+        assert!(text.contains("maxStorageBufferBindingSize: "));
+        assert!(text.contains(&format!("kernels: the {} profile", profile.name())), "{text}");
+        let passes = text.lines().filter(|l| l.starts_with("  pass ")).count();
+        assert_eq!(passes, report.kernels.len());
+    }
 }
 
 /// The browser's CPU engine cuts a long prefill into chunks with a pause
@@ -235,9 +241,11 @@ fn a_restarted_run_writes_what_a_fresh_run_writes() {
     let job = |seed| Job { settings: settings.clone(), seed, stop: Vec::new(), max_tokens: 30 };
     let mut engines: Vec<Box<dyn Fn() -> Session>> =
         vec![Box::new(|| Session::Cpu(CpuSession::new(model.clone())))];
-    if let Some((ctx, _)) = gpu() {
-        let gpu_model = pollster::block_on(GpuModel::new(ctx.clone(), model.clone())).unwrap();
-        engines.push(Box::new(move || Session::Gpu(GpuSession::new(gpu_model.clone()).unwrap())));
+    for (_, profile) in PROFILES {
+        if let Some(gpu_model) = gpu_model(&model, profile) {
+            engines
+                .push(Box::new(move || Session::Gpu(GpuSession::new(gpu_model.clone()).unwrap())));
+        }
     }
     for session in engines {
         let fresh = |seed| text(session(), &tokenizer, settings.clone(), seed, 30);
@@ -279,7 +287,7 @@ fn the_gpu_refuses_weights_laid_out_for_the_cpu_engine() {
     assert!(model.weights.matrices().all(|m| m.is_lifted()));
     let in_panels = |l: &LayerWeights| l.matrices().iter().all(|m| m.f16_panels().is_some());
     assert!(model.weights.layers.iter().all(in_panels), "the blocks are in panels");
-    match pollster::block_on(GpuModel::new(ctx.clone(), Arc::new(model))) {
+    match pollster::block_on(GpuModel::new(ctx.clone(), Arc::new(model), Profile::Cpu)) {
         Ok(_) => panic!("a model laid out for the CPU went to the GPU"),
         Err(e) => assert!(e.to_string().contains("laid out for the CPU engine"), "{e}"),
     }

@@ -106,16 +106,19 @@ fn weight_bytes_shrink_with_the_format() {
     assert_eq!(bytes(Format::Int4), rest + matrices as u64 / 2 + 4 * groups as u64);
 }
 
-/// The GPU engine and the CPU engine agree in every format: both run the
-/// same packed weights (the self-test's whole-model check, 16 greedy steps).
+/// The GPU engine and the CPU engine agree in every format, in each kernel
+/// profile: both run the same packed weights (the self-test's whole-model
+/// check, 16 greedy steps).
 #[test]
 fn gpu_equals_cpu_in_every_format() {
     let Some((ctx, _)) = gpu() else { return };
     let (model, tokenizer, _) = load();
     let prompt = tokenizer.encode("ROMEO:").unwrap();
-    for format in Format::ALL {
-        let gpu_model =
-            pollster::block_on(GpuModel::with_format(ctx.clone(), model.clone(), format)).unwrap();
+    for (format, (_, profile)) in
+        Format::ALL.into_iter().flat_map(|f| common::PROFILES.map(|p| (f, p)))
+    {
+        let open = GpuModel::with_format(ctx.clone(), model.clone(), format, profile);
+        let gpu_model = pollster::block_on(open).unwrap();
         assert_eq!(gpu_model.format(), format);
         assert_eq!(gpu_model.weight_bytes(), gpu_model.model.weights.bytes());
         let check = pollster::block_on(selftest::check_model(gpu_model, &prompt, 16));

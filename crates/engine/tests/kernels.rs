@@ -10,22 +10,46 @@ mod common;
 use common::{assert_close, bytes, gpu};
 use decode_lab_engine::gpu::selftest::{self, cases};
 use decode_lab_engine::gpu::testing::run_kernel;
+use decode_lab_engine::gpu::GpuContext;
 use decode_lab_engine::gpu::Pipelines;
 use decode_lab_engine::kernels::*;
 use decode_lab_engine::storage::format::Channels;
 use decode_lab_engine::storage::format::Format;
 use decode_lab_engine::storage::matrix::Matrix;
 
-/// Runs every case of `kernel` and fails on the first element out of tolerance.
+/// The profiles whose plans dispatch `kernel`.
+fn profiles_of(kernel: Kernel) -> Vec<Profile> {
+    let both = [Profile::Cpu, Profile::Gpu(Split::DEFAULT)];
+    both.into_iter().filter(|p| p.kernels().contains(&kernel)).collect()
+}
+
+/// Every case of `kernel`, in each split layout where its workgroups follow one.
+fn all_cases(kernel: Kernel) -> Vec<cases::Case> {
+    let layouts = match kernel.takes_layout() {
+        true => Split::CANDIDATES.to_vec(),
+        false => vec![Split::DEFAULT],
+    };
+    layouts.into_iter().flat_map(|split| cases::cases(kernel, split)).collect()
+}
+
+/// Runs every case of `kernel` (compiled as each profile that runs it
+/// compiles it) and fails on the first element out of tolerance.
 fn check(kernel: Kernel) {
     let Some((ctx, _)) = gpu() else { return };
-    let all = cases::cases(kernel);
+    let all = all_cases(kernel);
     assert!(!all.is_empty());
+    for profile in profiles_of(kernel) {
+        check_in(ctx, kernel, profile, &all);
+    }
+}
+
+fn check_in(ctx: &GpuContext, kernel: Kernel, profile: Profile, all: &[cases::Case]) {
     let mut compiled = Vec::new();
     for format in Format::ALL {
-        compiled.push(pollster::block_on(Pipelines::new(ctx, format)).expect("compiles"));
+        let pipelines = pollster::block_on(Pipelines::new(ctx, format, profile));
+        compiled.push(pipelines.expect("compiles"));
     }
-    for case in &all {
+    for case in all {
         let pipelines = compiled.iter().find(|p| p.format == case.format).unwrap();
         let buffers: Vec<&[u8]> = case.buffers.iter().map(Vec::as_slice).collect();
         let out = pollster::block_on(run_kernel(
@@ -39,7 +63,13 @@ fn check(kernel: Kernel) {
         ))
         .expect("kernel runs");
         for (index, name, want) in &case.want {
-            let what = format!("{} {} {} {name}", kernel.name(), case.format.name(), case.shape);
+            let what = format!(
+                "{} {} {} {name} ({})",
+                kernel.name(),
+                case.format.name(),
+                case.shape,
+                profile.name()
+            );
             let t = case.tolerance;
             assert_close(&what, &out[*index][..want.len()], want, t.atol, t.rtol);
         }
@@ -96,7 +126,7 @@ fn attention_probs_matches_twin() {
 #[test]
 fn attention_probs_rows_sum_to_one_and_never_look_ahead() {
     let Some((ctx, pipelines)) = gpu() else { return };
-    for case in cases::cases(Kernel::AttentionProbs) {
+    for case in cases::cases(Kernel::AttentionProbs, Split::DEFAULT) {
         let p: attention_probs::Params = *bytemuck::from_bytes(&case.params);
         let buffers: Vec<&[u8]> = case.buffers.iter().map(Vec::as_slice).collect();
         let out = pollster::block_on(run_kernel(
@@ -141,10 +171,56 @@ fn lm_head_matches_twin() {
 
 #[test]
 fn every_kernel_has_cases() {
-    for kernel in Kernel::ALL {
-        assert!(cases::cases(kernel).len() >= 4, "{}: too few cases", kernel.name());
+    for &kernel in Kernel::ALL {
+        assert!(all_cases(kernel).len() >= 4, "{}: too few cases", kernel.name());
         assert_eq!(Kernel::from_name(kernel.name()), Some(kernel));
+        assert!(!profiles_of(kernel).is_empty(), "{}: no profile runs it", kernel.name());
     }
+}
+
+#[test]
+fn matmul_tiled_matches_twin() {
+    check(Kernel::MatmulTiled);
+}
+
+#[test]
+fn matmul_split_matches_twin() {
+    check(Kernel::MatmulSplit);
+}
+
+#[test]
+fn ln_qkv_split_matches_twin() {
+    check(Kernel::LnQkvSplit);
+}
+
+#[test]
+fn matvec_residual_split_matches_twin() {
+    check(Kernel::MatvecResidualSplit);
+}
+
+#[test]
+fn ln_fc_gelu_split_matches_twin() {
+    check(Kernel::LnFcGeluSplit);
+}
+
+#[test]
+fn attention_split_matches_twin() {
+    check(Kernel::AttentionSplit);
+}
+
+#[test]
+fn attention_combine_matches_twin() {
+    check(Kernel::AttentionCombine);
+}
+
+#[test]
+fn lm_head_split_matches_twin() {
+    check(Kernel::LmHeadSplit);
+}
+
+#[test]
+fn block_sum_matches_twin() {
+    check(Kernel::BlockSum);
 }
 
 #[test]
@@ -165,19 +241,23 @@ fn gelu_stays_finite_for_huge_inputs() {
     assert_close("gelu extremes", &out[0], &[1e4, 0.0, 80.0, 0.0, 0.0], 1e-6, 1e-6);
 }
 
-/// The self-test's own verdicts: all pass here, and a corrupted kernel
-/// (the page's `selftest_fault=` hook) fails with a reason naming it.
+/// The self-test's own verdicts: all pass here, every case of the profile's
+/// kernels is run, and a corrupted kernel (the page's `selftest_fault=`
+/// hook) fails with a reason naming it.
 #[test]
 fn self_test_passes_and_catches_a_wrong_kernel() {
     let Some((ctx, _)) = gpu() else { return };
-    let results = pollster::block_on(selftest::check_kernels(ctx, None));
-    let cases: usize = Kernel::ALL.iter().map(|&k| cases::cases(k).len()).sum();
+    let profile = Profile::Cpu;
+    let results = pollster::block_on(selftest::check_kernels(ctx, profile, None));
+    let split = Split::DEFAULT;
+    let cases: usize = profile.kernels().iter().map(|&k| cases::cases(k, split).len()).sum();
     assert_eq!(results.len(), cases);
     for r in &results {
         assert!(r.passed(), "{} {}: {:?}", r.kernel.name(), r.shape, r);
         assert!(r.worst_ratio.is_finite() && r.max_abs.is_finite());
     }
-    let faulty = pollster::block_on(selftest::check_kernels(ctx, Some(Kernel::MatvecResidual)));
+    let fault = Some(Kernel::MatvecResidual);
+    let faulty = pollster::block_on(selftest::check_kernels(ctx, profile, fault));
     let failed: Vec<_> = faulty.iter().filter(|r| !r.passed()).collect();
     assert_eq!(failed.len(), 1);
     assert_eq!(failed[0].kernel, Kernel::MatvecResidual);

@@ -26,24 +26,45 @@ pub type Pause = Rc<dyn Fn() -> Pin<Box<dyn Future<Output = ()>>>>;
 /// ~4 GFLOP/s the CPU engine does in Chromium (the bundled model: 13 rows).
 const CHUNK_FLOPS: usize = 100_000_000;
 
-/// This machine's copy rate: a 32 MB copy, median of 5 (with `pause`, the
-/// page gets a turn between them).
+/// This machine's copy rate (a 32 MB copy) and read rate (a 32 MB sum in
+/// sixteen lanes, which the compiler vectorises: one thread, as the CPU
+/// engine's decode step mostly is), medians of 5 (with `pause`, the page
+/// gets a turn between runs).
 pub async fn device_figures(pause: Option<&Pause>) -> crate::step::DeviceFigures {
     const BYTES: usize = 32 << 20;
     let from = vec![1u8; BYTES];
     let mut to = vec![0u8; BYTES];
-    let mut secs = Vec::with_capacity(5);
+    let words = vec![1u32; BYTES / 4];
+    let (mut copy, mut read) = (Vec::with_capacity(5), Vec::with_capacity(5));
     for _ in 0..5 {
         let start = web_time::Instant::now();
         to.copy_from_slice(std::hint::black_box(&from));
         std::hint::black_box(&to);
-        secs.push(start.elapsed().as_secs_f64());
+        copy.push(start.elapsed().as_secs_f64());
+        let start = web_time::Instant::now();
+        std::hint::black_box(lane_sums(std::hint::black_box(&words)));
+        read.push(start.elapsed().as_secs_f64());
         if let Some(pause) = pause {
             pause().await;
         }
     }
-    let secs = crate::cost::median(&secs).unwrap_or(1.0).max(1e-9);
-    crate::step::DeviceFigures { copy_bytes_per_s: BYTES as f64 / secs, dispatch_ms: None }
+    let rate = |secs: &[f64]| BYTES as f64 / crate::cost::median(secs).unwrap_or(1.0).max(1e-9);
+    crate::step::DeviceFigures {
+        copy_bytes_per_s: rate(&copy),
+        read_bytes_per_s: rate(&read),
+        dispatch_ms: None,
+    }
+}
+
+/// Sixteen wrapping sums of `words` (lane j: the words ≡ j mod 16).
+fn lane_sums(words: &[u32]) -> [u32; 16] {
+    let mut lanes = [0u32; 16];
+    for chunk in words.chunks_exact(16) {
+        for (l, &w) in lanes.iter_mut().zip(chunk) {
+            *l = l.wrapping_add(w);
+        }
+    }
+    lanes
 }
 
 /// A CPU session: the model plus its own KV cache.

@@ -8,7 +8,8 @@
 use std::rc::Rc;
 
 use crate::error::{EngineError, Result};
-use crate::gpu::plan::{self, Op, Pass, Seat};
+use crate::gpu::ops::{self, Op, SessionBuffers};
+use crate::gpu::plan::{self, Pass, Seat};
 use crate::gpu::runner::{Logits, Runner};
 use crate::gpu::{GpuModel, GpuSession};
 use crate::step::{check_input, StepStats};
@@ -42,10 +43,10 @@ impl GpuBatch {
         let logits = Logits::new(&gpu, sessions.len())?;
         let logits_buffer = logits.buffer.clone();
         let caches: Vec<_> = sessions.iter().map(|s| s.caches()).collect();
-        let specs = plan::batch(&gpu, &caches, &logits_buffer);
+        let specs = plan::batch(&gpu.layout(), sessions.len());
         let runner = Runner::new(gpu.clone(), specs.len(), logits);
-        let ops = plan::bind_all(&gpu, &runner.params, 0, &specs);
-        drop(specs);
+        let s = SessionBuffers { caches: &caches, logits: &logits_buffer };
+        let ops = ops::bind_all(&gpu, &runner.params, 0, specs, &s);
         Ok(GpuBatch { gpu, runner, ops, n_seqs: sessions.len() })
     }
 

@@ -1,94 +1,155 @@
-//! Two figures of the GPU itself, for the batching lesson's decomposition of
-//! a decode step: how fast it copies memory (about the best rate at which a
-//! step can stream its weights), and what one more dispatch in a compute
-//! pass costs (the part of a step that grows with its dispatch count, not
-//! its bytes). Wall times of submitted work, waited for by a 4-byte readback;
-//! each the median of a few runs.
+//! Figures of the GPU itself, for the cost lessons and the bench: how fast it
+//! reads memory (`block_sum` over a buffer larger than its caches: the best
+//! rate at which a decode step can stream its weights), how fast it copies
+//! (a copy also writes every byte, so it is not the read rate), and what one
+//! more dispatch in a compute pass costs (the part of a step that grows with
+//! its dispatch count, not its bytes). Times are the device's own
+//! (timestamp queries) where it has them, else wall times of submitted work
+//! waited for by a 4-byte readback; each figure the median of a few runs.
 
 use crate::error::Result;
-use crate::gpu::plan::{bind, SLOT};
+use crate::gpu::ops::{bind, SLOT};
+use crate::gpu::profile::is_software;
 use crate::gpu::readback::{buffer, read_f32, upload, STORAGE};
+use crate::gpu::timer::Timer;
 use crate::gpu::GpuModel;
-use crate::kernels::{residual_add, Kernel};
+use crate::kernels::{block_sum, residual_add, Kernel};
 use crate::step::DeviceFigures;
 
-/// Bytes copied per run of the copy test (less where the device's buffers are smaller).
+/// Bytes read per run of the read test on a real GPU: five times an H100's
+/// 50 MB L2, so the cache cannot serve it (less where buffers are smaller).
+const READ_BYTES: u64 = 256 << 20;
+/// The same on a software adapter (a CPU's caches are smaller, its memory slower).
+const READ_BYTES_SOFTWARE: u64 = 64 << 20;
+/// Bytes copied per run of the copy test.
 const COPY_BYTES: u64 = 64 << 20;
+/// Words (16 bytes) each workgroup of the read test sums.
+const WORDS_PER_GROUP: u64 = 1024;
 /// Dispatches in the long pass of the dispatch test (the short one has one).
 const DISPATCHES: u32 = 256;
 /// Runs of each test; the figure is their median.
 const RUNS: usize = 5;
 
-/// Measures the copy rate and the per-dispatch cost on `gpu`'s device.
+/// Measures the read rate, the copy rate and the per-dispatch cost on `gpu`'s device.
 pub async fn measure(gpu: &GpuModel) -> Result<DeviceFigures> {
     let ctx = &gpu.ctx;
-    let limit = ctx.limits.max_buffer_size.min(ctx.limits.max_storage_buffer_binding_size);
-    let bytes = COPY_BYTES.min(limit) / 4 * 4;
-    let (src, dst) =
-        (buffer(ctx, "probe src", bytes, STORAGE), buffer(ctx, "probe dst", bytes, STORAGE));
+    let limit = ctx.max_binding();
+    let read_cap = if is_software(&ctx.adapter_info) { READ_BYTES_SOFTWARE } else { READ_BYTES };
+    let read_bytes = read_cap.min(limit) / 16 * 16;
+    let copy_bytes = COPY_BYTES.min(limit) / 4 * 4;
+    let data = buffer(ctx, "probe data", read_bytes, STORAGE);
+    let words = read_bytes / 16;
+    let groups = words.div_ceil(WORDS_PER_GROUP).min(u64::from(crate::kernels::MAX_GROUPS_PER_DIM));
+    let p = block_sum::Params {
+        n: words as u32,
+        per_group: words.div_ceil(groups) as u32,
+        _pad0: 0,
+        _pad1: 0,
+    };
+    let sums = buffer(ctx, "probe sums", 4 * groups, STORAGE);
+    let (src, dst) = (
+        buffer(ctx, "probe src", copy_bytes, STORAGE),
+        buffer(ctx, "probe dst", copy_bytes, STORAGE),
+    );
     let read = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
     let staging = buffer(ctx, "probe staging", 4, read);
-    // The pass's one-element residual add, its parameters and bind group.
-    let params = residual_add::Params { n: 1, _pad0: 0, _pad1: 0, _pad2: 0 };
-    let mut slot = vec![0u8; SLOT as usize];
-    slot[..16].copy_from_slice(bytemuck::bytes_of(&params));
-    let uniform = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("probe params"),
-        size: SLOT,
-        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    ctx.queue.write_buffer(&uniform, 0, &slot);
+    let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
+    let params = buffer(ctx, "probe params", 2 * SLOT, uniform);
+    // Slot 0: block_sum's parameters; slot 1: a one-element residual add's.
+    ctx.queue.write_buffer(&params, 0, bytemuck::bytes_of(&p));
+    let add = residual_add::Params { n: 1, _pad0: 0, _pad1: 0, _pad2: 0 };
+    ctx.queue.write_buffer(&params, SLOT, bytemuck::bytes_of(&add));
     let (y, x) = (upload(ctx, "probe y", &[0; 4]), upload(ctx, "probe x", &[0; 4]));
-    let group = bind(gpu, Kernel::ResidualAdd, &uniform, 0, &[&y, &x], None);
-    let (pipeline, group) = (gpu.pipelines.get(Kernel::ResidualAdd), &group);
-    let pass = |n: u32| {
-        move |enc: &mut wgpu::CommandEncoder| {
-            let mut cpass = enc.begin_compute_pass(&Default::default());
-            cpass.set_pipeline(pipeline);
-            cpass.set_bind_group(0, group, &[]);
-            for _ in 0..n {
-                cpass.dispatch_workgroups(1, 1, 1);
-            }
-        }
+    let sum_group = bind(gpu, Kernel::BlockSum, &params, 0, &[&data, &sums], None);
+    let add_group = bind(gpu, Kernel::ResidualAdd, &params, 1, &[&y, &x], None);
+    let timer = Timer::new(ctx);
+    let (sum_pipeline, add_pipeline) =
+        (gpu.pipelines.get(Kernel::BlockSum), gpu.pipelines.get(Kernel::ResidualAdd));
+    let sum = Dispatches {
+        pipeline: sum_pipeline,
+        group: &sum_group,
+        groups: block_sum::workgroups(&p),
+        n: 1,
     };
-    let (mut copy, mut one, mut many) = (Vec::new(), Vec::new(), Vec::new());
+    let one = Dispatches { pipeline: add_pipeline, group: &add_group, groups: [1, 1, 1], n: 1 };
+    let many = Dispatches { n: DISPATCHES, ..one };
+    let (mut reads, mut copies, mut ones, mut manys) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let wait = (&dst, &staging);
     for run in 0..=RUNS {
-        let c = timed(gpu, wait, |enc| enc.copy_buffer_to_buffer(&src, 0, &dst, 0, bytes)).await?;
-        let a = timed(gpu, wait, pass(1)).await?;
-        let b = timed(gpu, wait, pass(DISPATCHES)).await?;
-        // Run 0 warms up (first use of the buffers and the pipeline).
+        let r = timed(gpu, wait, timer.as_ref(), |enc, t| sum.encode(enc, t)).await?;
+        let copy = |enc: &mut wgpu::CommandEncoder, _: Option<&Timer>| {
+            enc.copy_buffer_to_buffer(&src, 0, &dst, 0, copy_bytes)
+        };
+        let c = timed(gpu, wait, None, copy).await?;
+        let a = timed(gpu, wait, None, |enc, t| one.encode(enc, t)).await?;
+        let b = timed(gpu, wait, None, |enc, t| many.encode(enc, t)).await?;
+        // Run 0 warms up (first use of the buffers and the pipelines).
         if run > 0 {
-            copy.push(c);
-            one.push(a);
-            many.push(b);
+            reads.push(r);
+            copies.push(c);
+            ones.push(a);
+            manys.push(b);
         }
     }
-    let median = |v: &[f64]| crate::cost::median(v).unwrap_or(f64::NAN);
-    let (copy_ms, one_ms, many_ms) = (median(&copy), median(&one), median(&many));
-    for b in [&src, &dst, &staging, &uniform, &y, &x] {
+    let median = |v: &[f64]| crate::cost::median(v).unwrap_or(f64::NAN).max(1e-6);
+    for b in [&data, &sums, &src, &dst, &staging, &params, &y, &x] {
         b.destroy();
     }
+    let per_dispatch = (median(&manys) - median(&ones)) / f64::from(DISPATCHES - 1);
     Ok(DeviceFigures {
-        copy_bytes_per_s: bytes as f64 / (copy_ms.max(1e-6) / 1e3),
-        dispatch_ms: Some(((many_ms - one_ms) / f64::from(DISPATCHES - 1)).max(0.0)),
+        copy_bytes_per_s: copy_bytes as f64 / (median(&copies) / 1e3),
+        read_bytes_per_s: read_bytes as f64 / (median(&reads) / 1e3),
+        dispatch_ms: Some(per_dispatch.max(0.0)),
     })
 }
 
-/// Wall milliseconds of the work `encode` records, submitted and waited for
-/// (4 bytes of `wait.0` read back through `wait.1`).
+/// `n` dispatches of one pipeline in one compute pass.
+#[derive(Clone, Copy)]
+struct Dispatches<'a> {
+    pipeline: &'a wgpu::ComputePipeline,
+    group: &'a wgpu::BindGroup,
+    groups: [u32; 3],
+    n: u32,
+}
+
+impl Dispatches<'_> {
+    /// Records the pass, its beginning and end timed by `timer` if given.
+    fn encode(&self, enc: &mut wgpu::CommandEncoder, timer: Option<&Timer>) {
+        let timestamp_writes = timer.map(|t| t.writes(true, true));
+        let desc = wgpu::ComputePassDescriptor { label: None, timestamp_writes };
+        let mut cpass = enc.begin_compute_pass(&desc);
+        cpass.set_pipeline(self.pipeline);
+        cpass.set_bind_group(0, self.group, &[]);
+        for _ in 0..self.n {
+            cpass.dispatch_workgroups(self.groups[0], self.groups[1], self.groups[2]);
+        }
+    }
+}
+
+/// Milliseconds of the work `encode` records: the device's own time where
+/// `timer` is given, else the wall time of the submit, waited for by 4
+/// bytes of `wait.0` read back through `wait.1`.
 async fn timed(
     gpu: &GpuModel,
     wait: (&wgpu::Buffer, &wgpu::Buffer),
-    encode: impl FnOnce(&mut wgpu::CommandEncoder),
+    timer: Option<&Timer>,
+    encode: impl FnOnce(&mut wgpu::CommandEncoder, Option<&Timer>),
 ) -> Result<f64> {
     let ctx = &gpu.ctx;
     let mut enc = ctx.device.create_command_encoder(&Default::default());
-    encode(&mut enc);
+    encode(&mut enc, timer);
     enc.copy_buffer_to_buffer(wait.0, 0, wait.1, 0, 4);
+    if let Some(t) = timer {
+        t.resolve(&mut enc);
+    }
     let start = web_time::Instant::now();
     ctx.queue.submit([enc.finish()]);
+    let pending = timer.map(Timer::map);
     read_f32(ctx, wait.1, 4).await?;
-    Ok(start.elapsed().as_secs_f64() * 1e3)
+    let wall = start.elapsed().as_secs_f64() * 1e3;
+    match (timer, pending) {
+        (Some(t), Some(pending)) => t.finish(pending).await,
+        _ => Ok(wall),
+    }
 }

@@ -5,7 +5,7 @@
 //! only: nothing here touches the decode loop.
 
 use crate::error::Result;
-use crate::gpu::plan::{PARAMS, SLOT};
+use crate::gpu::ops::{PARAMS, SLOT};
 use crate::gpu::probe::Tap;
 use crate::gpu::readback::{buffer, read_f32, STORAGE};
 use crate::gpu::GpuModel;

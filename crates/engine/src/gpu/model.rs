@@ -10,6 +10,7 @@ use crate::gpu::readback::{buffer, upload, STORAGE};
 use crate::gpu::{GpuContext, Pipelines};
 use crate::kernels::attention::MAX_HEAD_SIZE;
 use crate::kernels::ln_qkv::LN_MAX_EMBD;
+use crate::kernels::{attention_split, lm_head_split, Profile, WG};
 use crate::model::{Config, LayerWeights};
 use crate::step::SharedModel;
 use crate::storage::format::Format;
@@ -97,22 +98,31 @@ pub struct Scratch {
     pub y: wgpu::Buffer,      // (n_positions, n_embd) attention output
     pub proj: wgpu::Buffer,   // (n_positions, n_embd) block output before the residual add
     pub fc: wgpu::Buffer,     // (n_positions, n_inner) MLP hidden layer
+    /// Flash-decoding's softmax partials of one query (the gpu profile's attention_split).
+    pub parts: wgpu::Buffer, // (chunks of n_positions, n_head, 2 + head_size)
 }
 
-/// Weights, pipelines and scratch of one model on one device. Shared by its
-/// sessions through `Rc`: wgpu objects are not `Send` in the browser, and the
-/// engine runs on one thread everywhere.
-pub struct GpuModel {
-    pub ctx: GpuContext,
-    pub model: SharedModel,
-    pub pipelines: Pipelines,
+/// The model's weights on the device, uploaded once and shared by every
+/// kernel profile's pipelines (the profiles are timed on the same upload).
+pub struct GpuWeights {
     pub wte: Vec<GpuShard>,    // (vocab_size, n_embd) format, in shards
     pub wpe: wgpu::Buffer,     // (n_positions, n_embd)
     pub layers: Vec<GpuLayer>, // (n_layer)
     pub ln_f: wgpu::Buffer,    // (2, n_embd) weight, then bias
     /// `Some` only when untied; else the LM head is `wte`.
     pub lm_head: Option<Vec<GpuShard>>, // (vocab_size, n_embd) format, in shards
-    pub scratch: Scratch,
+}
+
+/// Weights, pipelines and scratch of one model on one device, with the
+/// kernels of one [`Profile`]. Shared by its sessions through `Rc`: wgpu
+/// objects are not `Send` in the browser, and the engine runs on one thread
+/// everywhere.
+pub struct GpuModel {
+    pub ctx: GpuContext,
+    pub model: SharedModel,
+    pub pipelines: Pipelines,
+    pub weights: Rc<GpuWeights>,
+    pub scratch: Rc<Scratch>,
 }
 
 impl GpuModel {
@@ -122,17 +132,36 @@ impl GpuModel {
         ctx: GpuContext,
         model: SharedModel,
         format: Format,
+        profile: Profile,
     ) -> Result<Rc<GpuModel>> {
         let model = match model.format() == format {
             true => model,
             false => std::sync::Arc::new(model.to_format(format)?),
         };
-        GpuModel::new(ctx, model).await
+        GpuModel::new(ctx, model, profile).await
+    }
+
+    /// The same uploaded model with the kernels of `profile` (its pipelines
+    /// compiled; weights and scratch shared).
+    pub async fn with_profile(&self, profile: Profile) -> Result<Rc<GpuModel>> {
+        check_profile(&self.ctx, self.config(), profile)?;
+        Ok(Rc::new(GpuModel {
+            ctx: self.ctx.clone(),
+            model: self.model.clone(),
+            pipelines: Pipelines::new(&self.ctx, self.format(), profile).await?,
+            weights: self.weights.clone(),
+            scratch: self.scratch.clone(),
+        }))
     }
 
     /// Checks the model against the device's limits, then uploads it, the
-    /// weight matrices in the format the model holds them in.
-    pub async fn new(ctx: GpuContext, model: SharedModel) -> Result<Rc<GpuModel>> {
+    /// weight matrices in the format the model holds them in, with the
+    /// kernels of `profile`.
+    pub async fn new(
+        ctx: GpuContext,
+        model: SharedModel,
+        profile: Profile,
+    ) -> Result<Rc<GpuModel>> {
         let format = model.format();
         if model.weights.matrices().any(Matrix::cpu_only) {
             return Err(EngineError::Gpu(
@@ -141,7 +170,8 @@ impl GpuModel {
             ));
         }
         check_limits(&ctx, &model.config, format)?;
-        let pipelines = Pipelines::new(&ctx, format).await?;
+        check_profile(&ctx, &model.config, profile)?;
+        let pipelines = Pipelines::new(&ctx, format, profile).await?;
         let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let w = &model.weights;
         let f = |label: &str, v: &[f32]| upload(&ctx, label, bytemuck::cast_slice(v));
@@ -149,13 +179,16 @@ impl GpuModel {
             Some(head) => Some(GpuShard::upload(&ctx, "the LM head lm_head", head)?),
             None => None,
         };
-        let gpu = GpuModel {
+        let weights = GpuWeights {
             wte: GpuShard::upload(&ctx, "the token embedding wte", &w.wte)?,
             wpe: f("wpe", &w.wpe),
             layers: w.layers.iter().map(|l| upload_layer(&ctx, l)).collect(),
             ln_f: layernorm_buffer(&ctx, "ln_f", &w.ln_f_weight, &w.ln_f_bias),
             lm_head,
-            scratch: make_scratch(&ctx, &model.config),
+        };
+        let gpu = GpuModel {
+            weights: Rc::new(weights),
+            scratch: Rc::new(make_scratch(&ctx, &model.config)),
             pipelines,
             model,
             ctx,
@@ -178,17 +211,24 @@ impl GpuModel {
         self.pipelines.format
     }
 
+    /// The kernel profile this model's pipelines are compiled for.
+    pub fn profile(&self) -> Profile {
+        self.pipelines.profile
+    }
+
     /// Bytes of every weight buffer on the GPU (matrices in the format, the rest f32).
     pub fn weight_bytes(&self) -> u64 {
-        self.weight_buffers().map(wgpu::Buffer::size).sum()
+        self.weights.buffers().map(wgpu::Buffer::size).sum()
     }
 
     /// The LM head: `lm_head` when untied, else the token embedding.
     pub fn lm_head(&self) -> &[GpuShard] {
-        self.lm_head.as_ref().unwrap_or(&self.wte)
+        self.weights.lm_head.as_ref().unwrap_or(&self.weights.wte)
     }
+}
 
-    fn weight_buffers(&self) -> impl Iterator<Item = &wgpu::Buffer> {
+impl GpuWeights {
+    fn buffers(&self) -> impl Iterator<Item = &wgpu::Buffer> {
         let fixed = [&self.wpe, &self.ln_f];
         let shards = self.wte.iter().chain(self.lm_head.iter().flatten());
         let matrices = shards.flat_map(|s| s.matrix.buffers());
@@ -214,18 +254,24 @@ impl GpuLayer {
 }
 
 impl Scratch {
-    fn buffers(&self) -> [&wgpu::Buffer; 7] {
-        [&self.tokens, &self.x, &self.xb, &self.qkv, &self.y, &self.proj, &self.fc]
+    fn buffers(&self) -> [&wgpu::Buffer; 8] {
+        [&self.tokens, &self.x, &self.xb, &self.qkv, &self.y, &self.proj, &self.fc, &self.parts]
     }
 }
 
-/// Frees the weights and scratch once the last session of the model is gone
-/// (after a fall-back to the CPU engine, say), instead of whenever the
-/// browser's garbage collector gets to them (see `GpuSession`'s `Drop`).
-impl Drop for GpuModel {
+/// Frees the weights once the last model using them is gone (after a
+/// fall-back to the CPU engine, say), instead of whenever the browser's
+/// garbage collector gets to them (see `GpuSession`'s `Drop`).
+impl Drop for GpuWeights {
     fn drop(&mut self) {
-        self.weight_buffers().for_each(wgpu::Buffer::destroy);
-        self.scratch.buffers().into_iter().for_each(wgpu::Buffer::destroy);
+        self.buffers().for_each(wgpu::Buffer::destroy);
+    }
+}
+
+/// Frees the scratch likewise.
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        self.buffers().into_iter().for_each(wgpu::Buffer::destroy);
     }
 }
 
@@ -262,7 +308,32 @@ fn make_scratch(ctx: &GpuContext, c: &Config) -> Scratch {
         y: f("y", c.n_embd),
         proj: f("proj", c.n_embd),
         fc: f("fc", c.n_inner),
+        parts: buffer(ctx, "parts", floats_of_parts(c) * 4, STORAGE),
     }
+}
+
+/// Floats of flash-decoding's partials for one query over a whole context.
+fn floats_of_parts(c: &Config) -> u64 {
+    let per_chunk = c.n_head * attention_split::part_len(c.head_size);
+    (attention_split::chunks(c.n_positions.saturating_sub(1)) * per_chunk) as u64
+}
+
+/// Fails with a clear message if the device cannot run `profile`'s kernels on a model of `c`.
+fn check_profile(ctx: &GpuContext, c: &Config, profile: Profile) -> Result<()> {
+    if profile != Profile::Cpu {
+        let head_groups = (c.vocab_size as u32).div_ceil(lm_head_split::ROWS);
+        ctx.check_groups("the split LM head's vocabulary rows", head_groups)?;
+    }
+    let wg = profile.kernels().into_iter().map(|k| profile.wg(k)).max().unwrap_or(WG);
+    let l = &ctx.limits;
+    if l.max_compute_invocations_per_workgroup < wg || l.max_compute_workgroup_size_x < wg {
+        return Err(EngineError::DeviceLimit {
+            what: format!("invocations per workgroup (the {} kernels)", profile.name()),
+            needed: u64::from(wg),
+            allowed: u64::from(l.max_compute_invocations_per_workgroup),
+        });
+    }
+    Ok(())
 }
 
 /// The shapes the kernels hold in workgroup memory, whatever the device.
@@ -295,16 +366,6 @@ fn check_limits(ctx: &GpuContext, c: &Config, format: Format) -> Result<()> {
     ctx.check_binding("the MLP activations", p * i * 4)?;
     ctx.check_binding("the qkv activations", p * 3 * e * 4)?;
     ctx.check_groups("one row per workgroup over n_positions", c.n_positions as u32)?;
-    let wg = crate::kernels::WG;
-    if ctx.limits.max_compute_invocations_per_workgroup < wg
-        || ctx.limits.max_compute_workgroup_size_x < wg
-    {
-        return Err(EngineError::DeviceLimit {
-            what: "invocations per workgroup".into(),
-            needed: u64::from(wg),
-            allowed: u64::from(ctx.limits.max_compute_invocations_per_workgroup),
-        });
-    }
     Ok(())
 }
 

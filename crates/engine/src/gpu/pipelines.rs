@@ -1,17 +1,21 @@
-//! One compute pipeline per kernel, compiled once per device. Shader
-//! compilation runs inside a validation error scope so a WGSL error becomes an
-//! [`EngineError`] naming the kernel instead of a panic.
+//! The compute pipelines of one kernel profile, compiled once per device and
+//! weight format. Shader compilation runs inside a validation error scope so
+//! a WGSL error becomes an [`EngineError`] naming the kernel instead of a
+//! panic. Every `override` a kernel declares is set from the profile
+//! ([`Profile::constant`]): the WGSL says which constants there are, Rust
+//! says their values.
 
 use std::collections::HashMap;
 
 use crate::error::{EngineError, Result};
 use crate::gpu::GpuContext;
-use crate::kernels::{Kernel, WG};
+use crate::kernels::{Kernel, Profile};
 use crate::storage::format::Format;
 
-/// Compiled pipelines for weights in one format, looked up by kernel.
+/// Compiled pipelines for weights in one format and one profile, looked up by kernel.
 pub struct Pipelines {
     pub format: Format,
+    pub profile: Profile,
     map: HashMap<Kernel, wgpu::ComputePipeline>,
     /// Wall time of compiling them all (each waits for its validation
     /// scope, so the device's compile is inside): the cold cost a first
@@ -20,21 +24,25 @@ pub struct Pipelines {
 }
 
 impl Pipelines {
-    /// Compiles every kernel in `shaders/` for this device, reading weights in `format`.
-    pub async fn new(ctx: &GpuContext, format: Format) -> Result<Pipelines> {
+    /// Compiles every kernel `profile` uses for this device, reading weights in `format`.
+    pub async fn new(ctx: &GpuContext, format: Format, profile: Profile) -> Result<Pipelines> {
         let start = web_time::Instant::now();
         let mut map = HashMap::new();
-        for kernel in Kernel::ALL {
-            map.insert(kernel, compile(ctx, kernel, format).await?);
+        for kernel in profile.kernels() {
+            map.insert(kernel, compile(ctx, kernel, format, profile).await?);
         }
         let compile_ms = start.elapsed().as_secs_f64() * 1e3;
-        Ok(Pipelines { format, map, compile_ms })
+        Ok(Pipelines { format, profile, map, compile_ms })
     }
 
-    /// The pipeline of `kernel`.
+    /// The pipeline of `kernel` (one of the profile's: the plans dispatch no other).
     pub fn get(&self, kernel: Kernel) -> &wgpu::ComputePipeline {
-        // Every kernel is inserted by `new`, so the lookup cannot fail.
         &self.map[&kernel]
+    }
+
+    /// Whether the profile compiled `kernel`.
+    pub fn has(&self, kernel: Kernel) -> bool {
+        self.map.contains_key(&kernel)
     }
 }
 
@@ -42,28 +50,37 @@ async fn compile(
     ctx: &GpuContext,
     kernel: Kernel,
     format: Format,
+    profile: Profile,
 ) -> Result<wgpu::ComputePipeline> {
+    let (k, f) = (kernel.name(), format.name());
+    let mut constants = Vec::new();
+    for name in kernel.overrides(format) {
+        let value = profile.constant(kernel, &name).ok_or_else(|| {
+            EngineError::Gpu(format!(
+                "kernel `{k}` declares `override {name}`, which no profile sets"
+            ))
+        })?;
+        constants.push((name, value));
+    }
+    let constants: Vec<(&str, f64)> = constants.iter().map(|(n, v)| (n.as_str(), *v)).collect();
     let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
     let module = ctx.device.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: Some(kernel.name()),
         source: wgpu::ShaderSource::Wgsl(kernel.source_for(format).into()),
     });
-    let constants: &[(&str, f64)] =
-        if kernel.has_wg_override() { &[("WG", WG as f64)] } else { &[] };
     let pipeline = ctx.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
         label: Some(kernel.name()),
         layout: None,
         module: &module,
         entry_point: Some("main"),
         compilation_options: wgpu::PipelineCompilationOptions {
-            constants,
+            constants: &constants,
             zero_initialize_workgroup_memory: true,
         },
         cache: None,
     });
     match scope.pop().await {
         Some(e) => {
-            let (k, f) = (kernel.name(), format.name());
             Err(EngineError::Gpu(format!("kernel `{k}` ({f} weights) failed to compile: {e}")))
         }
         None => Ok(pipeline),

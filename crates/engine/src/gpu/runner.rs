@@ -9,7 +9,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use crate::error::Result;
-use crate::gpu::plan::{Op, Pass, PARAMS, SLOT};
+use crate::gpu::ops::{Op, PARAMS, SLOT};
+use crate::gpu::plan::Pass;
 use crate::gpu::probe::Probe;
 use crate::gpu::readback::{buffer, read_f32, STORAGE};
 use crate::gpu::timer::Timer;
@@ -117,7 +118,7 @@ impl Runner {
             let mut cpass = enc.begin_compute_pass(&desc);
             for (op, wg) in ops[from..to].iter().zip(&groups[from..to]) {
                 let Some(wg) = wg else { continue };
-                cpass.set_pipeline(self.gpu.pipelines.get(op.kernel));
+                cpass.set_pipeline(self.gpu.pipelines.get(op.kernel()));
                 cpass.set_bind_group(0, &op.bind_group, &[]);
                 cpass.dispatch_workgroups(wg[0], wg[1], wg[2]);
                 stats.dispatches += 1;

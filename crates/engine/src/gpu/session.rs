@@ -9,7 +9,8 @@ use std::rc::Rc;
 
 use crate::error::{EngineError, Result};
 use crate::gpu::inspect;
-use crate::gpu::plan::{self, Op, Pass, SessionBuffers};
+use crate::gpu::ops::{self, Caches, Op, SessionBuffers};
+use crate::gpu::plan::{self, Pass};
 use crate::gpu::probe::{Probe, Source};
 use crate::gpu::readback::{buffer, STORAGE};
 use crate::gpu::runner::{Logits, Runner, MAX_LOGITS_BYTES};
@@ -59,25 +60,24 @@ impl GpuSession {
             |label| (0..c.n_layer).map(|_| buffer(ctx, label, cache_bytes, STORAGE)).collect();
         let key_cache: Vec<_> = cache("key_cache");
         let value_cache: Vec<_> = cache("value_cache");
-        // A handle to the same buffer: the specs borrow it, the runner owns it.
+        // A handle to the same buffer: the ops bind it, the runner owns it.
         let logits_buffer = logits.buffer.clone();
-        let s = SessionBuffers {
-            key_cache: &key_cache,
-            value_cache: &value_cache,
-            logits: &logits_buffer,
-        };
-        let (prefill, decode) = (plan::prefill(&gpu, &s), plan::decode(&gpu, &s));
+        let caches = [Caches { key_cache: &key_cache, value_cache: &value_cache }];
+        let s = SessionBuffers { caches: &caches, logits: &logits_buffer };
+        let layout = gpu.layout();
+        let (prefill, decode) = (plan::prefill(&layout), plan::decode(&layout));
         let residual_ends = prefill.residual_ends;
         let (prefill, decode) = (prefill.specs, decode.specs);
-        let lm_head = plan::lm_head(&gpu, &logits_buffer);
+        let lm_head = plan::lm_head(&layout);
         // Prefill and decode share slots (one pass at a time; decode has
         // fewer ops); the LM head alone, for logits chunks, has its own after them.
         let n_slots = prefill.len().max(decode.len()) + lm_head.len();
         let runner = Runner::new(gpu.clone(), n_slots, logits);
+        let head_slot = prefill.len();
         let ops = OpLists {
-            prefill: plan::bind_all(&gpu, &runner.params, 0, &prefill),
-            decode: plan::bind_all(&gpu, &runner.params, 0, &decode),
-            lm_head: plan::bind_all(&gpu, &runner.params, prefill.len(), &lm_head),
+            prefill: ops::bind_all(&gpu, &runner.params, 0, prefill, &s),
+            decode: ops::bind_all(&gpu, &runner.params, 0, decode, &s),
+            lm_head: ops::bind_all(&gpu, &runner.params, head_slot, lm_head, &s),
             residual_ends,
         };
         Ok(GpuSession {
@@ -252,8 +252,16 @@ impl GpuSession {
     }
 
     /// This session's KV cache, every layer (a batch binds it).
-    pub(super) fn caches(&self) -> plan::Caches<'_> {
-        plan::Caches { key_cache: &self.key_cache, value_cache: &self.value_cache }
+    pub(super) fn caches(&self) -> Caches<'_> {
+        Caches { key_cache: &self.key_cache, value_cache: &self.value_cache }
+    }
+
+    /// The cost record of each dispatch of a decode step at the current
+    /// position (the bench's table; see [`crate::kernels::Cost`]).
+    pub fn decode_costs(&self) -> Vec<(crate::kernels::Kernel, crate::kernels::Cost)> {
+        let pass = Pass::single(1, self.pos as u32, 0, 1);
+        let ops = self.ops.decode.iter();
+        ops.filter_map(|op| Some((op.kernel(), op.cost(&self.gpu, &pass)?))).collect()
     }
 
     /// The shared model, to check a batch's sessions run one model.

@@ -3,7 +3,7 @@
 //! can use it.
 
 use crate::error::Result;
-use crate::gpu::plan::SLOT;
+use crate::gpu::ops::SLOT;
 use crate::gpu::readback::{buffer, read_f32, upload};
 use crate::gpu::{GpuContext, Pipelines};
 use crate::kernels::Kernel;

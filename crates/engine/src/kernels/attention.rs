@@ -2,6 +2,10 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::cost::{floats, invocations, rounds};
+use super::{At, Cost, Kernel, Launch, WG};
+use crate::storage::format::Format;
+
 /// Largest head the shader holds in workgroup memory.
 pub const MAX_HEAD_SIZE: usize = 256;
 
@@ -84,4 +88,51 @@ pub fn weights(
 /// Dispatch size: one workgroup per (row, head).
 pub fn workgroups(p: &Params) -> [u32; 3] {
     [p.n_rows, p.n_embd / p.head_size, 1]
+}
+
+/// One dispatch over every row of the pass (a batch's sequence: its one row), at layer scale `scale`.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub scale: f32,
+}
+
+impl Launch for Shape {
+    const KERNEL: Kernel = Kernel::Attention;
+    type Params = Params;
+
+    fn params(&self, at: &At) -> Params {
+        let c = at.config;
+        Params {
+            n_rows: at.n_rows,
+            pos0: at.pos0,
+            n_embd: c.n_embd as u32,
+            head_size: c.head_size as u32,
+            scale: self.scale,
+            row0: at.row0,
+            _pad1: 0,
+            _pad2: 0,
+        }
+    }
+
+    fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
+        workgroups(p)
+    }
+
+    /// The last row's: per tile of WG keys, each invocation scores one key
+    /// (head_size rounds, neighbours a row of the cache apart: not
+    /// coalesced), then every invocation folds the tile's values (one round
+    /// per key).
+    fn cost(&self, p: &Params, _: Format) -> Cost {
+        let (hs, e) = (u64::from(p.head_size), u64::from(p.n_embd));
+        let n_keys = u64::from(p.pos0 + p.n_rows);
+        let kv = floats(2 * n_keys * e);
+        Cost {
+            invocations: invocations(workgroups(p), WG),
+            chain: rounds(hs, u64::from(WG)) + n_keys.div_ceil(u64::from(WG)) * hs + n_keys,
+            bytes: floats(u64::from(p.n_rows) * e) + kv,
+            weights: 0,
+            kv,
+            coalesced: false,
+        }
+    }
 }

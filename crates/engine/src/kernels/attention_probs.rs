@@ -3,7 +3,9 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::attention;
+use super::cost::{floats, invocations, rounds};
+use super::{attention, At, Cost, Kernel, Launch, WG};
+use crate::storage::format::Format;
 
 /// Mirror of the WGSL `Params`.
 #[repr(C)]
@@ -49,4 +51,51 @@ pub fn run_cpu(
 /// Dispatch size: one workgroup per (row, head).
 pub fn workgroups(p: &Params) -> [u32; 3] {
     [p.n_rows, p.n_embd / p.head_size, 1]
+}
+
+/// One dispatch: the weights of every row of a pass, at layer scale `scale`.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub scale: f32,
+}
+
+impl Launch for Shape {
+    const KERNEL: Kernel = Kernel::AttentionProbs;
+    type Params = Params;
+
+    fn params(&self, at: &At) -> Params {
+        let c = at.config;
+        Params {
+            n_rows: at.n_rows,
+            pos0: at.pos0,
+            n_embd: c.n_embd as u32,
+            head_size: c.head_size as u32,
+            scale: self.scale,
+            n_cols: at.pos0 + at.n_rows,
+            _pad0: 0,
+            _pad1: 0,
+        }
+    }
+
+    fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
+        workgroups(p)
+    }
+
+    /// The last row's: each invocation scores every WG-th key (head_size
+    /// rounds each, neighbours a row of the cache apart), then two more
+    /// passes over its scores.
+    fn cost(&self, p: &Params, _: Format) -> Cost {
+        let (hs, e) = (u64::from(p.head_size), u64::from(p.n_embd));
+        let n_keys = u64::from(p.n_cols);
+        let per_thread = n_keys.div_ceil(u64::from(WG));
+        let kv = floats(n_keys * e);
+        Cost {
+            invocations: invocations(workgroups(p), WG),
+            chain: rounds(hs, u64::from(WG)) + per_thread * (hs + 2),
+            bytes: floats(u64::from(p.n_rows) * e) + kv,
+            weights: 0,
+            kv,
+            coalesced: false,
+        }
+    }
 }

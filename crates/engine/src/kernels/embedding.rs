@@ -2,6 +2,9 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::cost::{floats, invocations, matrix_bytes, neighbouring};
+use super::{At, Cost, Kernel, Launch, WG};
+use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
 
 /// Mirror of the WGSL `Params`.
@@ -50,4 +53,48 @@ pub fn run_cpu(
 /// Dispatch size: one thread per element.
 pub fn workgroups(p: &Params) -> [u32; 3] {
     super::grid_1d(p.n_rows as usize * p.n_embd as usize)
+}
+
+/// One dispatch: the shard of `wte` holding vocabulary rows `v0..v0 + n_vocab`.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub v0: u32,
+    pub n_vocab: u32,
+}
+
+impl Launch for Shape {
+    const KERNEL: Kernel = Kernel::Embedding;
+    type Params = Params;
+
+    fn params(&self, at: &At) -> Params {
+        Params {
+            n_rows: at.n_rows,
+            n_embd: at.config.n_embd as u32,
+            pos0: at.pos0,
+            v0: self.v0,
+            n_vocab: self.n_vocab,
+            row0: at.row0,
+            _pad1: 0,
+            _pad2: 0,
+        }
+    }
+
+    fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
+        workgroups(p)
+    }
+
+    /// The token id, then the row it names (two rounds); every row of the
+    /// shard may be asked for, so the bytes count the tokens' rows only.
+    fn cost(&self, p: &Params, format: Format) -> Cost {
+        let (rows, e) = (u64::from(p.n_rows), u64::from(p.n_embd));
+        let row = matrix_bytes(format, 1, e, Channels::Rows);
+        Cost {
+            invocations: invocations(workgroups(p), WG),
+            chain: 2,
+            bytes: rows * (4 + row + floats(e)),
+            weights: rows * row,
+            kv: 0,
+            coalesced: neighbouring(1, format),
+        }
+    }
 }

@@ -2,6 +2,10 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::cost::{floats, invocations};
+use super::{At, Cost, Kernel, Launch, WG};
+use crate::storage::format::Format;
+
 /// Mirror of the WGSL `Params`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
@@ -32,4 +36,34 @@ pub fn run_cpu(
 /// Dispatch size: one thread per element of k (and of v).
 pub fn workgroups(p: &Params) -> [u32; 3] {
     super::grid_1d(p.n_rows as usize * p.n_embd as usize)
+}
+
+/// One dispatch: the pass's rows (a batch's sequence: its one row) into the cache.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape;
+
+impl Launch for Shape {
+    const KERNEL: Kernel = Kernel::KvWrite;
+    type Params = Params;
+
+    fn params(&self, at: &At) -> Params {
+        Params { n_rows: at.n_rows, n_embd: at.config.n_embd as u32, pos0: at.pos0, row0: at.row0 }
+    }
+
+    fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
+        workgroups(p)
+    }
+
+    /// Copies: one round, reading the new keys and values (writing the cache).
+    fn cost(&self, p: &Params, _: Format) -> Cost {
+        let n = u64::from(p.n_rows) * u64::from(p.n_embd);
+        Cost {
+            invocations: invocations(workgroups(p), WG),
+            chain: 1,
+            bytes: floats(2 * n),
+            weights: 0,
+            kv: 0,
+            coalesced: true,
+        }
+    }
 }

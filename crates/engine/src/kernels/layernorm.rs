@@ -2,6 +2,10 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::cost::{floats, rounds};
+use super::{At, Cost, Kernel, Launch};
+use crate::storage::format::Format;
+
 /// Mirror of the WGSL `Params`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
@@ -34,4 +38,39 @@ pub fn run_cpu(
 /// Dispatch size: one workgroup per row.
 pub fn workgroups(p: &Params) -> [u32; 3] {
     [p.n_rows, 1, 1]
+}
+
+/// One dispatch over every row of the pass.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    /// Invocations per workgroup it is compiled with (the profile's).
+    pub wg: u32,
+}
+
+impl Launch for Shape {
+    const KERNEL: Kernel = Kernel::Layernorm;
+    type Params = Params;
+
+    fn params(&self, at: &At) -> Params {
+        let c = at.config;
+        Params { n_rows: at.n_rows, n_embd: c.n_embd as u32, eps: c.layer_norm_epsilon, _pad: 0 }
+    }
+
+    fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
+        workgroups(p)
+    }
+
+    /// Three passes over the row (mean, variance, normalise), each loop
+    /// iteration a round.
+    fn cost(&self, p: &Params, _: Format) -> Cost {
+        let (rows, e) = (u64::from(p.n_rows), u64::from(p.n_embd));
+        Cost {
+            invocations: rows * u64::from(self.wg),
+            chain: 3 * rounds(e, u64::from(self.wg)),
+            bytes: floats(rows * e + 2 * e),
+            weights: 0,
+            kv: 0,
+            coalesced: true,
+        }
+    }
 }

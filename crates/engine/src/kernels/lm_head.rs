@@ -2,6 +2,9 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::cost::{floats, invocations, matrix_bytes};
+use super::{At, Cost, Kernel, Launch, WG};
+use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
 
 /// Mirror of the WGSL `Params`.
@@ -40,4 +43,53 @@ pub fn run_cpu(
 /// Dispatch size: one thread per (token of the shard, row).
 pub fn workgroups(p: &Params) -> [u32; 3] {
     [p.n_vocab.div_ceil(super::WG), p.n_out, 1]
+}
+
+/// One dispatch: the shard of the head holding vocabulary rows `v0..v0 + n_vocab`.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub v0: u32,
+    pub n_vocab: u32,
+}
+
+impl Shape {
+    /// This shard's `Params` for the wanted rows at `at`.
+    pub fn params_at(&self, at: &At) -> Params {
+        Params {
+            n_out: at.lm_rows,
+            row0: at.lm_row0,
+            n_embd: at.config.n_embd as u32,
+            vocab_size: at.config.vocab_size as u32,
+            v0: self.v0,
+            n_vocab: self.n_vocab,
+            _pad0: 0,
+            _pad1: 0,
+        }
+    }
+}
+
+impl Launch for Shape {
+    const KERNEL: Kernel = Kernel::LmHead;
+    type Params = Params;
+
+    fn params(&self, at: &At) -> Params {
+        self.params_at(at)
+    }
+
+    fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
+        workgroups(p)
+    }
+
+    /// One invocation per vocabulary row, one round per element of it:
+    /// neighbouring invocations read rows n_embd apart (not coalesced).
+    fn cost(&self, p: &Params, format: Format) -> Cost {
+        head_cost(p, invocations(workgroups(p), WG), u64::from(p.n_embd), false, format)
+    }
+}
+
+/// The cost of a head shard's dispatch reading its rows in `dot` rounds.
+pub fn head_cost(p: &Params, invocations: u64, dot: u64, coalesced: bool, f: Format) -> Cost {
+    let (rows, e) = (u64::from(p.n_out), u64::from(p.n_embd));
+    let weights = matrix_bytes(f, u64::from(p.n_vocab), e, Channels::Rows);
+    Cost { invocations, chain: dot, bytes: floats(rows * e) + weights, weights, kv: 0, coalesced }
 }

@@ -3,8 +3,10 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::ln_qkv::normalised;
+use super::ln_qkv::{fused_cost, normalised};
 use super::{gelu, matmul};
+use super::{At, Cost, Kernel, Launch, WG};
+use crate::storage::format::Format;
 use crate::storage::matrix::Matrix;
 
 /// Mirror of the WGSL `Params`.
@@ -34,4 +36,30 @@ pub fn run_cpu(
 /// Dispatch size: one thread per output column.
 pub fn workgroups(p: &Params) -> [u32; 3] {
     [p.n.div_ceil(super::WG), 1, 1]
+}
+
+/// One dispatch: decode's second LayerNorm, c_fc to `n` columns and GELU.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub n: u32,
+}
+
+impl Launch for Shape {
+    const KERNEL: Kernel = Kernel::LnFcGelu;
+    type Params = Params;
+
+    fn params(&self, at: &At) -> Params {
+        let c = at.config;
+        Params { n_embd: c.n_embd as u32, n: self.n, eps: c.layer_norm_epsilon, _pad: 0 }
+    }
+
+    fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
+        workgroups(p)
+    }
+
+    /// As ln_qkv's: the LayerNorm's three passes, then one round per row of k.
+    fn cost(&self, p: &Params, format: Format) -> Cost {
+        let e = u64::from(p.n_embd);
+        fused_cost(e, u64::from(p.n), workgroups(p), WG, e, format)
+    }
 }

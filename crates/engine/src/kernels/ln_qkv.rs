@@ -3,7 +3,10 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::cost::{floats, invocations, matrix_bytes, neighbouring, rounds};
 use super::{kv_write, layernorm, matmul};
+use super::{At, Cost, Kernel, Launch, WG};
+use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
 
 /// The widest row the fused LayerNorm holds in workgroup memory (`MAX_EMBD`
@@ -48,4 +51,42 @@ pub fn run_cpu(
 /// Dispatch size: one thread per column of qkv.
 pub fn workgroups(p: &Params) -> [u32; 3] {
     [(3 * p.n_embd).div_ceil(super::WG), 1, 1]
+}
+
+/// One dispatch: decode's first LayerNorm, QKV projection and K/V write.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape;
+
+impl Launch for Shape {
+    const KERNEL: Kernel = Kernel::LnQkv;
+    type Params = Params;
+
+    fn params(&self, at: &At) -> Params {
+        let c = at.config;
+        Params { n_embd: c.n_embd as u32, pos: at.pos0, eps: c.layer_norm_epsilon, _pad: 0 }
+    }
+
+    fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
+        workgroups(p)
+    }
+
+    /// The LayerNorm's three passes, then one round per row of k.
+    fn cost(&self, p: &Params, format: Format) -> Cost {
+        let e = u64::from(p.n_embd);
+        fused_cost(e, 3 * e, workgroups(p), WG, rounds(e, 1), format)
+    }
+}
+
+/// The cost of a kernel that normalises a row of `k` (LayerNorm: three
+/// passes of `wg` invocations) and projects it to `n` columns in `dot` rounds.
+pub fn fused_cost(k: u64, n: u64, groups: [u32; 3], wg: u32, dot: u64, format: Format) -> Cost {
+    let weights = matrix_bytes(format, k, n, Channels::Cols);
+    Cost {
+        invocations: invocations(groups, wg),
+        chain: 3 * rounds(k, u64::from(wg)) + dot + 1,
+        bytes: floats(3 * k + n) + weights,
+        weights,
+        kv: 0,
+        coalesced: neighbouring(1, format),
+    }
 }

@@ -2,6 +2,9 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::cost::{floats, invocations, matrix_bytes, neighbouring};
+use super::{At, Cost, Kernel, Launch};
+use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
 
 /// Mirror of the WGSL `Params`.
@@ -33,4 +36,39 @@ pub fn run_cpu(
 /// Dispatch size: one workgroup per 32×32 block of outputs.
 pub fn workgroups(p: &Params) -> [u32; 3] {
     [p.n.div_ceil(TILE_PER_GROUP), p.m.div_ceil(TILE_PER_GROUP), 1]
+}
+
+/// One dispatch: a `[k] → [n]` linear layer over every row of the pass.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub k: u32,
+    pub n: u32,
+}
+
+impl Launch for Shape {
+    const KERNEL: Kernel = Kernel::Matmul;
+    type Params = Params;
+
+    fn params(&self, at: &At) -> Params {
+        Params { m: at.n_rows, k: self.k, n: self.n, _pad: 0 }
+    }
+
+    fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
+        workgroups(p)
+    }
+
+    /// Each row of k one round (four x and four weights); neighbouring
+    /// invocations read weights four columns apart (a 4 × 4 block each).
+    fn cost(&self, p: &Params, format: Format) -> Cost {
+        let (m, k, n) = (u64::from(p.m), u64::from(p.k), u64::from(p.n));
+        let weights = matrix_bytes(format, k, n, Channels::Cols);
+        Cost {
+            invocations: invocations(workgroups(p), 64),
+            chain: k + 1,
+            bytes: floats(m * k + n) + weights,
+            weights,
+            kv: 0,
+            coalesced: neighbouring(4, format),
+        }
+    }
 }

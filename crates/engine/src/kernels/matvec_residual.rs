@@ -3,7 +3,10 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::cost::{floats, invocations, matrix_bytes, neighbouring};
 use super::{matmul, residual_add};
+use super::{At, Cost, Kernel, Launch, WG};
+use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
 
 /// Mirror of the WGSL `Params`.
@@ -31,4 +34,44 @@ pub fn run_cpu(
 /// Dispatch size: one thread per output column.
 pub fn workgroups(p: &Params) -> [u32; 3] {
     [p.n.div_ceil(super::WG), 1, 1]
+}
+
+/// One dispatch: a `[k] → [n]` projection added into the residual stream.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub k: u32,
+    pub n: u32,
+}
+
+impl Launch for Shape {
+    const KERNEL: Kernel = Kernel::MatvecResidual;
+    type Params = Params;
+
+    fn params(&self, _: &At) -> Params {
+        Params { k: self.k, n: self.n, _pad0: 0, _pad1: 0 }
+    }
+
+    fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
+        workgroups(p)
+    }
+
+    /// One round per row of k (its input and its weight).
+    fn cost(&self, p: &Params, format: Format) -> Cost {
+        residual_cost(p.k, p.n, invocations(workgroups(p), WG), u64::from(p.k), format)
+    }
+}
+
+/// The cost of a `[k] → [n]` projection added into the residual stream in
+/// `dot` rounds of loads, then one more (the bias and the stream).
+pub fn residual_cost(k: u32, n: u32, invocations: u64, dot: u64, format: Format) -> Cost {
+    let (k, n) = (u64::from(k), u64::from(n));
+    let weights = matrix_bytes(format, k, n, Channels::Cols);
+    Cost {
+        invocations,
+        chain: dot + 1,
+        bytes: floats(k + 2 * n) + weights,
+        weights,
+        kv: 0,
+        coalesced: neighbouring(1, format),
+    }
 }

@@ -1,134 +1,198 @@
-//! One module per WGSL kernel in `shaders/`, named the same. Each holds the
-//! kernel's `Params` (mirror of the WGSL uniform at binding 0), its CPU twin
-//! `run_cpu` (the reference the GPU result is tested against, and the code the
-//! CPU engine runs), and the dispatch size.
+//! One module per WGSL kernel in `shaders/`, named the same. Each is the one
+//! place that says everything about its kernel: the `Params` (mirror of the
+//! WGSL uniform at binding 0), the CPU twin `run_cpu` (the reference the GPU
+//! result is tested against, and the code the CPU engine runs), and a
+//! `Shape` implementing [`Launch`]: its `Params` from the pass, its
+//! workgroups and its [`Cost`]. The list below names each kernel once; its
+//! source, the snippets it needs and its pipeline constants are derived
+//! from the WGSL itself.
 
 pub mod attention;
+pub mod attention_combine;
 pub mod attention_probs;
+pub mod attention_split;
+pub mod block_sum;
+mod cost;
 pub mod embedding;
 pub mod gelu;
 pub mod kv_write;
 pub mod layernorm;
 pub mod lm_head;
+pub mod lm_head_split;
 pub mod ln_fc_gelu;
+pub mod ln_fc_gelu_split;
 pub mod ln_qkv;
+pub mod ln_qkv_split;
 pub mod matmul;
+pub mod matmul_split;
+pub mod matmul_tiled;
 pub mod matvec_residual;
+pub mod matvec_residual_split;
+mod profile;
 pub mod residual_add;
+mod snippets;
 
-/// Threads per workgroup of the 1-D kernels (`override WG` in WGSL). 64 is
-/// within every adapter's limits, including WebGPU compatibility mode (128).
+pub use cost::Cost;
+pub use profile::{Profile, Split};
+
+use crate::model::Config;
+use crate::storage::format::Format;
+
+/// Threads per workgroup of the kernels shaped for CPU adapters (`override
+/// WG` in WGSL). 64 is within every adapter's limits, including WebGPU
+/// compatibility mode (128).
 pub const WG: u32 = 64;
+
+/// Threads per workgroup of the kernels shaped for real GPUs (the split
+/// kernels): WebGPU's default `maxComputeInvocationsPerWorkgroup`.
+pub const WG_SPLIT: u32 = 256;
 
 /// The most workgroups a dispatch may have along one dimension (WebGPU's default).
 pub const MAX_GROUPS_PER_DIM: u32 = 65_535;
 
-/// The LayerNorm statistics the kernels that start with one share.
-const LN_STATS: &str = include_str!("../../../../shaders/ln_stats.wgsl");
+macro_rules! kernels {
+    ($($kernel:ident => $module:ident,)*) => {
+        /// Every kernel, named by type. Prefill runs embedding, then per
+        /// block layernorm, matmul, kv_write, attention, matmul,
+        /// residual_add, layernorm, matmul, gelu, matmul, residual_add, then
+        /// layernorm and lm_head; decode fuses each block into ln_qkv,
+        /// attention, matvec_residual, ln_fc_gelu, matvec_residual. The
+        /// `_split` and `_tiled` kernels are the same steps shaped for real
+        /// GPUs ([`Profile::Gpu`]); attention_probs runs only when a view asks
+        /// for the attention weights, block_sum only to measure the device.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Kernel { $($kernel),* }
 
-/// Every kernel, mapping a name to its WGSL source. Prefill runs embedding,
-/// then per block layernorm, matmul, kv_write, attention, matmul,
-/// residual_add, layernorm, matmul, gelu, matmul, residual_add, then
-/// layernorm and lm_head; decode fuses each block into five: ln_qkv,
-/// attention, matvec_residual, ln_fc_gelu, matvec_residual. attention_probs
-/// runs only when a view asks for the attention weights.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kernel {
-    Embedding,
-    Layernorm,
-    Matmul,
-    LnQkv,
-    KvWrite,
-    Attention,
-    AttentionProbs,
-    MatvecResidual,
-    ResidualAdd,
-    LnFcGelu,
-    Gelu,
-    LmHead,
+        impl Kernel {
+            /// All kernels, in data-flow order.
+            pub const ALL: &[Kernel] = &[$(Kernel::$kernel),*];
+
+            /// The file name in `shaders/` (without `.wgsl`).
+            pub fn name(self) -> &'static str {
+                match self { $(Kernel::$kernel => stringify!($module)),* }
+            }
+
+            /// The kernel's own WGSL, compiled into the binary.
+            pub fn source(self) -> &'static str {
+                match self {
+                    $(Kernel::$kernel => include_str!(
+                        concat!("../../../../shaders/", stringify!($module), ".wgsl")
+                    )),*
+                }
+            }
+        }
+    };
+}
+
+kernels! {
+    Embedding => embedding,
+    Layernorm => layernorm,
+    Matmul => matmul,
+    MatmulTiled => matmul_tiled,
+    MatmulSplit => matmul_split,
+    LnQkv => ln_qkv,
+    LnQkvSplit => ln_qkv_split,
+    KvWrite => kv_write,
+    Attention => attention,
+    AttentionSplit => attention_split,
+    AttentionCombine => attention_combine,
+    AttentionProbs => attention_probs,
+    MatvecResidual => matvec_residual,
+    MatvecResidualSplit => matvec_residual_split,
+    ResidualAdd => residual_add,
+    LnFcGelu => ln_fc_gelu,
+    LnFcGeluSplit => ln_fc_gelu_split,
+    Gelu => gelu,
+    LmHead => lm_head,
+    LmHeadSplit => lm_head_split,
+    BlockSum => block_sum,
 }
 
 impl Kernel {
-    /// All kernels, in data-flow order.
-    pub const ALL: [Kernel; 12] = [
-        Kernel::Embedding,
-        Kernel::Layernorm,
-        Kernel::Matmul,
-        Kernel::LnQkv,
-        Kernel::KvWrite,
-        Kernel::Attention,
-        Kernel::AttentionProbs,
-        Kernel::MatvecResidual,
-        Kernel::ResidualAdd,
-        Kernel::LnFcGelu,
-        Kernel::Gelu,
-        Kernel::LmHead,
-    ];
-
-    /// The file name in `shaders/` (without `.wgsl`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Kernel::Embedding => "embedding",
-            Kernel::Layernorm => "layernorm",
-            Kernel::Matmul => "matmul",
-            Kernel::LnQkv => "ln_qkv",
-            Kernel::KvWrite => "kv_write",
-            Kernel::Attention => "attention",
-            Kernel::AttentionProbs => "attention_probs",
-            Kernel::MatvecResidual => "matvec_residual",
-            Kernel::ResidualAdd => "residual_add",
-            Kernel::LnFcGelu => "ln_fc_gelu",
-            Kernel::Gelu => "gelu",
-            Kernel::LmHead => "lm_head",
-        }
-    }
-
     /// The kernel whose `name()` is `name`.
     pub fn from_name(name: &str) -> Option<Kernel> {
-        Kernel::ALL.into_iter().find(|k| k.name() == name)
+        Kernel::ALL.iter().copied().find(|k| k.name() == name)
     }
 
-    /// The WGSL source, compiled into the binary.
-    pub fn source(self) -> &'static str {
-        match self {
-            Kernel::Embedding => include_str!("../../../../shaders/embedding.wgsl"),
-            Kernel::Layernorm => include_str!("../../../../shaders/layernorm.wgsl"),
-            Kernel::Matmul => include_str!("../../../../shaders/matmul.wgsl"),
-            Kernel::LnQkv => include_str!("../../../../shaders/ln_qkv.wgsl"),
-            Kernel::KvWrite => include_str!("../../../../shaders/kv_write.wgsl"),
-            Kernel::Attention => include_str!("../../../../shaders/attention.wgsl"),
-            Kernel::AttentionProbs => include_str!("../../../../shaders/attention_probs.wgsl"),
-            Kernel::MatvecResidual => include_str!("../../../../shaders/matvec_residual.wgsl"),
-            Kernel::ResidualAdd => include_str!("../../../../shaders/residual_add.wgsl"),
-            Kernel::LnFcGelu => include_str!("../../../../shaders/ln_fc_gelu.wgsl"),
-            Kernel::Gelu => include_str!("../../../../shaders/gelu.wgsl"),
-            Kernel::LmHead => include_str!("../../../../shaders/lm_head.wgsl"),
-        }
+    /// Whether the kernel's workgroups follow a [`Split`] layout (its `Params` carry `wide`).
+    pub fn takes_layout(self) -> bool {
+        snippets::takes_layout(self.source())
     }
 
     /// Whether the kernel reads a weight matrix through the format snippet.
     pub fn reads_weights(self) -> bool {
-        use Kernel::*;
-        matches!(self, Embedding | Matmul | LnQkv | MatvecResidual | LnFcGelu | LmHead)
+        snippets::calls_format(self.source())
     }
 
-    /// Whether the kernel starts with a LayerNorm (`ln_stats` in shaders/ln_stats.wgsl).
-    pub fn starts_with_layernorm(self) -> bool {
-        matches!(self, Kernel::Layernorm | Kernel::LnQkv | Kernel::LnFcGelu)
+    /// The WGSL to compile for weights stored in `format`: the shared
+    /// snippets the kernel calls (the format's, `ln_stats`, `split_k`), then
+    /// the kernel.
+    pub fn source_for(self, format: Format) -> String {
+        snippets::assemble(self.source(), format)
     }
 
-    /// The WGSL to compile for weights stored in `format`: the snippets the
-    /// kernel calls (the format's `w_load`, `ln_stats`), then the kernel.
-    pub fn source_for(self, format: crate::storage::format::Format) -> String {
-        let weights = self.reads_weights().then(|| format.snippet());
-        let ln = self.starts_with_layernorm().then_some(LN_STATS);
-        let snippets = weights.into_iter().chain(ln);
-        snippets.chain([self.source()]).collect::<Vec<_>>().join("\n")
+    /// The pipeline-overridable constants the assembled source declares
+    /// (`override WG`, …): what a pipeline may set, and nothing else.
+    pub fn overrides(self, format: Format) -> Vec<String> {
+        snippets::overrides(&self.source_for(format))
+    }
+}
+
+/// Where one dispatch runs: the rows and positions of its pass and the
+/// model's shape. A batch's own-sequence op sees its one row (`n_rows` 1,
+/// `row0` its row, `pos0` its position).
+#[derive(Clone, Copy, Debug)]
+pub struct At<'a> {
+    pub config: &'a Config,
+    pub n_rows: u32,
+    pub pos0: u32,
+    /// First row of the shared buffers the dispatch works on.
+    pub row0: u32,
+    /// First row and row count of the logits to compute.
+    pub lm_row0: u32,
+    pub lm_rows: u32,
+}
+
+/// What one kernel's dispatch needs beyond its buffers, stated in one place
+/// per kernel (its module's `Shape`): the part fixed when the plan is built
+/// is `self`, the rest comes from [`At`].
+pub trait Launch {
+    /// The kernel this launches.
+    const KERNEL: Kernel;
+    /// Its `Params` (the uniform at binding 0).
+    type Params: bytemuck::Pod;
+    /// The `Params` of this dispatch at `at`.
+    fn params(&self, at: &At) -> Self::Params;
+    /// Workgroups for `p` with weights in `format`.
+    fn workgroups(&self, p: &Self::Params, format: Format) -> [u32; 3];
+    /// Its structure for `p` (see [`Cost`]).
+    fn cost(&self, p: &Self::Params, format: Format) -> Cost;
+}
+
+/// A [`Launch`] behind a pointer: what a plan's op holds.
+pub trait Dispatch {
+    /// The kernel it runs.
+    fn kernel(&self) -> Kernel;
+    /// Writes its `Params` at `at` into `slot` and returns its workgroups.
+    fn encode(&self, at: &At, format: Format, slot: &mut [u8]) -> [u32; 3];
+    /// Its structure at `at`.
+    fn cost(&self, at: &At, format: Format) -> Cost;
+}
+
+impl<L: Launch> Dispatch for L {
+    fn kernel(&self) -> Kernel {
+        L::KERNEL
     }
 
-    /// Whether the shader declares `override WG` (the matmul's tile is fixed).
-    pub fn has_wg_override(self) -> bool {
-        self != Kernel::Matmul
+    fn encode(&self, at: &At, format: Format, slot: &mut [u8]) -> [u32; 3] {
+        let p = self.params(at);
+        let bytes = bytemuck::bytes_of(&p);
+        slot[..bytes.len()].copy_from_slice(bytes);
+        self.workgroups(&p, format)
+    }
+
+    fn cost(&self, at: &At, format: Format) -> Cost {
+        Launch::cost(self, &self.params(at), format)
     }
 }
 

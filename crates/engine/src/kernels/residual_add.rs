@@ -2,6 +2,10 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::cost::{floats, invocations};
+use super::{At, Cost, Kernel, Launch, WG};
+use crate::storage::format::Format;
+
 /// Mirror of the WGSL `Params`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
@@ -25,4 +29,36 @@ pub fn run_cpu(
 /// Dispatch size: one thread per element.
 pub fn workgroups(p: &Params) -> [u32; 3] {
     super::grid_1d(p.n as usize)
+}
+
+/// One dispatch: x += y over `cols` columns of every row.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub cols: u32,
+}
+
+impl Launch for Shape {
+    const KERNEL: Kernel = Kernel::ResidualAdd;
+    type Params = Params;
+
+    fn params(&self, at: &At) -> Params {
+        Params { n: at.n_rows * self.cols, _pad0: 0, _pad1: 0, _pad2: 0 }
+    }
+
+    fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
+        workgroups(p)
+    }
+
+    /// Element-wise: one round.
+    fn cost(&self, p: &Params, _: Format) -> Cost {
+        let n = u64::from(p.n);
+        Cost {
+            invocations: invocations(workgroups(p), WG),
+            chain: 1,
+            bytes: floats(2 * n),
+            weights: 0,
+            kv: 0,
+            coalesced: true,
+        }
+    }
 }

@@ -153,6 +153,22 @@ impl Weights {
         self.matrices().map(Matrix::bytes).sum::<u64>() + 4 * vectors as u64
     }
 
+    /// Bytes of weights one decode step must read: every block's matrices
+    /// and vectors, `ln_f`, the whole LM head, and one row each of the token
+    /// embedding (when it is not the head) and of the position embedding.
+    pub fn decode_bytes(&self) -> u64 {
+        let e = self.ln_f_weight.len() as u64;
+        let block = |l: &LayerWeights| {
+            l.matrices().iter().map(|m| m.bytes()).sum::<u64>() + 4 * l.vector_len() as u64
+        };
+        let blocks: u64 = self.layers.iter().map(block).sum();
+        let wte_row = match self.lm_head {
+            Some(_) => self.wte.bytes() / self.wte.rows.max(1) as u64,
+            None => 0,
+        };
+        blocks + self.lm_head().bytes() + wte_row + 4 * 3 * e
+    }
+
     /// Reads and validates every tensor `config` calls for. With `keep_f16`,
     /// a checkpoint whose every matrix is stored as f16 keeps them so, word
     /// for word (the same words as packing their f32 values as f16), without

@@ -132,7 +132,7 @@ impl Host {
             }
             Request::DeviceFigures => {
                 let figures = ready(crate::cpu::device_figures(None))?;
-                Ok(Answer::bare(Reply::CopyRate { bytes_per_s: figures.copy_bytes_per_s }))
+                Ok(Answer::bare(Reply::Figures { figures }))
             }
         }
     }

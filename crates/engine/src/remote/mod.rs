@@ -47,6 +47,8 @@ pub struct RemoteModel {
     config: Config,
     format: Format,
     weight_bytes: u64,
+    /// Of those, what a decode step reads (`Weights::decode_bytes`).
+    decode_bytes: u64,
     /// Shared by a model and its variants: one worker, one id space.
     next_id: Rc<Cell<SessionId>>,
 }
@@ -59,6 +61,7 @@ impl RemoteModel {
             config: model.config.clone(),
             format: model.format(),
             weight_bytes: model.weights.bytes(),
+            decode_bytes: model.weights.decode_bytes(),
             next_id: Rc::default(),
         })
     }
@@ -72,6 +75,7 @@ impl RemoteModel {
             config: model.config.clone(),
             format: model.format(),
             weight_bytes: model.weights.bytes(),
+            decode_bytes: model.weights.decode_bytes(),
             next_id: self.next_id.clone(),
         })
     }
@@ -83,12 +87,10 @@ impl RemoteModel {
         RemoteSession { model: self.clone(), id, pos: 0, last: StepStats::default() }
     }
 
-    /// The worker's copy rate (the batching lesson's device figures).
+    /// The worker's copy and read rates (the cost lessons' device figures).
     pub async fn device_figures(&self) -> Result<DeviceFigures> {
         match self.link.call(Request::DeviceFigures).await?.reply {
-            Reply::CopyRate { bytes_per_s } => {
-                Ok(DeviceFigures { copy_bytes_per_s: bytes_per_s, dispatch_ms: None })
-            }
+            Reply::Figures { figures } => Ok(figures),
             other => Err(unexpected(other)),
         }
     }
@@ -117,6 +119,11 @@ impl RemoteSession {
     /// The model's weight format and the bytes its weights take.
     pub fn weights(&self) -> (Format, u64) {
         (self.model.format, self.model.weight_bytes)
+    }
+
+    /// Bytes of weights a decode step reads (`Weights::decode_bytes`).
+    pub fn decode_bytes(&self) -> u64 {
+        self.model.decode_bytes
     }
 
     /// The worker this session lives in.

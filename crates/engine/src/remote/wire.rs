@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::step::{Look, StepStats, Wanted};
+use crate::step::{DeviceFigures, Look, StepStats, Wanted};
 
 /// A session in the worker, named by the page (ids are never reused).
 pub type SessionId = u32;
@@ -29,7 +29,7 @@ pub enum Request {
     Copy { id: SessionId, from: SessionId },
     /// The session is gone: its KV cache is freed.
     Close { id: SessionId },
-    /// The worker's copy rate (the batching lesson's device figures).
+    /// The worker's copy and read rates (the cost lessons' device figures).
     DeviceFigures,
 }
 
@@ -60,8 +60,8 @@ pub enum Reply {
         residuals: Option<usize>,
         attention: Option<usize>,
     },
-    /// The copy rate, bytes per second.
-    CopyRate { bytes_per_s: f64 },
+    /// The worker's device figures.
+    Figures { figures: DeviceFigures },
     /// The request (or one before it on the same session) failed.
     Failed { message: String },
 }

@@ -310,13 +310,7 @@ impl Matrix {
     /// multiple of [`SHARD_ALIGN`] rows, so every shard starts on a word and an
     /// int4 group; all rows when they fit; `None` when not even that many do.
     pub fn shard_rows(&self, max_bytes: u64) -> Option<usize> {
-        let words = |rows: usize| self.format.bytes(rows * self.cols);
-        if words(self.rows) <= max_bytes {
-            return Some(self.rows.max(1));
-        }
-        let fit = (max_bytes / 4) as usize * self.format.per_word() / self.cols.max(1);
-        let rows = fit / SHARD_ALIGN * SHARD_ALIGN;
-        (rows > 0).then_some(rows)
+        shard_rows(self.format, self.rows, self.cols, max_bytes)
     }
 
     /// Rows `r0..r1` as a matrix of their own: the same words and scales,
@@ -378,4 +372,20 @@ impl Matrix {
             _ => self.to_format(format).to_f32() == self.to_f32(),
         }
     }
+}
+
+/// [`Matrix::shard_rows`] of a `(rows, cols)` matrix in `format`, before it is packed.
+pub fn shard_rows(format: Format, rows: usize, cols: usize, max_bytes: u64) -> Option<usize> {
+    let words = |rows: usize| format.bytes(rows * cols);
+    if words(rows) <= max_bytes {
+        return Some(rows.max(1));
+    }
+    let fit = (max_bytes / 4) as usize * format.per_word() / cols.max(1);
+    let rows = fit / SHARD_ALIGN * SHARD_ALIGN;
+    (rows > 0).then_some(rows)
+}
+
+/// The `(first row, rows)` of each shard of `rows` rows cut `per` at a time.
+pub fn shards(rows: usize, per: usize) -> Vec<(usize, usize)> {
+    (0..rows).step_by(per.max(1)).map(|r0| (r0, (r0 + per).min(rows) - r0)).collect()
 }

@@ -6,7 +6,8 @@
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use decode_lab_engine::gpu::{GpuContext, Pipelines};
+use decode_lab_engine::gpu::{GpuContext, GpuModel, Pipelines};
+use decode_lab_engine::kernels::{Profile, Split};
 use decode_lab_engine::model::Model;
 use decode_lab_engine::storage::format::Format;
 
@@ -18,7 +19,8 @@ pub fn gpu() -> Option<&'static (GpuContext, Pipelines)> {
     let gpu = GPU.get_or_init(|| {
         pollster::block_on(async {
             let ctx = GpuContext::new().await.map_err(|e| e.to_string())?;
-            let pipelines = Pipelines::new(&ctx, Format::F32).await.map_err(|e| e.to_string())?;
+            let pipelines = Pipelines::new(&ctx, Format::F32, Profile::Cpu).await;
+            let pipelines = pipelines.map_err(|e| e.to_string())?;
             Ok::<_, String>((ctx, pipelines))
         })
         .map_err(|e| eprintln!("\n*** GPU TESTS SKIPPED: {e} ***\n"))
@@ -65,16 +67,29 @@ pub fn golden_model(name: &str) -> Arc<Model> {
     Arc::new(Model::from_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())))
 }
 
-/// A CPU session on `model`, and a GPU one where the machine has an adapter,
-/// each with its engine's name.
+/// The kernel profiles the GPU tests run, each by name: the cpu profile's
+/// kernels (`gpu`) and the real GPUs' (`gpu-split`, in the default layout;
+/// the kernel cases run every layout).
+pub const PROFILES: [(&str, Profile); 2] =
+    [("gpu", Profile::Cpu), ("gpu-split", Profile::Gpu(Split::DEFAULT))];
+
+/// `model` on this machine's GPU with the kernels of `profile`, where it has an adapter.
+pub fn gpu_model(model: &Arc<Model>, profile: Profile) -> Option<std::rc::Rc<GpuModel>> {
+    let (ctx, _) = gpu()?;
+    Some(pollster::block_on(GpuModel::new(ctx.clone(), model.clone(), profile)).expect("uploads"))
+}
+
+/// A CPU session on `model`, and where the machine has an adapter a GPU one
+/// in each kernel profile ([`PROFILES`]), each with its engine's name.
 pub fn sessions_on_both(model: &Arc<Model>) -> Vec<(&'static str, decode_lab_engine::Session)> {
     use decode_lab_engine::cpu::CpuSession;
-    use decode_lab_engine::gpu::{GpuModel, GpuSession};
+    use decode_lab_engine::gpu::GpuSession;
     use decode_lab_engine::Session;
     let mut out = vec![("cpu", Session::Cpu(CpuSession::new(model.clone())))];
-    if let Some((ctx, _)) = gpu() {
-        let gpu = pollster::block_on(GpuModel::new(ctx.clone(), model.clone())).unwrap();
-        out.push(("gpu", Session::Gpu(GpuSession::new(gpu).unwrap())));
+    for (name, profile) in PROFILES {
+        if let Some(gpu) = gpu_model(model, profile) {
+            out.push((name, Session::Gpu(GpuSession::new(gpu).unwrap())));
+        }
     }
     out
 }

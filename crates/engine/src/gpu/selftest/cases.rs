@@ -24,7 +24,7 @@
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
-use super::{fused, rows};
+use super::{fused, rows, split};
 use crate::kernels::*;
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
@@ -62,30 +62,40 @@ pub struct Case {
     pub tolerance: Tolerance,
 }
 
-/// Every case of `kernel` (in every weight format, for the kernels that read weights).
-pub fn cases(kernel: Kernel) -> Vec<Case> {
+/// Every case of `kernel` (in every weight format, for the kernels that
+/// read weights); the split kernels' laid out as `split` says.
+pub fn cases(kernel: Kernel, split: Split) -> Vec<Case> {
     let formats: &[Format] = if kernel.reads_weights() { &Format::ALL } else { &[Format::F32] };
-    formats.iter().flat_map(|&format| cases_in(kernel, format)).collect()
+    formats.iter().flat_map(|&format| cases_in(kernel, format, split)).collect()
 }
 
 /// The cases of `kernel` with weights in `format`.
-fn cases_in(kernel: Kernel, format: Format) -> Vec<Case> {
+fn cases_in(kernel: Kernel, format: Format, split: Split) -> Vec<Case> {
     match kernel {
         Kernel::Embedding if format == Format::F32 => {
             embedding_cases(format).into_iter().chain(rows::embedding_cases()).collect()
         }
         Kernel::Embedding => embedding_cases(format),
         Kernel::Layernorm => layernorm_cases(),
-        Kernel::Matmul => matmul_cases(format),
-        Kernel::LnQkv => fused::ln_qkv_cases(format),
-        Kernel::MatvecResidual => fused::matvec_residual_cases(format),
-        Kernel::LnFcGelu => fused::ln_fc_gelu_cases(format),
+        Kernel::Matmul => matmul_cases(format, Kernel::Matmul, split),
+        Kernel::MatmulTiled => matmul_cases(format, Kernel::MatmulTiled, split),
+        Kernel::MatmulSplit => matmul_cases(format, Kernel::MatmulSplit, split),
+        Kernel::LnQkv => fused::ln_qkv_cases(format, None),
+        Kernel::LnQkvSplit => fused::ln_qkv_cases(format, Some(split)),
+        Kernel::MatvecResidual => fused::matvec_residual_cases(format, None),
+        Kernel::MatvecResidualSplit => fused::matvec_residual_cases(format, Some(split)),
+        Kernel::LnFcGelu => fused::ln_fc_gelu_cases(format, None),
+        Kernel::LnFcGeluSplit => fused::ln_fc_gelu_cases(format, Some(split)),
         Kernel::KvWrite => kv_write_cases().into_iter().chain(rows::kv_write_cases()).collect(),
         Kernel::Attention => attention_cases().into_iter().chain(rows::attention_cases()).collect(),
+        Kernel::AttentionSplit => split::attention_split_cases(),
+        Kernel::AttentionCombine => split::attention_combine_cases(),
         Kernel::AttentionProbs => attention_probs_cases(),
         Kernel::ResidualAdd => residual_add_cases(),
         Kernel::Gelu => gelu_cases(),
-        Kernel::LmHead => lm_head_cases(format),
+        Kernel::LmHead => lm_head_cases(format, Kernel::LmHead),
+        Kernel::LmHeadSplit => lm_head_cases(format, Kernel::LmHeadSplit),
+        Kernel::BlockSum => split::block_sum_cases(),
     }
 }
 
@@ -228,24 +238,42 @@ fn layernorm_cases() -> Vec<Case> {
     out
 }
 
-fn matmul_cases(format: Format) -> Vec<Case> {
+/// The cases of a linear layer's kernel: matmul, matmul_tiled (prefill on
+/// real GPUs: blocks of 64 and tiles of 16 rows cut at awkward places) or
+/// matmul_split (a batch's rows on real GPUs: at most eight).
+fn matmul_cases(format: Format, kernel: Kernel, split: Split) -> Vec<Case> {
     let shapes =
         [(1, 1, 1), (1, 63, 65), (17, 1757, 65), (65, 64, 63), (33, 65, 1757), (64, 48, 144)];
+    let rows =
+        |m: usize| if kernel == Kernel::MatmulSplit { m.min(matmul_split::MAX_ROWS) } else { m };
     let mut out = Vec::new();
     for (i, &(m, k, n)) in shapes.iter().enumerate() {
+        let m = rows(m);
         let (x, b) = (random(m * k, 10 + i as u64), random(n, 30));
         let (w, words, scales) = weights(format, (k, n), Channels::Cols, 20 + i as u64);
         let mut want = poisoned(m * n);
         matmul::run_cpu(&x, &w, &b, &mut want);
         let p = matmul::Params { m: m as u32, k: k as u32, n: n as u32, _pad: 0 };
+        let (params, groups, layout) = match kernel {
+            Kernel::MatmulSplit => {
+                let q = matmul_split::Params { m: p.m, k: p.k, n: p.n, wide: split.wide };
+                let shape = matmul_split::Shape { k: p.k, n: p.n, split };
+                (params(&q), shape.workgroups(&q, format), fused::wide(Some(split)))
+            }
+            Kernel::MatmulTiled => {
+                let shape = matmul_tiled::Shape { k: p.k, n: p.n };
+                (params(&p), shape.workgroups(&p, format), String::new())
+            }
+            _ => (params(&p), matmul::workgroups(&p), String::new()),
+        };
         out.push(Case {
-            kernel: Kernel::Matmul,
+            kernel,
             format,
-            shape: format!("{m}x{k}x{n}"),
-            params: params(&p),
+            shape: format!("{m}x{k}x{n}{layout}"),
+            params,
             buffers: vec![bytes(&x), words, bytes(&b), bytes(&poisoned(m * n))],
             scales,
-            groups: matmul::workgroups(&p),
+            groups,
             want: vec![(3, "out", want)],
             tolerance: dot(k),
         });
@@ -428,7 +456,8 @@ fn gelu_cases() -> Vec<Case> {
         .collect()
 }
 
-fn lm_head_cases(format: Format) -> Vec<Case> {
+/// The LM head's cases, for lm_head or lm_head_split (the same `Params`).
+fn lm_head_cases(format: Format, kernel: Kernel) -> Vec<Case> {
     let mut out = Vec::new();
     let whole = |vocab| (0, vocab);
     for &(vocab, n_embd, n_rows, row0, n_out, (v0, v1)) in &[
@@ -440,6 +469,7 @@ fn lm_head_cases(format: Format) -> Vec<Case> {
         (65, 1757, 2, 1, 1, whole(65)),
         (65, 1757, 2, 1, 1, (32, 65)),
         (64, 63, 5, 2, 3, whole(64)),
+        (1757, 768, 2, 1, 1, VOCAB_SHARDS[2]),
     ] {
         let x = random(n_rows * n_embd, 130);
         let (w, words, scales) = shard(format, (vocab, n_embd), (v0, v1), 131);
@@ -459,8 +489,14 @@ fn lm_head_cases(format: Format) -> Vec<Case> {
             _pad0: 0,
             _pad1: 0,
         };
+        let groups = match kernel {
+            Kernel::LmHeadSplit => {
+                lm_head_split::Shape { v0: p.v0, n_vocab: p.n_vocab }.workgroups(&p, format)
+            }
+            _ => lm_head::workgroups(&p),
+        };
         out.push(Case {
-            kernel: Kernel::LmHead,
+            kernel,
             format,
             shape: format!(
                 "vocab {vocab} (rows {v0}..{v1}), n_embd {n_embd}, {n_out} of {n_rows} rows"
@@ -468,7 +504,7 @@ fn lm_head_cases(format: Format) -> Vec<Case> {
             params: params(&p),
             buffers: vec![bytes(&x), words, bytes(&before)],
             scales,
-            groups: lm_head::workgroups(&p),
+            groups,
             want: vec![(2, "logits", want)],
             tolerance: dot(n_embd),
         });

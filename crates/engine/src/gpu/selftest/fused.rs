@@ -8,7 +8,8 @@
 //! is under 1.13 and its tanh adds gelu's own 1e-6 abs + 1e-5 rel.
 
 use super::cases::{bytes, dot, params, poisoned, random, weights, Case, Tolerance};
-use crate::kernels::{ln_fc_gelu, ln_qkv, matvec_residual, Kernel};
+use crate::kernels::{ln_fc_gelu, ln_fc_gelu_split, ln_qkv, ln_qkv_split, matvec_residual};
+use crate::kernels::{matvec_residual_split, Kernel, Launch, Split};
 use crate::storage::format::{Channels, Format};
 
 /// A residual-stream row with a non-zero mean, and a LayerNorm's weight and bias.
@@ -41,12 +42,14 @@ fn ln_buffers(
     vec![bytes(x), bytes(&ln), words, bytes(bias), bytes(&poisoned(n))]
 }
 
-pub fn ln_qkv_cases(format: Format) -> Vec<Case> {
+/// The cases of ln_qkv, or with a split layout, of ln_qkv_split: the same
+/// inputs and twin, the real GPUs' shape adding a GPT-2-sized row.
+pub fn ln_qkv_cases(format: Format, split: Option<Split>) -> Vec<Case> {
     let mut out = Vec::new();
     // (n_embd, pos, n_positions): rows before and after `pos` must survive.
-    for (i, &(n_embd, pos, n_positions)) in
-        [(1, 0, 1), (63, 5, 8), (64, 0, 2), (65, 3, 4), (200, 9, 12)].iter().enumerate()
-    {
+    let shapes = [(1, 0, 1), (63, 5, 8), (64, 0, 2), (65, 3, 4), (200, 9, 12), (768, 1, 3)];
+    let shapes = &shapes[..shapes.len() - usize::from(split.is_none())];
+    for (i, &(n_embd, pos, n_positions)) in shapes.iter().enumerate() {
         let seed = 200 + 10 * i as u64;
         let (x, lw, lb) = ln_inputs(n_embd, seed);
         let (w, words, scales) = weights(format, (n_embd, 3 * n_embd), Channels::Cols, seed + 3);
@@ -56,18 +59,31 @@ pub fn ln_qkv_cases(format: Format) -> Vec<Case> {
         let (mut kc, mut vc, mut qkv) = (k0.clone(), v0.clone(), poisoned(3 * n_embd));
         ln_qkv::run_cpu(&x, &lw, &lb, EPS, &w, &bias, pos, &mut qkv, &mut kc, &mut vc);
         let p = ln_qkv::Params { n_embd: n_embd as u32, pos: pos as u32, eps: EPS, _pad: 0 };
+        let (kernel, params, groups) = match split {
+            None => (Kernel::LnQkv, params(&p), ln_qkv::workgroups(&p)),
+            Some(split) => {
+                let q = ln_qkv_split::Params {
+                    n_embd: p.n_embd,
+                    pos: p.pos,
+                    eps: EPS,
+                    wide: split.wide,
+                };
+                let shape = ln_qkv_split::Shape { split };
+                (Kernel::LnQkvSplit, super::cases::params(&q), shape.workgroups(&q, format))
+            }
+        };
         out.push(Case {
-            kernel: Kernel::LnQkv,
+            kernel,
             format,
-            shape: format!("n_embd {n_embd} at {pos} of {n_positions}"),
-            params: params(&p),
+            shape: format!("n_embd {n_embd} at {pos} of {n_positions}{}", wide(split)),
+            params,
             buffers: [
                 ln_buffers(&x, &lw, &lb, words, &bias, 3 * n_embd),
                 vec![bytes(&k0), bytes(&v0)],
             ]
             .concat(),
             scales,
-            groups: ln_qkv::workgroups(&p),
+            groups,
             want: vec![(4, "qkv", qkv), (5, "keys", kc), (6, "values", vc)],
             tolerance: ln_dot(&ln_qkv::normalised(&x, &lw, &lb, EPS)),
         });
@@ -75,8 +91,11 @@ pub fn ln_qkv_cases(format: Format) -> Vec<Case> {
     out
 }
 
-pub fn matvec_residual_cases(format: Format) -> Vec<Case> {
-    let shapes = [(1, 1), (63, 65), (1757, 64), (64, 1757), (65, 63), (48, 144)];
+/// The cases of matvec_residual, or with a split layout of its split shape
+/// (adding GPT-2's MLP projection, k = 3072).
+pub fn matvec_residual_cases(format: Format, split: Option<Split>) -> Vec<Case> {
+    let shapes = [(1, 1), (63, 65), (1757, 64), (64, 1757), (65, 63), (48, 144), (3072, 768)];
+    let shapes = &shapes[..shapes.len() - usize::from(split.is_none())];
     let mut out = Vec::new();
     for (i, &(k, n)) in shapes.iter().enumerate() {
         let (y, b, x) = (random(k, 40 + i as u64), random(n, 60), random(n, 61));
@@ -84,14 +103,26 @@ pub fn matvec_residual_cases(format: Format) -> Vec<Case> {
         let mut want = x.clone();
         matvec_residual::run_cpu(&y, &w, &b, &mut want);
         let p = matvec_residual::Params { k: k as u32, n: n as u32, _pad0: 0, _pad1: 0 };
+        let (kernel, params, groups) = match split {
+            None => (Kernel::MatvecResidual, params(&p), matvec_residual::workgroups(&p)),
+            Some(split) => {
+                let shape = matvec_residual_split::Shape { k: p.k, n: p.n, split };
+                let q = matvec_residual_split::Params { k: p.k, n: p.n, wide: split.wide, _pad: 0 };
+                (
+                    Kernel::MatvecResidualSplit,
+                    super::cases::params(&q),
+                    shape.workgroups(&q, format),
+                )
+            }
+        };
         out.push(Case {
-            kernel: Kernel::MatvecResidual,
+            kernel,
             format,
-            shape: format!("{k}x{n}"),
-            params: params(&p),
+            shape: format!("{k}x{n}{}", wide(split)),
+            params,
             buffers: vec![bytes(&y), words, bytes(&b), bytes(&x)],
             scales,
-            groups: matvec_residual::workgroups(&p),
+            groups,
             want: vec![(3, "x", want)],
             // x in [-1, 1] is added after the dot: one more rounding.
             tolerance: dot(k + 1),
@@ -100,8 +131,11 @@ pub fn matvec_residual_cases(format: Format) -> Vec<Case> {
     out
 }
 
-pub fn ln_fc_gelu_cases(format: Format) -> Vec<Case> {
-    let shapes = [(1, 1), (63, 65), (1757, 64), (64, 1757), (65, 63), (48, 192)];
+/// The cases of ln_fc_gelu, or with a split layout of its split shape
+/// (adding GPT-2's c_fc, 768 → 3072).
+pub fn ln_fc_gelu_cases(format: Format, split: Option<Split>) -> Vec<Case> {
+    let shapes = [(1, 1), (63, 65), (1757, 64), (64, 1757), (65, 63), (48, 192), (768, 3072)];
+    let shapes = &shapes[..shapes.len() - usize::from(split.is_none())];
     let mut out = Vec::new();
     for (i, &(n_embd, n)) in shapes.iter().enumerate() {
         let seed = 300 + 10 * i as u64;
@@ -112,17 +146,35 @@ pub fn ln_fc_gelu_cases(format: Format) -> Vec<Case> {
         ln_fc_gelu::run_cpu(&x, &lw, &lb, EPS, &w, &bias, &mut want);
         let p = ln_fc_gelu::Params { n_embd: n_embd as u32, n: n as u32, eps: EPS, _pad: 0 };
         let t = ln_dot(&ln_qkv::normalised(&x, &lw, &lb, EPS));
+        let (kernel, params, groups) = match split {
+            None => (Kernel::LnFcGelu, params(&p), ln_fc_gelu::workgroups(&p)),
+            Some(split) => {
+                let q = ln_fc_gelu_split::Params {
+                    n_embd: p.n_embd,
+                    n: p.n,
+                    eps: EPS,
+                    wide: split.wide,
+                };
+                let shape = ln_fc_gelu_split::Shape { n: p.n, split };
+                (Kernel::LnFcGeluSplit, super::cases::params(&q), shape.workgroups(&q, format))
+            }
+        };
         out.push(Case {
-            kernel: Kernel::LnFcGelu,
+            kernel,
             format,
-            shape: format!("{n_embd}x{n}"),
-            params: params(&p),
+            shape: format!("{n_embd}x{n}{}", wide(split)),
+            params,
             buffers: ln_buffers(&x, &lw, &lb, words, &bias, n),
             scales,
-            groups: ln_fc_gelu::workgroups(&p),
+            groups,
             want: vec![(4, "fc", want)],
             tolerance: Tolerance { atol: 1.13 * t.atol + 1e-6, rtol: t.rtol + 1e-5 },
         });
     }
     out
+}
+
+/// How a split case names its layout in the report (nothing for the cpu profile's kernels).
+pub(super) fn wide(split: Option<Split>) -> String {
+    split.map_or(String::new(), |s| format!(", {} wide", s.wide))
 }

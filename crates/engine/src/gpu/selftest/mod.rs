@@ -7,6 +7,7 @@
 pub mod cases;
 mod fused;
 mod rows;
+mod split;
 
 use std::fmt::Write as _;
 use std::rc::Rc;
@@ -17,7 +18,7 @@ use crate::cpu::CpuSession;
 use crate::error::Result;
 use crate::gpu::testing::run_kernel;
 use crate::gpu::{GpuContext, GpuModel, GpuSession, Pipelines};
-use crate::kernels::Kernel;
+use crate::kernels::{Kernel, Profile, Split};
 use crate::sample::argmax;
 use crate::step::Wanted;
 use crate::storage::format::Format;
@@ -128,17 +129,25 @@ fn compare(case: &Case, got: &[Vec<f32>], result: &mut CaseResult) {
     }
 }
 
-/// Every case of every kernel in every weight format, in data-flow order;
-/// `fault` names a kernel to corrupt (test hook). The pipelines are compiled
-/// here, once per format.
-pub async fn check_kernels(ctx: &GpuContext, fault: Option<Kernel>) -> Vec<CaseResult> {
+/// Every case of every kernel `profile` runs, in every weight format, in
+/// data-flow order; `fault` names a kernel to corrupt (test hook). The
+/// pipelines are compiled here, once per format.
+pub async fn check_kernels(
+    ctx: &GpuContext,
+    profile: Profile,
+    fault: Option<Kernel>,
+) -> Vec<CaseResult> {
     let mut compiled = Vec::new();
     for format in Format::ALL {
-        compiled.push((format, Pipelines::new(ctx, format).await));
+        compiled.push((format, Pipelines::new(ctx, format, profile).await));
     }
+    let split = match profile {
+        Profile::Gpu(split) => split,
+        Profile::Cpu => Split::DEFAULT,
+    };
     let mut out = Vec::new();
-    for kernel in Kernel::ALL {
-        for (i, case) in cases::cases(kernel).iter().enumerate() {
+    for kernel in profile.kernels() {
+        for (i, case) in cases::cases(kernel, split).iter().enumerate() {
             let corrupt = fault == Some(kernel) && i == 0;
             let pipelines = compiled.iter().find(|(f, _)| *f == case.format).map(|(_, p)| p);
             out.push(match pipelines {
@@ -262,6 +271,8 @@ pub struct Report {
     pub adapter: String,
     /// How the model check's GPU model stores its weight matrices.
     pub weights: Format,
+    /// The kernels checked: the model's profile.
+    pub profile: Profile,
     /// The device limits the engine depends on, by WebGPU name.
     pub limits: Vec<(&'static str, u64)>,
     pub kernels: Vec<CaseResult>,
@@ -298,6 +309,7 @@ impl Report {
         let verdict = if self.passed() { "PASS" } else { "FAIL" };
         let _ = writeln!(s, "Decode Lab self-test: {verdict}");
         let _ = writeln!(s, "adapter: {}", self.adapter);
+        let _ = writeln!(s, "kernels: the {} profile", self.profile.name());
         for (name, value) in &self.limits {
             let _ = writeln!(s, "  {name}: {value}");
         }
@@ -337,7 +349,8 @@ impl Report {
 
 /// Runs everything on `gpu`'s device: kernels, then the model on `prompt`.
 pub async fn run(gpu: Rc<GpuModel>, prompt: &[u32], steps: usize, fault: Option<Kernel>) -> Report {
-    let kernels = check_kernels(&gpu.ctx, fault).await;
+    let profile = gpu.profile();
+    let kernels = check_kernels(&gpu.ctx, profile, fault).await;
     let l = &gpu.ctx.limits;
     let limits = vec![
         ("maxStorageBufferBindingSize", l.max_storage_buffer_binding_size),
@@ -350,5 +363,5 @@ pub async fn run(gpu: Rc<GpuModel>, prompt: &[u32], steps: usize, fault: Option<
     let adapter = gpu.ctx.adapter_name();
     let weights = gpu.format();
     let model = check_model(gpu, prompt, steps).await;
-    Report { adapter, weights, limits, kernels, model }
+    Report { adapter, weights, profile, limits, kernels, model }
 }

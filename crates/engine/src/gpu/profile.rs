@@ -1,0 +1,182 @@
+//! Choosing the kernel profile for an adapter. A software adapter (a CPU in
+//! disguise: lavapipe, llvmpipe, SwiftShader, or any the driver calls a CPU)
+//! gets the cpu profile without a trial. Any other is timed: the model is
+//! uploaded once, each candidate's pipelines are compiled over the same
+//! buffers, and a few decode steps of each are timed (today's shapes among
+//! them, so no GPU is ever slower than before); the fastest is kept. The page
+//! remembers the choice per adapter, so the trial runs once.
+
+use std::rc::Rc;
+
+use crate::error::{EngineError, Result};
+use crate::gpu::{GpuContext, GpuModel, GpuSession};
+use crate::kernels::{Profile, Split};
+use crate::step::{SharedModel, Wanted};
+
+/// What `--kernels` / `kernels=` asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelsChoice {
+    /// The cpu profile on a software adapter; elsewhere every profile timed.
+    Auto,
+    /// The gpu profile, its layout chosen by timing.
+    Gpu,
+    /// This profile, untimed.
+    Exactly(Profile),
+}
+
+impl KernelsChoice {
+    /// Every name a choice is given by, in order.
+    pub const NAMES: [&'static str; 6] = ["auto", "cpu", "gpu", "gpu-4", "gpu-8", "gpu-16"];
+
+    /// The choice `name` gives (`auto`, `gpu`, or a profile's name).
+    pub fn from_name(name: &str) -> Option<KernelsChoice> {
+        match name {
+            "auto" => Some(KernelsChoice::Auto),
+            "gpu" => Some(KernelsChoice::Gpu),
+            _ => Profile::from_name(name).map(KernelsChoice::Exactly),
+        }
+    }
+}
+
+/// Why the profile in use was chosen.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reason {
+    /// Asked for by name.
+    Asked,
+    /// The adapter is a CPU: the cpu profile, untimed.
+    Software,
+    /// Timed here, the fastest of the candidates.
+    Timed,
+    /// Timed before on this adapter (the page's memory).
+    Remembered,
+}
+
+/// One candidate's trial: decode milliseconds per token (its median), or why
+/// it could not run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Trial {
+    pub profile: Profile,
+    pub ms_per_token: std::result::Result<f64, String>,
+}
+
+/// The profile in use, why, and the trials behind it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Chosen {
+    pub profile: Profile,
+    pub reason: Reason,
+    pub trials: Vec<Trial>,
+}
+
+impl Chosen {
+    /// One line: `gpu-8 (timed: cpu 28.1, gpu-4 1.31, gpu-8 1.02, gpu-16 1.20 ms/token)`.
+    pub fn describe(&self) -> String {
+        let why = match self.reason {
+            Reason::Asked => "asked for".to_string(),
+            Reason::Software => "the adapter is a CPU".to_string(),
+            Reason::Remembered => "timed before on this adapter".to_string(),
+            Reason::Timed => {
+                let each: Vec<String> = self
+                    .trials
+                    .iter()
+                    .map(|t| match &t.ms_per_token {
+                        Ok(ms) => format!("{} {ms:.3}", t.profile.name()),
+                        Err(_) => format!("{} failed", t.profile.name()),
+                    })
+                    .collect();
+                format!("timed: {} ms/token", each.join(", "))
+            }
+        };
+        format!("{} ({why})", self.profile.name())
+    }
+}
+
+/// Whether the adapter is a CPU in disguise: the driver says so, or its name
+/// is one of the software renderers this project meets.
+pub fn is_software(info: &wgpu::AdapterInfo) -> bool {
+    let names = [&info.name, &info.driver, &info.driver_info].map(|s| s.to_lowercase());
+    let software = ["llvmpipe", "lavapipe", "swiftshader", "softpipe", "warp"];
+    info.device_type == wgpu::DeviceType::Cpu
+        || names.iter().any(|n| software.iter().any(|s| n.contains(s)))
+}
+
+/// Decode steps timed per candidate (after two untimed ones).
+const TIMED_STEPS: usize = 6;
+
+/// Uploads `model` to `ctx` and opens it with the kernels `choice` asks for
+/// (`remembered`: a profile timed before on this adapter, taken for `Auto`
+/// and, if it is a gpu profile, for `Gpu`).
+pub async fn open(
+    ctx: GpuContext,
+    model: SharedModel,
+    choice: KernelsChoice,
+    remembered: Option<Profile>,
+) -> Result<(Rc<GpuModel>, Chosen)> {
+    let software = is_software(&ctx.adapter_info);
+    let gpu_profiles = Split::CANDIDATES.map(Profile::Gpu);
+    let remembered_gpu = remembered.filter(|p| *p != Profile::Cpu);
+    let (candidates, reason): (Vec<Profile>, Reason) = match (choice, remembered) {
+        (KernelsChoice::Exactly(p), _) => (vec![p], Reason::Asked),
+        (KernelsChoice::Auto, _) if software => (vec![Profile::Cpu], Reason::Software),
+        (KernelsChoice::Auto, Some(p)) => (vec![p], Reason::Remembered),
+        (KernelsChoice::Gpu, _) if remembered_gpu.is_some() => {
+            (remembered_gpu.into_iter().collect(), Reason::Remembered)
+        }
+        (KernelsChoice::Auto, None) => {
+            (std::iter::once(Profile::Cpu).chain(gpu_profiles).collect(), Reason::Timed)
+        }
+        (KernelsChoice::Gpu, _) => (gpu_profiles.to_vec(), Reason::Timed),
+    };
+    let first = GpuModel::new(ctx, model, candidates[0]).await?;
+    if candidates.len() == 1 {
+        let profile = candidates[0];
+        return Ok((first, Chosen { profile, reason, trials: Vec::new() }));
+    }
+    let mut trials = Vec::new();
+    let mut best: Option<(f64, Rc<GpuModel>)> = None;
+    for (i, &profile) in candidates.iter().enumerate() {
+        let gpu = match i {
+            0 => Ok(first.clone()),
+            _ => first.with_profile(profile).await,
+        };
+        let timed = match gpu {
+            Ok(gpu) => time_decode(&gpu).await.map(|ms| (ms, gpu)),
+            Err(e) => Err(e),
+        };
+        trials.push(Trial {
+            profile,
+            ms_per_token: timed.as_ref().map(|t| t.0).map_err(|e| e.to_string()),
+        });
+        if let Ok((ms, gpu)) = timed {
+            if best.as_ref().is_none_or(|(b, _)| ms < *b) {
+                best = Some((ms, gpu));
+            }
+        }
+    }
+    let (_, gpu) = best.ok_or_else(|| {
+        EngineError::Gpu(format!("no kernel profile ran on this GPU: {trials:?}"))
+    })?;
+    let profile = gpu.profile();
+    Ok((gpu, Chosen { profile, reason: Reason::Timed, trials }))
+}
+
+/// The median decode step of `gpu` after a short prompt: GPU time where the
+/// device has timestamps (what the kernels themselves cost), else wall time.
+async fn time_decode(gpu: &Rc<GpuModel>) -> Result<f64> {
+    let c = gpu.config();
+    let prompt: Vec<u32> =
+        (0..8.min(c.n_positions - 1)).map(|i| (i * 7 % c.vocab_size) as u32).collect();
+    let mut session = GpuSession::new(gpu.clone())?;
+    session.prefill(&prompt, Wanted::Last).await?;
+    let room = c.n_positions - prompt.len();
+    let mut times = Vec::new();
+    for step in 0..(TIMED_STEPS + 2).min(room) {
+        session.decode((step % c.vocab_size) as u32).await?;
+        let stats = session.last_stats();
+        if step >= 2 {
+            times.push(stats.gpu_ms.unwrap_or(stats.wall_ms));
+        }
+    }
+    crate::cost::median(&times).ok_or_else(|| {
+        EngineError::Gpu("the model's context is too short to time a profile".into())
+    })
+}

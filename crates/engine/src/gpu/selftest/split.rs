@@ -1,0 +1,138 @@
+//! The cases of the gpu profile's flash-decoding attention (attention_split,
+//! attention_combine) and of the device probe's block_sum, in the table of
+//! [`cases`](super::cases). attention_split's twin writes each chunk's
+//! softmax partials and attention_combine's merges them; the two together are
+//! attention's twin (checked in `kernels::attention_combine`'s tests).
+//! Tolerances: the partials and the merged output as attention's own, 1e-5
+//! abs + 1e-4 rel (the scores' and exponentials' rounding); block_sum exact
+//! (wrapping integer adds).
+
+use super::cases::{attention_inputs, bytes, params, poisoned, random, Case, Tolerance, EXACT};
+use crate::kernels::{attention_combine, attention_split, block_sum, Kernel, Launch};
+use crate::storage::format::Format;
+
+/// (n_head, head_size, pos, batch rows, the query's row): one key, a chunk
+/// edge either side, the largest head, many chunks; a batch's middle row.
+const SHAPES: [(usize, usize, usize, usize, usize); 8] = [
+    (1, 1, 0, 1, 0),
+    (3, 16, 62, 1, 0),
+    (2, 63, 63, 1, 0),
+    (1, 65, 64, 1, 0),
+    (2, 64, 129, 1, 0),
+    (3, 7, 57, 3, 1),
+    (1, 256, 61, 1, 0),
+    (2, 64, 1000, 1, 0),
+];
+
+const ATTENTION: Tolerance = Tolerance { atol: 1e-5, rtol: 1e-4 };
+
+/// Case `i`'s query rows, caches and scale, and the partials the twin writes.
+fn split_inputs(i: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>, f32, Vec<f32>) {
+    let (n_head, hs, pos, batch, row0) = SHAPES[i];
+    let n_embd = n_head * hs;
+    let (row, kc, vc, scale) = attention_inputs(40 + i, (1, n_head, hs, pos));
+    let mut qkv = random(batch * 3 * n_embd, 150 + i as u64);
+    qkv[row0 * 3 * n_embd..][..3 * n_embd].copy_from_slice(&row);
+    let mut parts = poisoned(attention_split::chunks(pos) * n_head * attention_split::part_len(hs));
+    attention_split::run_cpu(&row, &kc, &vc, n_embd, hs, pos, scale, &mut parts);
+    (qkv, kc, vc, scale, parts)
+}
+
+pub fn attention_split_cases() -> Vec<Case> {
+    (0..SHAPES.len())
+        .map(|i| {
+            let (n_head, hs, pos, batch, row0) = SHAPES[i];
+            let (qkv, kc, vc, scale, parts) = split_inputs(i);
+            let p = attention_split::Params {
+                pos: pos as u32,
+                n_embd: (n_head * hs) as u32,
+                head_size: hs as u32,
+                scale,
+                row0: row0 as u32,
+                _pad0: 0,
+                _pad1: 0,
+                _pad2: 0,
+            };
+            let groups = attention_split::Shape { scale }.workgroups(&p, Format::F32);
+            Case {
+                kernel: Kernel::AttentionSplit,
+                format: Format::F32,
+                shape: format!("row {row0} of {batch}, {n_head} heads of {hs}, at {pos}"),
+                params: params(&p),
+                buffers: vec![bytes(&qkv), bytes(&kc), bytes(&vc), bytes(&poisoned(parts.len()))],
+                scales: None,
+                groups,
+                want: vec![(3, "parts", parts)],
+                tolerance: ATTENTION,
+            }
+        })
+        .collect()
+}
+
+pub fn attention_combine_cases() -> Vec<Case> {
+    (0..SHAPES.len())
+        .map(|i| {
+            let (n_head, hs, pos, batch, row0) = SHAPES[i];
+            let n_embd = n_head * hs;
+            let (_, _, _, _, parts) = split_inputs(i);
+            // Poisoned in the query's row, a sentinel in the batch's others.
+            let before: Vec<f32> = (0..batch * n_embd)
+                .map(|j| if j / n_embd == row0 { f32::NAN } else { 7.0 })
+                .collect();
+            let mut want = before.clone();
+            let y = &mut want[row0 * n_embd..][..n_embd];
+            attention_combine::run_cpu(&parts, n_embd, hs, pos, y);
+            let p = attention_combine::Params {
+                pos: pos as u32,
+                n_embd: n_embd as u32,
+                head_size: hs as u32,
+                row0: row0 as u32,
+            };
+            Case {
+                kernel: Kernel::AttentionCombine,
+                format: Format::F32,
+                shape: format!("row {row0} of {batch}, {n_head} heads of {hs}, at {pos}"),
+                params: params(&p),
+                buffers: vec![bytes(&parts), bytes(&before)],
+                scales: None,
+                groups: attention_combine::Shape.workgroups(&p, Format::F32),
+                want: vec![(1, "y", want)],
+                tolerance: ATTENTION,
+            }
+        })
+        .collect()
+}
+
+/// Blocks of 1, 255, 256 and 1757 words; the last block short. Values below
+/// 2¹⁰ keep every sum under 2²³, so read back as f32 bits it is an exact,
+/// finite (subnormal) number.
+pub fn block_sum_cases() -> Vec<Case> {
+    [(1, 1), (300, 255), (1024, 256), (4000, 1757)]
+        .iter()
+        .enumerate()
+        .map(|(i, &(n, per_group))| {
+            let data: Vec<u32> =
+                random(4 * n, 170 + i as u64).iter().map(|v| (v.abs() * 1000.0) as u32).collect();
+            let p =
+                block_sum::Params { n: n as u32, per_group: per_group as u32, _pad0: 0, _pad1: 0 };
+            let groups = block_sum::workgroups(&p);
+            let mut sums = vec![0u32; groups[0] as usize];
+            block_sum::run_cpu(&data, per_group, &mut sums);
+            let want = sums.iter().map(|&s| f32::from_bits(s)).collect();
+            Case {
+                kernel: Kernel::BlockSum,
+                format: Format::F32,
+                shape: format!("{n} words in blocks of {per_group}"),
+                params: params(&p),
+                buffers: vec![
+                    bytemuck::cast_slice(&data).to_vec(),
+                    vec![0xff; 4 * groups[0] as usize],
+                ],
+                scales: None,
+                groups,
+                want: vec![(1, "sums", want)],
+                tolerance: EXACT,
+            }
+        })
+        .collect()
+}

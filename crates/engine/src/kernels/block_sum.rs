@@ -1,0 +1,51 @@
+//! `shaders/block_sum.wgsl`: the device's read rate (not a step of the model):
+//! each workgroup sums a block of a large buffer and writes one value.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::cost::{invocations, rounds};
+use super::profile::UNROLL;
+use super::{Cost, WG_SPLIT};
+
+/// Mirror of the WGSL `Params`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct Params {
+    /// 16-byte words in the buffer.
+    pub n: u32,
+    /// Words per workgroup (the last takes what is left).
+    pub per_group: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+}
+
+/// sums[g] = the wrapping sum of every u32 of words `g · per_group ..`
+/// (16-byte words: four u32 each). Integer adds: exact in any order.
+pub fn run_cpu(
+    data: &[u32], // (n, 4)
+    per_group: usize,
+    sums: &mut [u32], // (workgroups)
+) {
+    for (sum, block) in sums.iter_mut().zip(data.chunks(per_group * 4)) {
+        *sum = block.iter().fold(0u32, |a, &v| a.wrapping_add(v));
+    }
+}
+
+/// One workgroup per block.
+pub fn workgroups(p: &Params) -> [u32; 3] {
+    [p.n.div_ceil(p.per_group.max(1)), 1, 1]
+}
+
+/// Each invocation's words of its block, `UNROLL` a round; neighbours read
+/// neighbouring words.
+pub fn cost(p: &Params) -> Cost {
+    let per_thread = u64::from(p.per_group).div_ceil(u64::from(WG_SPLIT));
+    Cost {
+        invocations: invocations(workgroups(p), WG_SPLIT),
+        chain: rounds(per_thread, UNROLL),
+        bytes: 16 * u64::from(p.n),
+        weights: 0,
+        kv: 0,
+        coalesced: true,
+    }
+}

@@ -1,0 +1,63 @@
+//! `shaders/lm_head_split.wgsl`: the LM head on real GPUs, each vocabulary
+//! row read by `WG_SPLIT / ROWS` invocations side by side.
+
+use super::cost::{invocations, rounds};
+use super::lm_head::{self, head_cost, Params};
+use super::profile::UNROLL;
+use super::{At, Cost, Kernel, Launch, WG_SPLIT};
+use crate::storage::format::Format;
+use crate::storage::matrix::Matrix;
+
+/// Vocabulary rows per workgroup (the shader's `override ROWS`).
+pub const ROWS: u32 = 8;
+
+/// Invocations per vocabulary row.
+const LANES: u32 = WG_SPLIT / ROWS;
+
+/// logits[r, v0 + v] = x[row0 + r, :] · lm_head[v, :]: lm_head's twin (the
+/// GPU adds each dot product's terms in another order).
+pub fn run_cpu(
+    x: &[f32],        // (n_rows, n_embd)
+    lm_head: &Matrix, // (n_vocab, n_embd) in its format: rows v0.. of the head
+    v0: usize,
+    vocab_size: usize,
+    row0: usize,
+    n_out: usize,
+    logits: &mut [f32], // (n_out, vocab_size)
+) {
+    lm_head::run_cpu(x, lm_head, v0, vocab_size, row0, n_out, logits)
+}
+
+/// One dispatch: the shard of the head holding vocabulary rows `v0..v0 + n_vocab`.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub v0: u32,
+    pub n_vocab: u32,
+}
+
+impl Launch for Shape {
+    const KERNEL: Kernel = Kernel::LmHeadSplit;
+    type Params = Params;
+
+    fn params(&self, at: &At) -> Params {
+        lm_head::Shape { v0: self.v0, n_vocab: self.n_vocab }.params_at(at)
+    }
+
+    /// ROWS vocabulary rows of one logits row per workgroup.
+    fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
+        [p.n_vocab.div_ceil(ROWS), p.n_out, 1]
+    }
+
+    /// x's row staged (one round per 256 elements), then the lane's words of
+    /// the row, `UNROLL` a round (one element a round where rows straddle words).
+    fn cost(&self, p: &Params, format: Format) -> Cost {
+        let e = u64::from(p.n_embd);
+        let per_word = format.per_word() as u64;
+        let dot = match e % per_word {
+            0 => rounds((e / per_word).div_ceil(u64::from(LANES)), UNROLL),
+            _ => e.div_ceil(u64::from(LANES)),
+        };
+        let calls = invocations(self.workgroups(p, format), WG_SPLIT);
+        head_cost(p, calls, rounds(e, u64::from(WG_SPLIT)) + dot, true, format)
+    }
+}

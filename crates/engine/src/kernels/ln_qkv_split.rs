@@ -1,0 +1,66 @@
+//! `shaders/ln_qkv_split.wgsl`: ln_qkv on real GPUs, the projection's k
+//! split over the workgroup (`shaders/split_k.wgsl`).
+
+use bytemuck::{Pod, Zeroable};
+
+use super::ln_qkv::{self, fused_cost};
+use super::{At, Cost, Kernel, Launch, Split, WG_SPLIT};
+use crate::storage::format::Format;
+use crate::storage::matrix::Matrix;
+
+/// Mirror of the WGSL `Params`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct Params {
+    pub n_embd: u32,
+    pub pos: u32,
+    pub eps: f32,
+    /// Column groups side by side ([`Split::wide`]).
+    pub wide: u32,
+}
+
+/// qkv = layernorm(x) @ w + bias; key_cache[pos] = its k, value_cache[pos] =
+/// its v: ln_qkv's twin (the GPU adds each dot product's terms in another order).
+#[allow(clippy::too_many_arguments)] // the kernel's bindings, in order
+pub fn run_cpu(
+    x: &[f32],         // (n_embd)
+    ln_weight: &[f32], // (n_embd)
+    ln_bias: &[f32],   // (n_embd)
+    eps: f32,
+    w: &Matrix,   // (n_embd, 3 * n_embd) in its format
+    bias: &[f32], // (3 * n_embd)
+    pos: usize,
+    qkv: &mut [f32],         // (3 * n_embd)
+    key_cache: &mut [f32],   // (n_positions, n_embd)
+    value_cache: &mut [f32], // (n_positions, n_embd)
+) {
+    ln_qkv::run_cpu(x, ln_weight, ln_bias, eps, w, bias, pos, qkv, key_cache, value_cache)
+}
+
+/// One dispatch, its workgroups laid out as `split` says.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub split: Split,
+}
+
+impl Launch for Shape {
+    const KERNEL: Kernel = Kernel::LnQkvSplit;
+    type Params = Params;
+
+    fn params(&self, at: &At) -> Params {
+        let c = at.config;
+        let (n_embd, eps) = (c.n_embd as u32, c.layer_norm_epsilon);
+        Params { n_embd, pos: at.pos0, eps, wide: self.split.wide }
+    }
+
+    fn workgroups(&self, p: &Params, format: Format) -> [u32; 3] {
+        self.split.groups(3 * p.n_embd, format)
+    }
+
+    /// The LayerNorm's three passes (256 wide), then the slice's rows,
+    /// `UNROLL` a round.
+    fn cost(&self, p: &Params, format: Format) -> Cost {
+        let (e, groups) = (u64::from(p.n_embd), self.workgroups(p, format));
+        fused_cost(e, 3 * e, groups, WG_SPLIT, self.split.dot_rounds(p.n_embd), format)
+    }
+}

@@ -1,0 +1,139 @@
+//! Kernel profiles: which shape of each step a GPU runs. The same forward
+//! pass has two sets of kernels. Adapters that are CPUs (lavapipe,
+//! SwiftShader: invocations are SIMD lanes, barriers are slow, caches are
+//! large) run the **cpu** profile: one invocation per output with a serial
+//! loop over k. Real GPUs run the **gpu** profile: k split over the
+//! workgroup, flash-decoding attention, a tiled prefill matmul, a split LM
+//! head — dozens of independent loads in flight where the cpu profile has
+//! one. The profile is chosen per adapter by timing (`gpu::profile`).
+
+use super::cost::rounds;
+use super::{attention_split, lm_head_split, Kernel, WG, WG_SPLIT};
+use crate::storage::format::Format;
+
+/// Which shapes a GPU runs its kernels in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Profile {
+    /// One invocation per output, serial loops over k, 64 invocations a
+    /// workgroup: right where the adapter is a CPU.
+    Cpu,
+    /// The split shapes for real GPUs, laid out as the [`Split`] says.
+    Gpu(Split),
+}
+
+/// How a split kernel lays its [`WG_SPLIT`] invocations over a weight matrix:
+/// `wide` column groups side by side (neighbouring words of a row) times
+/// `WG_SPLIT / wide` slices of k. Narrower: more workgroups and shorter chains
+/// of loads; wider: longer runs of a row per workgroup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Split {
+    pub wide: u32,
+}
+
+impl Split {
+    /// The layouts a real GPU is timed with at load (with the cpu profile).
+    pub const CANDIDATES: [Split; 3] = [Split { wide: 4 }, Split { wide: 8 }, Split { wide: 16 }];
+
+    /// The one used where nothing was timed (`--kernels gpu` picks by timing too).
+    pub const DEFAULT: Split = Split { wide: 8 };
+
+    /// Slices of k per workgroup.
+    pub fn slices(self) -> u32 {
+        WG_SPLIT / self.wide
+    }
+
+    /// Workgroups over `n` columns of weights in `format` (each invocation
+    /// owns one word of a row: `per_word` columns).
+    pub fn groups(self, n: u32, format: Format) -> [u32; 3] {
+        [n.div_ceil(self.wide * format.per_word() as u32), 1, 1]
+    }
+
+    /// Rounds of loads of one invocation's slice of `k` rows, [`UNROLL`] a round.
+    pub fn dot_rounds(self, k: u32) -> u64 {
+        rounds(u64::from(k.div_ceil(self.slices())), UNROLL)
+    }
+}
+
+/// Rows whose weights (and inputs) a split kernel's invocation loads before
+/// using any: `UNROLL` in shaders/split_k.wgsl.
+pub const UNROLL: u64 = 4;
+
+/// The kernels every profile compiles: the device probe's.
+const PROBES: [Kernel; 2] = [Kernel::ResidualAdd, Kernel::BlockSum];
+
+impl Profile {
+    /// `cpu`, or `gpu` with its layout (`gpu-8`): in the bench, the badge and the stats line.
+    pub fn name(self) -> String {
+        match self {
+            Profile::Cpu => "cpu".into(),
+            Profile::Gpu(s) => format!("gpu-{}", s.wide),
+        }
+    }
+
+    /// The profile a name gives (`cpu`, `gpu-4`, `gpu-8`, `gpu-16`).
+    pub fn from_name(name: &str) -> Option<Profile> {
+        let all = std::iter::once(Profile::Cpu).chain(Split::CANDIDATES.map(Profile::Gpu));
+        all.into_iter().find(|p| p.name() == name)
+    }
+
+    /// Every kernel this profile's plans dispatch, and the probes: what its
+    /// pipelines compile.
+    pub fn kernels(self) -> Vec<Kernel> {
+        use Kernel::*;
+        let own: &[Kernel] = match self {
+            Profile::Cpu => &[
+                Embedding,
+                Layernorm,
+                Matmul,
+                LnQkv,
+                KvWrite,
+                Attention,
+                AttentionProbs,
+                MatvecResidual,
+                LnFcGelu,
+                Gelu,
+                LmHead,
+            ],
+            Profile::Gpu(_) => &[
+                Embedding,
+                Layernorm,
+                MatmulTiled,
+                MatmulSplit,
+                LnQkvSplit,
+                KvWrite,
+                Attention,
+                AttentionSplit,
+                AttentionCombine,
+                AttentionProbs,
+                MatvecResidualSplit,
+                LnFcGeluSplit,
+                Gelu,
+                LmHeadSplit,
+            ],
+        };
+        own.iter().chain(&PROBES).copied().collect()
+    }
+
+    /// Invocations per workgroup of `kernel` (its `override WG`, where it has one).
+    pub fn wg(self, kernel: Kernel) -> u32 {
+        use Kernel::*;
+        match (self, kernel) {
+            (_, MatmulSplit | LnQkvSplit | AttentionSplit | AttentionCombine) => WG_SPLIT,
+            (_, MatvecResidualSplit | LnFcGeluSplit | LmHeadSplit | BlockSum) => WG_SPLIT,
+            // Real GPUs reduce ln_f's row (and prefill's) with a tree over 256.
+            (Profile::Gpu(_), Layernorm) => WG_SPLIT,
+            _ => WG,
+        }
+    }
+
+    /// The value of pipeline constant `name` of `kernel`: every `override`
+    /// a kernel declares is set from here.
+    pub fn constant(self, kernel: Kernel, name: &str) -> Option<f64> {
+        Some(match name {
+            "WG" => f64::from(self.wg(kernel)),
+            "CHUNK" => f64::from(attention_split::CHUNK),
+            "ROWS" => f64::from(lm_head_split::ROWS),
+            _ => return None,
+        })
+    }
+}

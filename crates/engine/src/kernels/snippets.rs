@@ -1,0 +1,126 @@
+//! The WGSL a kernel is compiled from: its own file, preceded by the shared
+//! snippets it calls — the weight format's (`shaders/format_*.wgsl`: `Word`,
+//! `w_load`, `w_unpack`), `shaders/ln_stats.wgsl`, `shaders/split_k.wgsl` and
+//! `shaders/split_dot.wgsl`.
+//! Which ones, and which pipeline constants (`override`s) the result
+//! declares, are read from the WGSL itself, so no list has to be kept in step
+//! with the shaders: a kernel needs a snippet exactly when it names one of the
+//! functions or aliases the snippet defines.
+
+use crate::storage::format::Format;
+
+/// The LayerNorm statistics the kernels that start with one share.
+const LN_STATS: &str = include_str!("../../../../shaders/ln_stats.wgsl");
+
+/// The split-k layout of the projections shaped for real GPUs.
+const SPLIT_K: &str = include_str!("../../../../shaders/split_k.wgsl");
+
+/// The single-row split kernels' dot products (which call the kernel's `input`).
+const SPLIT_DOT: &str = include_str!("../../../../shaders/split_dot.wgsl");
+
+/// `src` with its comments removed (a name in a comment is not a use).
+fn code(src: &str) -> String {
+    src.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n")
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// Whether `code` names `name` as a whole identifier.
+fn mentions(code: &str, name: &str) -> bool {
+    code.match_indices(name).any(|(i, _)| {
+        let before = code[..i].chars().next_back();
+        let after = code[i + name.len()..].chars().next();
+        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+    })
+}
+
+/// The identifiers following `keyword ` in `code` (`fn`, `alias`, `override`).
+fn declared<'a>(code: &'a str, keyword: &str) -> Vec<&'a str> {
+    let key = format!("{keyword} ");
+    code.match_indices(&key)
+        .filter(|(i, _)| !code[..*i].chars().next_back().is_some_and(is_ident))
+        .map(|(i, _)| {
+            let rest = &code[i + key.len()..];
+            &rest[..rest.find(|c| !is_ident(c)).unwrap_or(rest.len())]
+        })
+        .filter(|name| !name.is_empty())
+        .collect()
+}
+
+/// Whether `user` calls a function or names an alias that `snippet` defines.
+fn needs(user: &str, snippet: &str) -> bool {
+    let defined = code(snippet);
+    let names = declared(&defined, "fn").into_iter().chain(declared(&defined, "alias"));
+    let user = code(user);
+    names.into_iter().any(|name| mentions(&user, name))
+}
+
+/// Whether a kernel's WGSL lays its workgroups out by a split layout (reads
+/// `wide` from its parameters): its cases run in every layout.
+pub fn takes_layout(kernel: &str) -> bool {
+    mentions(&code(kernel), "wide")
+}
+
+/// Whether a kernel's WGSL reads a weight matrix (names the format's `Word`,
+/// `w_load` or `w_unpack`).
+pub fn calls_format(kernel: &str) -> bool {
+    needs(kernel, Format::F32.snippet())
+}
+
+/// `kernel` preceded by every snippet it needs, directly or through another
+/// snippet, with weights in `format`.
+pub fn assemble(kernel: &str, format: Format) -> String {
+    let snippets = [format.snippet(), LN_STATS, SPLIT_K, SPLIT_DOT];
+    let mut taken = [false; 4];
+    let mut source = kernel.to_string();
+    loop {
+        let next = (0..snippets.len()).find(|&i| !taken[i] && needs(&source, snippets[i]));
+        let Some(i) = next else { break };
+        taken[i] = true;
+        source = format!("{}\n{source}", snippets[i]);
+    }
+    source
+}
+
+/// The pipeline-overridable constants `source` declares.
+pub fn overrides(source: &str) -> Vec<String> {
+    declared(&code(source), "override").into_iter().map(str::to_string).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::Kernel;
+
+    #[test]
+    fn each_kernel_takes_the_snippets_it_calls_and_no_other() {
+        let has = |k: Kernel, what: &str| k.source_for(Format::Int4).contains(what);
+        let ln = "fn normalise_row";
+        let split = "fn split_dot";
+        assert!(has(Kernel::MatmulSplit, "fn reduce_slices") && !has(Kernel::MatmulSplit, split));
+        let format = "alias Word";
+        assert!(has(Kernel::LnQkvSplit, ln) && has(Kernel::LnQkvSplit, split));
+        assert!(has(Kernel::LnQkvSplit, format));
+        assert!(has(Kernel::LnQkv, ln) && !has(Kernel::LnQkv, split));
+        assert!(has(Kernel::MatvecResidualSplit, split) && !has(Kernel::MatvecResidualSplit, ln));
+        assert!(!has(Kernel::Attention, format) && !has(Kernel::Attention, ln));
+        assert!(has(Kernel::LmHeadSplit, format) && !has(Kernel::LmHeadSplit, ln));
+        assert!(Kernel::Embedding.reads_weights() && !Kernel::Gelu.reads_weights());
+        assert!(!Kernel::BlockSum.reads_weights());
+        // A name inside a comment is no use of it.
+        assert!(!needs("// calls normalise_row(", LN_STATS));
+        assert!(!needs("fn main() { let normalise_rows = 1; }", LN_STATS));
+    }
+
+    #[test]
+    fn overrides_are_read_from_the_source() {
+        assert_eq!(Kernel::Matmul.overrides(Format::F32), Vec::<String>::new());
+        assert_eq!(Kernel::Gelu.overrides(Format::F32), ["WG"]);
+        let mut split = Kernel::AttentionSplit.overrides(Format::F32);
+        split.sort();
+        assert_eq!(split, ["CHUNK", "WG"]);
+        assert_eq!(overrides("// override NOT\noverride A: u32 = 1u;"), ["A"]);
+    }
+}

@@ -1,0 +1,86 @@
+// lm_head_split (real GPUs): logits[r, v0 + v] = x[row0 + r, :] · lm_head[v, :],
+// each vocabulary row read by LANES invocations side by side: neighbouring
+// invocations read neighbouring words of the row (coalesced), each with
+// UNROLL words in flight per round, and the lanes' partial sums meet in
+// workgroup memory. A workgroup takes ROWS vocabulary rows of one logits row
+// and first stages that row of x in workgroup memory. As lm_head, the head
+// may be split by vocabulary rows over several bindings (v0, n_vocab).
+// `Word`, `w_load`, `w_unpack` and `PER_WORD` come from the weight format's
+// snippet. CPU twin: lm_head's (the same dot products, summed in another order).
+
+struct Params {
+    n_out: u32,      // rows of logits to produce
+    row0: u32,       // first row of x to use
+    n_embd: u32,
+    vocab_size: u32, // width of a logits row
+    v0: u32,         // first vocabulary row of this shard
+    n_vocab: u32,    // vocabulary rows in this shard
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;            // (n_rows, n_embd) after ln_f
+@group(0) @binding(2) var<storage, read> w: array<Word>;           // (n_vocab, n_embd) head rows v0.., in the weight format
+@group(0) @binding(3) var<storage, read_write> logits: array<f32>; // (n_out, vocab_size)
+
+override WG: u32 = 256u;
+override ROWS: u32 = 8u;  // vocabulary rows per workgroup (`lm_head_split::ROWS` in Rust)
+const UNROLL: u32 = 4u;   // words in flight per invocation and round
+const MAX_EMBD: u32 = 2048u; // `LN_MAX_EMBD` in Rust
+
+var<workgroup> xs: array<f32, MAX_EMBD>; // (n_embd) this logits row's x
+var<workgroup> lane_sums: array<f32, WG>; // (ROWS, LANES) partial dot products
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
+    let r = wid.y; // dispatched with exactly n_out rows of workgroups
+    for (var c = tid; c < p.n_embd; c = c + WG) {
+        xs[c] = x[(p.row0 + r) * p.n_embd + c];
+    }
+    workgroupBarrier();
+    let lanes = WG / ROWS;
+    let lane = tid % lanes;
+    let v = wid.x * ROWS + tid / lanes;
+    var acc = 0.0;
+    if (v < p.n_vocab) {
+        if (p.n_embd % PER_WORD == 0u) {
+            // Rows are whole words: word j of row v holds elements j·PER_WORD …
+            let per_row = p.n_embd / PER_WORD;
+            let first = v * per_row;
+            for (var j0 = lane; j0 < per_row; j0 = j0 + UNROLL * lanes) {
+                var words: array<Word, UNROLL>; // loaded before any is used
+                for (var u = 0u; u < UNROLL; u = u + 1u) {
+                    let j = j0 + u * lanes;
+                    if (j < per_row) {
+                        words[u] = w[first + j];
+                    }
+                }
+                for (var u = 0u; u < UNROLL; u = u + 1u) {
+                    let j = j0 + u * lanes;
+                    if (j < per_row) {
+                        let ws = w_unpack(words[u], (first + j) * PER_WORD, v, 0u);
+                        for (var t = 0u; t < PER_WORD; t = t + 1u) {
+                            acc = acc + xs[j * PER_WORD + t] * ws[t];
+                        }
+                    }
+                }
+            }
+        } else {
+            for (var c = lane; c < p.n_embd; c = c + lanes) {
+                acc = acc + xs[c] * w_load(v * p.n_embd + c, v);
+            }
+        }
+    }
+    lane_sums[tid] = acc;
+    workgroupBarrier();
+    for (var h = lanes / 2u; h > 0u; h = h / 2u) {
+        if (lane < h) {
+            lane_sums[tid] = lane_sums[tid] + lane_sums[tid + h];
+        }
+        workgroupBarrier();
+    }
+    if (lane == 0u && v < p.n_vocab) {
+        logits[r * p.vocab_size + p.v0 + v] = lane_sums[tid];
+    }
+}
