@@ -50,7 +50,12 @@ pub fn App() -> impl IntoView {
     let controls = Controls::new();
     url_state::apply(&controls, page.values);
     notices.extend(page.notices);
-    let choice = LoadChoice { force_cpu: page.force_cpu, weights: page.weights, confirmed: false };
+    let choice = LoadChoice {
+        force_cpu: page.force_cpu,
+        weights: page.weights,
+        kernels: page.kernels,
+        confirmed: false,
+    };
     // `selftest=1`: filled in once the self-test has run, before the widget starts.
     let self_test = page.selftest.then(|| RwSignal::new(None::<(Outcome, Config)>));
     let logits = custom_logits(&route, &mut notices);
@@ -338,7 +343,7 @@ fn BackendBadge(backend: Backend) -> impl IntoView {
     view! {
         <span class="badge" data-testid="backend" data-backend=backend.kind() data-weights=backend.weights()
             data-cpu-thread=backend.cpu_thread() data-cpu-workers=backend.cpu_workers()
-            title=backend.thread_note()>
+            data-kernels=backend.kernels() title=backend.thread_note().or(backend.kernels_note())>
             {backend.label()}
         </span>
     }

@@ -6,27 +6,29 @@
 use std::rc::Rc;
 use std::sync::Arc;
 
-use contract::WeightsChoice;
-use engine::cpu::{CpuSession, Pause};
+use contract::{KernelsChoice, WeightsChoice};
+use engine::cpu::Pause;
+use engine::gpu::profile::Chosen;
 use engine::gpu::selftest::{self, Report};
-use engine::gpu::{GpuContext, GpuModel, GpuSession};
+use engine::gpu::GpuContext;
 use engine::kernels::Kernel;
 use engine::model::{Model, Tokenizer};
-use engine::remote::RemoteModel;
+use engine::open::{open, Choice, Engine, EngineChoice};
 use engine::storage::format::Format;
 use engine::Session;
 
 use crate::loader::yield_to_browser;
 use crate::model_files::{fetch_files, parse, ALL_FILES};
 pub use crate::model_files::{LoadError, Progress};
+use crate::remembered;
 use crate::source::ModelSource;
 use crate::worker::CpuWorker;
 
 /// Which engine the page runs on, and why.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Backend {
-    /// WebGPU adapter found: our WGSL kernels run on it.
-    WebGpu { adapter: String, held: WeightsHeld },
+    /// WebGPU adapter found: our WGSL kernels run on it, in the `kernels` profile.
+    WebGpu { adapter: String, held: WeightsHeld, kernels: Chosen },
     /// No usable WebGPU: the CPU engine runs in wasm.
     Cpu { reason: String, held: WeightsHeld, thread: CpuThread },
 }
@@ -86,6 +88,25 @@ impl Backend {
         }
     }
 
+    /// The kernel profile in use on WebGPU (`cpu`, `gpu-8`, …): the
+    /// `data-kernels` hook and the stats line.
+    pub fn kernels(&self) -> Option<String> {
+        match self {
+            Backend::WebGpu { kernels, .. } => Some(kernels.profile.name()),
+            Backend::Cpu { .. } => None,
+        }
+    }
+
+    /// Why those kernels (the badge's tooltip on WebGPU).
+    pub fn kernels_note(&self) -> Option<String> {
+        match self {
+            Backend::WebGpu { kernels, .. } => {
+                Some(format!("WGSL kernels: {}", kernels.describe()))
+            }
+            Backend::Cpu { .. } => None,
+        }
+    }
+
     /// `webgpu` or `cpu`: the `data-backend` test hook.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -111,7 +132,9 @@ impl Backend {
         let WeightsHeld { format, bytes } = self.held();
         let held = format!("{} weights, {:.1} MB", format.name(), bytes as f64 / 1e6);
         match self {
-            Backend::WebGpu { adapter, .. } => format!("WebGPU · {adapter} · {held}"),
+            Backend::WebGpu { adapter, kernels, .. } => {
+                format!("WebGPU · {adapter} · {} kernels · {held}", kernels.profile.name())
+            }
             Backend::Cpu { thread: CpuThread::Worker { workers: 1, .. }, .. } => {
                 format!("CPU (wasm, worker) · {held}")
             }
@@ -135,52 +158,30 @@ pub struct Lab {
     /// Where the model's files came from: other files of the model (the
     /// held-out passage) are read from there.
     pub source: ModelSource,
-    gpu: Option<Rc<GpuModel>>,
-    /// The CPU worker holding the model, when the page runs on the CPU.
-    worker: Option<Rc<RemoteModel>>,
+    /// The engine the model was opened on (`engine::open`): the GPU, the
+    /// CPU worker, or the CPU engine on the page's thread.
+    engine: Engine,
 }
 
-/// The engine the page runs on, apart from any one model: opens sessions on
-/// other formats of the loaded model (the quantization lesson).
-#[derive(Clone)]
-pub struct Engine {
-    ctx: Option<GpuContext>,
-    worker: Option<Rc<RemoteModel>>,
-}
-
-impl Engine {
-    /// A fresh session on `model` (uploaded to the GPU when the page runs there).
-    pub async fn open(&self, model: Arc<Model>) -> Result<Session, String> {
-        match &self.ctx {
-            Some(ctx) => {
-                let gpu = GpuModel::new(ctx.clone(), model).await.map_err(|e| e.to_string())?;
-                GpuSession::new(gpu).map(Session::Gpu).map_err(|e| e.to_string())
-            }
-            // The worker makes the same variant from its own copy of the model.
-            None => Ok(match &self.worker {
-                Some(worker) => Session::Remote(worker.variant(&model).session()),
-                None => Session::Cpu(cpu_session(model)),
-            }),
-        }
-    }
-}
-
-/// A CPU session that lets the page in during a long prefill (it runs on the page's thread).
-fn cpu_session(model: Arc<Model>) -> CpuSession {
+/// The engine on the page's thread: a CPU session there lets the page in
+/// during a long prefill.
+fn page_engine(model: Arc<Model>) -> Engine {
     let pause: Pause = Rc::new(|| Box::pin(yield_to_browser()));
-    CpuSession::new(model).with_pause(pause)
+    Engine::Cpu { model, pause: Some(pause) }
+}
+
+/// A fresh session on `model` on the same engine as `engine` (uploaded to the
+/// GPU with the same kernels; the worker makes the same variant from its own
+/// copy of the model): the quantization lesson's other formats.
+pub async fn open_like(engine: &Engine, model: Arc<Model>) -> Result<Session, String> {
+    let reopened = engine.reopen(model).await.map_err(|e| e.to_string())?;
+    reopened.session().map_err(|e| e.to_string())
 }
 
 impl Lab {
     /// A fresh session (empty KV cache) on the chosen engine.
     pub fn session(&self) -> Result<Session, String> {
-        match (&self.gpu, &self.worker) {
-            (Some(gpu), _) => {
-                GpuSession::new(gpu.clone()).map(Session::Gpu).map_err(|e| e.to_string())
-            }
-            (None, Some(worker)) => Ok(Session::Remote(worker.session())),
-            (None, None) => Ok(Session::Cpu(cpu_session(self.model.clone()))),
-        }
+        self.engine.session().map_err(|e| e.to_string())
     }
 
     /// The loaded model with its matrices in `format` (the model itself when
@@ -201,10 +202,9 @@ impl Lab {
         }
     }
 
-    /// The engine, to open sessions on other models with.
+    /// The engine, to open sessions on other models with ([`open_like`]).
     pub fn engine(&self) -> Engine {
-        let worker = self.worker.clone().filter(|_| self.gpu.is_none());
-        Engine { ctx: self.gpu.as_ref().map(|g| g.ctx.clone()), worker }
+        self.engine.clone()
     }
 
     /// Display text of one token (as the tokenizer decodes it alone).
@@ -217,7 +217,7 @@ impl Lab {
     /// Destroys the GPU device, as a driver reset would (the `test_hooks=1`
     /// hook `decodeLabTest.loseGpuDevice()`): the device-lost path then runs.
     pub fn lose_gpu_device(&self) {
-        if let Some(gpu) = &self.gpu {
+        if let Engine::Gpu(gpu) = &self.engine {
             gpu.ctx.device.destroy();
         }
     }
@@ -228,7 +228,8 @@ impl Lab {
     /// the reason, in a CPU worker as after a CPU load. `fault` corrupts one
     /// kernel's result (test hook).
     pub async fn self_test(&mut self, fault: Option<Kernel>) -> Option<Report> {
-        let gpu = self.gpu.clone()?;
+        let Engine::Gpu(gpu) = &self.engine else { return None };
+        let gpu = gpu.clone();
         let prompt = self.tokenizer.encode(SELF_TEST_PROMPT).ok().filter(|p| !p.is_empty())?;
         let report = selftest::run(gpu, &prompt, SELF_TEST_STEPS, fault).await;
         if let Some(reason) = report.failure() {
@@ -242,7 +243,7 @@ impl Lab {
     /// Drops the GPU engine (after the device was lost): sessions opened from
     /// now on run on the CPU, on the page's thread until [`Lab::use_worker`].
     pub fn fall_back_to_cpu(&mut self, reason: String) {
-        self.gpu = None;
+        self.engine = page_engine(self.model.clone());
         let thread = CpuThread::Page("the CPU worker is starting (the GPU went away)".into());
         self.backend = Backend::Cpu { reason, held: self.backend.held(), thread };
     }
@@ -253,8 +254,7 @@ impl Lab {
     /// the page's thread as it does after a CPU load.
     pub fn start_worker(
         &self,
-    ) -> impl std::future::Future<Output = Result<(Rc<RemoteModel>, CpuThread), String>> + use<>
-    {
+    ) -> impl std::future::Future<Output = Result<(Engine, CpuThread), String>> + use<> {
         let (source, model) = (self.source.clone(), self.model.clone());
         async move {
             let file = async |name: &str| {
@@ -265,19 +265,29 @@ impl Lab {
             let weights = file("model.safetensors").await?;
             let worker = CpuWorker::start(&config, &weights, &model).await?;
             let thread = worker_thread(&worker);
-            Ok((RemoteModel::new(Rc::new(worker), &model), thread))
+            Ok((open_worker(worker, model).await?, thread))
         }
     }
 
     /// Sessions opened from now on run in `worker` ([`Lab::start_worker`]),
     /// or, if it could not start, on the page's thread with the reason.
-    pub fn use_worker(&mut self, worker: Result<(Rc<RemoteModel>, CpuThread), String>) {
+    pub fn use_worker(&mut self, worker: Result<(Engine, CpuThread), String>) {
         let Backend::Cpu { thread, .. } = &mut self.backend else { return };
         match worker {
-            Ok((w, t)) => (*thread, self.worker) = (t, Some(w)),
+            Ok((w, t)) => (*thread, self.engine) = (t, w),
             Err(why) => *thread = CpuThread::Page(format!("the CPU worker did not start: {why}")),
         }
     }
+}
+
+/// `model` opened in a started CPU worker (which loaded its own copy).
+async fn open_worker(worker: CpuWorker, model: Arc<Model>) -> Result<Engine, String> {
+    let format = model.format();
+    let choice = Choice {
+        engine: EngineChoice::Remote { link: Rc::new(worker) },
+        weights: WeightsChoice::Exactly(format),
+    };
+    Ok(open(model, choice).await.map_err(|e| e.to_string())?.0)
 }
 
 /// Where a started CPU worker runs the engine: alone, or with a coworker.
@@ -293,6 +303,8 @@ pub struct LoadChoice {
     pub force_cpu: bool,
     /// The `weights=` parameter.
     pub weights: WeightsChoice,
+    /// The `kernels=` control.
+    pub kernels: KernelsChoice,
     /// The user said yes to a download above [`CONFIRM_BYTES`].
     pub confirmed: bool,
 }
@@ -305,7 +317,7 @@ pub async fn load(
     progress: impl Fn(Progress),
     on_lost: impl Fn(String) + Send + 'static,
 ) -> Result<Lab, LoadError> {
-    let LoadChoice { force_cpu, weights, confirmed } = choice;
+    let LoadChoice { force_cpu, weights, kernels, confirmed } = choice;
     progress(Progress { what: "probing WebGPU".into(), loaded: 0, total: None });
     let ctx = if force_cpu {
         Err("the CPU engine was asked for (backend=cpu)".to_string())
@@ -342,24 +354,33 @@ pub async fn load(
     }
     let model = Arc::new(model.into_format(format).map_err(|e| e.to_string())?);
     let held = WeightsHeld { format, bytes: model.weights.bytes() };
-    let (backend, gpu) = match ctx {
+    // Converted above, so the opener keeps the model as it is (no copy).
+    let weights = WeightsChoice::Exactly(format);
+    let on_gpu = match ctx {
         Ok(ctx) => {
             let adapter = ctx.adapter_name();
             ctx.on_lost(on_lost);
             progress(Progress {
-                what: "uploading weights to the GPU".into(),
+                what: "uploading weights to the GPU (and choosing its kernels)".into(),
                 loaded: done,
                 total: Some(done),
             });
-            match GpuModel::new(ctx, model.clone()).await {
-                Ok(gpu) => (Ok(adapter), Some(gpu)),
-                Err(e) => (Err(format!("the GPU could not take this model: {e}")), None),
+            let memory = remembered::Key::new(&ctx, &model);
+            let remembered = memory.get();
+            let engine = EngineChoice::Gpu { ctx: Box::new(ctx), kernels, remembered };
+            match open(model.clone(), Choice { engine, weights }).await {
+                Ok((engine, chose)) => {
+                    let chosen = chose.kernels.expect("the GPU engine chooses its kernels");
+                    memory.keep(&chosen);
+                    Ok((engine, Backend::WebGpu { adapter, held, kernels: chosen }))
+                }
+                Err(e) => Err(format!("the GPU could not take this model: {e}")),
             }
         }
-        Err(reason) => (Err(reason), None),
+        Err(reason) => Err(reason),
     };
-    let (backend, worker) = match backend {
-        Ok(adapter) => (Backend::WebGpu { adapter, held }, None),
+    let (engine, backend) = match on_gpu {
+        Ok(opened) => opened,
         Err(reason) => {
             progress(Progress {
                 what: "starting the CPU worker".into(),
@@ -367,15 +388,21 @@ pub async fn load(
                 total: Some(done),
             });
             let started = CpuWorker::start(&fetched.config, &fetched.weights, &model).await;
-            let (thread, worker) = match started {
-                Ok(w) => (worker_thread(&w), Some(RemoteModel::new(Rc::new(w), &model))),
-                Err(why) => (CpuThread::Page(why), None),
+            let (thread, engine) = match started {
+                Ok(w) => {
+                    let thread = worker_thread(&w);
+                    match open_worker(w, model.clone()).await {
+                        Ok(engine) => (thread, engine),
+                        Err(why) => (CpuThread::Page(why), page_engine(model.clone())),
+                    }
+                }
+                Err(why) => (CpuThread::Page(why), page_engine(model.clone())),
             };
-            (Backend::Cpu { reason, held, thread }, worker)
+            (engine, Backend::Cpu { reason, held, thread })
         }
     };
     drop(fetched);
-    Ok(Lab { model, tokenizer: Rc::new(tokenizer), backend, lossless, source, gpu, worker })
+    Ok(Lab { model, tokenizer: Rc::new(tokenizer), backend, lossless, source, engine })
 }
 
 /// What the self-test's model check runs: a prompt every GPT-2 tokenizer

@@ -18,6 +18,7 @@ mod picker;
 mod playground;
 mod query;
 mod registry;
+mod remembered;
 mod selftest;
 mod source;
 mod url_state;

@@ -6,6 +6,7 @@
 //! like any cached download (no copy through the page's memory, and a
 //! reload or a second tab opens them again).
 
+use contract::{Control, Drives, Input};
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -83,6 +84,7 @@ pub fn ModelPicker(
                     <label>" or its files " <input type="file" multiple accept=ACCEPT data-testid="model-files" on:change=on_change/></label>
                 </div>
                 {move || problem.get().map(|p| view! { <p class="error" data-testid="model-problem">{p}</p> })}
+                <EngineControls/>
                 <StoredModels refresh=refresh/>
             </div>
         </details>
@@ -133,15 +135,49 @@ fn StoredModels(refresh: RwSignal<u32>) -> impl IntoView {
     }
 }
 
+/// The controls that say how the engine opens (the table's
+/// `Drives::Engine` rows: the GPU kernels): each a drop-down whose change
+/// reloads the page with its new value, since the model opens again.
+#[component]
+fn EngineControls() -> impl IntoView {
+    let rows = Control::all().filter(|c| matches!(c.spec().drives, Drives::Engine));
+    rows.map(|control| {
+        let spec = control.spec();
+        let Input::Choice { options, default } = spec.input else { return ().into_any() };
+        let now = crate::query::query(spec.name).unwrap_or_else(|| default.to_string());
+        let options = options
+            .iter()
+            .map(|&o| view! { <option value=o selected=now == o>{o}</option> })
+            .collect_view();
+        let change = move |ev: web_sys::Event| {
+            let value = event_target_value(&ev);
+            navigate_with(spec.name, (value != default).then_some(value.as_str()));
+        };
+        view! {
+            <label class="engine-control" title=spec.help>{spec.label}" "
+                <select data-testid=spec.testid() on:change=change>{options}</select>
+            </label>
+        }
+        .into_any()
+    })
+    .collect_view()
+}
+
 /// Reloads the page with `model=` set to `model` (or removed), every other
 /// parameter kept: the address names the model, so a link reproduces it.
 fn navigate_with_model(model: Option<&str>) {
+    navigate_with("model", model);
+}
+
+/// Reloads the page with parameter `name` set to `value` (or removed), every
+/// other parameter kept.
+fn navigate_with(name: &str, value: Option<&str>) {
     let Some(location) = web_sys::window().map(|w| w.location()) else { return };
     let search = location.search().unwrap_or_default();
     let Ok(params) = web_sys::UrlSearchParams::new_with_str(&search) else { return };
-    match model {
-        Some(m) => params.set("model", m),
-        None => params.delete("model"),
+    match value {
+        Some(v) => params.set(name, v),
+        None => params.delete(name),
     }
     let _ = location.set_search(&String::from(params.to_string()));
 }

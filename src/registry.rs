@@ -80,7 +80,11 @@ impl Controls {
                 match spec.drives {
                     Drives::Run(apply) => apply(&mut job, self.number(spec.control).get()),
                     Drives::Stop => job.stop = stops(&self.text(spec.control).get()),
-                    Drives::Setting(_) | Drives::Prompt | Drives::View | Drives::Lesson => {}
+                    Drives::Setting(_)
+                    | Drives::Prompt
+                    | Drives::View
+                    | Drives::Lesson
+                    | Drives::Engine => {}
                 }
             }
             job

@@ -13,6 +13,29 @@ pub fn err(e: engine::EngineError) -> String {
     e.to_string()
 }
 
+/// The sentence on a decode step's share of the device's read rate (the
+/// prefill-decode and batching lessons): `steps` the timed steps (their
+/// median GPU time where every one has it, else their median wall time),
+/// `bytes` what one step must read.
+pub fn bandwidth_sentence(
+    steps: &[engine::StepStats],
+    bytes: f64,
+    device: &engine::DeviceFigures,
+) -> Option<String> {
+    use engine::cost::{median, Bandwidth};
+    let gpu: Option<Vec<f64>> = steps.iter().map(|s| s.gpu_ms).collect();
+    let (ms, device_clock) = match gpu {
+        Some(g) if !g.is_empty() => (median(&g)?, true),
+        _ => (median(&steps.iter().map(|s| s.wall_ms).collect::<Vec<_>>())?, false),
+    };
+    let b = Bandwidth { bytes, ms, device_clock, read_bytes_per_s: device.read_bytes_per_s };
+    // Only the GPU engine counts dispatches: its figures have a dispatch cost.
+    let who = if device.dispatch_ms.is_some() { "this GPU" } else { "this CPU" };
+    let s = b.sentence(who);
+    let mut chars = s.chars();
+    chars.next().map(|c| c.to_uppercase().chain(chars).collect::<String>() + ".")
+}
+
 /// The prompt's token ids, refused (with `why`: what needs it) when empty or
 /// when no step fits after it; and the model's context length.
 pub fn prompt_ids(d: Driver, why: &str) -> Result<(Vec<u32>, usize), String> {

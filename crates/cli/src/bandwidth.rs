@@ -5,6 +5,7 @@
 
 use std::fmt::Write as _;
 
+use engine::cost::Bandwidth;
 use engine::kernels::{Cost, Kernel};
 use engine::{DeviceFigures, StepStats};
 
@@ -28,11 +29,16 @@ pub fn lines(d: &Decoded, device: &DeviceFigures, out: &mut String) {
         weights / 1e6,
         kv / 1e6
     );
-    let (ms, clock) = match d.stats.gpu_ms {
-        Some(gpu) => (gpu / n, "the steps' GPU time (timestamp queries)"),
-        None => (d.stats.wall_ms / n, "the steps' wall time"),
+    let (ms, device_clock) = match d.stats.gpu_ms {
+        Some(gpu) => (gpu / n, true),
+        None => (d.stats.wall_ms / n, false),
     };
-    let achieved = (weights + kv) / (ms / 1e3);
+    let b = Bandwidth {
+        bytes: weights + kv,
+        ms,
+        device_clock,
+        read_bytes_per_s: device.read_bytes_per_s,
+    };
     let _ = writeln!(
         out,
         "device             read {:.2} GB/s (block_sum over a buffer larger than its caches), copy {:.2} GB/s{}",
@@ -40,11 +46,12 @@ pub fn lines(d: &Decoded, device: &DeviceFigures, out: &mut String) {
         device.copy_bytes_per_s / 1e9,
         device.dispatch_ms.map_or(String::new(), |d| format!(", one more dispatch {d:.4} ms"))
     );
+    let clock = if device_clock { "the steps' GPU time" } else { "the steps' wall time" };
     let _ = writeln!(
         out,
         "bandwidth          {:.2} GB/s over {clock}: {:.1} % of this device's read rate",
-        achieved / 1e9,
-        100.0 * achieved / device.read_bytes_per_s
+        b.achieved() / 1e9,
+        100.0 * b.share()
     );
     if let Some(per) = device.dispatch_ms {
         let dispatches = d.stats.dispatches as f64 / n;

@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use engine::beam::{Ends, Scoring};
-use engine::gpu::profile::KernelsChoice;
 use engine::gpu::GpuContext;
+use engine::kernels::KernelsChoice;
 use engine::model::{Model, Tokenizer, WeightsChoice};
 use engine::open::{Choice, Chose, CpuLayout, Engine, EngineChoice};
 use engine::sample::Settings;

@@ -5,6 +5,7 @@
 //! `controls!` below (its test id is its URL name with `_` → `-`).
 
 use engine::beam::Ends;
+use engine::kernels::KernelsChoice;
 use engine::run::Job;
 use engine::sample::Settings;
 use engine::storage::format::Format;
@@ -44,6 +45,9 @@ pub enum Drives {
     /// What one lesson's own panels read (its formats, its histogram, its
     /// calculator): not part of the playground, and in links only when set.
     Lesson,
+    /// How the engine is opened: read when the model loads (a change
+    /// reloads the page); in links only when set.
+    Engine,
 }
 
 /// One control: its row in the table.
@@ -158,6 +162,8 @@ controls! {
         Drives::Lesson, "yes: the length the penalty divides by includes the prompt's tokens (Hugging Face before v4.36)";
     EndsAt: "ends_at", "A hypothesis ends at", Input::Choice { options: &Ends::NAMES, default: "end-of-text" },
         Drives::Lesson, "end-of-text: the model's end token; line: also any token holding a line break";
+    Kernels: "kernels", "GPU kernels", Input::Choice { options: &KernelsChoice::NAMES, default: "auto" },
+        Drives::Engine, "the shape of the WGSL kernels on WebGPU: auto (cpu on a software adapter, else each timed once on this GPU and the fastest remembered), cpu (one invocation per output: CPU adapters), gpu (k split over each workgroup: real GPUs), or a gpu layout by name";
 }
 
 /// A yes/no choice's options.
@@ -185,9 +191,9 @@ impl Control {
         SPECS.iter().map(|s| s.control)
     }
 
-    /// Every control but the lessons' own: the playground's.
+    /// Every control but the lessons' own and the engine's: the playground's.
     pub fn playground() -> impl Iterator<Item = Control> {
-        Control::all().filter(|c| !matches!(c.spec().drives, Drives::Lesson))
+        Control::all().filter(|c| !matches!(c.spec().drives, Drives::Lesson | Drives::Engine))
     }
 
     /// The control whose URL name is `name`.

@@ -21,6 +21,7 @@ pub use logits::{parse_logits, parse_sets, LogitSets};
 pub use model_ref::model_base;
 pub use query::Query;
 pub use read::{
-    backend_cpu, column_values, read_controls, read_page, weights_choice, Page, Val, WeightsChoice,
+    backend_cpu, column_values, read_controls, read_page, weights_choice, KernelsChoice, Page, Val,
+    WeightsChoice,
 };
 pub use route::{Preset, Route, Shown, Widget, CONFIDENT_PROMPT, LONG_TAILED_PROMPT};

@@ -6,6 +6,7 @@
 use crate::controls::{echo, Control, Input, SPECS};
 use crate::query::Query;
 use crate::route::{flag, Preset, Route, Widget};
+pub use engine::kernels::KernelsChoice;
 pub use engine::model::WeightsChoice;
 
 /// Everything the page reads from its URL when it opens, with one notice per
@@ -22,6 +23,8 @@ pub struct Page {
     pub selftest: bool,
     /// `weights=`: how the GPU engine stores the weight matrices.
     pub weights: WeightsChoice,
+    /// `kernels=`: which shape of the kernels the GPU engine runs.
+    pub kernels: KernelsChoice,
     pub notices: Vec<String>,
 }
 
@@ -39,7 +42,8 @@ pub fn read_page(query: &Query) -> Page {
     let force_cpu = backend_cpu(query, &mut notices);
     let selftest = flag(query, "selftest", &mut notices, "no self-test");
     let weights = weights_choice(query, &mut notices);
-    Page { route, values, force_cpu, selftest, weights, notices }
+    let kernels = kernels_choice(&values);
+    Page { route, values, force_cpu, selftest, weights, kernels, notices }
 }
 
 /// A control's value as read.
@@ -140,6 +144,16 @@ pub fn column_values<const C: usize, const N: usize>(
         }
     }
     cols
+}
+
+/// The `kernels=` control's value as read (`auto` where it was not given or
+/// not one of the names: its notice came with the controls).
+fn kernels_choice(values: &[(Control, Val)]) -> KernelsChoice {
+    let name = values.iter().rev().find_map(|(c, v)| match (c, v) {
+        (Control::Kernels, Val::Text(name)) => Some(name.as_str()),
+        _ => None,
+    });
+    name.and_then(KernelsChoice::from_name).unwrap_or(KernelsChoice::Auto)
 }
 
 /// Reads `weights=` (`auto` or a format's name), with a notice for anything else.

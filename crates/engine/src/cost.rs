@@ -202,6 +202,48 @@ pub fn cumulative(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
     out
 }
 
+/// A decode step's traffic against the device's read rate: the figure the
+/// cost lessons and the bench show ("this step read 250.7 MB at 41.0 GB/s
+/// — 62 % of what this GPU can read per second"). Decode reads every weight
+/// once per token, so this share says how close an engine comes to the
+/// limit the memory sets.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bandwidth {
+    /// Bytes the step must read: the weights it uses and its KV cache rows.
+    pub bytes: f64,
+    /// The step's time in milliseconds, and whether it is the device's own
+    /// (GPU timestamp queries) rather than wall time.
+    pub ms: f64,
+    pub device_clock: bool,
+    /// The device's measured read rate (`DeviceFigures::read_bytes_per_s`).
+    pub read_bytes_per_s: f64,
+}
+
+impl Bandwidth {
+    /// Bytes per second the step achieved.
+    pub fn achieved(&self) -> f64 {
+        self.bytes / (self.ms.max(1e-9) / 1e3)
+    }
+
+    /// The achieved rate as a share of the read rate (1 = the limit).
+    pub fn share(&self) -> f64 {
+        self.achieved() / self.read_bytes_per_s
+    }
+
+    /// The sentence, `device` naming what reads ("this GPU", "this CPU").
+    pub fn sentence(&self, device: &str) -> String {
+        let clock = if self.device_clock { "GPU time" } else { "wall time" };
+        format!(
+            "this step read {:.1} MB at {:.1} GB/s ({clock} {:.2} ms) — {:.0} % of what {device} can read per second ({:.1} GB/s, measured here)",
+            self.bytes / 1e6,
+            self.achieved() / 1e9,
+            self.ms,
+            100.0 * self.share(),
+            self.read_bytes_per_s / 1e9
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,5 +359,16 @@ mod tests {
         let line = cumulative(&[(1.0, 2.0), (5.0, 6.0)]);
         assert_eq!(line, vec![(1.0, 2.0), (5.0, 20.0)]);
         assert!(cumulative(&[]).is_empty());
+    }
+
+    #[test]
+    fn bandwidth_is_the_bytes_over_the_time_against_the_read_rate() {
+        let b = Bandwidth { bytes: 250e6, ms: 10.0, device_clock: true, read_bytes_per_s: 50e9 };
+        assert_eq!(b.achieved(), 25e9);
+        assert_eq!(b.share(), 0.5);
+        assert_eq!(
+            b.sentence("this GPU"),
+            "this step read 250.0 MB at 25.0 GB/s (GPU time 10.00 ms) — 50 % of what this GPU can read per second (50.0 GB/s, measured here)"
+        );
     }
 }

@@ -10,12 +10,12 @@ use std::rc::Rc;
 use crate::cpu::{CpuSession, Pause};
 use crate::error::Result;
 #[cfg(feature = "gpu")]
-use crate::gpu::profile::{self, Chosen, KernelsChoice};
+use crate::gpu::profile::{self, Chosen};
 #[cfg(feature = "gpu")]
 use crate::gpu::{GpuContext, GpuModel, GpuSession};
 #[cfg(feature = "gpu")]
-use crate::kernels::Profile;
-use crate::model::{Model, WeightsChoice};
+use crate::kernels::{KernelsChoice, Profile};
+use crate::model::WeightsChoice;
 use crate::remote::{Link, RemoteModel};
 use crate::session::Session;
 use crate::step::SharedModel;
@@ -137,12 +137,13 @@ impl Engine {
         })
     }
 
-    /// The model's weights (the CPU engine's and the GPU's; the worker holds its own).
-    pub fn model(&self) -> Option<&Model> {
+    /// The model as this engine holds it (the CPU engine's and the GPU's;
+    /// the worker holds its own).
+    pub fn model(&self) -> Option<SharedModel> {
         match self {
-            Engine::Cpu { model, .. } => Some(model),
+            Engine::Cpu { model, .. } => Some(model.clone()),
             #[cfg(feature = "gpu")]
-            Engine::Gpu(gpu) => Some(&gpu.model),
+            Engine::Gpu(gpu) => Some(gpu.model.clone()),
             Engine::Remote(_) => None,
         }
     }

@@ -188,6 +188,11 @@ impl Session {
     /// weights it uses (`Weights::decode_bytes`) and the KV cache's rows
     /// (keys and values of every layer for the `pos + 1` tokens it attends to).
     pub fn step_reads(&self) -> (u64, u64) {
+        self.step_reads_at(self.pos())
+    }
+
+    /// [`step_reads`](Self::step_reads) of a decode step at position `pos`.
+    pub fn step_reads_at(&self, pos: usize) -> (u64, u64) {
         let weights = match self {
             Session::Cpu(s) => s.model().weights.decode_bytes(),
             #[cfg(feature = "gpu")]
@@ -200,7 +205,7 @@ impl Session {
             c.n_head as f64,
             c.head_size as f64,
             4.0,
-            (self.pos() + 1) as f64,
+            (pos + 1) as f64,
             1.0,
         );
         (weights, kv as u64)

@@ -4,7 +4,7 @@
 //! B = 1, 2, 4, 8; each batched continuation's text compared with its run
 //! alone. Then the weight matrices applied to many vectors at once (a pass
 //! over 1, 8, 32, 128 tokens), time per vector; and what one step is made
-//! of: the weight bytes it reads at this device's measured copy rate, its
+//! of: the weight bytes it reads at this device's measured read rate, its
 //! dispatches at the measured cost of one, and (where the adapter has
 //! timestamps) its GPU time.
 
@@ -45,9 +45,11 @@ pub struct Row {
 /// What one step is made of, measured.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Parts {
-    /// Bytes of every weight, read once per step.
+    /// Bytes of the weights a decode step reads (once per step, whatever the batch).
     pub weight_bytes: u64,
-    /// This device's copy rate and per-dispatch cost.
+    /// Bytes of one sequence's KV cache rows a step after the prompt reads.
+    pub kv_bytes: u64,
+    /// This device's read rate, copy rate and per-dispatch cost.
     pub device: DeviceFigures,
 }
 
@@ -171,6 +173,8 @@ pub async fn measure(d: Driver, sinks: Sinks) -> Result<(), String> {
             })
         });
     }
+    // What a B = 1 step reads: the weights, and the KV rows of the prompt and its token.
+    let (weight_bytes, kv_bytes) = base.step_reads_at(ids.len());
     let mut s = base;
     for rows in PASS_ROWS.into_iter().filter(|&r| r < n_positions) {
         tick(format!("a pass over {rows} tokens"));
@@ -189,9 +193,9 @@ pub async fn measure(d: Driver, sinks: Sinks) -> Result<(), String> {
             return Ok(());
         }
     }
-    tick("this device's copy rate and dispatch cost".into());
+    tick("this device's read rate and dispatch cost".into());
     let device = s.device_figures().await.map_err(err)?;
-    sinks.parts.set(Some(Parts { weight_bytes: s.weights().1, device }));
+    sinks.parts.set(Some(Parts { weight_bytes, kv_bytes, device }));
     sinks.progress.set(Progress { what: "done".into(), done: 1, total: 1 });
     Ok(())
 }

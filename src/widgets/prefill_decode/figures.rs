@@ -7,6 +7,7 @@ use leptos::prelude::*;
 
 use super::measure::{Point, Run, Sinks};
 use crate::widgets::chart::{LineChart, Series};
+use crate::widgets::measuring::bandwidth_sentence;
 
 /// The warm runs' figures as one: medians of each.
 struct Warm {
@@ -59,6 +60,20 @@ fn ms(v: Option<f64>) -> String {
 
 fn rate(v: Option<f64>) -> String {
     v.map_or("—".into(), |v| format!("{v:.1}"))
+}
+
+/// The warm decode steps' share of this device's read rate.
+#[component]
+pub fn BandwidthLine(sinks: Sinks) -> impl IntoView {
+    move || {
+        let device = sinks.device.get()?;
+        let runs = sinks.runs.get();
+        let warm = runs.get(1..).filter(|w| !w.is_empty())?;
+        let steps: Vec<_> = warm.iter().flat_map(|r| r.timeline.decode.iter().copied()).collect();
+        let bytes = warm.iter().map(|r| r.reads).sum::<u64>() as f64 / steps.len().max(1) as f64;
+        let sentence = bandwidth_sentence(&steps, bytes, &device)?;
+        Some(view! { <p class="verdict" data-testid="bandwidth">{sentence}</p> })
+    }
 }
 
 /// Cold against warm, row by row.

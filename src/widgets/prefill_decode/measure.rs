@@ -8,7 +8,7 @@
 
 use engine::cost::{curve_lengths, cycled, median, Timeline};
 use engine::sample::argmax;
-use engine::{Session, StepStats, Wanted};
+use engine::{DeviceFigures, Session, StepStats, Wanted};
 use leptos::prelude::*;
 
 use crate::driver::Driver;
@@ -46,6 +46,8 @@ pub struct Run {
     /// The one-pass prefill of the same prompt, timed too when the timeline's
     /// prompt went in token by token (the ratio the lesson is about).
     pub one_pass: Option<StepStats>,
+    /// Bytes the decode steps had to read (weights and KV cache rows), summed.
+    pub reads: u64,
 }
 
 /// One point of the time-to-first-token curve (medians of `CURVE_RUNS`).
@@ -67,6 +69,8 @@ pub struct Sinks {
     pub progress: RwSignal<Progress>,
     /// The GPU engine's pipeline compile at load (`None`: the CPU engine).
     pub compile_ms: RwSignal<Option<f64>>,
+    /// This device's read rate (and the rest of its figures), measured after the runs.
+    pub device: RwSignal<Option<DeviceFigures>>,
 }
 
 impl Sinks {
@@ -77,6 +81,7 @@ impl Sinks {
             curve: RwSignal::new(Vec::new()),
             progress: RwSignal::new(Progress::default()),
             compile_ms: RwSignal::new(None),
+            device: RwSignal::new(None),
         }
     }
 }
@@ -109,6 +114,7 @@ pub async fn time_generation(
 ) -> Result<(), String> {
     sinks.runs.set(Vec::new());
     sinks.text.set(None);
+    sinks.device.set(None);
     let (ids, n_positions) = prompt_ids(d, "the measurement starts from it")?;
     let steps = steps.clamp(1, n_positions - ids.len());
     let mut session = d.lab.with_value(|l| l.session())?;
@@ -126,6 +132,7 @@ pub async fn time_generation(
         let (mut logits, prefill, one_pass) = prompt_pass(&mut session, &ids, mode).await?;
         let mut timeline = Timeline { prefill, decode: Vec::with_capacity(steps) };
         let mut tokens = Vec::with_capacity(steps);
+        let mut reads = 0;
         for step in 0..steps {
             if d.stop_asked() {
                 return Ok(());
@@ -133,16 +140,20 @@ pub async fn time_generation(
             progress(step + 1);
             let token = argmax(&logits); // greedy: the lesson times, it does not sample
             tokens.push(token);
+            let (weights, kv) = session.step_reads();
+            reads += weights + kv;
             logits = session.decode(token).await.map_err(err)?;
             timeline.decode.push(session.last_stats());
             yield_to_browser().await;
         }
-        sinks.runs.update(|r| r.push(Run { timeline, one_pass }));
+        sinks.runs.update(|r| r.push(Run { timeline, one_pass, reads }));
         let same = first.as_ref().is_none_or(|f| *f == tokens);
         let text = d.lab.with_value(|l| l.tokenizer.decode(&tokens)).map_err(err)?;
         sinks.text.update(|t| *t = Some((text, same && t.as_ref().is_none_or(|t| t.1))));
         first.get_or_insert(tokens);
     }
+    sinks.progress.set(Progress { what: "this device's read rate".into(), done: total, total });
+    sinks.device.set(Some(session.device_figures().await.map_err(err)?));
     sinks.progress.set(Progress { what: "done".into(), done: 1, total: 1 });
     Ok(())
 }

@@ -55,6 +55,7 @@ pub fn PrefillDecode(driver: Driver, shown: Shown) -> impl IntoView {
                 )}</p>
                 <timeline::TimelineChart sinks=sinks/>
                 <figures::FiguresTable sinks=sinks/>
+                <figures::BandwidthLine sinks=sinks/>
                 {text}
             </section>
             <section class="panel">

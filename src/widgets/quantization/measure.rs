@@ -13,6 +13,7 @@ use engine::{Session, Wanted};
 use leptos::prelude::*;
 
 use crate::driver::Driver;
+use crate::lab::open_like;
 use crate::loader::yield_to_browser;
 use crate::model_files::HELDOUT_FILE;
 use crate::widgets::measuring::{prompt_ids, Progress};
@@ -68,7 +69,7 @@ async fn open_all(d: Driver, sinks: Sinks) -> Result<Vec<Session>, String> {
         sinks.rows.update(|rows| {
             rows.push(Row { format, bytes, ms_per_token: None, parts: None, drift: None })
         });
-        sessions.push(engine.open(variant).await?);
+        sessions.push(open_like(&engine, variant).await?);
     }
     Ok(sessions)
 }

@@ -7,6 +7,7 @@ use engine::storage::format::Format;
 use leptos::prelude::*;
 
 use crate::driver::Driver;
+use crate::lab::open_like;
 use crate::loader::yield_to_browser;
 
 /// The two texts' tokens (id, text), A then B.
@@ -27,7 +28,7 @@ pub async fn write_both(d: Driver, texts: Texts) -> Result<(), String> {
     for (i, control) in [Control::VariantA, Control::VariantB].into_iter().enumerate() {
         let format = chosen(d, control);
         let variant = d.lab.with_value(|l| l.variant(format))?;
-        let session = engine.open(variant).await?;
+        let session = open_like(&engine, variant).await?;
         let mut run =
             Run::start(session, &tokenizer, &prompt, &job).await.map_err(|e| e.to_string())?;
         while !d.stop_asked() {

@@ -10,33 +10,8 @@ use std::rc::Rc;
 
 use crate::error::{EngineError, Result};
 use crate::gpu::{GpuContext, GpuModel, GpuSession};
-use crate::kernels::{Profile, Split};
+use crate::kernels::{KernelsChoice, Profile, Split};
 use crate::step::{SharedModel, Wanted};
-
-/// What `--kernels` / `kernels=` asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KernelsChoice {
-    /// The cpu profile on a software adapter; elsewhere every profile timed.
-    Auto,
-    /// The gpu profile, its layout chosen by timing.
-    Gpu,
-    /// This profile, untimed.
-    Exactly(Profile),
-}
-
-impl KernelsChoice {
-    /// Every name a choice is given by, in order.
-    pub const NAMES: [&'static str; 6] = ["auto", "cpu", "gpu", "gpu-4", "gpu-8", "gpu-16"];
-
-    /// The choice `name` gives (`auto`, `gpu`, or a profile's name).
-    pub fn from_name(name: &str) -> Option<KernelsChoice> {
-        match name {
-            "auto" => Some(KernelsChoice::Auto),
-            "gpu" => Some(KernelsChoice::Gpu),
-            _ => Profile::from_name(name).map(KernelsChoice::Exactly),
-        }
-    }
-}
 
 /// Why the profile in use was chosen.
 #[derive(Clone, Debug, PartialEq)]

@@ -33,7 +33,7 @@ pub mod residual_add;
 mod snippets;
 
 pub use cost::Cost;
-pub use profile::{Profile, Split};
+pub use profile::{KernelsChoice, Profile, Split};
 
 use crate::model::Config;
 use crate::storage::format::Format;

@@ -137,3 +137,49 @@ impl Profile {
         })
     }
 }
+
+/// What `--kernels` / `kernels=` asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelsChoice {
+    /// The cpu profile on a software adapter; elsewhere every profile timed.
+    Auto,
+    /// The gpu profile, its layout chosen by timing.
+    Gpu,
+    /// This profile, untimed.
+    Exactly(Profile),
+}
+
+impl KernelsChoice {
+    /// Every name a choice is given by, in order.
+    pub const NAMES: [&'static str; 6] = ["auto", "cpu", "gpu", "gpu-4", "gpu-8", "gpu-16"];
+
+    /// The choice `name` gives (`auto`, `gpu`, or a profile's name).
+    pub fn from_name(name: &str) -> Option<KernelsChoice> {
+        match name {
+            "auto" => Some(KernelsChoice::Auto),
+            "gpu" => Some(KernelsChoice::Gpu),
+            _ => Profile::from_name(name).map(KernelsChoice::Exactly),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_names_are_auto_gpu_and_every_profile() {
+        let profiles = std::iter::once(Profile::Cpu).chain(Split::CANDIDATES.map(Profile::Gpu));
+        let mut want = vec!["auto".to_string(), "gpu".to_string()];
+        want.extend(profiles.map(Profile::name));
+        let mut names: Vec<String> = KernelsChoice::NAMES.map(String::from).to_vec();
+        names.sort();
+        want.sort();
+        assert_eq!(names, want);
+        for name in KernelsChoice::NAMES {
+            assert!(KernelsChoice::from_name(name).is_some(), "{name}");
+        }
+        assert_eq!(KernelsChoice::from_name("gpu-7"), None);
+        assert_eq!(Profile::from_name("gpu-8"), Some(Profile::Gpu(Split { wide: 8 })));
+    }
+}
