@@ -27,8 +27,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let end = min(first + p.per_group, p.n);
     var acc = vec4<u32>(0u);
     for (var i0 = first + tid; i0 < end; i0 = i0 + UNROLL * WG) {
-        var v: array<vec4<u32>, UNROLL>; // loaded before any is used
+        // Loaded before any is used. Every element is written each round: a
+        // `var` declared in a loop is not zeroed again on every platform
+        // (Chromium's compiler keeps the last round's value).
+        var v: array<vec4<u32>, UNROLL>;
         for (var u = 0u; u < UNROLL; u = u + 1u) {
+            v[u] = vec4<u32>(0u);
             if (i0 + u * WG < end) {
                 v[u] = data[i0 + u * WG];
             }

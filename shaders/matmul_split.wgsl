@@ -36,6 +36,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             let kk = k0 + u * slices;
             ws[u] = row_weights(kk, p.k, p.n, col0);
             for (var r = 0u; r < m; r = r + 1u) {
+                xs[u][r] = 0.0; // written every round: a loop's `var` is not zeroed again everywhere
                 if (kk < p.k) {
                     xs[u][r] = x[r * p.k + kk];
                 }

@@ -16,6 +16,7 @@ fn split_dot(tid: u32, wide: u32, k: u32, n: u32, col0: u32) -> array<f32, PER_W
         for (var u = 0u; u < UNROLL; u = u + 1u) {
             let kk = k0 + u * slices;
             ws[u] = row_weights(kk, k, n, col0);
+            xs[u] = 0.0; // written every round: a loop's `var` is not zeroed again everywhere
             if (kk < k) {
                 xs[u] = input(kk);
             }

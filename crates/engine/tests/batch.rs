@@ -9,7 +9,7 @@ mod common;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use common::{rel_max_err, sessions_on_both};
+use common::{rel_max_err, sessions_on_both, steps_on};
 use decode_lab_engine::model::{Model, Tokenizer};
 use decode_lab_engine::run::{Job, Run};
 use decode_lab_engine::run_batch::BatchRun;
@@ -94,9 +94,12 @@ async fn compare(
 fn every_sequence_of_a_batch_gets_its_unbatched_logits() {
     let model = model();
     for (name, _) in sessions_on_both(&model) {
-        for b in [1, 3, 8] {
-            let worst = pollster::block_on(compare(&model, name, b, 24, |_, _| false));
-            eprintln!("{name} B={b}: worst relative error {worst:e} over 24 steps");
+        // The gpu profile's kernels at the other sizes: their cases (1 to 8 rows).
+        let sizes: &[usize] = if name == "gpu-split" { &[3] } else { &[1, 3, 8] };
+        for &b in sizes {
+            let steps = steps_on(name, 24);
+            let worst = pollster::block_on(compare(&model, name, b, steps, |_, _| false));
+            eprintln!("{name} B={b}: worst relative error {worst:e} over {steps} steps");
         }
     }
 }
@@ -108,7 +111,7 @@ fn sequences_that_sit_a_step_out_keep_their_place() {
         // Sequence 1 every other step, sequence 3 from step 5 on (done early).
         let sits_out =
             |step: usize, i: usize| (i == 1 && step.is_multiple_of(2)) || (i == 3 && step >= 5);
-        pollster::block_on(compare(&model, name, 4, 12, sits_out));
+        pollster::block_on(compare(&model, name, 4, steps_on(name, 12).max(6), sits_out));
     }
 }
 
@@ -140,7 +143,7 @@ fn a_batch_that_cannot_run_is_an_error() {
         });
     }
     let mixed: Vec<Session> = sessions_on_both(&model).into_iter().map(|(_, s)| s).collect();
-    if mixed.len() == 2 {
+    if mixed.len() >= 2 {
         assert!(matches!(Batch::new(mixed), Err(EngineError::Batch(_))));
     }
 }
@@ -192,7 +195,11 @@ fn each_batched_continuation_is_its_seeded_run_alone() {
     let n_positions = model.config.n_positions;
     let long: Vec<u32> = (0..n_positions - 5).map(|j| ((j * 389 + 11) % 2000) as u32).collect();
     for (name, session) in sessions_on_both(&model) {
-        for (prompt, max_tokens) in [(prompt(2), 40), (long.clone(), 12)] {
+        // The gpu profile's long prefills crawl on lavapipe: its crop is
+        // `bundled.rs`'s, its batch the short prompt's.
+        let prompts = [(prompt(2), steps_on(name, 40)), (long.clone(), 12)];
+        let prompts = if name == "gpu-split" { &prompts[..1] } else { &prompts[..] };
+        for (prompt, max_tokens) in prompts.iter().cloned() {
             let job = Job { settings: settings.clone(), seed: 7, stop: vec![], max_tokens };
             let (alone, batched) =
                 pollster::block_on(texts(session.fork().unwrap(), &prompt, &job, 4));

@@ -10,7 +10,7 @@ mod common;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use common::{rel_max_err, sessions_on_both};
+use common::{rel_max_err, sessions_on_both, steps_on};
 use decode_lab_engine::model::Model;
 use decode_lab_engine::sample::argmax;
 use decode_lab_engine::Wanted;
@@ -34,7 +34,7 @@ fn decoding_without_the_cache_gives_the_cached_logits_for_64_steps() {
         pollster::block_on(async {
             let mut history = PROMPT.to_vec();
             let mut logits = cached.prefill(&history, Wanted::Last).await.unwrap();
-            for step in 0..64 {
+            for step in 0..steps_on(name, 64) {
                 let next = argmax(&logits);
                 history.push(next);
                 logits = cached.decode(next).await.unwrap();

@@ -26,9 +26,20 @@ pub struct Pipelines {
 impl Pipelines {
     /// Compiles every kernel `profile` uses for this device, reading weights in `format`.
     pub async fn new(ctx: &GpuContext, format: Format, profile: Profile) -> Result<Pipelines> {
+        Pipelines::of(ctx, format, profile, &profile.kernels()).await
+    }
+
+    /// Compiles `kernels` as `profile` compiles them (the self-test compiles
+    /// the kernels that read no weights once, not once per format).
+    pub async fn of(
+        ctx: &GpuContext,
+        format: Format,
+        profile: Profile,
+        kernels: &[Kernel],
+    ) -> Result<Pipelines> {
         let start = web_time::Instant::now();
         let mut map = HashMap::new();
-        for kernel in profile.kernels() {
+        for &kernel in kernels {
             map.insert(kernel, compile(ctx, kernel, format, profile).await?);
         }
         let compile_ms = start.elapsed().as_secs_f64() * 1e3;

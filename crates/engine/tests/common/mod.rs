@@ -79,6 +79,16 @@ pub fn gpu_model(model: &Arc<Model>, profile: Profile) -> Option<std::rc::Rc<Gpu
     Some(pollster::block_on(GpuModel::new(ctx.clone(), model.clone(), profile)).expect("uploads"))
 }
 
+/// Steps a test takes on engine `name`: a third for the gpu profile, whose
+/// kernels are shaped for real GPUs (256 invocations, trees of barriers,
+/// tiles in workgroup memory) and crawl on lavapipe, a CPU.
+pub fn steps_on(name: &str, steps: usize) -> usize {
+    match name {
+        "gpu-split" => steps.div_ceil(3),
+        _ => steps,
+    }
+}
+
 /// A CPU session on `model`, and where the machine has an adapter a GPU one
 /// in each kernel profile ([`PROFILES`]), each with its engine's name.
 pub fn sessions_on_both(model: &Arc<Model>) -> Vec<(&'static str, decode_lab_engine::Session)> {
