@@ -146,7 +146,7 @@ function hostile(seed) {
 test('500 generated hostile query strings: no panic, visible notices, no script runs, nothing leaves the origin', async () => {
   const names = ['prompt', 'temperature', 'top_k', 'top_p', 'min_p', 'repetition_penalty', 'frequency_penalty',
     'presence_penalty', 'no_repeat_ngram', 'max_tokens', 'seed', 'bars', 'stop', 'controls', 'embed', 'backend', 'labels',
-    'variant_a', 'variant_b', 'heldout_tokens', 'tensor', 'params_b', 'prefill', 'up_to', 'kv_layers', 'kv_heads', 'head_size', 'kv_bytes', 'context', 'batch', 'position', 'layer', 'att_layer', 'att_head', 'first_token', 'beams', 'length_penalty', 'prompt_in_length', 'ends_at'];
+    'variant_a', 'variant_b', 'heldout_tokens', 'tensor', 'params_b', 'prefill', 'up_to', 'kv_layers', 'kv_heads', 'head_size', 'kv_bytes', 'context', 'batch', 'position', 'layer', 'att_layer', 'att_head', 'first_token', 'beams', 'length_penalty', 'prompt_in_length', 'ends_at', 'kernels'];
   const widgets = ['temperature', 'top-k', 'top-p', 'min-p', 'pipeline', 'step', 'generate', 'greedy-loop', 'compare', 'quantization', 'prefill-decode', 'kv-cache', 'batching', 'logit-lens', 'attention', 'beam-tree', 'bogus'];
   const h = hostile(16);
   const context = await (await lab.browser('cpu')).newContext();

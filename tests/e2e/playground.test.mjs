@@ -23,15 +23,41 @@ for (const backend of ['webgpu', 'cpu']) {
     assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'ready');
     assert.equal(await page.getAttribute('[data-testid=backend]', 'data-backend'), backend);
     if (backend === 'cpu') assert.match(await page.textContent('.banner'), /WebGPU is not available/);
+    // SwiftShader is a CPU: `kernels=auto` gives it the cpu profile, untimed, and says why.
+    const kernels = backend === 'webgpu' ? 'cpu' : null;
+    assert.equal(await page.getAttribute('[data-testid=backend]', 'data-kernels'), kernels);
+    if (kernels) assert.match(await page.getAttribute('[data-testid=backend]', 'title'), /WGSL kernels: cpu \(the adapter is a CPU\)/);
     await set(page, 'prompt', PROMPT);
     await set(page, 'temperature', 0);
     await set(page, 'max-tokens', 24);
     assert.equal(await generate(page), cliGreedy(24));
+    assert.equal(await page.getAttribute('[data-testid=stats]', 'data-kernels'), kernels);
     await page.screenshot({ path: `${ARTIFACTS}/playground-${backend}.png`, fullPage: true });
     await noFatal(page);
     await page.close();
   });
 }
+
+test('webgpu with kernels=gpu-8: the real GPUs\' split kernels write the CLI\'s greedy text; the Model menu switches kernels', async () => {
+  const page = await open('webgpu', '?kernels=gpu-8');
+  assert.equal(await page.getAttribute('[data-testid=backend]', 'data-kernels'), 'gpu-8');
+  assert.match(await page.textContent('[data-testid=backend]'), /gpu-8 kernels/);
+  assert.match(await page.getAttribute('[data-testid=backend]', 'title'), /WGSL kernels: gpu-8 \(asked for\)/);
+  await set(page, 'prompt', PROMPT);
+  await set(page, 'temperature', 0);
+  await set(page, 'max-tokens', 16);
+  assert.equal(await generate(page), cliGreedy(16));
+  assert.equal(await page.getAttribute('[data-testid=stats]', 'data-kernels'), 'gpu-8');
+  assert.match(await page.textContent('[data-testid=stats]'), / · gpu-8 kernels$/);
+  // The Model menu offers the table's engine controls; a choice reloads with it in the link.
+  await page.click('[data-testid=model-picker] summary');
+  assert.equal(await page.inputValue('[data-testid=kernels]'), 'gpu-8');
+  await Promise.all([page.waitForURL(/kernels=cpu/), page.selectOption('[data-testid=kernels]', 'cpu')]);
+  await page.waitForSelector('[data-testid=status][data-state=ready]');
+  assert.equal(await page.getAttribute('[data-testid=backend]', 'data-kernels'), 'cpu');
+  await noFatal(page);
+  await page.close();
+});
 
 test('sliders reshape the bars as the pipeline predicts', async () => {
   const page = await open('webgpu');

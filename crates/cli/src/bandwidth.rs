@@ -18,6 +18,18 @@ pub struct Decoded {
     pub reads: (u64, u64),
 }
 
+/// The steps' reads over their time (the device's own where it has
+/// timestamps) against the device's read rate.
+pub fn bandwidth(d: &Decoded, device: &DeviceFigures) -> Bandwidth {
+    let n = d.tokens as f64;
+    let (ms, device_clock) = match d.stats.gpu_ms {
+        Some(gpu) => (gpu / n, true),
+        None => (d.stats.wall_ms / n, false),
+    };
+    let bytes = (d.reads.0 + d.reads.1) as f64 / n;
+    Bandwidth { bytes, ms, device_clock, read_bytes_per_s: device.read_bytes_per_s }
+}
+
 /// Appends the reads, the achieved rate and its share of the device's read rate.
 pub fn lines(d: &Decoded, device: &DeviceFigures, out: &mut String) {
     let n = d.tokens as f64;
@@ -29,16 +41,8 @@ pub fn lines(d: &Decoded, device: &DeviceFigures, out: &mut String) {
         weights / 1e6,
         kv / 1e6
     );
-    let (ms, device_clock) = match d.stats.gpu_ms {
-        Some(gpu) => (gpu / n, true),
-        None => (d.stats.wall_ms / n, false),
-    };
-    let b = Bandwidth {
-        bytes: weights + kv,
-        ms,
-        device_clock,
-        read_bytes_per_s: device.read_bytes_per_s,
-    };
+    let b = bandwidth(d, device);
+    let ms = b.ms;
     let _ = writeln!(
         out,
         "device             read {:.2} GB/s (block_sum over a buffer larger than its caches), copy {:.2} GB/s{}",
@@ -46,7 +50,7 @@ pub fn lines(d: &Decoded, device: &DeviceFigures, out: &mut String) {
         device.copy_bytes_per_s / 1e9,
         device.dispatch_ms.map_or(String::new(), |d| format!(", one more dispatch {d:.4} ms"))
     );
-    let clock = if device_clock { "the steps' GPU time" } else { "the steps' wall time" };
+    let clock = if b.device_clock { "the steps' GPU time" } else { "the steps' wall time" };
     let _ = writeln!(
         out,
         "bandwidth          {:.2} GB/s over {clock}: {:.1} % of this device's read rate",

@@ -5,6 +5,7 @@ use std::io::Write;
 
 use engine::open::Chose;
 use engine::{Batch, EngineError, Result, Session, Wanted};
+use serde::Serialize;
 
 use crate::bandwidth;
 
@@ -20,9 +21,40 @@ pub struct Plan {
     pub batch: usize,
 }
 
+/// One run's headline figures (`gpu-bench` collects them into its table and JSON).
+#[derive(Clone, Debug, Serialize)]
+pub struct Figures {
+    pub backend: String,
+    /// The kernel profile (GPU only) and why.
+    pub kernels: Option<String>,
+    pub weights: String,
+    pub weight_bytes: u64,
+    pub prefill_ms: f64,
+    pub decode_ms_per_token: f64,
+    /// The decode steps' GPU time per token, where the device has timestamps.
+    pub gpu_ms_per_token: Option<f64>,
+    pub tokens_per_s: f64,
+    pub dispatches_per_token: f64,
+    /// Bytes a decode step must read (mean over the steps).
+    pub reads_per_token: f64,
+    pub read_bytes_per_s: f64,
+    /// The steps' reads over their time (GPU time where there is one) against the read rate.
+    pub share_of_read_rate: f64,
+    /// The cost record of a decode step (GPU only): summed and longest chains.
+    pub chain_sum: Option<u64>,
+    pub chain_max: Option<u64>,
+}
+
 /// Runs the benchmark on an open session (`chose`: what the opener chose
 /// for it) and prints the figures.
-pub async fn run(mut session: Session, chose: Chose, plan: Plan) -> Result<()> {
+pub async fn run(session: Session, chose: Chose, plan: Plan) -> Result<()> {
+    let (_, text) = measure(session, chose, plan).await?;
+    let _ = std::io::stdout().write_all(text.as_bytes());
+    Ok(())
+}
+
+/// [`run`]'s figures and text.
+pub async fn measure(mut session: Session, chose: Chose, plan: Plan) -> Result<(Figures, String)> {
     let Plan { prompt_len, tokens, .. } = plan;
     let c = session.config().clone();
     // Refused, not clamped: a figure measured on other sizes than asked for
@@ -130,20 +162,37 @@ pub async fn run(mut session: Session, chose: Chose, plan: Plan) -> Result<()> {
     );
     let _ = writeln!(out, "kv cache in use    {} bytes", session.kv_bytes_in_use());
     let device = session.device_figures().await?;
+    let decoded = bandwidth::Decoded { stats: decode, tokens, reads };
     if !plan.no_cache {
-        let decoded = bandwidth::Decoded { stats: decode, tokens, reads };
         bandwidth::lines(&decoded, &device, &mut out);
     }
-    if let Some(costs) = session.decode_costs() {
+    let costs = session.decode_costs();
+    if let Some(costs) = &costs {
         let (weights, kv) = session.step_reads();
-        bandwidth::cost_table(&costs, session.pos(), weights + kv, &mut out);
+        bandwidth::cost_table(costs, session.pos(), weights + kv, &mut out);
     }
     if plan.batch > 1 {
         batch(&session, &prompt, tokens, plan.batch, decode.wall_ms, &device, &mut out).await?;
     }
     sampling(&mut out);
-    let _ = std::io::stdout().write_all(out.as_bytes());
-    Ok(())
+    let chains = costs.as_ref().map(|c| c.iter().map(|(_, c)| c.chain));
+    let figures = Figures {
+        backend: session.backend_name(),
+        kernels: chose.kernels.as_ref().map(|k| k.describe()),
+        weights: format.name().to_string(),
+        weight_bytes,
+        prefill_ms: prefill.wall_ms,
+        decode_ms_per_token: decode.wall_ms / n,
+        gpu_ms_per_token: decode.gpu_ms.map(|g| g / n),
+        tokens_per_s: n / decode.wall_ms * 1e3,
+        dispatches_per_token: decode.dispatches as f64 / n,
+        reads_per_token: (reads.0 + reads.1) as f64 / n,
+        read_bytes_per_s: device.read_bytes_per_s,
+        share_of_read_rate: bandwidth::bandwidth(&decoded, &device).share(),
+        chain_sum: chains.clone().map(|c| c.sum()),
+        chain_max: chains.and_then(|c| c.max()),
+    };
+    Ok((figures, out))
 }
 
 /// B continuations of `prompt` (forks of one prefilled session), `tokens`

@@ -6,6 +6,7 @@
 mod bandwidth;
 mod bench;
 mod generate;
+mod gpu_bench;
 mod random_model;
 mod sample;
 
@@ -192,6 +193,16 @@ enum Command {
         #[arg(long, value_parser = kernels_choice, default_value = "auto")]
         kernels: KernelsChoice,
     },
+    /// Everything a machine with a real GPU is measured on: the self-test of
+    /// both kernel profiles, then bench on every model in every weight format
+    /// with each profile; writes gpu-bench.txt, .json and .log into --out.
+    GpuBench {
+        /// A model folder (repeat for several; the first is also self-tested).
+        #[arg(long, required = true)]
+        model: Vec<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Write a randomly initialised GPT-2 (config.json + model.safetensors).
     RandomModel {
         #[arg(long)]
@@ -348,6 +359,7 @@ async fn run(command: Command) -> Result<()> {
         Command::Selftest { model, prompt, steps, weights, kernels } => {
             selftest(&model, &prompt, steps, weights, kernels).await
         }
+        Command::GpuBench { model, out } => gpu_bench::run(&model, &out).await,
         Command::RandomModel {
             out,
             n_layer,

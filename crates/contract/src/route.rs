@@ -274,6 +274,11 @@ impl Shown {
                 None => (item, false),
             };
             match Control::from_name(name) {
+                // How the engine opens is chosen in the link or the Model menu.
+                Some(c) if matches!(c.spec().drives, Drives::Engine) => notices.push(format!(
+                    "controls: {} is chosen in the link or the Model menu, not among the controls",
+                    c.spec().name
+                )),
                 Some(c) if !controls.iter().any(|&(d, _)| d == c) => controls.push((c, locked)),
                 Some(_) => {}
                 None => notices.push(format!("controls: no control called {}", echo(name))),

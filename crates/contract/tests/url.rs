@@ -4,8 +4,8 @@
 //! never echoed in full.
 
 use decode_lab_contract::{
-    backend_cpu, column_values, parse_logits, parse_sets, read_controls, read_page, Control, Input,
-    Page, Preset, Query, Route, Shown, Val, WeightsChoice, Widget, SPECS,
+    backend_cpu, column_values, parse_logits, parse_sets, read_controls, read_page, Control,
+    Drives, Input, Page, Preset, Query, Route, Shown, Val, WeightsChoice, Widget, SPECS,
 };
 use engine::storage::format::Format;
 
@@ -289,10 +289,36 @@ fn embedding_md_lists_every_control_with_its_range() {
             assert!(row.contains(&want), "the row of `{}` should say {want}: {row}", spec.name);
         }
     }
+    // Every control `controls=` can show: the engine's are chosen in the link or the Model menu.
     let controls_row = doc.lines().find(|l| l.starts_with("| `controls` |")).unwrap();
-    for spec in SPECS {
+    for spec in SPECS.iter().filter(|s| !matches!(s.drives, Drives::Engine)) {
         assert!(controls_row.contains(spec.name), "`controls=` row lacks {}", spec.name);
     }
+}
+
+/// `kernels=` is read when the page loads (a choice of the table, with its
+/// notice when it is none of the names), never shown among the controls.
+#[test]
+fn kernels_is_an_engine_choice_read_at_load() {
+    use decode_lab_contract::KernelsChoice;
+    use engine::kernels::{Profile, Split};
+    let page = |q: &str| read_page(&Query::parse(q));
+    assert_eq!(page("").kernels, KernelsChoice::Auto);
+    assert_eq!(page("kernels=gpu").kernels, KernelsChoice::Gpu);
+    let gpu_8 = KernelsChoice::Exactly(Profile::Gpu(Split { wide: 8 }));
+    assert_eq!(page("kernels=gpu-8").kernels, gpu_8);
+    assert_eq!(page("kernels=cpu").kernels, KernelsChoice::Exactly(Profile::Cpu));
+    let bad = page("kernels=fast");
+    assert_eq!(bad.kernels, KernelsChoice::Auto);
+    assert!(
+        bad.notices.iter().any(|n| n.contains("kernels") && n.contains("auto, cpu, gpu")),
+        "{:?}",
+        bad.notices
+    );
+    let shown = page("controls=temperature,kernels");
+    assert_eq!(shown.route.shown.controls.len(), 1);
+    assert!(shown.notices.iter().any(|n| n.contains("Model menu")), "{:?}", shown.notices);
+    assert!(!Control::playground().any(|c| c == Control::Kernels));
 }
 
 /// A choice control takes only its options (trimmed); anything else keeps the

@@ -23,8 +23,14 @@ const READ_BYTES: u64 = 256 << 20;
 const READ_BYTES_SOFTWARE: u64 = 64 << 20;
 /// Bytes copied per run of the copy test.
 const COPY_BYTES: u64 = 64 << 20;
-/// Words (16 bytes) each workgroup of the read test sums.
-const WORDS_PER_GROUP: u64 = 1024;
+/// Words (16 bytes) each workgroup of the read test sums on a real GPU
+/// (64 KB: thousands of workgroups to fill the device).
+const WORDS_PER_GROUP: u64 = 1 << 12;
+/// The same on a software adapter, whose invocations run in turn and whose
+/// barriers are costly: 1 MB a workgroup, so the reads, not the workgroup's
+/// tree of barriers, take the time (at 64 KB SwiftShader read at a tenth of
+/// its rate).
+const WORDS_PER_GROUP_SOFTWARE: u64 = 1 << 16;
 /// Dispatches in the long pass of the dispatch test (the short one has one).
 const DISPATCHES: u32 = 256;
 /// Runs of each test; the figure is their median.
@@ -34,12 +40,16 @@ const RUNS: usize = 5;
 pub async fn measure(gpu: &GpuModel) -> Result<DeviceFigures> {
     let ctx = &gpu.ctx;
     let limit = ctx.max_binding();
-    let read_cap = if is_software(&ctx.adapter_info) { READ_BYTES_SOFTWARE } else { READ_BYTES };
+    let software = is_software(&ctx.adapter_info);
+    let (read_cap, per_group) = match software {
+        true => (READ_BYTES_SOFTWARE, WORDS_PER_GROUP_SOFTWARE),
+        false => (READ_BYTES, WORDS_PER_GROUP),
+    };
     let read_bytes = read_cap.min(limit) / 16 * 16;
     let copy_bytes = COPY_BYTES.min(limit) / 4 * 4;
     let data = buffer(ctx, "probe data", read_bytes, STORAGE);
     let words = read_bytes / 16;
-    let groups = words.div_ceil(WORDS_PER_GROUP).min(u64::from(crate::kernels::MAX_GROUPS_PER_DIM));
+    let groups = words.div_ceil(per_group).min(u64::from(crate::kernels::MAX_GROUPS_PER_DIM));
     let p = block_sum::Params {
         n: words as u32,
         per_group: words.div_ceil(groups) as u32,
