@@ -4,7 +4,7 @@
 //! the browser and model) on the clipboard for a bug report.
 
 use engine::gpu::selftest::{CaseResult, Report, MODEL_REL_TOL};
-use engine::kernels::Kernel;
+use engine::kernels::{Kernel, Profile};
 use engine::model::Config;
 use leptos::prelude::*;
 
@@ -49,11 +49,12 @@ impl Outcome {
     }
 }
 
-/// One row per kernel: its cases' worst error and total time.
-fn per_kernel(cases: &[CaseResult]) -> Vec<(Kernel, usize, f32, f64, bool)> {
-    Kernel::ALL
-        .iter()
-        .map(|&k| {
+/// One row per kernel of the profile checked: its cases' worst error and total time.
+fn per_kernel(profile: Profile, cases: &[CaseResult]) -> Vec<(Kernel, usize, f32, f64, bool)> {
+    profile
+        .kernels()
+        .into_iter()
+        .map(|k| {
             let mine: Vec<_> = cases.iter().filter(|c| c.kernel == k).collect();
             let worst = mine.iter().map(|c| c.max_abs).fold(0.0, f32::max);
             let ms = mine.iter().map(|c| c.ms).sum();
@@ -104,7 +105,7 @@ pub fn SelfTestPanel(outcome: Outcome, config: Config) -> impl IntoView {
 #[component]
 fn KernelTable(report: Report) -> impl IntoView {
     let m = report.model.clone();
-    let rows = per_kernel(&report.kernels)
+    let rows = per_kernel(report.profile, &report.kernels)
         .into_iter()
         .map(|(k, n, worst, ms, ok)| {
             view! {

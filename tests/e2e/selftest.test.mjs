@@ -26,7 +26,8 @@ async function greedy8(page) {
   assert.equal(await generate(page), cliGreedy(8));
 }
 
-const KERNELS = ['embedding', 'layernorm', 'matmul', 'ln_qkv', 'kv_write', 'attention', 'attention_probs', 'matvec_residual', 'residual_add', 'ln_fc_gelu', 'gelu', 'lm_head'];
+// The cpu profile's kernels (SwiftShader is a CPU) and the device probe's.
+const KERNELS = ['embedding', 'layernorm', 'matmul', 'ln_qkv', 'kv_write', 'attention', 'attention_probs', 'matvec_residual', 'ln_fc_gelu', 'gelu', 'lm_head', 'residual_add', 'block_sum'];
 
 test('webgpu: ?selftest=1 passes every kernel and the model, and copies a plain-text report', async () => {
   const page = await lab.open('webgpu', '?selftest=1');
@@ -38,7 +39,7 @@ test('webgpu: ?selftest=1 passes every kernel and the model, and copies a plain-
   assert.equal(await page.getAttribute('[data-testid=backend]', 'data-backend'), 'webgpu');
   const report = await page.inputValue('[data-testid=selftest-report]');
   console.log(report.split('\n').map((l) => `# ${l}`).join('\n'));
-  assert.match(report, /^Decode Lab self-test: PASS\nadapter: /);
+  assert.match(report, /^Decode Lab self-test: PASS\nadapter: .*\nkernels: the cpu profile\n/);
   assert.match(report, /maxStorageBufferBindingSize: \d+/);
   assert.match(report, /model \(16 greedy steps, f16 weights, GPU vs CPU engine\): pass/);
   assert.match(report, /browser: Mozilla/);
