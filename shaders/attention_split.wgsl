@@ -54,29 +54,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     workgroupBarrier();
 
     // Scores: sweep `sweep` scores keys first + sweep · keys_per_pass + tid / KEY_LANES.
+    // (Named vectors, no private arrays: a GPU's compiler keeps them in registers.)
     let keys_per_pass = WG / KEY_LANES;
     let lane = tid % KEY_LANES;
+    let i0 = tid / KEY_LANES;
     var part = vec4<f32>(0.0);
     for (var d0 = lane; d0 < hs; d0 = d0 + 4u * KEY_LANES) {
-        var k: array<f32, 16>; // (sweep, 4 dims) loaded before any is used
-        for (var sweep = 0u; sweep < 4u; sweep = sweep + 1u) {
-            let i = sweep * keys_per_pass + tid / KEY_LANES;
-            for (var u = 0u; u < 4u; u = u + 1u) {
-                let d = d0 + u * KEY_LANES;
-                if (i < CHUNK && first + i < n_keys && d < hs) {
-                    let j = first + i;
-                    k[sweep * 4u + u] = key_cache[j * p.n_embd + h0 + d];
-                }
-            }
-        }
-        for (var sweep = 0u; sweep < 4u; sweep = sweep + 1u) {
-            for (var u = 0u; u < 4u; u = u + 1u) {
-                let d = d0 + u * KEY_LANES;
-                if (d < hs) {
-                    part[sweep] = part[sweep] + q[d] * k[sweep * 4u + u];
-                }
-            }
-        }
+        let qv = query4(d0);
+        part = part + vec4<f32>(
+            dot(qv, key4(first, i0, d0, h0, n_keys)),
+            dot(qv, key4(first, i0 + keys_per_pass, d0, h0, n_keys)),
+            dot(qv, key4(first, i0 + 2u * keys_per_pass, d0, h0, n_keys)),
+            dot(qv, key4(first, i0 + 3u * keys_per_pass, d0, h0, n_keys)),
+        );
     }
     lane_sums[tid] = part;
     workgroupBarrier();
@@ -87,44 +77,45 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         workgroupBarrier();
     }
     if (lane == 0u) {
-        for (var sweep = 0u; sweep < 4u; sweep = sweep + 1u) {
-            let i = sweep * keys_per_pass + tid / KEY_LANES;
-            if (i < CHUNK) {
-                scores[i] = select(NEG_BIG, lane_sums[tid][sweep], first + i < n_keys);
-            }
-        }
+        let sums = lane_sums[tid];
+        score(i0, sums.x, first, n_keys);
+        score(i0 + keys_per_pass, sums.y, first, n_keys);
+        score(i0 + 2u * keys_per_pass, sums.z, first, n_keys);
+        score(i0 + 3u * keys_per_pass, sums.w, first, n_keys);
     }
     workgroupBarrier();
 
-    // The chunk's softmax statistics (every invocation reads the CHUNK scores).
+    // The chunk's softmax statistics: m by every invocation (CHUNK reads of
+    // workgroup memory), then each key's weight exp(s − m) once, in place.
     var m = NEG_BIG;
     for (var i = 0u; i < CHUNK; i = i + 1u) {
         m = max(m, scores[i]);
     }
+    workgroupBarrier(); // every invocation has read the scores before they become weights
+    if (tid < CHUNK) {
+        scores[tid] = exp(scores[tid] - m);
+    }
+    workgroupBarrier();
     var l = 0.0;
     for (var i = 0u; i < CHUNK; i = i + 1u) {
-        l = l + exp(scores[i] - m);
+        l = l + scores[i];
     }
 
-    // Values: group g sums keys i ≡ g (mod WG / DIM_LANES) for dims tid % DIM_LANES + DIM_LANES · s.
+    // Values: group g sums keys i ≡ g (mod WG / DIM_LANES) for dims tid % DIM_LANES + DIM_LANES · s,
+    // four keys' values loaded before any is used.
     let groups = WG / DIM_LANES;
     let g = tid / DIM_LANES;
     for (var d = tid % DIM_LANES; d < hs; d = d + DIM_LANES) {
         var acc = 0.0;
-        for (var i0 = g; i0 < CHUNK; i0 = i0 + 4u * groups) {
-            var v: array<f32, 4>; // four keys' values, loaded before any is used
-            for (var u = 0u; u < 4u; u = u + 1u) {
-                let i = i0 + u * groups;
-                if (i < CHUNK && first + i < n_keys) {
-                    v[u] = value_cache[(first + i) * p.n_embd + h0 + d];
-                }
-            }
-            for (var u = 0u; u < 4u; u = u + 1u) {
-                let i = i0 + u * groups;
-                if (i < CHUNK && first + i < n_keys) {
-                    acc = acc + exp(scores[i] - m) * v[u];
-                }
-            }
+        for (var i = g; i < CHUNK; i = i + 4u * groups) {
+            let v = vec4<f32>(
+                value(first, i, d, h0, n_keys),
+                value(first, i + groups, d, h0, n_keys),
+                value(first, i + 2u * groups, d, h0, n_keys),
+                value(first, i + 3u * groups, d, h0, n_keys),
+            );
+            acc = acc + weight(i) * v.x + weight(i + groups) * v.y;
+            acc = acc + weight(i + 2u * groups) * v.z + weight(i + 3u * groups) * v.w;
         }
         group_sums[g * MAX_HEAD_SIZE + d] = acc;
     }
@@ -141,4 +132,55 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         parts[base] = m;
         parts[base + 1u] = l;
     }
+}
+
+// The scaled query's dims d0, d0 + KEY_LANES, … (four; 0 past the head).
+fn query4(d0: u32) -> vec4<f32> {
+    var v = vec4<f32>(0.0);
+    for (var u = 0u; u < 4u; u = u + 1u) {
+        let d = d0 + u * KEY_LANES;
+        if (d < p.head_size) {
+            v[u] = q[d];
+        }
+    }
+    return v;
+}
+
+// Key `first + i`'s dims d0, d0 + KEY_LANES, … of the head at h0 (0 past the
+// chunk, the keys so far or the head).
+fn key4(first: u32, i: u32, d0: u32, h0: u32, n_keys: u32) -> vec4<f32> {
+    var v = vec4<f32>(0.0);
+    if (i >= CHUNK || first + i >= n_keys) {
+        return v;
+    }
+    for (var u = 0u; u < 4u; u = u + 1u) {
+        let d = d0 + u * KEY_LANES;
+        if (d < p.head_size) {
+            v[u] = key_cache[(first + i) * p.n_embd + h0 + d];
+        }
+    }
+    return v;
+}
+
+// Key i's score into `scores` (minus "infinity" past the keys so far).
+fn score(i: u32, s: f32, first: u32, n_keys: u32) {
+    if (i < CHUNK) {
+        scores[i] = select(NEG_BIG, s, first + i < n_keys);
+    }
+}
+
+// Value `first + i`'s dim d of the head at h0 (0 past the chunk or the keys so far).
+fn value(first: u32, i: u32, d: u32, h0: u32, n_keys: u32) -> f32 {
+    if (i >= CHUNK || first + i >= n_keys) {
+        return 0.0;
+    }
+    return value_cache[(first + i) * p.n_embd + h0 + d];
+}
+
+// Key i's softmax weight exp(s_i − m) (0 past the chunk).
+fn weight(i: u32) -> f32 {
+    if (i >= CHUNK) {
+        return 0.0;
+    }
+    return scores[i];
 }

@@ -48,23 +48,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             // Rows are whole words: word j of row v holds elements j·PER_WORD …
             let per_row = p.n_embd / PER_WORD;
             let first = v * per_row;
-            for (var j0 = lane; j0 < per_row; j0 = j0 + UNROLL * lanes) {
-                var words: array<Word, UNROLL>; // loaded before any is used
-                for (var u = 0u; u < UNROLL; u = u + 1u) {
-                    let j = j0 + u * lanes;
-                    if (j < per_row) {
-                        words[u] = w[first + j];
-                    }
-                }
-                for (var u = 0u; u < UNROLL; u = u + 1u) {
-                    let j = j0 + u * lanes;
-                    if (j < per_row) {
-                        let ws = w_unpack(words[u], (first + j) * PER_WORD, v, 0u);
-                        for (var t = 0u; t < PER_WORD; t = t + 1u) {
-                            acc = acc + xs[j * PER_WORD + t] * ws[t];
-                        }
-                    }
-                }
+            // UNROLL (4) words in flight, each in a value of its own (no
+            // private array filled in a loop: see shaders/split_dot.wgsl).
+            for (var j0 = lane; j0 < per_row; j0 = j0 + 4u * lanes) {
+                let j1 = j0 + lanes;
+                let j2 = j1 + lanes;
+                let j3 = j2 + lanes;
+                let w0 = head_word(first, j0, per_row);
+                let w1 = head_word(first, j1, per_row);
+                let w2 = head_word(first, j2, per_row);
+                let w3 = head_word(first, j3, per_row);
+                acc = add_word(acc, w0, first, j0, per_row, v);
+                acc = add_word(acc, w1, first, j1, per_row, v);
+                acc = add_word(acc, w2, first, j2, per_row, v);
+                acc = add_word(acc, w3, first, j3, per_row, v);
             }
         } else {
             for (var c = lane; c < p.n_embd; c = c + lanes) {
@@ -83,4 +80,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (lane == 0u && v < p.n_vocab) {
         logits[r * p.vocab_size + p.v0 + v] = lane_sums[tid];
     }
+}
+
+// Word j of the head row starting at word `first` (0 past the row).
+fn head_word(first: u32, j: u32, per_row: u32) -> Word {
+    if (j < per_row) {
+        return w[first + j];
+    }
+    return Word();
+}
+
+// acc plus word j's PER_WORD products with the staged x (nothing past the row).
+fn add_word(acc: f32, word: Word, first: u32, j: u32, per_row: u32, v: u32) -> f32 {
+    var a = acc;
+    if (j < per_row) {
+        let ws = w_unpack(word, (first + j) * PER_WORD, v, 0u);
+        for (var t = 0u; t < PER_WORD; t = t + 1u) {
+            a = a + xs[j * PER_WORD + t] * ws[t];
+        }
+    }
+    return a;
 }

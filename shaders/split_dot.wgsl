@@ -9,24 +9,43 @@
 fn split_dot(tid: u32, wide: u32, k: u32, n: u32, col0: u32) -> array<f32, PER_WORD> {
     let slices = WG / wide;
     var acc: array<f32, PER_WORD>;
-    for (var k0 = tid / wide; k0 < k; k0 = k0 + UNROLL * slices) {
-        // UNROLL rows' weights and inputs, all loaded before any is used.
-        var ws: array<array<f32, PER_WORD>, UNROLL>;
-        var xs: array<f32, UNROLL>;
-        for (var u = 0u; u < UNROLL; u = u + 1u) {
-            let kk = k0 + u * slices;
-            ws[u] = row_weights(kk, k, n, col0);
-            xs[u] = 0.0; // written every round: a loop's `var` is not zeroed again everywhere
-            if (kk < k) {
-                xs[u] = input(kk);
-            }
-        }
-        for (var u = 0u; u < UNROLL; u = u + 1u) {
-            for (var t = 0u; t < PER_WORD; t = t + 1u) {
-                acc[t] = acc[t] + xs[u] * ws[u][t];
-            }
-        }
+    // UNROLL (4) rows a round, each row's weights and input in a value of its
+    // own, all loaded before any is used. No private array is filled in a
+    // loop: a GPU's compiler may place one in local memory, where each store
+    // waits for its load and the round's loads go one at a time.
+    for (var k0 = tid / wide; k0 < k; k0 = k0 + 4u * slices) {
+        let k1 = k0 + slices;
+        let k2 = k1 + slices;
+        let k3 = k2 + slices;
+        let w0 = row_weights(k0, k, n, col0);
+        let w1 = row_weights(k1, k, n, col0);
+        let w2 = row_weights(k2, k, n, col0);
+        let w3 = row_weights(k3, k, n, col0);
+        let x0 = input_or_zero(k0, k);
+        let x1 = input_or_zero(k1, k);
+        let x2 = input_or_zero(k2, k);
+        let x3 = input_or_zero(k3, k);
+        acc = add_row(acc, x0, w0);
+        acc = add_row(acc, x1, w1);
+        acc = add_row(acc, x2, w2);
+        acc = add_row(acc, x3, w3);
     }
     return reduce_slices(tid, wide, acc);
 }
 
+// The kk-th input, 0 past k.
+fn input_or_zero(kk: u32, k: u32) -> f32 {
+    if (kk < k) {
+        return input(kk);
+    }
+    return 0.0;
+}
+
+// acc[t] + x · w[t] for each of the invocation's columns.
+fn add_row(acc: array<f32, PER_WORD>, x: f32, w: array<f32, PER_WORD>) -> array<f32, PER_WORD> {
+    var a = acc;
+    for (var t = 0u; t < PER_WORD; t = t + 1u) {
+        a[t] = a[t] + x * w[t];
+    }
+    return a;
+}

@@ -11,7 +11,7 @@
 // log2(slices) steps). The split kernels' CPU twins are the unsplit ones:
 // the same sums, added in another order.
 
-const UNROLL: u32 = 4u; // rows whose weights one invocation loads before using any
+const UNROLL: u32 = 4u; // rows whose weights one invocation loads before using any (split_dot spells its 4 out)
 
 var<workgroup> slice_sums: array<vec4<f32>, WG>; // (WG) partial sums, four columns at a time
 

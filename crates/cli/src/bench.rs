@@ -7,7 +7,7 @@ use engine::open::Chose;
 use engine::{Batch, EngineError, Result, Session, Wanted};
 use serde::Serialize;
 
-use crate::bandwidth;
+use crate::{bandwidth, kernel_times};
 
 /// What to measure: the sizes, and the comparison paths of the cost lessons.
 pub struct Plan {
@@ -17,6 +17,9 @@ pub struct Plan {
     pub no_cache: bool,
     /// The prompt goes through the decode path one token at a time.
     pub prefill_by_decode: bool,
+    /// Also time each kernel of a decode step and of the prefill alone
+    /// (where the device has timestamp queries).
+    pub kernel_times: bool,
     /// Also decode this many continuations as one batched step each (1: no batch figures).
     pub batch: usize,
 }
@@ -170,6 +173,9 @@ pub async fn measure(mut session: Session, chose: Chose, plan: Plan) -> Result<(
     if let Some(costs) = &costs {
         let (weights, kv) = session.step_reads();
         bandwidth::cost_table(costs, session.pos(), weights + kv, &mut out);
+    }
+    if plan.kernel_times {
+        kernel_times::lines(&session, plan.prompt_len, &mut out).await?;
     }
     if plan.batch > 1 {
         batch(&session, &prompt, tokens, plan.batch, decode.wall_ms, &device, &mut out).await?;

@@ -52,6 +52,8 @@ pub async fn run(models: &[PathBuf], out: &Path) -> Result<()> {
         for (name, kernels) in KERNELS {
             let check = selftest(&ctx, first, kernels).await?;
             log += &format!("\n== self-test, kernels {name}\n{}", check.report);
+            // Written as it goes: a run cut short still leaves what it measured.
+            std::fs::write(out.join("gpu-bench.log"), &log).map_err(io)?;
             checks.push(Check { kernels: name, ..check });
         }
     }
@@ -70,6 +72,7 @@ pub async fn run(models: &[PathBuf], out: &Path) -> Result<()> {
                     no_cache: false,
                     prefill_by_decode: false,
                     batch: 1,
+                    kernel_times: true,
                 };
                 let (figures, text) = bench::measure(engine.session()?, chose, plan).await?;
                 log += &format!(
@@ -78,6 +81,7 @@ pub async fn run(models: &[PathBuf], out: &Path) -> Result<()> {
                     format.name()
                 );
                 rows.push(Row { model: dir.display().to_string(), kernels: name, figures });
+                std::fs::write(out.join("gpu-bench.log"), &log).map_err(io)?;
                 drop(engine);
             }
         }

@@ -7,6 +7,7 @@ mod bandwidth;
 mod bench;
 mod generate;
 mod gpu_bench;
+mod kernel_times;
 mod random_model;
 mod sample;
 
@@ -83,7 +84,7 @@ enum Command {
         /// Weight storage on either engine: auto (f16 for an f16 checkpoint, else f32) or a format (f32, f16, bf16, int8-tensor, int8 = per output channel, int4 = groups of 32).
         #[arg(long, value_parser = weights_choice, default_value = "auto")]
         weights: WeightsChoice,
-        /// GPU kernels: auto (the cpu profile on a software adapter, else every profile timed and the fastest kept), cpu, gpu (its layout timed), or a layout by name (gpu-4, gpu-8, gpu-16).
+        /// GPU kernels: auto (the cpu profile on a software adapter, else every profile timed and the fastest kept), cpu, gpu (its layout timed), or a layout by name (gpu-1, gpu-2, gpu-4, gpu-8, gpu-16; timed: gpu-2, gpu-4, gpu-8).
         #[arg(long, value_parser = kernels_choice, default_value = "auto")]
         kernels: KernelsChoice,
         #[arg(long, default_value_t = 100)]
@@ -142,7 +143,7 @@ enum Command {
         /// Weight storage on either engine: auto (f16 for an f16 checkpoint, else f32) or a format (f32, f16, bf16, int8-tensor, int8 = per output channel, int4 = groups of 32).
         #[arg(long, value_parser = weights_choice, default_value = "auto")]
         weights: WeightsChoice,
-        /// GPU kernels: auto (the cpu profile on a software adapter, else every profile timed and the fastest kept), cpu, gpu (its layout timed), or a layout by name (gpu-4, gpu-8, gpu-16).
+        /// GPU kernels: auto (the cpu profile on a software adapter, else every profile timed and the fastest kept), cpu, gpu (its layout timed), or a layout by name (gpu-1, gpu-2, gpu-4, gpu-8, gpu-16; timed: gpu-2, gpu-4, gpu-8).
         #[arg(long, value_parser = kernels_choice, default_value = "auto")]
         kernels: KernelsChoice,
         #[arg(long, value_enum, default_value = "prefill")]
@@ -157,7 +158,7 @@ enum Command {
         /// Weight storage on either engine: auto (f16 for an f16 checkpoint, else f32) or a format (f32, f16, bf16, int8-tensor, int8 = per output channel, int4 = groups of 32).
         #[arg(long, value_parser = weights_choice, default_value = "auto")]
         weights: WeightsChoice,
-        /// GPU kernels: auto (the cpu profile on a software adapter, else every profile timed and the fastest kept), cpu, gpu (its layout timed), or a layout by name (gpu-4, gpu-8, gpu-16).
+        /// GPU kernels: auto (the cpu profile on a software adapter, else every profile timed and the fastest kept), cpu, gpu (its layout timed), or a layout by name (gpu-1, gpu-2, gpu-4, gpu-8, gpu-16; timed: gpu-2, gpu-4, gpu-8).
         #[arg(long, value_parser = kernels_choice, default_value = "auto")]
         kernels: KernelsChoice,
         #[arg(long, default_value_t = 64)]
@@ -173,6 +174,9 @@ enum Command {
         /// Also decode this many continuations together, one batched step per token, and compare with one after another.
         #[arg(long, default_value_t = 1)]
         batch: usize,
+        /// Also time each kernel of a decode step and of the prefill alone on the GPU (timestamp queries), with the rate it read at.
+        #[arg(long)]
+        kernel_times: bool,
     },
     /// The page's `?selftest=1` on this machine's GPU: every kernel against its
     /// CPU twin, then the model on the GPU against the CPU engine; prints the
@@ -350,10 +354,18 @@ async fn run(command: Command) -> Result<()> {
             no_cache,
             prefill_by_decode,
             batch,
+            kernel_times,
         } => {
             check_batch_size(batch)?;
             let (session, chose) = open(&model, backend, weights, kernels).await?;
-            let plan = bench::Plan { prompt_len, tokens, no_cache, prefill_by_decode, batch };
+            let plan = bench::Plan {
+                prompt_len,
+                tokens,
+                no_cache,
+                prefill_by_decode,
+                batch,
+                kernel_times,
+            };
             bench::run(session, chose, plan).await
         }
         Command::Selftest { model, prompt, steps, weights, kernels } => {

@@ -199,7 +199,9 @@ fn selftest_passes_on_the_gpu_and_prints_the_report() {
     let bad = decode_lab(&["selftest", "--model", m, "--kernels", "gpu-7"]);
     let stderr = String::from_utf8_lossy(&bad.stderr);
     assert!(
-        stderr.contains("not a kernel choice (one of auto, cpu, gpu, gpu-4, gpu-8, gpu-16)"),
+        stderr.contains(
+            "not a kernel choice (one of auto, cpu, gpu, gpu-1, gpu-2, gpu-4, gpu-8, gpu-16)"
+        ),
         "{stderr}"
     );
 }

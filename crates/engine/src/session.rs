@@ -278,6 +278,21 @@ impl Session {
         }
     }
 
+    /// Each kernel of a decode step (`prefill`: of a prefill of that many
+    /// tokens) timed alone on the GPU (see `GpuSession::kernel_times`);
+    /// `None` on the CPU engines and without timestamp queries.
+    #[cfg(feature = "gpu")]
+    pub async fn kernel_times(
+        &self,
+        prefill: Option<usize>,
+        repeats: u32,
+    ) -> Result<Option<Vec<crate::gpu::KernelTime>>> {
+        match self {
+            Session::Gpu(s) => s.kernel_times(prefill, repeats).await,
+            _ => Ok(None),
+        }
+    }
+
     /// A short name of the engine and device, for headers and bench output.
     pub fn backend_name(&self) -> String {
         match self {

@@ -26,7 +26,7 @@ fn profiles_of(kernel: Kernel) -> Vec<Profile> {
 /// Every case of `kernel`, in each split layout where its workgroups follow one.
 fn all_cases(kernel: Kernel) -> Vec<cases::Case> {
     let layouts = match kernel.takes_layout() {
-        true => Split::CANDIDATES.to_vec(),
+        true => Split::ALL.to_vec(),
         false => vec![Split::DEFAULT],
     };
     layouts.into_iter().flat_map(|split| cases::cases(kernel, split)).collect()

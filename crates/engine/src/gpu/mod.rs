@@ -22,4 +22,4 @@ pub use batch::GpuBatch;
 pub use context::GpuContext;
 pub use model::{GpuLayer, GpuModel, Scratch};
 pub use pipelines::Pipelines;
-pub use session::GpuSession;
+pub use session::{GpuSession, KernelTime};

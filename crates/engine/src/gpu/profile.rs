@@ -43,7 +43,7 @@ pub struct Chosen {
 }
 
 impl Chosen {
-    /// One line: `gpu-8 (timed: cpu 28.1, gpu-4 1.31, gpu-8 1.02, gpu-16 1.20 ms/token)`.
+    /// One line: `gpu-2 (timed: cpu 26.3, gpu-2 1.22, gpu-4 1.30, gpu-8 1.83 ms/token)`.
     pub fn describe(&self) -> String {
         let why = match self.reason {
             Reason::Asked => "asked for".to_string(),

@@ -150,6 +150,48 @@ impl Runner {
     }
 }
 
+impl Runner {
+    /// Each op of `ops` alone, `repeats` dispatches back to back in a pass of
+    /// its own with timestamps: its GPU time per dispatch in ms (`None`: not
+    /// dispatched), or `None` without timestamp queries. For the bench's
+    /// kernel times: the ops write only the step's scratch and KV rows,
+    /// which the next step writes again.
+    pub async fn time_each(
+        &self,
+        ops: &[Op],
+        first_slot: usize,
+        pass: &Pass<'_>,
+        repeats: u32,
+    ) -> Result<Option<Vec<Option<f64>>>> {
+        let ctx = &self.gpu.ctx;
+        let Some(timer) = Timer::spans(ctx, ops.len() as u32) else { return Ok(None) };
+        let groups = self.write_params(ops, first_slot, pass, &mut StepStats::default());
+        let mut enc = ctx.device.create_command_encoder(&Default::default());
+        for (i, (op, wg)) in ops.iter().zip(&groups).enumerate() {
+            let Some(wg) = wg else { continue };
+            let desc = wgpu::ComputePassDescriptor {
+                label: None,
+                timestamp_writes: Some(timer.span(i as u32)),
+            };
+            let mut cpass = enc.begin_compute_pass(&desc);
+            cpass.set_pipeline(self.gpu.pipelines.get(op.kernel()));
+            cpass.set_bind_group(0, &op.bind_group, &[]);
+            for _ in 0..repeats {
+                cpass.dispatch_workgroups(wg[0], wg[1], wg[2]);
+            }
+        }
+        timer.resolve(&mut enc);
+        ctx.queue.submit([enc.finish()]);
+        let pending = timer.map();
+        ctx.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| {
+            crate::error::EngineError::Gpu(format!("waiting for the GPU failed: {e}"))
+        })?;
+        let ms = timer.finish_spans(pending).await?;
+        let per = |(t, g): (f64, &Option<[u32; 3]>)| g.map(|_| t / f64::from(repeats.max(1)));
+        Ok(Some(ms.into_iter().zip(&groups).map(per).collect()))
+    }
+}
+
 /// Frees the parameter and logits buffers at once (see `GpuSession`'s `Drop`
 /// for why a browser needs it). Work already submitted finishes first.
 impl Drop for Runner {

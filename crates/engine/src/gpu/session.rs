@@ -32,6 +32,14 @@ pub struct GpuSession {
     last: StepStats,
 }
 
+/// One dispatch of a step timed alone (the bench's kernel times).
+pub struct KernelTime {
+    pub kernel: crate::kernels::Kernel,
+    /// GPU time of one dispatch.
+    pub ms: f64,
+    pub cost: Option<crate::kernels::Cost>,
+}
+
 /// A session's dispatches, bound to its buffers when it opens.
 struct OpLists {
     prefill: Vec<Op>,
@@ -262,6 +270,40 @@ impl GpuSession {
         let pass = Pass::single(1, self.pos as u32, 0, 1);
         let ops = self.ops.decode.iter();
         ops.filter_map(|op| Some((op.kernel(), op.cost(&self.gpu, &pass)?))).collect()
+    }
+
+    /// Each kernel of a decode step (`prefill`: of a prefill of that many
+    /// tokens) alone on the GPU, `repeats` dispatches back to back: its GPU
+    /// time per dispatch in ms and its cost record, in the step's order.
+    /// `None` without timestamp queries, or past the context. Leaves the
+    /// session as it was: the ops write only scratch and the KV rows from
+    /// the current position on, which the next step writes again.
+    pub async fn kernel_times(
+        &self,
+        prefill: Option<usize>,
+        repeats: u32,
+    ) -> Result<Option<Vec<KernelTime>>> {
+        let n = prefill.unwrap_or(1).max(1);
+        if self.pos + n > self.config().n_positions {
+            return Ok(None);
+        }
+        let ops = if prefill.is_some() { &self.ops.prefill } else { &self.ops.decode };
+        if prefill.is_some() {
+            let tokens = vec![0u32; n]; // any ids: only the time is kept
+            self.gpu.ctx.queue.write_buffer(
+                &self.gpu.scratch.tokens,
+                0,
+                bytemuck::cast_slice(&tokens),
+            );
+        }
+        let pass = Pass::single(n as u32, self.pos as u32, n as u32 - 1, 1);
+        let Some(ms) = self.runner.time_each(ops, 0, &pass, repeats).await? else {
+            return Ok(None);
+        };
+        let timed = ops.iter().zip(ms).filter_map(|(op, ms)| {
+            Some(KernelTime { kernel: op.kernel(), ms: ms?, cost: op.cost(&self.gpu, &pass) })
+        });
+        Ok(Some(timed.collect()))
     }
 
     /// The shared model, to check a batch's sessions run one model.
