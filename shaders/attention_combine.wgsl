@@ -16,7 +16,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> y: array<f32>; // (row0 + 1, n_embd)
 
 override WG: u32 = 256u;
-override CHUNK: u32 = 64u; // keys per chunk, as attention_split's
+override CHUNK: u32 = 32u; // keys per chunk, as attention_split's
 const NEG_BIG: f32 = -3.0e38;
 
 @compute @workgroup_size(WG)

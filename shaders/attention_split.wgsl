@@ -28,7 +28,7 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> parts: array<f32>; // (chunks, n_head, 2 + head_size)
 
 override WG: u32 = 256u;
-override CHUNK: u32 = 64u;     // keys per workgroup (`attention_split::CHUNK`), at most 4 · WG / KEY_LANES
+override CHUNK: u32 = 32u;     // keys per workgroup (`attention_split::CHUNK`), at most 4 · WG / KEY_LANES
 const KEY_LANES: u32 = 16u;    // invocations per key while scoring
 const DIM_LANES: u32 = 64u;    // invocations per key while summing values
 const MAX_HEAD_SIZE: u32 = 256u;

@@ -1,7 +1,7 @@
 // lm_head_split (real GPUs): logits[r, v0 + v] = x[row0 + r, :] · lm_head[v, :],
 // each vocabulary row read by LANES invocations side by side: neighbouring
 // invocations read neighbouring words of the row (coalesced), each with
-// UNROLL words in flight per round, and the lanes' partial sums meet in
+// WORDS words in flight per round, and the lanes' partial sums meet in
 // workgroup memory. A workgroup takes ROWS vocabulary rows of one logits row
 // and first stages that row of x in workgroup memory. As lm_head, the head
 // may be split by vocabulary rows over several bindings (v0, n_vocab).
@@ -26,7 +26,7 @@ struct Params {
 
 override WG: u32 = 256u;
 override ROWS: u32 = 8u;  // vocabulary rows per workgroup (`lm_head_split::ROWS` in Rust)
-const UNROLL: u32 = 4u;   // words in flight per invocation and round
+const WORDS: u32 = 4u;    // words in flight per invocation and round (`lm_head_split::WORDS`)
 const MAX_EMBD: u32 = 2048u; // `LN_MAX_EMBD` in Rust
 
 var<workgroup> xs: array<f32, MAX_EMBD>; // (n_embd) this logits row's x
@@ -48,9 +48,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             // Rows are whole words: word j of row v holds elements j·PER_WORD …
             let per_row = p.n_embd / PER_WORD;
             let first = v * per_row;
-            // UNROLL (4) words in flight, each in a value of its own (no
+            // WORDS (4) words in flight, each in a value of its own (no
             // private array filled in a loop: see shaders/split_dot.wgsl).
-            for (var j0 = lane; j0 < per_row; j0 = j0 + 4u * lanes) {
+            for (var j0 = lane; j0 < per_row; j0 = j0 + WORDS * lanes) {
                 let j1 = j0 + lanes;
                 let j2 = j1 + lanes;
                 let j3 = j2 + lanes;

@@ -6,14 +6,16 @@
 // Σ_kk input(kk) · w[kk, col0 + t] for t < PER_WORD over every row of k: the
 // whole dot products of this invocation's columns, in every slice. The
 // kernel defines `input(kk)`. Call from uniform control flow.
+const DOT_ROWS: u32 = 4u; // rows whose weights one invocation loads before using any (`profile::DOT_ROWS` in Rust)
+
 fn split_dot(tid: u32, wide: u32, k: u32, n: u32, col0: u32) -> array<f32, PER_WORD> {
     let slices = WG / wide;
     var acc: array<f32, PER_WORD>;
-    // UNROLL (4) rows a round, each row's weights and input in a value of its
+    // DOT_ROWS (4) rows a round, each row's weights and input in a value of its
     // own, all loaded before any is used. No private array is filled in a
     // loop: a GPU's compiler may place one in local memory, where each store
     // waits for its load and the round's loads go one at a time.
-    for (var k0 = tid / wide; k0 < k; k0 = k0 + 4u * slices) {
+    for (var k0 = tid / wide; k0 < k; k0 = k0 + DOT_ROWS * slices) {
         let k1 = k0 + slices;
         let k2 = k1 + slices;
         let k3 = k2 + slices;

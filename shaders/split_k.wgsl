@@ -6,12 +6,12 @@
 // WG / wide slices of k. Invocation (g, s) = (tid % wide, tid / wide) owns
 // the PER_WORD columns of one weight word in every row, and the rows
 // s, s + slices, s + 2·slices, …: neighbouring invocations read neighbouring
-// words of a row (coalesced), each round of loads has UNROLL rows in flight,
+// words of a row (coalesced), each round of loads has several rows in flight,
 // and the slices' partial sums meet in workgroup memory (a tree of
 // log2(slices) steps). The split kernels' CPU twins are the unsplit ones:
 // the same sums, added in another order.
 
-const UNROLL: u32 = 4u; // rows whose weights one invocation loads before using any (split_dot spells its 4 out)
+const UNROLL: u32 = 4u; // rows whose weights matmul_split loads before using any (split_dot: DOT_ROWS)
 
 var<workgroup> slice_sums: array<vec4<f32>, WG>; // (WG) partial sums, four columns at a time
 

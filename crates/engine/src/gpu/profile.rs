@@ -43,7 +43,7 @@ pub struct Chosen {
 }
 
 impl Chosen {
-    /// One line: `gpu-2 (timed: cpu 26.3, gpu-2 1.22, gpu-4 1.30, gpu-8 1.83 ms/token)`.
+    /// One line: `gpu-2 (timed: cpu 26.3, gpu-2 1.07, gpu-4 1.15, gpu-8 1.66 ms/token)`.
     pub fn describe(&self) -> String {
         let why = match self.reason {
             Reason::Asked => "asked for".to_string(),
@@ -106,19 +106,17 @@ pub async fn open(
         let profile = candidates[0];
         return Ok((first, Chosen { profile, reason, trials: Vec::new() }));
     }
+    let mut gpus = vec![Ok(first.clone())];
+    for &profile in &candidates[1..] {
+        gpus.push(first.with_profile(profile).await);
+    }
+    let times = time_decodes(&gpus).await;
     let mut trials = Vec::new();
     let mut best: Option<(f64, Rc<GpuModel>)> = None;
-    for (i, &profile) in candidates.iter().enumerate() {
-        let gpu = match i {
-            0 => Ok(first.clone()),
-            _ => first.with_profile(profile).await,
-        };
-        let timed = match gpu {
-            Ok(gpu) => time_decode(&gpu).await.map(|ms| (ms, gpu)),
-            Err(e) => Err(e),
-        };
+    for ((profile, gpu), timed) in candidates.iter().zip(gpus).zip(times) {
+        let timed = gpu.and_then(|gpu| timed.map(|ms| (ms, gpu)));
         trials.push(Trial {
-            profile,
+            profile: *profile,
             ms_per_token: timed.as_ref().map(|t| t.0).map_err(|e| e.to_string()),
         });
         if let Ok((ms, gpu)) = timed {
@@ -134,24 +132,55 @@ pub async fn open(
     Ok((gpu, Chosen { profile, reason: Reason::Timed, trials }))
 }
 
-/// The median decode step of `gpu` after a short prompt: GPU time where the
-/// device has timestamps (what the kernels themselves cost), else wall time.
-async fn time_decode(gpu: &Rc<GpuModel>) -> Result<f64> {
+/// Each candidate's median decode step after a short prompt: GPU time where
+/// the device has timestamps (what the kernels themselves cost), else wall
+/// time. The candidates take turns, one step each a round after two untimed
+/// rounds, so a GPU's clocks ramping up from idle or a passing stall fall on
+/// every candidate alike (timed one after another, the first candidate once
+/// measured 4× slow on an H200 and lost).
+async fn time_decodes(gpus: &[Result<Rc<GpuModel>>]) -> Vec<Result<f64>> {
+    let mut sessions: Vec<Result<GpuSession>> = Vec::new();
+    let mut room = usize::MAX;
+    for gpu in gpus {
+        let opened = match gpu {
+            Ok(gpu) => prefilled(gpu).await,
+            Err(e) => Err(EngineError::Gpu(e.to_string())),
+        };
+        if let Ok(s) = &opened {
+            room = room.min(s.config().n_positions - s.pos());
+        }
+        sessions.push(opened);
+    }
+    let mut times = vec![Vec::new(); gpus.len()];
+    for step in 0..(TIMED_STEPS + 2).min(room) {
+        for (slot, times) in sessions.iter_mut().zip(&mut times) {
+            let Ok(session) = slot else { continue };
+            let token = (step % session.config().vocab_size) as u32;
+            match session.decode(token).await {
+                Ok(_) if step >= 2 => {
+                    let stats = session.last_stats();
+                    times.push(stats.gpu_ms.unwrap_or(stats.wall_ms));
+                }
+                Ok(_) => {}
+                Err(e) => *slot = Err(e),
+            }
+        }
+    }
+    let median = |(slot, times): (Result<GpuSession>, Vec<f64>)| {
+        slot?;
+        crate::cost::median(&times).ok_or_else(|| {
+            EngineError::Gpu("the model's context is too short to time a profile".into())
+        })
+    };
+    sessions.into_iter().zip(times).map(median).collect()
+}
+
+/// A session of `gpu` that has read a short prompt.
+async fn prefilled(gpu: &Rc<GpuModel>) -> Result<GpuSession> {
     let c = gpu.config();
     let prompt: Vec<u32> =
         (0..8.min(c.n_positions - 1)).map(|i| (i * 7 % c.vocab_size) as u32).collect();
     let mut session = GpuSession::new(gpu.clone())?;
     session.prefill(&prompt, Wanted::Last).await?;
-    let room = c.n_positions - prompt.len();
-    let mut times = Vec::new();
-    for step in 0..(TIMED_STEPS + 2).min(room) {
-        session.decode((step % c.vocab_size) as u32).await?;
-        let stats = session.last_stats();
-        if step >= 2 {
-            times.push(stats.gpu_ms.unwrap_or(stats.wall_ms));
-        }
-    }
-    crate::cost::median(&times).ok_or_else(|| {
-        EngineError::Gpu("the model's context is too short to time a profile".into())
-    })
+    Ok(session)
 }

@@ -8,9 +8,11 @@ use super::profile::UNROLL;
 use super::{At, Cost, Kernel, Launch, WG_SPLIT};
 use crate::storage::format::Format;
 
-/// Keys per chunk (the shader's `override CHUNK`): four passes of
-/// `WG_SPLIT / KEY_LANES` keys.
-pub const CHUNK: u32 = 64;
+/// Keys per chunk (the shader's `override CHUNK`): two passes of
+/// `WG_SPLIT / KEY_LANES` keys. 32, not 64: a chunk's serial steps (the
+/// softmax loops, the rounds of values) halve, and up to 127 keys the
+/// combine still reads one round of chunks.
+pub const CHUNK: u32 = 32;
 
 /// Invocations per key while scoring (`KEY_LANES` in the shader).
 const KEY_LANES: u32 = 16;

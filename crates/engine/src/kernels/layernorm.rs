@@ -60,17 +60,42 @@ impl Launch for Shape {
         workgroups(p)
     }
 
-    /// Three passes over the row (mean, variance, normalise), each loop
-    /// iteration a round.
+    /// The statistics ([`stats_rounds`]), then one round per element normalised.
     fn cost(&self, p: &Params, _: Format) -> Cost {
         let (rows, e) = (u64::from(p.n_rows), u64::from(p.n_embd));
         Cost {
             invocations: rows * u64::from(self.wg),
-            chain: 3 * rounds(e, u64::from(self.wg)),
+            chain: stats_rounds(e, self.wg) + rounds(e, u64::from(self.wg)),
             bytes: floats(rows * e + 2 * e),
             weights: 0,
             kv: 0,
             coalesced: true,
         }
+    }
+}
+
+/// Elements of a row one invocation of `ln_stats` (shaders/ln_stats.wgsl)
+/// loads before storing any, as `normalise_row` does the LayerNorm's weight
+/// and bias: `ROW_LOADS` there.
+pub const ROW_LOADS: u64 = 4;
+
+/// Above this many invocations `ln_stats` stages the row in workgroup memory.
+const STAGED_ABOVE: u32 = 64;
+
+/// Rounds of global loads of `ln_stats` over a row of `e` with `wg`
+/// invocations: the row staged, else two passes over it.
+pub fn stats_rounds(e: u64, wg: u32) -> u64 {
+    match wg > STAGED_ABOVE {
+        true => rounds(e, ROW_LOADS * u64::from(wg)),
+        false => 2 * rounds(e, u64::from(wg)),
+    }
+}
+
+/// Rounds of global loads of `normalise_row` after the statistics (the
+/// LayerNorm's weight and bias; `ROW_LOADS` a round where staged).
+pub fn norm_rounds(e: u64, wg: u32) -> u64 {
+    match wg > STAGED_ABOVE {
+        true => rounds(e, ROW_LOADS * u64::from(wg)),
+        false => rounds(e, u64::from(wg)),
     }
 }

@@ -3,13 +3,15 @@
 
 use super::cost::{invocations, rounds};
 use super::lm_head::{self, head_cost, Params};
-use super::profile::UNROLL;
 use super::{At, Cost, Kernel, Launch, WG_SPLIT};
 use crate::storage::format::Format;
 use crate::storage::matrix::Matrix;
 
 /// Vocabulary rows per workgroup (the shader's `override ROWS`).
 pub const ROWS: u32 = 8;
+
+/// Words of its row an invocation loads before using any (`WORDS` in the shader).
+pub const WORDS: u64 = 4;
 
 /// Invocations per vocabulary row.
 const LANES: u32 = WG_SPLIT / ROWS;
@@ -49,12 +51,12 @@ impl Launch for Shape {
     }
 
     /// x's row staged (one round per 256 elements), then the lane's words of
-    /// the row, `UNROLL` a round (one element a round where rows straddle words).
+    /// the row, [`WORDS`] a round (one element a round where rows straddle words).
     fn cost(&self, p: &Params, format: Format) -> Cost {
         let e = u64::from(p.n_embd);
         let per_word = format.per_word() as u64;
         let dot = match e % per_word {
-            0 => rounds((e / per_word).div_ceil(u64::from(LANES)), UNROLL),
+            0 => rounds((e / per_word).div_ceil(u64::from(LANES)), WORDS),
             _ => e.div_ceil(u64::from(LANES)),
         };
         let calls = invocations(self.workgroups(p, format), WG_SPLIT);

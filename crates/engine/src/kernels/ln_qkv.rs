@@ -4,6 +4,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::cost::{floats, invocations, matrix_bytes, neighbouring, rounds};
+use super::layernorm::{norm_rounds, stats_rounds};
 use super::{kv_write, layernorm, matmul};
 use super::{At, Cost, Kernel, Launch, WG};
 use crate::storage::format::{Channels, Format};
@@ -70,20 +71,20 @@ impl Launch for Shape {
         workgroups(p)
     }
 
-    /// The LayerNorm's three passes, then one round per row of k.
+    /// The LayerNorm's staged row, then one round per row of k.
     fn cost(&self, p: &Params, format: Format) -> Cost {
         let e = u64::from(p.n_embd);
         fused_cost(e, 3 * e, workgroups(p), WG, rounds(e, 1), format)
     }
 }
 
-/// The cost of a kernel that normalises a row of `k` (LayerNorm: three
-/// passes of `wg` invocations) and projects it to `n` columns in `dot` rounds.
+/// The cost of a kernel that normalises a row of `k` (`stats_rounds`, then
+/// `norm_rounds`) and projects it to `n` columns in `dot` rounds.
 pub fn fused_cost(k: u64, n: u64, groups: [u32; 3], wg: u32, dot: u64, format: Format) -> Cost {
     let weights = matrix_bytes(format, k, n, Channels::Cols);
     Cost {
         invocations: invocations(groups, wg),
-        chain: 3 * rounds(k, u64::from(wg)) + dot + 1,
+        chain: stats_rounds(k, wg) + norm_rounds(k, wg) + dot + 1,
         bytes: floats(3 * k + n) + weights,
         weights,
         kv: 0,

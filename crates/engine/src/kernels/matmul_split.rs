@@ -6,6 +6,7 @@ use bytemuck::{Pod, Zeroable};
 
 use super::cost::{floats, invocations, matrix_bytes, neighbouring};
 use super::matmul;
+use super::profile::UNROLL;
 use super::{At, Cost, Kernel, Launch, Split, WG_SPLIT};
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
@@ -63,7 +64,7 @@ impl Launch for Shape {
         let weights = matrix_bytes(format, k, n, Channels::Cols);
         Cost {
             invocations: invocations(self.workgroups(p, format), WG_SPLIT),
-            chain: self.split.dot_rounds(p.k) + 1,
+            chain: self.split.slice_rounds(p.k, UNROLL) + 1,
             bytes: floats(m * k + n) + weights,
             weights,
             kv: 0,

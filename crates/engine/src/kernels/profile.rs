@@ -32,9 +32,9 @@ pub struct Split {
 
 impl Split {
     /// The layouts a real GPU is timed with at load (with the cpu profile).
-    /// On an H200 (124M f16 decode, GPU ms/token): gpu-1 1.32, gpu-2 1.22,
-    /// gpu-4 1.30, gpu-8 1.83, gpu-16 slower still; a GPU with fewer
-    /// multiprocessors fills them with fewer, wider workgroups.
+    /// On an H200 (124M f16 decode, GPU ms/token): gpu-1 1.32, gpu-2 1.07,
+    /// gpu-4 1.15, gpu-8 1.66, gpu-16 slower still (f32 there prefers gpu-8);
+    /// a GPU with fewer multiprocessors fills them with fewer, wider workgroups.
     pub const CANDIDATES: [Split; 3] = [Split { wide: 2 }, Split { wide: 4 }, Split { wide: 8 }];
 
     /// Every layout that can be asked for by name (`gpu-1` … `gpu-16`);
@@ -61,15 +61,25 @@ impl Split {
         [n.div_ceil(self.wide * format.per_word() as u32), 1, 1]
     }
 
-    /// Rounds of loads of one invocation's slice of `k` rows, [`UNROLL`] a round.
+    /// Rounds of loads of one invocation's slice of `k` rows, `per_round` a round.
+    pub fn slice_rounds(self, k: u32, per_round: u64) -> u64 {
+        rounds(u64::from(k.div_ceil(self.slices())), per_round)
+    }
+
+    /// Rounds of a single-row split kernel's dot products: [`DOT_ROWS`] a round.
     pub fn dot_rounds(self, k: u32) -> u64 {
-        rounds(u64::from(k.div_ceil(self.slices())), UNROLL)
+        self.slice_rounds(k, DOT_ROWS)
     }
 }
 
-/// Rows whose weights (and inputs) a split kernel's invocation loads before
-/// using any: `UNROLL` in shaders/split_k.wgsl.
+/// Rows (words, keys) whose weights (and inputs) an invocation of matmul_split,
+/// attention_split, attention_combine and block_sum loads before using any:
+/// `UNROLL` in their WGSL.
 pub const UNROLL: u64 = 4;
+
+/// Rows a single-row split kernel's invocation loads before using any:
+/// `DOT_ROWS` in shaders/split_dot.wgsl (eight measured no faster on an H200).
+pub const DOT_ROWS: u64 = 4;
 
 /// The kernels every profile compiles: the device probe's.
 const PROBES: [Kernel; 2] = [Kernel::ResidualAdd, Kernel::BlockSum];
@@ -195,5 +205,18 @@ mod tests {
         }
         assert_eq!(KernelsChoice::from_name("gpu-7"), None);
         assert_eq!(Profile::from_name("gpu-8"), Some(Profile::Gpu(Split { wide: 8 })));
+    }
+
+    #[test]
+    fn the_cost_model_unrolls_as_the_shaders_do() {
+        use crate::kernels::snippets::constant;
+        let split_k = include_str!("../../../../shaders/split_k.wgsl");
+        let split_dot = include_str!("../../../../shaders/split_dot.wgsl");
+        assert_eq!(constant(split_k, "UNROLL"), Some(UNROLL));
+        assert_eq!(constant(split_dot, "DOT_ROWS"), Some(DOT_ROWS));
+        let lm_head = include_str!("../../../../shaders/lm_head_split.wgsl");
+        assert_eq!(constant(lm_head, "WORDS"), Some(crate::kernels::lm_head_split::WORDS));
+        let ln_stats = include_str!("../../../../shaders/ln_stats.wgsl");
+        assert_eq!(constant(ln_stats, "ROW_LOADS"), Some(crate::kernels::layernorm::ROW_LOADS));
     }
 }

@@ -18,6 +18,17 @@ const SPLIT_K: &str = include_str!("../../../../shaders/split_k.wgsl");
 /// The single-row split kernels' dot products (which call the kernel's `input`).
 const SPLIT_DOT: &str = include_str!("../../../../shaders/split_dot.wgsl");
 
+/// The value of `const NAME: u32 = Vu;` in `src`, if it declares one (tests
+/// check the cost model's copies of loop counts against the shaders).
+#[cfg(test)]
+pub fn constant(src: &str, name: &str) -> Option<u64> {
+    let code = code(src);
+    let at = code.find(&format!("const {name}: u32 = "))?;
+    let rest = &code[at..];
+    let value = rest.split('=').nth(1)?.split(';').next()?.trim().trim_end_matches('u');
+    value.parse().ok()
+}
+
 /// `src` with its comments removed (a name in a comment is not a use).
 fn code(src: &str) -> String {
     src.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n")
