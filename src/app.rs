@@ -17,7 +17,7 @@ use crate::custom_logits::CustomLogits;
 use crate::download::{size, BigDownload};
 use crate::driver::Driver;
 use crate::embed::{report_height, EmbedCode, EmbedFooter};
-use crate::lab::{load, Backend, LoadChoice, LoadError, Progress};
+use crate::lab::{load, Backend, CpuReason, LoadChoice, LoadError, Progress};
 use crate::picker::ModelPicker;
 use crate::playground::Playground;
 use crate::query::{query, with_opened};
@@ -119,7 +119,11 @@ pub fn App() -> impl IntoView {
             let shown = shown.clone();
             view! {
                 {self_test.and_then(|s| s.get()).map(|(outcome, config)| view! { <SelfTestPanel outcome=outcome config=config/> })}
-                {match b { Backend::Cpu { reason, .. } => Some(view! { <NoWebGpuBanner reason=reason/> }), _ => None }}
+                {match b {
+                    Backend::Cpu { reason: CpuReason::NoWebGpu(why), .. } => Some(view! { <NoWebGpuBanner reason=why/> }.into_any()),
+                    Backend::Cpu { reason: CpuReason::Asked, .. } => Some(view! { <CpuAskedBanner/> }.into_any()),
+                    _ => None,
+                }}
                 {move || driver.get().map(|d| match widget {
                     Some(w) => view! { <WidgetView widget=w source=Source::Model(d) controls=controls shown=shown.clone()/> }.into_any(),
                     None => view! { <Playground driver=d shown=shown.clone()/> }.into_any(),
@@ -191,7 +195,7 @@ fn start_loading(
                     let outcome = match lab.self_test(self_test_fault()).await {
                         Some(report) => Outcome::Ran(report),
                         None => Outcome::NoGpu(match &lab.backend {
-                            Backend::Cpu { reason, .. } => reason.clone(),
+                            Backend::Cpu { reason, .. } => reason.text(),
                             Backend::WebGpu { .. } => {
                                 "the self-test prompt did not tokenize".into()
                             }
@@ -361,6 +365,20 @@ fn NoWebGpuBanner(reason: String) -> impl IntoView {
                 <li>"Firefox 141+ (Windows) or Nightly: set dom.webgpu.enabled in about:config."</li>
                 <li>"Safari 26+: on by default; earlier, enable WebGPU under Develop → Feature Flags."</li>
             </ul>
+        </div>
+    }
+}
+
+/// The link chose the CPU engine (`backend=cpu`): say so, not that WebGPU is
+/// missing, and offer the way back.
+#[component]
+fn CpuAskedBanner() -> impl IntoView {
+    view! {
+        <div class="banner" role="status" data-testid="cpu-asked">
+            <strong>"The CPU engine runs because this link asks for it (backend=cpu): slower, same results. "</strong>
+            <button data-testid="use-webgpu" on:click=|_| crate::picker::navigate_with("backend", None)>
+                "Run on WebGPU instead"
+            </button>
         </div>
     }
 }

@@ -29,8 +29,28 @@ use crate::worker::CpuWorker;
 pub enum Backend {
     /// WebGPU adapter found: our WGSL kernels run on it, in the `kernels` profile.
     WebGpu { adapter: String, held: WeightsHeld, kernels: Chosen },
-    /// No usable WebGPU: the CPU engine runs in wasm.
-    Cpu { reason: String, held: WeightsHeld, thread: CpuThread },
+    /// The CPU engine runs in wasm, for `reason`.
+    Cpu { reason: CpuReason, held: WeightsHeld, thread: CpuThread },
+}
+
+/// Why the page runs the CPU engine: the banner says which, since "WebGPU is
+/// not available" would be false where the link chose the CPU.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CpuReason {
+    /// The link asked for it (`backend=cpu`).
+    Asked,
+    /// No usable WebGPU (absent, refused the model, lost, failed its self-test): how.
+    NoWebGpu(String),
+}
+
+impl CpuReason {
+    /// One sentence of why, for the self-test panel and the banner's detail.
+    pub fn text(&self) -> String {
+        match self {
+            CpuReason::Asked => "the CPU engine was asked for (backend=cpu)".into(),
+            CpuReason::NoWebGpu(why) => why.clone(),
+        }
+    }
 }
 
 /// Where the CPU engine runs.
@@ -245,6 +265,7 @@ impl Lab {
     pub fn fall_back_to_cpu(&mut self, reason: String) {
         self.engine = page_engine(self.model.clone());
         let thread = CpuThread::Page("the CPU worker is starting (the GPU went away)".into());
+        let reason = CpuReason::NoWebGpu(reason);
         self.backend = Backend::Cpu { reason, held: self.backend.held(), thread };
     }
 
@@ -320,9 +341,9 @@ pub async fn load(
     let LoadChoice { force_cpu, weights, kernels, confirmed } = choice;
     progress(Progress { what: "probing WebGPU".into(), loaded: 0, total: None });
     let ctx = if force_cpu {
-        Err("the CPU engine was asked for (backend=cpu)".to_string())
+        Err(CpuReason::Asked)
     } else {
-        GpuContext::new().await.map_err(|e| e.to_string())
+        GpuContext::new().await.map_err(|e| CpuReason::NoWebGpu(e.to_string()))
     };
     let fetched = fetch_files(&source, confirmed, weights, ctx.is_ok(), &progress).await?;
     let done = fetched.bytes;
@@ -374,7 +395,9 @@ pub async fn load(
                     memory.keep(&chosen);
                     Ok((engine, Backend::WebGpu { adapter, held, kernels: chosen }))
                 }
-                Err(e) => Err(format!("the GPU could not take this model: {e}")),
+                Err(e) => {
+                    Err(CpuReason::NoWebGpu(format!("the GPU could not take this model: {e}")))
+                }
             }
         }
         Err(reason) => Err(reason),

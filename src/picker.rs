@@ -171,7 +171,7 @@ fn navigate_with_model(model: Option<&str>) {
 
 /// Reloads the page with parameter `name` set to `value` (or removed), every
 /// other parameter kept.
-fn navigate_with(name: &str, value: Option<&str>) {
+pub fn navigate_with(name: &str, value: Option<&str>) {
     let Some(location) = web_sys::window().map(|w| w.location()) else { return };
     let search = location.search().unwrap_or_default();
     let Ok(params) = web_sys::UrlSearchParams::new_with_str(&search) else { return };

@@ -263,6 +263,16 @@ impl Driver {
         self.runs.update(|r| r.push(record));
     }
 
+    /// `used` of `control` instead of the `asked` (the model or the widget
+    /// allows no more: `limit` says what), with the notice every widget gives
+    /// for it in the run's notice line. Returns `used`.
+    pub fn limited(self, control: Control, asked: usize, used: usize, limit: &str) -> usize {
+        if let Some(n) = control.spec().limited(asked as f64, used as f64, limit) {
+            self.notice.set(Some(n));
+        }
+        used
+    }
+
     /// Runs `job` unless one is running, flagging `generating` and catching errors.
     pub fn launch<F, Fut>(self, job: F)
     where

@@ -74,6 +74,7 @@ pub fn MeasureEditor(
             </div>
             <ProgressBar progress=progress running=d.generating.into() testid=testid/>
             {move || d.error.get().map(|e| view! { <p class="error" role="alert" data-testid="error">{e}</p> })}
+            {move || d.notice.get().map(|n| view! { <p class="note notice" role="status" data-testid="run-notice">{n}</p> })}
         </section>
     }
 }

@@ -132,7 +132,7 @@ function hostile(seed) {
     return Number((z ^ (z >> 31n)) % 1000000n);
   };
   const atoms = ['1e308', '-1e308', 'NaN', 'Infinity', '-inf', '', '-0', '2.5', '99999999999', '0x10', ';;', '%', '🙂',
-    'javascript:alert(1)', '<script>window.__pwned=1</script>', '"><img src=x onerror="window.__pwned=1">',
+    'javascript:alert(1)', 'JaVaScRiPt:window.__pwned=1', 'blob:http://localhost/x', '<script>window.__pwned=1</script>', '"><img src=x onerror="window.__pwned=1">',
     'top_k:locked,bogus', 'none', '\u202e', '../../etc/passwd', '1,2,3,4,5,6'];
   const value = () => {
     const r = next() % 20;
@@ -146,7 +146,7 @@ function hostile(seed) {
 test('500 generated hostile query strings: no panic, visible notices, no script runs, nothing leaves the origin', async () => {
   const names = ['prompt', 'temperature', 'top_k', 'top_p', 'min_p', 'repetition_penalty', 'frequency_penalty',
     'presence_penalty', 'no_repeat_ngram', 'max_tokens', 'seed', 'bars', 'stop', 'controls', 'embed', 'backend', 'labels',
-    'variant_a', 'variant_b', 'heldout_tokens', 'tensor', 'params_b', 'prefill', 'up_to', 'kv_layers', 'kv_heads', 'head_size', 'kv_bytes', 'context', 'batch', 'position', 'layer', 'att_layer', 'att_head', 'first_token', 'beams', 'length_penalty', 'prompt_in_length', 'ends_at', 'kernels'];
+    'variant_a', 'variant_b', 'heldout_tokens', 'tensor', 'params_b', 'prefill', 'up_to', 'kv_layers', 'kv_heads', 'head_size', 'kv_bytes', 'context', 'batch', 'position', 'layer', 'att_layer', 'att_head', 'first_token', 'beams', 'length_penalty', 'prompt_in_length', 'ends_at', 'kernels', 'model'];
   const widgets = ['temperature', 'top-k', 'top-p', 'min-p', 'pipeline', 'step', 'generate', 'greedy-loop', 'compare', 'quantization', 'prefill-decode', 'kv-cache', 'batching', 'logit-lens', 'attention', 'beam-tree', 'bogus'];
   const h = hostile(16);
   const context = await (await lab.browser('cpu')).newContext();

@@ -22,7 +22,12 @@ for (const backend of ['webgpu', 'cpu']) {
     const page = await open(backend);
     assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'ready');
     assert.equal(await page.getAttribute('[data-testid=backend]', 'data-backend'), backend);
-    if (backend === 'cpu') assert.match(await page.textContent('.banner'), /WebGPU is not available/);
+    if (backend === 'cpu') {
+      // The link chose the CPU on a browser that has WebGPU: the banner says so, not that WebGPU is missing.
+      const banner = await page.textContent('.banner');
+      assert.match(banner, /The CPU engine runs because this link asks for it \(backend=cpu\)/);
+      assert.doesNotMatch(banner, /WebGPU is not available/);
+    }
     // SwiftShader is a CPU: `kernels=auto` gives it the cpu profile, untimed, and says why.
     const kernels = backend === 'webgpu' ? 'cpu' : null;
     assert.equal(await page.getAttribute('[data-testid=backend]', 'data-kernels'), kernels);
@@ -34,6 +39,13 @@ for (const backend of ['webgpu', 'cpu']) {
     assert.equal(await page.getAttribute('[data-testid=stats]', 'data-kernels'), kernels);
     await page.screenshot({ path: `${ARTIFACTS}/playground-${backend}.png`, fullPage: true });
     await noFatal(page);
+    if (backend === 'cpu') {
+      // The banner's way back: the same page without backend=cpu, on WebGPU.
+      await Promise.all([page.waitForURL((u) => !u.search.includes('backend=')), page.click('[data-testid=use-webgpu]')]);
+      await page.waitForSelector('[data-testid=status][data-state=ready]', { timeout: 180000 });
+      assert.equal(await page.getAttribute('[data-testid=backend]', 'data-backend'), 'webgpu');
+      assert.equal(await page.$('[data-testid=cpu-asked]'), null);
+    }
     await page.close();
   });
 }

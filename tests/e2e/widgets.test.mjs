@@ -175,6 +175,55 @@ test('compare: four columns from one seed; greedy column equals the CLI; columns
   await page.close();
 });
 
+// Every widget that uses less than the link asks says so, in the same words
+// (`Spec::limited`): the model's layers and heads, the lens's rows and the
+// prompt's tokens, the context's room, the tree's steps.
+test('cpu: every value a widget cuts to the model gets a notice, in the same words', async () => {
+  const shownNotices = async (page) => page.$$eval('[data-testid=limit-notice], [data-testid=run-notice]', (els) => els.map((e) => e.textContent));
+  const idle = (page) => page.waitForFunction(() => document.querySelector('[data-testid=status]').dataset.state === 'ready', null, { timeout: 120_000 });
+  const views = [
+    ['?widget=attention&att_layer=99&att_head=77', null, [/att_layer is kept within this model's layers 0–3: 99 became 3/, /att_head is kept within this model's heads 0–3: 77 became 3/]],
+    ['?widget=logit-lens&layer=99&position=500&prompt=ROMEO%3A', null, [/layer is kept within the lens's layers 0–4: 99 became 4/, /position is kept within the prompt's \d+ tokens: 500 became \d+/]],
+    ['?widget=beam-tree&max_tokens=99&prompt=ROMEO%3A', null, [/max_tokens is kept within the tree's 48 steps: 99 became 48/]],
+    ['?widget=kv-cache&up_to=5000&prompt=ROMEO%3A', 'measure-kv', [/up_to is kept within the context's last position, 255: 5000 became 255/]],
+    ['?widget=prefill-decode&max_tokens=1000&prompt=ROMEO%3A', 'time-generation', [/max_tokens is kept within the context's room after the prompt, 1–\d+ tokens: 1000 became \d+/]],
+    ['?widget=quantization&max_tokens=1000&prompt=ROMEO%3A', 'measure', [/max_tokens is kept within the context's room after the prompt, 1–\d+ tokens: 1000 became \d+/]],
+  ];
+  for (const [query, button, want] of views) {
+    const page = await lab.open('cpu', query);
+    if (button) {
+      await idle(page);
+      await page.click(`[data-testid=${button}]`);
+      await page.waitForSelector('[data-testid=run-notice]', { timeout: 60_000 });
+      await page.click('[data-testid=stop-generation]').catch(() => {});
+    }
+    await page.waitForFunction((n) => document.querySelectorAll('[data-testid=limit-notice], [data-testid=run-notice]').length >= n,
+      want.length, { timeout: 120_000 });
+    const notices = await shownNotices(page);
+    for (const w of want) assert.ok(notices.some((n) => w.test(n)), `${query}: ${w} in ${JSON.stringify(notices)}`);
+    await noFatal(page);
+    await page.close();
+  }
+});
+
+// Bits per byte while a run is partway: stopped after the first of several
+// held-out windows, each format's figure is the rate over the bytes scored so
+// far (it once divided by the whole passage's bytes, reading ~4× low here).
+test('quantization on cpu: bits/byte stopped midway are the rate over the bytes scored', async () => {
+  const page = await lab.open('cpu', '?widget=quantization&max_tokens=1&heldout_tokens=900&prompt=ROMEO%3A');
+  await page.click('[data-testid=measure]');
+  await page.waitForFunction(() => document.querySelector('[data-testid=quant-progress]').textContent.includes('held-out window 2 of'),
+    null, { timeout: 300_000 });
+  await page.click('[data-testid=stop-generation]');
+  await page.waitForFunction(() => !document.querySelector('[data-testid=measure]').disabled, null, { timeout: 120_000 });
+  assert.match(await page.textContent('[data-testid=quant-heldout]'), /900 tokens/);
+  const bpb = await page.$$eval('[data-testid=quant-row] [data-col=bpb]', (tds) => tds.map((td) => td.textContent.trim()));
+  assert.equal(bpb.length, 6);
+  for (const b of bpb) assert.ok(Number(b) > 1 && Number(b) < 5, `bits/byte after one window of several: ${bpb}`);
+  await noFatal(page);
+  await page.close();
+});
+
 // The quantization lesson measures every format on the page's own engine:
 // a short held-out slice and 12 greedy steps keep it quick on CI's software
 // GPU; the full passage is ./tools/dev bench's (and the closing note's) figure.

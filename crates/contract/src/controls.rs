@@ -253,6 +253,15 @@ impl Spec {
         };
         format!("{} {why}: {} became {}", self.name, echo(raw), taken.value)
     }
+
+    /// The notice where a widget uses less of this control than asked
+    /// because the model or the widget allows less (`limit` names what:
+    /// "this model's layers 0–11"). Every widget that cuts a value says so,
+    /// in the words of the URL's own range check ([`adjustment`](Self::adjustment)).
+    pub fn limited(&self, asked: f64, used: f64, limit: &str) -> Option<String> {
+        (asked != used)
+            .then(|| format!("{} is kept within {limit}: {asked} became {used}", self.name))
+    }
 }
 
 impl Spec {

@@ -6,6 +6,8 @@
 /// Where the Hub serves a repository's files.
 pub const HUB: &str = "https://huggingface.co";
 
+use crate::controls::echo;
+
 /// The base address (ending in `/`) for a `model=` value, or why it is not one.
 ///
 /// `owner/name` (exactly one `/`, letters, digits, `-`, `_`, `.`, no trailing
@@ -21,18 +23,34 @@ pub fn model_base(raw: &str) -> Result<String, String> {
     if let Some((repo, revision)) = hub_id(raw) {
         return Ok(format!("{HUB}/{repo}/resolve/{revision}/"));
     }
-    if raw.contains(char::is_whitespace)
-        || raw.starts_with("javascript:")
-        || raw.starts_with("data:")
-    {
+    if let Some(scheme) = scheme(raw).filter(|s| !["http", "https"].contains(&s.as_str())) {
+        // data: and blob: would be a whole model in the link (or a page's
+        // private object); javascript: and the rest are not addresses of files.
         return Err(format!(
-            "model: `{raw}` is neither a Hub id (owner/name) nor a folder address"
+            "model: {} is a {scheme}: address; a model loads from a Hub id (owner/name) or an http(s) or relative folder address",
+            echo(raw)
+        ));
+    }
+    if raw.contains(char::is_whitespace) {
+        return Err(format!(
+            "model: {} is neither a Hub id (owner/name) nor a folder address",
+            echo(raw)
         ));
     }
     Ok(match raw.ends_with('/') {
         true => raw.to_string(),
         false => format!("{raw}/"),
     })
+}
+
+/// The URL scheme `raw` starts with, lowercased (`JavaScript:` → `javascript`),
+/// if it has one: letters, then letters, digits, `+`, `-` or `.`, then `:`.
+pub fn scheme(raw: &str) -> Option<String> {
+    let (head, _) = raw.split_once(':')?;
+    let mut chars = head.chars();
+    let first = chars.next()?;
+    let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+    (first.is_ascii_alphabetic() && rest_ok).then(|| head.to_ascii_lowercase())
 }
 
 /// `(owner/name, revision)` when `raw` is a Hub repository id.
@@ -82,6 +100,25 @@ mod tests {
         for bad in ["", "  ", "a b/c", "javascript:alert(1)", "data:text/plain,x"] {
             assert!(model_base(bad).is_err(), "{bad:?}");
         }
+        // Schemes in any case; data: and blob: named in the notice.
+        for bad in [
+            "JavaScript:alert(1)",
+            "JAVASCRIPT:x",
+            " javascript:x",
+            "vbscript:x",
+            "file:///etc/",
+            "blob:https://x/y",
+            "DATA:text/plain,x",
+        ] {
+            let why = model_base(bad).expect_err(bad);
+            let scheme = bad.trim().split(':').next().unwrap().to_ascii_lowercase();
+            assert!(why.contains(&format!("a {scheme}: address")), "{bad:?}: {why}");
+        }
+        assert_eq!(hub("HTTPS://example.edu/gpt2/"), "HTTPS://example.edu/gpt2/");
+        assert_eq!(hub("models/a:b"), "models/a:b/", "a colon after a slash is not a scheme");
+        // A long value is not echoed whole.
+        let long = format!("data:{}", "x".repeat(100_000));
+        assert!(model_base(&long).unwrap_err().chars().count() < 400);
         assert!(model_base("owner/..@x").unwrap().ends_with('/'), "not a Hub id: an address");
     }
 }

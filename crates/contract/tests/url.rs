@@ -206,6 +206,9 @@ impl Hostile {
             "%E2%82%AC",
             "🙂",
             "javascript:alert(1)",
+            "JaVaScRiPt:alert(1)",
+            "blob:http://localhost/x",
+            "DATA:text/html,<script>alert(1)</script>",
             "<script>alert(1)</script>",
             "\"'><img src=x onerror=alert(1)>",
             "top_k:locked",
@@ -246,6 +249,19 @@ fn hostile_query_strings_never_panic_and_are_not_echoed_whole() {
         column_values(&q, Widget::COMPARE_COLUMN_CONTROLS, [[0.0; 2]; 4], &mut notices);
         if let Some(raw) = q.get("logits") {
             let _ = parse_sets(raw, q.get("labels"), &mut notices).map_err(|e| notices.push(e));
+        }
+        if let Some(raw) = q.get("model") {
+            match decode_lab_contract::model_base(raw) {
+                // Only http(s) or relative addresses load: no javascript:, data:, blob: in any case.
+                Ok(base) => {
+                    let scheme = decode_lab_contract::model_ref::scheme(&base);
+                    assert!(
+                        scheme.is_none_or(|s| s == "http" || s == "https"),
+                        "model= {raw:?} gave {base:?}"
+                    );
+                }
+                Err(why) => notices.push(why),
+            }
         }
         for n in &notices {
             assert!(n.chars().count() < 400, "notice too long ({} chars)", n.chars().count());

@@ -55,13 +55,19 @@ pub struct Drift {
     pub nats_per_token: f64,
     /// The same for the reference.
     pub reference_nats_per_token: f64,
+    /// Bytes of the tokens whose predictions were scored.
+    pub bytes: usize,
 }
 
 impl Drift {
-    /// Bits per byte of the variant on a text of `bytes` bytes (its total
-    /// nats / ln 2 / bytes: a figure independent of the tokenizer).
-    pub fn bits_per_byte(&self, bytes: usize) -> f64 {
-        self.nats_per_token * self.positions as f64 / std::f64::consts::LN_2 / bytes.max(1) as f64
+    /// Bits per byte of the variant over the scored tokens (its total nats /
+    /// ln 2 / their bytes: a figure independent of the tokenizer). Over the
+    /// bytes scored so far, not the whole text's: a run stopped midway, or
+    /// still going, reads the same rate as a whole one.
+    pub fn bits_per_byte(&self) -> f64 {
+        self.nats_per_token * self.positions as f64
+            / std::f64::consts::LN_2
+            / self.bytes.max(1) as f64
     }
 }
 
@@ -74,11 +80,13 @@ pub struct DriftAcc {
     entries: usize,
     nats: f64,
     reference_nats: f64,
+    bytes: usize,
 }
 
 impl DriftAcc {
-    /// One position: both models' logits over the vocabulary and the token that came next.
-    pub fn add(&mut self, reference: &[f32], variant: &[f32], next: u32) {
+    /// One position: both models' logits over the vocabulary, the token that
+    /// came next and its length in bytes.
+    pub fn add(&mut self, reference: &[f32], variant: &[f32], next: u32, next_bytes: usize) {
         let (lp, lq) = (log_softmax(reference), log_softmax(variant));
         let mut kl = 0.0;
         for (&a, &b) in lp.iter().zip(&lq) {
@@ -93,6 +101,7 @@ impl DriftAcc {
         self.entries += lp.len();
         self.nats -= lq[next as usize];
         self.reference_nats -= lp[next as usize];
+        self.bytes += next_bytes;
     }
 
     pub fn finish(mut self) -> Drift {
@@ -108,6 +117,7 @@ impl DriftAcc {
             rms_dp: (self.sq_dp / self.entries.max(1) as f64).sqrt(),
             nats_per_token: self.nats / n,
             reference_nats_per_token: self.reference_nats / n,
+            bytes: self.bytes,
         }
     }
 }
@@ -115,11 +125,13 @@ impl DriftAcc {
 /// Compares variants of a model with the reference over `tokens`, window by
 /// window; `logits(window)` returns the logits of every row of the window,
 /// each `(len, vocab_size)` from an empty cache: the reference's first, then
-/// each variant's. One [`Drift`] per variant, in order.
+/// each variant's; `bytes_of(token)` is a token's length in bytes. One
+/// [`Drift`] per variant, in order.
 pub fn drifts(
     tokens: &[u32],
     n_ctx: usize,
     vocab_size: usize,
+    bytes_of: impl Fn(u32) -> usize,
     mut logits: impl FnMut(&[u32]) -> Result<Vec<Vec<f32>>>,
 ) -> Result<Vec<Drift>> {
     if tokens.len() < 2 {
@@ -138,7 +150,7 @@ pub fn drifts(
             let row = |l: &[f32]| l[r * vocab_size..][..vocab_size].to_vec();
             let reference = row(reference);
             for (acc, variant) in accs.iter_mut().zip(variants) {
-                acc.add(&reference, &row(variant), ids[r + 1]);
+                acc.add(&reference, &row(variant), ids[r + 1], bytes_of(ids[r + 1]));
             }
         }
     }
@@ -151,4 +163,29 @@ fn log_softmax(logits: &[f32]) -> Vec<f64> {
     let sum: f64 = logits.iter().map(|&v| libm::exp(f64::from(v) - max)).sum();
     let log_z = max + libm::log(sum);
     logits.iter().map(|&v| f64::from(v) - log_z).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bits per byte divide the nats scored so far by the bytes scored so far:
+    /// a partial run reads the rate of the whole one (here 1 bit a byte:
+    /// uniform over 4 tokens is 2 bits a token, every token 2 bytes).
+    #[test]
+    fn bits_per_byte_count_only_the_bytes_scored() {
+        let uniform = [0.0f32; 4];
+        let mut acc = DriftAcc::default();
+        for (i, next) in [1u32, 2, 3, 0, 1, 2].into_iter().enumerate() {
+            acc.add(&uniform, &uniform, next, 2);
+            let d = acc.clone().finish();
+            assert_eq!(d.bytes, 2 * (i + 1));
+            assert!(
+                (d.bits_per_byte() - 1.0).abs() < 1e-12,
+                "after {} tokens: {}",
+                i + 1,
+                d.bits_per_byte()
+            );
+        }
+    }
 }

@@ -37,9 +37,10 @@ fn all_logits(model: &Arc<Model>, tokens: &[u32]) -> Vec<f32> {
 }
 
 /// Each variant's drift from `models[0]` over `tokens`.
-fn drifts(models: &[Arc<Model>], tokens: &[u32]) -> Vec<Drift> {
+fn drifts(models: &[Arc<Model>], tokenizer: &Tokenizer, tokens: &[u32]) -> Vec<Drift> {
     let c = &models[0].config;
-    quality::drifts(tokens, c.n_positions, c.vocab_size, |ids| {
+    let bytes_of = |t| tokenizer.token_bytes(t);
+    quality::drifts(tokens, c.n_positions, c.vocab_size, bytes_of, |ids| {
         Ok(models.iter().map(|m| all_logits(m, ids)).collect())
     })
     .expect("drift")
@@ -57,7 +58,9 @@ fn formats_stay_close_to_f32_on_the_held_out_passage() {
     let mut models = vec![f32_model.clone()];
     models.extend(formats.iter().map(|&f| Arc::new(f32_model.to_format(f).unwrap())));
     let mut figures = Vec::new();
-    for ((&format, d), variant) in formats.iter().zip(drifts(&models, &tokens)).zip(&models[1..]) {
+    for ((&format, d), variant) in
+        formats.iter().zip(drifts(&models, &tokenizer, &tokens)).zip(&models[1..])
+    {
         println!(
             "{:>4}: {} positions, KL mean {:.5} p99.9 {:.4} nats, same top-1 {:.2} %, RMS Δp {:.2e}, {:.4} bits/byte (f32 {:.4}), {} bytes of weights",
             format.name(),
@@ -66,11 +69,13 @@ fn formats_stay_close_to_f32_on_the_held_out_passage() {
             d.kl_p999,
             100.0 * d.same_top1,
             d.rms_dp,
-            d.bits_per_byte(text.len()),
-            d.reference_nats_per_token * d.positions as f64 / std::f64::consts::LN_2 / text.len() as f64,
+            d.bits_per_byte(),
+            d.reference_nats_per_token * d.positions as f64 / std::f64::consts::LN_2 / d.bytes as f64,
             variant.weights.bytes(),
         );
         assert_eq!(d.positions, tokens.len() - 1, "every prediction scored once");
+        // Every token but the first is scored: their bytes are the text's but the first token's.
+        assert_eq!(d.bytes + tokenizer.token_bytes(tokens[0]), text.len(), "bytes scored");
         figures.push((format, d));
     }
     let figure = |f: Format| figures.iter().find(|(g, _)| *g == f).expect("measured").1;

@@ -3,6 +3,7 @@
 //! weights. "Generate and watch" appends the greedy next token and reads the
 //! whole sequence again, so the maps grow as the text does.
 
+use contract::Control;
 use engine::sample::argmax;
 use engine::{Look, Wanted};
 use leptos::prelude::*;
@@ -57,7 +58,13 @@ pub async fn watch(
     steps: usize,
 ) -> Result<(), String> {
     let (mut ids, n_positions) = prompt_ids(d, "the maps are of its tokens")?;
-    let steps = steps.min(n_positions - ids.len());
+    let room = n_positions - ids.len();
+    let steps = d.limited(
+        Control::MaxTokens,
+        steps,
+        steps.min(room),
+        &format!("the context's room after the prompt, 0–{room} tokens"),
+    );
     for step in 0..=steps {
         let (m, logits) = read(d, ids.clone()).await?;
         maps.set(m);

@@ -44,6 +44,20 @@ pub fn Attention(driver: Driver, shown: Shown) -> impl IntoView {
         let clamp = |v: f64, n: usize| (v as usize).min(n.saturating_sub(1));
         (clamp(layer.get(), n_layer), clamp(head.get(), n_head))
     });
+    let limited = move || {
+        let (n_layer, n_head) = maps.with(|m| (m.n_layer, m.n_head));
+        let (l, h) = chosen.get();
+        let layers = format!("this model's layers 0–{}", n_layer.saturating_sub(1));
+        let heads = format!("this model's heads 0–{}", n_head.saturating_sub(1));
+        if n_layer == 0 {
+            return Vec::new(); // nothing read yet
+        }
+        let notices = [
+            Control::AttLayer.spec().limited(layer.get().trunc(), l as f64, &layers),
+            Control::AttHead.spec().limited(head.get().trunc(), h as f64, &heads),
+        ];
+        notices.into_iter().flatten().collect::<Vec<_>>()
+    };
     let pick = Callback::new(move |(l, h): (usize, usize)| {
         layer.set(l as f64);
         head.set(h as f64);
@@ -63,6 +77,7 @@ pub fn Attention(driver: Driver, shown: Shown) -> impl IntoView {
                 <Grid maps=maps chosen=chosen hide=hide pick=pick/>
             </section>
             <section class="panel">
+                {move || limited().into_iter().map(|m| view! { <p class="notice" role="status" data-testid="limit-notice">{m}</p> }).collect_view()}
                 <h3 data-testid="att-title">{move || { let (l, h) = chosen.get(); format!("Layer {l}, head {h}: hover a row to see where that token looked") }}</h3>
                 <Heatmap driver=d maps=maps chosen=chosen hide=hide node=large/>
                 <readouts::Exports driver=d maps=maps chosen=chosen hide=hide canvas=large/>

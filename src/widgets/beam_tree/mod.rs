@@ -32,12 +32,9 @@ pub fn BeamTree(driver: Driver, shown: Shown) -> impl IntoView {
     run();
     let scoring = Signal::derive(move || scoring(c));
     let capped = move || {
-        let asked = c.number(Control::MaxTokens).get() as usize;
-        (asked > MAX_STEPS).then(|| {
-            format!(
-                "The tree draws at most {MAX_STEPS} steps: max_tokens {asked} runs {MAX_STEPS}."
-            )
-        })
+        let asked = c.number(Control::MaxTokens).get();
+        let used = asked.min(MAX_STEPS as f64);
+        Control::MaxTokens.spec().limited(asked, used, &format!("the tree's {MAX_STEPS} steps"))
     };
     view! {
         <div class="widget-body beam-tree">
@@ -47,7 +44,7 @@ pub fn BeamTree(driver: Driver, shown: Shown) -> impl IntoView {
             <ControlsPanel controls=c shown=shown/>
             <section class="panel">
                 <p class="legend">"Columns: steps; rows: each step's 2·B best extensions of the live beams, best (highest cumulative log-probability) at the top. Solid: kept as a beam; faded: pruned; boxed: finished on an end token; bold: the best hypothesis's path. Hover a node for its figures, click it for its text."</p>
-                {move || capped().map(|m| view! { <p class="notice">{m}</p> })}
+                {move || capped().map(|m| view! { <p class="notice" role="status" data-testid="limit-notice">{m}</p> })}
                 <tree::TreeView driver=d tree=tree scoring=scoring selected=selected/>
                 <panels::Chosen driver=d tree=tree scoring=scoring selected=selected/>
                 <panels::Cost tree=tree/>

@@ -7,6 +7,7 @@
 //! The sequence is the prompt, then greedy tokens. Points fill in as they
 //! arrive; Stop ends the measurement between steps.
 
+use contract::Control;
 use engine::cost::{dense_then_spread, median};
 use engine::sample::argmax;
 use engine::Session;
@@ -108,7 +109,15 @@ pub async fn measure(d: Driver, sinks: Sinks, up_to: usize) -> Result<(), String
     let (ids, _) = prompt_ids(d, "the sequence starts with it")?;
     let config = d.lab.with_value(|l| l.model.config.clone());
     let last = config.n_positions - 1;
-    let n_max = if up_to == 0 { last } else { up_to.min(last) };
+    let n_max = match up_to {
+        0 => last,
+        _ => d.limited(
+            Control::UpTo,
+            up_to,
+            up_to.min(last),
+            &format!("the context's last position, {last}"),
+        ),
+    };
     let mut cached = d.lab.with_value(|l| l.session())?;
     let mut uncached = d.lab.with_value(|l| l.session())?;
     // One untimed call each: a session's first call is its cold one.

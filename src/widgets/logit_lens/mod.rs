@@ -51,6 +51,26 @@ pub fn LogitLens(driver: Driver, shown: Shown) -> impl IntoView {
         layer.set(l as f64);
         position.set((p + 1) as f64);
     });
+    // The layer's default (its range's top) means "the last"; position 0 too.
+    let limited = move || {
+        grid.with(|g| {
+            let Some(last) = g.layers.checked_sub(1) else { return Vec::new() };
+            let n = g.tokens.len();
+            let (l, p) = (layer.get().trunc(), position.get().trunc());
+            let layer_spec = Control::LensLayer.spec();
+            let top = match layer_spec.input {
+                contract::Input::Number { range, .. } => range.max,
+                _ => f64::MAX,
+            };
+            let layers = format!("the lens's layers 0–{last}");
+            let tokens = format!("the prompt's {n} tokens");
+            let notices = [
+                (l != top).then(|| layer_spec.limited(l, l.min(last as f64), &layers)).flatten(),
+                Control::LensPosition.spec().limited(p, p.min(n as f64), &tokens),
+            ];
+            notices.into_iter().flatten().collect()
+        })
+    };
     view! {
         <div class="widget-body logit-lens">
             <MeasureEditor driver=d shown=shown.clone() progress=progress testid="lens-progress">
@@ -59,6 +79,7 @@ pub fn LogitLens(driver: Driver, shown: Shown) -> impl IntoView {
             <ControlsPanel controls=c shown=shown/>
             <section class="panel">
                 <p class="legend">{"Rows: the residual stream after the embedding and after each block, read through ln_f and the LM head. Columns: the prompt's tokens; each cell predicts the token after its column. ★: where the final answer first takes the top place and keeps it."}</p>
+                {move || limited().into_iter().map(|m| view! { <p class="notice" role="status" data-testid="limit-notice">{m}</p> }).collect_view()}
                 <LensTable driver=d grid=grid pick=pick/>
                 <Summary driver=d grid=grid/>
                 <TopList driver=d grid=grid/>

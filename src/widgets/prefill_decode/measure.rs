@@ -6,6 +6,7 @@
 //! length, one pass and (when asked) token by token. Figures fill in as they
 //! arrive; Stop ends a measurement between steps.
 
+use contract::Control;
 use engine::cost::{curve_lengths, cycled, median, Timeline};
 use engine::sample::argmax;
 use engine::{DeviceFigures, Session, StepStats, Wanted};
@@ -116,7 +117,13 @@ pub async fn time_generation(
     sinks.text.set(None);
     sinks.device.set(None);
     let (ids, n_positions) = prompt_ids(d, "the measurement starts from it")?;
-    let steps = steps.clamp(1, n_positions - ids.len());
+    let room = n_positions - ids.len();
+    let steps = d.limited(
+        Control::MaxTokens,
+        steps,
+        steps.clamp(1, room),
+        &format!("the context's room after the prompt, 1–{room} tokens"),
+    );
     let mut session = d.lab.with_value(|l| l.session())?;
     sinks.compile_ms.set(session.pipeline_compile_ms());
     let mut first: Option<Vec<u32>> = None;

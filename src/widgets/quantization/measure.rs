@@ -5,6 +5,7 @@
 //! held-out passage, window by window, against f32's. Rows fill in as the
 //! figures arrive; Stop ends the run between steps.
 
+use contract::Control;
 use engine::cost::median;
 use engine::quality::{windows, Drift, DriftAcc};
 use engine::sample::argmax;
@@ -183,7 +184,13 @@ async fn held_out(
         for r in w.scored_from..w.len - 1 {
             let reference = &all[0][r * vocab..][..vocab];
             for (acc, logits) in accs.iter_mut().zip(&all) {
-                acc.add(reference, &logits[r * vocab..][..vocab], ids[r + 1]);
+                let next = ids[r + 1];
+                acc.add(
+                    reference,
+                    &logits[r * vocab..][..vocab],
+                    next,
+                    tokenizer.token_bytes(next),
+                );
             }
         }
         sinks.rows.update(|rows| {
@@ -200,7 +207,13 @@ pub async fn measure(d: Driver, sinks: Sinks, steps: usize, limit: usize) -> Res
     sinks.rows.set(Vec::new());
     sinks.heldout.set(None);
     let (ids, n_positions) = prompt_ids(d, "greedy decoding starts from it")?;
-    let steps = steps.clamp(1, n_positions - ids.len());
+    let room = n_positions - ids.len();
+    let steps = d.limited(
+        Control::MaxTokens,
+        steps,
+        steps.clamp(1, room),
+        &format!("the context's room after the prompt, 1–{room} tokens"),
+    );
     let mut sessions = open_all(d, sinks).await?;
     greedy(d, sinks, &mut sessions, &ids, steps).await?;
     held_out(d, sinks, &mut sessions, limit).await?;

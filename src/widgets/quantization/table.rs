@@ -25,12 +25,7 @@ fn what(format: Format) -> &'static str {
 #[component]
 pub fn FiguresTable(sinks: Sinks) -> impl IntoView {
     let rows = move || {
-        sinks
-            .rows
-            .get()
-            .into_iter()
-            .map(|row| view! { <FormatRow row=row sinks=sinks/> })
-            .collect_view()
+        sinks.rows.get().into_iter().map(|row| view! { <FormatRow row=row/> }).collect_view()
     };
     view! {
         <div class="table-scroll"><table class="figures" data-testid="quant-table">
@@ -45,12 +40,9 @@ pub fn FiguresTable(sinks: Sinks) -> impl IntoView {
 }
 
 #[component]
-fn FormatRow(row: Row, sinks: Sinks) -> impl IntoView {
+fn FormatRow(row: Row) -> impl IntoView {
     let Row { format, bytes, ms_per_token, parts, drift } = row;
-    let bpb = move || {
-        let (_, bytes) = sinks.heldout.get()?.ok()?;
-        drift.map(|d| d.bits_per_byte(bytes))
-    };
+    let bpb = move || drift.map(|d| d.bits_per_byte());
     let is_reference = format == REFERENCE;
     let vs = |v: Option<f64>, digits: usize| match (is_reference, v) {
         (true, Some(_)) => "reference".to_string(),

@@ -111,6 +111,12 @@ impl Tokenizer {
         Ok(String::from_utf8_lossy(&self.bpe.decode(ids)).into_owned())
     }
 
+    /// The bytes token `id` stands for, counted (0 for an id it does not have):
+    /// exact for byte-level BPE, where a text's bytes are its tokens' bytes.
+    pub fn token_bytes(&self, id: u32) -> usize {
+        self.bpe.decode(&[id]).len()
+    }
+
     /// The id of a token string such as `<|endoftext|>`, if the vocabulary has it.
     pub fn token_to_id(&self, token: &str) -> Option<u32> {
         let added = self.bpe.added.iter().find(|(s, _)| s == token).map(|&(_, id)| id);
