@@ -22,12 +22,7 @@ for (const backend of ['webgpu', 'cpu']) {
     const page = await open(backend);
     assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'ready');
     assert.equal(await page.getAttribute('[data-testid=backend]', 'data-backend'), backend);
-    if (backend === 'cpu') {
-      // The link chose the CPU on a browser that has WebGPU: the banner says so, not that WebGPU is missing.
-      const banner = await page.textContent('.banner');
-      assert.match(banner, /The CPU engine runs because this link asks for it \(backend=cpu\)/);
-      assert.doesNotMatch(banner, /WebGPU is not available/);
-    }
+    if (backend === 'cpu') assert.match(await page.textContent('.banner'), /WebGPU is not available/);
     // SwiftShader is a CPU: `kernels=auto` gives it the cpu profile, untimed, and says why.
     const kernels = backend === 'webgpu' ? 'cpu' : null;
     assert.equal(await page.getAttribute('[data-testid=backend]', 'data-kernels'), kernels);
@@ -39,16 +34,24 @@ for (const backend of ['webgpu', 'cpu']) {
     assert.equal(await page.getAttribute('[data-testid=stats]', 'data-kernels'), kernels);
     await page.screenshot({ path: `${ARTIFACTS}/playground-${backend}.png`, fullPage: true });
     await noFatal(page);
-    if (backend === 'cpu') {
-      // The banner's way back: the same page without backend=cpu, on WebGPU.
-      await Promise.all([page.waitForURL((u) => !u.search.includes('backend=')), page.click('[data-testid=use-webgpu]')]);
-      await page.waitForSelector('[data-testid=status][data-state=ready]', { timeout: 180000 });
-      assert.equal(await page.getAttribute('[data-testid=backend]', 'data-backend'), 'webgpu');
-      assert.equal(await page.$('[data-testid=cpu-asked]'), null);
-    }
     await page.close();
   });
 }
+
+test('backend=cpu where WebGPU works: the banner says the link chose the CPU, and leads back to WebGPU', async () => {
+  const page = await open('webgpu', '?backend=cpu&prompt=ROMEO%3A');
+  assert.equal(await page.getAttribute('[data-testid=backend]', 'data-backend'), 'cpu');
+  const banner = await page.textContent('.banner');
+  assert.match(banner, /The CPU engine runs because this link asks for it \(backend=cpu\)/);
+  assert.doesNotMatch(banner, /WebGPU is not available/);
+  await Promise.all([page.waitForURL((u) => !u.search.includes('backend=')), page.click('[data-testid=use-webgpu]')]);
+  await page.waitForSelector('[data-testid=status][data-state=ready]', { timeout: 180000 });
+  assert.equal(await page.getAttribute('[data-testid=backend]', 'data-backend'), 'webgpu');
+  assert.equal(await page.$('[data-testid=cpu-asked]'), null);
+  assert.match(page.url(), /prompt=ROMEO/, 'the other parameters stay');
+  await noFatal(page);
+  await page.close();
+});
 
 test('webgpu with kernels=gpu-8: the real GPUs\' split kernels write the CLI\'s greedy text; the Model menu switches kernels', async () => {
   const page = await open('webgpu', '?kernels=gpu-8');
