@@ -26,6 +26,11 @@ pub fn model_base(raw: &str) -> Result<String, String> {
     if let Some(scheme) = scheme(raw).filter(|s| !["http", "https"].contains(&s.as_str())) {
         // data: and blob: would be a whole model in the link (or a page's
         // private object); javascript: and the rest are not addresses of files.
+        // The scheme is the user's text too: quoted only in part when long.
+        let scheme = match scheme.char_indices().nth(16) {
+            Some((cut, _)) => format!("{}…", &scheme[..cut]),
+            None => scheme,
+        };
         return Err(format!(
             "model: {} is a {scheme}: address; a model loads from a Hub id (owner/name) or an http(s) or relative folder address",
             echo(raw)
@@ -119,6 +124,9 @@ mod tests {
         // A long value is not echoed whole.
         let long = format!("data:{}", "x".repeat(100_000));
         assert!(model_base(&long).unwrap_err().chars().count() < 400);
+        // A long scheme too (the URL fuzz target found it).
+        let long_scheme = format!("controls{}:x", "L".repeat(300));
+        assert!(model_base(&long_scheme).unwrap_err().chars().count() < 400);
         assert!(model_base("owner/..@x").unwrap().ends_with('/'), "not a Hub id: an address");
     }
 }
