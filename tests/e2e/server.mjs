@@ -36,7 +36,15 @@ export async function serve(root) {
   const requests = new Map();
   // Long URLs (a 100 KB value in a hostile-query test) are read, as Chromium sends them.
   const server = createServer({ maxHeaderSize: 4 << 20 }, async (req, res) => {
-    const raw = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    // A path that is not valid percent-encoding (a hostile `model=` such as `%`) is a 400,
+    // as a real server answers, not an exception that leaves the request hanging.
+    let raw;
+    try {
+      raw = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    } catch {
+      res.writeHead(400, { 'content-type': 'text/plain' });
+      return res.end('malformed path');
+    }
     const path = raw.replace(/^\/course\/decode-lab\//, '/');
     const isolated = raw === path && !path.startsWith('/examples/') && path !== '/parent.html';
     requests.set(path, (requests.get(path) || 0) + 1);
