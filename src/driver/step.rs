@@ -77,7 +77,7 @@ impl Driver {
                 self.notice.set(Some(crop_notice("the prompt is longer than the context", crop)));
             }
             self.change_stats(|s| {
-                (s.context, s.kv_bytes) = (run.context_len(), run.session().kv_bytes_in_use())
+                (s.context, s.kv_bytes) = (run.context_len(), run.session().kv_bytes_by_formula())
             });
             self.change_next(input_of(&run));
         }
@@ -143,7 +143,7 @@ impl Driver {
             s.decode_ms = last.wall_ms;
             s.workers = remote.then_some(1 + usize::from(last.coworker));
             s.context = run.context_len();
-            s.kv_bytes = run.session().kv_bytes_in_use();
+            s.kv_bytes = run.session().kv_bytes_by_formula();
         });
         self.change_next(input_of(&run));
         self.run.set_value(Some(run));
@@ -182,7 +182,7 @@ impl Driver {
     fn stats_of(&self, run: &Run) -> Stats {
         Stats {
             context: run.context_len(),
-            kv_bytes: run.session().kv_bytes_in_use(),
+            kv_bytes: run.session().kv_bytes_by_formula(),
             ..Stats::default()
         }
     }

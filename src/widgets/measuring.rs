@@ -36,6 +36,17 @@ pub fn bandwidth_sentence(
     chars.next().map(|c| c.to_uppercase().chain(chars).collect::<String>() + ".")
 }
 
+/// Waits until every step the lesson times will run the same way: the CPU
+/// worker's first decode steps alternate between one worker and two while it
+/// chooses (`engine::remote::pace`), and a timing lesson that began then would
+/// mix both in its figures. Once per worker; instant on the other engines.
+pub async fn settle(session: &engine::Session, progress: RwSignal<Progress>) -> Result<(), String> {
+    if matches!(session, engine::Session::Remote(_)) {
+        progress.set(Progress { what: "choosing one CPU worker or two".into(), done: 0, total: 1 });
+    }
+    session.settle().await.map_err(err)
+}
+
 /// The prompt's token ids, refused (with `why`: what needs it) when empty or
 /// when no step fits after it; and the model's context length.
 pub fn prompt_ids(d: Driver, why: &str) -> Result<(Vec<u32>, usize), String> {

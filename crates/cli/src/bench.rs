@@ -163,7 +163,7 @@ pub async fn measure(mut session: Session, chose: Chose, plan: Plan) -> Result<(
         decode.bytes_written as f64 / n,
         decode.bytes_read as f64 / n
     );
-    let _ = writeln!(out, "kv cache in use    {} bytes", session.kv_bytes_in_use());
+    let _ = writeln!(out, "kv cache in use    {} bytes", session.kv_bytes_by_formula());
     let device = session.device_figures().await?;
     let decoded = bandwidth::Decoded { stats: decode, tokens, reads };
     if !plan.no_cache {

@@ -38,4 +38,4 @@ pub mod storage;
 pub use batch::Batch;
 pub use error::{EngineError, Result};
 pub use session::Session;
-pub use step::{DeviceFigures, Inspection, Look, SharedModel, StepStats, Wanted};
+pub use step::{DeviceFigures, Inspection, KvBytes, Look, SharedModel, StepStats, Wanted};

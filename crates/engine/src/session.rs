@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::gpu::GpuSession;
 use crate::model::Config;
 use crate::remote::RemoteSession;
-use crate::step::{Inspection, Look, StepStats, Wanted};
+use crate::step::{Inspection, KvBytes, Look, StepStats, Wanted};
 use crate::storage::format::Format;
 
 /// A model session on either engine.
@@ -167,21 +167,34 @@ impl Session {
         }
     }
 
-    /// Bytes of KV cache in use (`2 · n_layer · pos · n_embd · 4`).
-    pub fn kv_bytes_in_use(&self) -> usize {
+    /// Bytes of KV cache the held positions take by the formula
+    /// (`2 · n_layer · pos · n_embd · 4`); [`kv_bytes`](Self::kv_bytes) reads the cache itself.
+    pub fn kv_bytes_by_formula(&self) -> usize {
         let c = self.config();
         2 * c.n_layer * self.pos() * c.n_embd * 4
     }
 
-    /// Bytes of KV cache allocated: both engines allocate the whole context
-    /// when a session opens, so decoding never allocates.
-    pub fn kv_bytes_allocated(&self) -> u64 {
+    /// The KV cache's bytes read from the cache itself: the rows held and
+    /// the allocation (both engines allocate the whole context when a
+    /// session opens, so decoding never allocates).
+    pub async fn kv_bytes(&self) -> Result<KvBytes> {
         match self {
-            Session::Cpu(s) => s.kv_bytes_allocated(),
+            Session::Cpu(s) => Ok(s.kv_bytes()),
             #[cfg(feature = "gpu")]
-            Session::Gpu(s) => s.kv_bytes_allocated(),
-            Session::Remote(s) => s.kv_bytes_allocated(),
+            Session::Gpu(s) => Ok(s.kv_bytes()),
+            Session::Remote(s) => s.kv_bytes().await,
         }
+    }
+
+    /// Waits until every decode step from now on runs the same way, so that
+    /// timed steps compare: the CPU worker finishes choosing whether to use
+    /// its coworker ([`RemoteModel::settle`](crate::remote::RemoteModel::settle));
+    /// the other engines have no such choice.
+    pub async fn settle(&self) -> Result<()> {
+        if let Session::Remote(s) = self {
+            s.model().settle().await?;
+        }
+        Ok(())
     }
 
     /// The bytes a decode step at the current position must read: the

@@ -64,6 +64,18 @@ impl StepStats {
     }
 }
 
+/// A session's KV cache as its engine holds it, read from the cache itself
+/// (not from the formula `2 · n_layer · n_embd · 4 · pos`, which the lesson
+/// shows beside it): the CPU engine's vectors' lengths and capacities, the GPU
+/// engine's buffer sizes, the worker's own cache across the wire.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KvBytes {
+    /// Bytes of the rows that hold a token's keys and values.
+    pub in_use: u64,
+    /// Bytes allocated for the cache (the whole context, when the session opened).
+    pub allocated: u64,
+}
+
 /// Figures of the device an engine runs on (the cost lessons' decomposition
 /// of a step, and the bench's share of the device's bandwidth).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

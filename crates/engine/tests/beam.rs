@@ -177,7 +177,7 @@ fn fork_every_child(mut session: Session, width: usize, steps: usize) -> Vec<(Ve
         let cum: Vec<f64> = live.iter().map(|l| l.2).collect();
         let rows: Vec<&[f32]> = live.iter().map(|l| l.3.as_slice()).collect();
         let mut next = Vec::new();
-        for c in candidates(&cum, &rows, width, &[]) {
+        for c in candidates(&cum, &rows, width, &[], false) {
             if let Fate::Kept { .. } = c.fate {
                 let mut s = live[c.parent].0.fork().unwrap();
                 let mut tokens = live[c.parent].1.clone();

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use common::{rel_max_err, sessions_on_both, steps_on};
 use decode_lab_engine::model::Model;
 use decode_lab_engine::sample::argmax;
-use decode_lab_engine::Wanted;
+use decode_lab_engine::{KvBytes, Wanted};
 
 /// Relative error allowed between two summation orders of the same pass.
 const LIMIT: f32 = 1e-4;
@@ -76,23 +76,29 @@ fn a_prompt_through_the_decode_path_gives_the_prefill_logits() {
 }
 
 #[test]
-fn kv_bytes_in_use_follow_the_formula_and_the_whole_context_is_allocated() {
+fn kv_bytes_read_from_the_cache_follow_the_formula_and_the_whole_context_is_allocated() {
     let model = model();
     let c = model.config.clone();
     for (name, mut session) in sessions_on_both(&model) {
         pollster::block_on(async {
             // 2 (K and V) · n_layer · n_embd · 4 bytes (f32) per position.
-            let per_position = 2 * c.n_layer * c.n_embd * 4;
-            assert_eq!(
-                session.kv_bytes_allocated(),
-                (per_position * c.n_positions) as u64,
-                "{name}"
-            );
-            assert_eq!(session.kv_bytes_in_use(), 0);
+            let per_position = (2 * c.n_layer * c.n_embd * 4) as u64;
+            let whole = per_position * c.n_positions as u64;
+            let at = |pos: usize| KvBytes { in_use: per_position * pos as u64, allocated: whole };
+            assert_eq!(session.kv_bytes().await.unwrap(), at(0), "{name}: opened");
             session.prefill(&PROMPT, Wanted::Last).await.unwrap();
             session.decode(3).await.unwrap();
-            assert_eq!(session.kv_bytes_in_use(), per_position * (PROMPT.len() + 1), "{name}");
-            assert_eq!(session.kv_bytes_allocated(), (per_position * c.n_positions) as u64);
+            let n = PROMPT.len() + 1;
+            assert_eq!(session.kv_bytes().await.unwrap(), at(n), "{name}: after a step");
+            assert_eq!(session.kv_bytes_by_formula() as u64, at(n).in_use, "{name}");
+            session.rewind(2).unwrap();
+            assert_eq!(session.kv_bytes().await.unwrap(), at(2), "{name}: rewound");
+            let mut copy = session.fork().unwrap();
+            assert_eq!(copy.kv_bytes().await.unwrap(), at(2), "{name}: a fork");
+            copy.decode(5).await.unwrap();
+            assert_eq!(copy.kv_bytes().await.unwrap(), at(3), "{name}: a fork's step");
+            session.copy_from(&copy).unwrap();
+            assert_eq!(session.kv_bytes().await.unwrap(), at(3), "{name}: a copy");
         });
     }
 }

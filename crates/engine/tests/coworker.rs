@@ -208,3 +208,34 @@ fn the_worker_tries_its_coworker_then_keeps_the_faster_way_with_the_same_logits(
     let kept: Vec<bool> = paced[trial..].iter().map(|(_, with)| *with).collect();
     assert!(kept.iter().all(|w| *w == kept[0]), "one way kept after the trial: {kept:?}");
 }
+
+/// What the timing lessons do before they time (`Request::Settle`): the
+/// worker runs the trial on a scratch session, so every step the page times
+/// afterwards — from the very first — runs the way it chose; without a
+/// coworker there is nothing to choose.
+#[test]
+fn settling_makes_every_later_step_run_the_chosen_way() {
+    use decode_lab_engine::remote::wire::{Reply, Request};
+    use decode_lab_engine::remote::Host;
+    let model = in_cpu_layout(model(1, false, Format::F16));
+    let format = model.format().name().to_string();
+    let settle = |host: &mut Host| match host.handle(Request::Settle).unwrap().reply {
+        Reply::Settled { coworker } => coworker,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(settle(&mut Host::new(model.clone())), None, "no coworker: nothing to choose");
+    let inner = ThreadCoworker::spawn(Panels::new(&model, Side::Theirs).unwrap());
+    coworker::install(&model, Box::new(inner)).unwrap();
+    let mut host = Host::new(model.clone());
+    let chosen = settle(&mut host).expect("a coworker: a choice");
+    host.handle(Request::Open { id: 1, format });
+    let ways: Vec<bool> = (0..6)
+        .map(|t| {
+            let answer = host.handle(Request::Decode { id: 1, token: t }).unwrap();
+            let Reply::Logits { stats } = answer.reply else { panic!("{:?}", answer.reply) };
+            stats.coworker
+        })
+        .collect();
+    hook::uninstall();
+    assert_eq!(ways, vec![chosen; 6], "every step after settling ran the chosen way");
+}

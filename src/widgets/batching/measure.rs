@@ -16,7 +16,7 @@ use leptos::prelude::*;
 
 use crate::driver::Driver;
 use crate::loader::yield_to_browser;
-use crate::widgets::measuring::{err, prompt_ids, Progress};
+use crate::widgets::measuring::{err, prompt_ids, settle, Progress};
 
 /// The batch sizes compared.
 pub const SIZES: [usize; 4] = [1, 2, 4, 8];
@@ -135,6 +135,7 @@ pub async fn measure(d: Driver, sinks: Sinks) -> Result<(), String> {
     let (ids, n_positions) = prompt_ids(d, "every continuation starts from it")?;
     let job = d.controls.job_untracked();
     let base = d.lab.with_value(|l| l.session())?;
+    settle(&base, sinks.progress).await?;
     let largest = SIZES[SIZES.len() - 1];
     let total = largest + SIZES.len() + PASS_ROWS.len() + 1;
     let mut done = 0;

@@ -106,15 +106,15 @@ pub fn Badge(sinks: Sinks) -> impl IntoView {
     }
 }
 
-/// The cache's size now: the formula, the engine's count, the allocation.
+/// The cache's size now: the formula, and the cache's own rows and allocation.
 #[component]
 pub fn BytesTable(sinks: Sinks) -> impl IntoView {
     move || {
         sinks.bytes.get().map(|b| {
             let rows = [
-                ("formula", "2 · n_layer · n_embd · 4 bytes · n".to_string(), b.formula as u64),
-                ("in-use", "the engine's kv_bytes_in_use()".to_string(), b.in_use as u64),
-                ("allocated", "allocated when the session opened (the whole context)".to_string(), b.allocated),
+                ("formula", "2 · n_layer · n_embd · 4 bytes · n".to_string(), b.formula),
+                ("in-use", "the rows the engine's cache holds (read from the cache)".to_string(), b.cache.in_use),
+                ("allocated", "the cache's allocation, made when the session opened (the whole context)".to_string(), b.cache.allocated),
             ];
             let rows = rows
                 .into_iter()

@@ -15,7 +15,7 @@ use leptos::prelude::*;
 
 use crate::driver::Driver;
 use crate::loader::yield_to_browser;
-use crate::widgets::measuring::{err, prompt_ids, Progress};
+use crate::widgets::measuring::{err, prompt_ids, settle, Progress};
 
 /// Timed runs of each step; the point is their median.
 pub const RUNS: usize = 3;
@@ -46,11 +46,10 @@ pub struct Check {
 pub struct Bytes {
     pub n: usize,
     /// 2 · n_layer · n_embd · 4 · n.
-    pub formula: usize,
-    /// The engine's `kv_bytes_in_use()`.
-    pub in_use: usize,
-    /// The session's cache as allocated.
-    pub allocated: u64,
+    pub formula: u64,
+    /// Read from the engine's cache itself (`Session::kv_bytes`): the rows
+    /// it holds, and its allocation.
+    pub cache: engine::KvBytes,
 }
 
 /// What the measurement fills in.
@@ -120,6 +119,7 @@ pub async fn measure(d: Driver, sinks: Sinks, up_to: usize) -> Result<(), String
     };
     let mut cached = d.lab.with_value(|l| l.session())?;
     let mut uncached = d.lab.with_value(|l| l.session())?;
+    settle(&cached, sinks.progress).await?;
     // One untimed call each: a session's first call is its cold one.
     for s in [&mut cached, &mut uncached] {
         s.decode(ids[0]).await.map_err(err)?;
@@ -150,12 +150,9 @@ pub async fn measure(d: Driver, sinks: Sinks, up_to: usize) -> Result<(), String
             None
         };
         sinks.points.update(|p| p.push(Point { n, cached_ms, uncached_ms }));
-        sinks.bytes.set(Some(Bytes {
-            n,
-            formula: 2 * config.n_layer * config.n_embd * 4 * n,
-            in_use: cached.kv_bytes_in_use(),
-            allocated: cached.kv_bytes_allocated(),
-        }));
+        let cache = cached.kv_bytes().await.map_err(err)?;
+        let formula = (2 * config.n_layer * config.n_embd * 4 * n) as u64;
+        sinks.bytes.set(Some(Bytes { n, formula, cache }));
         yield_to_browser().await;
     }
     sinks.progress.set(Progress { what: "done".into(), done: 1, total: 1 });

@@ -14,7 +14,7 @@ use leptos::prelude::*;
 
 use crate::driver::Driver;
 use crate::loader::yield_to_browser;
-use crate::widgets::measuring::{err, prompt_ids, Progress};
+use crate::widgets::measuring::{err, prompt_ids, settle, Progress};
 
 /// Warm runs after the cold one; the readouts are their medians.
 pub const WARM_RUNS: usize = 3;
@@ -125,6 +125,7 @@ pub async fn time_generation(
         &format!("the context's room after the prompt, 1–{room} tokens"),
     );
     let mut session = d.lab.with_value(|l| l.session())?;
+    settle(&session, sinks.progress).await?;
     sinks.compile_ms.set(session.pipeline_compile_ms());
     let mut first: Option<Vec<u32>> = None;
     let total = (1 + WARM_RUNS) * (steps + 1);
@@ -198,6 +199,7 @@ pub async fn ttft_curve(d: Driver, sinks: Sinks, mode: Mode) -> Result<(), Strin
     let (ids, n_positions) = prompt_ids(d, "the measurement starts from it")?;
     let lengths = curve_lengths(n_positions - 1);
     let mut session = d.lab.with_value(|l| l.session())?;
+    settle(&session, sinks.progress).await?;
     // One untimed pass: the session's first call is the cold one.
     session.prefill(&ids[..1], Wanted::Last).await.map_err(err)?;
     for (i, &n) in lengths.iter().enumerate() {

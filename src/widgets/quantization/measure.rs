@@ -17,7 +17,7 @@ use crate::driver::Driver;
 use crate::lab::open_like;
 use crate::loader::yield_to_browser;
 use crate::model_files::HELDOUT_FILE;
-use crate::widgets::measuring::{prompt_ids, Progress};
+use crate::widgets::measuring::{prompt_ids, settle, Progress};
 
 /// The reference every figure is relative to.
 pub const REFERENCE: Format = Format::F32;
@@ -215,6 +215,9 @@ pub async fn measure(d: Driver, sinks: Sinks, steps: usize, limit: usize) -> Res
         &format!("the context's room after the prompt, 1–{room} tokens"),
     );
     let mut sessions = open_all(d, sinks).await?;
+    if let Some(first) = sessions.first() {
+        settle(first, sinks.progress).await?;
+    }
     greedy(d, sinks, &mut sessions, &ids, steps).await?;
     held_out(d, sinks, &mut sessions, limit).await?;
     sinks.progress.set(Progress { what: "done".into(), done: 1, total: 1 });

@@ -67,7 +67,8 @@ impl BeamSearch {
         let width = self.settings.width;
         let cumulative: Vec<f64> = self.live.iter().map(|l| l.cumulative).collect();
         let rows: Vec<&[f32]> = self.logits.iter().map(Vec::as_slice).collect();
-        let candidates = select::candidates(&cumulative, &rows, width, &self.settings.ends);
+        let last = step + 1 == self.max_steps;
+        let candidates = select::candidates(&cumulative, &rows, width, &self.settings.ends, last);
         let mut kept = Vec::new();
         let mut next = Vec::new();
         for (rank, c) in candidates.iter().enumerate() {
@@ -101,7 +102,7 @@ impl BeamSearch {
             })
             .collect();
         self.steps.push(BeamStep { candidates, kept, copies: 0, copy_bytes: 0 });
-        if self.live.is_empty() || step + 1 == self.max_steps || self.converged() {
+        if self.live.is_empty() || last || self.converged() {
             self.finish();
             return Ok(false);
         }

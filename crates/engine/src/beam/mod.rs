@@ -1,6 +1,6 @@
 //! Beam search with its whole history, on the batch engine: the B live beams
 //! sit in B cache slots of one [`Batch`] and advance in one batched step per
-//! round. Every step records its `2·B` candidates (parent, token, log-prob,
+//! round. Every step records its `2·B` best candidates (parent, token, log-prob,
 //! cumulative, fate), so a page can draw the tree of what was kept and what
 //! was pruned, and re-rank the finished hypotheses under another length
 //! penalty without running the model again ([`BeamSearch::ranked`]).

@@ -1,9 +1,10 @@
 //! One step's choice, pure arithmetic (no model): every live beam's best
 //! extensions ranked together, the `2·B` best of them recorded, and what
-//! becomes of each — the rule of Hugging Face's beam search (`num_beams = B`,
-//! one end token): a candidate ending on an end token finishes a hypothesis
-//! when it ranks in the first B, the best B that do not end are the next
-//! beams, everything else is pruned. Then which cache slot each new beam
+//! becomes of each — the rule of Hugging Face's beam search (`num_beams = B`;
+//! checked against `generate` by tests/beam_golden.rs): a candidate ending on
+//! an end token finishes a hypothesis when it ranks in the first B, the best
+//! B that do not end are the next beams (at the last step, only those in the
+//! first B: the search ends with them), everything else is pruned. Then which cache slot each new beam
 //! takes: its parent's when it is the parent's first child, another (a copy of
 //! the parent's cache) otherwise.
 
@@ -34,16 +35,21 @@ pub struct Candidate {
     pub fate: Fate,
 }
 
-/// The `2·width` best extensions of the live beams, best first, with their
-/// fates. `cumulative[b]` and `logits[b]` (vocab_size) belong to live beam
-/// `b`; `ends` are the tokens that end a hypothesis.
+/// The best extensions of the live beams, best first, with their fates, as
+/// Hugging Face's beam search (`num_beams = width`) ranks them: a pool of
+/// [`pool`]`(width, ends)` candidates, of which the first `2·width` — and
+/// any kept further down — are returned for the history. `cumulative[b]`
+/// and `logits[b]` (vocab_size) belong to live beam `b`; `ends` are the
+/// tokens that end a hypothesis; `last`: the search stops after this step
+/// (its length limit), so only the first `width` can be hypotheses.
 pub fn candidates(
     cumulative: &[f64],
     logits: &[&[f32]],
     width: usize,
     ends: &[u32],
+    last: bool,
 ) -> Vec<Candidate> {
-    let keep = 2 * width;
+    let keep = pool(width, ends.len());
     let mut all = Vec::with_capacity(keep * cumulative.len());
     for (parent, (&cum, row)) in cumulative.iter().zip(logits).enumerate() {
         let lp = log_softmax(row);
@@ -67,6 +73,7 @@ pub fn candidates(
     });
     all.truncate(keep);
     let mut kept = 0;
+    let mut shown = (2 * width).min(all.len());
     for (rank, c) in all.iter_mut().enumerate() {
         c.fate = if ends.contains(&c.token) {
             if rank < width {
@@ -74,14 +81,24 @@ pub fn candidates(
             } else {
                 Fate::Pruned
             }
-        } else if kept < width {
+        } else if kept < width && (rank < width || !last) {
             kept += 1;
+            shown = shown.max(rank + 1);
             Fate::Kept { beam: kept - 1 }
         } else {
             Fate::Pruned
         };
     }
+    all.truncate(shown);
     all
+}
+
+/// Candidates a step ranks: Hugging Face's `max(2, 1 + n_ends) · width`, so
+/// that `width` of them end on no end token however many do (with one end
+/// token, `2·width`; with `ends_at=line`, every token holding a line break
+/// ends a hypothesis, and the pool grows with them).
+pub fn pool(width: usize, n_ends: usize) -> usize {
+    (1 + n_ends).max(2) * width
 }
 
 /// The `n` most likely token ids, best first (ties: lower id first).
@@ -141,7 +158,7 @@ mod tests {
         // Beam 0 is sure of token 2; beam 1 (already less likely) splits.
         let a = row(&[0.05, 0.05, 0.8, 0.1]);
         let b = row(&[0.4, 0.4, 0.1, 0.1]);
-        let c = candidates(&[0.0, -1.0], &[&a, &b], 2, &[]);
+        let c = candidates(&[0.0, -1.0], &[&a, &b], 2, &[], false);
         assert_eq!(c.len(), 4);
         let order: Vec<(usize, u32)> = c.iter().map(|c| (c.parent, c.token)).collect();
         // Beam 1's 0.4s (-1.92) outrank beam 0's second best (ln 0.1 = -2.30).
@@ -158,14 +175,14 @@ mod tests {
     fn an_end_token_finishes_only_in_the_first_width_ranks() {
         let a = row(&[0.5, 0.3, 0.15, 0.05]);
         // Token 0 ends: rank 0 < 2, finished; the two best others are kept.
-        let c = candidates(&[0.0], &[&a], 2, &[0]);
+        let c = candidates(&[0.0], &[&a], 2, &[0], false);
         let fates: Vec<Fate> = c.iter().map(|c| c.fate).collect();
         assert_eq!(
             fates,
             [Fate::Finished, Fate::Kept { beam: 0 }, Fate::Kept { beam: 1 }, Fate::Pruned]
         );
         // Token 3 ends at rank 3 ≥ 2: pruned, not finished.
-        let c = candidates(&[0.0], &[&a], 2, &[3]);
+        let c = candidates(&[0.0], &[&a], 2, &[3], false);
         assert_eq!(c[3].fate, Fate::Pruned);
     }
 

@@ -12,8 +12,8 @@ use crate::step::Wanted;
 
 /// One sequence's consecutive rows of a pass.
 pub struct Seq<'a> {
-    pub key_cache: &'a mut [Vec<f32>], // (n_layer) × (n_positions, n_embd)
-    pub value_cache: &'a mut [Vec<f32>], // (n_layer) × (n_positions, n_embd)
+    pub key_cache: &'a mut [Vec<f32>], // (n_layer) × (pos0 → pos0 + rows, n_embd), capacity n_positions
+    pub value_cache: &'a mut [Vec<f32>], // (n_layer) × (pos0 → pos0 + rows, n_embd), capacity n_positions
     /// Position of the sequence's first row.
     pub pos0: usize,
     pub rows: usize,
@@ -71,6 +71,10 @@ pub fn run(
             let (q, yr) =
                 (&qkv[row0 * 3 * e..][..s.rows * 3 * e], &mut y[row0 * e..][..s.rows * e]);
             let (kc, vc) = (&mut s.key_cache[l], &mut s.value_cache[l]);
+            // The cache holds exactly the rows written: its length is the
+            // bytes in use (within the capacity reserved at open: no allocation).
+            kc.resize((s.pos0 + s.rows) * e, 0.0);
+            vc.resize((s.pos0 + s.rows) * e, 0.0);
             kv_write::run_cpu(q, e, s.pos0, kc, vc);
             attention::run_cpu(q, kc, vc, e, c.head_size, s.pos0, scale, yr);
             if let Some(all) = &mut seen.attention {

@@ -9,7 +9,7 @@ use std::rc::Rc;
 
 use crate::error::{EngineError, Result};
 use crate::model::Config;
-use crate::step::{check_input, Inspection, Look, SharedModel, StepStats, Wanted};
+use crate::step::{check_input, Inspection, KvBytes, Look, SharedModel, StepStats, Wanted};
 use forward::{Seen, Seq};
 
 mod batch;
@@ -67,12 +67,29 @@ fn lane_sums(words: &[u32]) -> [u32; 16] {
     lanes
 }
 
+/// One layer's empty cache with room for the whole context, reserved up
+/// front so that decoding never allocates.
+fn empty_cache(c: &Config) -> Vec<Vec<f32>> {
+    (0..c.n_layer).map(|_| Vec::with_capacity(c.n_positions * c.n_embd)).collect()
+}
+
+/// A copy keeps the whole context reserved (`Vec::clone` would reserve only
+/// the rows held, and the copy's next step would reallocate).
+impl Clone for CpuSession {
+    fn clone(&self) -> CpuSession {
+        let mut copy = CpuSession::new(self.model.clone());
+        copy.pause = self.pause.clone();
+        copy.last = self.last;
+        copy.take_rows(self);
+        copy
+    }
+}
+
 /// A CPU session: the model plus its own KV cache.
-#[derive(Clone)]
 pub struct CpuSession {
     model: SharedModel,
-    key_cache: Vec<Vec<f32>>,   // (n_layer) × (n_positions, n_embd)
-    value_cache: Vec<Vec<f32>>, // (n_layer) × (n_positions, n_embd)
+    key_cache: Vec<Vec<f32>>, // (n_layer) × (pos, n_embd), capacity (n_positions, n_embd)
+    value_cache: Vec<Vec<f32>>, // (n_layer) × (pos, n_embd), capacity (n_positions, n_embd)
     pos: usize,
     last: StepStats,
     pause: Option<Pause>,
@@ -81,11 +98,10 @@ pub struct CpuSession {
 impl CpuSession {
     /// An empty session (position 0).
     pub fn new(model: SharedModel) -> CpuSession {
-        let c = &model.config;
-        let cache = vec![vec![0.0; c.n_positions * c.n_embd]; c.n_layer];
+        let cache = || empty_cache(&model.config);
         CpuSession {
-            key_cache: cache.clone(),
-            value_cache: cache,
+            key_cache: cache(),
+            value_cache: cache(),
             model,
             pos: 0,
             last: StepStats::default(),
@@ -194,10 +210,16 @@ impl CpuSession {
         &self.model
     }
 
-    /// Bytes of the KV cache as allocated (the whole context, up front).
-    pub fn kv_bytes_allocated(&self) -> u64 {
-        let floats: usize = self.key_cache.iter().chain(&self.value_cache).map(Vec::len).sum();
-        (floats * std::mem::size_of::<f32>()) as u64
+    /// The KV cache's bytes: the rows it holds (its vectors' lengths) and
+    /// what was reserved for the whole context when the session opened
+    /// (their capacities).
+    pub fn kv_bytes(&self) -> KvBytes {
+        let caches = || self.key_cache.iter().chain(&self.value_cache);
+        let bytes = |floats: usize| (floats * std::mem::size_of::<f32>()) as u64;
+        KvBytes {
+            in_use: bytes(caches().map(Vec::len).sum()),
+            allocated: bytes(caches().map(Vec::capacity).sum()),
+        }
     }
 
     /// Tokens in the cache.
@@ -215,6 +237,8 @@ impl CpuSession {
         if to > self.pos {
             return Err(EngineError::Rewind { to, pos: self.pos });
         }
+        let floats = to * self.config().n_embd;
+        self.key_cache.iter_mut().chain(&mut self.value_cache).for_each(|c| c.truncate(floats));
         self.pos = to;
         Ok(())
     }
@@ -227,15 +251,19 @@ impl CpuSession {
                 "a KV cache is copied only between sessions of one model".into(),
             ));
         }
+        Ok(self.take_rows(src))
+    }
+
+    /// `src`'s cache rows and position (same model): the bytes copied.
+    fn take_rows(&mut self, src: &CpuSession) -> u64 {
         let n = src.pos * self.config().n_embd;
-        for (to, from) in self.key_cache.iter_mut().zip(&src.key_cache) {
-            to[..n].copy_from_slice(&from[..n]);
-        }
-        for (to, from) in self.value_cache.iter_mut().zip(&src.value_cache) {
-            to[..n].copy_from_slice(&from[..n]);
+        let pairs = self.key_cache.iter_mut().zip(&src.key_cache);
+        for (to, from) in pairs.chain(self.value_cache.iter_mut().zip(&src.value_cache)) {
+            to.clear();
+            to.extend_from_slice(&from[..n]);
         }
         self.pos = src.pos;
-        Ok((n * 4 * 2 * self.key_cache.len()) as u64)
+        (n * 4 * 2 * self.key_cache.len()) as u64
     }
 
     /// Runs `tokens` at positions `pos..`, appending their k and v to the cache.

@@ -16,7 +16,7 @@ use crate::gpu::readback::{buffer, STORAGE};
 use crate::gpu::runner::{Logits, Runner, MAX_LOGITS_BYTES};
 use crate::gpu::GpuModel;
 use crate::model::Config;
-use crate::step::{check_input, Inspection, Look, StepStats, Wanted};
+use crate::step::{check_input, Inspection, KvBytes, Look, StepStats, Wanted};
 
 /// One sequence on the GPU.
 pub struct GpuSession {
@@ -317,9 +317,15 @@ impl GpuSession {
         self.last = stats;
     }
 
-    /// Bytes of the KV cache buffers as created (the whole context, up front).
-    pub fn kv_bytes_allocated(&self) -> u64 {
-        self.key_cache.iter().chain(&self.value_cache).map(wgpu::Buffer::size).sum()
+    /// The KV cache's bytes from its buffers: their sizes as created (the
+    /// whole context, up front), and the share of them the held rows take.
+    pub fn kv_bytes(&self) -> KvBytes {
+        let allocated: u64 =
+            self.key_cache.iter().chain(&self.value_cache).map(wgpu::Buffer::size).sum();
+        // Each buffer holds n_positions rows; the first `pos` hold tokens.
+        // (Reading the buffers back to find them would cost a whole cache's readback.)
+        let n_positions = self.config().n_positions as u64;
+        KvBytes { in_use: allocated / n_positions * self.pos as u64, allocated }
     }
 }
 

@@ -72,7 +72,8 @@ impl Host {
             | Request::Rewind { id, .. }
             | Request::Copy { id, .. }
             | Request::Close { id } => Some(*id),
-            Request::Batch { .. } | Request::DeviceFigures => None,
+            Request::KvBytes { id } => Some(*id),
+            Request::Batch { .. } | Request::DeviceFigures | Request::Settle => None,
         };
         let answer = self.run(request);
         match (awaited, answer) {
@@ -101,17 +102,10 @@ impl Host {
                 Ok(inspected(stats, seen, look))
             }
             Request::Decode { id, token } => {
-                let with = self.pace.next_with();
-                let paced = coworker::available();
-                if paced {
-                    coworker::set_active(with);
-                }
-                let session = self.session(id)?;
-                let floats = session.forward(&[token], crate::step::Wanted::Last)?;
-                let stats = session.last_stats();
-                if paced {
-                    self.pace.record(with, stats.wall_ms);
-                }
+                let mut pace = std::mem::take(&mut self.pace);
+                let stepped = self.session(id).and_then(|s| decode_paced(&mut pace, s, token));
+                self.pace = pace;
+                let (floats, stats) = stepped?;
                 Ok(Answer { reply: Reply::Logits { stats }, floats })
             }
             Request::Batch { ids, tokens } => self.batch(&ids, &tokens),
@@ -140,6 +134,34 @@ impl Host {
                 let figures = ready(crate::cpu::device_figures(None))?;
                 Ok(Answer::bare(Reply::Figures { figures }))
             }
+            Request::KvBytes { id } => {
+                let bytes = self.session(id)?.kv_bytes();
+                Ok(Answer::bare(Reply::KvBytes { bytes }))
+            }
+            Request::Settle => {
+                let coworker = match coworker::available() {
+                    true => Some(self.settle()?),
+                    false => None,
+                };
+                Ok(Answer::bare(Reply::Settled { coworker }))
+            }
+        }
+    }
+
+    /// Decode steps on a scratch session, paced as the page's are, until
+    /// the pace has chosen; returns the choice (with the coworker or not).
+    fn settle(&mut self) -> Result<bool> {
+        let mut scratch = CpuSession::new(self.model.clone());
+        let room = self.model.config.n_positions;
+        loop {
+            if let Some(with) = self.pace.choice() {
+                coworker::set_active(with);
+                return Ok(with);
+            }
+            if scratch.pos() + 1 >= room {
+                scratch.rewind(0)?;
+            }
+            decode_paced(&mut self.pace, &mut scratch, 0)?;
         }
     }
 
@@ -190,6 +212,26 @@ impl Host {
         let (floats, stats) = result?;
         Ok(Answer { reply: Reply::Logits { stats }, floats })
     }
+}
+
+/// One decode step with the coworker or alone, as `pace` says while it
+/// chooses (then as it chose), timed for it.
+fn decode_paced(
+    pace: &mut Pace,
+    session: &mut CpuSession,
+    token: u32,
+) -> Result<(Vec<f32>, StepStats)> {
+    let with = pace.next_with();
+    let paced = coworker::available();
+    if paced {
+        coworker::set_active(with);
+    }
+    let floats = session.forward(&[token], crate::step::Wanted::Last)?;
+    let stats = session.last_stats();
+    if paced {
+        pace.record(with, stats.wall_ms);
+    }
+    Ok((floats, stats))
 }
 
 fn failed(e: EngineError) -> Answer {

@@ -19,7 +19,7 @@ use std::rc::Rc;
 
 use crate::error::{EngineError, Result};
 use crate::model::{Config, Model};
-use crate::step::{DeviceFigures, Inspection, Look, StepStats, Wanted};
+use crate::step::{DeviceFigures, Inspection, KvBytes, Look, StepStats, Wanted};
 use crate::storage::format::Format;
 pub use host::Host;
 use wire::{Answer, Reply, Request, SessionId};
@@ -95,6 +95,17 @@ impl RemoteModel {
         }
     }
 
+    /// Waits until the worker has chosen whether its decode steps run with
+    /// the coworker (a trial of decode steps on a scratch session, once per
+    /// worker), so that steps timed from now on all ran the same way.
+    /// Returns the choice; `None` where the worker has no coworker.
+    pub async fn settle(&self) -> Result<Option<bool>> {
+        match self.link.call(Request::Settle).await?.reply {
+            Reply::Settled { coworker } => Ok(coworker),
+            other => Err(unexpected(other)),
+        }
+    }
+
     fn fresh_id(&self) -> SessionId {
         let id = self.next_id.get();
         self.next_id.set(id + 1);
@@ -142,10 +153,12 @@ impl RemoteSession {
         self.last
     }
 
-    /// Bytes of the KV cache in the worker (the whole context, up front).
-    pub fn kv_bytes_allocated(&self) -> u64 {
-        let c = self.config();
-        (2 * c.n_layer * c.n_positions * c.n_embd * 4) as u64
+    /// The KV cache's bytes, as the worker's cache holds them.
+    pub async fn kv_bytes(&self) -> Result<KvBytes> {
+        match self.model.link.call(Request::KvBytes { id: self.id }).await?.reply {
+            Reply::KvBytes { bytes } => Ok(bytes),
+            other => Err(unexpected(other)),
+        }
     }
 
     /// `tokens` in one pass; what `look` asks for comes back too.

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::step::{DeviceFigures, Look, StepStats, Wanted};
+use crate::step::{DeviceFigures, KvBytes, Look, StepStats, Wanted};
 
 /// A session in the worker, named by the page (ids are never reused).
 pub type SessionId = u32;
@@ -31,6 +31,11 @@ pub enum Request {
     Close { id: SessionId },
     /// The worker's copy and read rates (the cost lessons' device figures).
     DeviceFigures,
+    /// Session `id`'s KV cache bytes, read from the worker's cache.
+    KvBytes { id: SessionId },
+    /// Finish choosing whether decode steps run with the coworker, on a
+    /// scratch session (the timing lessons wait for it: [`super::pace`]).
+    Settle,
 }
 
 impl Request {
@@ -43,6 +48,8 @@ impl Request {
                 | Request::Decode { .. }
                 | Request::Batch { .. }
                 | Request::DeviceFigures
+                | Request::KvBytes { .. }
+                | Request::Settle
         )
     }
 }
@@ -62,6 +69,11 @@ pub enum Reply {
     },
     /// The worker's device figures.
     Figures { figures: DeviceFigures },
+    /// A session's KV cache bytes.
+    KvBytes { bytes: KvBytes },
+    /// The way decode steps run from now on: with the coworker or alone
+    /// (`None`: the worker has no coworker, so there was nothing to choose).
+    Settled { coworker: Option<bool> },
     /// The request (or one before it on the same session) failed.
     Failed { message: String },
 }
