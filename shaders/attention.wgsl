@@ -86,7 +86,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var s_ = 0u; s_ < DIMS_PER_THREAD; s_ = s_ + 1u) {
         let d = tid + s_ * WG;
         if (d < hs) {
-            y[(p.row0 + row) * p.n_embd + h0 + d] = acc[s_] / l;
+            y[(p.row0 + row) * p.n_embd + h0 + d] = faulted(acc[s_] / l);
         }
     }
 }

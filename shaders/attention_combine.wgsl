@@ -58,6 +58,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
     }
     if (d < hs) {
-        y[p.row0 * p.n_embd + head * hs + d] = acc / l;
+        y[p.row0 * p.n_embd + head * hs + d] = faulted(acc / l);
     }
 }

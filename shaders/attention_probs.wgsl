@@ -80,9 +80,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let total = reduce(tid, l, false);
     for (var j = tid; j < p.n_cols; j = j + WG) {
         if (j < n_keys) {
-            probs[base + j] = probs[base + j] / total;
+            probs[base + j] = faulted(probs[base + j] / total);
         } else {
-            probs[base + j] = 0.0; // a query never sees the keys after it
+            probs[base + j] = faulted(0.0); // a query never sees the keys after it
         }
     }
 }

@@ -126,11 +126,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         for (var s = 0u; s < groups; s = s + 1u) {
             sum = sum + group_sums[s * MAX_HEAD_SIZE + d];
         }
-        parts[base + 2u + d] = sum;
+        parts[base + 2u + d] = faulted(sum);
     }
     if (tid == 0u) {
-        parts[base] = m;
-        parts[base + 1u] = l;
+        parts[base] = faulted(m);
+        parts[base + 1u] = faulted(l);
     }
 }
 

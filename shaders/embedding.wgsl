@@ -39,5 +39,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         return; // another shard's row
     }
     let t = token - p.v0;
-    x[p.row0 * p.n_embd + i] = w_load(t * p.n_embd + c, t) + wpe[(p.pos0 + row) * p.n_embd + c];
+    x[p.row0 * p.n_embd + i] = faulted(w_load(t * p.n_embd + c, t) + wpe[(p.pos0 + row) * p.n_embd + c]);
 }

@@ -26,6 +26,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let c = i % p.n_embd;
     let src = (p.row0 + row) * 3u * p.n_embd;
     let dst = (p.pos0 + row) * p.n_embd + c;
-    key_cache[dst] = qkv[src + p.n_embd + c];
-    value_cache[dst] = qkv[src + 2u * p.n_embd + c];
+    key_cache[dst] = faulted(qkv[src + p.n_embd + c]);
+    value_cache[dst] = faulted(qkv[src + 2u * p.n_embd + c]);
 }

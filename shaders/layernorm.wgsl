@@ -23,6 +23,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let base = row * p.n_embd;
     let s = ln_stats(tid, base, p.n_embd, p.eps);
     for (var c = tid; c < p.n_embd; c = c + WG) {
-        out[base + c] = (x[base + c] - s.x) * s.y * ln[c] + ln[p.n_embd + c];
+        out[base + c] = faulted((x[base + c] - s.x) * s.y * ln[c] + ln[p.n_embd + c]);
     }
 }

@@ -36,5 +36,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var c = 0u; c < p.n_embd; c = c + 1u) {
         acc = acc + x[xr + c] * w_load(wr + c, v);
     }
-    logits[r * p.vocab_size + p.v0 + v] = acc;
+    logits[r * p.vocab_size + p.v0 + v] = faulted(acc);
 }

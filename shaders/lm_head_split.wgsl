@@ -78,7 +78,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         workgroupBarrier();
     }
     if (lane == 0u && v < p.n_vocab) {
-        logits[r * p.vocab_size + p.v0 + v] = lane_sums[tid];
+        logits[r * p.vocab_size + p.v0 + v] = faulted(lane_sums[tid]);
     }
 }
 

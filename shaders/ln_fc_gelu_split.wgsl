@@ -39,7 +39,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         if (col < p.n) {
             let v = sums[t] + bias[col];
             let inner = clamp(0.7978845608028654 * (v + 0.044715 * v * v * v), -10.0, 10.0);
-            fc[col] = 0.5 * v * (1.0 + tanh(inner));
+            fc[col] = faulted(0.5 * v * (1.0 + tanh(inner)));
         }
     }
 }

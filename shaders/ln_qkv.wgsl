@@ -39,11 +39,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         acc = acc + xn[kk] * w_load(kk * n + col, col);
     }
     let v = acc + bias[col];
-    qkv[col] = v;
+    qkv[col] = faulted(v);
     let row = p.pos * p.n_embd;
     if (col >= 2u * p.n_embd) {
-        value_cache[row + col - 2u * p.n_embd] = v;
+        value_cache[row + col - 2u * p.n_embd] = faulted(v);
     } else if (col >= p.n_embd) {
-        key_cache[row + col - p.n_embd] = v;
+        key_cache[row + col - p.n_embd] = faulted(v);
     }
 }

@@ -43,11 +43,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let col = col0 + t;
         if (col < n) {
             let v = sums[t] + bias[col];
-            qkv[col] = v;
+            qkv[col] = faulted(v);
             if (col >= 2u * p.n_embd) {
-                value_cache[row + col - 2u * p.n_embd] = v;
+                value_cache[row + col - 2u * p.n_embd] = faulted(v);
             } else if (col >= p.n_embd) {
-                key_cache[row + col - p.n_embd] = v;
+                key_cache[row + col - p.n_embd] = faulted(v);
             }
         }
     }

@@ -45,7 +45,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var r = 0u; r < TILE; r = r + 1u) {
         for (var c = 0u; c < TILE; c = c + 1u) {
             if (row0 + r < p.m && col0 + c < p.n) {
-                out[(row0 + r) * p.n + col0 + c] = acc[r][c] + bias[col0 + c];
+                out[(row0 + r) * p.n + col0 + c] = faulted(acc[r][c] + bias[col0 + c]);
             }
         }
     }

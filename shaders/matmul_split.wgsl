@@ -56,7 +56,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             for (var t = 0u; t < PER_WORD; t = t + 1u) {
                 let col = col0 + t;
                 if (col < p.n) {
-                    out[r * p.n + col] = sums[t] + bias[col];
+                    out[r * p.n + col] = faulted(sums[t] + bias[col]);
                 }
             }
         }

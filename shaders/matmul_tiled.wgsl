@@ -88,7 +88,7 @@ fn store(row: u32, col: u32, v: vec4<f32>) {
     }
     for (var c = 0u; c < TILE; c = c + 1u) {
         if (col + c < p.n) {
-            out[row * p.n + col + c] = v[c] + bias[col + c];
+            out[row * p.n + col + c] = faulted(v[c] + bias[col + c]);
         }
     }
 }

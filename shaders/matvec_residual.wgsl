@@ -30,5 +30,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var kk = 0u; kk < p.k; kk = kk + 1u) {
         acc = acc + y[kk] * w_load(kk * p.n + col, col);
     }
-    x[col] = x[col] + (acc + bias[col]);
+    x[col] = faulted(x[col] + (acc + bias[col]));
 }

@@ -33,7 +33,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var t = 0u; t < PER_WORD; t = t + 1u) {
         let col = col0 + t;
         if (col < p.n) {
-            x[col] = x[col] + (sums[t] + bias[col]);
+            x[col] = faulted(x[col] + (sums[t] + bias[col]));
         }
     }
 }

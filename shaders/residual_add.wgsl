@@ -19,5 +19,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (i >= p.n) {
         return;
     }
-    x[i] = x[i] + y[i];
+    x[i] = faulted(x[i] + y[i]);
 }

@@ -37,10 +37,33 @@ impl Pipelines {
         profile: Profile,
         kernels: &[Kernel],
     ) -> Result<Pipelines> {
+        Pipelines::compiled(ctx, format, profile, kernels, None).await
+    }
+
+    /// `kernel` alone, compiled with the fault hook on (`FAULT = 1`,
+    /// shaders/fault.wgsl): every value it stores is off by one, on the
+    /// device. The self-test's proof that it catches a wrong kernel.
+    pub async fn faulted(
+        ctx: &GpuContext,
+        format: Format,
+        profile: Profile,
+        kernel: Kernel,
+    ) -> Result<Pipelines> {
+        Pipelines::compiled(ctx, format, profile, &[kernel], Some(kernel)).await
+    }
+
+    async fn compiled(
+        ctx: &GpuContext,
+        format: Format,
+        profile: Profile,
+        kernels: &[Kernel],
+        fault: Option<Kernel>,
+    ) -> Result<Pipelines> {
         let start = web_time::Instant::now();
         let mut map = HashMap::new();
         for &kernel in kernels {
-            map.insert(kernel, compile(ctx, kernel, format, profile).await?);
+            let faulted = fault == Some(kernel);
+            map.insert(kernel, compile(ctx, kernel, format, profile, faulted).await?);
         }
         let compile_ms = start.elapsed().as_secs_f64() * 1e3;
         Ok(Pipelines { format, profile, map, compile_ms })
@@ -62,11 +85,14 @@ async fn compile(
     kernel: Kernel,
     format: Format,
     profile: Profile,
+    faulted: bool,
 ) -> Result<wgpu::ComputePipeline> {
     let (k, f) = (kernel.name(), format.name());
     let mut constants = Vec::new();
     for name in kernel.overrides(format) {
-        let value = profile.constant(kernel, &name).ok_or_else(|| {
+        let value =
+            if faulted && name == "FAULT" { Some(1.0) } else { profile.constant(kernel, &name) };
+        let value = value.ok_or_else(|| {
             EngineError::Gpu(format!(
                 "kernel `{k}` declares `override {name}`, which no profile sets"
             ))

@@ -156,6 +156,9 @@ impl Profile {
             "WG" => f64::from(self.wg(kernel)),
             "CHUNK" => f64::from(attention_split::CHUNK),
             "ROWS" => f64::from(lm_head_split::ROWS),
+            // The self-test's fault hook (shaders/fault.wgsl): off; only
+            // `Pipelines::faulted` turns it on.
+            "FAULT" => 0.0,
             _ => return None,
         })
     }

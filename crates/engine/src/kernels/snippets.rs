@@ -1,7 +1,7 @@
 //! The WGSL a kernel is compiled from: its own file, preceded by the shared
 //! snippets it calls — the weight format's (`shaders/format_*.wgsl`: `Word`,
-//! `w_load`, `w_unpack`), `shaders/ln_stats.wgsl`, `shaders/split_k.wgsl` and
-//! `shaders/split_dot.wgsl`.
+//! `w_load`, `w_unpack`), `shaders/ln_stats.wgsl`, `shaders/split_k.wgsl`,
+//! `shaders/split_dot.wgsl` and the self-test's fault hook, `shaders/fault.wgsl`.
 //! Which ones, and which pipeline constants (`override`s) the result
 //! declares, are read from the WGSL itself, so no list has to be kept in step
 //! with the shaders: a kernel needs a snippet exactly when it names one of the
@@ -17,6 +17,9 @@ const SPLIT_K: &str = include_str!("../../../../shaders/split_k.wgsl");
 
 /// The single-row split kernels' dot products (which call the kernel's `input`).
 const SPLIT_DOT: &str = include_str!("../../../../shaders/split_dot.wgsl");
+
+/// The self-test's fault hook every kernel stores its outputs through.
+const FAULT: &str = include_str!("../../../../shaders/fault.wgsl");
 
 /// The value of `const NAME: u32 = Vu;` in `src`, if it declares one (tests
 /// check the cost model's copies of loop counts against the shaders).
@@ -83,8 +86,8 @@ pub fn calls_format(kernel: &str) -> bool {
 /// `kernel` preceded by every snippet it needs, directly or through another
 /// snippet, with weights in `format`.
 pub fn assemble(kernel: &str, format: Format) -> String {
-    let snippets = [format.snippet(), LN_STATS, SPLIT_K, SPLIT_DOT];
-    let mut taken = [false; 4];
+    let snippets = [format.snippet(), LN_STATS, SPLIT_K, SPLIT_DOT, FAULT];
+    let mut taken = [false; 5];
     let mut source = kernel.to_string();
     loop {
         let next = (0..snippets.len()).find(|&i| !taken[i] && needs(&source, snippets[i]));
@@ -120,6 +123,8 @@ mod tests {
         assert!(has(Kernel::LmHeadSplit, format) && !has(Kernel::LmHeadSplit, ln));
         assert!(Kernel::Embedding.reads_weights() && !Kernel::Gelu.reads_weights());
         assert!(!Kernel::BlockSum.reads_weights());
+        // Every kernel stores what it computes through the fault hook.
+        assert!(Kernel::ALL.iter().all(|k| has(*k, "override FAULT")));
         // A name inside a comment is no use of it.
         assert!(!needs("// calls normalise_row(", LN_STATS));
         assert!(!needs("fn main() { let normalise_rows = 1; }", LN_STATS));
@@ -127,11 +132,11 @@ mod tests {
 
     #[test]
     fn overrides_are_read_from_the_source() {
-        assert_eq!(Kernel::Matmul.overrides(Format::F32), Vec::<String>::new());
-        assert_eq!(Kernel::Gelu.overrides(Format::F32), ["WG"]);
+        assert_eq!(Kernel::Matmul.overrides(Format::F32), ["FAULT"]);
+        assert_eq!(Kernel::Gelu.overrides(Format::F32), ["FAULT", "WG"]);
         let mut split = Kernel::AttentionSplit.overrides(Format::F32);
         split.sort();
-        assert_eq!(split, ["CHUNK", "WG"]);
+        assert_eq!(split, ["CHUNK", "FAULT", "WG"]);
         assert_eq!(overrides("// override NOT\noverride A: u32 = 1u;"), ["A"]);
     }
 }

@@ -48,14 +48,10 @@ impl CaseResult {
     }
 }
 
-/// Runs one case; `fault` adds 1 to the first output element afterwards
-/// (the page's `selftest_fault=` test hook: proves a wrong kernel is caught).
-pub async fn run_case(
-    ctx: &GpuContext,
-    pipelines: &Pipelines,
-    case: &Case,
-    fault: bool,
-) -> CaseResult {
+/// Runs one case with `pipelines` (for the page's `selftest_fault=` test
+/// hook, ones compiled with [`Pipelines::faulted`]: the kernel itself
+/// stores wrong values on the device, and the comparison must catch it).
+pub async fn run_case(ctx: &GpuContext, pipelines: &Pipelines, case: &Case) -> CaseResult {
     let started = Instant::now();
     let buffers: Vec<&[u8]> = case.buffers.iter().map(Vec::as_slice).collect();
     let scales = case.scales.as_deref();
@@ -76,14 +72,7 @@ pub async fn run_case(
         detail: None,
     };
     match ran {
-        Ok(mut got) => {
-            if fault {
-                if let Some(v) = got.get_mut(case.want[0].0).and_then(|o| o.first_mut()) {
-                    *v += 1.0;
-                }
-            }
-            compare(case, &got, &mut result);
-        }
+        Ok(got) => compare(case, &got, &mut result),
         Err(e) => {
             result.max_abs = f32::INFINITY;
             result.worst_ratio = f32::INFINITY;
@@ -130,8 +119,9 @@ fn compare(case: &Case, got: &[Vec<f32>], result: &mut CaseResult) {
 }
 
 /// Every case of every kernel `profile` runs, in every weight format, in
-/// data-flow order; `fault` names a kernel to corrupt (test hook). The
-/// pipelines are compiled here, once per format.
+/// data-flow order; `fault` names a kernel whose first case runs corrupted
+/// on the device (test hook: [`Pipelines::faulted`]). The pipelines are
+/// compiled here, once per format.
 pub async fn check_kernels(
     ctx: &GpuContext,
     profile: Profile,
@@ -154,10 +144,16 @@ pub async fn check_kernels(
     let mut out = Vec::new();
     for kernel in profile.kernels() {
         for (i, case) in cases::cases(kernel, split).iter().enumerate() {
-            let corrupt = fault == Some(kernel) && i == 0;
-            let pipelines = compiled.iter().find(|(f, _)| *f == case.format).map(|(_, p)| p);
+            let corrupt = match fault == Some(kernel) && i == 0 {
+                true => Some(Pipelines::faulted(ctx, case.format, profile, kernel).await),
+                false => None,
+            };
+            let pipelines = match &corrupt {
+                Some(p) => Some(p),
+                None => compiled.iter().find(|(f, _)| *f == case.format).map(|(_, p)| p),
+            };
             out.push(match pipelines {
-                Some(Ok(p)) => run_case(ctx, p, case, corrupt).await,
+                Some(Ok(p)) => run_case(ctx, p, case).await,
                 Some(Err(e)) => not_compiled(case, e.to_string()),
                 None => not_compiled(case, "no pipelines for this format".into()),
             });
