@@ -50,6 +50,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         workgroupBarrier();
     }
     if (tid == 0u) {
-        sums[wid.x] = faulted(partial[0]);
+        sums[wid.x] = faulted_bits(partial[0]);
     }
 }
