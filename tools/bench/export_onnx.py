@@ -2,8 +2,15 @@
 """Exports a GPT-2 folder (config.json, model.safetensors, tokenizer.json or
 vocab.json + merges.txt) the way transformers.js loads one: config.json,
 generation_config.json and the tokenizer files at the top, the decoder with its
-KV cache as onnx/model.onnx (fp32, optimum's text-generation-with-past).
-Used by `./tools/dev bench` for the transformers.js comparison.
+KV cache as onnx/model.onnx (fp32, optimum's text-generation-with-past),
+and the two other files transformers.js loads by `dtype`: onnx/model_fp16.onnx
+(every float in f16, the KV cache's too) and onnx/model_quantized.onnx (`q8`,
+its default on the CPU: onnxruntime's dynamic quantization, uint8 weights with
+one scale and zero point per tensor, as transformers.js's own conversion
+script makes it). No q4: onnxruntime's 4-bit quantizer takes MatMul nodes
+only, and the export's projections are Gemm nodes, so only the LM head
+would be 4-bit: no match for our int4. Used by `./tools/dev bench` for the
+transformers.js comparison.
 
     python3 tools/bench/export_onnx.py MODEL_DIR OUT_DIR
 """
@@ -22,12 +29,23 @@ if os.path.exists(f"{src}/tokenizer.json"):
     shutil.copy(f"{src}/tokenizer.json", out)  # ours, byte for byte
 else:
     GPT2TokenizerFast(vocab_file=f"{src}/vocab.json", merges_file=f"{src}/merges.txt").save_pretrained(out)
-with tempfile.TemporaryDirectory() as tmp:
-    cli = os.path.join(os.path.dirname(sys.executable), "optimum-cli")
-    subprocess.run([cli, "export", "onnx", "--model", src, "--task", "text-generation-with-past", tmp],
-                   check=True, stdout=subprocess.DEVNULL)
-    os.makedirs(f"{out}/onnx", exist_ok=True)
-    shutil.move(f"{tmp}/model.onnx", f"{out}/onnx/model.onnx")
-    for name in ["config.json", "generation_config.json"]:
-        shutil.move(f"{tmp}/{name}", f"{out}/{name}")
+fp32 = f"{out}/onnx/model.onnx"
+if not os.path.exists(fp32):
+    with tempfile.TemporaryDirectory() as tmp:
+        cli = os.path.join(os.path.dirname(sys.executable), "optimum-cli")
+        subprocess.run([cli, "export", "onnx", "--model", src, "--task", "text-generation-with-past", tmp],
+                       check=True, stdout=subprocess.DEVNULL)
+        os.makedirs(f"{out}/onnx", exist_ok=True)
+        shutil.move(f"{tmp}/model.onnx", fp32)
+        for name in ["config.json", "generation_config.json"]:
+            shutil.move(f"{tmp}/{name}", f"{out}/{name}")
+if not os.path.exists(f"{out}/onnx/model_fp16.onnx"):
+    import onnx
+    from onnxconverter_common import float16
+    half = float16.convert_float_to_float16(onnx.load(fp32), keep_io_types=False)
+    onnx.save(half, f"{out}/onnx/model_fp16.onnx")
+if not os.path.exists(f"{out}/onnx/model_quantized.onnx"):
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    quantize_dynamic(fp32, f"{out}/onnx/model_quantized.onnx", per_channel=False, reduce_range=False,
+                     weight_type=QuantType.QUInt8)
 print(f"wrote {out}")

@@ -3,9 +3,12 @@
 the same pseudo-random prompt ((i * 7919 + 13) % vocab_size), a warm-up
 pass, then one prefill and TOKENS greedy decode steps through
 `past_key_values` (transformers' KV cache), timed per step. Figures only.
+DTYPE is what PyTorch computes in: float32 (like for like with our
+`--weights f32`), float16 or bfloat16 (with our f16 / bf16 weights; PyTorch
+then also computes in that type, where our CPU engine widens to f32).
 
     pip install torch transformers safetensors
-    python3 tools/bench/torch_decode.py MODEL_DIR [PROMPT_LEN] [TOKENS] [THREADS]
+    python3 tools/bench/torch_decode.py MODEL_DIR [PROMPT_LEN] [TOKENS] [THREADS] [DTYPE]
 """
 import statistics
 import sys
@@ -18,10 +21,11 @@ model_dir = sys.argv[1]
 prompt_len = int(sys.argv[2]) if len(sys.argv) > 2 else 64
 tokens = int(sys.argv[3]) if len(sys.argv) > 3 else 64
 threads = int(sys.argv[4]) if len(sys.argv) > 4 else 2
+dtype_name = sys.argv[5] if len(sys.argv) > 5 else "float32"
+dtype = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype_name]
 torch.set_num_threads(threads)
 
-# float32 compute, as our CPU engine does (an f16 checkpoint is widened).
-model = GPT2LMHeadModel.from_pretrained(model_dir, dtype=torch.float32).eval()
+model = GPT2LMHeadModel.from_pretrained(model_dir, dtype=dtype).eval()
 vocab = model.config.vocab_size
 prompt = torch.tensor([[(i * 7919 + 13) % vocab for i in range(prompt_len)]])
 
@@ -44,7 +48,7 @@ def run():
 run()  # warm-up
 prefill, steps = run()
 c = model.config
-print(f"backend            PyTorch {torch.__version__} CPU, {threads} threads, float32")
+print(f"backend            PyTorch {torch.__version__} CPU, {threads} threads, {dtype_name}")
 print(f"model              {c.n_layer} layers, {c.n_embd} dims, {c.n_head} heads, vocab {vocab}, "
       f"{sum(p.numel() for p in model.parameters())} params")
 print(f"prefill            {prompt_len} tokens in {prefill * 1e3:.1f} ms ({prompt_len / prefill:.0f} tokens/s)")

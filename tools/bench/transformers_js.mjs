@@ -2,17 +2,19 @@
 // web developer would pick instead of ours, on the same models in the same
 // headless Chromium: load, warm first token and decode ms/token, greedy, as a
 // page measures them. Figures only. Models: ONNX exports made by
-// tools/bench/export_onnx.sh (fp32, their default on the CPU). ISOLATED=1
+// tools/bench/export_onnx.py: fp32 (`onnx/model.onnx`), fp16
+// (`model_fp16.onnx`) and q8 (`model_quantized.onnx`, int8 weights, one
+// scale per tensor: transformers.js's default on the CPU); DTYPE picks one. ISOLATED=1
 // serves the page cross-origin isolated, as ours is served (onnxruntime-web
 // may then use threads of its own: the figure names how many).
 //   TJS=DIR/node_modules/@huggingface/transformers MODELS=DIR CHROMIUM=... \
-//     PLAYWRIGHT_CORE=... node tools/bench/transformers_js.mjs NAME [cpu|webgpu] [TOKENS]
+//     PLAYWRIGHT_CORE=... node tools/bench/transformers_js.mjs NAME [cpu|webgpu] [TOKENS] [fp32|fp16|q8]
 import { createServer } from 'node:http';
 import { readFile } from 'node:fs/promises';
 import { extname, join, normalize } from 'node:path';
 
 const { chromium } = await import(process.env.PLAYWRIGHT_CORE);
-const [name, device = 'cpu', tokens = '32'] = process.argv.slice(2);
+const [name, device = 'cpu', tokens = '32', dtype = 'fp32'] = process.argv.slice(2);
 const TJS = join(process.env.TJS, 'dist');
 const MODELS = process.env.MODELS;
 const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.json': 'application/json' };
@@ -20,10 +22,10 @@ const PAGE = `<!doctype html><meta charset="utf-8"><script type="module">
 import { env, AutoTokenizer, AutoModelForCausalLM } from '/tjs/transformers.min.js';
 env.allowRemoteModels = false; env.allowLocalModels = true; env.localModelPath = '/models/';
 env.backends.onnx.wasm.wasmPaths = '/tjs/';
-window.bench = async (name, device, n) => {
+window.bench = async (name, device, n, dtype) => {
   const t0 = performance.now();
   const tokenizer = await AutoTokenizer.from_pretrained(name);
-  const model = await AutoModelForCausalLM.from_pretrained(name, { device: device === 'cpu' ? 'wasm' : 'webgpu', dtype: 'fp32' });
+  const model = await AutoModelForCausalLM.from_pretrained(name, { device: device === 'cpu' ? 'wasm' : 'webgpu', dtype });
   const load = performance.now() - t0;
   const inputs = tokenizer('The capital of France is');
   const run = async (k) => {
@@ -60,8 +62,8 @@ const browser = await chromium.launch({
 const page = await browser.newPage();
 await page.goto(`http://127.0.0.1:${server.address().port}/`);
 await page.waitForFunction(() => window.bench, null, { timeout: 60_000 });
-const r = await page.evaluate(([n, d, k]) => window.bench(n, d, k), [name, device, Number(tokens)]);
-console.log(`transformers.js ${device} ${name}: loaded ${(r.load / 1000).toFixed(1)} s; cold first token ${r.cold.toFixed(0)} ms; ` +
+const r = await page.evaluate(([n, d, k, t]) => window.bench(n, d, k, t), [name, device, Number(tokens), dtype]);
+console.log(`transformers.js ${device} ${dtype} ${name}: loaded ${(r.load / 1000).toFixed(1)} s; cold first token ${r.cold.toFixed(0)} ms; ` +
   `warm first token ${r.first.toFixed(0)} ms (median of 3); decode ${r.perToken.toFixed(1)} ms/token over ${tokens} greedy tokens ` +
   `(cross-origin isolated: ${r.isolated}; onnxruntime threads: ${r.threads})`);
 console.log(`  text: ${JSON.stringify(r.text.slice(0, 120))}`);
