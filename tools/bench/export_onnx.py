@@ -14,6 +14,7 @@ transformers.js comparison.
 
     python3 tools/bench/export_onnx.py MODEL_DIR OUT_DIR
 """
+import json
 import os
 import shutil
 import subprocess
@@ -39,10 +40,23 @@ if not os.path.exists(fp32):
         shutil.move(f"{tmp}/model.onnx", fp32)
         for name in ["config.json", "generation_config.json"]:
             shutil.move(f"{tmp}/{name}", f"{out}/{name}")
+# transformers.js hands the fp16 graph an f16 KV cache only where the
+# config says so (as the Hub's onnx-community exports do).
+with open(f"{out}/config.json") as f:
+    config = json.load(f)
+config["transformers.js_config"] = {"kv_cache_dtype": {"fp16": "float16"}}
+with open(f"{out}/config.json", "w") as f:
+    json.dump(config, f, indent=2)
 if not os.path.exists(f"{out}/onnx/model_fp16.onnx"):
     import onnx
     from onnxconverter_common import float16
     half = float16.convert_float_to_float16(onnx.load(fp32), keep_io_types=False)
+    # The converter retypes every float tensor but leaves a Cast's target
+    # type at float32; onnxruntime then refuses the graph. Cast to f16.
+    for node in half.graph.node:
+        for a in node.attribute:
+            if node.op_type == "Cast" and a.name == "to" and a.i == onnx.TensorProto.FLOAT:
+                a.i = onnx.TensorProto.FLOAT16
     onnx.save(half, f"{out}/onnx/model_fp16.onnx")
 if not os.path.exists(f"{out}/onnx/model_quantized.onnx"):
     from onnxruntime.quantization import QuantType, quantize_dynamic
