@@ -244,6 +244,30 @@ fn bench_reports_one_submit_per_decode_token() {
     }
 }
 
+/// `bench --batch` times the batched steps; the figure for the same
+/// sequences decoded one after another is computed from one sequence's
+/// rate, and says so rather than reading as measured.
+#[test]
+fn bench_batch_labels_its_derived_figure() {
+    let out = decode_lab(&[
+        "bench",
+        "--model",
+        golden_dir("tiny_odd").to_str().unwrap(),
+        "--prompt-len",
+        "8",
+        "--tokens",
+        "4",
+        "--backend",
+        "cpu",
+        "--batch",
+        "3",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let line = text.lines().find(|l| l.starts_with("one after another")).expect("the line");
+    assert!(line.contains("derived (not timed)") && line.contains("3 sequences in turn"), "{line}");
+}
+
 #[test]
 fn generate_with_every_pipeline_flag_is_deterministic() {
     let model = golden_dir("tiny_odd");
