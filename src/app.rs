@@ -49,6 +49,7 @@ pub fn App() -> impl IntoView {
     let route = page.route;
     let controls = Controls::new();
     url_state::apply(&controls, page.values);
+    provide_context(crate::widgets::Columns(page.columns));
     notices.extend(page.notices);
     let choice = LoadChoice {
         force_cpu: page.force_cpu,
@@ -303,7 +304,7 @@ fn Header(
                 _ => backend.get().map(|b| view! { <span class="badge">{b}</span> }.into_any()),
             }}
             <nav class="catalogue" aria-label="widgets">
-                {Widget::ALL.iter().map(|w| view! { <a href=format!("?widget={}", w.name())>{w.name()}</a> }).collect_view()}
+                {Widget::all().map(|w| view! { <a href=format!("?widget={}", w.name())>{w.name()}</a> }).collect_view()}
             </nav>
         </header>
     }

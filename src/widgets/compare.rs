@@ -2,7 +2,7 @@
 //! its own temperature and top-k; the URL carries them as lists
 //! (`temperature=0,0.3,0.8,1.2&top_k=0,0,10,100`).
 
-use contract::{column_values, Control, Drives, Shown, Widget};
+use contract::{Control, Drives, Shown, Widget};
 use engine::run::{Job, Run};
 use engine::sample::Settings;
 use leptos::prelude::*;
@@ -11,24 +11,19 @@ use crate::controls::{ControlsPanel, NumberControl};
 use crate::driver::Driver;
 use crate::loader::yield_to_browser;
 use crate::playground::PromptEditor;
-use crate::query::with_opened;
 use crate::url_state::Share;
 
 /// The controls each column sets for itself (seed and length are shared).
 const COLUMN_CONTROLS: [Control; 2] = Widget::COMPARE_COLUMN_CONTROLS;
 
-/// greedy; low T; medium T + small k; higher T + larger k — one value per
-/// `COLUMN_CONTROLS` entry.
-const DEFAULT_COLUMNS: [[f64; 2]; 4] = [[0.0, 0.0], [0.3, 0.0], [0.8, 10.0], [1.2, 100.0]];
 const NAMES: [&str; 4] = ["greedy", "low temperature", "medium T, small k", "higher T, larger k"];
 
 /// One column's values of `COLUMN_CONTROLS`.
 type Column = [RwSignal<f64>; 2];
 
-/// The columns' values from the URL lists, with notices.
-fn columns_from_url(notices: &mut Vec<String>) -> [[f64; 2]; 4] {
-    with_opened(|q| column_values(q, COLUMN_CONTROLS, DEFAULT_COLUMNS, notices))
-}
+/// The columns as the URL gave them (`Page::columns`), provided by the app.
+#[derive(Clone, Copy)]
+pub struct Columns(pub [[f64; 2]; 4]);
 
 /// The shared settings with one column's values of `COLUMN_CONTROLS`.
 fn column_settings(mut settings: Settings, column: [f64; 2]) -> Settings {
@@ -43,8 +38,8 @@ fn column_settings(mut settings: Settings, column: [f64; 2]) -> Settings {
 #[component]
 pub fn Compare(driver: Driver, shown: Shown) -> impl IntoView {
     let d = driver;
-    let mut notices = Vec::new();
-    let cols = columns_from_url(&mut notices);
+    // Read from the URL with the page's other values (contract::read_page).
+    let cols = use_context::<Columns>().map_or(Widget::COMPARE_COLUMNS, |c| c.0);
     let columns: Vec<Column> = cols.iter().map(|c| c.map(RwSignal::new)).collect();
     let texts = RwSignal::new(vec![String::new(); 4]);
     // The columns travel in links as lists.
@@ -86,9 +81,6 @@ pub fn Compare(driver: Driver, shown: Shown) -> impl IntoView {
         .collect_view();
     view! {
         <div class="widget-body compare">
-            {(!notices.is_empty()).then(|| view! {
-                <ul class="banner url-notices" role="status" data-testid="url-notices">{notices.into_iter().map(|n| view! { <li>{n}</li> }).collect_view()}</ul>
-            })}
             <section class="editor">
                 {shown.get(Control::Prompt).map(|locked| view! { <PromptEditor driver=d locked=locked/> })}
                 <div class="buttons">

@@ -17,6 +17,8 @@ mod prefill_decode;
 mod quantization;
 mod runs;
 
+pub use compare::Columns;
+
 use std::sync::Arc;
 
 use engine::sample::StageKind;
@@ -95,42 +97,35 @@ pub fn WidgetView(
     controls: Controls,
     shown: Shown,
 ) -> impl IntoView {
-    match (widget, source) {
-        (Widget::Step, Source::Model(d)) => {
-            view! { <LoopWidget driver=d shown=shown generate=false/> }.into_any()
+    // The one place a widget's view is named: exhaustive, so a widget added
+    // to the table (contract::WIDGETS) without a view does not compile.
+    let needs = |view: fn(Driver, Shown) -> AnyView| {
+        match source {
+        Source::Model(d) => view(d, shown.clone()),
+        // The page opens the model for every widget whose row needs it.
+        Source::Logits(_) => view! { <p class="error" role="alert">"this widget runs on the model, not on logits="</p> }.into_any(),
+    }
+    };
+    match widget {
+        Widget::Temperature | Widget::TopK | Widget::TopP | Widget::MinP | Widget::Pipeline => {
+            view! { <DistributionWidget widget=widget source=source controls=controls shown=shown.clone()/> }
+                .into_any()
         }
-        (Widget::Generate, Source::Model(d)) => {
-            view! { <LoopWidget driver=d shown=shown generate=true/> }.into_any()
+        Widget::Step => needs(|d, shown| view! { <LoopWidget driver=d shown=shown generate=false/> }.into_any()),
+        Widget::Generate => needs(|d, shown| view! { <LoopWidget driver=d shown=shown generate=true/> }.into_any()),
+        Widget::GreedyLoop => needs(|d, shown| view! { <greedy_loop::GreedyLoop driver=d shown=shown/> }.into_any()),
+        Widget::Compare => needs(|d, shown| view! { <compare::Compare driver=d shown=shown/> }.into_any()),
+        Widget::Quantization => {
+            needs(|d, shown| view! { <quantization::Quantization driver=d shown=shown/> }.into_any())
         }
-        (Widget::GreedyLoop, Source::Model(d)) => {
-            view! { <greedy_loop::GreedyLoop driver=d shown=shown/> }.into_any()
+        Widget::PrefillDecode => {
+            needs(|d, shown| view! { <prefill_decode::PrefillDecode driver=d shown=shown/> }.into_any())
         }
-        (Widget::Compare, Source::Model(d)) => {
-            view! { <compare::Compare driver=d shown=shown/> }.into_any()
-        }
-        (Widget::Quantization, Source::Model(d)) => {
-            view! { <quantization::Quantization driver=d shown=shown/> }.into_any()
-        }
-        (Widget::PrefillDecode, Source::Model(d)) => {
-            view! { <prefill_decode::PrefillDecode driver=d shown=shown/> }.into_any()
-        }
-        (Widget::KvCache, Source::Model(d)) => {
-            view! { <kv_cache::KvCache driver=d shown=shown/> }.into_any()
-        }
-        (Widget::Batching, Source::Model(d)) => {
-            view! { <batching::Batching driver=d shown=shown/> }.into_any()
-        }
-        (Widget::LogitLens, Source::Model(d)) => {
-            view! { <logit_lens::LogitLens driver=d shown=shown/> }.into_any()
-        }
-        (Widget::Attention, Source::Model(d)) => {
-            view! { <attention::Attention driver=d shown=shown/> }.into_any()
-        }
-        (Widget::BeamTree, Source::Model(d)) => {
-            view! { <beam_tree::BeamTree driver=d shown=shown/> }.into_any()
-        }
-        _ => view! { <DistributionWidget widget=widget source=source controls=controls shown=shown/> }
-            .into_any(),
+        Widget::KvCache => needs(|d, shown| view! { <kv_cache::KvCache driver=d shown=shown/> }.into_any()),
+        Widget::Batching => needs(|d, shown| view! { <batching::Batching driver=d shown=shown/> }.into_any()),
+        Widget::LogitLens => needs(|d, shown| view! { <logit_lens::LogitLens driver=d shown=shown/> }.into_any()),
+        Widget::Attention => needs(|d, shown| view! { <attention::Attention driver=d shown=shown/> }.into_any()),
+        Widget::BeamTree => needs(|d, shown| view! { <beam_tree::BeamTree driver=d shown=shown/> }.into_any()),
     }
 }
 

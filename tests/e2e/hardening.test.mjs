@@ -5,7 +5,7 @@
 // Run by `./tools/dev test` with the other e2e files (same environment).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startLab, waitSettled, watchCsp, noFatal, set, generate, cliGreedy } from './helpers.mjs';
+import { startLab, waitSettled, watchCsp, noFatal, set, generate, cliGreedy, WIDGET_TABLE } from './helpers.mjs';
 
 const lab = await startLab();
 let server;
@@ -147,7 +147,7 @@ test('500 generated hostile query strings: no panic, visible notices, no script 
   const names = ['prompt', 'temperature', 'top_k', 'top_p', 'min_p', 'repetition_penalty', 'frequency_penalty',
     'presence_penalty', 'no_repeat_ngram', 'max_tokens', 'seed', 'bars', 'stop', 'controls', 'embed', 'backend', 'labels',
     'variant_a', 'variant_b', 'heldout_tokens', 'tensor', 'params_b', 'prefill', 'up_to', 'kv_layers', 'kv_heads', 'head_size', 'kv_bytes', 'context', 'batch', 'position', 'layer', 'att_layer', 'att_head', 'first_token', 'beams', 'length_penalty', 'prompt_in_length', 'ends_at', 'kernels', 'model'];
-  const widgets = ['temperature', 'top-k', 'top-p', 'min-p', 'pipeline', 'step', 'generate', 'greedy-loop', 'compare', 'quantization', 'prefill-decode', 'kv-cache', 'batching', 'logit-lens', 'attention', 'beam-tree', 'bogus'];
+  const widgets = [...WIDGET_TABLE.map((w) => w.name), 'bogus'];
   const h = hostile(16);
   const context = await (await lab.browser('cpu')).newContext();
   const page = await context.newPage();

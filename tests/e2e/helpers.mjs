@@ -114,6 +114,13 @@ export async function bars(page) {
   })));
 }
 
+/** The widget table (contract::WIDGETS) as the CLI prints it: each widget's
+ * name, title, whether it needs the model and its default controls. The
+ * tests' widget lists come from here, so a new widget is tested without an
+ * edit to them. */
+export const WIDGET_TABLE = JSON.parse(
+  execFileSync(process.env.CLI || 'target/release/decode-lab', ['widgets', '--json'], { encoding: 'utf8' }));
+
 /** The CLI's greedy continuation of `prompt` (no echo of the prompt). */
 export function cliGreedy(tokens, prompt = 'ROMEO:\n', extra = []) {
   const out = execFileSync(process.env.CLI || 'target/release/decode-lab', [

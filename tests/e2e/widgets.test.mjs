@@ -3,15 +3,16 @@
 // Run by `./tools/dev test` next to playground.test.mjs (same environment).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startLab, waitSettled, noFatal, set, generate, bars, cliGreedy, ARTIFACTS } from './helpers.mjs';
+import { startLab, waitSettled, noFatal, set, generate, bars, cliGreedy, ARTIFACTS, WIDGET_TABLE } from './helpers.mjs';
 
 const lab = await startLab();
 let server;
 before(async () => { server = await lab.start(); });
 after(() => lab.stop());
 
-const WIDGETS = ['temperature', 'top-k', 'top-p', 'min-p', 'pipeline', 'step', 'generate', 'greedy-loop', 'compare', 'quantization', 'prefill-decode', 'kv-cache', 'batching', 'logit-lens', 'attention', 'beam-tree'];
-const WITH_BARS = ['temperature', 'top-k', 'top-p', 'min-p', 'pipeline', 'step'];
+// Every widget of the table, and those that draw bars by default.
+const WIDGETS = WIDGET_TABLE.map((w) => w.name);
+const WITH_BARS = WIDGET_TABLE.filter((w) => w.controls.includes('bars')).map((w) => w.name);
 const modelRequests = () => [...server.requests].filter(([p]) => p.startsWith('/models/')).reduce((n, [, c]) => n + c, 0);
 // softmax([3, 2, 1, 0.5, 0.1] / 0.5), from Python's math.exp.
 const SOFTMAX_T05 = [0.859537461809, 0.116325745846, 0.015742977762, 0.005791517861, 0.002602296721];

@@ -10,6 +10,7 @@ mod gpu_bench;
 mod kernel_times;
 mod random_model;
 mod sample;
+mod widgets;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -207,6 +208,13 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// The page's widgets: each `widget=` name, whether it runs on `logits=`,
+    /// the controls it shows by default and its title (EMBEDDING.md explains them).
+    Widgets {
+        /// One JSON array instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Write a randomly initialised GPT-2 (config.json + model.safetensors).
     RandomModel {
         #[arg(long)]
@@ -372,6 +380,7 @@ async fn run(command: Command) -> Result<()> {
             selftest(&model, &prompt, steps, weights, kernels).await
         }
         Command::GpuBench { model, out } => gpu_bench::run(&model, &out).await,
+        Command::Widgets { json } => widgets::run(json),
         Command::RandomModel {
             out,
             n_layer,

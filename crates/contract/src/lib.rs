@@ -15,6 +15,7 @@ pub mod model_ref;
 pub mod query;
 pub mod read;
 pub mod route;
+pub mod widgets;
 
 pub use controls::{echo, Control, Drives, Input, Range, Spec, Taken, DEFAULT_PROMPT, SPECS};
 pub use logits::{parse_logits, parse_sets, LogitSets};
@@ -24,4 +25,7 @@ pub use read::{
     backend_cpu, column_values, read_controls, read_page, weights_choice, KernelsChoice, Page, Val,
     WeightsChoice,
 };
-pub use route::{Preset, Route, Shown, Widget, CONFIDENT_PROMPT, LONG_TAILED_PROMPT};
+pub use route::{Route, Shown};
+pub use widgets::{
+    Preset, Shows, Widget, WidgetSpec, BEAM_PROMPT, CONFIDENT_PROMPT, LONG_TAILED_PROMPT, WIDGETS,
+};

@@ -5,7 +5,8 @@
 
 use crate::controls::{echo, Control, Input, SPECS};
 use crate::query::Query;
-use crate::route::{flag, Preset, Route, Widget};
+use crate::route::{flag, Route};
+use crate::widgets::{Preset, Widget};
 pub use engine::kernels::KernelsChoice;
 pub use engine::model::WeightsChoice;
 
@@ -25,6 +26,9 @@ pub struct Page {
     pub weights: WeightsChoice,
     /// `kernels=`: which shape of the kernels the GPU engine runs.
     pub kernels: KernelsChoice,
+    /// `compare`'s columns: each column's values of
+    /// [`Widget::COMPARE_COLUMN_CONTROLS`] (the URL's lists, else the defaults).
+    pub columns: [[f64; 2]; 4],
     pub notices: Vec<String>,
 }
 
@@ -39,11 +43,21 @@ pub fn read_page(query: &Query) -> Page {
         _ => &[],
     };
     let values = read_controls(query, presets, skip, &mut notices);
+    // Read with the rest, so their notices show even when the model never loads.
+    let columns = match route.widget {
+        Some(Widget::Compare) => column_values(
+            query,
+            Widget::COMPARE_COLUMN_CONTROLS,
+            Widget::COMPARE_COLUMNS,
+            &mut notices,
+        ),
+        _ => Widget::COMPARE_COLUMNS,
+    };
     let force_cpu = backend_cpu(query, &mut notices);
     let selftest = flag(query, "selftest", &mut notices, "no self-test");
     let weights = weights_choice(query, &mut notices);
     let kernels = kernels_choice(&values);
-    Page { route, values, force_cpu, selftest, weights, kernels, notices }
+    Page { route, values, force_cpu, selftest, weights, kernels, columns, notices }
 }
 
 /// A control's value as read.

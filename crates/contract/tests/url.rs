@@ -39,7 +39,7 @@ fn the_table_is_consistent() {
     assert!(pipeline.contains(&Control::NoRepeatNgram) && !pipeline.contains(&Control::Seed));
     let generate = Widget::Generate.default_controls();
     assert!(generate.contains(&Control::Stop) && !generate.contains(&Control::Bars));
-    for widget in Widget::ALL {
+    for widget in Widget::all() {
         for &(control, preset) in widget.presets() {
             match (control.spec().input, preset) {
                 (Input::Number { range, .. }, Preset::Number(v)) => {
@@ -133,6 +133,22 @@ fn compare_lists_say_when_they_are_clamped_or_the_wrong_length() {
     ] {
         assert!(n.iter().any(|n| n == want), "missing {want:?} in {n:?}");
     }
+}
+
+/// `compare`'s lists are read with the page's other values, so their
+/// notices show even when the model never loads (a `model=` that fails).
+#[test]
+fn compare_columns_are_read_with_the_page() {
+    let page = read_page(&Query::parse("?widget=compare&model=%25&temperature=NaN&top_k=1,2,3,4"));
+    assert_eq!(page.columns, [[0.0, 1.0], [0.3, 2.0], [0.8, 3.0], [1.2, 4.0]]);
+    assert!(page.notices.iter().any(|n| n.starts_with("temperature: 1 values for 4 columns")));
+    assert!(
+        page.notices.iter().any(|n| n.starts_with("temperature (column 1): “NaN”")),
+        "{:?}",
+        page.notices
+    );
+    let other = read_page(&Query::parse("?widget=temperature&temperature=0.5"));
+    assert_eq!(other.columns, Widget::COMPARE_COLUMNS);
 }
 
 #[test]
@@ -309,6 +325,31 @@ fn embedding_md_lists_every_control_with_its_range() {
     let controls_row = doc.lines().find(|l| l.starts_with("| `controls` |")).unwrap();
     for spec in SPECS.iter().filter(|s| !matches!(s.drives, Drives::Engine)) {
         assert!(controls_row.contains(spec.name), "`controls=` row lacks {}", spec.name);
+    }
+}
+
+/// EMBEDDING.md's widget table has a row for every widget of the table,
+/// saying whether it runs on `logits=` and which controls it shows by
+/// default, as the table does.
+#[test]
+fn embedding_md_documents_every_widget() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../EMBEDDING.md"))
+        .expect("EMBEDDING.md at the repository root");
+    let (_, doc) = doc.split_once("### Widgets").expect("a Widgets section");
+    let (doc, _) = doc.split_once("### Parameters").expect("a Parameters section after it");
+    let rows: Vec<&str> =
+        doc.lines().filter(|l| l.starts_with("| `") && !l.starts_with("| `widget=`")).collect();
+    assert_eq!(rows.len(), Widget::all().count(), "one row per widget, no other");
+    for widget in Widget::all() {
+        let row = rows
+            .iter()
+            .find(|l| l.starts_with(&format!("| `{}` |", widget.name())))
+            .unwrap_or_else(|| panic!("EMBEDDING.md has no row for `{}`", widget.name()));
+        let cells: Vec<&str> = row.trim_matches('|').split(" | ").map(str::trim).collect();
+        let on_logits = cells[cells.len() - 2];
+        assert_eq!(on_logits.starts_with("yes"), !widget.needs_model(), "{row}");
+        let shown: Vec<&str> = widget.default_controls().iter().map(|c| c.spec().name).collect();
+        assert_eq!(cells[cells.len() - 1], shown.join(", "), "`{}`'s controls", widget.name());
     }
 }
 

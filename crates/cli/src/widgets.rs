@@ -1,0 +1,39 @@
+//! `decode-lab widgets`: the widget table (contract::WIDGETS) for course
+//! authors — each `widget=` name, whether it runs on `logits=`, the controls
+//! it shows by default and its title — and, with `--json`, for the e2e
+//! tests, which read their widget lists from it instead of keeping copies.
+
+use std::fmt::Write as _;
+
+use contract::Widget;
+use engine::Result;
+
+/// Prints the table (or one JSON object per widget, in an array).
+pub fn run(json: bool) -> Result<()> {
+    let rows = Widget::all().map(|w| {
+        let controls: Vec<&str> = w.default_controls().iter().map(|c| c.spec().name).collect();
+        (w, controls)
+    });
+    let mut out = String::new();
+    if json {
+        let list: Vec<serde_json::Value> = rows
+            .map(|(w, controls)| {
+                serde_json::json!({
+                    "name": w.name(),
+                    "title": w.title(),
+                    "needs_model": w.needs_model(),
+                    "controls": controls,
+                })
+            })
+            .collect();
+        out = serde_json::Value::Array(list).to_string();
+    } else {
+        for (w, controls) in rows {
+            let logits = if w.needs_model() { "model only" } else { "logits= too" };
+            let _ = writeln!(out, "{:<15} {:<12} {}", w.name(), logits, w.title());
+            let _ = writeln!(out, "{:<15} controls: {}", "", controls.join(", "));
+        }
+    }
+    println!("{}", out.trim_end());
+    Ok(())
+}
