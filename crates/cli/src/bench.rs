@@ -163,7 +163,13 @@ pub async fn measure(mut session: Session, chose: Chose, plan: Plan) -> Result<(
         decode.bytes_written as f64 / n,
         decode.bytes_read as f64 / n
     );
-    let _ = writeln!(out, "kv cache in use    {} bytes", session.kv_bytes_by_formula());
+    // Read from the cache itself, as the KV-cache lesson reads it.
+    let cache = session.kv_bytes().await?;
+    let _ = writeln!(
+        out,
+        "kv cache in use    {} bytes ({} allocated for the whole context)",
+        cache.in_use, cache.allocated
+    );
     let device = session.device_figures().await?;
     let decoded = bandwidth::Decoded { stats: decode, tokens, reads };
     if !plan.no_cache {

@@ -14,6 +14,14 @@ fn decode_lab(args: &[&str]) -> Output {
 }
 
 /// Backends to exercise: the GPU one only where an adapter exists (or CI demands one).
+/// `decode-lab bench` on the golden tiny_odd model with an 8-token prompt, and `extra` flags.
+fn bench_tiny(extra: &[&str]) -> Output {
+    let model = golden_dir("tiny_odd");
+    let mut args = vec!["bench", "--model", model.to_str().unwrap(), "--prompt-len", "8"];
+    args.extend_from_slice(extra);
+    decode_lab(&args)
+}
+
 fn backends() -> Vec<&'static str> {
     let probe = decode_lab(&[
         "logits",
@@ -209,20 +217,12 @@ fn selftest_passes_on_the_gpu_and_prints_the_report() {
 #[test]
 fn bench_reports_one_submit_per_decode_token() {
     for backend in backends() {
-        let out = decode_lab(&[
-            "bench",
-            "--model",
-            golden_dir("tiny_odd").to_str().unwrap(),
-            "--prompt-len",
-            "8",
-            "--tokens",
-            "8",
-            "--backend",
-            backend,
-        ]);
+        let out = bench_tiny(&["--tokens", "8", "--backend", backend]);
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         assert!(text.contains("tokens/s"), "{text}");
+        // 16 positions × 2 layers × 48 dims × K and V × 4 bytes, of a 64-position cache.
+        assert!(text.contains("kv cache in use    12288 bytes (49152 allocated"), "{text}");
         // The share of the device's read rate, on either engine.
         assert!(text.contains("% of this device's read rate"), "{text}");
         if backend == "gpu" {
@@ -249,19 +249,7 @@ fn bench_reports_one_submit_per_decode_token() {
 /// rate, and says so rather than reading as measured.
 #[test]
 fn bench_batch_labels_its_derived_figure() {
-    let out = decode_lab(&[
-        "bench",
-        "--model",
-        golden_dir("tiny_odd").to_str().unwrap(),
-        "--prompt-len",
-        "8",
-        "--tokens",
-        "4",
-        "--backend",
-        "cpu",
-        "--batch",
-        "3",
-    ]);
+    let out = bench_tiny(&["--tokens", "4", "--backend", "cpu", "--batch", "3"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let line = text.lines().find(|l| l.starts_with("one after another")).expect("the line");
