@@ -22,6 +22,7 @@ pub mod generate;
 pub mod gpu;
 pub mod heads;
 pub mod kernels;
+pub mod kv_policy;
 pub mod lens;
 pub mod model;
 pub mod open;
