@@ -24,11 +24,13 @@ impl CpuSession {
         let (mut seqs, mut ids) = (Vec::new(), Vec::new());
         for (s, t) in sessions.iter_mut().zip(tokens) {
             if let Some(t) = t {
+                s.make_room(1);
                 ids.push(*t);
                 seqs.push(Seq {
                     key_cache: &mut s.key_cache,
                     value_cache: &mut s.value_cache,
                     pos0: s.pos,
+                    slot0: s.held.len(),
                     rows: 1,
                 });
             }
@@ -37,7 +39,7 @@ impl CpuSession {
         let wall_ms = start.elapsed().as_secs_f64() * 1e3;
         let stats = StepStats { tokens: ids.len(), wall_ms, ..StepStats::default() };
         for (s, _) in sessions.iter_mut().zip(tokens).filter(|(_, t)| t.is_some()) {
-            s.pos += 1;
+            s.took(1);
             s.last = stats;
         }
         Ok((logits, stats))

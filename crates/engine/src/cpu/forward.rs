@@ -12,10 +12,14 @@ use crate::step::Wanted;
 
 /// One sequence's consecutive rows of a pass.
 pub struct Seq<'a> {
-    pub key_cache: &'a mut [Vec<f32>], // (n_layer) × (pos0 → pos0 + rows, n_embd), capacity n_positions
-    pub value_cache: &'a mut [Vec<f32>], // (n_layer) × (pos0 → pos0 + rows, n_embd), capacity n_positions
-    /// Position of the sequence's first row.
+    pub key_cache: &'a mut [Vec<f32>], // (n_layer) × (slot0 → slot0 + rows, n_embd), capacity n_positions
+    pub value_cache: &'a mut [Vec<f32>], // (n_layer) × (slot0 → slot0 + rows, n_embd), capacity n_positions
+    /// Position of the sequence's first row (what its position embedding says).
     pub pos0: usize,
+    /// Cache slot of the first row: the rows held before it. The same as
+    /// `pos0` unless a cache policy has evicted tokens (`kv_policy`); the
+    /// rows attend to every held slot, whatever its position.
+    pub slot0: usize,
     pub rows: usize,
 }
 
@@ -73,14 +77,14 @@ pub fn run(
             let (kc, vc) = (&mut s.key_cache[l], &mut s.value_cache[l]);
             // The cache holds exactly the rows written: its length is the
             // bytes in use (within the capacity reserved at open: no allocation).
-            kc.resize((s.pos0 + s.rows) * e, 0.0);
-            vc.resize((s.pos0 + s.rows) * e, 0.0);
-            kv_write::run_cpu(q, e, s.pos0, kc, vc);
-            attention::run_cpu(q, kc, vc, e, c.head_size, s.pos0, scale, yr);
+            kc.resize((s.slot0 + s.rows) * e, 0.0);
+            vc.resize((s.slot0 + s.rows) * e, 0.0);
+            kv_write::run_cpu(q, e, s.slot0, kc, vc);
+            attention::run_cpu(q, kc, vc, e, c.head_size, s.slot0, scale, yr);
             if let Some(all) = &mut seen.attention {
-                let from = all.len(); // (n_head, rows, pos0 + rows) more
-                all.resize(from + c.n_head * s.rows * (s.pos0 + s.rows), 0.0);
-                attention_probs::run_cpu(q, kc, e, c.head_size, s.pos0, scale, &mut all[from..]);
+                let from = all.len(); // (n_head, rows, slot0 + rows) more
+                all.resize(from + c.n_head * s.rows * (s.slot0 + s.rows), 0.0);
+                attention_probs::run_cpu(q, kc, e, c.head_size, s.slot0, scale, &mut all[from..]);
             }
             row0 += s.rows;
         }

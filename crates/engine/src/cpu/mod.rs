@@ -8,12 +8,14 @@ use std::pin::Pin;
 use std::rc::Rc;
 
 use crate::error::{EngineError, Result};
+use crate::kv_policy::KvPolicy;
 use crate::model::Config;
 use crate::step::{check_input, Inspection, KvBytes, Look, SharedModel, StepStats, Wanted};
 use forward::{Seen, Seq};
 
 mod batch;
 pub mod coworker;
+mod evict;
 mod forward;
 
 /// Gives the caller's event loop a turn. In the browser the CPU engine runs
@@ -89,8 +91,12 @@ impl Clone for CpuSession {
 pub struct CpuSession {
     model: SharedModel,
     key_cache: Vec<Vec<f32>>, // (n_layer) × (pos, n_embd), capacity (n_positions, n_embd)
-    value_cache: Vec<Vec<f32>>, // (n_layer) × (pos, n_embd), capacity (n_positions, n_embd)
+    value_cache: Vec<Vec<f32>>, // (n_layer) × (held, n_embd), capacity (n_positions, n_embd)
     pos: usize,
+    /// Which tokens the cache keeps (`full`: every one).
+    policy: KvPolicy,
+    /// (held) the position of the token in each cache slot, ascending.
+    held: Vec<usize>,
     last: StepStats,
     pause: Option<Pause>,
 }
@@ -104,9 +110,17 @@ impl CpuSession {
             value_cache: cache(),
             model,
             pos: 0,
+            policy: KvPolicy::Full,
+            held: Vec::new(),
             last: StepStats::default(),
             pause: None,
         }
+    }
+
+    /// The same session keeping only what `policy` keeps (before any token).
+    pub fn with_policy(mut self, policy: KvPolicy) -> CpuSession {
+        self.policy = policy;
+        self
     }
 
     /// The same session, pausing between chunks of a long prefill (see [`Pause`]).
@@ -149,6 +163,16 @@ impl CpuSession {
         look: Look,
     ) -> Result<Inspection> {
         check_input(&self.model, self.pos, tokens)?;
+        if self.policy.budget().is_some_and(|b| self.held.len() + tokens.len() > b) {
+            if look.residuals || look.attention {
+                return Err(EngineError::Setting(
+                    "the views that look inside the model read the full cache: use --kv-policy full"
+                        .into(),
+                ));
+            }
+            let logits = self.forward(tokens, wanted)?;
+            return Ok(Inspection { logits, ..Inspection::default() });
+        }
         let rows = if self.pause.is_some() { self.chunk_rows() } else { tokens.len() };
         let c = self.config().clone();
         let (n, e, pos0) = (tokens.len(), c.n_embd, self.pos);
@@ -172,7 +196,7 @@ impl CpuSession {
                 attention: look.attention.then(Vec::new), // (n_layer, n_head, cr, pc0 + cr)
             };
             let part = self.run_probed(chunk, wanted, &mut seen);
-            self.pos += cr;
+            self.took(cr);
             wall_ms += start.elapsed().as_secs_f64() * 1e3;
             if let (Some(all), Some(part)) = (&mut out.residuals, &seen.residuals) {
                 for (l, copy) in part.chunks_exact(cr * e).enumerate() {
@@ -237,7 +261,9 @@ impl CpuSession {
         if to > self.pos {
             return Err(EngineError::Rewind { to, pos: self.pos });
         }
-        let floats = to * self.config().n_embd;
+        // Tokens evicted before `to` do not come back.
+        self.held.retain(|&p| p < to);
+        let floats = self.held.len() * self.config().n_embd;
         self.key_cache.iter_mut().chain(&mut self.value_cache).for_each(|c| c.truncate(floats));
         self.pos = to;
         Ok(())
@@ -256,7 +282,9 @@ impl CpuSession {
 
     /// `src`'s cache rows and position (same model): the bytes copied.
     fn take_rows(&mut self, src: &CpuSession) -> u64 {
-        let n = src.pos * self.config().n_embd;
+        let n = src.held.len() * self.config().n_embd;
+        self.held.clone_from(&src.held);
+        self.policy = src.policy;
         let pairs = self.key_cache.iter_mut().zip(&src.key_cache);
         for (to, from) in pairs.chain(self.value_cache.iter_mut().zip(&src.value_cache)) {
             to.clear();
@@ -271,8 +299,28 @@ impl CpuSession {
         let start = web_time::Instant::now();
         check_input(&self.model, self.pos, tokens)?;
         let coworker = crate::fast::coworker::installed();
-        let logits = self.run(tokens, wanted);
-        self.pos += tokens.len();
+        let logits = match self.policy.budget() {
+            // Over the budget: one token at a time, each query seeing what was kept at its turn.
+            Some(budget) if self.held.len() + tokens.len() > budget && tokens.len() > 1 => {
+                let mut all = Vec::new();
+                for &t in tokens {
+                    self.make_room(1);
+                    let row = self.run(&[t], Wanted::Last);
+                    self.took(1);
+                    match wanted {
+                        Wanted::All => all.extend(row),
+                        Wanted::Last => all = row,
+                    }
+                }
+                all
+            }
+            _ => {
+                self.make_room(tokens.len());
+                let logits = self.run(tokens, wanted);
+                self.took(tokens.len());
+                logits
+            }
+        };
         self.last = StepStats {
             tokens: tokens.len(),
             wall_ms: start.elapsed().as_secs_f64() * 1e3,
@@ -289,8 +337,8 @@ impl CpuSession {
     /// The forward pass over this session's cache alone; what `seen` asks
     /// for is appended to it.
     fn run_probed(&mut self, tokens: &[u32], wanted: Wanted, seen: &mut Seen) -> Vec<f32> {
-        let CpuSession { model, key_cache, value_cache, pos, .. } = self;
-        let seq = Seq { key_cache, value_cache, pos0: *pos, rows: tokens.len() };
+        let CpuSession { model, key_cache, value_cache, pos, held, .. } = self;
+        let seq = Seq { key_cache, value_cache, pos0: *pos, slot0: held.len(), rows: tokens.len() };
         forward::run(model, &mut [seq], tokens, wanted, seen)
     }
 }
