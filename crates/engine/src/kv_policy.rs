@@ -89,6 +89,12 @@ impl KvPolicy {
         }
     }
 
+    /// Whether it ranks tokens by the attention they received (the engines
+    /// then sum it as they compute it).
+    pub fn ranks_by_mass(self) -> bool {
+        matches!(self, KvPolicy::Heavy { .. })
+    }
+
     /// How many of the newest tokens are always kept.
     fn recent(self) -> usize {
         match self {

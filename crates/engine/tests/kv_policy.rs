@@ -40,6 +40,13 @@ fn eviction_matches_transformers_with_the_evicted_tokens_masked() {
             assert_eq!(held, (t as u64 + 1).min(policy.budget().unwrap() as u64));
             assert_eq!(s.kv_bytes().in_use, held * per_token, "{name}: the kept rows' bytes");
         }
+        if policy.ranks_by_mass() {
+            // Kept by the attention received, not by position: with no mass
+            // (ties everywhere) the earliest would stay.
+            let positions: Vec<usize> = (0..tokens.len()).collect();
+            let by_position = policy.keep(&positions, &vec![0.0; positions.len()]);
+            assert_ne!(s.held(), by_position, "{name}: the heavy hitters are not the earliest");
+        }
         let mut p = CpuSession::new(model.clone()).with_policy(policy);
         let all = pollster::block_on(p.prefill(&tokens, Wanted::All)).unwrap();
         let err = common::rel_max_err(&all, &want);

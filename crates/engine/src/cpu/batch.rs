@@ -32,6 +32,7 @@ impl CpuSession {
                     pos0: s.pos,
                     slot0: s.held.len(),
                     rows: 1,
+                    mass: s.policy.ranks_by_mass().then_some(&mut s.mass),
                 });
             }
         }

@@ -32,7 +32,9 @@ impl CpuSession {
         }
         let mut all = self.held.clone();
         all.extend(self.pos..self.pos + n);
-        let kept = self.policy.keep(&all, &vec![0.0; all.len()]);
+        let mut mass = self.mass.clone();
+        mass.resize(all.len(), 0.0);
+        let kept = self.policy.keep(&all, &mass);
         let e = self.config().n_embd;
         // Slots of the kept held tokens, ascending, so each row moves up or stays.
         let slots: Vec<usize> =
@@ -46,5 +48,8 @@ impl CpuSession {
             cache.truncate(slots.len() * e);
         }
         self.held = slots.iter().map(|&s| self.held[s]).collect();
+        if !self.mass.is_empty() {
+            self.mass = slots.iter().map(|&s| self.mass[s]).collect();
+        }
     }
 }

@@ -21,6 +21,9 @@ pub struct Seq<'a> {
     /// rows attend to every held slot, whatever its position.
     pub slot0: usize,
     pub rows: usize,
+    /// (slot0 + rows) the attention each held slot has received, summed over
+    /// layers, heads and queries (the heavy-hitter policy's; `None`: not kept).
+    pub mass: Option<&'a mut Vec<f64>>,
 }
 
 /// What a probed forward pass has copied out so far (`None`: not asked for).
@@ -34,6 +37,30 @@ impl Seen {
     fn residual(&mut self, x: &[f32]) {
         if let Some(r) = &mut self.residuals {
             r.extend_from_slice(x);
+        }
+    }
+}
+
+/// Adds the weights this layer's queries (`qkv`'s rows, at slots `slot0..`)
+/// gave every slot to `mass` (slot0 + rows), over all heads: what the
+/// heavy-hitter policy ranks by (H2O's accumulated attention).
+fn add_mass(
+    qkv: &[f32],       // (rows, 3 * n_embd)
+    key_cache: &[f32], // (slot0 + rows, n_embd)
+    n_embd: usize,
+    head_size: usize,
+    slot0: usize,
+    scale: f32,
+    mass: &mut Vec<f64>,
+) {
+    let rows = qkv.len() / (3 * n_embd);
+    let n_cols = slot0 + rows;
+    let mut probs = vec![0.0; (n_embd / head_size) * rows * n_cols]; // (n_head, rows, n_cols)
+    attention_probs::run_cpu(qkv, key_cache, n_embd, head_size, slot0, scale, &mut probs);
+    mass.resize(n_cols, 0.0);
+    for row in probs.chunks_exact(n_cols) {
+        for (m, &p) in mass.iter_mut().zip(row) {
+            *m += f64::from(p);
         }
     }
 }
@@ -81,6 +108,9 @@ pub fn run(
             vc.resize((s.slot0 + s.rows) * e, 0.0);
             kv_write::run_cpu(q, e, s.slot0, kc, vc);
             attention::run_cpu(q, kc, vc, e, c.head_size, s.slot0, scale, yr);
+            if let Some(mass) = &mut s.mass {
+                add_mass(q, kc, e, c.head_size, s.slot0, scale, mass);
+            }
             if let Some(all) = &mut seen.attention {
                 let from = all.len(); // (n_head, rows, slot0 + rows) more
                 all.resize(from + c.n_head * s.rows * (s.slot0 + s.rows), 0.0);

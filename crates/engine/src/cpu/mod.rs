@@ -97,6 +97,8 @@ pub struct CpuSession {
     policy: KvPolicy,
     /// (held) the position of the token in each cache slot, ascending.
     held: Vec<usize>,
+    /// (held) the attention each slot has received (heavy hitters only).
+    mass: Vec<f64>,
     last: StepStats,
     pause: Option<Pause>,
 }
@@ -112,6 +114,7 @@ impl CpuSession {
             pos: 0,
             policy: KvPolicy::Full,
             held: Vec::new(),
+            mass: Vec::new(),
             last: StepStats::default(),
             pause: None,
         }
@@ -262,7 +265,9 @@ impl CpuSession {
             return Err(EngineError::Rewind { to, pos: self.pos });
         }
         // Tokens evicted before `to` do not come back.
-        self.held.retain(|&p| p < to);
+        let kept = self.held.iter().take_while(|&&p| p < to).count();
+        self.held.truncate(kept);
+        self.mass.truncate(kept.min(self.mass.len()));
         let floats = self.held.len() * self.config().n_embd;
         self.key_cache.iter_mut().chain(&mut self.value_cache).for_each(|c| c.truncate(floats));
         self.pos = to;
@@ -284,6 +289,7 @@ impl CpuSession {
     fn take_rows(&mut self, src: &CpuSession) -> u64 {
         let n = src.held.len() * self.config().n_embd;
         self.held.clone_from(&src.held);
+        self.mass.clone_from(&src.mass);
         self.policy = src.policy;
         let pairs = self.key_cache.iter_mut().zip(&src.key_cache);
         for (to, from) in pairs.chain(self.value_cache.iter_mut().zip(&src.value_cache)) {
@@ -337,8 +343,10 @@ impl CpuSession {
     /// The forward pass over this session's cache alone; what `seen` asks
     /// for is appended to it.
     fn run_probed(&mut self, tokens: &[u32], wanted: Wanted, seen: &mut Seen) -> Vec<f32> {
-        let CpuSession { model, key_cache, value_cache, pos, held, .. } = self;
-        let seq = Seq { key_cache, value_cache, pos0: *pos, slot0: held.len(), rows: tokens.len() };
+        let CpuSession { model, key_cache, value_cache, pos, held, policy, mass, .. } = self;
+        let mass = policy.ranks_by_mass().then_some(mass);
+        let (pos0, slot0, rows) = (*pos, held.len(), tokens.len());
+        let seq = Seq { key_cache, value_cache, pos0, slot0, rows, mass };
         forward::run(model, &mut [seq], tokens, wanted, seen)
     }
 }
