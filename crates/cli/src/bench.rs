@@ -163,11 +163,12 @@ pub async fn measure(mut session: Session, chose: Chose, plan: Plan) -> Result<(
         decode.bytes_written as f64 / n,
         decode.bytes_read as f64 / n
     );
-    // Read from the cache itself, as the KV-cache lesson reads it.
+    // Read from the cache itself: under a --kv-policy it holds fewer rows than positions.
     let cache = session.kv_bytes().await?;
+    let held = cache.in_use as f64 / session.pos().max(1) as f64;
     let _ = writeln!(
         out,
-        "kv cache in use    {} bytes ({} allocated for the whole context)",
+        "kv cache in use    {} bytes ({} allocated for the whole context; {held:.0} bytes per position seen)",
         cache.in_use, cache.allocated
     );
     let device = session.device_figures().await?;

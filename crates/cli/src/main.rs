@@ -21,6 +21,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use engine::beam::{Ends, Scoring};
 use engine::gpu::GpuContext;
 use engine::kernels::KernelsChoice;
+use engine::kv_policy::KvPolicy;
 use engine::model::{Model, Tokenizer, WeightsChoice};
 use engine::open::{Choice, Chose, CpuLayout, Engine, EngineChoice};
 use engine::sample::Settings;
@@ -88,6 +89,9 @@ enum Command {
         /// GPU kernels: auto (the cpu profile on a software adapter, else every profile timed and the fastest kept), cpu, gpu (its layout timed), or a layout by name (gpu-1, gpu-2, gpu-4, gpu-8, gpu-16; timed: gpu-2, gpu-4, gpu-8).
         #[arg(long, value_parser = kernels_choice, default_value = "auto")]
         kernels: KernelsChoice,
+        /// Which tokens the KV cache keeps: full, window:W, sinks:S,window:W or heavy:H,recent:R (the CPU engine so far).
+        #[arg(long, value_parser = kv_policy, default_value = "full")]
+        kv_policy: KvPolicy,
         #[arg(long, default_value_t = 100)]
         max_tokens: usize,
         #[command(flatten)]
@@ -147,6 +151,9 @@ enum Command {
         /// GPU kernels: auto (the cpu profile on a software adapter, else every profile timed and the fastest kept), cpu, gpu (its layout timed), or a layout by name (gpu-1, gpu-2, gpu-4, gpu-8, gpu-16; timed: gpu-2, gpu-4, gpu-8).
         #[arg(long, value_parser = kernels_choice, default_value = "auto")]
         kernels: KernelsChoice,
+        /// Which tokens the KV cache keeps: full, window:W, sinks:S,window:W or heavy:H,recent:R (the CPU engine so far).
+        #[arg(long, value_parser = kv_policy, default_value = "full")]
+        kv_policy: KvPolicy,
         #[arg(long, value_enum, default_value = "prefill")]
         mode: Mode,
     },
@@ -162,6 +169,9 @@ enum Command {
         /// GPU kernels: auto (the cpu profile on a software adapter, else every profile timed and the fastest kept), cpu, gpu (its layout timed), or a layout by name (gpu-1, gpu-2, gpu-4, gpu-8, gpu-16; timed: gpu-2, gpu-4, gpu-8).
         #[arg(long, value_parser = kernels_choice, default_value = "auto")]
         kernels: KernelsChoice,
+        /// Which tokens the KV cache keeps: full, window:W, sinks:S,window:W or heavy:H,recent:R (the CPU engine so far).
+        #[arg(long, value_parser = kv_policy, default_value = "full")]
+        kv_policy: KvPolicy,
         #[arg(long, default_value_t = 64)]
         prompt_len: usize,
         #[arg(long, default_value_t = 64)]
@@ -306,6 +316,7 @@ async fn run(command: Command) -> Result<()> {
             backend,
             weights,
             kernels,
+            kv_policy,
             max_tokens,
             pipeline,
             seed,
@@ -326,7 +337,7 @@ async fn run(command: Command) -> Result<()> {
                 ));
             }
             pipeline.settings().validate()?;
-            let (session, _) = open(&model, backend, weights, kernels).await?;
+            let (session, _) = open(&model, backend, weights, kernels, kv_policy).await?;
             let tokenizer = Tokenizer::from_dir(&model)?;
             let run = engine::run::Job { settings: pipeline.settings(), seed, stop, max_tokens };
             let job = generate::Job { prompt, run };
@@ -342,14 +353,14 @@ async fn run(command: Command) -> Result<()> {
         Command::Sample { logits, labels, pipeline, seed, draws, json } => {
             sample::run(&logits, &labels, pipeline.settings(), seed, draws, json)
         }
-        Command::Logits { model, tokens, backend, weights, kernels, mode } => {
+        Command::Logits { model, tokens, backend, weights, kernels, kv_policy, mode } => {
             // Checked before the model loads, as the flags of `generate` are.
             if tokens.is_empty() {
                 return Err(EngineError::Setting(
                     "no token ids: give them with --tokens, e.g. --tokens 12,7,99".into(),
                 ));
             }
-            let (session, _) = open(&model, backend, weights, kernels).await?;
+            let (session, _) = open(&model, backend, weights, kernels, kv_policy).await?;
             logits(session, &tokens, mode).await
         }
         Command::Bench {
@@ -357,6 +368,7 @@ async fn run(command: Command) -> Result<()> {
             backend,
             weights,
             kernels,
+            kv_policy,
             prompt_len,
             tokens,
             no_cache,
@@ -365,7 +377,7 @@ async fn run(command: Command) -> Result<()> {
             kernel_times,
         } => {
             check_batch_size(batch)?;
-            let (session, chose) = open(&model, backend, weights, kernels).await?;
+            let (session, chose) = open(&model, backend, weights, kernels, kv_policy).await?;
             let plan = bench::Plan {
                 prompt_len,
                 tokens,
@@ -423,11 +435,17 @@ pub async fn open(
     backend: Backend,
     weights: WeightsChoice,
     kernels: KernelsChoice,
+    policy: KvPolicy,
 ) -> Result<(Session, Chose)> {
     // An f16 checkpoint held as f16 is never widened (half the memory).
     let model = Arc::new(Model::from_dir_as(dir, weights)?);
     let (engine, chose) = open_engine(model, backend, weights, kernels).await?;
-    Ok((engine.session()?, chose))
+    Ok((engine.session()?.with_kv_policy(policy)?, chose))
+}
+
+/// `--kv-policy`.
+fn kv_policy(text: &str) -> std::result::Result<KvPolicy, String> {
+    KvPolicy::parse(text).map_err(|e| e.to_string())
 }
 
 /// `model` on the chosen backend (see [`open`]).

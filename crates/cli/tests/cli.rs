@@ -256,6 +256,41 @@ fn bench_batch_labels_its_derived_figure() {
     assert!(line.contains("derived (not timed)") && line.contains("3 sequences in turn"), "{line}");
 }
 
+/// `--kv-policy` keeps a cache under a budget on the CPU engine: the bench
+/// reads the rows it holds from the cache; elsewhere the flag says where it runs.
+#[test]
+fn kv_policy_shrinks_the_cache_the_bench_reads() {
+    let model = golden_dir("tiny_odd");
+    let bench = |policy: &str, backend: &str| {
+        decode_lab(&[
+            "bench",
+            "--model",
+            model.to_str().unwrap(),
+            "--prompt-len",
+            "20",
+            "--tokens",
+            "20",
+            "--backend",
+            backend,
+            "--kv-policy",
+            policy,
+        ])
+    };
+    // tiny_odd: 2 layers × 48 dims × K and V × 4 bytes = 768 bytes a token.
+    for (policy, held) in [("full", 40), ("window:16", 16), ("sinks:2,window:6", 8)] {
+        let out = bench(policy, "cpu");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let want = format!("kv cache in use    {} bytes", held * 768);
+        assert!(text.contains(&want), "{policy}: {text}");
+    }
+    let out = bench("window:4", "gpu");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("runs on the CPU engine so far"));
+    let out = bench("window:0", "cpu");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("kv policy"));
+}
+
 #[test]
 fn generate_with_every_pipeline_flag_is_deterministic() {
     let model = golden_dir("tiny_odd");

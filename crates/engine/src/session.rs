@@ -34,6 +34,19 @@ impl Session {
         }
     }
 
+    /// The same session keeping only what `policy` keeps in its KV cache
+    /// (before any token). The CPU engine so far; `full` on every engine.
+    pub fn with_kv_policy(self, policy: crate::kv_policy::KvPolicy) -> Result<Session> {
+        match self {
+            Session::Cpu(s) => Ok(Session::Cpu(s.with_policy(policy))),
+            other if policy == crate::kv_policy::KvPolicy::Full => Ok(other),
+            _ => Err(crate::EngineError::Setting(format!(
+                "--kv-policy {} runs on the CPU engine so far: add --backend cpu",
+                policy.name()
+            ))),
+        }
+    }
+
     /// Tokens held in the KV cache: the position the next token will take.
     pub fn pos(&self) -> usize {
         match self {
