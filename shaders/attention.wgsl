@@ -1,5 +1,5 @@
 // attention: causal multi-head attention of each query row over the KV cache.
-// y[row, h] = softmax_j(q[row, h] · k[j, h] * scale) · v[j, h]  for j ≤ pos0 + row
+// y[row, h] = softmax_j(q[row, h] · k[j, h] * scale) · v[j, h]  for j ≤ keys0 + row
 // One workgroup per (row, head). Keys are taken WG at a time: each thread scores
 // one key, then every thread folds the tile into a running softmax (max, sum,
 // weighted values) for the output dims it owns. Nothing of size n_positions is
@@ -9,7 +9,7 @@
 
 struct Params {
     n_rows: u32,
-    pos0: u32,      // position of the first query row
+    keys0: u32,     // cache slots held before the first query row (its position, unless a policy evicted)
     n_embd: u32,
     head_size: u32,
     scale: f32,     // 1/sqrt(head_size) (and 1/(layer+1) where the config asks)
@@ -43,7 +43,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     workgroupBarrier();
 
-    let n_keys = p.pos0 + row + 1u; // causal: keys 0 ..= pos0 + row
+    let n_keys = p.keys0 + row + 1u; // causal: keys 0 ..= keys0 + row
     var m = NEG_BIG;   // running max score
     var l = 0.0;       // running sum of exp(score - m)
     var acc: array<f32, DIMS_PER_THREAD>; // running weighted values of dims tid + WG * s

@@ -5,7 +5,7 @@
 // partials loaded before any is used. CPU twin: `attention_combine::run_cpu`.
 
 struct Params {
-    pos: u32,       // position of the query: keys 0 ..= pos
+    keys0: u32,     // cache slots held besides the query's own: keys 0 ..= keys0
     n_embd: u32,
     head_size: u32,
     row0: u32,      // the query's row of y
@@ -24,7 +24,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let head = wid.x;
     let hs = p.head_size;
     let n_heads = p.n_embd / hs;
-    let n_chunks = (p.pos + CHUNK) / CHUNK;
+    let n_chunks = (p.keys0 + CHUNK) / CHUNK;
     let stride = n_heads * (2u + hs); // between one chunk's partials and the next's
     let base = head * (2u + hs);
     var big = NEG_BIG;

@@ -1,6 +1,6 @@
 // attention_probs: the attention weights themselves, for the views that show
 // them (only ever run on request; the forward pass's attention never stores them).
-// probs[h, row, j] = softmax_j(q[row, h] · k[j, h] * scale) for j ≤ pos0 + row, 0 after.
+// probs[h, row, j] = softmax_j(q[row, h] · k[j, h] * scale) for j ≤ keys0 + row, 0 after.
 // One workgroup per (row, head). Each thread scores keys tid, tid + WG, … into
 // its own entries of `probs` (the row is the scratch: nothing of size
 // n_positions lives in workgroup memory), the row's max and sum are reduced
@@ -8,11 +8,11 @@
 
 struct Params {
     n_rows: u32,
-    pos0: u32,      // position of the first query row
+    keys0: u32,     // cache slots held before the first query row (its position, unless a policy evicted)
     n_embd: u32,
     head_size: u32,
     scale: f32,     // as attention's: 1/sqrt(head_size) (and 1/(layer+1) where asked)
-    n_cols: u32,    // keys per row of `probs`: pos0 + n_rows
+    n_cols: u32,    // keys per row of `probs`: keys0 + n_rows
     _pad0: u32,
     _pad1: u32,
 }
@@ -59,7 +59,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     workgroupBarrier();
 
-    let n_keys = p.pos0 + row + 1u; // causal: keys 0 ..= pos0 + row
+    let n_keys = p.keys0 + row + 1u; // causal: keys 0 ..= keys0 + row
     let base = (head * p.n_rows + row) * p.n_cols;
     var m = NEG_BIG;
     for (var j = tid; j < n_keys; j = j + WG) {

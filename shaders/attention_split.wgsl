@@ -1,5 +1,5 @@
 // attention_split (decode, real GPUs): flash-decoding's first half. The keys
-// 0 ..= pos of one query row are cut into chunks of CHUNK; a workgroup takes
+// 0 ..= keys0 of one query row are cut into chunks of CHUNK; a workgroup takes
 // one (chunk, head) and writes that chunk's softmax partials:
 //   s_j = q · k_j · scale,  m = max_j s_j,  l = Σ_j exp(s_j − m),
 //   acc[d] = Σ_j exp(s_j − m) · v_j[d]          (j in the chunk)
@@ -11,7 +11,7 @@
 // CPU twin: `attention_split::run_cpu`.
 
 struct Params {
-    pos: u32,       // position of the query: keys 0 ..= pos
+    keys0: u32,     // cache slots held besides the query's own: keys 0 ..= keys0
     n_embd: u32,
     head_size: u32,
     scale: f32,     // 1/sqrt(head_size) (and 1/(layer+1) where the config asks)
@@ -47,7 +47,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let hs = p.head_size;
     let h0 = head * hs;
     let first = chunk * CHUNK;
-    let n_keys = p.pos + 1u;
+    let n_keys = p.keys0 + 1u;
     for (var d = tid; d < hs; d = d + WG) {
         q[d] = qkv[p.row0 * 3u * p.n_embd + h0 + d] * p.scale;
     }

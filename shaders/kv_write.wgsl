@@ -5,7 +5,7 @@
 struct Params {
     n_rows: u32,
     n_embd: u32,
-    pos0: u32, // cache row of the first qkv row
+    slot0: u32, // cache slot of the first qkv row (its position, unless a policy evicted)
     row0: u32, // first row of qkv this dispatch reads
 }
 
@@ -25,7 +25,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let row = i / p.n_embd;
     let c = i % p.n_embd;
     let src = (p.row0 + row) * 3u * p.n_embd;
-    let dst = (p.pos0 + row) * p.n_embd + c;
+    let dst = (p.slot0 + row) * p.n_embd + c;
     key_cache[dst] = faulted(qkv[src + p.n_embd + c]);
     value_cache[dst] = faulted(qkv[src + 2u * p.n_embd + c]);
 }

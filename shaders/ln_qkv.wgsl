@@ -2,7 +2,7 @@
 // write in one dispatch (three in prefill: layernorm, matmul, kv_write).
 //   xn = layernorm(x) · weight + bias           (every workgroup, into workgroup memory)
 //   qkv[col] = sum_k xn[k] * w[k, col] + bias[col]   (one thread per column)
-//   key_cache[pos] = qkv[n_embd ..], value_cache[pos] = qkv[2 n_embd ..]
+//   key_cache[slot] = qkv[n_embd ..], value_cache[slot] = qkv[2 n_embd ..]
 // Each workgroup normalises the token's row itself: n_embd reads and two
 // reductions, small next to the n_embd × WG weights it reads after.
 // `Word` and `w_load` come from the weight format's snippet, `normalise_row`
@@ -10,7 +10,7 @@
 
 struct Params {
     n_embd: u32,
-    pos: u32, // cache row of this token
+    slot: u32, // cache slot of this token (its position, unless a policy evicted)
     eps: f32,
     _pad: u32,
 }
@@ -40,7 +40,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     let v = acc + bias[col];
     qkv[col] = faulted(v);
-    let row = p.pos * p.n_embd;
+    let row = p.slot * p.n_embd;
     if (col >= 2u * p.n_embd) {
         value_cache[row + col - 2u * p.n_embd] = faulted(v);
     } else if (col >= p.n_embd) {

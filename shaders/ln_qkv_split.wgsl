@@ -2,14 +2,14 @@
 // K/V write, the projection's k split over the workgroup (shaders/split_k.wgsl):
 //   xn = layernorm(x) · weight + bias           (every workgroup, into workgroup memory)
 //   qkv[col] = sum_k xn[k] * w[k, col] + bias[col]
-//   key_cache[pos] = qkv[n_embd ..], value_cache[pos] = qkv[2 n_embd ..]
+//   key_cache[slot] = qkv[n_embd ..], value_cache[slot] = qkv[2 n_embd ..]
 // `normalise_row` (a tree reduction at WG 256) comes from shaders/ln_stats.wgsl,
 // `split_dot` from shaders/split_k.wgsl, `Word`, `w_load`, `w_unpack` and
 // `PER_WORD` from the weight format's snippet. CPU twin: ln_qkv's.
 
 struct Params {
     n_embd: u32,
-    pos: u32,  // cache row of this token
+    slot: u32, // cache slot of this token (its position, unless a policy evicted)
     eps: f32,
     wide: u32, // column groups side by side (see split_k.wgsl)
 }
@@ -38,7 +38,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (tid >= p.wide) {
         return;
     }
-    let row = p.pos * p.n_embd;
+    let row = p.slot * p.n_embd;
     for (var t = 0u; t < PER_WORD; t = t + 1u) {
         let col = col0 + t;
         if (col < n) {

@@ -8,6 +8,7 @@ mod bench;
 mod generate;
 mod gpu_bench;
 mod kernel_times;
+mod kv_quality;
 mod random_model;
 mod sample;
 mod widgets;
@@ -89,7 +90,7 @@ enum Command {
         /// GPU kernels: auto (the cpu profile on a software adapter, else every profile timed and the fastest kept), cpu, gpu (its layout timed), or a layout by name (gpu-1, gpu-2, gpu-4, gpu-8, gpu-16; timed: gpu-2, gpu-4, gpu-8).
         #[arg(long, value_parser = kernels_choice, default_value = "auto")]
         kernels: KernelsChoice,
-        /// Which tokens the KV cache keeps: full, window:W, sinks:S,window:W or heavy:H,recent:R (the CPU engine so far).
+        /// Which tokens the KV cache keeps: full, window:W, sinks:S,window:W or heavy:H,recent:R.
         #[arg(long, value_parser = kv_policy, default_value = "full")]
         kv_policy: KvPolicy,
         #[arg(long, default_value_t = 100)]
@@ -151,7 +152,7 @@ enum Command {
         /// GPU kernels: auto (the cpu profile on a software adapter, else every profile timed and the fastest kept), cpu, gpu (its layout timed), or a layout by name (gpu-1, gpu-2, gpu-4, gpu-8, gpu-16; timed: gpu-2, gpu-4, gpu-8).
         #[arg(long, value_parser = kernels_choice, default_value = "auto")]
         kernels: KernelsChoice,
-        /// Which tokens the KV cache keeps: full, window:W, sinks:S,window:W or heavy:H,recent:R (the CPU engine so far).
+        /// Which tokens the KV cache keeps: full, window:W, sinks:S,window:W or heavy:H,recent:R.
         #[arg(long, value_parser = kv_policy, default_value = "full")]
         kv_policy: KvPolicy,
         #[arg(long, value_enum, default_value = "prefill")]
@@ -169,7 +170,7 @@ enum Command {
         /// GPU kernels: auto (the cpu profile on a software adapter, else every profile timed and the fastest kept), cpu, gpu (its layout timed), or a layout by name (gpu-1, gpu-2, gpu-4, gpu-8, gpu-16; timed: gpu-2, gpu-4, gpu-8).
         #[arg(long, value_parser = kernels_choice, default_value = "auto")]
         kernels: KernelsChoice,
-        /// Which tokens the KV cache keeps: full, window:W, sinks:S,window:W or heavy:H,recent:R (the CPU engine so far).
+        /// Which tokens the KV cache keeps: full, window:W, sinks:S,window:W or heavy:H,recent:R.
         #[arg(long, value_parser = kv_policy, default_value = "full")]
         kv_policy: KvPolicy,
         #[arg(long, default_value_t = 64)]
@@ -188,6 +189,34 @@ enum Command {
         /// Also time each kernel of a decode step and of the prefill alone on the GPU (timestamp queries), with the rate it read at.
         #[arg(long)]
         kernel_times: bool,
+    },
+    /// What KV cache policies cost in quality: over a held-out text (the
+    /// model's heldout.txt unless --text), each policy's next-token
+    /// distributions against the full cache's fed the same tokens — bits per
+    /// byte, mean KL and same top-1 — the kv-budget widget's figures.
+    KvQuality {
+        #[arg(long)]
+        model: PathBuf,
+        #[arg(long, value_enum, default_value = "gpu")]
+        backend: Backend,
+        /// Weight storage on either engine: auto (f16 for an f16 checkpoint, else f32) or a format (f32, f16, bf16, int8-tensor, int8 = per output channel, int4 = groups of 32).
+        #[arg(long, value_parser = weights_choice, default_value = "auto")]
+        weights: WeightsChoice,
+        /// GPU kernels (see bench).
+        #[arg(long, value_parser = kernels_choice, default_value = "auto")]
+        kernels: KernelsChoice,
+        /// A policy to score (repeat for several): window:W, sinks:S,window:W or heavy:H,recent:R.
+        #[arg(long = "kv-policy", value_parser = kv_policy, required = true)]
+        kv_policy: Vec<KvPolicy>,
+        /// The text to score (default: heldout.txt in the model folder).
+        #[arg(long)]
+        text: Option<PathBuf>,
+        /// Score only the text's first this many tokens (0 = all of it).
+        #[arg(long, default_value_t = 0)]
+        tokens: usize,
+        /// One JSON array instead of the table.
+        #[arg(long)]
+        json: bool,
     },
     /// The page's `?selftest=1` on this machine's GPU: every kernel against its
     /// CPU twin, then the model on the GPU against the CPU engine; prints the
@@ -387,6 +416,12 @@ async fn run(command: Command) -> Result<()> {
                 kernel_times,
             };
             bench::run(session, chose, plan).await
+        }
+        Command::KvQuality { model, backend, weights, kernels, kv_policy, text, tokens, json } => {
+            let loaded = Arc::new(Model::from_dir_as(&model, weights)?);
+            let (engine, _) = open_engine(loaded, backend, weights, kernels).await?;
+            let job = kv_quality::Job { policies: kv_policy, text, tokens, json };
+            kv_quality::run(&model, engine, job).await
         }
         Command::Selftest { model, prompt, steps, weights, kernels } => {
             selftest(&model, &prompt, steps, weights, kernels).await

@@ -2,45 +2,11 @@
 //! the transformers golden file, `generate` determinism, errors as messages
 //! with a non-zero exit (never a panic).
 
+mod common;
+
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
-fn golden_dir(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/golden").join(name)
-}
-
-fn decode_lab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_decode-lab")).args(args).output().expect("binary runs")
-}
-
-/// Backends to exercise: the GPU one only where an adapter exists (or CI demands one).
-/// `decode-lab bench` on the golden tiny_odd model with an 8-token prompt, and `extra` flags.
-fn bench_tiny(extra: &[&str]) -> Output {
-    let model = golden_dir("tiny_odd");
-    let mut args = vec!["bench", "--model", model.to_str().unwrap(), "--prompt-len", "8"];
-    args.extend_from_slice(extra);
-    decode_lab(&args)
-}
-
-fn backends() -> Vec<&'static str> {
-    let probe = decode_lab(&[
-        "logits",
-        "--model",
-        golden_dir("hub_names").to_str().unwrap(),
-        "--tokens",
-        "1",
-        "--backend",
-        "gpu",
-    ]);
-    if probe.status.success() {
-        vec!["cpu", "gpu"]
-    } else if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("CI=true but the GPU backend failed: {}", String::from_utf8_lossy(&probe.stderr));
-    } else {
-        eprintln!("\n*** GPU CLI TESTS SKIPPED: {} ***\n", String::from_utf8_lossy(&probe.stderr));
-        vec!["cpu"]
-    }
-}
+use common::{backends, bench_tiny, decode_lab, golden_dir};
 
 fn golden_rows(name: &str, key: &str) -> (Vec<u32>, Vec<f32>) {
     let bytes = std::fs::read(golden_dir(name).join("golden.safetensors")).unwrap();
@@ -256,41 +222,6 @@ fn bench_batch_labels_its_derived_figure() {
     assert!(line.contains("derived (not timed)") && line.contains("3 sequences in turn"), "{line}");
 }
 
-/// `--kv-policy` keeps a cache under a budget on the CPU engine: the bench
-/// reads the rows it holds from the cache; elsewhere the flag says where it runs.
-#[test]
-fn kv_policy_shrinks_the_cache_the_bench_reads() {
-    let model = golden_dir("tiny_odd");
-    let bench = |policy: &str, backend: &str| {
-        decode_lab(&[
-            "bench",
-            "--model",
-            model.to_str().unwrap(),
-            "--prompt-len",
-            "20",
-            "--tokens",
-            "20",
-            "--backend",
-            backend,
-            "--kv-policy",
-            policy,
-        ])
-    };
-    // tiny_odd: 2 layers × 48 dims × K and V × 4 bytes = 768 bytes a token.
-    for (policy, held) in [("full", 40), ("window:16", 16), ("sinks:2,window:6", 8)] {
-        let out = bench(policy, "cpu");
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let want = format!("kv cache in use    {} bytes", held * 768);
-        assert!(text.contains(&want), "{policy}: {text}");
-    }
-    let out = bench("window:4", "gpu");
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("runs on the CPU engine so far"));
-    let out = bench("window:0", "cpu");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("kv policy"));
-}
-
 #[test]
 fn generate_with_every_pipeline_flag_is_deterministic() {
     let model = golden_dir("tiny_odd");
@@ -442,7 +373,8 @@ fn bad_input_sweep_cases_are_clear_errors() {
     std::os::unix::fs::symlink("/dev/zero", zero.join("model.safetensors")).unwrap();
     let fifo = scratch("fifo-model");
     std::fs::copy(golden_dir("tiny_odd").join("config.json"), fifo.join("config.json")).unwrap();
-    let made = Command::new("mkfifo").arg(fifo.join("model.safetensors")).status().unwrap();
+    let made =
+        std::process::Command::new("mkfifo").arg(fifo.join("model.safetensors")).status().unwrap();
     assert!(made.success());
     let llama = scratch("llama-model");
     let config = std::fs::read_to_string(golden_dir("tiny_odd").join("config.json")).unwrap();

@@ -107,7 +107,7 @@ impl KvPolicy {
     /// Of the positions `held` (ascending), those kept: `mass[i]` is the
     /// attention `held[i]` has received so far (read only by `heavy`). Ties
     /// in mass keep the earlier position, so every engine keeps the same.
-    pub fn keep(self, held: &[usize], mass: &[f64]) -> Vec<usize> {
+    pub fn keep(self, held: &[usize], mass: &[f32]) -> Vec<usize> {
         let n = held.len();
         let Some(budget) = self.budget() else { return held.to_vec() };
         if n <= budget {

@@ -23,6 +23,8 @@ pub mod gpu;
 pub mod heads;
 pub mod kernels;
 pub mod kv_policy;
+pub mod kv_quality;
+pub mod kv_slots;
 pub mod lens;
 pub mod model;
 pub mod open;

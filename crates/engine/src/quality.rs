@@ -104,6 +104,17 @@ impl DriftAcc {
         self.bytes += next_bytes;
     }
 
+    /// Takes in another accumulator's positions (a window scored apart).
+    pub fn merge(&mut self, other: DriftAcc) {
+        self.kls.extend(other.kls);
+        self.same_top1 += other.same_top1;
+        self.sq_dp += other.sq_dp;
+        self.entries += other.entries;
+        self.nats += other.nats;
+        self.reference_nats += other.reference_nats;
+        self.bytes += other.bytes;
+    }
+
     pub fn finish(mut self) -> Drift {
         let n = self.kls.len().max(1) as f64;
         self.kls.sort_by(f64::total_cmp);

@@ -35,15 +35,45 @@ impl Session {
     }
 
     /// The same session keeping only what `policy` keeps in its KV cache
-    /// (before any token). The CPU engine so far; `full` on every engine.
+    /// (before any token): both native engines; the page's CPU worker keeps
+    /// `full` so far.
     pub fn with_kv_policy(self, policy: crate::kv_policy::KvPolicy) -> Result<Session> {
+        if self.pos() != 0 {
+            return Err(crate::EngineError::Setting(
+                "a cache policy is chosen before the first token".into(),
+            ));
+        }
         match self {
             Session::Cpu(s) => Ok(Session::Cpu(s.with_policy(policy))),
+            #[cfg(feature = "gpu")]
+            Session::Gpu(s) => Ok(Session::Gpu(s.under(policy)?)),
             other if policy == crate::kv_policy::KvPolicy::Full => Ok(other),
             _ => Err(crate::EngineError::Setting(format!(
-                "--kv-policy {} runs on the CPU engine so far: add --backend cpu",
+                "kv policy {}: the page's CPU worker keeps the full cache so far",
                 policy.name()
             ))),
+        }
+    }
+
+    /// The position of the token in each KV cache slot, in slot order
+    /// (every position so far under `full`).
+    pub fn held(&self) -> Vec<usize> {
+        match self {
+            Session::Cpu(s) => s.held().to_vec(),
+            #[cfg(feature = "gpu")]
+            Session::Gpu(s) => s.held().to_vec(),
+            Session::Remote(s) => (0..s.pos()).collect(),
+        }
+    }
+
+    /// The attention each held slot has received so far (a heavy-hitter
+    /// cache's totals, read from the engine that sums them; else empty).
+    pub async fn mass(&self) -> Result<Vec<f32>> {
+        match self {
+            Session::Cpu(s) => Ok(s.mass().to_vec()),
+            #[cfg(feature = "gpu")]
+            Session::Gpu(s) => s.mass().await,
+            Session::Remote(_) => Ok(Vec::new()),
         }
     }
 

@@ -5,7 +5,7 @@
 //! weight format, at a short and a full context. `--nocapture` prints the
 //! tables (the cpu profile's for comparison).
 
-use decode_lab_engine::gpu::plan::{self, Layout, Pass};
+use decode_lab_engine::gpu::plan::{self, Layout, Pass, Place};
 use decode_lab_engine::kernels::{Cost, Kernel, Profile, Split};
 use decode_lab_engine::model::Config;
 use decode_lab_engine::storage::format::{Channels, Format};
@@ -48,8 +48,8 @@ fn must_read(c: &Config, format: Format, pos: usize) -> u64 {
 /// The cost records of one decode step at `pos`.
 fn decode_costs(c: &Config, format: Format, profile: Profile, pos: usize) -> Vec<(Kernel, Cost)> {
     let layout = Layout::of(c, format, profile, BINDING);
-    let built = plan::decode(&layout);
-    plan::costs(&layout, &built.specs, &Pass::single(1, pos as u32, 0, 1))
+    let built = plan::decode(&layout, false);
+    plan::costs(&layout, &built.specs, &Pass::single(1, Place::at(pos), 0, 1))
 }
 
 fn print(what: &str, costs: &[(Kernel, Cost)], must: u64) {

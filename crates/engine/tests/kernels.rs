@@ -112,6 +112,11 @@ fn kv_write_matches_twin() {
 }
 
 #[test]
+fn kv_mass_matches_twin() {
+    check(Kernel::KvMass);
+}
+
+#[test]
 fn attention_matches_twin() {
     check(Kernel::Attention);
 }
@@ -139,9 +144,9 @@ fn attention_probs_rows_sum_to_one_and_never_look_ahead() {
             case.groups,
         ))
         .expect("kernel runs");
-        let (n_rows, pos0, n_cols) = (p.n_rows as usize, p.pos0 as usize, p.n_cols as usize);
+        let (n_rows, keys0, n_cols) = (p.n_rows as usize, p.keys0 as usize, p.n_cols as usize);
         for (r, row) in out[2].chunks_exact(n_cols).enumerate() {
-            let query = pos0 + r % n_rows;
+            let query = keys0 + r % n_rows;
             let sum: f32 = row[..=query].iter().sum();
             assert!((sum - 1.0).abs() <= 1e-5, "{}: row {r} sums to {sum}", case.shape);
             assert!(

@@ -1,9 +1,11 @@
-//! A cache under a budget (issue 34, CPU engine so far): tokens a policy
-//! evicts leave the cache, attention reads only what was kept, and the
-//! logits equal `transformers` GPT-2 run with an attention mask hiding the
-//! evicted tokens (tools/golden/make_kv_golden.py); a budget at least the
-//! sequence's length gives the full cache's logits bit for bit; the cache's
-//! bytes are exactly the kept rows.
+//! A cache under a budget (issue 34), on the CPU engine and the GPU in both
+//! kernel profiles: tokens a policy evicts leave the cache, attention reads
+//! only what was kept, and the logits equal `transformers` GPT-2 run with an
+//! attention mask hiding the evicted tokens (tools/golden/make_kv_golden.py);
+//! every engine keeps the same tokens in the same slots (and, for heavy
+//! hitters, the same attention totals); a budget at least the sequence's
+//! length gives the full cache's logits bit for bit; the cache's bytes are
+//! exactly the kept rows, and it allocates only the budget's.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod common;
@@ -11,11 +13,11 @@ mod common;
 use decode_lab_engine::cpu::CpuSession;
 use decode_lab_engine::kv_policy::KvPolicy;
 use decode_lab_engine::Wanted;
+use pollster::block_on;
 use safetensors::SafeTensors;
 
-#[test]
-fn eviction_matches_transformers_with_the_evicted_tokens_masked() {
-    let model = common::golden_model("tiny_odd");
+/// The golden's token ids, its policies, and each policy's logits (tokens, vocab).
+fn golden() -> (Vec<u32>, Vec<(KvPolicy, Vec<f32>)>) {
     let bytes =
         std::fs::read(common::fixtures().join("golden/tiny_odd/kv_policy.safetensors")).unwrap();
     let (_, meta) = SafeTensors::read_metadata(&bytes).unwrap();
@@ -23,32 +25,89 @@ fn eviction_matches_transformers_with_the_evicted_tokens_masked() {
         serde_json::from_str(&meta.metadata().as_ref().unwrap()["policies"]).unwrap();
     let st = SafeTensors::deserialize(&bytes).unwrap();
     let ids: Vec<i64> = bytemuck::pod_collect_to_vec(st.tensor("tokens").unwrap().data());
-    let tokens: Vec<u32> = ids.iter().map(|&i| i as u32).collect();
-    let vocab = model.config.vocab_size;
-    let per_token = (2 * model.config.n_layer * model.config.n_embd * 4) as u64;
-    for (i, name) in names.iter().enumerate() {
-        let want: Vec<f32> =
+    let policies = names.iter().enumerate().map(|(i, name)| {
+        let logits =
             bytemuck::pod_collect_to_vec(st.tensor(&format!("logits_{i}")).unwrap().data());
-        let policy = KvPolicy::parse(name).unwrap();
-        // Token by token, and as one prefill (which goes in token by token past the budget).
+        (KvPolicy::parse(name).unwrap(), logits)
+    });
+    (ids.iter().map(|&i| i as u32).collect(), policies.collect())
+}
+
+#[test]
+fn every_engine_keeps_the_same_slots_and_matches_transformers() {
+    let model = common::golden_model("tiny_odd");
+    let (tokens, policies) = golden();
+    let (vocab, n) = (model.config.vocab_size, tokens.len());
+    let per_token = (2 * model.config.n_layer * model.config.n_embd * 4) as u64;
+    for (policy, want) in &policies {
+        let name = policy.name();
+        let budget = policy.budget().unwrap();
+        let mut cpu = CpuSession::new(model.clone()).with_policy(*policy);
+        cpu.forward(&tokens, Wanted::All).unwrap();
+        for (engine, session) in common::sessions_on_both(&model) {
+            let mut s = session.with_kv_policy(*policy).unwrap();
+            let what = format!("{engine} {name}");
+            let bytes = block_on(s.kv_bytes()).unwrap();
+            assert_eq!(bytes.allocated, budget as u64 * per_token, "{what}: allocates the budget");
+            let steps = common::steps_on(engine, n);
+            for (t, &token) in tokens[..steps].iter().enumerate() {
+                let got = block_on(s.decode(token)).unwrap();
+                let err = common::rel_max_err(&got, &want[t * vocab..][..vocab]);
+                assert!(err <= 1e-4, "{what} step {t}: rel err {err}");
+                let held = s.held().len() as u64;
+                assert_eq!(held, (t as u64 + 1).min(budget as u64), "{what}");
+                assert_eq!(block_on(s.kv_bytes()).unwrap().in_use, held * per_token, "{what}");
+            }
+            if steps < n {
+                continue;
+            }
+            assert_eq!(s.held(), cpu.held(), "{what}: the same token in every slot");
+            let mass = block_on(s.mass()).unwrap();
+            common::assert_close(
+                &format!("{what}: attention totals"),
+                &mass,
+                cpu.mass(),
+                1e-4,
+                1e-4,
+            );
+            // Back to the middle and on again: the holes fill from the end,
+            // and the tokens evicted before the rewind stay gone.
+            let mid = n / 2;
+            s.rewind(mid).unwrap();
+            let mut again = CpuSession::new(model.clone()).with_policy(*policy);
+            again.forward(&tokens, Wanted::All).unwrap();
+            again.rewind(mid).unwrap();
+            assert_eq!(s.held(), again.held(), "{what}: rewound");
+            let got = block_on(s.prefill(&tokens[mid..], Wanted::All)).unwrap();
+            let cpu_got = again.forward(&tokens[mid..], Wanted::All).unwrap();
+            let err = common::rel_max_err(&got, &cpu_got);
+            assert!(err <= 1e-4, "{what}: after a rewind, rel err {err} against the CPU");
+            assert_eq!(s.held(), again.held(), "{what}: after a rewind and on");
+        }
+    }
+}
+
+#[test]
+fn eviction_matches_transformers_with_the_evicted_tokens_masked() {
+    let model = common::golden_model("tiny_odd");
+    let (tokens, policies) = golden();
+    for (policy, want) in policies {
+        let name = policy.name();
         let mut s = CpuSession::new(model.clone()).with_policy(policy);
-        for (t, &token) in tokens.iter().enumerate() {
-            let got = s.forward(&[token], Wanted::Last).unwrap();
-            let err = common::rel_max_err(&got, &want[t * vocab..][..vocab]);
-            assert!(err <= 1e-4, "{name} step {t}: rel err {err}");
-            let held = s.held().len() as u64;
-            assert_eq!(held, (t as u64 + 1).min(policy.budget().unwrap() as u64));
-            assert_eq!(s.kv_bytes().in_use, held * per_token, "{name}: the kept rows' bytes");
+        for &token in &tokens {
+            s.forward(&[token], Wanted::Last).unwrap();
         }
         if policy.ranks_by_mass() {
             // Kept by the attention received, not by position: with no mass
             // (ties everywhere) the earliest would stay.
             let positions: Vec<usize> = (0..tokens.len()).collect();
             let by_position = policy.keep(&positions, &vec![0.0; positions.len()]);
-            assert_ne!(s.held(), by_position, "{name}: the heavy hitters are not the earliest");
+            let mut held = s.held().to_vec();
+            held.sort_unstable();
+            assert_ne!(held, by_position, "{name}: the heavy hitters are not the earliest");
         }
         let mut p = CpuSession::new(model.clone()).with_policy(policy);
-        let all = pollster::block_on(p.prefill(&tokens, Wanted::All)).unwrap();
+        let all = block_on(p.prefill(&tokens, Wanted::All)).unwrap();
         let err = common::rel_max_err(&all, &want);
         assert!(err <= 1e-4, "{name} as one prefill: rel err {err}");
         assert_eq!(p.held(), s.held(), "{name}: the prefill keeps what the steps kept");

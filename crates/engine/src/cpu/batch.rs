@@ -24,15 +24,20 @@ impl CpuSession {
         let (mut seqs, mut ids) = (Vec::new(), Vec::new());
         for (s, t) in sessions.iter_mut().zip(tokens) {
             if let Some(t) = t {
-                s.make_room(1);
                 ids.push(*t);
+                let room = s.slots.take(s.pos, 1, &s.mass);
+                let ranks = s.slots.policy().ranks_by_mass();
+                if ranks && room.reused {
+                    s.mass[room.slot0] = 0.0; // a newcomer's total starts again
+                }
                 seqs.push(Seq {
                     key_cache: &mut s.key_cache,
                     value_cache: &mut s.value_cache,
                     pos0: s.pos,
-                    slot0: s.held.len(),
+                    slot0: room.slot0,
+                    keys0: room.keys0,
                     rows: 1,
-                    mass: s.policy.ranks_by_mass().then_some(&mut s.mass),
+                    mass: ranks.then_some(&mut s.mass),
                 });
             }
         }
@@ -40,7 +45,7 @@ impl CpuSession {
         let wall_ms = start.elapsed().as_secs_f64() * 1e3;
         let stats = StepStats { tokens: ids.len(), wall_ms, ..StepStats::default() };
         for (s, _) in sessions.iter_mut().zip(tokens).filter(|(_, t)| t.is_some()) {
-            s.took(1);
+            s.pos += 1;
             s.last = stats;
         }
         Ok((logits, stats))

@@ -5,25 +5,27 @@
 //! at which sequence (cache, position) a row belongs to.
 
 use crate::kernels::{
-    attention, attention_probs, embedding, gelu, kv_write, layernorm, lm_head, matmul, residual_add,
+    attention, attention_probs, embedding, gelu, kv_mass, kv_write, layernorm, lm_head, matmul,
+    residual_add,
 };
 use crate::model::Model;
 use crate::step::Wanted;
 
 /// One sequence's consecutive rows of a pass.
 pub struct Seq<'a> {
-    pub key_cache: &'a mut [Vec<f32>], // (n_layer) × (slot0 → slot0 + rows, n_embd), capacity n_positions
-    pub value_cache: &'a mut [Vec<f32>], // (n_layer) × (slot0 → slot0 + rows, n_embd), capacity n_positions
+    pub key_cache: &'a mut [Vec<f32>], // (n_layer) × (held, n_embd), capacity the policy's slots
+    pub value_cache: &'a mut [Vec<f32>], // (n_layer) × (held, n_embd), capacity the policy's slots
     /// Position of the sequence's first row (what its position embedding says).
     pub pos0: usize,
-    /// Cache slot of the first row: the rows held before it. The same as
-    /// `pos0` unless a cache policy has evicted tokens (`kv_policy`); the
-    /// rows attend to every held slot, whatever its position.
+    /// Cache slot of the first row, and the slots held before it (row r
+    /// attends to slots `0 ..= keys0 + r`): both `pos0` unless a cache
+    /// policy evicted tokens (`kv_slots`), whatever the held slots' positions.
     pub slot0: usize,
+    pub keys0: usize,
     pub rows: usize,
-    /// (slot0 + rows) the attention each held slot has received, summed over
+    /// (keys0 + rows) the attention each held slot has received, summed over
     /// layers, heads and queries (the heavy-hitter policy's; `None`: not kept).
-    pub mass: Option<&'a mut Vec<f64>>,
+    pub mass: Option<&'a mut Vec<f32>>,
 }
 
 /// What a probed forward pass has copied out so far (`None`: not asked for).
@@ -41,28 +43,25 @@ impl Seen {
     }
 }
 
-/// Adds the weights this layer's queries (`qkv`'s rows, at slots `slot0..`)
-/// gave every slot to `mass` (slot0 + rows), over all heads: what the
-/// heavy-hitter policy ranks by (H2O's accumulated attention).
+/// Adds the weights this layer's queries (`qkv`'s rows) gave every held
+/// slot to `mass` (keys0 + rows), over all heads: what the heavy-hitter
+/// policy ranks by (H2O's accumulated attention), summed as the GPU sums it
+/// (`attention_probs`, then `kv_mass`).
 fn add_mass(
     qkv: &[f32],       // (rows, 3 * n_embd)
-    key_cache: &[f32], // (slot0 + rows, n_embd)
+    key_cache: &[f32], // (held, n_embd)
     n_embd: usize,
     head_size: usize,
-    slot0: usize,
+    keys0: usize,
     scale: f32,
-    mass: &mut Vec<f64>,
+    mass: &mut Vec<f32>,
 ) {
     let rows = qkv.len() / (3 * n_embd);
-    let n_cols = slot0 + rows;
-    let mut probs = vec![0.0; (n_embd / head_size) * rows * n_cols]; // (n_head, rows, n_cols)
-    attention_probs::run_cpu(qkv, key_cache, n_embd, head_size, slot0, scale, &mut probs);
+    let (n_head, n_cols) = (n_embd / head_size, keys0 + rows);
+    let mut probs = vec![0.0; n_head * rows * n_cols]; // (n_head, rows, n_cols)
+    attention_probs::run_cpu(qkv, key_cache, n_embd, head_size, keys0, scale, &mut probs);
     mass.resize(n_cols, 0.0);
-    for row in probs.chunks_exact(n_cols) {
-        for (m, &p) in mass.iter_mut().zip(row) {
-            *m += f64::from(p);
-        }
-    }
+    kv_mass::run_cpu(&probs, n_head, rows, mass);
 }
 
 /// Runs `tokens` (the rows of `seqs`, in order) through the model, appending
@@ -104,17 +103,19 @@ pub fn run(
             let (kc, vc) = (&mut s.key_cache[l], &mut s.value_cache[l]);
             // The cache holds exactly the rows written: its length is the
             // bytes in use (within the capacity reserved at open: no allocation).
-            kc.resize((s.slot0 + s.rows) * e, 0.0);
-            vc.resize((s.slot0 + s.rows) * e, 0.0);
+            // Appended rows grow it; a newcomer in an evicted token's slot does not.
+            let held = kc.len().max((s.slot0 + s.rows) * e);
+            kc.resize(held, 0.0);
+            vc.resize(held, 0.0);
             kv_write::run_cpu(q, e, s.slot0, kc, vc);
-            attention::run_cpu(q, kc, vc, e, c.head_size, s.slot0, scale, yr);
+            attention::run_cpu(q, kc, vc, e, c.head_size, s.keys0, scale, yr);
             if let Some(mass) = &mut s.mass {
-                add_mass(q, kc, e, c.head_size, s.slot0, scale, mass);
+                add_mass(q, kc, e, c.head_size, s.keys0, scale, mass);
             }
             if let Some(all) = &mut seen.attention {
-                let from = all.len(); // (n_head, rows, slot0 + rows) more
-                all.resize(from + c.n_head * s.rows * (s.slot0 + s.rows), 0.0);
-                attention_probs::run_cpu(q, kc, e, c.head_size, s.slot0, scale, &mut all[from..]);
+                let from = all.len(); // (n_head, rows, keys0 + rows) more
+                all.resize(from + c.n_head * s.rows * (s.keys0 + s.rows), 0.0);
+                attention_probs::run_cpu(q, kc, e, c.head_size, s.keys0, scale, &mut all[from..]);
             }
             row0 += s.rows;
         }

@@ -9,9 +9,10 @@ use std::rc::Rc;
 
 use crate::error::{EngineError, Result};
 use crate::kv_policy::KvPolicy;
+use crate::kv_slots::Slots;
 use crate::model::Config;
 use crate::step::{check_input, Inspection, KvBytes, Look, SharedModel, StepStats, Wanted};
-use forward::{Seen, Seq};
+use forward::Seen;
 
 mod batch;
 pub mod coworker;
@@ -90,15 +91,13 @@ impl Clone for CpuSession {
 /// A CPU session: the model plus its own KV cache.
 pub struct CpuSession {
     model: SharedModel,
-    key_cache: Vec<Vec<f32>>, // (n_layer) × (pos, n_embd), capacity (n_positions, n_embd)
-    value_cache: Vec<Vec<f32>>, // (n_layer) × (held, n_embd), capacity (n_positions, n_embd)
+    key_cache: Vec<Vec<f32>>, // (n_layer) × (held, n_embd), capacity (slots, n_embd)
+    value_cache: Vec<Vec<f32>>, // (n_layer) × (held, n_embd), capacity (slots, n_embd)
     pos: usize,
-    /// Which tokens the cache keeps (`full`: every one).
-    policy: KvPolicy,
-    /// (held) the position of the token in each cache slot, ascending.
-    held: Vec<usize>,
+    /// Which token each cache slot holds, under which policy (`full`: every token).
+    slots: Slots,
     /// (held) the attention each slot has received (heavy hitters only).
-    mass: Vec<f64>,
+    mass: Vec<f32>,
     last: StepStats,
     pause: Option<Pause>,
 }
@@ -112,17 +111,21 @@ impl CpuSession {
             value_cache: cache(),
             model,
             pos: 0,
-            policy: KvPolicy::Full,
-            held: Vec::new(),
+            slots: Slots::new(KvPolicy::Full),
             mass: Vec::new(),
             last: StepStats::default(),
             pause: None,
         }
     }
 
-    /// The same session keeping only what `policy` keeps (before any token).
+    /// The same session keeping only what `policy` keeps (before any
+    /// token): its cache reserves the budget's rows, not the whole context's.
     pub fn with_policy(mut self, policy: KvPolicy) -> CpuSession {
-        self.policy = policy;
+        self.slots = Slots::new(policy);
+        let rows = self.slots.capacity(self.config().n_positions) * self.config().n_embd;
+        for cache in self.key_cache.iter_mut().chain(&mut self.value_cache) {
+            *cache = Vec::with_capacity(rows);
+        }
         self
     }
 
@@ -166,7 +169,7 @@ impl CpuSession {
         look: Look,
     ) -> Result<Inspection> {
         check_input(&self.model, self.pos, tokens)?;
-        if self.policy.budget().is_some_and(|b| self.held.len() + tokens.len() > b) {
+        if !self.slots.fits(tokens.len()) {
             if look.residuals || look.attention {
                 return Err(EngineError::Setting(
                     "the views that look inside the model read the full cache: use --kv-policy full"
@@ -199,7 +202,6 @@ impl CpuSession {
                 attention: look.attention.then(Vec::new), // (n_layer, n_head, cr, pc0 + cr)
             };
             let part = self.run_probed(chunk, wanted, &mut seen);
-            self.took(cr);
             wall_ms += start.elapsed().as_secs_f64() * 1e3;
             if let (Some(all), Some(part)) = (&mut out.residuals, &seen.residuals) {
                 for (l, copy) in part.chunks_exact(cr * e).enumerate() {
@@ -265,11 +267,7 @@ impl CpuSession {
             return Err(EngineError::Rewind { to, pos: self.pos });
         }
         // Tokens evicted before `to` do not come back.
-        let kept = self.held.iter().take_while(|&&p| p < to).count();
-        self.held.truncate(kept);
-        self.mass.truncate(kept.min(self.mass.len()));
-        let floats = self.held.len() * self.config().n_embd;
-        self.key_cache.iter_mut().chain(&mut self.value_cache).for_each(|c| c.truncate(floats));
+        self.rewind_slots(to);
         self.pos = to;
         Ok(())
     }
@@ -277,9 +275,10 @@ impl CpuSession {
     /// Takes `src`'s first `pos` rows of keys and values and its position.
     /// Returns the bytes copied.
     pub fn copy_from(&mut self, src: &CpuSession) -> Result<u64> {
-        if !std::sync::Arc::ptr_eq(&self.model, &src.model) {
+        if !std::sync::Arc::ptr_eq(&self.model, &src.model) || self.policy() != src.policy() {
             return Err(EngineError::Batch(
-                "a KV cache is copied only between sessions of one model".into(),
+                "a KV cache is copied only between sessions of one model and one cache policy"
+                    .into(),
             ));
         }
         Ok(self.take_rows(src))
@@ -287,10 +286,9 @@ impl CpuSession {
 
     /// `src`'s cache rows and position (same model): the bytes copied.
     fn take_rows(&mut self, src: &CpuSession) -> u64 {
-        let n = src.held.len() * self.config().n_embd;
-        self.held.clone_from(&src.held);
+        let n = src.slots.held().len() * self.config().n_embd;
+        self.slots.clone_from(&src.slots);
         self.mass.clone_from(&src.mass);
-        self.policy = src.policy;
         let pairs = self.key_cache.iter_mut().zip(&src.key_cache);
         for (to, from) in pairs.chain(self.value_cache.iter_mut().zip(&src.value_cache)) {
             to.clear();
@@ -305,28 +303,7 @@ impl CpuSession {
         let start = web_time::Instant::now();
         check_input(&self.model, self.pos, tokens)?;
         let coworker = crate::fast::coworker::installed();
-        let logits = match self.policy.budget() {
-            // Over the budget: one token at a time, each query seeing what was kept at its turn.
-            Some(budget) if self.held.len() + tokens.len() > budget && tokens.len() > 1 => {
-                let mut all = Vec::new();
-                for &t in tokens {
-                    self.make_room(1);
-                    let row = self.run(&[t], Wanted::Last);
-                    self.took(1);
-                    match wanted {
-                        Wanted::All => all.extend(row),
-                        Wanted::Last => all = row,
-                    }
-                }
-                all
-            }
-            _ => {
-                self.make_room(tokens.len());
-                let logits = self.run(tokens, wanted);
-                self.took(tokens.len());
-                logits
-            }
-        };
+        let logits = self.run_within_budget(tokens, wanted);
         self.last = StepStats {
             tokens: tokens.len(),
             wall_ms: start.elapsed().as_secs_f64() * 1e3,
@@ -334,19 +311,5 @@ impl CpuSession {
             ..StepStats::default()
         };
         Ok(logits)
-    }
-
-    fn run(&mut self, tokens: &[u32], wanted: Wanted) -> Vec<f32> {
-        self.run_probed(tokens, wanted, &mut Seen::default())
-    }
-
-    /// The forward pass over this session's cache alone; what `seen` asks
-    /// for is appended to it.
-    fn run_probed(&mut self, tokens: &[u32], wanted: Wanted, seen: &mut Seen) -> Vec<f32> {
-        let CpuSession { model, key_cache, value_cache, pos, held, policy, mass, .. } = self;
-        let mass = policy.ranks_by_mass().then_some(mass);
-        let (pos0, slot0, rows) = (*pos, held.len(), tokens.len());
-        let seq = Seq { key_cache, value_cache, pos0, slot0, rows, mass };
-        forward::run(model, &mut [seq], tokens, wanted, seen)
     }
 }

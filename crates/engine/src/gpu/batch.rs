@@ -9,7 +9,7 @@ use std::rc::Rc;
 
 use crate::error::{EngineError, Result};
 use crate::gpu::ops::{self, Op, SessionBuffers};
-use crate::gpu::plan::{self, Pass, Seat};
+use crate::gpu::plan::{self, Pass, Place, Seat};
 use crate::gpu::runner::{Logits, Runner};
 use crate::gpu::{GpuModel, GpuSession};
 use crate::step::{check_input, StepStats};
@@ -33,6 +33,12 @@ impl GpuBatch {
         if sessions.iter().any(|s| !Rc::ptr_eq(s.shared(), &gpu)) {
             return Err(EngineError::Batch("the sequences run different models".into()));
         }
+        if sessions.iter().any(|s| s.policy().ranks_by_mass()) {
+            return Err(EngineError::Batch(
+                "a heavy-hitter cache keeps its attention totals per session: it decodes alone, not in a GPU batch"
+                    .into(),
+            ));
+        }
         let n_positions = gpu.config().n_positions;
         if sessions.len() > n_positions {
             let n = sessions.len();
@@ -45,7 +51,7 @@ impl GpuBatch {
         let caches: Vec<_> = sessions.iter().map(|s| s.caches()).collect();
         let specs = plan::batch(&gpu.layout(), sessions.len());
         let runner = Runner::new(gpu.clone(), specs.len(), logits);
-        let s = SessionBuffers { caches: &caches, logits: &logits_buffer };
+        let s = SessionBuffers { caches: &caches, logits: &logits_buffer, mass: None };
         let ops = ops::bind_all(&gpu, &runner.params, 0, specs, &s);
         Ok(GpuBatch { gpu, runner, ops, n_seqs: sessions.len() })
     }
@@ -64,14 +70,19 @@ impl GpuBatch {
             let (t, s) = (tokens.len(), self.n_seqs);
             return Err(EngineError::Batch(format!("{t} tokens for {s} sequences")));
         }
+        for (s, t) in sessions.iter().zip(tokens) {
+            if let Some(t) = t {
+                check_input(&self.gpu.model, s.pos(), &[*t])?;
+            }
+        }
         let mut ids = Vec::new(); // (active) the tokens, row by row
         let mut seats = Vec::with_capacity(self.n_seqs);
-        for (s, t) in sessions.iter().zip(tokens) {
+        for (s, t) in sessions.iter_mut().zip(tokens) {
             seats.push(match t {
                 Some(t) => {
-                    check_input(&self.gpu.model, s.pos(), &[*t])?;
                     ids.push(*t);
-                    Some(Seat { row: ids.len() as u32 - 1, pos: s.pos() as u32 })
+                    let place = s.take_slot();
+                    Some(Seat { row: ids.len() as u32 - 1, place })
                 }
                 None => None,
             });
@@ -80,7 +91,8 @@ impl GpuBatch {
             return Err(EngineError::NoTokens);
         }
         let active = ids.len() as u32;
-        let pass = Pass { n_rows: active, pos0: 0, lm_row0: 0, lm_rows: active, seats: &seats };
+        let place = Place::at(0); // each sequence's own ops read their seat's
+        let pass = Pass { n_rows: active, place, lm_row0: 0, lm_rows: active, seats: &seats };
         let mut stats = StepStats { tokens: ids.len(), ..StepStats::default() };
         let ctx = &self.gpu.ctx;
         ctx.queue.write_buffer(&self.gpu.scratch.tokens, 0, bytemuck::cast_slice(&ids));

@@ -43,7 +43,7 @@ pub async fn attention(
     let mut groups = Vec::with_capacity(n_layer);
     let mut p = attention_probs::Params {
         n_rows: n_rows as u32,
-        pos0: pos0 as u32,
+        keys0: pos0 as u32,
         n_embd: c.n_embd as u32,
         head_size: c.head_size as u32,
         scale: 0.0,

@@ -4,6 +4,7 @@
 mod batch;
 mod context;
 pub mod device_probe;
+mod evict;
 mod inspect;
 mod model;
 pub mod ops;

@@ -55,6 +55,16 @@ pub struct SessionBuffers<'a> {
     /// Each sequence's cache (one for a session).
     pub caches: &'a [Caches<'a>],
     pub logits: &'a wgpu::Buffer,
+    /// A heavy-hitter session's (`Buf::Probs`, `Buf::Mass`); a plan binds
+    /// them only when they are here (see [`plan::prefill`]).
+    pub mass: Option<&'a Totals>,
+}
+
+/// A heavy-hitter session's attention weights of one pass and its running
+/// totals per slot (`kv_mass`).
+pub struct Totals {
+    pub probs: wgpu::Buffer, // (n_head, MASS_ROWS, slots)
+    pub mass: wgpu::Buffer,  // (slots)
 }
 
 impl GpuModel {
@@ -124,6 +134,11 @@ fn resolve<'a>(
         Buf::Key(seq, l) => plain(&s.caches[seq].key_cache[l]),
         Buf::Value(seq, l) => plain(&s.caches[seq].value_cache[l]),
         Buf::Logits => plain(s.logits),
+        Buf::Probs | Buf::Mass => {
+            let t =
+                s.mass.expect("a plan adds the mass ops only for a session that has the totals");
+            plain(if b == Buf::Probs { &t.probs } else { &t.mass })
+        }
     }
 }
 

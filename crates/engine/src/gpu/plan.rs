@@ -8,10 +8,10 @@
 //! step is the profile's choice: the lists below are written once for both.
 
 use crate::kernels::{
-    attention, attention_combine, attention_split, embedding, gelu, kv_write, layernorm, lm_head,
-    lm_head_split, ln_fc_gelu, ln_fc_gelu_split, ln_qkv, ln_qkv_split, matmul, matmul_split,
-    matmul_tiled, matvec_residual, matvec_residual_split, residual_add, At, Cost, Dispatch, Kernel,
-    Profile, Split,
+    attention, attention_combine, attention_probs, attention_split, embedding, gelu, kv_mass,
+    kv_write, layernorm, lm_head, lm_head_split, ln_fc_gelu, ln_fc_gelu_split, ln_qkv,
+    ln_qkv_split, matmul, matmul_split, matmul_tiled, matvec_residual, matvec_residual_split,
+    residual_add, At, Cost, Dispatch, Kernel, Profile, Split,
 };
 use crate::model::Config;
 use crate::storage::format::Format;
@@ -29,6 +29,10 @@ pub enum Buf {
     Proj,
     Fc,
     Parts,
+    /// A heavy-hitter session's attention weights of a pass and its
+    /// running totals per slot (`kv_mass`).
+    Probs,
+    Mass,
     /// The position embedding, `ln_f`, and shard `i` of the token embedding
     /// and of the LM head (the embedding's own when tied).
     Wpe,
@@ -103,14 +107,31 @@ pub struct Spec {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Seat {
     pub row: u32,
-    pub pos: u32,
+    pub place: Place,
+}
+
+/// Where a pass's first row goes: its position, its cache slot and the
+/// slots held before it (see [`At`](crate::kernels::At)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Place {
+    pub pos0: u32,
+    pub slot0: u32,
+    pub keys0: u32,
+}
+
+impl Place {
+    /// A cache that holds every token: slot = position.
+    pub fn at(pos: usize) -> Place {
+        let pos = pos as u32;
+        Place { pos0: pos, slot0: pos, keys0: pos }
+    }
 }
 
 /// The pass an op list is encoded for.
 #[derive(Clone, Copy, Debug)]
 pub struct Pass<'a> {
     pub n_rows: u32,
-    pub pos0: u32,
+    pub place: Place,
     /// First row and row count of the logits to compute.
     pub lm_row0: u32,
     pub lm_rows: u32,
@@ -120,9 +141,9 @@ pub struct Pass<'a> {
 }
 
 impl Pass<'_> {
-    /// A single session's pass over `n_rows` tokens from `pos0`.
-    pub fn single(n_rows: u32, pos0: u32, lm_row0: u32, lm_rows: u32) -> Pass<'static> {
-        Pass { n_rows, pos0, lm_row0, lm_rows, seats: &[] }
+    /// A single session's pass over `n_rows` tokens at `place`.
+    pub fn single(n_rows: u32, place: Place, lm_row0: u32, lm_rows: u32) -> Pass<'static> {
+        Pass { n_rows, place, lm_row0, lm_rows, seats: &[] }
     }
 }
 
@@ -130,15 +151,16 @@ impl Pass<'_> {
 /// `None` for a batch's sequence that sits the step out.
 pub fn at<'c>(config: &'c Config, seq: Option<usize>, pass: &Pass) -> Option<At<'c>> {
     // A sequence's own op: its one row, at its own position.
-    let (n_rows, pos0, row0) = match seq {
-        None => (pass.n_rows, pass.pos0, 0),
+    let (n_rows, place, row0) = match seq {
+        None => (pass.n_rows, pass.place, 0),
         Some(s) => {
             let seat = (*pass.seats.get(s)?)?;
-            (1, seat.pos, seat.row)
+            (1, seat.place, seat.row)
         }
     };
     let (lm_row0, lm_rows) = (pass.lm_row0, pass.lm_rows);
-    Some(At { config, n_rows, pos0, row0, lm_row0, lm_rows })
+    let Place { pos0, slot0, keys0 } = place;
+    Some(At { config, n_rows, pos0, slot0, keys0, row0, lm_row0, lm_rows })
 }
 
 /// The cost record of every dispatch of `specs` in `pass` (those that run).
@@ -185,9 +207,10 @@ pub fn lm_head(layout: &Layout) -> Vec<Spec> {
     ops.0
 }
 
-/// The dispatches of a prefill: one pass over every row of the prompt.
-pub fn prefill(layout: &Layout) -> Built {
-    let rows = Rows::prefill(layout.profile);
+/// The dispatches of a prefill: one pass over every row of the prompt
+/// (`mass`: each block also adds its attention to the slots' totals).
+pub fn prefill(layout: &Layout, mass: bool) -> Built {
+    let rows = Rows { mass, ..Rows::prefill(layout.profile) };
     pass(layout, |ops, l| block_by_rows(layout, ops, l, &[None], rows))
 }
 
@@ -218,6 +241,8 @@ struct Rows {
     ln_wg: u32,
     /// One query row per sequence: flash-decoding (the gpu profile's batch).
     split_attention: bool,
+    /// Each block adds its attention to the heavy-hitter totals (a single session's).
+    mass: bool,
 }
 
 /// The kernel of a block's linear layers over the rows of a pass.
@@ -235,7 +260,7 @@ impl Rows {
             Profile::Cpu => Linear::Matmul,
             Profile::Gpu(_) => Linear::Tiled,
         };
-        Rows { linear, ln_wg: profile.wg(Kernel::Layernorm), split_attention: false }
+        Rows { linear, ln_wg: profile.wg(Kernel::Layernorm), split_attention: false, mass: false }
     }
 
     /// A batch of `n` sequences' (one row each): on real GPUs the weights
@@ -284,6 +309,9 @@ fn block_by_rows(layout: &Layout, ops: &mut Ops, l: usize, seqs: &[Option<usize>
         } else {
             ops.op_for(seq, attention::Shape { scale }, &[Qkv, kc, vc, Y]);
         }
+        if rows.mass {
+            add_mass(ops, kc, scale);
+        }
     }
     rows.linear(ops, e, e, &[Y, w(Weight::AttnProj), w(Weight::AttnProjBias), Proj]);
     ops.op(residual_add::Shape { cols: e }, &[Proj, X]);
@@ -297,7 +325,7 @@ fn block_by_rows(layout: &Layout, ops: &mut Ops, l: usize, seqs: &[Option<usize>
 /// The dispatches of a decode step: one token, each block fused (cpu
 /// profile: ln_qkv, attention, matvec_residual, ln_fc_gelu, matvec_residual;
 /// gpu profile: their split shapes, attention in two halves).
-pub fn decode(layout: &Layout) -> Built {
+pub fn decode(layout: &Layout, mass: bool) -> Built {
     use Buf::*;
     let c = layout.config;
     let (e, inner) = (c.n_embd as u32, c.n_inner as u32);
@@ -325,7 +353,19 @@ pub fn decode(layout: &Layout) -> Built {
                 ops.op(matvec_residual_split::Shape { k: inner, n: e, split }, &mlp);
             }
         }
+        if mass {
+            add_mass(ops, kc, scale);
+        }
     })
+}
+
+/// A heavy-hitter session's block adds the attention its rows gave each
+/// held slot to that slot's total, on the device (`attention_probs`, then
+/// `kv_mass`). Placed after the block: the weights are the attention's own
+/// (the same query and keys), and the block's other ops never read them.
+fn add_mass(ops: &mut Ops, key_cache: Buf, scale: f32) {
+    ops.op(attention_probs::Shape { scale }, &[Buf::Qkv, key_cache, Buf::Probs]);
+    ops.op(kv_mass::Shape, &[Buf::Probs, Buf::Mass]);
 }
 
 /// A whole pass: the embedding, `block` for each layer, then ln_f and the LM head.

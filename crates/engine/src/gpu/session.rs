@@ -9,27 +9,33 @@ use std::rc::Rc;
 
 use crate::error::{EngineError, Result};
 use crate::gpu::inspect;
-use crate::gpu::ops::{self, Caches, Op, SessionBuffers};
-use crate::gpu::plan::{self, Pass};
+use crate::gpu::ops::{self, Caches, Op, SessionBuffers, Totals};
+use crate::gpu::plan::{self, Pass, Place};
 use crate::gpu::probe::{Probe, Source};
 use crate::gpu::readback::{buffer, STORAGE};
 use crate::gpu::runner::{Logits, Runner, MAX_LOGITS_BYTES};
 use crate::gpu::GpuModel;
+use crate::kv_policy::KvPolicy;
+use crate::kv_slots::Slots;
 use crate::model::Config;
-use crate::step::{check_input, Inspection, KvBytes, Look, StepStats, Wanted};
+use crate::step::{Inspection, KvBytes, Look, StepStats, Wanted};
 
 /// One sequence on the GPU.
 pub struct GpuSession {
     gpu: Rc<GpuModel>,
-    key_cache: Vec<wgpu::Buffer>,   // (n_layer) × (n_positions, n_embd)
-    value_cache: Vec<wgpu::Buffer>, // (n_layer) × (n_positions, n_embd)
+    key_cache: Vec<wgpu::Buffer>, // (n_layer) × (slots, n_embd): n_positions, or the policy's budget
+    value_cache: Vec<wgpu::Buffer>, // (n_layer) × (slots, n_embd)
+    /// Which token each cache slot holds, under which policy (`full`: every token).
+    pub(super) slots: Slots,
+    /// A heavy-hitter session's attention totals, on the device.
+    pub(super) totals: Option<Box<Totals>>,
     /// Parameter slots (prefill ops + LM head ops), logits, timer (boxed: a
     /// session is moved around by value).
     runner: Box<Runner>,
     /// The op lists, built once.
     ops: Box<OpLists>,
-    pos: usize,
-    last: StepStats,
+    pub(super) pos: usize,
+    pub(super) last: StepStats,
 }
 
 /// One dispatch of a step timed alone (the bench's kernel times).
@@ -54,9 +60,17 @@ struct OpLists {
 impl GpuSession {
     /// An empty session over an uploaded model. Allocates the KV cache.
     pub fn new(gpu: Rc<GpuModel>) -> Result<GpuSession> {
+        GpuSession::with_policy(gpu, KvPolicy::Full)
+    }
+
+    /// An empty session whose cache keeps what `policy` keeps: it allocates
+    /// the budget's slots, not the whole context's.
+    pub fn with_policy(gpu: Rc<GpuModel>, policy: KvPolicy) -> Result<GpuSession> {
         let c = gpu.config().clone();
         let ctx = &gpu.ctx;
-        let cache_bytes = (c.n_positions * c.n_embd * 4) as u64;
+        let slots = Slots::new(policy);
+        let capacity = slots.capacity(c.n_positions);
+        let cache_bytes = (capacity * c.n_embd * 4) as u64;
         ctx.check_binding("one layer's KV cache", cache_bytes)?;
         let row_bytes = (c.vocab_size * 4) as u64;
         ctx.check_binding("one row of logits", row_bytes)?;
@@ -70,10 +84,17 @@ impl GpuSession {
         let value_cache: Vec<_> = cache("value_cache");
         // A handle to the same buffer: the ops bind it, the runner owns it.
         let logits_buffer = logits.buffer.clone();
+        let totals = match policy.ranks_by_mass() {
+            true => Some(Box::new(Totals::new(&gpu, capacity)?)),
+            false => None,
+        };
         let caches = [Caches { key_cache: &key_cache, value_cache: &value_cache }];
-        let s = SessionBuffers { caches: &caches, logits: &logits_buffer };
+        let mass = totals.as_deref();
+        let s = SessionBuffers { caches: &caches, logits: &logits_buffer, mass };
         let layout = gpu.layout();
-        let (prefill, decode) = (plan::prefill(&layout), plan::decode(&layout));
+        let with_mass = mass.is_some();
+        let (prefill, decode) =
+            (plan::prefill(&layout, with_mass), plan::decode(&layout, with_mass));
         let residual_ends = prefill.residual_ends;
         let (prefill, decode) = (prefill.specs, decode.specs);
         let lm_head = plan::lm_head(&layout);
@@ -92,6 +113,8 @@ impl GpuSession {
             gpu,
             key_cache,
             value_cache,
+            slots,
+            totals,
             runner: Box::new(runner),
             ops: Box::new(ops),
             pos: 0,
@@ -124,18 +147,20 @@ impl GpuSession {
         self.gpu.ctx.adapter_name()
     }
 
-    /// Forgets everything from position `to` on (the cache rows stay, unused).
+    /// Forgets everything from position `to` on (the rows past the held
+    /// slots stay, unused; tokens evicted before `to` do not come back).
     pub fn rewind(&mut self, to: usize) -> Result<()> {
         if to > self.pos {
             return Err(EngineError::Rewind { to, pos: self.pos });
         }
+        self.rewind_slots(to);
         self.pos = to;
         Ok(())
     }
 
-    /// A new session whose KV cache is a GPU-to-GPU copy of this one's first `pos` rows.
+    /// A new session whose KV cache is a GPU-to-GPU copy of this one's held rows.
     pub fn fork(&self) -> Result<GpuSession> {
-        let mut other = GpuSession::new(self.gpu.clone())?;
+        let mut other = GpuSession::with_policy(self.gpu.clone(), self.slots.policy())?;
         other.copy_from(self)?;
         Ok(other)
     }
@@ -144,12 +169,13 @@ impl GpuSession {
     /// session's own buffers, so a batch bound to them stays valid) and its
     /// position. Returns the bytes copied.
     pub fn copy_from(&mut self, src: &GpuSession) -> Result<u64> {
-        if !Rc::ptr_eq(&self.gpu, &src.gpu) {
+        if !Rc::ptr_eq(&self.gpu, &src.gpu) || self.slots.policy() != src.slots.policy() {
             return Err(EngineError::Batch(
-                "a KV cache is copied only between sessions of one model".into(),
+                "a KV cache is copied only between sessions of one model and one cache policy"
+                    .into(),
             ));
         }
-        let bytes = (src.pos * self.config().n_embd * 4) as u64;
+        let bytes = (src.slots.held().len() * self.config().n_embd * 4) as u64;
         if bytes > 0 {
             let ctx = &self.gpu.ctx;
             let mut enc = ctx.device.create_command_encoder(&Default::default());
@@ -159,15 +185,19 @@ impl GpuSession {
             for (from, to) in src.value_cache.iter().zip(&self.value_cache) {
                 enc.copy_buffer_to_buffer(from, 0, to, 0, bytes);
             }
+            if let (Some(from), Some(to)) = (&src.totals, &self.totals) {
+                enc.copy_buffer_to_buffer(&from.mass, 0, &to.mass, 0, from.mass.size());
+            }
             ctx.queue.submit([enc.finish()]);
         }
+        self.slots.clone_from(&src.slots);
         self.pos = src.pos;
         Ok(bytes * 2 * self.key_cache.len() as u64)
     }
 
     /// The whole prompt in one batched pass (matmul kernels).
     pub async fn prefill(&mut self, tokens: &[u32], wanted: Wanted) -> Result<Vec<f32>> {
-        self.forward(tokens, wanted, false, None).await
+        self.forward(tokens, wanted, false).await
     }
 
     /// [`prefill`](Self::prefill) of `tokens`, also returning what `look`
@@ -195,7 +225,7 @@ impl GpuSession {
             }
             false => None,
         };
-        let logits = self.forward(tokens, wanted, false, Some(&probe)).await?;
+        let logits = self.forward_probed(tokens, wanted, &probe).await?;
         let residuals = match x {
             Some(i) => Some(probe.read(&ctx, i).await?),
             None => None,
@@ -204,6 +234,7 @@ impl GpuSession {
         let attention = match qkv {
             Some(i) => {
                 let keys = &self.key_cache;
+                // Within the budget (else `forward_probed` refused): slots 0.. are positions 0...
                 Some(inspect::attention(&self.gpu, keys, &probe.taps[i], n, pos0).await?)
             }
             None => None,
@@ -218,32 +249,33 @@ impl GpuSession {
 
     /// One token through the cached context (the fused decode kernels).
     pub async fn decode(&mut self, token: u32) -> Result<Vec<f32>> {
-        self.forward(&[token], Wanted::Last, true, None).await
+        self.forward(&[token], Wanted::Last, true).await
     }
 
-    async fn forward(
+    /// One pass of `tokens` whose K/V go to the slots `place` says
+    /// (`evict.rs` chooses them), adding to `stats`.
+    pub(super) async fn pass(
         &mut self,
         tokens: &[u32],
         wanted: Wanted,
         decode: bool,
+        place: Place,
         probe: Option<&Probe>,
+        stats: &mut StepStats,
     ) -> Result<Vec<f32>> {
-        let start = web_time::Instant::now();
-        check_input(&self.gpu.model, self.pos, tokens)?;
         let n = tokens.len();
         let (lm_row0, total_rows) = match wanted {
             Wanted::Last => (n - 1, 1),
             Wanted::All => (0, n),
         };
         let first_rows = total_rows.min(self.runner.logits.rows);
-        let pass = Pass::single(n as u32, self.pos as u32, lm_row0 as u32, first_rows as u32);
-        let mut stats = StepStats { tokens: n, ..StepStats::default() };
+        let pass = Pass::single(n as u32, place, lm_row0 as u32, first_rows as u32);
         let ops = if decode { &self.ops.decode } else { &self.ops.prefill };
         let ctx = &self.gpu.ctx;
         ctx.queue.write_buffer(&self.gpu.scratch.tokens, 0, bytemuck::cast_slice(tokens));
         stats.bytes_written += n * 4;
         let probe = probe.map(|p| (p, &self.ops.residual_ends[..]));
-        let mut logits = self.runner.run(ops, 0, &pass, &mut stats, probe).await?;
+        let mut logits = self.runner.run(ops, 0, &pass, stats, probe).await?;
         // Rows beyond the logits buffer: the LM head alone, chunk by chunk.
         while logits.len() < total_rows * self.config().vocab_size {
             let done = logits.len() / self.config().vocab_size;
@@ -251,11 +283,9 @@ impl GpuSession {
             let chunk = Pass { lm_row0: (lm_row0 + done) as u32, lm_rows: rows as u32, ..pass };
             let slot = self.ops.prefill.len();
             let head = &self.ops.lm_head;
-            logits.extend(self.runner.run(head, slot, &chunk, &mut stats, None).await?);
+            logits.extend(self.runner.run(head, slot, &chunk, stats, None).await?);
         }
         self.pos += n;
-        stats.wall_ms = start.elapsed().as_secs_f64() * 1e3;
-        self.last = stats;
         Ok(logits)
     }
 
@@ -267,7 +297,7 @@ impl GpuSession {
     /// The cost record of each dispatch of a decode step at the current
     /// position (the bench's table; see [`crate::kernels::Cost`]).
     pub fn decode_costs(&self) -> Vec<(crate::kernels::Kernel, crate::kernels::Cost)> {
-        let pass = Pass::single(1, self.pos as u32, 0, 1);
+        let pass = Pass::single(1, self.next_place(), 0, 1);
         let ops = self.ops.decode.iter();
         ops.filter_map(|op| Some((op.kernel(), op.cost(&self.gpu, &pass)?))).collect()
     }
@@ -284,7 +314,8 @@ impl GpuSession {
         repeats: u32,
     ) -> Result<Option<Vec<KernelTime>>> {
         let n = prefill.unwrap_or(1).max(1);
-        if self.pos + n > self.config().n_positions {
+        let capacity = self.slots.capacity(self.config().n_positions);
+        if self.pos + n > self.config().n_positions || self.slots.held().len() + n > capacity {
             return Ok(None);
         }
         let ops = if prefill.is_some() { &self.ops.prefill } else { &self.ops.decode };
@@ -296,7 +327,7 @@ impl GpuSession {
                 bytemuck::cast_slice(&tokens),
             );
         }
-        let pass = Pass::single(n as u32, self.pos as u32, n as u32 - 1, 1);
+        let pass = Pass::single(n as u32, self.next_place(), n as u32 - 1, 1);
         let Some(ms) = self.runner.time_each(ops, 0, &pass, repeats).await? else {
             return Ok(None);
         };
@@ -311,21 +342,23 @@ impl GpuSession {
         &self.gpu
     }
 
-    /// Records a batched step this session took part in: one position on.
+    /// Records a batched step this session took part in (its slot already
+    /// taken): one position on.
     pub(super) fn took_step(&mut self, stats: StepStats) {
         self.pos += 1;
         self.last = stats;
     }
 
     /// The KV cache's bytes from its buffers: their sizes as created (the
-    /// whole context, up front), and the share of them the held rows take.
+    /// whole context, or the policy's budget, up front), and the share of
+    /// them the held slots take.
     pub fn kv_bytes(&self) -> KvBytes {
         let allocated: u64 =
             self.key_cache.iter().chain(&self.value_cache).map(wgpu::Buffer::size).sum();
-        // Each buffer holds n_positions rows; the first `pos` hold tokens.
+        // Each buffer holds `capacity` slots; the held ones hold tokens.
         // (Reading the buffers back to find them would cost a whole cache's readback.)
-        let n_positions = self.config().n_positions as u64;
-        KvBytes { in_use: allocated / n_positions * self.pos as u64, allocated }
+        let capacity = self.slots.capacity(self.config().n_positions) as u64;
+        KvBytes { in_use: allocated / capacity * self.slots.held().len() as u64, allocated }
     }
 }
 
@@ -336,5 +369,9 @@ impl GpuSession {
 impl Drop for GpuSession {
     fn drop(&mut self) {
         self.key_cache.iter().chain(&self.value_cache).for_each(wgpu::Buffer::destroy);
+        if let Some(t) = &self.totals {
+            t.probs.destroy();
+            t.mass.destroy();
+        }
     }
 }

@@ -14,7 +14,7 @@ pub const MAX_HEAD_SIZE: usize = 256;
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 pub struct Params {
     pub n_rows: u32,
-    pub pos0: u32,
+    pub keys0: u32,
     pub n_embd: u32,
     pub head_size: u32,
     pub scale: f32,
@@ -24,7 +24,7 @@ pub struct Params {
     pub _pad2: u32,
 }
 
-/// y[row, head] = softmax over j ≤ pos0 + row of (q · k_j · scale), applied to v_j.
+/// y[row, head] = softmax over j ≤ keys0 + row of (q · k_j · scale), applied to v_j.
 /// The shader's `row0` is the caller's slicing here: pass rows `row0..` of `qkv` and `y`.
 #[allow(clippy::too_many_arguments)] // mirrors the shader's bindings one to one
 pub fn run_cpu(
@@ -33,13 +33,13 @@ pub fn run_cpu(
     value_cache: &[f32], // (n_positions, n_embd)
     n_embd: usize,
     head_size: usize,
-    pos0: usize,
+    keys0: usize,
     scale: f32,
     y: &mut [f32], // (n_rows, n_embd)
 ) {
     let mut att = Vec::new(); // (n_keys) scores, then weights
     for (row, r) in qkv.chunks_exact(3 * n_embd).enumerate() {
-        let n_keys = pos0 + row + 1;
+        let n_keys = keys0 + row + 1;
         for h0 in (0..n_embd).step_by(head_size) {
             let q = &r[h0..h0 + head_size];
             let sum = weights(q, key_cache, n_embd, h0, n_keys, scale, &mut att);
@@ -104,7 +104,7 @@ impl Launch for Shape {
         let c = at.config;
         Params {
             n_rows: at.n_rows,
-            pos0: at.pos0,
+            keys0: at.keys0,
             n_embd: c.n_embd as u32,
             head_size: c.head_size as u32,
             scale: self.scale,
@@ -124,7 +124,7 @@ impl Launch for Shape {
     /// per key).
     fn cost(&self, p: &Params, _: Format) -> Cost {
         let (hs, e) = (u64::from(p.head_size), u64::from(p.n_embd));
-        let n_keys = u64::from(p.pos0 + p.n_rows);
+        let n_keys = u64::from(p.keys0 + p.n_rows);
         let kv = floats(2 * n_keys * e);
         Cost {
             invocations: invocations(workgroups(p), WG),

@@ -12,7 +12,7 @@ use crate::storage::format::Format;
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 pub struct Params {
     pub n_rows: u32,
-    pub pos0: u32,
+    pub keys0: u32,
     pub n_embd: u32,
     pub head_size: u32,
     pub scale: f32,
@@ -21,22 +21,22 @@ pub struct Params {
     pub _pad1: u32,
 }
 
-/// probs[h, row, j] = softmax over j ≤ pos0 + row of (q · k_j · scale); 0 for later j.
+/// probs[h, row, j] = softmax over j ≤ keys0 + row of (q · k_j · scale); 0 for later j.
 #[allow(clippy::too_many_arguments)] // mirrors the shader's bindings one to one
 pub fn run_cpu(
     qkv: &[f32],       // (n_rows, 3 * n_embd)
     key_cache: &[f32], // (n_positions, n_embd)
     n_embd: usize,
     head_size: usize,
-    pos0: usize,
+    keys0: usize,
     scale: f32,
-    probs: &mut [f32], // (n_head, n_rows, pos0 + n_rows)
+    probs: &mut [f32], // (n_head, n_rows, keys0 + n_rows)
 ) {
     let n_rows = qkv.len() / (3 * n_embd);
-    let n_cols = pos0 + n_rows;
+    let n_cols = keys0 + n_rows;
     let mut att = Vec::new(); // (n_keys) weights
     for (row, r) in qkv.chunks_exact(3 * n_embd).enumerate() {
-        let n_keys = pos0 + row + 1;
+        let n_keys = keys0 + row + 1;
         for (head, h0) in (0..n_embd).step_by(head_size).enumerate() {
             let q = &r[h0..h0 + head_size];
             let sum = attention::weights(q, key_cache, n_embd, h0, n_keys, scale, &mut att);
@@ -67,11 +67,11 @@ impl Launch for Shape {
         let c = at.config;
         Params {
             n_rows: at.n_rows,
-            pos0: at.pos0,
+            keys0: at.keys0,
             n_embd: c.n_embd as u32,
             head_size: c.head_size as u32,
             scale: self.scale,
-            n_cols: at.pos0 + at.n_rows,
+            n_cols: at.keys0 + at.n_rows,
             _pad0: 0,
             _pad1: 0,
         }

@@ -24,7 +24,7 @@ const _: () = assert!(CHUNK <= 4 * WG_SPLIT / KEY_LANES);
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 pub struct Params {
-    pub pos: u32,
+    pub keys0: u32,
     pub n_embd: u32,
     pub head_size: u32,
     pub scale: f32,
@@ -34,9 +34,9 @@ pub struct Params {
     pub _pad2: u32,
 }
 
-/// Chunks of keys `0..=pos` holds.
-pub fn chunks(pos: usize) -> usize {
-    (pos + 1).div_ceil(CHUNK as usize)
+/// Chunks of keys `0..=keys0` holds.
+pub fn chunks(keys0: usize) -> usize {
+    (keys0 + 1).div_ceil(CHUNK as usize)
 }
 
 /// Floats of one chunk's partials of one head: m, l, then head_size sums.
@@ -44,7 +44,7 @@ pub fn part_len(head_size: usize) -> usize {
     2 + head_size
 }
 
-/// For each chunk c of keys `0..=pos` and head h, the softmax partials of the
+/// For each chunk c of keys `0..=keys0` and head h, the softmax partials of the
 /// query in `q_row` over that chunk's keys j:
 /// `s_j = (q · scale) · k_j`, `m = max s_j`, `l = Σ exp(s_j − m)`,
 /// `acc = Σ exp(s_j − m) v_j`, at `parts[(c · n_head + h) · (2 + head_size)..]`.
@@ -55,13 +55,13 @@ pub fn run_cpu(
     value_cache: &[f32], // (n_positions, n_embd)
     n_embd: usize,
     head_size: usize,
-    pos: usize,
+    keys0: usize,
     scale: f32,
     parts: &mut [f32], // (chunks, n_head, 2 + head_size)
 ) {
     let (n_head, chunk) = (n_embd / head_size, CHUNK as usize);
-    for c in 0..chunks(pos) {
-        let keys = c * chunk..((c + 1) * chunk).min(pos + 1);
+    for c in 0..chunks(keys0) {
+        let keys = c * chunk..((c + 1) * chunk).min(keys0 + 1);
         for h in 0..n_head {
             let h0 = h * head_size;
             let q: Vec<f32> = q_row[h0..h0 + head_size].iter().map(|v| v * scale).collect();
@@ -100,7 +100,7 @@ impl Launch for Shape {
     fn params(&self, at: &At) -> Params {
         let c = at.config;
         Params {
-            pos: at.pos0,
+            keys0: at.keys0,
             n_embd: c.n_embd as u32,
             head_size: c.head_size as u32,
             scale: self.scale,
@@ -113,7 +113,7 @@ impl Launch for Shape {
 
     /// One workgroup per (chunk, head).
     fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
-        [chunks(p.pos as usize) as u32, p.n_embd / p.head_size, 1]
+        [chunks(p.keys0 as usize) as u32, p.n_embd / p.head_size, 1]
     }
 
     /// The query (one round), every key of the chunk loaded at once per 64
@@ -121,7 +121,7 @@ impl Launch for Shape {
     /// invocations read neighbouring dims of a key or value row.
     fn cost(&self, p: &Params, format: Format) -> Cost {
         let (hs, e) = (u64::from(p.head_size), u64::from(p.n_embd));
-        let n_keys = u64::from(p.pos) + 1;
+        let n_keys = u64::from(p.keys0) + 1;
         let groups = u64::from(WG_SPLIT / DIM_LANES);
         let values = hs.div_ceil(u64::from(DIM_LANES)) * rounds(u64::from(CHUNK) / groups, UNROLL);
         let kv = floats(2 * n_keys * e);

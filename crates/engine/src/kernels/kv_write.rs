@@ -12,22 +12,22 @@ use crate::storage::format::Format;
 pub struct Params {
     pub n_rows: u32,
     pub n_embd: u32,
-    pub pos0: u32,
+    pub slot0: u32,
     /// First row of `qkv` the dispatch reads (a batch's sequence).
     pub row0: u32,
 }
 
-/// key_cache[pos0 + row] = k(row); value_cache[pos0 + row] = v(row)
+/// key_cache[slot0 + row] = k(row); value_cache[slot0 + row] = v(row)
 /// The shader's `row0` is the caller's slicing here: pass rows `row0..` of `qkv`.
 pub fn run_cpu(
     qkv: &[f32], // (n_rows, 3 * n_embd)
     n_embd: usize,
-    pos0: usize,
+    slot0: usize,
     key_cache: &mut [f32],   // (n_positions, n_embd)
     value_cache: &mut [f32], // (n_positions, n_embd)
 ) {
     for (row, r) in qkv.chunks_exact(3 * n_embd).enumerate() {
-        let dst = (pos0 + row) * n_embd;
+        let dst = (slot0 + row) * n_embd;
         key_cache[dst..dst + n_embd].copy_from_slice(&r[n_embd..2 * n_embd]);
         value_cache[dst..dst + n_embd].copy_from_slice(&r[2 * n_embd..]);
     }
@@ -47,7 +47,12 @@ impl Launch for Shape {
     type Params = Params;
 
     fn params(&self, at: &At) -> Params {
-        Params { n_rows: at.n_rows, n_embd: at.config.n_embd as u32, pos0: at.pos0, row0: at.row0 }
+        Params {
+            n_rows: at.n_rows,
+            n_embd: at.config.n_embd as u32,
+            slot0: at.slot0,
+            row0: at.row0,
+        }
     }
 
     fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {

@@ -19,7 +19,7 @@ pub const LN_MAX_EMBD: usize = 2048;
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 pub struct Params {
     pub n_embd: u32,
-    pub pos: u32,
+    pub slot: u32,
     pub eps: f32,
     pub _pad: u32,
 }
@@ -31,7 +31,7 @@ pub fn normalised(x: &[f32], ln_weight: &[f32], ln_bias: &[f32], eps: f32) -> Ve
     xn
 }
 
-/// qkv = layernorm(x) @ w + bias; key_cache[pos] = its k, value_cache[pos] = its v.
+/// qkv = layernorm(x) @ w + bias; key_cache[slot] = its k, value_cache[slot] = its v.
 #[allow(clippy::too_many_arguments)] // the kernel's bindings, in order
 pub fn run_cpu(
     x: &[f32],         // (n_embd)
@@ -40,13 +40,13 @@ pub fn run_cpu(
     eps: f32,
     w: &Matrix,   // (n_embd, 3 * n_embd) in its format
     bias: &[f32], // (3 * n_embd)
-    pos: usize,
+    slot: usize,
     qkv: &mut [f32],         // (3 * n_embd)
     key_cache: &mut [f32],   // (n_positions, n_embd)
     value_cache: &mut [f32], // (n_positions, n_embd)
 ) {
     matmul::run_cpu(&normalised(x, ln_weight, ln_bias, eps), w, bias, qkv);
-    kv_write::run_cpu(qkv, x.len(), pos, key_cache, value_cache);
+    kv_write::run_cpu(qkv, x.len(), slot, key_cache, value_cache);
 }
 
 /// Dispatch size: one thread per column of qkv.
@@ -64,7 +64,7 @@ impl Launch for Shape {
 
     fn params(&self, at: &At) -> Params {
         let c = at.config;
-        Params { n_embd: c.n_embd as u32, pos: at.pos0, eps: c.layer_norm_epsilon, _pad: 0 }
+        Params { n_embd: c.n_embd as u32, slot: at.slot0, eps: c.layer_norm_epsilon, _pad: 0 }
     }
 
     fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {

@@ -13,13 +13,13 @@ use crate::storage::matrix::Matrix;
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 pub struct Params {
     pub n_embd: u32,
-    pub pos: u32,
+    pub slot: u32,
     pub eps: f32,
     /// Column groups side by side ([`Split::wide`]).
     pub wide: u32,
 }
 
-/// qkv = layernorm(x) @ w + bias; key_cache[pos] = its k, value_cache[pos] =
+/// qkv = layernorm(x) @ w + bias; key_cache[slot] = its k, value_cache[slot] =
 /// its v: ln_qkv's twin (the GPU adds each dot product's terms in another order).
 #[allow(clippy::too_many_arguments)] // the kernel's bindings, in order
 pub fn run_cpu(
@@ -29,12 +29,12 @@ pub fn run_cpu(
     eps: f32,
     w: &Matrix,   // (n_embd, 3 * n_embd) in its format
     bias: &[f32], // (3 * n_embd)
-    pos: usize,
+    slot: usize,
     qkv: &mut [f32],         // (3 * n_embd)
     key_cache: &mut [f32],   // (n_positions, n_embd)
     value_cache: &mut [f32], // (n_positions, n_embd)
 ) {
-    ln_qkv::run_cpu(x, ln_weight, ln_bias, eps, w, bias, pos, qkv, key_cache, value_cache)
+    ln_qkv::run_cpu(x, ln_weight, ln_bias, eps, w, bias, slot, qkv, key_cache, value_cache)
 }
 
 /// One dispatch, its workgroups laid out as `split` says.
@@ -50,7 +50,7 @@ impl Launch for Shape {
     fn params(&self, at: &At) -> Params {
         let c = at.config;
         let (n_embd, eps) = (c.n_embd as u32, c.layer_norm_epsilon);
-        Params { n_embd, pos: at.pos0, eps, wide: self.split.wide }
+        Params { n_embd, slot: at.slot0, eps, wide: self.split.wide }
     }
 
     fn workgroups(&self, p: &Params, format: Format) -> [u32; 3] {

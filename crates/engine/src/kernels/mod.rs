@@ -15,6 +15,7 @@ pub mod block_sum;
 mod cost;
 pub mod embedding;
 pub mod gelu;
+pub mod kv_mass;
 pub mod kv_write;
 pub mod layernorm;
 pub mod lm_head;
@@ -59,7 +60,8 @@ macro_rules! kernels {
         /// attention, matvec_residual, ln_fc_gelu, matvec_residual. The
         /// `_split` and `_tiled` kernels are the same steps shaped for real
         /// GPUs ([`Profile::Gpu`]); attention_probs runs only when a view asks
-        /// for the attention weights, block_sum only to measure the device.
+        /// for the attention weights (and, with kv_mass, for a heavy-hitter
+        /// cache policy's running totals), block_sum only to measure the device.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum Kernel { $($kernel),* }
 
@@ -97,6 +99,7 @@ kernels! {
     AttentionSplit => attention_split,
     AttentionCombine => attention_combine,
     AttentionProbs => attention_probs,
+    KvMass => kv_mass,
     MatvecResidual => matvec_residual,
     MatvecResidualSplit => matvec_residual_split,
     ResidualAdd => residual_add,
@@ -145,7 +148,14 @@ impl Kernel {
 pub struct At<'a> {
     pub config: &'a Config,
     pub n_rows: u32,
+    /// Position of the first row: what its position embedding reads.
     pub pos0: u32,
+    /// Cache slot the first row's K/V go into, and the slots held before it
+    /// (row r attends to slots `0 ..= keys0 + r`): both `pos0` unless a
+    /// cache policy evicted tokens (`kv_policy`), when a newcomer takes an
+    /// evicted token's slot below `keys0`.
+    pub slot0: u32,
+    pub keys0: u32,
     /// First row of the shared buffers the dispatch works on.
     pub row0: u32,
     /// First row and row count of the logits to compute.

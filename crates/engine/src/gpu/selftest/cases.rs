@@ -24,7 +24,7 @@
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
-use super::{fused, rows, split};
+use super::{fused, mass, rows, split};
 use crate::kernels::*;
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
@@ -91,6 +91,7 @@ fn cases_in(kernel: Kernel, format: Format, split: Split) -> Vec<Case> {
         Kernel::AttentionSplit => split::attention_split_cases(),
         Kernel::AttentionCombine => split::attention_combine_cases(),
         Kernel::AttentionProbs => attention_probs_cases(),
+        Kernel::KvMass => mass::kv_mass_cases(),
         Kernel::ResidualAdd => residual_add_cases(),
         Kernel::Gelu => gelu_cases(),
         Kernel::LmHead => lm_head_cases(format, Kernel::LmHead),
@@ -293,7 +294,7 @@ fn kv_write_cases() -> Vec<Case> {
         let p = kv_write::Params {
             n_rows: n_rows as u32,
             n_embd: n_embd as u32,
-            pos0: pos0 as u32,
+            slot0: pos0 as u32,
             row0: 0,
         };
         out.push(Case {
@@ -311,7 +312,7 @@ fn kv_write_cases() -> Vec<Case> {
     out
 }
 
-/// (n_rows, n_head, head_size, pos0): single key, one tile, tile edges, three tiles,
+/// (n_rows, n_head, head_size, keys0): single key, one tile, tile edges, three tiles,
 /// head sizes of 1, 63, 65 (two dims per thread) and the maximum 256.
 const ATTENTION_SHAPES: [(usize, usize, usize, usize); 7] = [
     (1, 1, 1, 0),
@@ -327,30 +328,30 @@ const ATTENTION_SHAPES: [(usize, usize, usize, usize); 7] = [
 /// the pass's own keys and values already in the caches, as in the forward pass.
 pub(super) fn attention_inputs(
     i: usize,
-    (n_rows, n_head, hs, pos0): (usize, usize, usize, usize),
+    (n_rows, n_head, hs, keys0): (usize, usize, usize, usize),
 ) -> (Vec<f32>, Vec<f32>, Vec<f32>, f32) {
     let n_embd = n_head * hs;
-    let n_positions = pos0 + n_rows + 3;
+    let n_positions = keys0 + n_rows + 3;
     let qkv: Vec<f32> =
         random(n_rows * 3 * n_embd, 100 + i as u64).iter().map(|v| v * 2.0).collect();
     let mut kc: Vec<f32> =
         random(n_positions * n_embd, 110 + i as u64).iter().map(|v| v * 2.0).collect();
     let mut vc = random(n_positions * n_embd, 120 + i as u64);
-    kv_write::run_cpu(&qkv, n_embd, pos0, &mut kc, &mut vc);
+    kv_write::run_cpu(&qkv, n_embd, keys0, &mut kc, &mut vc);
     (qkv, kc, vc, 1.0 / (hs as f32).sqrt())
 }
 
 fn attention_probs_cases() -> Vec<Case> {
     let mut out = Vec::new();
-    for (i, &(n_rows, n_head, hs, pos0)) in ATTENTION_SHAPES.iter().enumerate() {
+    for (i, &(n_rows, n_head, hs, keys0)) in ATTENTION_SHAPES.iter().enumerate() {
         let n_embd = n_head * hs;
-        let (qkv, kc, _, scale) = attention_inputs(i, (n_rows, n_head, hs, pos0));
-        let n_cols = pos0 + n_rows;
+        let (qkv, kc, _, scale) = attention_inputs(i, (n_rows, n_head, hs, keys0));
+        let n_cols = keys0 + n_rows;
         let mut want = poisoned(n_head * n_rows * n_cols);
-        attention_probs::run_cpu(&qkv, &kc, n_embd, hs, pos0, scale, &mut want);
+        attention_probs::run_cpu(&qkv, &kc, n_embd, hs, keys0, scale, &mut want);
         let p = attention_probs::Params {
             n_rows: n_rows as u32,
-            pos0: pos0 as u32,
+            keys0: keys0 as u32,
             n_embd: n_embd as u32,
             head_size: hs as u32,
             scale,
@@ -361,7 +362,7 @@ fn attention_probs_cases() -> Vec<Case> {
         out.push(Case {
             kernel: Kernel::AttentionProbs,
             format: Format::F32,
-            shape: format!("{n_rows} rows, {n_head} heads of {hs}, at {pos0}"),
+            shape: format!("{n_rows} rows, {n_head} heads of {hs}, at {keys0}"),
             params: params(&p),
             buffers: vec![bytes(&qkv), bytes(&kc), bytes(&poisoned(n_head * n_rows * n_cols))],
             scales: None,
@@ -376,14 +377,14 @@ fn attention_probs_cases() -> Vec<Case> {
 
 fn attention_cases() -> Vec<Case> {
     let mut out = Vec::new();
-    for (i, &(n_rows, n_head, hs, pos0)) in ATTENTION_SHAPES.iter().enumerate() {
+    for (i, &(n_rows, n_head, hs, keys0)) in ATTENTION_SHAPES.iter().enumerate() {
         let n_embd = n_head * hs;
-        let (qkv, kc, vc, scale) = attention_inputs(i, (n_rows, n_head, hs, pos0));
+        let (qkv, kc, vc, scale) = attention_inputs(i, (n_rows, n_head, hs, keys0));
         let mut want = poisoned(n_rows * n_embd);
-        attention::run_cpu(&qkv, &kc, &vc, n_embd, hs, pos0, scale, &mut want);
+        attention::run_cpu(&qkv, &kc, &vc, n_embd, hs, keys0, scale, &mut want);
         let p = attention::Params {
             n_rows: n_rows as u32,
-            pos0: pos0 as u32,
+            keys0: keys0 as u32,
             n_embd: n_embd as u32,
             head_size: hs as u32,
             scale,
@@ -394,7 +395,7 @@ fn attention_cases() -> Vec<Case> {
         out.push(Case {
             kernel: Kernel::Attention,
             format: Format::F32,
-            shape: format!("{n_rows} rows, {n_head} heads of {hs}, at {pos0}"),
+            shape: format!("{n_rows} rows, {n_head} heads of {hs}, at {keys0}"),
             params: params(&p),
             buffers: vec![bytes(&qkv), bytes(&kc), bytes(&vc), bytes(&poisoned(n_rows * n_embd))],
             scales: None,

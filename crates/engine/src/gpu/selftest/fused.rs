@@ -58,13 +58,13 @@ pub fn ln_qkv_cases(format: Format, split: Option<Split>) -> Vec<Case> {
             (random(n_positions * n_embd, seed + 5), random(n_positions * n_embd, seed + 6));
         let (mut kc, mut vc, mut qkv) = (k0.clone(), v0.clone(), poisoned(3 * n_embd));
         ln_qkv::run_cpu(&x, &lw, &lb, EPS, &w, &bias, pos, &mut qkv, &mut kc, &mut vc);
-        let p = ln_qkv::Params { n_embd: n_embd as u32, pos: pos as u32, eps: EPS, _pad: 0 };
+        let p = ln_qkv::Params { n_embd: n_embd as u32, slot: pos as u32, eps: EPS, _pad: 0 };
         let (kernel, params, groups) = match split {
             None => (Kernel::LnQkv, params(&p), ln_qkv::workgroups(&p)),
             Some(split) => {
                 let q = ln_qkv_split::Params {
                     n_embd: p.n_embd,
-                    pos: p.pos,
+                    slot: p.slot,
                     eps: EPS,
                     wide: split.wide,
                 };

@@ -6,6 +6,7 @@
 
 pub mod cases;
 mod fused;
+mod mass;
 mod rows;
 mod split;
 

@@ -78,7 +78,7 @@ pub fn kv_write_cases() -> Vec<Case> {
         let p = kv_write::Params {
             n_rows: 1,
             n_embd: n_embd as u32,
-            pos0: pos as u32,
+            slot0: pos as u32,
             row0: row0 as u32,
         };
         out.push(Case {
@@ -112,7 +112,7 @@ pub fn attention_cases() -> Vec<Case> {
         attention::run_cpu(&row_qkv, &kc, &vc, n_embd, hs, pos, scale, y);
         let p = attention::Params {
             n_rows: 1,
-            pos0: pos as u32,
+            keys0: pos as u32,
             n_embd: n_embd as u32,
             head_size: hs as u32,
             scale,

@@ -44,7 +44,7 @@ pub fn attention_split_cases() -> Vec<Case> {
             let (n_head, hs, pos, batch, row0) = SHAPES[i];
             let (qkv, kc, vc, scale, parts) = split_inputs(i);
             let p = attention_split::Params {
-                pos: pos as u32,
+                keys0: pos as u32,
                 n_embd: (n_head * hs) as u32,
                 head_size: hs as u32,
                 scale,
@@ -83,7 +83,7 @@ pub fn attention_combine_cases() -> Vec<Case> {
             let y = &mut want[row0 * n_embd..][..n_embd];
             attention_combine::run_cpu(&parts, n_embd, hs, pos, y);
             let p = attention_combine::Params {
-                pos: pos as u32,
+                keys0: pos as u32,
                 n_embd: n_embd as u32,
                 head_size: hs as u32,
                 row0: row0 as u32,

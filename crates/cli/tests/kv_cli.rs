@@ -1,0 +1,92 @@
+//! The KV cache under a budget from the command line (issue 34): `--kv-policy`
+//! on both engines shrinks the cache the bench reads, and `kv-quality`
+//! prints each policy's held-out figures against the full cache.
+
+mod common;
+
+use common::{backends, decode_lab, golden_dir};
+
+/// `--kv-policy` keeps a cache under a budget on either engine: the bench
+/// reads the rows it holds from the cache.
+#[test]
+fn kv_policy_shrinks_the_cache_the_bench_reads() {
+    let model = golden_dir("tiny_odd");
+    let bench = |policy: &str, backend: &str| {
+        decode_lab(&[
+            "bench",
+            "--model",
+            model.to_str().unwrap(),
+            "--prompt-len",
+            "20",
+            "--tokens",
+            "20",
+            "--backend",
+            backend,
+            "--kv-policy",
+            policy,
+        ])
+    };
+    // tiny_odd: 2 layers × 48 dims × K and V × 4 bytes = 768 bytes a token.
+    for backend in backends() {
+        for (policy, held) in [("full", 40), ("window:16", 16), ("sinks:2,window:6", 8)] {
+            let out = bench(policy, backend);
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let want = format!("kv cache in use    {} bytes", held * 768);
+            assert!(text.contains(&want), "{backend} {policy}: {text}");
+        }
+    }
+    let out = bench("window:0", "cpu");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("kv policy"));
+}
+
+/// `kv-quality` scores policies on a text against the full cache: a budget
+/// as long as the text costs nothing (KL 0, the same top token everywhere,
+/// the full cache's bits/byte), a small window costs something, and the
+/// engines agree.
+#[test]
+fn kv_quality_prints_each_policys_figures_against_the_full_cache() {
+    let model = golden_dir("tiny_odd");
+    let text = std::env::temp_dir().join(format!("kv-quality-{}.txt", std::process::id()));
+    std::fs::write(&text, "The quick brown fox jumps over the lazy dog. ".repeat(4)).unwrap();
+    let mut runs = Vec::new();
+    for backend in backends() {
+        let out = decode_lab(&[
+            "kv-quality",
+            "--model",
+            model.to_str().unwrap(),
+            "--backend",
+            backend,
+            "--text",
+            text.to_str().unwrap(),
+            "--kv-policy",
+            "window:4",
+            "--kv-policy",
+            "sinks:1,window:1000",
+            "--json",
+        ]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let (small, whole) = (&rows[0], &rows[1]);
+        assert_eq!(whole["kl_mean"].as_f64(), Some(0.0), "{backend}: {whole}");
+        assert_eq!(whole["same_top1"].as_f64(), Some(1.0), "{backend}");
+        assert_eq!(whole["bits_per_byte"], whole["full_bits_per_byte"], "{backend}");
+        assert!(small["kl_mean"].as_f64().unwrap() > 0.0, "{backend}: {small}");
+        runs.push(small["bits_per_byte"].as_f64().unwrap());
+    }
+    let spread = runs.iter().fold(0.0f64, |m, &b| m.max((b - runs[0]).abs()));
+    assert!(spread <= 1e-4 * runs[0], "bits/byte by engine: {runs:?}");
+    // A model folder without a held-out passage says so.
+    let out = decode_lab(&[
+        "kv-quality",
+        "--model",
+        model.to_str().unwrap(),
+        "--backend",
+        "cpu",
+        "--kv-policy",
+        "window:4",
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ships no held-out passage"));
+    let _ = std::fs::remove_file(text);
+}

@@ -1,0 +1,74 @@
+//! What a KV cache policy costs in quality (issue 34): over a held-out text,
+//! the next-token distribution of a cache under each policy against the
+//! full cache, fed the same tokens, position by position — bits per byte of
+//! the text, mean KL(full ‖ policy) and how often both pick the same top
+//! token. The CLI's `kv-quality` and the `kv-budget` widget both read it.
+//!
+//! The text is scored in the windows `quality::windows` cuts (a context at
+//! most, advancing by half of one), each from an empty cache: a policy's
+//! budget binds inside a window exactly as it would in a generation of
+//! that length.
+
+use crate::error::Result;
+use crate::kv_policy::KvPolicy;
+use crate::quality::{windows, Drift, DriftAcc};
+use crate::{Session, Wanted};
+
+/// How far a measurement has got: runs done (one window under one
+/// policy, the full cache's included) of `total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    pub done: usize,
+    pub total: usize,
+}
+
+/// Scores each of `policies` against the full cache over `tokens`.
+/// `open(policy)` gives an empty session under that policy; `bytes_of` is a
+/// token's length in bytes. `progress` is told after every run and stops
+/// the measurement by returning false: the figures then cover the windows
+/// finished. One [`Drift`] per policy, in order (its `reference_…` figures
+/// are the full cache's).
+pub async fn measure(
+    open: impl Fn(KvPolicy) -> Result<Session>,
+    tokens: &[u32],
+    policies: &[KvPolicy],
+    bytes_of: impl Fn(u32) -> usize,
+    mut progress: impl FnMut(Progress) -> bool,
+) -> Result<Vec<Drift>> {
+    if tokens.len() < 2 {
+        return Err(crate::EngineError::NoTokens);
+    }
+    let full = open(KvPolicy::Full)?;
+    let (n_ctx, vocab) = (full.config().n_positions, full.config().vocab_size);
+    drop(full);
+    let cut = windows(tokens.len(), n_ctx);
+    let total = cut.len() * (policies.len() + 1);
+    let mut accs = vec![DriftAcc::default(); policies.len()];
+    let mut done = 0;
+    'windows: for w in cut {
+        let ids = &tokens[w.start..][..w.len];
+        let reference = open(KvPolicy::Full)?.prefill(ids, Wanted::All).await?;
+        done += 1;
+        if !progress(Progress { done, total }) {
+            break;
+        }
+        let mut window_accs = vec![DriftAcc::default(); policies.len()];
+        for (acc, &policy) in window_accs.iter_mut().zip(policies) {
+            let variant = open(policy)?.prefill(ids, Wanted::All).await?;
+            // Row r predicts token r + 1 of the window; the last row has no target here.
+            for r in w.scored_from..w.len - 1 {
+                let rows = r * vocab..(r + 1) * vocab;
+                let next = ids[r + 1];
+                acc.add(&reference[rows.clone()], &variant[rows], next, bytes_of(next));
+            }
+            done += 1;
+            if !progress(Progress { done, total }) {
+                break 'windows; // this window is unfinished for the others: left out
+            }
+        }
+        for (acc, part) in accs.iter_mut().zip(window_accs) {
+            acc.merge(part);
+        }
+    }
+    Ok(accs.into_iter().map(DriftAcc::finish).collect())
+}
