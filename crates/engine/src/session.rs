@@ -35,8 +35,7 @@ impl Session {
     }
 
     /// The same session keeping only what `policy` keeps in its KV cache
-    /// (before any token): both native engines; the page's CPU worker keeps
-    /// `full` so far.
+    /// (before any token), on every engine.
     pub fn with_kv_policy(self, policy: crate::kv_policy::KvPolicy) -> Result<Session> {
         if self.pos() != 0 {
             return Err(crate::EngineError::Setting(
@@ -47,33 +46,20 @@ impl Session {
             Session::Cpu(s) => Ok(Session::Cpu(s.with_policy(policy))),
             #[cfg(feature = "gpu")]
             Session::Gpu(s) => Ok(Session::Gpu(s.under(policy)?)),
-            other if policy == crate::kv_policy::KvPolicy::Full => Ok(other),
-            _ => Err(crate::EngineError::Setting(format!(
-                "kv policy {}: the page's CPU worker keeps the full cache so far",
-                policy.name()
-            ))),
+            Session::Remote(s) => Ok(Session::Remote(s.model().session_under(policy))),
         }
     }
 
     /// The position of the token in each KV cache slot, in slot order
-    /// (every position so far under `full`).
-    pub fn held(&self) -> Vec<usize> {
+    /// (every position so far under `full`), and the attention each held
+    /// slot has received so far (a heavy-hitter cache's totals, read from
+    /// the engine that sums them; else empty).
+    pub async fn slots(&self) -> Result<(Vec<usize>, Vec<f32>)> {
         match self {
-            Session::Cpu(s) => s.held().to_vec(),
+            Session::Cpu(s) => Ok((s.held().to_vec(), s.mass().to_vec())),
             #[cfg(feature = "gpu")]
-            Session::Gpu(s) => s.held().to_vec(),
-            Session::Remote(s) => (0..s.pos()).collect(),
-        }
-    }
-
-    /// The attention each held slot has received so far (a heavy-hitter
-    /// cache's totals, read from the engine that sums them; else empty).
-    pub async fn mass(&self) -> Result<Vec<f32>> {
-        match self {
-            Session::Cpu(s) => Ok(s.mass().to_vec()),
-            #[cfg(feature = "gpu")]
-            Session::Gpu(s) => s.mass().await,
-            Session::Remote(_) => Ok(Vec::new()),
+            Session::Gpu(s) => Ok((s.held().to_vec(), s.mass().await?)),
+            Session::Remote(s) => s.slots().await,
         }
     }
 

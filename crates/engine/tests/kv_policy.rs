@@ -10,9 +10,14 @@
 
 mod common;
 
+use std::rc::Rc;
+use std::sync::Arc;
+
 use decode_lab_engine::cpu::CpuSession;
 use decode_lab_engine::kv_policy::KvPolicy;
-use decode_lab_engine::Wanted;
+use decode_lab_engine::model::Model;
+use decode_lab_engine::remote::{Host, Link, Loopback, RemoteModel};
+use decode_lab_engine::{Session, Wanted};
 use pollster::block_on;
 use safetensors::SafeTensors;
 
@@ -33,6 +38,16 @@ fn golden() -> (Vec<u32>, Vec<(KvPolicy, Vec<f32>)>) {
     (ids.iter().map(|&i| i as u32).collect(), policies.collect())
 }
 
+/// A session in a CPU worker (the page's fallback), across the wire.
+fn worker(model: &Arc<Model>) -> Session {
+    let dir = common::fixtures().join("golden/tiny_odd");
+    let config = std::fs::read_to_string(dir.join("config.json")).unwrap();
+    let file = std::fs::read(dir.join("model.safetensors")).unwrap();
+    let host = Host::load(&config, &file, model.format()).unwrap();
+    let remote = RemoteModel::new(Rc::new(Loopback::new(host)) as Rc<dyn Link>, model);
+    Session::Remote(remote.session())
+}
+
 #[test]
 fn every_engine_keeps_the_same_slots_and_matches_transformers() {
     let model = common::golden_model("tiny_odd");
@@ -44,7 +59,9 @@ fn every_engine_keeps_the_same_slots_and_matches_transformers() {
         let budget = policy.budget().unwrap();
         let mut cpu = CpuSession::new(model.clone()).with_policy(*policy);
         cpu.forward(&tokens, Wanted::All).unwrap();
-        for (engine, session) in common::sessions_on_both(&model) {
+        let mut sessions = common::sessions_on_both(&model);
+        sessions.push(("worker", worker(&model)));
+        for (engine, session) in sessions {
             let mut s = session.with_kv_policy(*policy).unwrap();
             let what = format!("{engine} {name}");
             let bytes = block_on(s.kv_bytes()).unwrap();
@@ -54,15 +71,15 @@ fn every_engine_keeps_the_same_slots_and_matches_transformers() {
                 let got = block_on(s.decode(token)).unwrap();
                 let err = common::rel_max_err(&got, &want[t * vocab..][..vocab]);
                 assert!(err <= 1e-4, "{what} step {t}: rel err {err}");
-                let held = s.held().len() as u64;
+                let held = block_on(s.slots()).unwrap().0.len() as u64;
                 assert_eq!(held, (t as u64 + 1).min(budget as u64), "{what}");
                 assert_eq!(block_on(s.kv_bytes()).unwrap().in_use, held * per_token, "{what}");
             }
             if steps < n {
                 continue;
             }
-            assert_eq!(s.held(), cpu.held(), "{what}: the same token in every slot");
-            let mass = block_on(s.mass()).unwrap();
+            let (held, mass) = block_on(s.slots()).unwrap();
+            assert_eq!(held, cpu.held(), "{what}: the same token in every slot");
             common::assert_close(
                 &format!("{what}: attention totals"),
                 &mass,
@@ -77,12 +94,16 @@ fn every_engine_keeps_the_same_slots_and_matches_transformers() {
             let mut again = CpuSession::new(model.clone()).with_policy(*policy);
             again.forward(&tokens, Wanted::All).unwrap();
             again.rewind(mid).unwrap();
-            assert_eq!(s.held(), again.held(), "{what}: rewound");
+            assert_eq!(block_on(s.slots()).unwrap().0, again.held(), "{what}: rewound");
             let got = block_on(s.prefill(&tokens[mid..], Wanted::All)).unwrap();
             let cpu_got = again.forward(&tokens[mid..], Wanted::All).unwrap();
             let err = common::rel_max_err(&got, &cpu_got);
             assert!(err <= 1e-4, "{what}: after a rewind, rel err {err} against the CPU");
-            assert_eq!(s.held(), again.held(), "{what}: after a rewind and on");
+            assert_eq!(
+                block_on(s.slots()).unwrap().0,
+                again.held(),
+                "{what}: after a rewind and on"
+            );
         }
     }
 }

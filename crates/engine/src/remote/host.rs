@@ -72,7 +72,7 @@ impl Host {
             | Request::Rewind { id, .. }
             | Request::Copy { id, .. }
             | Request::Close { id } => Some(*id),
-            Request::KvBytes { id } => Some(*id),
+            Request::KvBytes { id } | Request::Slots { id } => Some(*id),
             Request::Batch { .. } | Request::DeviceFigures | Request::Settle => None,
         };
         let answer = self.run(request);
@@ -90,9 +90,10 @@ impl Host {
 
     fn run(&mut self, request: Request) -> Result<Answer> {
         match request {
-            Request::Open { id, format } => {
+            Request::Open { id, format, policy } => {
                 let model = self.variant(&format)?;
-                self.sessions.insert(id, CpuSession::new(model));
+                let policy = crate::kv_policy::KvPolicy::parse(&policy)?;
+                self.sessions.insert(id, CpuSession::new(model).with_policy(policy));
                 Ok(Answer::bare(Reply::Logits { stats: StepStats::default() }))
             }
             Request::Prefill { id, tokens, wanted, look } => {
@@ -137,6 +138,11 @@ impl Host {
             Request::KvBytes { id } => {
                 let bytes = self.session(id)?.kv_bytes();
                 Ok(Answer::bare(Reply::KvBytes { bytes }))
+            }
+            Request::Slots { id } => {
+                let session = self.session(id)?;
+                let held = session.held().to_vec();
+                Ok(Answer { reply: Reply::Slots { held }, floats: session.mass().to_vec() })
             }
             Request::Settle => {
                 let coworker = match coworker::available() {

@@ -18,6 +18,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 
 use crate::error::{EngineError, Result};
+use crate::kv_policy::KvPolicy;
 use crate::model::{Config, Model};
 use crate::step::{DeviceFigures, Inspection, KvBytes, Look, StepStats, Wanted};
 use crate::storage::format::Format;
@@ -82,8 +83,14 @@ impl RemoteModel {
 
     /// A fresh session in the worker (empty KV cache).
     pub fn session(self: &Rc<Self>) -> RemoteSession {
+        self.session_under(KvPolicy::Full)
+    }
+
+    /// A fresh session whose cache keeps what `policy` keeps.
+    pub fn session_under(self: &Rc<Self>, policy: KvPolicy) -> RemoteSession {
         let id = self.fresh_id();
-        self.link.send(Request::Open { id, format: self.format.name().to_string() });
+        let (format, policy) = (self.format.name().to_string(), policy.name());
+        self.link.send(Request::Open { id, format, policy });
         RemoteSession { model: self.clone(), id, pos: 0, last: StepStats::default() }
     }
 
@@ -157,6 +164,16 @@ impl RemoteSession {
     pub async fn kv_bytes(&self) -> Result<KvBytes> {
         match self.model.link.call(Request::KvBytes { id: self.id }).await?.reply {
             Reply::KvBytes { bytes } => Ok(bytes),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// The position each cache slot holds and a heavy-hitter cache's
+    /// attention totals, as the worker's cache holds them.
+    pub async fn slots(&self) -> Result<(Vec<usize>, Vec<f32>)> {
+        let answer = self.model.link.call(Request::Slots { id: self.id }).await?;
+        match answer.reply {
+            Reply::Slots { held } => Ok((held, answer.floats)),
             other => Err(unexpected(other)),
         }
     }

@@ -15,8 +15,9 @@ pub type SessionId = u32;
 pub enum Request {
     /// A fresh session (empty KV cache) on the loaded model with its
     /// matrices in `format` (by name; the loaded model's own, or a variant
-    /// made from it as the page makes it: the quantization lesson).
-    Open { id: SessionId, format: String },
+    /// made from it as the page makes it: the quantization lesson), its
+    /// cache keeping what `policy` keeps (by its `kv_policy` name).
+    Open { id: SessionId, format: String, policy: String },
     /// `tokens` in one pass from the session's position.
     Prefill { id: SessionId, tokens: Vec<u32>, wanted: Wanted, look: Look },
     /// One token through the cached context.
@@ -33,6 +34,9 @@ pub enum Request {
     DeviceFigures,
     /// Session `id`'s KV cache bytes, read from the worker's cache.
     KvBytes { id: SessionId },
+    /// Which position each of session `id`'s cache slots holds, and (in the
+    /// payload) a heavy-hitter cache's attention totals.
+    Slots { id: SessionId },
     /// Finish choosing whether decode steps run with the coworker, on a
     /// scratch session (the timing lessons wait for it: [`super::pace`]).
     Settle,
@@ -49,6 +53,7 @@ impl Request {
                 | Request::Batch { .. }
                 | Request::DeviceFigures
                 | Request::KvBytes { .. }
+                | Request::Slots { .. }
                 | Request::Settle
         )
     }
@@ -71,6 +76,8 @@ pub enum Reply {
     Figures { figures: DeviceFigures },
     /// A session's KV cache bytes.
     KvBytes { bytes: KvBytes },
+    /// A session's cache slots: the position in each (the totals, if any, in the payload).
+    Slots { held: Vec<usize> },
     /// The way decode steps run from now on: with the coworker or alone
     /// (`None`: the worker has no coworker, so there was nothing to choose).
     Settled { coworker: Option<bool> },
