@@ -9,6 +9,7 @@ mod beam_tree;
 mod chart;
 mod compare;
 mod greedy_loop;
+mod kv_budget;
 mod kv_cache;
 mod logit_lens;
 mod measuring;
@@ -123,6 +124,7 @@ pub fn WidgetView(
         }
         Widget::KvCache => needs(|d, shown| view! { <kv_cache::KvCache driver=d shown=shown/> }.into_any()),
         Widget::Batching => needs(|d, shown| view! { <batching::Batching driver=d shown=shown/> }.into_any()),
+        Widget::KvBudget => needs(|d, shown| view! { <kv_budget::KvBudget driver=d shown=shown/> }.into_any()),
         Widget::LogitLens => needs(|d, shown| view! { <logit_lens::LogitLens driver=d shown=shown/> }.into_any()),
         Widget::Attention => needs(|d, shown| view! { <attention::Attention driver=d shown=shown/> }.into_any()),
         Widget::BeamTree => needs(|d, shown| view! { <beam_tree::BeamTree driver=d shown=shown/> }.into_any()),

@@ -600,7 +600,7 @@ test('a sub-path host serves every widget (relative asset paths)', async () => {
   await full.close();
 });
 
-test('course note: fourteen embeds work together, the model downloads once, heights are reported', async () => {
+test('course note: every embed works, together, the model downloads once, heights are reported', async () => {
   const weights = '/models/shakespeare/model.safetensors';
   const fetched = server.requests.get(weights) || 0;
   const page = await (await lab.browser('webgpu')).newPage({ viewport: { width: 900, height: 8000 } });

@@ -144,6 +144,14 @@ controls! {
         "tokens held per sequence";
     Batch: "batch", "Sequences at once", whole(1.0, 4096.0, 1.0), Drives::Lesson,
         "sequences served together, each with its own cache";
+    KvPolicy: "kv_policy", "Cache keeps", Input::Choice { options: &KV_POLICIES, default: "sinks" },
+        Drives::Lesson, "window: the most recent tokens; sinks: the first kv_sinks tokens and the most recent (StreamingLLM); heavy: the half of the budget that received the most attention and the most recent half (H2O)";
+    KvBudget: "kv_budget", "Budget (tokens)", whole(1.0, 100000.0, 32.0), Drives::Lesson,
+        "tokens the cache holds at most (past the model's context: the whole context)";
+    KvSinks: "kv_sinks", "Sinks", whole(0.0, 1000.0, 4.0), Drives::Lesson,
+        "the first tokens the sinks policy always keeps (within the budget)";
+    QueryHeads: "q_heads", "Query heads", whole(1.0, 1000.0, 64.0), Drives::Lesson,
+        "attention heads that ask queries; with grouped-query attention several share one K/V head";
     LensPosition: "position", "Position", whole(0.0, 100000.0, 0.0), Drives::Lesson,
         "the logit lens's chosen prompt position, from 1; 0 = the last";
     LensLayer: "layer", "Layer", whole(0.0, 1000.0, 1000.0), Drives::Lesson,
@@ -171,6 +179,9 @@ pub const NO_YES: [&str; 2] = ["no", "yes"];
 
 /// `first_token=`'s choices.
 pub const FIRST_TOKEN: [&str; 2] = ["keep", "hide"];
+
+/// `kv_policy=`'s choices: which tokens the kv-budget lesson's cache keeps.
+pub const KV_POLICIES: [&str; 3] = ["window", "sinks", "heavy"];
 
 /// `prefill=`'s choices: how the cost lesson feeds the prompt.
 pub const PREFILL_MODES: [&str; 2] = ["one-pass", "token-by-token"];

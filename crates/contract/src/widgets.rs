@@ -137,6 +137,11 @@ widgets! {
         presets: [(MaxTokens, Number(24.0)), (Temperature, Number(1.0)), (TopK, Number(40.0))],
         shows: These(&[Prompt, MaxTokens, Temperature, TopK, Seed]),
         lesson: "A decode step reads every weight to make one token. Give it several sequences at once and it reads them once for all: run the same prompt's continuations one after another, then 1, 2, 4 and 8 at a time, and see what the batch buys on this page's engine.";
+    KvBudget: "kv-budget", "The KV cache under a memory budget",
+        model: true,
+        presets: [(MaxTokens, Number(48.0)), (Temperature, Number(0.0)), (KvLayers, Number(80.0)), (KvHeads, Number(8.0)), (Context, Number(131072.0)), (HeldOutTokens, Number(600.0))],
+        shows: These(&[Prompt, KvPolicy, KvBudget, KvSinks, MaxTokens, Temperature, Seed, HeldOutTokens, KvLayers, QueryHeads, KvHeads, HeadSize, KvBytes, Context]),
+        lesson: "Give the cache a budget and choose what it keeps: the most recent tokens, the first few as attention sinks and the most recent, or the tokens that received the most attention. Generate to watch tokens leave, step by step, against the full cache fed the same tokens; measure what each policy costs on a passage the model never saw; price a cache with fewer K/V heads.";
     LogitLens: "logit-lens", "The logit lens: when does the answer form?",
         model: true,
         presets: [],

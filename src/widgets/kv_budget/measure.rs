@@ -1,0 +1,207 @@
+//! Every policy over budgets, measured on the held-out passage the model
+//! ships (the bundled model's Macbeth; a model without one is told so):
+//! bits per byte, mean KL(full ‖ policy) and same top-1 against the full
+//! cache fed the same tokens (`engine::kv_quality`), for budgets 8, 16, 32,
+//! … up to the model's context. Progress per run; Stop keeps the windows
+//! finished.
+
+use engine::kv_quality::{measure as score, Progress as Done};
+use engine::quality::Drift;
+use leptos::prelude::*;
+
+use super::policy;
+use crate::driver::Driver;
+use crate::model_files::HELDOUT_FILE;
+use crate::widgets::chart::{LineChart, Series};
+use crate::widgets::measuring::Progress;
+
+/// The policies, by their `kv_policy=` names and their series' CSS classes.
+const KINDS: [(&str, &str); 3] = [("window", "window"), ("sinks", "sinks"), ("heavy", "heavy")];
+
+/// One policy at one budget.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    pub kind: &'static str,
+    pub budget: usize,
+    pub drift: Drift,
+}
+
+#[derive(Clone, Copy)]
+pub struct Sinks {
+    pub points: RwSignal<Vec<Point>>,
+    pub progress: RwSignal<Progress>,
+    /// The passage as scored (tokens, bytes), or why there is none.
+    pub heldout: RwSignal<Option<Result<(usize, usize), String>>>,
+}
+
+impl Sinks {
+    pub fn new() -> Sinks {
+        Sinks {
+            points: RwSignal::new(Vec::new()),
+            progress: RwSignal::new(Progress::default()),
+            heldout: RwSignal::new(None),
+        }
+    }
+}
+
+/// 8, 16, 32, … below `n_positions`, then `n_positions`.
+pub fn budgets(n_positions: usize) -> Vec<usize> {
+    let mut out: Vec<usize> = (3..).map(|k| 1 << k).take_while(|&b| b < n_positions).collect();
+    out.push(n_positions);
+    out
+}
+
+/// The held-out passage's text, or why there is none.
+async fn passage(d: Driver) -> Result<String, String> {
+    let source = d.lab.with_value(|l| l.source.clone());
+    let place = source.place(HELDOUT_FILE);
+    match source.get(HELDOUT_FILE, |_, _| {}).await {
+        Ok(Some(bytes)) => {
+            String::from_utf8(bytes).map_err(|_| format!("{place} is not UTF-8 text"))
+        }
+        Ok(None) => Err(format!("no held-out passage: the model folder has no {place}")),
+        Err(e) => Err(format!("no held-out passage: {e}")),
+    }
+}
+
+/// Scores every policy at every budget on the first `limit` tokens of the
+/// passage (0: all of it).
+pub async fn measure(d: Driver, sinks: Sinks, n_sinks: usize, limit: usize) -> Result<(), String> {
+    sinks.points.set(Vec::new());
+    sinks.heldout.set(None);
+    let text = match passage(d).await {
+        Ok(text) => text,
+        Err(why) => {
+            sinks.heldout.set(Some(Err(why)));
+            return Ok(());
+        }
+    };
+    let (tokenizer, n_positions) =
+        d.lab.with_value(|l| (l.tokenizer.clone(), l.model.config.n_positions));
+    let mut tokens = tokenizer.encode(&text).map_err(|e| e.to_string())?;
+    if limit > 0 {
+        tokens.truncate(limit);
+    }
+    if tokens.len() < 2 {
+        sinks.heldout.set(Some(Err("the held-out passage has fewer than 2 tokens".into())));
+        return Ok(());
+    }
+    let bytes = tokenizer.decode(&tokens).map_err(|e| e.to_string())?.len();
+    sinks.heldout.set(Some(Ok((tokens.len(), bytes))));
+    let cases: Vec<(&'static str, usize)> = budgets(n_positions)
+        .into_iter()
+        .flat_map(|b| KINDS.iter().map(move |&(kind, _)| (kind, b)))
+        .collect();
+    let policies: Vec<_> = cases.iter().map(|&(kind, b)| policy(kind, b, n_sinks)).collect();
+    let open = |p| {
+        let session = d.lab.with_value(|l| l.session()).map_err(engine::EngineError::Setting)?;
+        session.with_kv_policy(p)
+    };
+    let progress = |p: Done| {
+        sinks.progress.set(Progress {
+            what: format!("scoring the passage: run {} of {}", p.done, p.total),
+            done: p.done,
+            total: p.total,
+        });
+        !d.stop_asked()
+    };
+    let bytes_of = |t| tokenizer.token_bytes(t);
+    let drifts =
+        score(open, &tokens, &policies, bytes_of, progress).await.map_err(|e| e.to_string())?;
+    let points =
+        cases.iter().zip(drifts).map(|(&(kind, budget), drift)| Point { kind, budget, drift });
+    sinks.points.set(points.filter(|p| p.drift.positions > 0).collect());
+    Ok(())
+}
+
+/// The full cache's bits per byte over the same positions.
+fn full_bits(d: &Drift) -> f64 {
+    d.reference_nats_per_token * d.positions as f64 / std::f64::consts::LN_2 / d.bytes.max(1) as f64
+}
+
+/// One chart's series: each policy's `y` over budgets.
+fn series(points: &[Point], y: impl Fn(&Drift) -> f64) -> Vec<Series> {
+    KINDS
+        .iter()
+        .map(|&(kind, class)| Series {
+            name: kind.into(),
+            class,
+            points: points
+                .iter()
+                .filter(|p| p.kind == kind)
+                .map(|p| (p.budget as f64, y(&p.drift)))
+                .collect(),
+            fit: None,
+        })
+        .collect()
+}
+
+#[component]
+pub fn Curves(sinks: Sinks) -> impl IntoView {
+    let bits = Signal::derive(move || {
+        sinks.points.with(|p| {
+            let mut s = series(p, Drift::bits_per_byte);
+            if let Some(first) = p.first() {
+                let full = full_bits(&first.drift);
+                let ends = [p.iter().map(|q| q.budget).min(), p.iter().map(|q| q.budget).max()];
+                let line = ends.iter().flatten().map(|&b| (b as f64, full)).collect();
+                s.push(Series {
+                    name: "full cache".into(),
+                    class: "full",
+                    points: line,
+                    fit: None,
+                });
+            }
+            s
+        })
+    });
+    let kl = Signal::derive(move || sinks.points.with(|p| series(p, |d| d.kl_mean)));
+    let about = move || {
+        sinks.heldout.get().map(|h| match h {
+            Ok((tokens, bytes)) => view! {
+                <p class="legend" data-testid="kv-heldout">{format!(
+                    "Scored on the held-out passage's first {tokens} tokens ({bytes} bytes), in windows of the context from an empty cache, each policy fed the same tokens as the full cache."
+                )}</p>
+            }.into_any(),
+            Err(why) => view! { <p class="note" data-testid="kv-heldout">{why}</p> }.into_any(),
+        })
+    };
+    let table = move || {
+        let points = sinks.points.get();
+        (!points.is_empty()).then(|| {
+            let rows = points
+                .iter()
+                .map(|p| {
+                    let d = &p.drift;
+                    view! {
+                        <tr data-testid="kv-curve-row" data-kind=p.kind data-budget=p.budget.to_string()
+                            data-bits=d.bits_per_byte().to_string() data-kl=d.kl_mean.to_string()>
+                            <td>{p.kind}</td><td>{p.budget}</td>
+                            <td>{format!("{:.4}", d.bits_per_byte())}</td>
+                            <td>{format!("{:.4}", d.kl_mean)}</td>
+                            <td>{format!("{:.1} %", d.same_top1 * 100.0)}</td>
+                        </tr>
+                    }
+                })
+                .collect_view();
+            let full = full_bits(&points[0].drift);
+            view! {
+                <p class="readout">{format!("The full cache: {full:.4} bits per byte.")}</p>
+                <div class="table-scroll">
+                    <table class="kv-curves" data-testid="kv-curves-table">
+                        <thead><tr><th>"Policy"</th><th>"Budget"</th><th>"Bits/byte"</th><th>"KL (nats)"</th><th>"Same top-1"</th></tr></thead>
+                        <tbody>{rows}</tbody>
+                    </table>
+                </div>
+            }
+        })
+    };
+    view! {
+        {about}
+        <div class="chart-pair">
+            <div><h3>"Bits per byte"</h3><LineChart series=bits x_label="budget (tokens)" y_label="bits per byte" testid="kv-bits-chart"/></div>
+            <div><h3>"KL from the full cache"</h3><LineChart series=kl x_label="budget (tokens)" y_label="KL (nats)" testid="kv-kl-chart"/></div>
+        </div>
+        {table}
+    }
+}

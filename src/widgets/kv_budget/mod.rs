@@ -1,0 +1,90 @@
+//! `kv-budget`: the KV cache under a memory budget (issue 34). Choose what a
+//! cache of a few tokens keeps — the most recent (`window`), the first few
+//! as attention sinks and the most recent (`sinks`, StreamingLLM), or the
+//! ones that received the most attention and the most recent (`heavy`,
+//! H2O) — then generate live beside a full cache fed the same tokens (a
+//! strip of which tokens are held at each step; KL and same top-1 per
+//! step), measure every policy over budgets on the held-out passage, and
+//! price a cache with grouped K/V heads.
+
+mod calculator;
+mod live;
+mod measure;
+
+use contract::{Control, Shown};
+use engine::kv_policy::KvPolicy;
+use leptos::prelude::*;
+
+use crate::controls::ControlsPanel;
+use crate::driver::Driver;
+use crate::widgets::measuring::MeasureEditor;
+
+/// The policy the controls describe, for a cache of `budget` tokens.
+pub fn policy(kind: &str, budget: usize, sinks: usize) -> KvPolicy {
+    let budget = budget.max(1);
+    match kind {
+        "window" => KvPolicy::Window { window: budget },
+        "heavy" => {
+            let heavy = budget / 2;
+            KvPolicy::Heavy { heavy, recent: budget - heavy }
+        }
+        _ => {
+            // At least the newest token is kept beside the sinks.
+            let sinks = sinks.min(budget - 1);
+            KvPolicy::SinksWindow { sinks, window: budget - sinks }
+        }
+    }
+}
+
+/// The policy the page's controls describe now.
+fn chosen(d: Driver) -> KvPolicy {
+    let c = d.controls;
+    let kind = c.text(Control::KvPolicy).get_untracked();
+    let budget = c.number(Control::KvBudget).get_untracked() as usize;
+    let sinks = c.number(Control::KvSinks).get_untracked() as usize;
+    policy(&kind, budget, sinks)
+}
+
+#[component]
+pub fn KvBudget(driver: Driver, shown: Shown) -> impl IntoView {
+    let d = driver;
+    let c = d.controls;
+    let live = live::Sinks::new();
+    let measured = measure::Sinks::new();
+    let generate = move |_| {
+        let policy = chosen(d);
+        let steps = c.number(Control::MaxTokens).get_untracked() as usize;
+        d.launch(move |d| live::generate(d, live, policy, steps));
+    };
+    let run_measure = move |_| {
+        let sinks = c.number(Control::KvSinks).get_untracked() as usize;
+        let limit = c.number(Control::HeldOutTokens).get_untracked() as usize;
+        d.launch(move |d| measure::measure(d, measured, sinks, limit));
+    };
+    let backend = d.lab.with_value(|l| l.backend.label());
+    view! {
+        <div class="widget-body kv-budget">
+            <MeasureEditor driver=d shown=shown.clone() progress=measured.progress testid="kv-budget-progress">
+                <button data-testid="generate-kv-budget" disabled=move || d.generating.get() on:click=generate>"Generate under the budget"</button>
+                <button data-testid="measure-kv-budget" disabled=move || d.generating.get() on:click=run_measure>"Measure every policy"</button>
+            </MeasureEditor>
+            <ControlsPanel controls=c shown=shown/>
+            <section class="panel">
+                <h3>"Which tokens the cache holds"</h3>
+                <p class="legend">{format!(
+                    "Run on this page's engine ({backend}). GPT-2 adds a token's position to its embedding at the input, so a kept token's keys and values never change when others leave: evicting a token is exactly hiding it from every later query. Each step is compared with a full cache fed the same tokens."
+                )}</p>
+                <live::Strip sinks=live/>
+                <live::StepTable sinks=live/>
+            </section>
+            <section class="panel">
+                <h3>"What each policy costs, budget by budget"</h3>
+                <measure::Curves sinks=measured/>
+            </section>
+            <section class="panel">
+                <h3>"How big is a cache? Fewer K/V heads"</h3>
+                <calculator::Calculator driver=d/>
+            </section>
+        </div>
+    }
+}
