@@ -14,14 +14,14 @@ struct Params {
     head_size: u32,
     scale: f32,     // 1/sqrt(head_size) (and 1/(layer+1) where the config asks)
     row0: u32,      // first row of qkv and y this dispatch works on
-    _pad1: u32,
+    group: u32,     // query heads per K/V head (1: every head its own)
     _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> qkv: array<f32>;         // (row0 + n_rows, 3 * n_embd): q | k | v
-@group(0) @binding(2) var<storage, read> key_cache: array<f32>;   // (n_positions, n_embd)
-@group(0) @binding(3) var<storage, read> value_cache: array<f32>; // (n_positions, n_embd)
+@group(0) @binding(2) var<storage, read> key_cache: array<f32>;   // (n_positions, n_embd / group)
+@group(0) @binding(3) var<storage, read> value_cache: array<f32>; // (n_positions, n_embd / group)
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;     // (row0 + n_rows, n_embd)
 
 override WG: u32 = 64u;
@@ -38,6 +38,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let head = wid.y;
     let hs = p.head_size;
     let h0 = head * hs; // first column of this head
+    // Its K/V head's columns in the cache (grouped-query attention shares them).
+    let kv_dim = p.n_embd / p.group;
+    let k0 = (head / p.group) * hs;
     for (var d = tid; d < hs; d = d + WG) {
         q[d] = qkv[(p.row0 + row) * 3u * p.n_embd + h0 + d] * p.scale;
     }
@@ -53,7 +56,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         if (j < n_keys) {
             s = 0.0;
             for (var d = 0u; d < hs; d = d + 1u) {
-                s = s + q[d] * key_cache[j * p.n_embd + h0 + d];
+                s = s + q[d] * key_cache[j * kv_dim + k0 + d];
             }
         }
         scores[tid] = s;
@@ -72,7 +75,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         for (var i = 0u; i < tile; i = i + 1u) {
             let weight = exp(scores[i] - m_new);
             l = l + weight;
-            let v_row = (t0 + i) * p.n_embd + h0;
+            let v_row = (t0 + i) * kv_dim + k0;
             for (var s_ = 0u; s_ < DIMS_PER_THREAD; s_ = s_ + 1u) {
                 let d = tid + s_ * WG;
                 if (d < hs) {

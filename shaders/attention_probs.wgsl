@@ -13,13 +13,13 @@ struct Params {
     head_size: u32,
     scale: f32,     // as attention's: 1/sqrt(head_size) (and 1/(layer+1) where asked)
     n_cols: u32,    // keys per row of `probs`: keys0 + n_rows
-    _pad0: u32,
+    group: u32,     // query heads per K/V head
     _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> qkv: array<f32>;         // (n_rows, 3 * n_embd): q | k | v
-@group(0) @binding(2) var<storage, read> key_cache: array<f32>;   // (n_positions, n_embd)
+@group(0) @binding(2) var<storage, read> key_cache: array<f32>;   // (n_positions, n_embd / group)
 @group(0) @binding(3) var<storage, read_write> probs: array<f32>; // (n_head, n_rows, n_cols)
 
 override WG: u32 = 64u; // a power of two: the reductions halve it
@@ -65,7 +65,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var j = tid; j < n_keys; j = j + WG) {
         var s = 0.0;
         for (var d = 0u; d < hs; d = d + 1u) {
-            s = s + q[d] * key_cache[j * p.n_embd + h0 + d];
+            s = s + q[d] * key_cache[j * (p.n_embd / p.group) + (head / p.group) * hs + d];
         }
         probs[base + j] = s;
         m = max(m, s);

@@ -16,15 +16,15 @@ struct Params {
     head_size: u32,
     scale: f32,     // 1/sqrt(head_size) (and 1/(layer+1) where the config asks)
     row0: u32,      // the query's row of qkv
-    _pad0: u32,
+    group: u32,     // query heads per K/V head
     _pad1: u32,
     _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> qkv: array<f32>;         // (row0 + 1, 3 * n_embd): q | k | v
-@group(0) @binding(2) var<storage, read> key_cache: array<f32>;   // (n_positions, n_embd)
-@group(0) @binding(3) var<storage, read> value_cache: array<f32>; // (n_positions, n_embd)
+@group(0) @binding(2) var<storage, read> key_cache: array<f32>;   // (n_positions, n_embd / group)
+@group(0) @binding(3) var<storage, read> value_cache: array<f32>; // (n_positions, n_embd / group)
 @group(0) @binding(4) var<storage, read_write> parts: array<f32>; // (chunks, n_head, 2 + head_size)
 
 override WG: u32 = 256u;
@@ -46,6 +46,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let n_heads = p.n_embd / p.head_size;
     let hs = p.head_size;
     let h0 = head * hs;
+    let k0 = (head / p.group) * hs; // its K/V head's columns in the cache
     let first = chunk * CHUNK;
     let n_keys = p.keys0 + 1u;
     for (var d = tid; d < hs; d = d + WG) {
@@ -62,10 +63,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var d0 = lane; d0 < hs; d0 = d0 + 4u * KEY_LANES) {
         let qv = query4(d0);
         part = part + vec4<f32>(
-            dot(qv, key4(first, i0, d0, h0, n_keys)),
-            dot(qv, key4(first, i0 + keys_per_pass, d0, h0, n_keys)),
-            dot(qv, key4(first, i0 + 2u * keys_per_pass, d0, h0, n_keys)),
-            dot(qv, key4(first, i0 + 3u * keys_per_pass, d0, h0, n_keys)),
+            dot(qv, key4(first, i0, d0, k0, n_keys)),
+            dot(qv, key4(first, i0 + keys_per_pass, d0, k0, n_keys)),
+            dot(qv, key4(first, i0 + 2u * keys_per_pass, d0, k0, n_keys)),
+            dot(qv, key4(first, i0 + 3u * keys_per_pass, d0, k0, n_keys)),
         );
     }
     lane_sums[tid] = part;
@@ -109,10 +110,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         var acc = 0.0;
         for (var i = g; i < CHUNK; i = i + 4u * groups) {
             let v = vec4<f32>(
-                value(first, i, d, h0, n_keys),
-                value(first, i + groups, d, h0, n_keys),
-                value(first, i + 2u * groups, d, h0, n_keys),
-                value(first, i + 3u * groups, d, h0, n_keys),
+                value(first, i, d, k0, n_keys),
+                value(first, i + groups, d, k0, n_keys),
+                value(first, i + 2u * groups, d, k0, n_keys),
+                value(first, i + 3u * groups, d, k0, n_keys),
             );
             acc = acc + weight(i) * v.x + weight(i + groups) * v.y;
             acc = acc + weight(i + 2u * groups) * v.z + weight(i + 3u * groups) * v.w;
@@ -146,9 +147,9 @@ fn query4(d0: u32) -> vec4<f32> {
     return v;
 }
 
-// Key `first + i`'s dims d0, d0 + KEY_LANES, … of the head at h0 (0 past the
+// Key `first + i`'s dims d0, d0 + KEY_LANES, … of the K/V head at k0 (0 past the
 // chunk, the keys so far or the head).
-fn key4(first: u32, i: u32, d0: u32, h0: u32, n_keys: u32) -> vec4<f32> {
+fn key4(first: u32, i: u32, d0: u32, k0: u32, n_keys: u32) -> vec4<f32> {
     var v = vec4<f32>(0.0);
     if (i >= CHUNK || first + i >= n_keys) {
         return v;
@@ -156,7 +157,7 @@ fn key4(first: u32, i: u32, d0: u32, h0: u32, n_keys: u32) -> vec4<f32> {
     for (var u = 0u; u < 4u; u = u + 1u) {
         let d = d0 + u * KEY_LANES;
         if (d < p.head_size) {
-            v[u] = key_cache[(first + i) * p.n_embd + h0 + d];
+            v[u] = key_cache[(first + i) * (p.n_embd / p.group) + k0 + d];
         }
     }
     return v;
@@ -169,12 +170,12 @@ fn score(i: u32, s: f32, first: u32, n_keys: u32) {
     }
 }
 
-// Value `first + i`'s dim d of the head at h0 (0 past the chunk or the keys so far).
-fn value(first: u32, i: u32, d: u32, h0: u32, n_keys: u32) -> f32 {
+// Value `first + i`'s dim d of the K/V head at k0 (0 past the chunk or the keys so far).
+fn value(first: u32, i: u32, d: u32, k0: u32, n_keys: u32) -> f32 {
     if (i >= CHUNK || first + i >= n_keys) {
         return 0.0;
     }
-    return value_cache[(first + i) * p.n_embd + h0 + d];
+    return value_cache[(first + i) * (p.n_embd / p.group) + k0 + d];
 }
 
 // Key i's softmax weight exp(s_i − m) (0 past the chunk).

@@ -12,7 +12,11 @@ struct Params {
     n_embd: u32,
     slot: u32, // cache slot of this token (its position, unless a policy evicted)
     eps: f32,
-    _pad: u32,
+    group: u32,     // query heads per K/V head: the cache keeps the first head of each group
+    head_size: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -21,8 +25,8 @@ struct Params {
 @group(0) @binding(3) var<storage, read> w: array<Word>;                // (n_embd, 3 * n_embd) in the weight format
 @group(0) @binding(4) var<storage, read> bias: array<f32>;              // (3 * n_embd)
 @group(0) @binding(5) var<storage, read_write> qkv: array<f32>;         // (3 * n_embd): q | k | v
-@group(0) @binding(6) var<storage, read_write> key_cache: array<f32>;   // (n_positions, n_embd)
-@group(0) @binding(7) var<storage, read_write> value_cache: array<f32>; // (n_positions, n_embd)
+@group(0) @binding(6) var<storage, read_write> key_cache: array<f32>;   // (n_positions, n_embd / group)
+@group(0) @binding(7) var<storage, read_write> value_cache: array<f32>; // (n_positions, n_embd / group)
 
 override WG: u32 = 64u;
 
@@ -40,10 +44,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     let v = acc + bias[col];
     qkv[col] = faulted(v);
-    let row = p.slot * p.n_embd;
-    if (col >= 2u * p.n_embd) {
-        value_cache[row + col - 2u * p.n_embd] = faulted(v);
-    } else if (col >= p.n_embd) {
-        key_cache[row + col - p.n_embd] = faulted(v);
+    let at = cache_at(col, p.n_embd, p.head_size, p.group, p.slot);
+    if (at >= 0) {
+        if (col >= 2u * p.n_embd) {
+            value_cache[u32(at)] = faulted(v);
+        } else {
+            key_cache[u32(at)] = faulted(v);
+        }
     }
 }

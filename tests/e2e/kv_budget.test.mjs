@@ -46,6 +46,17 @@ for (const backend of ['cpu', 'webgpu']) {
     assert.equal(kls.length, 12);
     assert.deepEqual(kls, kls.map(() => 0), `KL per step ${kls}`);
     assert.equal(await page.locator('[data-testid=kv-step][data-same=false]').count(), 0);
+    // The bundled model's 4 heads pooled into 2 K/V groups: half the bytes per
+    // token (2 · 4 layers · 128 · 4), and no longer the full model's next tokens.
+    await set(page, 'kv-groups', 2);
+    await page.click('[data-testid=generate-kv-budget]');
+    await idle(page, 'generate-kv-budget');
+    assert.equal(await page.locator('[data-testid=error]').count(), 0);
+    const kept = Number(await page.getAttribute('[data-testid=kv-held]', 'data-kept'));
+    assert.equal(Number(await page.getAttribute('[data-testid=kv-held]', 'data-bytes')), kept * 4096);
+    const grouped = await page.$$eval('[data-testid=kv-step]', (rows) => rows.map((r) => Number(r.dataset.kl)));
+    assert.ok(grouped.some((kl) => kl > 0), `KL per step with 2 groups ${grouped}`);
+    await set(page, 'kv-groups', 0);
 
     // Every policy over budgets 8 … 256 on the passage's first 40 tokens.
     await page.click('[data-testid=measure-kv-budget]');
@@ -61,6 +72,11 @@ for (const backend of ['cpu', 'webgpu']) {
       if (r.budget >= 40) assert.equal(r.kl, 0, JSON.stringify(r));
       else assert.ok(r.kl > 0, JSON.stringify(r));
     }
+    // G = 4 (the model's own heads) changes nothing; 2 and 1 do.
+    const groups = await page.$$eval('[data-testid=kv-groups-row]', (rs) => rs.map((r) => [Number(r.dataset.groups), Number(r.dataset.kl)]));
+    assert.deepEqual(groups.map(([g]) => g), [4, 2, 1]);
+    assert.equal(groups[0][1], 0);
+    assert.ok(groups[1][1] > 0 && groups[2][1] > 0, JSON.stringify(groups));
     for (const chart of ['kv-bits-chart', 'kv-kl-chart']) {
       for (const kind of ['window', 'sinks', 'heavy']) {
         assert.equal(await page.locator(`[data-testid=${chart}] .series.${kind} circle`).count(), 6, `${chart} ${kind}`);

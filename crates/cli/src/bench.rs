@@ -168,7 +168,7 @@ pub async fn measure(mut session: Session, chose: Chose, plan: Plan) -> Result<(
     let held = cache.in_use as f64 / session.pos().max(1) as f64;
     let _ = writeln!(
         out,
-        "kv cache in use    {} bytes ({} allocated for the whole context; {held:.0} bytes per position seen)",
+        "kv cache in use    {} bytes ({} allocated: the context, or the policy's budget; {held:.0} bytes per position seen)",
         cache.in_use, cache.allocated
     );
     let device = session.device_figures().await?;

@@ -1,8 +1,9 @@
-//! `decode-lab kv-quality`: what each KV cache policy costs in quality on a
+//! `decode-lab kv-quality`: what a smaller KV cache costs in quality on a
 //! held-out text (the model's own `heldout.txt` unless `--text` names one),
-//! against the full cache fed the same tokens: bits per byte, mean KL and
-//! same-top-1 — the figures the `kv-budget` widget shows, for a course
-//! author to check them.
+//! against the full cache fed the same tokens: each `--kv-policy` on the
+//! model as loaded, and each `--kv-groups` (the model converted to grouped
+//! K/V heads, full cache) — bits per byte, mean KL and same top-1, the
+//! figures the `kv-budget` widget shows, for a course author to check them.
 
 use std::io::{IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -11,11 +12,28 @@ use engine::kv_policy::KvPolicy;
 use engine::kv_quality::{measure, Progress};
 use engine::model::Tokenizer;
 use engine::open::Engine;
+use engine::quality::Drift;
 use engine::{EngineError, Result};
+
+/// One row of the table: a cache policy, or grouped K/V heads.
+pub enum Variant {
+    Policy(KvPolicy),
+    /// G groups, with the engine over the converted model.
+    Groups(usize, Engine),
+}
+
+impl Variant {
+    fn name(&self) -> String {
+        match self {
+            Variant::Policy(p) => p.name(),
+            Variant::Groups(g, _) => format!("groups:{g} (full cache)"),
+        }
+    }
+}
 
 /// What to score.
 pub struct Job {
-    pub policies: Vec<KvPolicy>,
+    pub variants: Vec<Variant>,
     /// The text (`None`: the model folder's `heldout.txt`).
     pub text: Option<PathBuf>,
     /// Score only its first this many tokens (0: all).
@@ -37,28 +55,37 @@ pub async fn run(dir: &Path, engine: Engine, job: Job) -> Result<()> {
     if job.tokens > 0 {
         ids.truncate(job.tokens);
     }
-    let open = |policy| engine.session()?.with_kv_policy(policy);
+    let open = |i: Option<usize>| match i.map(|i| &job.variants[i]) {
+        None => engine.session(),
+        Some(Variant::Policy(p)) => engine.session()?.with_kv_policy(*p),
+        Some(Variant::Groups(_, grouped)) => grouped.session(),
+    };
     let bytes_of = |t| tokenizer.token_bytes(t);
     let terminal = std::io::stderr().is_terminal();
     let progress = |p: Progress| {
         if terminal {
-            eprint!("\rscored {} of {} runs (a window under one policy)", p.done, p.total);
+            eprint!("\rscored {} of {} runs (a window of one variant)", p.done, p.total);
         }
         true
     };
-    let drifts = measure(open, &ids, &job.policies, bytes_of, progress).await?;
+    let drifts = measure(open, job.variants.len(), &ids, bytes_of, progress).await?;
     if terminal {
         eprintln!();
     }
-    // K and V, every layer, f32: a token's bytes in either engine's cache.
     let c = engine.session()?.config().clone();
-    let per_token = (2 * c.n_layer * c.n_embd * 4) as f64;
+    // K and V, every layer, f32, at the whole context: what each cache holds at most.
+    let token = (2 * c.n_layer * c.n_embd * 4) as f64;
+    let bytes = |v: &Variant| match v {
+        Variant::Policy(p) => p.budget().unwrap_or(c.n_positions).min(c.n_positions) as f64 * token,
+        Variant::Groups(g, _) => c.n_positions as f64 * token * *g as f64 / c.n_head as f64,
+    };
     let mut out = std::io::stdout().lock();
+    let Some(first) = drifts.first() else { return Ok(()) };
     if job.json {
-        let rows = job.policies.iter().zip(&drifts).map(|(p, d)| {
+        let rows = job.variants.iter().zip(&drifts).map(|(v, d)| {
             serde_json::json!({
-                "policy": p.name(),
-                "budget": p.budget(),
+                "variant": v.name(),
+                "cache_bytes": bytes(v),
                 "bits_per_byte": d.bits_per_byte(),
                 "full_bits_per_byte": full_bits_per_byte(d),
                 "kl_mean": d.kl_mean,
@@ -70,25 +97,20 @@ pub async fn run(dir: &Path, engine: Engine, job: Job) -> Result<()> {
         return Ok(());
     }
     let _ = writeln!(out, "text: {} ({} tokens)", path.display(), ids.len());
-    let Some(first) = drifts.first() else { return Ok(()) };
     let _ = writeln!(
         out,
-        "{:<22} {:>8} {:>12} {:>10} {:>12} {:>10}",
-        "policy", "budget", "cache bytes", "bits/byte", "KL (nats)", "same top-1"
+        "{:<26} {:>14} {:>10} {:>12} {:>10}",
+        "cache", "bytes at ctx", "bits/byte", "KL (nats)", "same top-1"
     );
-    let full = full_bits_per_byte(first);
-    let _ = writeln!(
-        out,
-        "{:<22} {:>8} {:>12} {:>10.4} {:>12} {:>10}",
-        "full", "-", "-", full, "0", "100.0%"
-    );
-    for (p, d) in job.policies.iter().zip(&drifts) {
-        let budget = p.budget().map_or("-".into(), |b| b.to_string());
-        let bytes = p.budget().map_or("-".into(), |b| format!("{:.0}", b as f64 * per_token));
+    let full = c.n_positions as f64 * token;
+    let fb = full_bits_per_byte(first);
+    let _ = writeln!(out, "{:<26} {full:>14.0} {fb:>10.4} {:>12} {:>10}", "full", "0", "100.0%");
+    for (v, d) in job.variants.iter().zip(&drifts) {
         let _ = writeln!(
             out,
-            "{:<22} {budget:>8} {bytes:>12} {:>10.4} {:>12.6} {:>9.1}%",
-            p.name(),
+            "{:<26} {:>14.0} {:>10.4} {:>12.6} {:>9.1}%",
+            v.name(),
+            bytes(v),
             d.bits_per_byte(),
             d.kl_mean,
             d.same_top1 * 100.0
@@ -96,13 +118,13 @@ pub async fn run(dir: &Path, engine: Engine, job: Job) -> Result<()> {
     }
     let _ = writeln!(
         out,
-        "positions scored: {} (windows of the context, from an empty cache)",
+        "positions scored: {} (windows of the context, each from an empty cache)",
         first.positions
     );
     Ok(())
 }
 
 /// The full cache's bits per byte over the same positions.
-fn full_bits_per_byte(d: &engine::quality::Drift) -> f64 {
+fn full_bits_per_byte(d: &Drift) -> f64 {
     d.reference_nats_per_token * d.positions as f64 / std::f64::consts::LN_2 / d.bytes.max(1) as f64
 }

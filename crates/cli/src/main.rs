@@ -90,9 +90,8 @@ enum Command {
         /// GPU kernels: auto (the cpu profile on a software adapter, else every profile timed and the fastest kept), cpu, gpu (its layout timed), or a layout by name (gpu-1, gpu-2, gpu-4, gpu-8, gpu-16; timed: gpu-2, gpu-4, gpu-8).
         #[arg(long, value_parser = kernels_choice, default_value = "auto")]
         kernels: KernelsChoice,
-        /// Which tokens the KV cache keeps: full, window:W, sinks:S,window:W or heavy:H,recent:R.
-        #[arg(long, value_parser = kv_policy, default_value = "full")]
-        kv_policy: KvPolicy,
+        #[command(flatten)]
+        cache: CacheArgs,
         #[arg(long, default_value_t = 100)]
         max_tokens: usize,
         #[command(flatten)]
@@ -152,9 +151,8 @@ enum Command {
         /// GPU kernels: auto (the cpu profile on a software adapter, else every profile timed and the fastest kept), cpu, gpu (its layout timed), or a layout by name (gpu-1, gpu-2, gpu-4, gpu-8, gpu-16; timed: gpu-2, gpu-4, gpu-8).
         #[arg(long, value_parser = kernels_choice, default_value = "auto")]
         kernels: KernelsChoice,
-        /// Which tokens the KV cache keeps: full, window:W, sinks:S,window:W or heavy:H,recent:R.
-        #[arg(long, value_parser = kv_policy, default_value = "full")]
-        kv_policy: KvPolicy,
+        #[command(flatten)]
+        cache: CacheArgs,
         #[arg(long, value_enum, default_value = "prefill")]
         mode: Mode,
     },
@@ -170,9 +168,8 @@ enum Command {
         /// GPU kernels: auto (the cpu profile on a software adapter, else every profile timed and the fastest kept), cpu, gpu (its layout timed), or a layout by name (gpu-1, gpu-2, gpu-4, gpu-8, gpu-16; timed: gpu-2, gpu-4, gpu-8).
         #[arg(long, value_parser = kernels_choice, default_value = "auto")]
         kernels: KernelsChoice,
-        /// Which tokens the KV cache keeps: full, window:W, sinks:S,window:W or heavy:H,recent:R.
-        #[arg(long, value_parser = kv_policy, default_value = "full")]
-        kv_policy: KvPolicy,
+        #[command(flatten)]
+        cache: CacheArgs,
         #[arg(long, default_value_t = 64)]
         prompt_len: usize,
         #[arg(long, default_value_t = 64)]
@@ -206,8 +203,11 @@ enum Command {
         #[arg(long, value_parser = kernels_choice, default_value = "auto")]
         kernels: KernelsChoice,
         /// A policy to score (repeat for several): window:W, sinks:S,window:W or heavy:H,recent:R.
-        #[arg(long = "kv-policy", value_parser = kv_policy, required = true)]
+        #[arg(long = "kv-policy", value_parser = kv_policy)]
         kv_policy: Vec<KvPolicy>,
+        /// A number of K/V head groups to score, the model converted and its cache full (repeat for several).
+        #[arg(long = "kv-groups")]
+        kv_groups: Vec<usize>,
         /// The text to score (default: heldout.txt in the model folder).
         #[arg(long)]
         text: Option<PathBuf>,
@@ -345,7 +345,7 @@ async fn run(command: Command) -> Result<()> {
             backend,
             weights,
             kernels,
-            kv_policy,
+            cache,
             max_tokens,
             pipeline,
             seed,
@@ -366,7 +366,7 @@ async fn run(command: Command) -> Result<()> {
                 ));
             }
             pipeline.settings().validate()?;
-            let (session, _) = open(&model, backend, weights, kernels, kv_policy).await?;
+            let (session, _) = open(&model, backend, weights, kernels, &cache).await?;
             let tokenizer = Tokenizer::from_dir(&model)?;
             let run = engine::run::Job { settings: pipeline.settings(), seed, stop, max_tokens };
             let job = generate::Job { prompt, run };
@@ -382,14 +382,14 @@ async fn run(command: Command) -> Result<()> {
         Command::Sample { logits, labels, pipeline, seed, draws, json } => {
             sample::run(&logits, &labels, pipeline.settings(), seed, draws, json)
         }
-        Command::Logits { model, tokens, backend, weights, kernels, kv_policy, mode } => {
+        Command::Logits { model, tokens, backend, weights, kernels, cache, mode } => {
             // Checked before the model loads, as the flags of `generate` are.
             if tokens.is_empty() {
                 return Err(EngineError::Setting(
                     "no token ids: give them with --tokens, e.g. --tokens 12,7,99".into(),
                 ));
             }
-            let (session, _) = open(&model, backend, weights, kernels, kv_policy).await?;
+            let (session, _) = open(&model, backend, weights, kernels, &cache).await?;
             logits(session, &tokens, mode).await
         }
         Command::Bench {
@@ -397,7 +397,7 @@ async fn run(command: Command) -> Result<()> {
             backend,
             weights,
             kernels,
-            kv_policy,
+            cache,
             prompt_len,
             tokens,
             no_cache,
@@ -406,7 +406,7 @@ async fn run(command: Command) -> Result<()> {
             kernel_times,
         } => {
             check_batch_size(batch)?;
-            let (session, chose) = open(&model, backend, weights, kernels, kv_policy).await?;
+            let (session, chose) = open(&model, backend, weights, kernels, &cache).await?;
             let plan = bench::Plan {
                 prompt_len,
                 tokens,
@@ -417,10 +417,32 @@ async fn run(command: Command) -> Result<()> {
             };
             bench::run(session, chose, plan).await
         }
-        Command::KvQuality { model, backend, weights, kernels, kv_policy, text, tokens, json } => {
-            let loaded = Arc::new(Model::from_dir_as(&model, weights)?);
-            let (engine, _) = open_engine(loaded, backend, weights, kernels).await?;
-            let job = kv_quality::Job { policies: kv_policy, text, tokens, json };
+        Command::KvQuality {
+            model,
+            backend,
+            weights,
+            kernels,
+            kv_policy,
+            kv_groups,
+            text,
+            tokens,
+            json,
+        } => {
+            if kv_policy.is_empty() && kv_groups.is_empty() {
+                return Err(EngineError::Setting(
+                    "nothing to score: give --kv-policy or --kv-groups (each may repeat)".into(),
+                ));
+            }
+            let loaded = Model::from_dir_as(&model, weights)?;
+            let mut variants: Vec<_> =
+                kv_policy.into_iter().map(kv_quality::Variant::Policy).collect();
+            for g in kv_groups {
+                let grouped = Arc::new(loaded.with_kv_groups(g)?);
+                let (engine, _) = open_engine(grouped, backend, weights, kernels).await?;
+                variants.push(kv_quality::Variant::Groups(g, engine));
+            }
+            let (engine, _) = open_engine(Arc::new(loaded), backend, weights, kernels).await?;
+            let job = kv_quality::Job { variants, text, tokens, json };
             kv_quality::run(&model, engine, job).await
         }
         Command::Selftest { model, prompt, steps, weights, kernels } => {
@@ -470,12 +492,27 @@ pub async fn open(
     backend: Backend,
     weights: WeightsChoice,
     kernels: KernelsChoice,
-    policy: KvPolicy,
+    cache: &CacheArgs,
 ) -> Result<(Session, Chose)> {
     // An f16 checkpoint held as f16 is never widened (half the memory).
-    let model = Arc::new(Model::from_dir_as(dir, weights)?);
-    let (engine, chose) = open_engine(model, backend, weights, kernels).await?;
-    Ok((engine.session()?.with_kv_policy(policy)?, chose))
+    let mut model = Model::from_dir_as(dir, weights)?;
+    if let Some(groups) = cache.kv_groups {
+        model = model.with_kv_groups(groups)?;
+    }
+    let (engine, chose) = open_engine(Arc::new(model), backend, weights, kernels).await?;
+    Ok((engine.session()?.with_kv_policy(cache.kv_policy)?, chose))
+}
+
+/// The KV cache's shape, on generate, logits and bench.
+#[derive(clap::Args)]
+pub struct CacheArgs {
+    /// Which tokens the KV cache keeps: full, window:W, sinks:S,window:W or heavy:H,recent:R.
+    #[arg(long, value_parser = kv_policy, default_value = "full")]
+    kv_policy: KvPolicy,
+    /// Pool the K/V heads into G groups (G divides the heads; 1 = multi-query
+    /// attention): the cache keeps G K/V heads, each shared by n_head / G query heads.
+    #[arg(long)]
+    kv_groups: Option<usize>,
 }
 
 /// `--kv-policy`.

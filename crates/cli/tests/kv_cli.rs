@@ -90,3 +90,62 @@ fn kv_quality_prints_each_policys_figures_against_the_full_cache() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("ships no held-out passage"));
     let _ = std::fs::remove_file(text);
 }
+
+/// `--kv-groups G` converts the checkpoint to G K/V head groups: `logits`
+/// equals transformers with the pooled weights (the engine test's golden),
+/// on both engines; a G that does not divide the heads is a clear error.
+#[test]
+fn kv_groups_pools_the_heads_as_transformers_does() {
+    let model = golden_dir("untied_f16");
+    let bytes = std::fs::read(model.join("kv_groups.safetensors")).unwrap();
+    let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let data = |k: &str| st.tensor(k).unwrap().data().to_vec();
+    let ids: Vec<i64> =
+        data("tokens").chunks(8).map(|b| i64::from_le_bytes(b.try_into().unwrap())).collect();
+    // logits_0: 2 groups (tools/golden/make_gqa_golden.py).
+    let want: Vec<f32> =
+        data("logits_0").chunks(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+    let tokens = ids.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+    let m = model.to_str().unwrap();
+    for backend in backends() {
+        let args = [
+            "logits",
+            "--model",
+            m,
+            "--weights",
+            "f32",
+            "--kv-groups",
+            "2",
+            "--tokens",
+            &tokens,
+            "--backend",
+            backend,
+        ];
+        let out = decode_lab(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let got: Vec<f32> = json["logits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|row| row.as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32))
+            .collect();
+        assert_eq!(got.len(), want.len());
+        let err = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).fold(0.0, f32::max)
+            / want.iter().fold(0.0f32, |m, w| m.max(w.abs()));
+        assert!(err <= 1e-4, "{backend}: rel err {err}");
+    }
+    let out = decode_lab(&[
+        "logits",
+        "--model",
+        m,
+        "--kv-groups",
+        "3",
+        "--tokens",
+        "1",
+        "--backend",
+        "cpu",
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("must divide the model's 4 heads"));
+}

@@ -150,6 +150,8 @@ controls! {
         "tokens the cache holds at most (past the model's context: the whole context)";
     KvSinks: "kv_sinks", "Sinks", whole(0.0, 1000.0, 4.0), Drives::Lesson,
         "the first tokens the sinks policy always keeps (within the budget)";
+    KvGroups: "kv_groups", "K/V head groups", whole(0.0, 1000.0, 0.0), Drives::Lesson,
+        "pool the model's K/V heads into this many groups (grouped-query attention; 1 = multi-query); 0 = the model's own heads";
     QueryHeads: "q_heads", "Query heads", whole(1.0, 1000.0, 64.0), Drives::Lesson,
         "attention heads that ask queries; with grouped-query attention several share one K/V head";
     LensPosition: "position", "Position", whole(0.0, 100000.0, 0.0), Drives::Lesson,

@@ -140,8 +140,8 @@ widgets! {
     KvBudget: "kv-budget", "The KV cache under a memory budget",
         model: true,
         presets: [(MaxTokens, Number(48.0)), (Temperature, Number(0.0)), (KvLayers, Number(80.0)), (KvHeads, Number(8.0)), (Context, Number(131072.0)), (HeldOutTokens, Number(600.0))],
-        shows: These(&[Prompt, KvPolicy, KvBudget, KvSinks, MaxTokens, Temperature, Seed, HeldOutTokens, KvLayers, QueryHeads, KvHeads, HeadSize, KvBytes, Context]),
-        lesson: "Give the cache a budget and choose what it keeps: the most recent tokens, the first few as attention sinks and the most recent, or the tokens that received the most attention. Generate to watch tokens leave, step by step, against the full cache fed the same tokens; measure what each policy costs on a passage the model never saw; price a cache with fewer K/V heads.";
+        shows: These(&[Prompt, KvPolicy, KvBudget, KvSinks, KvGroups, MaxTokens, Temperature, Seed, HeldOutTokens, KvLayers, QueryHeads, KvHeads, HeadSize, KvBytes, Context]),
+        lesson: "Give the cache a budget and choose what it keeps: the most recent tokens, the first few as attention sinks and the most recent, or the tokens that received the most attention. Share K/V heads among query heads (pooled from the model's own). Generate to watch tokens leave, step by step, against the full cache fed the same tokens; measure what each policy and each number of K/V heads costs on a passage the model never saw; price a cache with fewer K/V heads.";
     LogitLens: "logit-lens", "The logit lens: when does the answer form?",
         model: true,
         presets: [],

@@ -1,8 +1,10 @@
-//! What a KV cache policy costs in quality (issue 34): over a held-out text,
-//! the next-token distribution of a cache under each policy against the
-//! full cache, fed the same tokens, position by position — bits per byte of
-//! the text, mean KL(full ‖ policy) and how often both pick the same top
-//! token. The CLI's `kv-quality` and the `kv-budget` widget both read it.
+//! What a smaller KV cache costs in quality (issue 34): over a held-out
+//! text, the next-token distribution of each variant — a cache under a
+//! policy, or the model with its K/V heads grouped — against the full cache
+//! of the model as loaded, fed the same tokens, position by position: bits
+//! per byte of the text, mean KL(full ‖ variant) and how often both pick the
+//! same top token. The CLI's `kv-quality` and the `kv-budget` widget both
+//! read it.
 //!
 //! The text is scored in the windows `quality::windows` cuts (a context at
 //! most, advancing by half of one), each from an empty cache: a policy's
@@ -10,7 +12,6 @@
 //! that length.
 
 use crate::error::Result;
-use crate::kv_policy::KvPolicy;
 use crate::quality::{windows, Drift, DriftAcc};
 use crate::{Session, Wanted};
 
@@ -22,39 +23,40 @@ pub struct Progress {
     pub total: usize,
 }
 
-/// Scores each of `policies` against the full cache over `tokens`.
-/// `open(policy)` gives an empty session under that policy; `bytes_of` is a
-/// token's length in bytes. `progress` is told after every run and stops
-/// the measurement by returning false: the figures then cover the windows
-/// finished. One [`Drift`] per policy, in order (its `reference_…` figures
-/// are the full cache's).
+/// Scores `n_variants` variants against the reference over `tokens`.
+/// `open(None)` gives an empty session of the reference (the full cache),
+/// `open(Some(i))` one of variant `i`; `bytes_of` is a token's length in
+/// bytes. `progress` is told after every run and stops the measurement by
+/// returning false: the figures then cover the windows finished. One
+/// [`Drift`] per variant, in order (its `reference_…` figures are the full
+/// cache's).
 pub async fn measure(
-    open: impl Fn(KvPolicy) -> Result<Session>,
+    open: impl Fn(Option<usize>) -> Result<Session>,
+    n_variants: usize,
     tokens: &[u32],
-    policies: &[KvPolicy],
     bytes_of: impl Fn(u32) -> usize,
     mut progress: impl FnMut(Progress) -> bool,
 ) -> Result<Vec<Drift>> {
     if tokens.len() < 2 {
         return Err(crate::EngineError::NoTokens);
     }
-    let full = open(KvPolicy::Full)?;
+    let full = open(None)?;
     let (n_ctx, vocab) = (full.config().n_positions, full.config().vocab_size);
     drop(full);
     let cut = windows(tokens.len(), n_ctx);
-    let total = cut.len() * (policies.len() + 1);
-    let mut accs = vec![DriftAcc::default(); policies.len()];
+    let total = cut.len() * (n_variants + 1);
+    let mut accs = vec![DriftAcc::default(); n_variants];
     let mut done = 0;
     'windows: for w in cut {
         let ids = &tokens[w.start..][..w.len];
-        let reference = open(KvPolicy::Full)?.prefill(ids, Wanted::All).await?;
+        let reference = open(None)?.prefill(ids, Wanted::All).await?;
         done += 1;
         if !progress(Progress { done, total }) {
             break;
         }
-        let mut window_accs = vec![DriftAcc::default(); policies.len()];
-        for (acc, &policy) in window_accs.iter_mut().zip(policies) {
-            let variant = open(policy)?.prefill(ids, Wanted::All).await?;
+        let mut window_accs = vec![DriftAcc::default(); n_variants];
+        for (i, acc) in window_accs.iter_mut().enumerate() {
+            let variant = open(Some(i))?.prefill(ids, Wanted::All).await?;
             // Row r predicts token r + 1 of the window; the last row has no target here.
             for r in w.scored_from..w.len - 1 {
                 let rows = r * vocab..(r + 1) * vocab;

@@ -197,10 +197,10 @@ impl Session {
     }
 
     /// Bytes of KV cache the held positions take by the formula
-    /// (`2 · n_layer · pos · n_embd · 4`); [`kv_bytes`](Self::kv_bytes) reads the cache itself.
+    /// (`2 · n_layer · pos · kv_dim · 4`, kv_dim = n_kv_head · head_size); [`kv_bytes`](Self::kv_bytes) reads the cache itself.
     pub fn kv_bytes_by_formula(&self) -> usize {
         let c = self.config();
-        2 * c.n_layer * self.pos() * c.n_embd * 4
+        2 * c.n_layer * self.pos() * c.kv_dim() * 4
     }
 
     /// The KV cache's bytes read from the cache itself: the rows held and
@@ -244,7 +244,7 @@ impl Session {
         let c = self.config();
         let kv = crate::cost::kv_cache_bytes(
             c.n_layer as f64,
-            c.n_head as f64,
+            c.n_kv_head as f64,
             c.head_size as f64,
             4.0,
             (pos + 1) as f64,

@@ -177,7 +177,12 @@ fn the_worker_tries_its_coworker_then_keeps_the_faster_way_with_the_same_logits(
     let model = model(2, false, Format::F32);
     let steps = |host: &mut Host| -> Vec<(Vec<u32>, bool)> {
         let format = model.format().name().to_string();
-        host.handle(Request::Open { id: 1, format, policy: "full".into() });
+        host.handle(Request::Open {
+            id: 1,
+            format,
+            policy: "full".into(),
+            groups: model.config.n_head,
+        });
         let prefill = Request::Prefill {
             id: 1,
             tokens: vec![5, 9, 1],
@@ -228,7 +233,12 @@ fn settling_makes_every_later_step_run_the_chosen_way() {
     coworker::install(&model, Box::new(inner)).unwrap();
     let mut host = Host::new(model.clone());
     let chosen = settle(&mut host).expect("a coworker: a choice");
-    host.handle(Request::Open { id: 1, format, policy: "full".into() });
+    host.handle(Request::Open {
+        id: 1,
+        format,
+        policy: "full".into(),
+        groups: model.config.n_head,
+    });
     let ways: Vec<bool> = (0..6)
         .map(|t| {
             let answer = host.handle(Request::Decode { id: 1, token: t }).unwrap();

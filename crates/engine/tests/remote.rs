@@ -220,8 +220,12 @@ fn an_unawaited_request_that_failed_answers_the_sessions_next_request() {
     let (model, _, _) = both();
     let mut host = Host::new(model.clone());
     let answer = |host: &mut Host, r: Request| host.handle(r).map(|a| a.reply);
-    let open =
-        |id, format: &str| Request::Open { id, format: format.to_string(), policy: "full".into() };
+    let open = |id, format: &str| Request::Open {
+        id,
+        format: format.to_string(),
+        policy: "full".into(),
+        groups: model.config.n_head,
+    };
     assert_eq!(answer(&mut host, open(1, model.format().name())), None);
     // A format the worker does not know: the session's first request says so.
     assert_eq!(answer(&mut host, open(2, "int3")), None);

@@ -1,5 +1,6 @@
-//! Generating under the budget: the chosen policy's cache and a full cache
-//! on this page's engine, fed the same tokens (drawn from the budgeted
+//! Generating under the budget: the chosen policy's cache (on the model with
+//! its K/V heads in `kv_groups` groups, when set) and a full cache of the
+//! model as loaded on this page's engine, fed the same tokens (drawn from the budgeted
 //! model's distribution with the page's settings and seed). After each step
 //! the held slots are read from the engine that holds them, and the two
 //! next-token distributions are compared: KL(full ‖ budgeted) and whether
@@ -59,6 +60,7 @@ pub async fn generate(
     d: Driver,
     sinks: Sinks,
     policy: KvPolicy,
+    groups: usize,
     steps: usize,
 ) -> Result<(), String> {
     sinks.steps.set(Vec::new());
@@ -72,9 +74,9 @@ pub async fn generate(
         steps.clamp(1, room),
         &format!("the context's room after the prompt, 1–{room} tokens"),
     );
-    let (budgeted, full, tokenizer) =
-        d.lab.with_value(|l| (l.session(), l.session(), l.tokenizer.clone()));
-    let budgeted = budgeted?.with_kv_policy(policy).map_err(err)?;
+    let engine = super::engines::grouped(d, groups).await?;
+    let (full, tokenizer) = d.lab.with_value(|l| (l.session(), l.tokenizer.clone()));
+    let budgeted = engine.session().and_then(|s| s.with_kv_policy(policy)).map_err(err)?;
     let mut full = full?;
     let texts: Vec<String> =
         ids.iter().map(|&t| tokenizer.decode(&[t]).unwrap_or_default()).collect();
@@ -162,7 +164,7 @@ pub fn Strip(sinks: Sinks) -> impl IntoView {
         });
         let kept = row.held.len();
         Some(view! {
-            <p class="readout" data-testid="kv-held" data-kept=kept.to_string()>{format!(
+            <p class="readout" data-testid="kv-held" data-kept=kept.to_string() data-bytes=row.bytes.to_string()>{format!(
                 "Step {} of {}: the cache holds {kept} tokens ({} bytes); struck-out tokens were evicted.",
                 step + 1,
                 sinks.steps.with(Vec::len),

@@ -1,14 +1,16 @@
-//! Every policy over budgets, measured on the held-out passage the model
-//! ships (the bundled model's Macbeth; a model without one is told so):
-//! bits per byte, mean KL(full ‖ policy) and same top-1 against the full
-//! cache fed the same tokens (`engine::kv_quality`), for budgets 8, 16, 32,
-//! … up to the model's context. Progress per run; Stop keeps the windows
+//! Every policy over budgets, and every number of K/V head groups, measured
+//! on the held-out passage the model ships (the bundled model's Macbeth; a
+//! model without one is told so): bits per byte, mean KL(full ‖ variant) and
+//! same top-1 against the full cache of the model as loaded, fed the same
+//! tokens (`engine::kv_quality`), for budgets 8, 16, 32, … up to the model's
+//! context and G = n_head … 1. Progress per run; Stop keeps the windows
 //! finished.
 
 use engine::kv_quality::{measure as score, Progress as Done};
 use engine::quality::Drift;
 use leptos::prelude::*;
 
+use super::engines::{divisors, grouped as grouped_engine};
 use super::policy;
 use crate::driver::Driver;
 use crate::model_files::HELDOUT_FILE;
@@ -26,9 +28,18 @@ pub struct Point {
     pub drift: Drift,
 }
 
+/// What one scored run is: a policy at a budget, or G K/V groups (full cache).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Case {
+    Policy(&'static str, usize),
+    Groups(usize),
+}
+
 #[derive(Clone, Copy)]
 pub struct Sinks {
     pub points: RwSignal<Vec<Point>>,
+    /// (G, its drift) for G = n_head … 1.
+    pub groups: RwSignal<Vec<(usize, Drift)>>,
     pub progress: RwSignal<Progress>,
     /// The passage as scored (tokens, bytes), or why there is none.
     pub heldout: RwSignal<Option<Result<(usize, usize), String>>>,
@@ -38,6 +49,7 @@ impl Sinks {
     pub fn new() -> Sinks {
         Sinks {
             points: RwSignal::new(Vec::new()),
+            groups: RwSignal::new(Vec::new()),
             progress: RwSignal::new(Progress::default()),
             heldout: RwSignal::new(None),
         }
@@ -68,6 +80,7 @@ async fn passage(d: Driver) -> Result<String, String> {
 /// passage (0: all of it).
 pub async fn measure(d: Driver, sinks: Sinks, n_sinks: usize, limit: usize) -> Result<(), String> {
     sinks.points.set(Vec::new());
+    sinks.groups.set(Vec::new());
     sinks.heldout.set(None);
     let text = match passage(d).await {
         Ok(text) => text,
@@ -76,8 +89,9 @@ pub async fn measure(d: Driver, sinks: Sinks, n_sinks: usize, limit: usize) -> R
             return Ok(());
         }
     };
-    let (tokenizer, n_positions) =
-        d.lab.with_value(|l| (l.tokenizer.clone(), l.model.config.n_positions));
+    let (tokenizer, n_positions, n_head) = d
+        .lab
+        .with_value(|l| (l.tokenizer.clone(), l.model.config.n_positions, l.model.config.n_head));
     let mut tokens = tokenizer.encode(&text).map_err(|e| e.to_string())?;
     if limit > 0 {
         tokens.truncate(limit);
@@ -88,14 +102,25 @@ pub async fn measure(d: Driver, sinks: Sinks, n_sinks: usize, limit: usize) -> R
     }
     let bytes = tokenizer.decode(&tokens).map_err(|e| e.to_string())?.len();
     sinks.heldout.set(Some(Ok((tokens.len(), bytes))));
-    let cases: Vec<(&'static str, usize)> = budgets(n_positions)
+    let mut cases: Vec<Case> = budgets(n_positions)
         .into_iter()
-        .flat_map(|b| KINDS.iter().map(move |&(kind, _)| (kind, b)))
+        .flat_map(|b| KINDS.iter().map(move |&(kind, _)| Case::Policy(kind, b)))
         .collect();
-    let policies: Vec<_> = cases.iter().map(|&(kind, b)| policy(kind, b, n_sinks)).collect();
-    let open = |p| {
-        let session = d.lab.with_value(|l| l.session()).map_err(engine::EngineError::Setting)?;
-        session.with_kv_policy(p)
+    let n_policies = cases.len();
+    let mut grouped = Vec::new();
+    for g in divisors(n_head) {
+        let what = format!("pooling the K/V heads into {g} groups");
+        sinks.progress.set(Progress { what, done: 0, total: 1 });
+        grouped.push(grouped_engine(d, g).await?);
+        cases.push(Case::Groups(g));
+    }
+    let engine = d.lab.with_value(|l| l.engine());
+    let open = |i: Option<usize>| match i {
+        None => engine.session(),
+        Some(i) => match cases[i] {
+            Case::Policy(kind, b) => engine.session()?.with_kv_policy(policy(kind, b, n_sinks)),
+            Case::Groups(_) => grouped[i - n_policies].session(),
+        },
     };
     let progress = |p: Done| {
         sinks.progress.set(Progress {
@@ -107,10 +132,17 @@ pub async fn measure(d: Driver, sinks: Sinks, n_sinks: usize, limit: usize) -> R
     };
     let bytes_of = |t| tokenizer.token_bytes(t);
     let drifts =
-        score(open, &tokens, &policies, bytes_of, progress).await.map_err(|e| e.to_string())?;
-    let points =
-        cases.iter().zip(drifts).map(|(&(kind, budget), drift)| Point { kind, budget, drift });
-    sinks.points.set(points.filter(|p| p.drift.positions > 0).collect());
+        score(open, cases.len(), &tokens, bytes_of, progress).await.map_err(|e| e.to_string())?;
+    let scored = cases.iter().zip(drifts).filter(|(_, d)| d.positions > 0);
+    let (mut points, mut groups) = (Vec::new(), Vec::new());
+    for (&case, drift) in scored {
+        match case {
+            Case::Policy(kind, budget) => points.push(Point { kind, budget, drift }),
+            Case::Groups(g) => groups.push((g, drift)),
+        }
+    }
+    sinks.points.set(points);
+    sinks.groups.set(groups);
     Ok(())
 }
 
@@ -196,6 +228,33 @@ pub fn Curves(sinks: Sinks) -> impl IntoView {
             }
         })
     };
+    let groups = move || {
+        let rows = sinks.groups.get();
+        (!rows.is_empty()).then(|| {
+            let body = rows
+                .iter()
+                .map(|(g, d)| {
+                    view! {
+                        <tr data-testid="kv-groups-row" data-groups=g.to_string()
+                            data-bits=d.bits_per_byte().to_string() data-kl=d.kl_mean.to_string()>
+                            <td>{*g}</td>
+                            <td>{format!("{:.4}", d.bits_per_byte())}</td>
+                            <td>{format!("{:.4}", d.kl_mean)}</td>
+                            <td>{format!("{:.1} %", d.same_top1 * 100.0)}</td>
+                        </tr>
+                    }
+                })
+                .collect_view();
+            view! {
+                <h3>"Fewer K/V heads: each group's K and V pooled, full cache"</h3>
+                <p class="legend">"The cache shrinks by n_head / G. Pooled from a model trained with a K/V head per query head, without the uptraining Ainslie et al. give it afterwards."</p>
+                <table class="kv-curves" data-testid="kv-groups-table">
+                    <thead><tr><th>"K/V groups G"</th><th>"Bits/byte"</th><th>"KL (nats)"</th><th>"Same top-1"</th></tr></thead>
+                    <tbody>{body}</tbody>
+                </table>
+            }
+        })
+    };
     view! {
         {about}
         <div class="chart-pair">
@@ -203,5 +262,6 @@ pub fn Curves(sinks: Sinks) -> impl IntoView {
             <div><h3>"KL from the full cache"</h3><LineChart series=kl x_label="budget (tokens)" y_label="KL (nats)" testid="kv-kl-chart"/></div>
         </div>
         {table}
+        {groups}
     }
 }

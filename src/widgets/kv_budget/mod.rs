@@ -4,10 +4,11 @@
 //! ones that received the most attention and the most recent (`heavy`,
 //! H2O) — then generate live beside a full cache fed the same tokens (a
 //! strip of which tokens are held at each step; KL and same top-1 per
-//! step), measure every policy over budgets on the held-out passage, and
-//! price a cache with grouped K/V heads.
+//! step), measure every policy over budgets and every number of K/V head
+//! groups on the held-out passage, and price a cache with grouped K/V heads.
 
 mod calculator;
+mod engines;
 mod live;
 mod measure;
 
@@ -54,7 +55,8 @@ pub fn KvBudget(driver: Driver, shown: Shown) -> impl IntoView {
     let generate = move |_| {
         let policy = chosen(d);
         let steps = c.number(Control::MaxTokens).get_untracked() as usize;
-        d.launch(move |d| live::generate(d, live, policy, steps));
+        let groups = c.number(Control::KvGroups).get_untracked() as usize;
+        d.launch(move |d| live::generate(d, live, policy, groups, steps));
     };
     let run_measure = move |_| {
         let sinks = c.number(Control::KvSinks).get_untracked() as usize;

@@ -72,7 +72,7 @@ impl CpuSession {
     /// holes from the end (`Slots::rewind`), and the cache drops the rest.
     pub(super) fn rewind_slots(&mut self, to: usize) {
         let moves = self.slots.rewind(to);
-        let e = self.config().n_embd;
+        let e = self.config().kv_dim();
         for cache in self.key_cache.iter_mut().chain(&mut self.value_cache) {
             for &(from, to) in &moves {
                 cache.copy_within(from * e..(from + 1) * e, to * e);

@@ -6,15 +6,15 @@
 
 use crate::kernels::{
     attention, attention_probs, embedding, gelu, kv_mass, kv_write, layernorm, lm_head, matmul,
-    residual_add,
+    residual_add, Heads,
 };
 use crate::model::Model;
 use crate::step::Wanted;
 
 /// One sequence's consecutive rows of a pass.
 pub struct Seq<'a> {
-    pub key_cache: &'a mut [Vec<f32>], // (n_layer) × (held, n_embd), capacity the policy's slots
-    pub value_cache: &'a mut [Vec<f32>], // (n_layer) × (held, n_embd), capacity the policy's slots
+    pub key_cache: &'a mut [Vec<f32>], // (n_layer) × (held, kv_dim), capacity the policy's slots
+    pub value_cache: &'a mut [Vec<f32>], // (n_layer) × (held, kv_dim), capacity the policy's slots
     /// Position of the sequence's first row (what its position embedding says).
     pub pos0: usize,
     /// Cache slot of the first row, and the slots held before it (row r
@@ -49,17 +49,16 @@ impl Seen {
 /// (`attention_probs`, then `kv_mass`).
 fn add_mass(
     qkv: &[f32],       // (rows, 3 * n_embd)
-    key_cache: &[f32], // (held, n_embd)
-    n_embd: usize,
-    head_size: usize,
+    key_cache: &[f32], // (held, kv_dim)
+    heads: Heads,
     keys0: usize,
     scale: f32,
     mass: &mut Vec<f32>,
 ) {
-    let rows = qkv.len() / (3 * n_embd);
-    let (n_head, n_cols) = (n_embd / head_size, keys0 + rows);
+    let rows = qkv.len() / (3 * heads.n_embd);
+    let (n_head, n_cols) = (heads.n_embd / heads.head_size, keys0 + rows);
     let mut probs = vec![0.0; n_head * rows * n_cols]; // (n_head, rows, n_cols)
-    attention_probs::run_cpu(qkv, key_cache, n_embd, head_size, keys0, scale, &mut probs);
+    attention_probs::run_cpu(qkv, key_cache, heads, keys0, scale, &mut probs);
     mass.resize(n_cols, 0.0);
     kv_mass::run_cpu(&probs, n_head, rows, mass);
 }
@@ -95,7 +94,7 @@ pub fn run(
     for (l, lw) in w.layers.iter().enumerate() {
         layernorm::run_cpu(&x, &lw.ln_1_weight, &lw.ln_1_bias, c.layer_norm_epsilon, &mut xb);
         matmul::run_cpu(&xb, &lw.c_attn_weight, &lw.c_attn_bias, &mut qkv);
-        let scale = c.attn_scale(l);
+        let (scale, heads) = (c.attn_scale(l), c.heads());
         let mut row0 = 0;
         for s in seqs.iter_mut() {
             let (q, yr) =
@@ -104,18 +103,18 @@ pub fn run(
             // The cache holds exactly the rows written: its length is the
             // bytes in use (within the capacity reserved at open: no allocation).
             // Appended rows grow it; a newcomer in an evicted token's slot does not.
-            let held = kc.len().max((s.slot0 + s.rows) * e);
+            let held = kc.len().max((s.slot0 + s.rows) * heads.kv_dim());
             kc.resize(held, 0.0);
             vc.resize(held, 0.0);
-            kv_write::run_cpu(q, e, s.slot0, kc, vc);
-            attention::run_cpu(q, kc, vc, e, c.head_size, s.keys0, scale, yr);
+            kv_write::run_cpu(q, heads, s.slot0, kc, vc);
+            attention::run_cpu(q, kc, vc, heads, s.keys0, scale, yr);
             if let Some(mass) = &mut s.mass {
-                add_mass(q, kc, e, c.head_size, s.keys0, scale, mass);
+                add_mass(q, kc, heads, s.keys0, scale, mass);
             }
             if let Some(all) = &mut seen.attention {
                 let from = all.len(); // (n_head, rows, keys0 + rows) more
                 all.resize(from + c.n_head * s.rows * (s.keys0 + s.rows), 0.0);
-                attention_probs::run_cpu(q, kc, e, c.head_size, s.keys0, scale, &mut all[from..]);
+                attention_probs::run_cpu(q, kc, heads, s.keys0, scale, &mut all[from..]);
             }
             row0 += s.rows;
         }

@@ -73,7 +73,7 @@ fn lane_sums(words: &[u32]) -> [u32; 16] {
 /// One layer's empty cache with room for the whole context, reserved up
 /// front so that decoding never allocates.
 fn empty_cache(c: &Config) -> Vec<Vec<f32>> {
-    (0..c.n_layer).map(|_| Vec::with_capacity(c.n_positions * c.n_embd)).collect()
+    (0..c.n_layer).map(|_| Vec::with_capacity(c.n_positions * c.kv_dim())).collect()
 }
 
 /// A copy keeps the whole context reserved (`Vec::clone` would reserve only
@@ -122,7 +122,7 @@ impl CpuSession {
     /// token): its cache reserves the budget's rows, not the whole context's.
     pub fn with_policy(mut self, policy: KvPolicy) -> CpuSession {
         self.slots = Slots::new(policy);
-        let rows = self.slots.capacity(self.config().n_positions) * self.config().n_embd;
+        let rows = self.slots.capacity(self.config().n_positions) * self.config().kv_dim();
         for cache in self.key_cache.iter_mut().chain(&mut self.value_cache) {
             *cache = Vec::with_capacity(rows);
         }
@@ -286,7 +286,7 @@ impl CpuSession {
 
     /// `src`'s cache rows and position (same model): the bytes copied.
     fn take_rows(&mut self, src: &CpuSession) -> u64 {
-        let n = src.slots.held().len() * self.config().n_embd;
+        let n = src.slots.held().len() * self.config().kv_dim();
         self.slots.clone_from(&src.slots);
         self.mass.clone_from(&src.mass);
         let pairs = self.key_cache.iter_mut().zip(&src.key_cache);

@@ -178,7 +178,7 @@ impl GpuSession {
             return;
         }
         let ctx = self.model().ctx.clone();
-        let row = (self.config().n_embd * 4) as u64;
+        let row = (self.config().kv_dim() * 4) as u64;
         let caches = self.caches();
         let mut rows: Vec<(&wgpu::Buffer, u64)> =
             caches.key_cache.iter().chain(caches.value_cache).map(|b| (b, row)).collect();

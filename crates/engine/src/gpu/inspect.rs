@@ -48,7 +48,7 @@ pub async fn attention(
         head_size: c.head_size as u32,
         scale: 0.0,
         n_cols: n_cols as u32,
-        _pad0: 0,
+        group: c.heads().group as u32,
         _pad1: 0,
     };
     for (l, keys) in key_cache.iter().enumerate() {

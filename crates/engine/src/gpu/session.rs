@@ -70,7 +70,7 @@ impl GpuSession {
         let ctx = &gpu.ctx;
         let slots = Slots::new(policy);
         let capacity = slots.capacity(c.n_positions);
-        let cache_bytes = (capacity * c.n_embd * 4) as u64;
+        let cache_bytes = (capacity * c.kv_dim() * 4) as u64;
         ctx.check_binding("one layer's KV cache", cache_bytes)?;
         let row_bytes = (c.vocab_size * 4) as u64;
         ctx.check_binding("one row of logits", row_bytes)?;
@@ -175,7 +175,7 @@ impl GpuSession {
                     .into(),
             ));
         }
-        let bytes = (src.slots.held().len() * self.config().n_embd * 4) as u64;
+        let bytes = (src.slots.held().len() * self.config().kv_dim() * 4) as u64;
         if bytes > 0 {
             let ctx = &self.gpu.ctx;
             let mut enc = ctx.device.create_command_encoder(&Default::default());

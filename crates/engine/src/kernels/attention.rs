@@ -3,7 +3,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::cost::{floats, invocations, rounds};
-use super::{At, Cost, Kernel, Launch, WG};
+use super::{At, Cost, Heads, Kernel, Launch, WG};
 use crate::storage::format::Format;
 
 /// Largest head the shader holds in workgroup memory.
@@ -20,33 +20,37 @@ pub struct Params {
     pub scale: f32,
     /// First row of `qkv` and `y` the dispatch works on (a batch's sequence).
     pub row0: u32,
-    pub _pad1: u32,
+    /// Query heads per K/V head.
+    pub group: u32,
     pub _pad2: u32,
 }
 
-/// y[row, head] = softmax over j ≤ keys0 + row of (q · k_j · scale), applied to v_j.
+/// y[row, head] = softmax over j ≤ keys0 + row of (q · k_j · scale), applied to v_j
+/// (k and v of the head's K/V head: `heads.kv0`).
 /// The shader's `row0` is the caller's slicing here: pass rows `row0..` of `qkv` and `y`.
 #[allow(clippy::too_many_arguments)] // mirrors the shader's bindings one to one
 pub fn run_cpu(
     qkv: &[f32],         // (n_rows, 3 * n_embd)
-    key_cache: &[f32],   // (n_positions, n_embd)
-    value_cache: &[f32], // (n_positions, n_embd)
-    n_embd: usize,
-    head_size: usize,
+    key_cache: &[f32],   // (n_positions, kv_dim)
+    value_cache: &[f32], // (n_positions, kv_dim)
+    heads: Heads,
     keys0: usize,
     scale: f32,
     y: &mut [f32], // (n_rows, n_embd)
 ) {
+    let Heads { n_embd, head_size, .. } = heads;
+    let kv_dim = heads.kv_dim();
     let mut att = Vec::new(); // (n_keys) scores, then weights
     for (row, r) in qkv.chunks_exact(3 * n_embd).enumerate() {
         let n_keys = keys0 + row + 1;
-        for h0 in (0..n_embd).step_by(head_size) {
+        for (h, h0) in (0..n_embd).step_by(head_size).enumerate() {
             let q = &r[h0..h0 + head_size];
-            let sum = weights(q, key_cache, n_embd, h0, n_keys, scale, &mut att);
+            let k0 = heads.kv0(h);
+            let sum = weights(q, key_cache, kv_dim, k0, n_keys, scale, &mut att);
             let out = &mut y[row * n_embd + h0..][..head_size];
             out.fill(0.0);
             for (j, a) in att.iter().enumerate() {
-                let v = &value_cache[j * n_embd + h0..][..head_size];
+                let v = &value_cache[j * kv_dim + k0..][..head_size];
                 for (o, vv) in out.iter_mut().zip(v) {
                     *o += a / sum * vv;
                 }
@@ -56,14 +60,15 @@ pub fn run_cpu(
 }
 
 /// One query's unnormalised softmax weights `exp(q · k_j · scale − max)` over
-/// keys `0..n_keys` of the head starting at column `h0`, into `att`; returns
+/// keys `0..n_keys` of the K/V head starting at column `k0` of cache rows of
+/// `kv_dim`, into `att`; returns
 /// their sum (the weights are `att[j] / sum`). Shared with `attention_probs`,
 /// so the weights a view shows are the ones the pass used.
 pub fn weights(
     q: &[f32],         // (head_size) one row's query of this head
-    key_cache: &[f32], // (n_positions, n_embd)
-    n_embd: usize,
-    h0: usize,
+    key_cache: &[f32], // (n_positions, kv_dim)
+    kv_dim: usize,
+    k0: usize,
     n_keys: usize,
     scale: f32,
     att: &mut Vec<f32>, // (n_keys) out
@@ -71,7 +76,7 @@ pub fn weights(
     let head_size = q.len();
     att.clear();
     att.extend((0..n_keys).map(|j| {
-        let k = &key_cache[j * n_embd + h0..][..head_size];
+        let k = &key_cache[j * kv_dim + k0..][..head_size];
         q.iter().zip(k).map(|(a, b)| a * b).sum::<f32>() * scale
     }));
     // Subtract the max so exp() cannot overflow; `libm`'s exp, the same bits
@@ -109,7 +114,7 @@ impl Launch for Shape {
             head_size: c.head_size as u32,
             scale: self.scale,
             row0: at.row0,
-            _pad1: 0,
+            group: c.heads().group as u32,
             _pad2: 0,
         }
     }
@@ -125,7 +130,7 @@ impl Launch for Shape {
     fn cost(&self, p: &Params, _: Format) -> Cost {
         let (hs, e) = (u64::from(p.head_size), u64::from(p.n_embd));
         let n_keys = u64::from(p.keys0 + p.n_rows);
-        let kv = floats(2 * n_keys * e);
+        let kv = floats(2 * n_keys * e / u64::from(p.group.max(1)));
         Cost {
             invocations: invocations(workgroups(p), WG),
             chain: rounds(hs, u64::from(WG)) + n_keys.div_ceil(u64::from(WG)) * hs + n_keys,

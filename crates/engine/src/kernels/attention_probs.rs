@@ -4,7 +4,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::cost::{floats, invocations, rounds};
-use super::{attention, At, Cost, Kernel, Launch, WG};
+use super::{attention, At, Cost, Heads, Kernel, Launch, WG};
 use crate::storage::format::Format;
 
 /// Mirror of the WGSL `Params`.
@@ -17,7 +17,8 @@ pub struct Params {
     pub head_size: u32,
     pub scale: f32,
     pub n_cols: u32,
-    pub _pad0: u32,
+    /// Query heads per K/V head.
+    pub group: u32,
     pub _pad1: u32,
 }
 
@@ -25,13 +26,13 @@ pub struct Params {
 #[allow(clippy::too_many_arguments)] // mirrors the shader's bindings one to one
 pub fn run_cpu(
     qkv: &[f32],       // (n_rows, 3 * n_embd)
-    key_cache: &[f32], // (n_positions, n_embd)
-    n_embd: usize,
-    head_size: usize,
+    key_cache: &[f32], // (n_positions, kv_dim)
+    heads: Heads,
     keys0: usize,
     scale: f32,
     probs: &mut [f32], // (n_head, n_rows, keys0 + n_rows)
 ) {
+    let Heads { n_embd, head_size, .. } = heads;
     let n_rows = qkv.len() / (3 * n_embd);
     let n_cols = keys0 + n_rows;
     let mut att = Vec::new(); // (n_keys) weights
@@ -39,7 +40,8 @@ pub fn run_cpu(
         let n_keys = keys0 + row + 1;
         for (head, h0) in (0..n_embd).step_by(head_size).enumerate() {
             let q = &r[h0..h0 + head_size];
-            let sum = attention::weights(q, key_cache, n_embd, h0, n_keys, scale, &mut att);
+            let (kv_dim, k0) = (heads.kv_dim(), heads.kv0(head));
+            let sum = attention::weights(q, key_cache, kv_dim, k0, n_keys, scale, &mut att);
             let out = &mut probs[(head * n_rows + row) * n_cols..][..n_cols];
             for (o, a) in out.iter_mut().zip(att.iter().chain(std::iter::repeat(&0.0))) {
                 *o = a / sum;
@@ -72,7 +74,7 @@ impl Launch for Shape {
             head_size: c.head_size as u32,
             scale: self.scale,
             n_cols: at.keys0 + at.n_rows,
-            _pad0: 0,
+            group: c.heads().group as u32,
             _pad1: 0,
         }
     }
@@ -88,7 +90,7 @@ impl Launch for Shape {
         let (hs, e) = (u64::from(p.head_size), u64::from(p.n_embd));
         let n_keys = u64::from(p.n_cols);
         let per_thread = n_keys.div_ceil(u64::from(WG));
-        let kv = floats(n_keys * e);
+        let kv = floats(n_keys * e / u64::from(p.group.max(1)));
         Cost {
             invocations: invocations(workgroups(p), WG),
             chain: rounds(hs, u64::from(WG)) + per_thread * (hs + 2),

@@ -5,7 +5,7 @@ use bytemuck::{Pod, Zeroable};
 
 use super::cost::{floats, invocations, rounds};
 use super::profile::UNROLL;
-use super::{At, Cost, Kernel, Launch, WG_SPLIT};
+use super::{At, Cost, Heads, Kernel, Launch, WG_SPLIT};
 use crate::storage::format::Format;
 
 /// Keys per chunk (the shader's `override CHUNK`): two passes of
@@ -29,7 +29,8 @@ pub struct Params {
     pub head_size: u32,
     pub scale: f32,
     pub row0: u32,
-    pub _pad0: u32,
+    /// Query heads per K/V head.
+    pub group: u32,
     pub _pad1: u32,
     pub _pad2: u32,
 }
@@ -51,22 +52,22 @@ pub fn part_len(head_size: usize) -> usize {
 #[allow(clippy::too_many_arguments)] // mirrors the shader's bindings one to one
 pub fn run_cpu(
     q_row: &[f32],       // (3 * n_embd) the query's row of qkv
-    key_cache: &[f32],   // (n_positions, n_embd)
-    value_cache: &[f32], // (n_positions, n_embd)
-    n_embd: usize,
-    head_size: usize,
+    key_cache: &[f32],   // (n_positions, kv_dim)
+    value_cache: &[f32], // (n_positions, kv_dim)
+    heads: Heads,
     keys0: usize,
     scale: f32,
     parts: &mut [f32], // (chunks, n_head, 2 + head_size)
 ) {
-    let (n_head, chunk) = (n_embd / head_size, CHUNK as usize);
+    let Heads { n_embd, head_size, .. } = heads;
+    let (n_head, chunk, kv_dim) = (n_embd / head_size, CHUNK as usize, heads.kv_dim());
     for c in 0..chunks(keys0) {
         let keys = c * chunk..((c + 1) * chunk).min(keys0 + 1);
         for h in 0..n_head {
-            let h0 = h * head_size;
+            let (h0, k0) = (h * head_size, heads.kv0(h));
             let q: Vec<f32> = q_row[h0..h0 + head_size].iter().map(|v| v * scale).collect();
             let score = |j: usize| -> f32 {
-                let k = &key_cache[j * n_embd + h0..][..head_size];
+                let k = &key_cache[j * kv_dim + k0..][..head_size];
                 q.iter().zip(k).map(|(a, b)| a * b).sum()
             };
             let scores: Vec<f32> = keys.clone().map(score).collect();
@@ -77,7 +78,7 @@ pub fn run_cpu(
             for (j, s) in keys.clone().zip(&scores) {
                 let e = libm::expf(s - m);
                 out[1] += e;
-                let v = &value_cache[j * n_embd + h0..][..head_size];
+                let v = &value_cache[j * kv_dim + k0..][..head_size];
                 for (o, vv) in out[2..].iter_mut().zip(v) {
                     *o += e * vv;
                 }
@@ -105,7 +106,7 @@ impl Launch for Shape {
             head_size: c.head_size as u32,
             scale: self.scale,
             row0: at.row0,
-            _pad0: 0,
+            group: c.heads().group as u32,
             _pad1: 0,
             _pad2: 0,
         }
@@ -124,7 +125,7 @@ impl Launch for Shape {
         let n_keys = u64::from(p.keys0) + 1;
         let groups = u64::from(WG_SPLIT / DIM_LANES);
         let values = hs.div_ceil(u64::from(DIM_LANES)) * rounds(u64::from(CHUNK) / groups, UNROLL);
-        let kv = floats(2 * n_keys * e);
+        let kv = floats(2 * n_keys * e / u64::from(p.group.max(1)));
         Cost {
             invocations: invocations(self.workgroups(p, format), WG_SPLIT),
             chain: rounds(hs, u64::from(WG_SPLIT)) + hs.div_ceil(4 * u64::from(KEY_LANES)) + values,

@@ -3,7 +3,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::cost::{floats, invocations};
-use super::{At, Cost, Kernel, Launch, WG};
+use super::{At, Cost, Heads, Kernel, Launch, WG};
 use crate::storage::format::Format;
 
 /// Mirror of the WGSL `Params`.
@@ -15,27 +15,39 @@ pub struct Params {
     pub slot0: u32,
     /// First row of `qkv` the dispatch reads (a batch's sequence).
     pub row0: u32,
+    pub head_size: u32,
+    /// Query heads per K/V head: the cache keeps the first head of each group.
+    pub group: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
 }
 
-/// key_cache[slot0 + row] = k(row); value_cache[slot0 + row] = v(row)
+/// key_cache[slot0 + row] = k(row); value_cache[slot0 + row] = v(row): of
+/// each group of query heads, the first head's (a grouped model's heads of
+/// one group have the same K and V: their pooled weights).
 /// The shader's `row0` is the caller's slicing here: pass rows `row0..` of `qkv`.
 pub fn run_cpu(
     qkv: &[f32], // (n_rows, 3 * n_embd)
-    n_embd: usize,
+    heads: Heads,
     slot0: usize,
-    key_cache: &mut [f32],   // (n_positions, n_embd)
-    value_cache: &mut [f32], // (n_positions, n_embd)
+    key_cache: &mut [f32],   // (n_positions, kv_dim)
+    value_cache: &mut [f32], // (n_positions, kv_dim)
 ) {
+    let Heads { n_embd, head_size, group } = heads;
+    let kv_dim = heads.kv_dim();
     for (row, r) in qkv.chunks_exact(3 * n_embd).enumerate() {
-        let dst = (slot0 + row) * n_embd;
-        key_cache[dst..dst + n_embd].copy_from_slice(&r[n_embd..2 * n_embd]);
-        value_cache[dst..dst + n_embd].copy_from_slice(&r[2 * n_embd..]);
+        let dst = (slot0 + row) * kv_dim;
+        for (g, at) in (dst..dst + kv_dim).step_by(head_size).enumerate() {
+            let from = g * group * head_size;
+            key_cache[at..at + head_size].copy_from_slice(&r[n_embd + from..][..head_size]);
+            value_cache[at..at + head_size].copy_from_slice(&r[2 * n_embd + from..][..head_size]);
+        }
     }
 }
 
-/// Dispatch size: one thread per element of k (and of v).
+/// Dispatch size: one thread per cached element of k (and of v).
 pub fn workgroups(p: &Params) -> [u32; 3] {
-    super::grid_1d(p.n_rows as usize * p.n_embd as usize)
+    super::grid_1d(p.n_rows as usize * (p.n_embd / p.group.max(1)) as usize)
 }
 
 /// One dispatch: the pass's rows (a batch's sequence: its one row) into the cache.
@@ -47,11 +59,16 @@ impl Launch for Shape {
     type Params = Params;
 
     fn params(&self, at: &At) -> Params {
+        let c = at.config;
         Params {
             n_rows: at.n_rows,
-            n_embd: at.config.n_embd as u32,
+            n_embd: c.n_embd as u32,
             slot0: at.slot0,
             row0: at.row0,
+            head_size: c.head_size as u32,
+            group: c.heads().group as u32,
+            _pad0: 0,
+            _pad1: 0,
         }
     }
 
@@ -61,7 +78,7 @@ impl Launch for Shape {
 
     /// Copies: one round, reading the new keys and values (writing the cache).
     fn cost(&self, p: &Params, _: Format) -> Cost {
-        let n = u64::from(p.n_rows) * u64::from(p.n_embd);
+        let n = u64::from(p.n_rows) * u64::from(p.n_embd / p.group.max(1));
         Cost {
             invocations: invocations(workgroups(p), WG),
             chain: 1,

@@ -6,7 +6,7 @@ use bytemuck::{Pod, Zeroable};
 use super::cost::{floats, invocations, matrix_bytes, neighbouring, rounds};
 use super::layernorm::{norm_rounds, stats_rounds};
 use super::{kv_write, layernorm, matmul};
-use super::{At, Cost, Kernel, Launch, WG};
+use super::{At, Cost, Heads, Kernel, Launch, WG};
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
 
@@ -21,7 +21,12 @@ pub struct Params {
     pub n_embd: u32,
     pub slot: u32,
     pub eps: f32,
-    pub _pad: u32,
+    /// Query heads per K/V head: the cache keeps the first head of each group.
+    pub group: u32,
+    pub head_size: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub _pad2: u32,
 }
 
 /// The normalised row `layernorm(x) · weight + bias`, the fused kernels' prologue.
@@ -40,13 +45,14 @@ pub fn run_cpu(
     eps: f32,
     w: &Matrix,   // (n_embd, 3 * n_embd) in its format
     bias: &[f32], // (3 * n_embd)
+    heads: Heads,
     slot: usize,
     qkv: &mut [f32],         // (3 * n_embd)
-    key_cache: &mut [f32],   // (n_positions, n_embd)
-    value_cache: &mut [f32], // (n_positions, n_embd)
+    key_cache: &mut [f32],   // (n_positions, kv_dim)
+    value_cache: &mut [f32], // (n_positions, kv_dim)
 ) {
     matmul::run_cpu(&normalised(x, ln_weight, ln_bias, eps), w, bias, qkv);
-    kv_write::run_cpu(qkv, x.len(), slot, key_cache, value_cache);
+    kv_write::run_cpu(qkv, heads, slot, key_cache, value_cache);
 }
 
 /// Dispatch size: one thread per column of qkv.
@@ -64,7 +70,16 @@ impl Launch for Shape {
 
     fn params(&self, at: &At) -> Params {
         let c = at.config;
-        Params { n_embd: c.n_embd as u32, slot: at.slot0, eps: c.layer_norm_epsilon, _pad: 0 }
+        Params {
+            n_embd: c.n_embd as u32,
+            slot: at.slot0,
+            eps: c.layer_norm_epsilon,
+            group: c.heads().group as u32,
+            head_size: c.head_size as u32,
+            _pad0: 0,
+            _pad1: 0,
+            _pad2: 0,
+        }
     }
 
     fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {

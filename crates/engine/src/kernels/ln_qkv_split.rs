@@ -4,7 +4,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::ln_qkv::{self, fused_cost};
-use super::{At, Cost, Kernel, Launch, Split, WG_SPLIT};
+use super::{At, Cost, Heads, Kernel, Launch, Split, WG_SPLIT};
 use crate::storage::format::Format;
 use crate::storage::matrix::Matrix;
 
@@ -17,6 +17,11 @@ pub struct Params {
     pub eps: f32,
     /// Column groups side by side ([`Split::wide`]).
     pub wide: u32,
+    /// Query heads per K/V head: the cache keeps the first head of each group.
+    pub group: u32,
+    pub head_size: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
 }
 
 /// qkv = layernorm(x) @ w + bias; key_cache[slot] = its k, value_cache[slot] =
@@ -29,12 +34,13 @@ pub fn run_cpu(
     eps: f32,
     w: &Matrix,   // (n_embd, 3 * n_embd) in its format
     bias: &[f32], // (3 * n_embd)
+    heads: Heads,
     slot: usize,
     qkv: &mut [f32],         // (3 * n_embd)
-    key_cache: &mut [f32],   // (n_positions, n_embd)
-    value_cache: &mut [f32], // (n_positions, n_embd)
+    key_cache: &mut [f32],   // (n_positions, kv_dim)
+    value_cache: &mut [f32], // (n_positions, kv_dim)
 ) {
-    ln_qkv::run_cpu(x, ln_weight, ln_bias, eps, w, bias, slot, qkv, key_cache, value_cache)
+    ln_qkv::run_cpu(x, ln_weight, ln_bias, eps, w, bias, heads, slot, qkv, key_cache, value_cache)
 }
 
 /// One dispatch, its workgroups laid out as `split` says.
@@ -50,7 +56,17 @@ impl Launch for Shape {
     fn params(&self, at: &At) -> Params {
         let c = at.config;
         let (n_embd, eps) = (c.n_embd as u32, c.layer_norm_epsilon);
-        Params { n_embd, slot: at.slot0, eps, wide: self.split.wide }
+        let (group, head_size) = (c.heads().group as u32, c.head_size as u32);
+        Params {
+            n_embd,
+            slot: at.slot0,
+            eps,
+            wide: self.split.wide,
+            group,
+            head_size,
+            _pad0: 0,
+            _pad1: 0,
+        }
     }
 
     fn workgroups(&self, p: &Params, format: Format) -> [u32; 3] {

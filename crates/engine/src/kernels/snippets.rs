@@ -1,7 +1,8 @@
 //! The WGSL a kernel is compiled from: its own file, preceded by the shared
 //! snippets it calls — the weight format's (`shaders/format_*.wgsl`: `Word`,
 //! `w_load`, `w_unpack`), `shaders/ln_stats.wgsl`, `shaders/split_k.wgsl`,
-//! `shaders/split_dot.wgsl` and the self-test's fault hook, `shaders/fault.wgsl`.
+//! `shaders/split_dot.wgsl`, `shaders/kv_slot.wgsl` and the self-test's fault
+//! hook, `shaders/fault.wgsl`.
 //! Which ones, and which pipeline constants (`override`s) the result
 //! declares, are read from the WGSL itself, so no list has to be kept in step
 //! with the shaders: a kernel needs a snippet exactly when it names one of the
@@ -17,6 +18,9 @@ const SPLIT_K: &str = include_str!("../../../../shaders/split_k.wgsl");
 
 /// The single-row split kernels' dot products (which call the kernel's `input`).
 const SPLIT_DOT: &str = include_str!("../../../../shaders/split_dot.wgsl");
+
+/// Where a decode kernel that computes qkv writes a K/V column in the cache.
+const KV_SLOT: &str = include_str!("../../../../shaders/kv_slot.wgsl");
 
 /// The self-test's fault hook every kernel stores its outputs through.
 const FAULT: &str = include_str!("../../../../shaders/fault.wgsl");
@@ -86,8 +90,8 @@ pub fn calls_format(kernel: &str) -> bool {
 /// `kernel` preceded by every snippet it needs, directly or through another
 /// snippet, with weights in `format`.
 pub fn assemble(kernel: &str, format: Format) -> String {
-    let snippets = [format.snippet(), LN_STATS, SPLIT_K, SPLIT_DOT, FAULT];
-    let mut taken = [false; 5];
+    let snippets = [format.snippet(), LN_STATS, SPLIT_K, SPLIT_DOT, KV_SLOT, FAULT];
+    let mut taken = [false; 6];
     let mut source = kernel.to_string();
     loop {
         let next = (0..snippets.len()).find(|&i| !taken[i] && needs(&source, snippets[i]));

@@ -17,6 +17,9 @@ pub struct Config {
     pub n_embd: usize,
     /// `n_embd / n_head`.
     pub head_size: usize,
+    /// Heads that keep keys and values: `n_head` (each its own), unless the
+    /// model was converted to grouped K/V heads (`Model::with_kv_groups`).
+    pub n_kv_head: usize,
     /// Width of the MLP's hidden layer (`n_inner`, default `4 * n_embd`).
     pub n_inner: usize,
     /// Rows of the position table: the longest context (`block_size`).
@@ -112,6 +115,7 @@ impl Config {
             n_head,
             n_embd,
             head_size: n_embd / n_head,
+            n_kv_head: n_head,
             n_inner,
             n_positions,
             vocab_size,
@@ -121,6 +125,20 @@ impl Config {
             scale_attn_weights: raw.scale_attn_weights.unwrap_or(true),
             scale_attn_by_inverse_layer_idx: raw.scale_attn_by_inverse_layer_idx.unwrap_or(false),
         })
+    }
+
+    /// The attention's head layout: the kernels' and the cache's.
+    pub fn heads(&self) -> crate::kernels::Heads {
+        crate::kernels::Heads {
+            n_embd: self.n_embd,
+            head_size: self.head_size,
+            group: self.n_head / self.n_kv_head,
+        }
+    }
+
+    /// The width of a cached key (or value) row: `n_kv_head · head_size`.
+    pub fn kv_dim(&self) -> usize {
+        self.n_kv_head * self.head_size
     }
 
     /// The factor attention scores of `layer` are multiplied by.

@@ -20,7 +20,7 @@ use crate::storage::format::Format;
 pub struct Host {
     model: Arc<Model>,
     /// The loaded model in other formats, made on first use.
-    variants: HashMap<Format, Arc<Model>>,
+    variants: HashMap<(Format, usize), Arc<Model>>,
     sessions: HashMap<SessionId, CpuSession>,
     /// An error met by a request nobody awaited, for the session's next awaited one.
     deferred: HashMap<SessionId, String>,
@@ -90,8 +90,8 @@ impl Host {
 
     fn run(&mut self, request: Request) -> Result<Answer> {
         match request {
-            Request::Open { id, format, policy } => {
-                let model = self.variant(&format)?;
+            Request::Open { id, format, policy, groups } => {
+                let model = self.variant(&format, groups)?;
                 let policy = crate::kv_policy::KvPolicy::parse(&policy)?;
                 self.sessions.insert(id, CpuSession::new(model).with_policy(policy));
                 Ok(Answer::bare(Reply::Logits { stats: StepStats::default() }))
@@ -172,17 +172,25 @@ impl Host {
     }
 
     /// The loaded model with its matrices in the format named `name`.
-    fn variant(&mut self, name: &str) -> Result<Arc<Model>> {
+    /// The loaded model in format `name` with its K/V heads in `groups`
+    /// groups, made as the page makes it (and kept for the next session).
+    fn variant(&mut self, name: &str, groups: usize) -> Result<Arc<Model>> {
         let format = Format::from_name(name)
             .ok_or_else(|| EngineError::Remote(format!("no weight format {name}")))?;
-        if format == self.model.format() {
+        let as_loaded = groups == self.model.config.n_kv_head;
+        if format == self.model.format() && as_loaded {
             return Ok(self.model.clone());
         }
-        if let Some(model) = self.variants.get(&format) {
+        if let Some(model) = self.variants.get(&(format, groups)) {
             return Ok(model.clone());
         }
-        let model = Arc::new(self.model.to_format(format)?);
-        self.variants.insert(format, model.clone());
+        let mut model = self.model.to_format(format)?;
+        if !as_loaded {
+            model = model.with_kv_groups(groups)?;
+            model.weights.use_cpu_layout(); // the pooled matrices as the others
+        }
+        let model = Arc::new(model);
+        self.variants.insert((format, groups), model.clone());
         Ok(model)
     }
 

@@ -90,7 +90,8 @@ impl RemoteModel {
     pub fn session_under(self: &Rc<Self>, policy: KvPolicy) -> RemoteSession {
         let id = self.fresh_id();
         let (format, policy) = (self.format.name().to_string(), policy.name());
-        self.link.send(Request::Open { id, format, policy });
+        let groups = self.config.n_kv_head;
+        self.link.send(Request::Open { id, format, policy, groups });
         RemoteSession { model: self.clone(), id, pos: 0, last: StepStats::default() }
     }
 

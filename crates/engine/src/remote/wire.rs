@@ -16,8 +16,10 @@ pub enum Request {
     /// A fresh session (empty KV cache) on the loaded model with its
     /// matrices in `format` (by name; the loaded model's own, or a variant
     /// made from it as the page makes it: the quantization lesson), its
-    /// cache keeping what `policy` keeps (by its `kv_policy` name).
-    Open { id: SessionId, format: String, policy: String },
+    /// cache keeping what `policy` keeps (by its `kv_policy` name), its K/V
+    /// heads pooled into `groups` groups (`Model::with_kv_groups`; the
+    /// model's head count: as loaded).
+    Open { id: SessionId, format: String, policy: String, groups: usize },
     /// `tokens` in one pass from the session's position.
     Prefill { id: SessionId, tokens: Vec<u32>, wanted: Wanted, look: Look },
     /// One token through the cached context.

@@ -284,23 +284,40 @@ fn matmul_cases(format: Format, kernel: Kernel, split: Split) -> Vec<Case> {
 
 fn kv_write_cases() -> Vec<Case> {
     let mut out = Vec::new();
-    for &(n_rows, n_embd, pos0) in &[(1, 1, 0), (5, 63, 2), (17, 65, 40), (3, 1757, 1)] {
-        let n_positions = 64;
+    // (n_rows, n_head, head_size, group, slot0): n_embd 1, 63 (one K/V head
+    // for 3), 65, 1757 (one for 7), 64 in K/V heads of 2.
+    let shapes = [
+        (1, 1, 1, 1, 0),
+        (5, 3, 21, 3, 2),
+        (17, 5, 13, 1, 40),
+        (3, 7, 251, 7, 1),
+        (4, 4, 16, 2, 9),
+    ];
+    for (n_rows, n_head, hs, group, slot0) in shapes {
+        let (n_positions, n_embd) = (64, n_head * hs);
+        let heads = Heads { n_embd, head_size: hs, group };
+        let kv_dim = heads.kv_dim();
         let qkv = random(n_rows * 3 * n_embd, 90);
-        // Rows outside [pos0, pos0 + n_rows) must survive untouched.
-        let (mut kc, mut vc) = (random(n_positions * n_embd, 91), random(n_positions * n_embd, 92));
+        // Rows outside [slot0, slot0 + n_rows) must survive untouched.
+        let (mut kc, mut vc) = (random(n_positions * kv_dim, 91), random(n_positions * kv_dim, 92));
         let (k0, v0) = (kc.clone(), vc.clone());
-        kv_write::run_cpu(&qkv, n_embd, pos0, &mut kc, &mut vc);
+        kv_write::run_cpu(&qkv, heads, slot0, &mut kc, &mut vc);
         let p = kv_write::Params {
             n_rows: n_rows as u32,
             n_embd: n_embd as u32,
-            slot0: pos0 as u32,
+            slot0: slot0 as u32,
             row0: 0,
+            head_size: hs as u32,
+            group: group as u32,
+            _pad0: 0,
+            _pad1: 0,
         };
         out.push(Case {
             kernel: Kernel::KvWrite,
             format: Format::F32,
-            shape: format!("{n_rows} rows of {n_embd} at {pos0}"),
+            shape: format!(
+                "{n_rows} rows, {n_head} heads of {hs} in groups of {group}, at {slot0}"
+            ),
             params: params(&p),
             buffers: vec![bytes(&qkv), bytes(&k0), bytes(&v0)],
             scales: None,
@@ -312,43 +329,49 @@ fn kv_write_cases() -> Vec<Case> {
     out
 }
 
-/// (n_rows, n_head, head_size, keys0): single key, one tile, tile edges, three tiles,
-/// head sizes of 1, 63, 65 (two dims per thread) and the maximum 256.
-const ATTENTION_SHAPES: [(usize, usize, usize, usize); 7] = [
-    (1, 1, 1, 0),
-    (1, 3, 16, 62),
-    (2, 2, 63, 63),
-    (17, 1, 65, 0),
-    (1, 2, 64, 129),
-    (9, 3, 7, 57),
-    (3, 1, 256, 61),
+/// (n_rows, n_head, head_size, keys0, group): single key, one tile, tile
+/// edges, three tiles, head sizes of 1, 63, 65 (two dims per thread) and the
+/// maximum 256; one K/V head for 3 query heads (MQA), K/V heads of 2 (GQA).
+const ATTENTION_SHAPES: [(usize, usize, usize, usize, usize); 8] = [
+    (1, 1, 1, 0, 1),
+    (1, 3, 16, 62, 3),
+    (2, 2, 63, 63, 2),
+    (17, 1, 65, 0, 1),
+    (1, 2, 64, 129, 1),
+    (9, 3, 7, 57, 1),
+    (3, 1, 256, 61, 1),
+    (5, 4, 16, 40, 2),
 ];
 
 /// Seeded inputs of attention case `i`: (qkv, key cache, value cache, scale),
-/// the pass's own keys and values already in the caches, as in the forward pass.
+/// the pass's own keys and values already in the caches, as in the forward
+/// pass; one K/V head per `group` query heads.
 pub(super) fn attention_inputs(
     i: usize,
     (n_rows, n_head, hs, keys0): (usize, usize, usize, usize),
+    group: usize,
 ) -> (Vec<f32>, Vec<f32>, Vec<f32>, f32) {
     let n_embd = n_head * hs;
+    let kv_dim = n_embd / group;
     let n_positions = keys0 + n_rows + 3;
     let qkv: Vec<f32> =
         random(n_rows * 3 * n_embd, 100 + i as u64).iter().map(|v| v * 2.0).collect();
     let mut kc: Vec<f32> =
-        random(n_positions * n_embd, 110 + i as u64).iter().map(|v| v * 2.0).collect();
-    let mut vc = random(n_positions * n_embd, 120 + i as u64);
-    kv_write::run_cpu(&qkv, n_embd, keys0, &mut kc, &mut vc);
+        random(n_positions * kv_dim, 110 + i as u64).iter().map(|v| v * 2.0).collect();
+    let mut vc = random(n_positions * kv_dim, 120 + i as u64);
+    kv_write::run_cpu(&qkv, Heads { n_embd, head_size: hs, group }, keys0, &mut kc, &mut vc);
     (qkv, kc, vc, 1.0 / (hs as f32).sqrt())
 }
 
 fn attention_probs_cases() -> Vec<Case> {
     let mut out = Vec::new();
-    for (i, &(n_rows, n_head, hs, keys0)) in ATTENTION_SHAPES.iter().enumerate() {
+    for (i, &(n_rows, n_head, hs, keys0, group)) in ATTENTION_SHAPES.iter().enumerate() {
         let n_embd = n_head * hs;
-        let (qkv, kc, _, scale) = attention_inputs(i, (n_rows, n_head, hs, keys0));
+        let (qkv, kc, _, scale) = attention_inputs(i, (n_rows, n_head, hs, keys0), group);
         let n_cols = keys0 + n_rows;
         let mut want = poisoned(n_head * n_rows * n_cols);
-        attention_probs::run_cpu(&qkv, &kc, n_embd, hs, keys0, scale, &mut want);
+        let heads = Heads { n_embd, head_size: hs, group };
+        attention_probs::run_cpu(&qkv, &kc, heads, keys0, scale, &mut want);
         let p = attention_probs::Params {
             n_rows: n_rows as u32,
             keys0: keys0 as u32,
@@ -356,13 +379,15 @@ fn attention_probs_cases() -> Vec<Case> {
             head_size: hs as u32,
             scale,
             n_cols: n_cols as u32,
-            _pad0: 0,
+            group: group as u32,
             _pad1: 0,
         };
         out.push(Case {
             kernel: Kernel::AttentionProbs,
             format: Format::F32,
-            shape: format!("{n_rows} rows, {n_head} heads of {hs}, at {keys0}"),
+            shape: format!(
+                "{n_rows} rows, {n_head} heads of {hs} in groups of {group}, at {keys0}"
+            ),
             params: params(&p),
             buffers: vec![bytes(&qkv), bytes(&kc), bytes(&poisoned(n_head * n_rows * n_cols))],
             scales: None,
@@ -377,11 +402,12 @@ fn attention_probs_cases() -> Vec<Case> {
 
 fn attention_cases() -> Vec<Case> {
     let mut out = Vec::new();
-    for (i, &(n_rows, n_head, hs, keys0)) in ATTENTION_SHAPES.iter().enumerate() {
+    for (i, &(n_rows, n_head, hs, keys0, group)) in ATTENTION_SHAPES.iter().enumerate() {
         let n_embd = n_head * hs;
-        let (qkv, kc, vc, scale) = attention_inputs(i, (n_rows, n_head, hs, keys0));
+        let (qkv, kc, vc, scale) = attention_inputs(i, (n_rows, n_head, hs, keys0), group);
         let mut want = poisoned(n_rows * n_embd);
-        attention::run_cpu(&qkv, &kc, &vc, n_embd, hs, keys0, scale, &mut want);
+        let heads = Heads { n_embd, head_size: hs, group };
+        attention::run_cpu(&qkv, &kc, &vc, heads, keys0, scale, &mut want);
         let p = attention::Params {
             n_rows: n_rows as u32,
             keys0: keys0 as u32,
@@ -389,13 +415,15 @@ fn attention_cases() -> Vec<Case> {
             head_size: hs as u32,
             scale,
             row0: 0,
-            _pad1: 0,
+            group: group as u32,
             _pad2: 0,
         };
         out.push(Case {
             kernel: Kernel::Attention,
             format: Format::F32,
-            shape: format!("{n_rows} rows, {n_head} heads of {hs}, at {keys0}"),
+            shape: format!(
+                "{n_rows} rows, {n_head} heads of {hs} in groups of {group}, at {keys0}"
+            ),
             params: params(&p),
             buffers: vec![bytes(&qkv), bytes(&kc), bytes(&vc), bytes(&poisoned(n_rows * n_embd))],
             scales: None,

@@ -9,7 +9,7 @@
 
 use super::cases::{bytes, dot, params, poisoned, random, weights, Case, Tolerance};
 use crate::kernels::{ln_fc_gelu, ln_fc_gelu_split, ln_qkv, ln_qkv_split, matvec_residual};
-use crate::kernels::{matvec_residual_split, Kernel, Launch, Split};
+use crate::kernels::{matvec_residual_split, Heads, Kernel, Launch, Split};
 use crate::storage::format::{Channels, Format};
 
 /// A residual-stream row with a non-zero mean, and a LayerNorm's weight and bias.
@@ -46,19 +46,38 @@ fn ln_buffers(
 /// inputs and twin, the real GPUs' shape adding a GPT-2-sized row.
 pub fn ln_qkv_cases(format: Format, split: Option<Split>) -> Vec<Case> {
     let mut out = Vec::new();
-    // (n_embd, pos, n_positions): rows before and after `pos` must survive.
-    let shapes = [(1, 0, 1), (63, 5, 8), (64, 0, 2), (65, 3, 4), (200, 9, 12), (768, 1, 3)];
+    // (n_embd, pos, n_positions, head_size, group): rows before and after
+    // `pos` must survive; K/V heads each its own, one for 3, shared by 2, by 5, by 4.
+    let shapes = [
+        (1, 0, 1, 1, 1),
+        (63, 5, 8, 21, 3),
+        (64, 0, 2, 16, 2),
+        (65, 3, 4, 13, 1),
+        (200, 9, 12, 40, 5),
+        (768, 1, 3, 64, 4),
+    ];
     let shapes = &shapes[..shapes.len() - usize::from(split.is_none())];
-    for (i, &(n_embd, pos, n_positions)) in shapes.iter().enumerate() {
+    for (i, &(n_embd, pos, n_positions, hs, group)) in shapes.iter().enumerate() {
+        let heads = Heads { n_embd, head_size: hs, group };
+        let kv_dim = heads.kv_dim();
         let seed = 200 + 10 * i as u64;
         let (x, lw, lb) = ln_inputs(n_embd, seed);
         let (w, words, scales) = weights(format, (n_embd, 3 * n_embd), Channels::Cols, seed + 3);
         let bias = random(3 * n_embd, seed + 4);
         let (k0, v0) =
-            (random(n_positions * n_embd, seed + 5), random(n_positions * n_embd, seed + 6));
+            (random(n_positions * kv_dim, seed + 5), random(n_positions * kv_dim, seed + 6));
         let (mut kc, mut vc, mut qkv) = (k0.clone(), v0.clone(), poisoned(3 * n_embd));
-        ln_qkv::run_cpu(&x, &lw, &lb, EPS, &w, &bias, pos, &mut qkv, &mut kc, &mut vc);
-        let p = ln_qkv::Params { n_embd: n_embd as u32, slot: pos as u32, eps: EPS, _pad: 0 };
+        ln_qkv::run_cpu(&x, &lw, &lb, EPS, &w, &bias, heads, pos, &mut qkv, &mut kc, &mut vc);
+        let p = ln_qkv::Params {
+            n_embd: n_embd as u32,
+            slot: pos as u32,
+            eps: EPS,
+            group: group as u32,
+            head_size: hs as u32,
+            _pad0: 0,
+            _pad1: 0,
+            _pad2: 0,
+        };
         let (kernel, params, groups) = match split {
             None => (Kernel::LnQkv, params(&p), ln_qkv::workgroups(&p)),
             Some(split) => {
@@ -67,6 +86,10 @@ pub fn ln_qkv_cases(format: Format, split: Option<Split>) -> Vec<Case> {
                     slot: p.slot,
                     eps: EPS,
                     wide: split.wide,
+                    group: p.group,
+                    head_size: p.head_size,
+                    _pad0: 0,
+                    _pad1: 0,
                 };
                 let shape = ln_qkv_split::Shape { split };
                 (Kernel::LnQkvSplit, super::cases::params(&q), shape.workgroups(&q, format))
@@ -75,7 +98,10 @@ pub fn ln_qkv_cases(format: Format, split: Option<Split>) -> Vec<Case> {
         out.push(Case {
             kernel,
             format,
-            shape: format!("n_embd {n_embd} at {pos} of {n_positions}{}", wide(split)),
+            shape: format!(
+                "n_embd {n_embd} (K/V heads of {hs} per {group}) at {pos} of {n_positions}{}",
+                wide(split)
+            ),
             params,
             buffers: [
                 ln_buffers(&x, &lw, &lb, words, &bias, 3 * n_embd),

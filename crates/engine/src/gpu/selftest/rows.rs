@@ -6,7 +6,7 @@
 //! Tolerances are the kernels' own (see [`cases`](super::cases)).
 
 use super::cases::{attention_inputs, bytes, params, random, Case, Tolerance, EXACT};
-use crate::kernels::{attention, embedding, kv_write, Kernel};
+use crate::kernels::{attention, embedding, kv_write, Heads, Kernel};
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
 
@@ -74,12 +74,17 @@ pub fn kv_write_cases() -> Vec<Case> {
         let qkv = random(batch * 3 * n_embd, 93);
         let (mut kc, mut vc) = (random(n_positions * n_embd, 94), random(n_positions * n_embd, 95));
         let (k0, v0) = (kc.clone(), vc.clone());
-        kv_write::run_cpu(&qkv[row0 * 3 * n_embd..][..3 * n_embd], n_embd, pos, &mut kc, &mut vc);
+        let heads = Heads::each(n_embd, n_embd);
+        kv_write::run_cpu(&qkv[row0 * 3 * n_embd..][..3 * n_embd], heads, pos, &mut kc, &mut vc);
         let p = kv_write::Params {
             n_rows: 1,
             n_embd: n_embd as u32,
             slot0: pos as u32,
             row0: row0 as u32,
+            head_size: n_embd as u32,
+            group: 1,
+            _pad0: 0,
+            _pad1: 0,
         };
         out.push(Case {
             kernel: Kernel::KvWrite,
@@ -98,18 +103,27 @@ pub fn kv_write_cases() -> Vec<Case> {
 
 pub fn attention_cases() -> Vec<Case> {
     let mut out = Vec::new();
-    // (n_head, head_size, pos): one key, two tiles, a 65-wide head.
-    let heads = [(1, 1, 0), (2, 63, 70), (3, 65, 5)];
-    for (i, (&(batch, row0), &(n_head, hs, pos))) in ROWS.iter().zip(&heads).enumerate() {
+    // (n_head, head_size, pos, group): one key, two tiles, a 65-wide head
+    // whose three query heads share one K/V head.
+    let heads = [(1, 1, 0, 1), (2, 63, 70, 1), (3, 65, 5, 3)];
+    for (i, (&(batch, row0), &(n_head, hs, pos, group))) in ROWS.iter().zip(&heads).enumerate() {
         let n_embd = n_head * hs;
         // The sequence's own row (and keys up to `pos`) as one pass makes them.
-        let (row_qkv, kc, vc, scale) = attention_inputs(20 + i, (1, n_head, hs, pos));
+        let (row_qkv, kc, vc, scale) = attention_inputs(20 + i, (1, n_head, hs, pos), group);
         let mut qkv = random(batch * 3 * n_embd, 130 + i as u64);
         qkv[row0 * 3 * n_embd..][..3 * n_embd].copy_from_slice(&row_qkv);
         let before = sentinel_outside(batch, n_embd, row0, 1);
         let mut want = before.clone();
         let y = &mut want[row0 * n_embd..][..n_embd];
-        attention::run_cpu(&row_qkv, &kc, &vc, n_embd, hs, pos, scale, y);
+        attention::run_cpu(
+            &row_qkv,
+            &kc,
+            &vc,
+            Heads { n_embd, head_size: hs, group },
+            pos,
+            scale,
+            y,
+        );
         let p = attention::Params {
             n_rows: 1,
             keys0: pos as u32,
@@ -117,7 +131,7 @@ pub fn attention_cases() -> Vec<Case> {
             head_size: hs as u32,
             scale,
             row0: row0 as u32,
-            _pad1: 0,
+            group: group as u32,
             _pad2: 0,
         };
         out.push(Case {

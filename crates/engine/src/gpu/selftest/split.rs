@@ -8,40 +8,42 @@
 //! (wrapping integer adds).
 
 use super::cases::{attention_inputs, bytes, params, poisoned, random, Case, Tolerance, EXACT};
-use crate::kernels::{attention_combine, attention_split, block_sum, Kernel, Launch};
+use crate::kernels::{attention_combine, attention_split, block_sum, Heads, Kernel, Launch};
 use crate::storage::format::Format;
 
-/// (n_head, head_size, pos, batch rows, the query's row): one key, a chunk
-/// edge either side, the largest head, many chunks; a batch's middle row.
-const SHAPES: [(usize, usize, usize, usize, usize); 8] = [
-    (1, 1, 0, 1, 0),
-    (3, 16, 62, 1, 0),
-    (2, 63, 63, 1, 0),
-    (1, 65, 64, 1, 0),
-    (2, 64, 129, 1, 0),
-    (3, 7, 57, 3, 1),
-    (1, 256, 61, 1, 0),
-    (2, 64, 1000, 1, 0),
+/// (n_head, head_size, pos, batch rows, the query's row, group): one key, a
+/// chunk edge either side, the largest head, many chunks; a batch's middle
+/// row; three query heads on one K/V head, two on one.
+const SHAPES: [(usize, usize, usize, usize, usize, usize); 8] = [
+    (1, 1, 0, 1, 0, 1),
+    (3, 16, 62, 1, 0, 3),
+    (2, 63, 63, 1, 0, 1),
+    (1, 65, 64, 1, 0, 1),
+    (2, 64, 129, 1, 0, 2),
+    (3, 7, 57, 3, 1, 1),
+    (1, 256, 61, 1, 0, 1),
+    (2, 64, 1000, 1, 0, 1),
 ];
 
 const ATTENTION: Tolerance = Tolerance { atol: 1e-5, rtol: 1e-4 };
 
 /// Case `i`'s query rows, caches and scale, and the partials the twin writes.
 fn split_inputs(i: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>, f32, Vec<f32>) {
-    let (n_head, hs, pos, batch, row0) = SHAPES[i];
+    let (n_head, hs, pos, batch, row0, group) = SHAPES[i];
     let n_embd = n_head * hs;
-    let (row, kc, vc, scale) = attention_inputs(40 + i, (1, n_head, hs, pos));
+    let (row, kc, vc, scale) = attention_inputs(40 + i, (1, n_head, hs, pos), group);
     let mut qkv = random(batch * 3 * n_embd, 150 + i as u64);
     qkv[row0 * 3 * n_embd..][..3 * n_embd].copy_from_slice(&row);
     let mut parts = poisoned(attention_split::chunks(pos) * n_head * attention_split::part_len(hs));
-    attention_split::run_cpu(&row, &kc, &vc, n_embd, hs, pos, scale, &mut parts);
+    let heads = Heads { n_embd, head_size: hs, group };
+    attention_split::run_cpu(&row, &kc, &vc, heads, pos, scale, &mut parts);
     (qkv, kc, vc, scale, parts)
 }
 
 pub fn attention_split_cases() -> Vec<Case> {
     (0..SHAPES.len())
         .map(|i| {
-            let (n_head, hs, pos, batch, row0) = SHAPES[i];
+            let (n_head, hs, pos, batch, row0, group) = SHAPES[i];
             let (qkv, kc, vc, scale, parts) = split_inputs(i);
             let p = attention_split::Params {
                 keys0: pos as u32,
@@ -49,7 +51,7 @@ pub fn attention_split_cases() -> Vec<Case> {
                 head_size: hs as u32,
                 scale,
                 row0: row0 as u32,
-                _pad0: 0,
+                group: group as u32,
                 _pad1: 0,
                 _pad2: 0,
             };
@@ -72,7 +74,7 @@ pub fn attention_split_cases() -> Vec<Case> {
 pub fn attention_combine_cases() -> Vec<Case> {
     (0..SHAPES.len())
         .map(|i| {
-            let (n_head, hs, pos, batch, row0) = SHAPES[i];
+            let (n_head, hs, pos, batch, row0, _) = SHAPES[i];
             let n_embd = n_head * hs;
             let (_, _, _, _, parts) = split_inputs(i);
             // Poisoned in the query's row, a sentinel in the batch's others.
