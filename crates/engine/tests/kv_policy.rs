@@ -139,11 +139,25 @@ fn eviction_matches_transformers_with_the_evicted_tokens_masked() {
 fn a_budget_as_long_as_the_sequence_changes_nothing() {
     let model = common::golden_model("tiny_odd");
     let tokens: Vec<u32> = (0..30).map(|i| (i * 37 + 5) % 1000).collect();
-    let mut full = CpuSession::new(model.clone());
-    let want = full.forward(&tokens, Wanted::All).unwrap();
+    let sessions = || {
+        let mut all = common::sessions_on_both(&model);
+        all.push(("worker", worker(&model)));
+        all
+    };
+    // Prefill, then decode steps: each engine's own full cache, bit for bit.
+    let run = |s: &mut Session| {
+        let mut all = block_on(s.prefill(&tokens[..20], Wanted::All)).unwrap();
+        for &t in &tokens[20..] {
+            all.extend(block_on(s.decode(t)).unwrap());
+        }
+        all
+    };
+    let wants: Vec<Vec<f32>> = sessions().into_iter().map(|(_, mut s)| run(&mut s)).collect();
     for policy in ["window:30", "sinks:4,window:26", "heavy:10,recent:20", "window:64"] {
-        let mut s = CpuSession::new(model.clone()).with_policy(KvPolicy::parse(policy).unwrap());
-        let got = s.forward(&tokens, Wanted::All).unwrap();
-        assert_eq!(common::bytes(&got), common::bytes(&want), "{policy}");
+        for ((engine, session), want) in sessions().into_iter().zip(&wants) {
+            let mut s = session.with_kv_policy(KvPolicy::parse(policy).unwrap()).unwrap();
+            let got = run(&mut s);
+            assert_eq!(common::bytes(&got), common::bytes(want), "{engine} {policy}");
+        }
     }
 }
