@@ -32,9 +32,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let c = i % kv_dim;
     // K/V head c / head_size is query head (c / head_size) · group's (a grouped
     // model's heads of one group have the same K and V: their pooled weights).
-    let from = (c / p.head_size) * p.group * p.head_size + c % p.head_size;
+    let col = (c / p.head_size) * p.group * p.head_size + c % p.head_size;
     let src = (p.row0 + row) * 3u * p.n_embd;
     let dst = (p.slot0 + row) * kv_dim + c;
-    key_cache[dst] = faulted(qkv[src + p.n_embd + from]);
-    value_cache[dst] = faulted(qkv[src + 2u * p.n_embd + from]);
+    key_cache[dst] = faulted(qkv[src + p.n_embd + col]);
+    value_cache[dst] = faulted(qkv[src + 2u * p.n_embd + col]);
 }
