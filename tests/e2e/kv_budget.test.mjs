@@ -19,6 +19,10 @@ const idle = (page, button) => page.waitForFunction((b) => !document.querySelect
 for (const backend of ['cpu', 'webgpu']) {
   test(`kv-budget on ${backend}: the strip holds the budget, a budget past the sequence gives KL 0, curves filled, calculator, URL round-trip`, async () => {
     const page = await lab.open(backend, '?widget=kv-budget&prompt=ROMEO%3A&kv_policy=sinks&kv_budget=8&kv_sinks=2&max_tokens=12&heldout_tokens=40');
+    // The engine asked for, not a fallback (a kernel that fails to compile
+    // on WebGPU would put the page on the CPU engine).
+    const onBackend = async (p) => assert.equal(await p.getAttribute('[data-testid=backend]', 'data-backend'), backend);
+    await onBackend(page);
     // Under a budget of 8 with 2 sinks: the last step holds 8 tokens, 2 of them the first.
     await page.click('[data-testid=generate-kv-budget]');
     await idle(page, 'generate-kv-budget');
@@ -83,6 +87,7 @@ for (const backend of ['cpu', 'webgpu']) {
       }
     }
 
+    await onBackend(page);
     // The calculator starts on a 70B model with 8 K/V heads at 128K tokens.
     assert.match(await page.textContent('[data-testid=kv-budget-calc]'), /= 42\.9 GB per sequence\. With a K\/V head for each of the 64 query heads it would be 343\.6 GB \(8× more\)/);
     await page.click('[data-testid=kv-budget-preset][data-preset="this-model"]');
