@@ -27,7 +27,7 @@ async function greedy8(page) {
 }
 
 // The cpu profile's kernels (SwiftShader is a CPU) and the device probe's.
-const KERNELS = ['embedding', 'layernorm', 'matmul', 'ln_qkv', 'kv_write', 'attention', 'attention_probs', 'matvec_residual', 'ln_fc_gelu', 'gelu', 'lm_head', 'residual_add', 'block_sum'];
+const KERNELS = ['embedding', 'layernorm', 'matmul', 'ln_qkv', 'kv_write', 'attention', 'attention_probs', 'kv_mass', 'matvec_residual', 'ln_fc_gelu', 'gelu', 'lm_head', 'residual_add', 'block_sum'];
 
 test('webgpu: ?selftest=1 passes every kernel and the model, and copies a plain-text report', async () => {
   const page = await lab.open('webgpu', '?selftest=1');
