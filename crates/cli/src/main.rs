@@ -11,6 +11,7 @@ mod kernel_times;
 mod kv_quality;
 mod random_model;
 mod sample;
+mod speculate;
 mod widgets;
 
 use std::io::Write;
@@ -116,6 +117,8 @@ enum Command {
         /// Generate this many continuations together (seeds S, S+1, …), one batched decode step per token.
         #[arg(long, default_value_t = 1)]
         batch: usize,
+        #[command(flatten)]
+        speculation: speculate::SpeculateArgs,
     },
     /// Run the sampling pipeline on given logits and print every stage.
     Sample {
@@ -355,6 +358,7 @@ async fn run(command: Command) -> Result<()> {
             prompt_in_length,
             ends_at,
             batch,
+            speculation,
         } => {
             // Checked before the model loads: a typo should not cost a load.
             engine::beam::check_beam_settings(beams, length_penalty)?;
@@ -366,10 +370,20 @@ async fn run(command: Command) -> Result<()> {
                 ));
             }
             pipeline.settings().validate()?;
-            let (session, _) = open(&model, backend, weights, kernels, &cache).await?;
+            let speculative = speculation.asked()?;
+            if speculative && (beams > 1 || batch > 1) {
+                return Err(EngineError::Setting(
+                    "--speculate decodes one sequence: leave out --beams and --batch".into(),
+                ));
+            }
             let tokenizer = Tokenizer::from_dir(&model)?;
             let run = engine::run::Job { settings: pipeline.settings(), seed, stop, max_tokens };
             let job = generate::Job { prompt, run };
+            if speculative {
+                let on = speculate::Engines { dir: model, backend, weights, kernels };
+                return speculate::run(on, &cache, &speculation, &tokenizer, &job).await;
+            }
+            let (session, _) = open(&model, backend, weights, kernels, &cache).await?;
             if beams != 1 {
                 let scoring = Scoring { length_penalty, prompt_in_length };
                 generate::beams(session, &tokenizer, &job, beams, scoring, ends_at).await
@@ -495,10 +509,7 @@ pub async fn open(
     cache: &CacheArgs,
 ) -> Result<(Session, Chose)> {
     // An f16 checkpoint held as f16 is never widened (half the memory).
-    let mut model = Model::from_dir_as(dir, weights)?;
-    if let Some(groups) = cache.kv_groups {
-        model = model.with_kv_groups(groups)?;
-    }
+    let model = cache.convert(Model::from_dir_as(dir, weights)?)?;
     let (engine, chose) = open_engine(Arc::new(model), backend, weights, kernels).await?;
     Ok((engine.session()?.with_kv_policy(cache.kv_policy)?, chose))
 }
@@ -508,11 +519,21 @@ pub async fn open(
 pub struct CacheArgs {
     /// Which tokens the KV cache keeps: full, window:W, sinks:S,window:W or heavy:H,recent:R.
     #[arg(long, value_parser = kv_policy, default_value = "full")]
-    kv_policy: KvPolicy,
+    pub kv_policy: KvPolicy,
     /// Pool the K/V heads into G groups (G divides the heads; 1 = multi-query
     /// attention): the cache keeps G K/V heads, each shared by n_head / G query heads.
     #[arg(long)]
     kv_groups: Option<usize>,
+}
+
+impl CacheArgs {
+    /// `model` with its K/V heads grouped as `--kv-groups` says.
+    pub fn convert(&self, model: Model) -> Result<Model> {
+        match self.kv_groups {
+            Some(groups) => model.with_kv_groups(groups),
+            None => Ok(model),
+        }
+    }
 }
 
 /// `--kv-policy`.
@@ -521,7 +542,7 @@ fn kv_policy(text: &str) -> std::result::Result<KvPolicy, String> {
 }
 
 /// `model` on the chosen backend (see [`open`]).
-async fn open_engine(
+pub async fn open_engine(
     model: Arc<Model>,
     backend: Backend,
     weights: WeightsChoice,

@@ -34,6 +34,7 @@ pub mod run;
 pub mod run_batch;
 pub mod sample;
 pub mod session;
+pub mod speculate;
 pub mod spread;
 pub mod step;
 pub mod storage;

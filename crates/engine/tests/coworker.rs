@@ -182,6 +182,7 @@ fn the_worker_tries_its_coworker_then_keeps_the_faster_way_with_the_same_logits(
             format,
             policy: "full".into(),
             groups: model.config.n_head,
+            layers: model.config.n_layer,
         });
         let prefill = Request::Prefill {
             id: 1,
@@ -238,6 +239,7 @@ fn settling_makes_every_later_step_run_the_chosen_way() {
         format,
         policy: "full".into(),
         groups: model.config.n_head,
+        layers: model.config.n_layer,
     });
     let ways: Vec<bool> = (0..6)
         .map(|t| {

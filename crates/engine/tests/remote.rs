@@ -225,6 +225,7 @@ fn an_unawaited_request_that_failed_answers_the_sessions_next_request() {
         format: format.to_string(),
         policy: "full".into(),
         groups: model.config.n_head,
+        layers: model.config.n_layer,
     };
     assert_eq!(answer(&mut host, open(1, model.format().name())), None);
     // A format the worker does not know: the session's first request says so.

@@ -4,6 +4,7 @@
 
 mod bpe;
 mod config;
+mod first_blocks;
 mod groups;
 mod tokenizer;
 mod weights;

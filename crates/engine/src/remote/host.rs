@@ -20,7 +20,7 @@ use crate::storage::format::Format;
 pub struct Host {
     model: Arc<Model>,
     /// The loaded model in other formats, made on first use.
-    variants: HashMap<(Format, usize), Arc<Model>>,
+    variants: HashMap<(Format, usize, usize), Arc<Model>>,
     sessions: HashMap<SessionId, CpuSession>,
     /// An error met by a request nobody awaited, for the session's next awaited one.
     deferred: HashMap<SessionId, String>,
@@ -90,8 +90,8 @@ impl Host {
 
     fn run(&mut self, request: Request) -> Result<Answer> {
         match request {
-            Request::Open { id, format, policy, groups } => {
-                let model = self.variant(&format, groups)?;
+            Request::Open { id, format, policy, groups, layers } => {
+                let model = self.variant(&format, groups, layers)?;
                 let policy = crate::kv_policy::KvPolicy::parse(&policy)?;
                 self.sessions.insert(id, CpuSession::new(model).with_policy(policy));
                 Ok(Answer::bare(Reply::Logits { stats: StepStats::default() }))
@@ -173,24 +173,29 @@ impl Host {
 
     /// The loaded model with its matrices in the format named `name`.
     /// The loaded model in format `name` with its K/V heads in `groups`
-    /// groups, made as the page makes it (and kept for the next session).
-    fn variant(&mut self, name: &str, groups: usize) -> Result<Arc<Model>> {
+    /// groups and its first `layers` blocks, made as the page makes it (and
+    /// kept for the next session).
+    fn variant(&mut self, name: &str, groups: usize, layers: usize) -> Result<Arc<Model>> {
         let format = Format::from_name(name)
             .ok_or_else(|| EngineError::Remote(format!("no weight format {name}")))?;
-        let as_loaded = groups == self.model.config.n_kv_head;
-        if format == self.model.format() && as_loaded {
+        let c = &self.model.config;
+        let (same_groups, same_layers) = (groups == c.n_kv_head, layers == c.n_layer);
+        if format == self.model.format() && same_groups && same_layers {
             return Ok(self.model.clone());
         }
-        if let Some(model) = self.variants.get(&(format, groups)) {
+        if let Some(model) = self.variants.get(&(format, groups, layers)) {
             return Ok(model.clone());
         }
         let mut model = self.model.to_format(format)?;
-        if !as_loaded {
+        if !same_layers {
+            model = model.first_blocks(layers)?;
+        }
+        if !same_groups {
             model = model.with_kv_groups(groups)?;
             model.weights.use_cpu_layout(); // the pooled matrices as the others
         }
         let model = Arc::new(model);
-        self.variants.insert((format, groups), model.clone());
+        self.variants.insert((format, groups, layers), model.clone());
         Ok(model)
     }
 

@@ -90,8 +90,8 @@ impl RemoteModel {
     pub fn session_under(self: &Rc<Self>, policy: KvPolicy) -> RemoteSession {
         let id = self.fresh_id();
         let (format, policy) = (self.format.name().to_string(), policy.name());
-        let groups = self.config.n_kv_head;
-        self.link.send(Request::Open { id, format, policy, groups });
+        let (groups, layers) = (self.config.n_kv_head, self.config.n_layer);
+        self.link.send(Request::Open { id, format, policy, groups, layers });
         RemoteSession { model: self.clone(), id, pos: 0, last: StepStats::default() }
     }
 

@@ -18,8 +18,9 @@ pub enum Request {
     /// made from it as the page makes it: the quantization lesson), its
     /// cache keeping what `policy` keeps (by its `kv_policy` name), its K/V
     /// heads pooled into `groups` groups (`Model::with_kv_groups`; the
-    /// model's head count: as loaded).
-    Open { id: SessionId, format: String, policy: String, groups: usize },
+    /// model's head count: as loaded), cut after its first `layers` blocks
+    /// (`Model::first_blocks`, a self-speculation draft; all: as loaded).
+    Open { id: SessionId, format: String, policy: String, groups: usize, layers: usize },
     /// `tokens` in one pass from the session's position.
     Prefill { id: SessionId, tokens: Vec<u32>, wanted: Wanted, look: Look },
     /// One token through the cached context.

@@ -1,0 +1,194 @@
+//! A generation by speculative decoding: each round the draft proposes K
+//! tokens one by one; the target checks them all in **one** pass over K + 1
+//! rows of its cache (the last emitted token, then the K drafted); the rule
+//! in `accept` keeps a prefix of them and gives the target's own token after
+//! it; both caches are rewound past the first rejection. Greedy text is the
+//! target's own, token for token; sampled text is distributed as the
+//! target's, and the same seed gives the same text.
+//!
+//! State between rounds: both caches hold every token but the last emitted
+//! (`pending`), which the next round's passes start with; the draft may lag
+//! one more token (the last drafted one, when all K were kept), fed first.
+
+use crate::error::{EngineError, Result};
+use crate::run::Job;
+use crate::sample::{explain, Sampler};
+use crate::session::Session;
+use crate::step::Wanted;
+
+use super::accept::{verdict, Verdict};
+
+/// One round: what the draft proposed, how many the target kept, and the
+/// target's token after them (its correction, or a bonus when all were kept).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Round {
+    pub drafted: Vec<u32>,
+    pub accepted: usize,
+    pub token: u32,
+}
+
+/// A whole speculative generation.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Outcome {
+    /// The generated tokens (the prompt's not included).
+    pub tokens: Vec<u32>,
+    pub rounds: Vec<Round>,
+    /// Forward passes of each model (the prompt's prefill included).
+    pub target_passes: usize,
+    pub draft_passes: usize,
+}
+
+impl Outcome {
+    /// α: the share of drafted tokens the target kept.
+    pub fn acceptance(&self) -> f64 {
+        let drafted: usize = self.rounds.iter().map(|r| r.drafted.len()).sum();
+        let kept: usize = self.rounds.iter().map(|r| r.accepted).sum();
+        kept as f64 / drafted.max(1) as f64
+    }
+
+    /// Tokens generated per target pass over the rounds (each round is one
+    /// pass and emits its kept tokens plus the target's own).
+    pub fn tokens_per_pass(&self) -> f64 {
+        let emitted: usize = self.rounds.iter().map(|r| r.accepted + 1).sum();
+        emitted as f64 / self.rounds.len().max(1) as f64
+    }
+}
+
+/// Generates after `prompt` with `target`, `draft` proposing `k` tokens a
+/// round; `job` gives the settings, seed and length (stop strings are
+/// refused: a round emits several tokens at once). `on_round` sees each
+/// round as it ends. Both sessions must be empty and share a vocabulary.
+pub async fn generate(
+    target: &mut Session,
+    draft: &mut Session,
+    prompt: &[u32],
+    job: &Job,
+    k: usize,
+    mut on_round: impl FnMut(&Round),
+) -> Result<Outcome> {
+    check(target, draft, prompt, job, k)?;
+    let mut sampler = Sampler::new(job.settings.clone(), job.seed)?;
+    let settings = job.settings.clone();
+    let (eos, n_positions) = (target.config().eos_token_id, target.config().n_positions);
+    let mut history = prompt.to_vec();
+    let mut out = Outcome::default();
+    // Both caches take the prompt but its last token (`pending`).
+    if prompt.len() > 1 {
+        target.prefill(&prompt[..prompt.len() - 1], Wanted::Last).await?;
+        draft.prefill(&prompt[..prompt.len() - 1], Wanted::Last).await?;
+        out.target_passes += 1;
+        out.draft_passes += 1;
+    }
+    let mut lag: Vec<u32> = Vec::new(); // tokens the target holds and the draft not yet
+    while out.tokens.len() < job.max_tokens {
+        // Room: K + 1 rows in the context, and no more tokens than asked.
+        let room = n_positions.saturating_sub(history.len());
+        let left = job.max_tokens - out.tokens.len();
+        let k = k.min(room.saturating_sub(1)).min(left - 1);
+        if room == 0 {
+            break;
+        }
+        let pending = *history.last().expect("a prompt has a token");
+        let n = history.len(); // the caches hold n - 1 tokens (the draft maybe one fewer)
+                               // The draft proposes k tokens, one pass each.
+        let mut feed = std::mem::take(&mut lag);
+        feed.push(pending);
+        let mut logits = draft.prefill(&feed, Wanted::Last).await?;
+        out.draft_passes += 1;
+        let (mut drafted, mut q) = (Vec::with_capacity(k), Vec::with_capacity(k));
+        for i in 0..k {
+            let seen: Vec<u32> = history.iter().chain(&drafted).copied().collect();
+            let e = explain(&logits, &seen, &settings)?;
+            let d = e.draw(sampler.uniform()).token;
+            drafted.push(d);
+            q.push(e);
+            if i + 1 < k {
+                logits = draft.decode(d).await?;
+                out.draft_passes += 1;
+            }
+        }
+        // The target checks them all in one pass: row i predicts the token after row i's.
+        let mut rows = vec![pending];
+        rows.extend(&drafted);
+        let all = target.prefill(&rows, Wanted::All).await?;
+        out.target_passes += 1;
+        let vocab = target.config().vocab_size;
+        let p = |i: usize, seen: &[u32]| explain(&all[i * vocab..][..vocab], seen, &settings);
+        let mut accepted = 0;
+        let mut token = None;
+        for (i, &d) in drafted.iter().enumerate() {
+            let seen: Vec<u32> = history.iter().chain(&drafted[..i]).copied().collect();
+            let pi = p(i, &seen)?;
+            let (u, u2) = (sampler.uniform(), sampler.uniform());
+            match verdict(pi.final_probs(), q[i].final_probs(), d, u, u2) {
+                Verdict::Accept => accepted += 1,
+                Verdict::Reject(t) => {
+                    token = Some(t);
+                    break;
+                }
+            }
+        }
+        let token = match token {
+            Some(t) => t,
+            // Every drafted token kept: the target's next one comes free.
+            None => {
+                let seen: Vec<u32> = history.iter().chain(&drafted).copied().collect();
+                p(k, &seen)?.draw(sampler.uniform()).token
+            }
+        };
+        // Keep what the target kept; the caches drop the rest.
+        target.rewind(n + accepted)?;
+        let draft_holds = n + k.saturating_sub(1); // pending and all drafted but the last
+        draft.rewind((n + accepted).min(draft_holds))?;
+        if accepted == k && k > 0 {
+            lag.push(drafted[k - 1]);
+        }
+        let round = Round { drafted: drafted.clone(), accepted, token };
+        on_round(&round);
+        out.rounds.push(round);
+        let emitted = drafted[..accepted].iter().copied().chain([token]);
+        let mut ended = false;
+        for t in emitted {
+            if Some(t) == eos || out.tokens.len() == job.max_tokens {
+                ended = true;
+                break;
+            }
+            history.push(t);
+            out.tokens.push(t);
+        }
+        if ended {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// The settings a speculative run can take.
+fn check(target: &Session, draft: &Session, prompt: &[u32], job: &Job, k: usize) -> Result<()> {
+    if prompt.is_empty() {
+        return Err(EngineError::EmptyPrompt);
+    }
+    if target.pos() != 0 || draft.pos() != 0 {
+        return Err(EngineError::Setting("speculative decoding starts from empty caches".into()));
+    }
+    let (tv, dv) = (target.config().vocab_size, draft.config().vocab_size);
+    if tv != dv {
+        return Err(EngineError::Setting(format!(
+            "the draft's vocabulary ({dv} tokens) is not the target's ({tv}): a draft must share the tokenizer"
+        )));
+    }
+    if !(1..=16).contains(&k) {
+        return Err(EngineError::Setting(format!("--speculate {k}: draft 1 to 16 tokens a round")));
+    }
+    if !job.stop.is_empty() {
+        return Err(EngineError::Setting(
+            "stop strings and speculative decoding: a round emits several tokens at once; leave --stop out".into(),
+        ));
+    }
+    if prompt.len() >= target.config().n_positions {
+        return Err(EngineError::Setting(
+            "the prompt fills the context: no room to generate".into(),
+        ));
+    }
+    Ok(())
+}
