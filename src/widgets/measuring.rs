@@ -65,6 +65,23 @@ pub fn prompt_ids(d: Driver, why: &str) -> Result<(Vec<u32>, usize), String> {
     Ok((ids, n_positions))
 }
 
+/// `max_tokens` as a lesson that decodes after the prompt can take it: 1 to
+/// the `room` the context leaves, with the notice every widget gives when
+/// it is cut.
+pub fn steps_in_room(d: Driver, steps: usize, room: usize) -> usize {
+    let limit = format!("the context's room after the prompt, 1–{room} tokens");
+    d.limited(Control::MaxTokens, steps, steps.clamp(1, room), &limit)
+}
+
+/// `bytes` in the unit a reader compares with memory sizes (the calculators').
+pub fn size(bytes: f64) -> String {
+    match bytes {
+        b if b >= 1e9 => format!("{:.1} GB", b / 1e9),
+        b if b >= 1e6 => format!("{:.1} MB", b / 1e6),
+        b => format!("{:.0} KB", b / 1e3),
+    }
+}
+
 /// The prompt (when shown), the lesson's buttons then Stop, the progress
 /// bar while measuring, and the error a measurement ended with.
 #[component]

@@ -9,6 +9,7 @@ use engine::cost::kv_cache_bytes;
 use leptos::prelude::*;
 
 use crate::driver::Driver;
+use crate::widgets::measuring::size;
 
 /// Layers, query heads, K/V heads, head size, bytes per value, tokens.
 type Shape = [f64; 6];
@@ -27,15 +28,6 @@ const PRESETS: [(&str, &str, Shape); 2] = [
     ("gpt2-1024", "GPT-2 124M at 1,024 tokens", [12.0, 12.0, 12.0, 64.0, 2.0, 1024.0]),
     ("70b-128k", "70B, 8 K/V heads, 128K tokens", [80.0, 64.0, 8.0, 128.0, 2.0, 131072.0]),
 ];
-
-/// `bytes` in the unit a reader compares with memory sizes.
-fn size(bytes: f64) -> String {
-    match bytes {
-        b if b >= 1e9 => format!("{:.1} GB", b / 1e9),
-        b if b >= 1e6 => format!("{:.1} MB", b / 1e6),
-        b => format!("{:.1} KB", b / 1e3),
-    }
-}
 
 #[component]
 pub fn Calculator(driver: Driver) -> impl IntoView {

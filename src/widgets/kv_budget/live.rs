@@ -6,7 +6,6 @@
 //! next-token distributions are compared: KL(full ‖ budgeted) and whether
 //! both put the same token first.
 
-use contract::Control;
 use engine::kv_policy::KvPolicy;
 use engine::quality::DriftAcc;
 use engine::run::{Job, Run};
@@ -14,7 +13,7 @@ use leptos::prelude::*;
 
 use crate::driver::Driver;
 use crate::loader::yield_to_browser;
-use crate::widgets::measuring::{err, prompt_ids};
+use crate::widgets::measuring::{err, prompt_ids, steps_in_room};
 
 /// One step: the token it appended, how far the budgeted distribution was
 /// from the full one when choosing it, and what the cache held after it.
@@ -67,13 +66,7 @@ pub async fn generate(
     sinks.selected.set(None);
     sinks.policy.set(Some(policy));
     let (ids, n_positions) = prompt_ids(d, "generation starts from it")?;
-    let room = n_positions - ids.len();
-    let steps = d.limited(
-        Control::MaxTokens,
-        steps,
-        steps.clamp(1, room),
-        &format!("the context's room after the prompt, 1–{room} tokens"),
-    );
+    let steps = steps_in_room(d, steps, n_positions - ids.len());
     let engine = super::engines::grouped(d, groups).await?;
     let (full, tokenizer) = d.lab.with_value(|l| (l.session(), l.tokenizer.clone()));
     let budgeted = engine.session().and_then(|s| s.with_kv_policy(policy)).map_err(err)?;

@@ -8,6 +8,7 @@ use engine::cost::kv_cache_bytes;
 use leptos::prelude::*;
 
 use crate::driver::Driver;
+use crate::widgets::measuring::size;
 
 /// A model's cache shape: layers, KV heads, head size, bytes per number, context.
 type Shape = (f64, f64, f64, f64, f64);
@@ -28,15 +29,6 @@ const INPUTS: [Control; 6] = [
     Control::Context,
     Control::Batch,
 ];
-
-/// `bytes` in the unit a reader compares with memory sizes.
-fn size(bytes: f64) -> String {
-    match bytes {
-        b if b >= 1e9 => format!("{:.1} GB", b / 1e9),
-        b if b >= 1e6 => format!("{:.1} MB", b / 1e6),
-        b => format!("{:.0} KB", b / 1e3),
-    }
-}
 
 #[component]
 pub fn Calculator(driver: Driver) -> impl IntoView {

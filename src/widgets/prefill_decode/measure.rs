@@ -6,7 +6,6 @@
 //! length, one pass and (when asked) token by token. Figures fill in as they
 //! arrive; Stop ends a measurement between steps.
 
-use contract::Control;
 use engine::cost::{curve_lengths, cycled, median, Timeline};
 use engine::sample::argmax;
 use engine::{DeviceFigures, Session, StepStats, Wanted};
@@ -14,7 +13,7 @@ use leptos::prelude::*;
 
 use crate::driver::Driver;
 use crate::loader::yield_to_browser;
-use crate::widgets::measuring::{err, prompt_ids, settle, Progress};
+use crate::widgets::measuring::{err, prompt_ids, settle, steps_in_room, Progress};
 
 /// Warm runs after the cold one; the readouts are their medians.
 pub const WARM_RUNS: usize = 3;
@@ -117,13 +116,7 @@ pub async fn time_generation(
     sinks.text.set(None);
     sinks.device.set(None);
     let (ids, n_positions) = prompt_ids(d, "the measurement starts from it")?;
-    let room = n_positions - ids.len();
-    let steps = d.limited(
-        Control::MaxTokens,
-        steps,
-        steps.clamp(1, room),
-        &format!("the context's room after the prompt, 1–{room} tokens"),
-    );
+    let steps = steps_in_room(d, steps, n_positions - ids.len());
     let mut session = d.lab.with_value(|l| l.session())?;
     settle(&session, sinks.progress).await?;
     sinks.compile_ms.set(session.pipeline_compile_ms());

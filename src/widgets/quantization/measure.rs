@@ -5,7 +5,6 @@
 //! held-out passage, window by window, against f32's. Rows fill in as the
 //! figures arrive; Stop ends the run between steps.
 
-use contract::Control;
 use engine::cost::median;
 use engine::quality::{windows, Drift, DriftAcc};
 use engine::sample::argmax;
@@ -17,7 +16,7 @@ use crate::driver::Driver;
 use crate::lab::open_like;
 use crate::loader::yield_to_browser;
 use crate::model_files::HELDOUT_FILE;
-use crate::widgets::measuring::{prompt_ids, settle, Progress};
+use crate::widgets::measuring::{prompt_ids, settle, steps_in_room, Progress};
 
 /// The reference every figure is relative to.
 pub const REFERENCE: Format = Format::F32;
@@ -207,13 +206,7 @@ pub async fn measure(d: Driver, sinks: Sinks, steps: usize, limit: usize) -> Res
     sinks.rows.set(Vec::new());
     sinks.heldout.set(None);
     let (ids, n_positions) = prompt_ids(d, "greedy decoding starts from it")?;
-    let room = n_positions - ids.len();
-    let steps = d.limited(
-        Control::MaxTokens,
-        steps,
-        steps.clamp(1, room),
-        &format!("the context's room after the prompt, 1–{room} tokens"),
-    );
+    let steps = steps_in_room(d, steps, n_positions - ids.len());
     let mut sessions = open_all(d, sinks).await?;
     if let Some(first) = sessions.first() {
         settle(first, sinks.progress).await?;
