@@ -33,6 +33,7 @@ pub mod remote;
 pub mod run;
 pub mod run_batch;
 pub mod sample;
+pub mod serve;
 pub mod session;
 pub mod speculate;
 pub mod spread;

@@ -1,0 +1,4 @@
+//! Serving lessons (issue 35, in progress on this branch): an arrival trace
+//! replayed by schedulers over `engine::Batch`'s slots.
+
+pub mod trace;
