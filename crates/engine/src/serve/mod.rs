@@ -1,4 +1,7 @@
 //! Serving lessons (issue 35, in progress on this branch): an arrival trace
 //! replayed by schedulers over `engine::Batch`'s slots.
 
+mod run;
 pub mod trace;
+
+pub use run::{replay, Cell, Replay, Scheduler, Served};
