@@ -9,7 +9,7 @@ use std::sync::Arc;
 use decode_lab_engine::cpu::CpuSession;
 use decode_lab_engine::model::Model;
 use decode_lab_engine::sample::{Sampler, Settings};
-use decode_lab_engine::serve::{replay, trace, Scheduler};
+use decode_lab_engine::serve::{figures, replay, trace, Scheduler};
 use decode_lab_engine::{Batch, Session, Wanted};
 use pollster::block_on;
 
@@ -56,6 +56,12 @@ fn every_scheduler_serves_each_request_its_run_alone() {
             assert_eq!(served.tokens, want[i], "{scheduler:?}: request {i}");
             assert!(served.admitted.unwrap() >= requests[i].arrival);
         }
-        eprintln!("{scheduler:?}: {} steps", out.cells.len());
+        let f = figures(&requests, &out);
+        assert_eq!(f.tokens, want.iter().map(Vec::len).sum::<usize>());
+        assert!(f.utilisation > 0.0 && f.utilisation <= 1.0);
+        if scheduler != (Scheduler::Static { timeout: 3 }) {
+            assert_eq!(f.wasted, 0, "{scheduler:?}");
+        }
+        eprintln!("{scheduler:?}: {f:?}");
     }
 }

@@ -55,6 +55,8 @@ pub struct Served {
 pub struct Replay {
     pub served: Vec<Served>,
     pub cells: Vec<Vec<Cell>>,
+    /// (steps) when each step began, ms from the replay's start.
+    pub step_ms: Vec<f64>,
     pub wall_ms: f64,
 }
 
@@ -91,6 +93,7 @@ pub async fn replay(
             queue.push_back(next);
             next += 1;
         }
+        out.step_ms.push(ms());
         let mut cells = vec![Cell::Idle; batch.len()];
         let free: Vec<usize> = (0..slots).filter(|&s| running[s].is_none()).collect();
         let admit = match scheduler {
