@@ -11,6 +11,7 @@ mod kernel_times;
 mod kv_quality;
 mod random_model;
 mod sample;
+mod serve_sim;
 mod speculate;
 mod widgets;
 
@@ -220,6 +221,21 @@ enum Command {
         /// One JSON array instead of the table.
         #[arg(long)]
         json: bool,
+    },
+    /// Serve an arrival trace on B slots under one scheduler and print its figures and texts.
+    ServeSim {
+        #[arg(long)]
+        model: PathBuf,
+        #[arg(long, value_enum, default_value = "gpu")]
+        backend: Backend,
+        #[arg(long, value_parser = weights_choice, default_value = "auto")]
+        weights: WeightsChoice,
+        #[arg(long, value_parser = kernels_choice, default_value = "auto")]
+        kernels: KernelsChoice,
+        #[command(flatten)]
+        sim: serve_sim::SimArgs,
+        #[command(flatten)]
+        pipeline: PipelineArgs,
     },
     /// The page's `?selftest=1` on this machine's GPU: every kernel against its
     /// CPU twin, then the model on the GPU against the CPU engine; prints the
@@ -458,6 +474,13 @@ async fn run(command: Command) -> Result<()> {
             let (engine, _) = open_engine(Arc::new(loaded), backend, weights, kernels).await?;
             let job = kv_quality::Job { variants, text, tokens, json };
             kv_quality::run(&model, engine, job).await
+        }
+        Command::ServeSim { model, backend, weights, kernels, sim, pipeline } => {
+            pipeline.settings().validate()?;
+            let loaded = Arc::new(Model::from_dir_as(&model, weights)?);
+            let (engine, _) = open_engine(loaded, backend, weights, kernels).await?;
+            let tokenizer = Tokenizer::from_dir(&model)?;
+            serve_sim::run(engine, &tokenizer, sim, pipeline.settings()).await
         }
         Command::Selftest { model, prompt, steps, weights, kernels } => {
             selftest(&model, &prompt, steps, weights, kernels).await

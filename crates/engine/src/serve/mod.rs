@@ -7,3 +7,7 @@ pub mod trace;
 
 pub use figures::{figures, Figures, Spread};
 pub use run::{replay, Cell, Replay, Scheduler, Served};
+
+/// The prompts a trace draws from unless the user gives their own.
+pub const PROMPTS: [&str; 4] =
+    ["ROMEO:\n", "JULIET:\nO Romeo,", "To be, or not to be", "KING HENRY:\n"];

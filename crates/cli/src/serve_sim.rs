@@ -1,0 +1,139 @@
+//! `decode-lab serve-sim`: an arrival trace (a typed file, or a seeded
+//! Poisson process) served by one scheduler on B slots of this device's
+//! engine; prints the figures (throughput, time to first token and
+//! end-to-end latency, slot utilisation, wasted slot-steps) and each
+//! request's text, ✓ when it equals the request's run alone.
+
+use std::path::PathBuf;
+
+use engine::model::Tokenizer;
+use engine::open::Engine;
+use engine::sample::Settings;
+use engine::serve::{figures, replay, trace, Scheduler, PROMPTS};
+use engine::{Batch, EngineError, Result, Wanted};
+
+/// The trace and the scheduler.
+#[derive(clap::Args)]
+pub struct SimArgs {
+    /// A typed trace: one request a line, `step prompt_index max_tokens seed`.
+    #[arg(long, conflicts_with = "rate")]
+    trace: Option<PathBuf>,
+    /// Arrivals per decode step (a seeded Poisson process).
+    #[arg(long, default_value_t = 0.5)]
+    rate: f64,
+    #[arg(long, default_value_t = 8)]
+    requests: usize,
+    #[arg(long, default_value_t = 4)]
+    slots: usize,
+    /// once, static or continuous.
+    #[arg(long, default_value = "continuous")]
+    scheduler: String,
+    /// Static batching's wait for a full batch, in steps, before it starts with fewer.
+    #[arg(long, default_value_t = 4)]
+    timeout: usize,
+    #[arg(long, default_value_t = 16)]
+    max_tokens: usize,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// A prompt of the trace's list (repeat; default: four built-in ones).
+    #[arg(long)]
+    prompt: Vec<String>,
+}
+
+pub async fn run(
+    engine: Engine,
+    tokenizer: &Tokenizer,
+    args: SimArgs,
+    settings: Settings,
+) -> Result<()> {
+    let scheduler = match args.scheduler.as_str() {
+        "once" => Scheduler::Once,
+        "static" => Scheduler::Static { timeout: args.timeout },
+        "continuous" => Scheduler::Continuous,
+        other => {
+            return Err(EngineError::Setting(format!(
+                "--scheduler {other}: one of once, static, continuous"
+            )))
+        }
+    };
+    if !(1..=64).contains(&args.slots) {
+        return Err(EngineError::Setting(format!("--slots {}: give 1 to 64", args.slots)));
+    }
+    let texts: Vec<String> = match args.prompt.is_empty() {
+        true => PROMPTS.iter().map(|p| p.to_string()).collect(),
+        false => args.prompt.clone(),
+    };
+    let prompts: Vec<Vec<u32>> =
+        texts.iter().map(|t| tokenizer.encode(t)).collect::<Result<_>>()?;
+    if prompts.iter().any(Vec::is_empty) {
+        return Err(EngineError::EmptyPrompt);
+    }
+    let requests = match &args.trace {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| EngineError::Setting(format!("--trace {}: {e}", path.display())))?;
+            trace::parse(&text, prompts.len())?
+        }
+        None => {
+            trace::poisson(args.requests, args.rate, prompts.len(), args.max_tokens, args.seed)?
+        }
+    };
+    let sessions = (0..args.slots).map(|_| engine.session()).collect::<Result<Vec<_>>>()?;
+    let mut batch = Batch::new(sessions)?;
+    let eos = batch.sessions()[0].config().eos_token_id;
+    let out = replay(&mut batch, &requests, &prompts, &settings, scheduler, eos).await?;
+    let f = figures(&requests, &out);
+    println!(
+        "scheduler {} on {} slots: {} requests, {} tokens in {} steps, {:.1} ms",
+        args.scheduler,
+        args.slots,
+        requests.len(),
+        f.tokens,
+        f.steps,
+        out.wall_ms
+    );
+    println!("throughput        {:.1} tokens/s", f.tokens_per_s);
+    let spread = |s: engine::serve::Spread, unit: &str| {
+        format!("mean {:.1}, p50 {:.1}, p95 {:.1} {unit}", s.mean, s.p50, s.p95)
+    };
+    println!("first token       {} | {}", spread(f.ttft_steps, "steps"), spread(f.ttft_ms, "ms"));
+    println!("end to end        {} | {}", spread(f.e2e_steps, "steps"), spread(f.e2e_ms, "ms"));
+    println!("slot utilisation  {:.1} % ({} slot-steps wasted)", f.utilisation * 100.0, f.wasted);
+    for (i, (r, served)) in requests.iter().zip(&out.served).enumerate() {
+        let alone =
+            run_alone(&engine, &prompts[r.prompt], &settings, r.seed, r.max_tokens, eos).await?;
+        let mark = if alone == served.tokens { "✓" } else { "✗ differs from its run alone" };
+        let text = tokenizer.decode(&served.tokens)?;
+        println!(
+            "[request {i}, arrives at step {}, seed {}] {mark}\n{}{text}",
+            r.arrival, r.seed, texts[r.prompt]
+        );
+    }
+    Ok(())
+}
+
+/// A request served alone: its prompt, then its own sampler's tokens.
+async fn run_alone(
+    engine: &Engine,
+    prompt: &[u32],
+    settings: &Settings,
+    seed: u64,
+    n: usize,
+    eos: Option<u32>,
+) -> Result<Vec<u32>> {
+    let mut s = engine.session()?;
+    let mut logits = s.prefill(prompt, Wanted::Last).await?;
+    let mut sampler = engine::sample::Sampler::new(settings.clone(), seed)?;
+    let mut history = prompt.to_vec();
+    let mut out = Vec::new();
+    while out.len() < n {
+        let t = sampler.next(&logits, &history)?.token;
+        if Some(t) == eos {
+            break;
+        }
+        out.push(t);
+        history.push(t);
+        logits = s.decode(t).await?;
+    }
+    Ok(out)
+}
