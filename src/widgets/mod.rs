@@ -17,6 +17,8 @@ mod pipeline;
 mod prefill_decode;
 mod quantization;
 mod runs;
+mod serving;
+mod speculative;
 
 pub use compare::Columns;
 
@@ -125,6 +127,8 @@ pub fn WidgetView(
         Widget::KvCache => needs(|d, shown| view! { <kv_cache::KvCache driver=d shown=shown/> }.into_any()),
         Widget::Batching => needs(|d, shown| view! { <batching::Batching driver=d shown=shown/> }.into_any()),
         Widget::KvBudget => needs(|d, shown| view! { <kv_budget::KvBudget driver=d shown=shown/> }.into_any()),
+        Widget::Serving => needs(|d, shown| view! { <serving::Serving driver=d shown=shown/> }.into_any()),
+        Widget::Speculative => needs(|d, shown| view! { <speculative::Speculative driver=d shown=shown/> }.into_any()),
         Widget::LogitLens => needs(|d, shown| view! { <logit_lens::LogitLens driver=d shown=shown/> }.into_any()),
         Widget::Attention => needs(|d, shown| view! { <attention::Attention driver=d shown=shown/> }.into_any()),
         Widget::BeamTree => needs(|d, shown| view! { <beam_tree::BeamTree driver=d shown=shown/> }.into_any()),

@@ -81,7 +81,7 @@ pub async fn run(
     let sessions = (0..args.slots).map(|_| engine.session()).collect::<Result<Vec<_>>>()?;
     let mut batch = Batch::new(sessions)?;
     let eos = batch.sessions()[0].config().eos_token_id;
-    let out = replay(&mut batch, &requests, &prompts, &settings, scheduler, eos).await?;
+    let out = replay(&mut batch, &requests, &prompts, &settings, scheduler, eos, |_| true).await?;
     let f = figures(&requests, &out);
     println!(
         "scheduler {} on {} slots: {} requests, {} tokens in {} steps, {:.1} ms",

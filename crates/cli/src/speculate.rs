@@ -84,7 +84,7 @@ pub async fn run(
     let plain_ms = start.elapsed().as_secs_f64() * 1e3;
     let (mut t, mut d) = (with_policy(target.session()?)?, with_policy(draft.session()?)?);
     let start = std::time::Instant::now();
-    let out = generate(&mut t, &mut d, &prompt, &job.run, k, |_| {}).await?;
+    let out = generate(&mut t, &mut d, &prompt, &job.run, k, |_| true).await?;
     let spec_ms = start.elapsed().as_secs_f64() * 1e3;
     let mut stdout = std::io::stdout().lock();
     let text = tokenizer.decode(&out.tokens)?;

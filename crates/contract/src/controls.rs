@@ -172,6 +172,22 @@ controls! {
         Drives::Lesson, "yes: the length the penalty divides by includes the prompt's tokens (Hugging Face before v4.36)";
     EndsAt: "ends_at", "A hypothesis ends at", Input::Choice { options: &Ends::NAMES, default: "end-of-text" },
         Drives::Lesson, "end-of-text: the model's end token; line: also any token holding a line break";
+    Rate: "rate", "Arrivals per step", real(0.05, 8.0, 0.05, 0.5), Drives::Lesson,
+        "the serving lesson's trace: requests arriving per decode step on average (a seeded Poisson process)";
+    Requests: "requests", "Requests", whole(1.0, 64.0, 8.0), Drives::Lesson,
+        "how many requests the serving lesson's trace sends";
+    Slots: "slots", "Slots (B)", whole(1.0, 16.0, 4.0), Drives::Lesson,
+        "sequences the server runs at once, each in its own cache slot";
+    Scheduler: "scheduler", "Scheduler", Input::Choice { options: &SCHEDULERS, default: "all" },
+        Drives::Lesson, "once: one request at a time; static: wait for B requests (or the wait), run them until all finish; continuous: admit into any free slot at every step; all: the three on the same trace";
+    StaticWait: "static_wait", "Static batch waits (steps)", whole(0.0, 256.0, 4.0), Drives::Lesson,
+        "how long static batching waits for a full batch after the oldest request arrived before it starts with fewer";
+    Trace: "trace", "Typed trace (step prompt max_tokens seed; …)", Input::Text { default: "" }, Drives::Lesson,
+        "requests typed in, one per line or separated by ;: the step it arrives at, its prompt (0 = yours, 1–4 the built-in ones), its max tokens and seed; empty = the Poisson trace";
+    Speculate: "speculate", "Drafted per round (K)", whole(1.0, 16.0, 4.0), Drives::Lesson,
+        "tokens the draft proposes before the model checks them all in one pass";
+    DraftLayers: "draft_layers", "Draft: the model's first L blocks", whole(1.0, 1000.0, 1.0), Drives::Lesson,
+        "self-speculation: the draft is the model stopped after L blocks and read through its final LayerNorm and LM head (the logit lens)";
     Kernels: "kernels", "GPU kernels", Input::Choice { options: &KernelsChoice::NAMES, default: "auto" },
         Drives::Engine, "the shape of the WGSL kernels on WebGPU: auto (cpu on a software adapter, else each timed once on this GPU and the fastest remembered), cpu (one invocation per output: CPU adapters), gpu (k split over each workgroup: real GPUs), or a gpu layout by name";
 }
@@ -184,6 +200,9 @@ pub const FIRST_TOKEN: [&str; 2] = ["keep", "hide"];
 
 /// `kv_policy=`'s choices: which tokens the kv-budget lesson's cache keeps.
 pub const KV_POLICIES: [&str; 3] = ["window", "sinks", "heavy"];
+
+/// `scheduler=`'s choices: which schedulers the serving lesson replays the trace under.
+pub const SCHEDULERS: [&str; 4] = ["all", "once", "static", "continuous"];
 
 /// `prefill=`'s choices: how the cost lesson feeds the prompt.
 pub const PREFILL_MODES: [&str; 2] = ["one-pass", "token-by-token"];

@@ -142,6 +142,16 @@ widgets! {
         presets: [(MaxTokens, Number(48.0)), (Temperature, Number(0.0)), (KvLayers, Number(80.0)), (KvHeads, Number(8.0)), (Context, Number(131072.0)), (HeldOutTokens, Number(600.0))],
         shows: These(&[Prompt, KvPolicy, KvBudget, KvSinks, KvGroups, MaxTokens, Temperature, Seed, HeldOutTokens, KvLayers, QueryHeads, KvHeads, HeadSize, KvBytes, Context]),
         lesson: "Give the cache a budget and choose what it keeps: the most recent tokens, the first few as attention sinks and the most recent, or the tokens that received the most attention. Share K/V heads among query heads (pooled from the model's own). Generate to watch tokens leave, step by step, against the full cache fed the same tokens; measure what each policy and each number of K/V heads costs on a passage the model never saw; price a cache with fewer K/V heads.";
+    Serving: "serving", "Serving: continuous batching under an arrival trace",
+        model: true,
+        presets: [(MaxTokens, Number(16.0)), (Temperature, Number(0.8)), (TopK, Number(40.0))],
+        shows: These(&[Prompt, Rate, Requests, Slots, Scheduler, StaticWait, MaxTokens, Temperature, TopK, Seed, Trace]),
+        lesson: "Requests arrive while others are being served. Replay one trace three ways on this page's engine: one at a time, static batches (wait for B, run them until all finish), and continuous batching (a newcomer's prompt is prefilled into any free slot while the others keep decoding). Each cell of the charts is one slot at one step; every request's text is checked against its run alone.";
+    Speculative: "speculative", "Speculative decoding: a draft guesses, the model checks",
+        model: true,
+        presets: [(Temperature, Number(0.0)), (MaxTokens, Number(48.0)), (Prompt, Text("ROMEO:"))],
+        shows: These(&[Prompt, Speculate, DraftLayers, MaxTokens, Temperature, TopK, Seed]),
+        lesson: "A cheap draft (here the model's own first blocks) proposes K tokens; the model checks all K in one pass and keeps them up to the first it disagrees with, then adds its own token. Greedy, the text is exactly the model's own; sampled, the accept-or-resample rule keeps its distribution. Watch each round, the acceptance rate α and what it buys on this device.";
     LogitLens: "logit-lens", "The logit lens: when does the answer form?",
         model: true,
         presets: [],

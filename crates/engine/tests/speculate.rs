@@ -77,7 +77,7 @@ fn greedy_speculation_writes_the_targets_own_text_on_every_engine() {
             t.rewind(0).unwrap();
             d.rewind(0).unwrap();
             let out =
-                block_on(generate(&mut t, &mut d, &prompt, &greedy_job(n), k, |_| {})).unwrap();
+                block_on(generate(&mut t, &mut d, &prompt, &greedy_job(n), k, |_| true)).unwrap();
             assert_eq!(out.tokens, want, "{engine}, K = {k}");
             let passes = out.rounds.len();
             assert!(passes < n, "{engine}, K = {k}: {passes} target passes for {n} tokens");
@@ -101,7 +101,7 @@ fn the_same_seed_gives_the_same_sampled_text() {
     let run = || {
         let mut t = Session::Cpu(decode_lab_engine::cpu::CpuSession::new(target.clone()));
         let mut d = Session::Cpu(decode_lab_engine::cpu::CpuSession::new(draft.clone()));
-        block_on(generate(&mut t, &mut d, &prompt, &job, 4, |_| {})).unwrap()
+        block_on(generate(&mut t, &mut d, &prompt, &job, 4, |_| true)).unwrap()
     };
     let (a, b) = (run(), run());
     assert_eq!(a, b);
@@ -169,15 +169,15 @@ fn bad_settings_are_clear_errors() {
     let other = common::golden_model("tiny_odd");
     let cpu = |m: &Arc<Model>| Session::Cpu(decode_lab_engine::cpu::CpuSession::new(m.clone()));
     let job = greedy_job(4);
-    let e = block_on(generate(&mut cpu(&target), &mut cpu(&other), &[1], &job, 2, |_| {}));
+    let e = block_on(generate(&mut cpu(&target), &mut cpu(&other), &[1], &job, 2, |_| true));
     assert!(e.unwrap_err().to_string().contains("share the tokenizer"));
     let draft = Arc::new(target.first_blocks(1).unwrap());
     for k in [0, 17] {
-        let e = block_on(generate(&mut cpu(&target), &mut cpu(&draft), &[1], &job, k, |_| {}));
+        let e = block_on(generate(&mut cpu(&target), &mut cpu(&draft), &[1], &job, k, |_| true));
         assert!(e.unwrap_err().to_string().contains("1 to 16"));
     }
     let stop = Job { stop: vec!["\n".into()], ..greedy_job(4) };
-    let e = block_on(generate(&mut cpu(&target), &mut cpu(&draft), &[1], &stop, 2, |_| {}));
+    let e = block_on(generate(&mut cpu(&target), &mut cpu(&draft), &[1], &stop, 2, |_| true));
     assert!(e.unwrap_err().to_string().contains("stop strings"));
     assert!(target.first_blocks(4).unwrap_err().to_string().contains("1 to 3"));
 }

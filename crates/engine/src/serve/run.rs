@@ -4,7 +4,8 @@
 //! round's first part), then one batched step advances every running
 //! request a token (its second part). A request draws with its own sampler
 //! (its seed), so its text is its run alone. Every slot's state at every
-//! step is kept for the Gantt chart.
+//! step is kept for the Gantt chart; `on_step` sees the replay after each
+//! step (a page draws it and may stop it there).
 
 use crate::batch::Batch;
 use crate::error::Result;
@@ -50,7 +51,8 @@ pub struct Served {
     pub ended_ms: Option<f64>,
 }
 
-/// A replay: every request's fate, and every step's cells (step, slot).
+/// A replay: every request's fate, and every step's cells (step, slot: the
+/// slots the scheduler uses, so one for `Once`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Replay {
     pub served: Vec<Served>,
@@ -58,6 +60,8 @@ pub struct Replay {
     /// (steps) when each step began, ms from the replay's start.
     pub step_ms: Vec<f64>,
     pub wall_ms: f64,
+    /// Stopped by `on_step` before every request ended.
+    pub stopped: bool,
 }
 
 /// A request running in a slot.
@@ -68,7 +72,8 @@ struct Running {
     logits: Vec<f32>,
 }
 
-/// Replays `trace` (prompts from `prompts`) on `batch` under `scheduler`.
+/// Replays `trace` (prompts from `prompts`) on `batch` under `scheduler`;
+/// `on_step` sees the replay after every step and stops it by returning false.
 pub async fn replay(
     batch: &mut Batch,
     trace: &[Request],
@@ -76,6 +81,7 @@ pub async fn replay(
     settings: &Settings,
     scheduler: Scheduler,
     eos: Option<u32>,
+    mut on_step: impl FnMut(&Replay) -> bool,
 ) -> Result<Replay> {
     let start = web_time::Instant::now();
     let ms = || start.elapsed().as_secs_f64() * 1e3;
@@ -94,7 +100,7 @@ pub async fn replay(
             next += 1;
         }
         out.step_ms.push(ms());
-        let mut cells = vec![Cell::Idle; batch.len()];
+        let mut cells = vec![Cell::Idle; slots];
         let free: Vec<usize> = (0..slots).filter(|&s| running[s].is_none()).collect();
         let admit = match scheduler {
             Scheduler::Once | Scheduler::Continuous => free.len().min(queue.len()),
@@ -169,6 +175,10 @@ pub async fn replay(
         }
         out.cells.push(cells);
         step += 1;
+        if !on_step(&out) {
+            out.stopped = true;
+            break;
+        }
     }
     out.wall_ms = ms();
     Ok(out)

@@ -57,14 +57,15 @@ impl Outcome {
 /// Generates after `prompt` with `target`, `draft` proposing `k` tokens a
 /// round; `job` gives the settings, seed and length (stop strings are
 /// refused: a round emits several tokens at once). `on_round` sees each
-/// round as it ends. Both sessions must be empty and share a vocabulary.
+/// round as it ends and stops the generation by returning false (what was
+/// emitted so far is kept). Both sessions must be empty and share a vocabulary.
 pub async fn generate(
     target: &mut Session,
     draft: &mut Session,
     prompt: &[u32],
     job: &Job,
     k: usize,
-    mut on_round: impl FnMut(&Round),
+    mut on_round: impl FnMut(&Round) -> bool,
 ) -> Result<Outcome> {
     check(target, draft, prompt, job, k)?;
     let mut sampler = Sampler::new(job.settings.clone(), job.seed)?;
@@ -144,7 +145,7 @@ pub async fn generate(
             lag.push(drafted[k - 1]);
         }
         let round = Round { drafted: drafted.clone(), accepted, token };
-        on_round(&round);
+        let go_on = on_round(&round);
         out.rounds.push(round);
         let emitted = drafted[..accepted].iter().copied().chain([token]);
         let mut ended = false;
@@ -156,7 +157,7 @@ pub async fn generate(
             history.push(t);
             out.tokens.push(t);
         }
-        if ended {
+        if ended || !go_on {
             break;
         }
     }
