@@ -98,7 +98,12 @@ pub async fn run(
     };
     println!("first token       {} | {}", spread(f.ttft_steps, "steps"), spread(f.ttft_ms, "ms"));
     println!("end to end        {} | {}", spread(f.e2e_steps, "steps"), spread(f.e2e_ms, "ms"));
-    println!("slot utilisation  {:.1} % ({} slot-steps wasted)", f.utilisation * 100.0, f.wasted);
+    let used = out.cells.first().map_or(0, Vec::len);
+    println!(
+        "slot utilisation  {:.1} % of {used} slot(s) ({} slot-steps wasted)",
+        f.utilisation * 100.0,
+        f.wasted
+    );
     for (i, (r, served)) in requests.iter().zip(&out.served).enumerate() {
         let alone =
             run_alone(&engine, &prompts[r.prompt], &settings, r.seed, r.max_tokens, eos).await?;

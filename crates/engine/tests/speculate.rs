@@ -181,3 +181,16 @@ fn bad_settings_are_clear_errors() {
     assert!(e.unwrap_err().to_string().contains("stop strings"));
     assert!(target.first_blocks(4).unwrap_err().to_string().contains("1 to 3"));
 }
+
+#[test]
+fn alpha_counts_only_the_drafts_the_target_judged() {
+    use decode_lab_engine::speculate::{Outcome, Round};
+    // One rejection after a kept token (the last two never judged), one round all kept.
+    let rounds = vec![
+        Round { drafted: vec![1, 2, 3, 4], accepted: 1, token: 9 },
+        Round { drafted: vec![5, 6, 7, 8], accepted: 4, token: 9 },
+    ];
+    let out = Outcome { rounds, ..Outcome::default() };
+    assert_eq!(out.acceptance(), 5.0 / 6.0);
+    assert_eq!(out.tokens_per_pass(), 3.5);
+}

@@ -30,7 +30,7 @@ pub fn Table(sinks: Sinks) -> impl IntoView {
                         <td>{spread(f.ttft_ms, 0)}</td>
                         <td>{spread(f.e2e_steps, 1)}</td>
                         <td>{spread(f.e2e_ms, 0)}</td>
-                        <td>{format!("{:.0} %", f.utilisation * 100.0)}</td>
+                        <td>{format!("{:.0} % of {}", f.utilisation * 100.0, s.replay.cells.first().map_or(0, Vec::len))}</td>
                         <td>{f.wasted}</td>
                         <td class=if ok { "ok" } else { "bad" }>{if ok { "✓ all" } else { "✗ some differ" }}</td>
                     </tr>

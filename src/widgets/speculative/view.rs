@@ -10,8 +10,9 @@ use super::measure::{Row, Sinks};
 use crate::driver::Driver;
 
 /// One round as chips: kept, the first rejected, the unchecked rest, and the model's token.
-fn round(d: Driver, i: usize, r: &Round) -> impl IntoView {
-    let text = move |id: u32| d.lab.with_value(|l| l.token_text(id));
+fn round(d: Driver, r: &Round) -> impl IntoView {
+    // A line break is a token too: shown, not left as an empty chip.
+    let text = move |id: u32| d.lab.with_value(|l| l.token_text(id)).replace('\n', "↵");
     let chips = r.drafted.iter().enumerate().map(|(j, &t)| {
         let (class, why) = match j {
             j if j < r.accepted => ("accepted", "drafted and kept"),
@@ -27,7 +28,6 @@ fn round(d: Driver, i: usize, r: &Round) -> impl IntoView {
     };
     view! {
         <li data-testid="spec-round" data-accepted=r.accepted.to_string() data-drafted=r.drafted.len().to_string()>
-            <span class="round-no">{format!("{i}:")}</span>
             {chips.collect_view()}
             <span class=format!("spec-chip {class}") title=why data-kind=class>{text(r.token)}</span>
         </li>
@@ -40,11 +40,11 @@ pub fn Rounds(driver: Driver, sinks: Sinks) -> impl IntoView {
     move || {
         let rounds = sinks.rounds.get();
         (!rounds.is_empty()).then(|| {
-            let items = rounds.iter().enumerate().map(|(i, r)| round(d, i, r)).collect_view();
+            let items = rounds.iter().map(|r| round(d, r)).collect_view();
             view! {
                 <h3>"Each round of the last run"</h3>
                 <p class="legend spec-key">
-                    <span class="spec-chip accepted">"kept"</span>
+                    "Round by round: "<span class="spec-chip accepted">"kept"</span>
                     <span class="spec-chip rejected">"rejected"</span>
                     <span class="spec-chip unchecked">"discarded after a rejection"</span>
                     <span class="spec-chip correction">"the model's correction"</span>
@@ -107,7 +107,7 @@ pub fn Table(sinks: Sinks) -> impl IntoView {
         <div class="table-scroll"><table class="figures" data-testid="spec-table">
             <caption>"Speculative decoding against the model alone on the same prompt, settings and seed, on this page's engine."</caption>
             <thead><tr>
-                <th scope="col">"K"</th><th scope="col">"draft blocks"</th><th scope="col">"α (kept / drafted)"</th>
+                <th scope="col">"K"</th><th scope="col">"draft blocks"</th><th scope="col">"α (kept / judged)"</th>
                 <th scope="col">"tokens per model pass"</th><th scope="col">"expected from α: (1 − α^(K+1)) / (1 − α)"</th>
                 <th scope="col">"model / draft passes"</th><th scope="col">"ms per token, alone"</th>
                 <th scope="col">"ms per token, speculative"</th><th scope="col">"measured speed-up"</th><th scope="col">"text"</th>

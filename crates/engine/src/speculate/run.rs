@@ -27,6 +27,13 @@ pub struct Round {
     pub token: u32,
 }
 
+impl Round {
+    /// Drafted tokens the target judged: those it kept, and the first it rejected.
+    pub fn checked(&self) -> usize {
+        (self.accepted + 1).min(self.drafted.len())
+    }
+}
+
 /// A whole speculative generation.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Outcome {
@@ -39,11 +46,15 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// α: the share of drafted tokens the target kept.
+    /// α: the share of the drafted tokens the target checked that it kept.
+    /// A round checks its drafts up to the first rejection; those after it
+    /// are never judged, so counting them would bias α low. This is the
+    /// estimate of Leviathan et al.'s per-token acceptance rate that their
+    /// expected tokens per pass, (1 − α^(K+1)) / (1 − α), takes.
     pub fn acceptance(&self) -> f64 {
-        let drafted: usize = self.rounds.iter().map(|r| r.drafted.len()).sum();
+        let checked: usize = self.rounds.iter().map(Round::checked).sum();
         let kept: usize = self.rounds.iter().map(|r| r.accepted).sum();
-        kept as f64 / drafted.max(1) as f64
+        kept as f64 / checked.max(1) as f64
     }
 
     /// Tokens generated per target pass over the rounds (each round is one
