@@ -130,6 +130,19 @@ test('serving and speculative on cpu: Stop mid-measurement, URL round-trip', asy
   await page.click('[data-testid=stop-generation]');
   await page.waitForFunction(idle, 'measure-serve', { timeout: 300_000 });
   assert.ok(await page.locator('[data-testid=serve-row]').count() < 3, 'stopped before every scheduler ran');
+  // A typed trace: a bad line is named; two requests of 2 and 6 tokens in a
+  // static batch of 2 hold the short one's slot 4 steps after it ended.
+  await page.selectOption('[data-testid=scheduler]', 'static');
+  await page.fill('[data-testid=trace]', '0 0 2 1; 0 1 6 2; 1 9 2 3');
+  await page.click('[data-testid=measure-serve]');
+  await page.waitForFunction(idle, 'measure-serve', { timeout: 60_000 });
+  assert.match(await page.textContent('[data-testid=error]'), /^trace: trace line 3: there are 5 prompts/);
+  await page.fill('[data-testid=trace]', '0 0 2 1; 0 1 6 2');
+  await page.click('[data-testid=measure-serve]');
+  await page.waitForFunction(idle, 'measure-serve', { timeout: 120_000 });
+  const typed = await page.$$eval('[data-testid=serve-row]', (rs) => rs.map((r) => [...r.children].map((c) => c.textContent)));
+  assert.deepEqual(typed.map((r) => [r[0], r[8], r[9]]), [['static', '4', '✓ all']]);
+  assert.equal(await page.locator('[data-testid=gantt] .cell.wasted').count(), 4);
   await noFatal(page);
   await page.close();
 

@@ -89,6 +89,16 @@ fn trace_of(d: Driver) -> Result<(Trace, Vec<Vec<u32>>), String> {
     } else {
         let requests = trace::parse(&typed.replace(';', "\n"), ids.len())
             .map_err(|e| format!("trace: {e}"))?;
+        let most = match Control::Requests.spec().input {
+            contract::Input::Number { range, .. } => range.max as usize,
+            _ => usize::MAX,
+        };
+        if requests.len() > most {
+            return Err(format!(
+                "trace: {} requests; a trace holds at most {most}",
+                requests.len()
+            ));
+        }
         if let Some(r) = requests.iter().find(|r| r.max_tokens > room) {
             return Err(format!(
                 "trace: a request asks {} tokens; after the longest prompt this model has room for {room}",

@@ -22,7 +22,9 @@ pub struct Request {
 
 /// `n` requests arriving as a Poisson process of `rate` per step (the gaps
 /// exponential, rounded down to whole steps), prompts taken in turn from
-/// `n_prompts`, each asking `max_tokens`; request i's seed is `seed + i`.
+/// `n_prompts`, each asking a length drawn uniformly from ⌈max_tokens / 4⌉
+/// to `max_tokens` (served requests differ in length: what a static batch
+/// wastes and continuous batching reclaims); request i's seed is `seed + i`.
 pub fn poisson(
     n: usize,
     rate: f64,
@@ -44,7 +46,15 @@ pub fn poisson(
         // u in (0, 1]: −ln u / rate is an exponential gap.
         let u = ((rng.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
         t += -libm::log(u) / rate;
-        Request { arrival: t as usize, prompt: i % n_prompts, max_tokens, seed: seed + i as u64 }
+        let shortest = max_tokens.div_ceil(4);
+        let span = (max_tokens - shortest + 1) as u64;
+        let length = shortest + (rng.next_u64() % span) as usize;
+        Request {
+            arrival: t as usize,
+            prompt: i % n_prompts,
+            max_tokens: length,
+            seed: seed + i as u64,
+        }
     });
     Ok(requests.collect())
 }
@@ -101,6 +111,12 @@ mod tests {
         assert!(trace.windows(2).all(|w| w[0].arrival <= w[1].arrival));
         assert_eq!((trace[4].prompt, trace[4].seed), (1, 13));
         assert!(poisson(3, 0.0, 3, 8, 1).is_err());
+        // Lengths cover ⌈8 / 4⌉ = 2 … 8, each about equally often.
+        for length in 2..=8 {
+            let n = trace.iter().filter(|r| r.max_tokens == length).count() as f64;
+            assert!((n / trace.len() as f64 - 1.0 / 7.0).abs() < 0.01, "length {length}: {n}");
+        }
+        assert!(poisson(50, 1.0, 1, 1, 2).unwrap().iter().all(|r| r.max_tokens == 1));
     }
 
     #[test]
