@@ -105,12 +105,22 @@ for (const backend of ['cpu', 'webgpu']) {
     const expected = alpha < 1 ? (1 - alpha ** 4) / (1 - alpha) : 4;
     assert.ok(Math.abs(Number(row[5]) - expected) < 0.02, `expected from α: ${row[5]} vs ${expected}`);
     assert.match(row[9], /^\d+\.\d\d×$/);
-    // Each round: K drafted (fewer only at the end), kept ≤ drafted; α is their ratio.
+    // Each round: K drafted (fewer only at the end), kept ≤ drafted; α is kept over
+    // judged (the drafts up to and including the first rejection).
     const rounds = await page.$$eval('[data-testid=spec-round]', (rs) => rs.map((r) => [Number(r.dataset.accepted), Number(r.dataset.drafted)]));
     assert.ok(rounds.length > 0);
-    const kept = rounds.reduce((a, r) => a + r[0], 0);
-    const drafted = rounds.reduce((a, r) => a + r[1], 0);
-    assert.ok(Math.abs(kept / drafted - alpha) < 0.001, `α = kept / drafted: ${kept}/${drafted} vs ${alpha}`);
+    assert.ok(rounds.every(([a, d]) => a <= d && d <= 3));
+    const kept = rounds.reduce((s, [a]) => s + a, 0);
+    const judged = rounds.reduce((s, [a, d]) => s + Math.min(a + 1, d), 0);
+    assert.ok(Math.abs(kept / judged - alpha) < 0.001, `α = kept / judged: ${kept}/${judged} vs ${alpha}`);
+    // Each round's chips: its kept drafts, then (unless all were kept) one rejected.
+    const kinds = await page.$$eval('[data-testid=spec-round]', (rs) => rs.map((r) => [...r.querySelectorAll('.spec-chip')].map((c) => c.dataset.kind)));
+    kinds.forEach((k, i) => {
+      const [a, d] = rounds[i];
+      assert.deepEqual(k.slice(0, a), Array(a).fill('accepted'));
+      assert.equal(k.at(-1), a === d ? 'bonus' : 'correction');
+      if (a < d) assert.equal(k[a], 'rejected');
+    });
     assert.match(await page.textContent('[data-testid=spec-verdict]'), /^K = 3: a round took \d+\.\d\d ms/);
     await page.screenshot({ path: `${ARTIFACTS}/speculative-${backend}.png`, fullPage: true });
     await noFatal(page);
@@ -136,7 +146,7 @@ test('serving and speculative on cpu: Stop mid-measurement, URL round-trip', asy
   await page.fill('[data-testid=trace]', '0 0 2 1; 0 1 6 2; 1 9 2 3');
   await page.click('[data-testid=measure-serve]');
   await page.waitForFunction(idle, 'measure-serve', { timeout: 60_000 });
-  assert.match(await page.textContent('[data-testid=error]'), /^trace: trace line 3: there are 5 prompts/);
+  assert.match(await page.textContent('[data-testid=error]'), /^trace line 3: there are 5 prompts: "1 9 2 3"$/);
   await page.fill('[data-testid=trace]', '0 0 2 1; 0 1 6 2');
   await page.click('[data-testid=measure-serve]');
   await page.waitForFunction(idle, 'measure-serve', { timeout: 120_000 });

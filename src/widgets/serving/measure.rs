@@ -87,8 +87,11 @@ fn trace_of(d: Driver) -> Result<(Trace, Vec<Vec<u32>>), String> {
         let seed = c.number(Control::Seed).get_untracked() as u64;
         trace::poisson(n, rate, ids.len(), max_tokens, seed).map_err(err)?
     } else {
-        let requests = trace::parse(&typed.replace(';', "\n"), ids.len())
-            .map_err(|e| format!("trace: {e}"))?;
+        let requests = trace::parse(&typed.replace(';', "\n"), ids.len()).map_err(|e| match e {
+            // Its words already name the trace's line.
+            engine::EngineError::Setting(why) => why,
+            e => e.to_string(),
+        })?;
         let most = match Control::Requests.spec().input {
             contract::Input::Number { range, .. } => range.max as usize,
             _ => usize::MAX,
