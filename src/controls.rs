@@ -47,12 +47,17 @@ pub fn NumberControl(
     static NEXT_ID: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let id = format!("control-{testid}-{n}");
+    // What a screen reader says as the slider moves: its name and its value
+    // to the step's precision ("Temperature 0.50"), not a bare number.
+    let digits = (-range.step.log10().floor()).max(0.0) as usize;
+    let spoken = move || format!("{label} {:.digits$}", value.get());
     view! {
         <div class="control" class:locked=locked title=help data-control=spec.name>
             <label for=id.clone()>{label}</label>
             <input
                 type="range"
                 aria-label=label
+                aria-valuetext=spoken
                 min=range.min.to_string()
                 max=range.max.to_string()
                 step=range.step.to_string()

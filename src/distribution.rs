@@ -173,16 +173,13 @@ fn BarRow(bar: Bar, on_pick: Option<Callback<u32>>) -> impl IntoView {
             data-p-raw=bar.p_raw.to_string()
             data-p=bar.p.to_string()
             data-kept=kept.to_string()
-            title=title
-            role=on_pick.map(|_| "button")
-            tabindex=on_pick.map(|_| "0")
-            on:click=move |_| { if let Some(pick) = on_pick { pick.run(id) } }
-            on:keydown=move |ev| {
-                if let Some(pick) = on_pick {
-                    if ev.key() == "Enter" || ev.key() == " " { ev.prevent_default(); pick.run(id) }
-                }
-            }
+            title=title.clone()
         >
+            // A pickable bar is still a list item; its button (over the whole
+            // row) is what a keyboard or a screen reader reaches and presses.
+            {on_pick.map(|pick| view! {
+                <button type="button" class="bar-pick" aria-label=format!("choose {title}") on:click=move |_| pick.run(id)></button>
+            })}
             <span class="label">{visible(&bar.text)}</span>
             <span class="track">
                 <span class="raw" style:width=pct(bar.p_raw)></span>

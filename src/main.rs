@@ -19,6 +19,7 @@ mod playground;
 mod query;
 mod registry;
 mod remembered;
+mod scroll;
 mod selftest;
 mod source;
 mod url_state;

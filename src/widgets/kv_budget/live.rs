@@ -11,6 +11,8 @@ use engine::quality::DriftAcc;
 use engine::run::{Job, Run};
 use leptos::prelude::*;
 
+use crate::scroll::Scroll;
+
 use crate::driver::Driver;
 use crate::loader::yield_to_browser;
 use crate::widgets::measuring::{err, prompt_ids, steps_in_room};
@@ -206,12 +208,12 @@ pub fn StepTable(sinks: Sinks) -> impl IntoView {
                 same * 100.0,
                 rows.len()
             )}</p>
-            <div class="table-scroll">
+            <Scroll label="each step against the full cache">
                 <table class="kv-steps">
                     <thead><tr><th>"Step"</th><th>"Token"</th><th>"KL (nats)"</th><th>"Top-1"</th></tr></thead>
                     <tbody>{body}</tbody>
                 </table>
-            </div>
+            </Scroll>
         })
     }
 }

@@ -10,6 +10,8 @@ use engine::kv_quality::{measure as score, Progress as Done};
 use engine::quality::Drift;
 use leptos::prelude::*;
 
+use crate::scroll::Scroll;
+
 use super::engines::{divisors, grouped as grouped_engine};
 use super::policy;
 use crate::driver::Driver;
@@ -219,12 +221,12 @@ pub fn Curves(sinks: Sinks) -> impl IntoView {
             let full = full_bits(&points[0].drift);
             view! {
                 <p class="readout">{format!("The full cache: {full:.4} bits per byte.")}</p>
-                <div class="table-scroll">
+                <Scroll label="each policy at each budget">
                     <table class="kv-curves" data-testid="kv-curves-table">
                         <thead><tr><th>"Policy"</th><th>"Budget"</th><th>"Bits/byte"</th><th>"KL (nats)"</th><th>"Same top-1"</th></tr></thead>
                         <tbody>{rows}</tbody>
                     </table>
-                </div>
+                </Scroll>
             }
         })
     };

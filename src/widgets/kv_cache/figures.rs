@@ -6,6 +6,8 @@
 use engine::cost::{cumulative, fit, kv_projections, Fit};
 use leptos::prelude::*;
 
+use crate::scroll::Scroll;
+
 use super::measure::Sinks;
 use crate::widgets::chart::{LineChart, Series};
 
@@ -123,10 +125,10 @@ pub fn BytesTable(sinks: Sinks) -> impl IntoView {
                 })
                 .collect_view();
             view! {
-                <div class="table-scroll"><table class="figures" data-testid="kv-bytes-table">
+                <Scroll label="the cache in bytes, three ways"><table class="figures" data-testid="kv-bytes-table">
                     <thead><tr><th>{format!("KV cache at n = {}", b.n)}</th><th>"bytes"</th></tr></thead>
                     <tbody>{rows}</tbody>
-                </table></div>
+                </table></Scroll>
             }
         })
     }
@@ -152,13 +154,13 @@ pub fn Projections() -> impl IntoView {
         })
         .collect_view();
     view! {
-        <div class="table-scroll"><table class="figures">
+        <Scroll label="tokens computed with and without the cache"><table class="figures">
             <thead><tr>
                 <th>"prompt tokens L"</th><th>"with the cache: L + T − 1"</th>
                 <th>"without: T·L + T(T − 1)/2"</th><th>"ratio"</th>
             </tr></thead>
             <tbody>{rows}</tbody>
-        </table></div>
+        </table></Scroll>
         <p class="legend">{format!("Token passes through each layer's K and V projections to generate T = {NEW} tokens after a prompt of L tokens. Without the cache step t runs all L + t tokens again.")}</p>
     }
 }

@@ -10,6 +10,8 @@ mod compute;
 use contract::{Control, Shown};
 use leptos::prelude::*;
 
+use crate::scroll::Scroll;
+
 use crate::controls::ControlsPanel;
 use crate::distribution::visible;
 use crate::driver::Driver;
@@ -124,10 +126,10 @@ fn LensTable(
             view! { <tr><th>{name}</th>{cells}</tr> }
         }).collect_view();
         view! {
-            <div class="table-scroll"><table class="lens" data-testid="lens-grid">
+            <Scroll label="the logit lens grid: positions by layers"><table class="lens" data-testid="lens-grid">
                 <thead><tr><th>"after"</th>{head}</tr></thead>
                 <tbody>{rows}</tbody>
-            </table></div>
+            </table></Scroll>
         }
     }
 }

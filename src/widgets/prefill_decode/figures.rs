@@ -5,6 +5,8 @@
 use engine::cost::{fit, median, Fit, Timeline};
 use leptos::prelude::*;
 
+use crate::scroll::Scroll;
+
 use super::measure::{Point, Run, Sinks};
 use crate::widgets::chart::{LineChart, Series};
 use crate::widgets::measuring::bandwidth_sentence;
@@ -154,10 +156,10 @@ pub fn FiguresTable(sinks: Sinks) -> impl IntoView {
         };
         Some(view! {
             <p class="legend" data-testid="cost-timer">{timer}</p>
-            <div class="table-scroll"><table class="figures" data-testid="cost-table">
+            <Scroll label="prefill and decode figures"><table class="figures" data-testid="cost-table">
                 <thead><tr><th></th><th>"cold (first run, new session)"</th><th>{format!("warm (median of {done})")}</th></tr></thead>
                 <tbody>{rows}</tbody>
-            </table></div>
+            </table></Scroll>
             {by_token(warm)}
         })
     };

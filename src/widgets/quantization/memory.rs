@@ -7,6 +7,8 @@ use contract::Control;
 use engine::storage::format::{Format, GROUP};
 use leptos::prelude::*;
 
+use crate::scroll::Scroll;
+
 use crate::controls::NumberControl;
 use crate::driver::Driver;
 
@@ -79,10 +81,10 @@ pub fn MemoryCalculator(driver: Driver) -> impl IntoView {
                 </button>
                 <button data-testid="seventy-b" on:click=move |_| params_b.set(70.0)>"70 B"</button>
             </div>
-            <div class="table-scroll"><table class="figures">
+            <Scroll label="the memory each format needs"><table class="figures">
                 <thead><tr><th>"format"</th><th>"weights"</th><th>"fits in"</th></tr></thead>
                 <tbody>{rows}</tbody>
-            </table></div>
+            </table></Scroll>
             <p class="legend">{format!(
                 "Weights only: the KV cache and activations need memory on top. Scales add to the table's bytes: int4 keeps one f32 scale per {GROUP} weights (+{:.0} %), int8 one per output channel (under 1 % for a model 128 or more wide).",
                 100.0 * 4.0 / GROUP as f64 / 0.5

@@ -3,6 +3,8 @@
 use engine::storage::format::Format;
 use leptos::prelude::*;
 
+use crate::scroll::Scroll;
+
 use super::measure::{Parting, Row, Sinks, REFERENCE};
 
 /// `v` with `digits` decimals, or an em dash while it is being measured.
@@ -28,14 +30,14 @@ pub fn FiguresTable(sinks: Sinks) -> impl IntoView {
         sinks.rows.get().into_iter().map(|row| view! { <FormatRow row=row/> }).collect_view()
     };
     view! {
-        <div class="table-scroll"><table class="figures" data-testid="quant-table">
+        <Scroll label="every weight format, measured"><table class="figures" data-testid="quant-table">
             <thead><tr>
                 <th>"format"</th><th>"weight bytes"</th><th>"decode ms/token"</th>
                 <th>"held-out bits/byte"</th><th>"KL mean (nats)"</th><th>"KL p99.9"</th>
                 <th>"same top-1"</th><th>"RMS Δp"</th><th>"greedy text parts at"</th>
             </tr></thead>
             <tbody>{rows}</tbody>
-        </table></div>
+        </table></Scroll>
     }
 }
 

@@ -5,6 +5,8 @@
 use engine::serve::Spread;
 use leptos::prelude::*;
 
+use crate::scroll::Scroll;
+
 use super::measure::Sinks;
 
 fn spread(s: Spread, digits: usize) -> String {
@@ -39,7 +41,7 @@ pub fn Table(sinks: Sinks) -> impl IntoView {
             .collect_view()
     };
     view! {
-        <div class="table-scroll"><table class="figures" data-testid="serve-table">
+        <Scroll label="each scheduler's figures"><table class="figures" data-testid="serve-table">
             <caption>"Each scheduler on the same trace, measured on this page's engine. Latencies count from the start of the step a request arrives in: mean / p50 / p95."</caption>
             <thead><tr>
                 <th scope="col">"scheduler"</th><th scope="col">"tokens/s"</th><th scope="col">"steps"</th>
@@ -48,7 +50,7 @@ pub fn Table(sinks: Sinks) -> impl IntoView {
                 <th scope="col">"slot utilisation"</th><th scope="col">"wasted slot-steps"</th><th scope="col">"texts vs run alone"</th>
             </tr></thead>
             <tbody>{rows}</tbody>
-        </table></div>
+        </table></Scroll>
     }
 }
 

@@ -7,6 +7,8 @@ use engine::serve::trace::Request;
 use engine::serve::Cell;
 use leptos::prelude::*;
 
+use crate::scroll::Scroll;
+
 use super::measure::{Served, Sinks};
 
 /// One step's width and one slot's height, in SVG units.
@@ -62,11 +64,13 @@ pub fn Timeline(sinks: Sinks) -> impl IntoView {
             let height = 16.0 + 10.0 * most.max().unwrap_or(1) as f64;
             view! {
                 <figure class="serve-timeline" data-testid="serve-timeline">
+                    <Scroll label="the trace: when each request arrives" class="gantt-scroll">
                     <svg viewBox=format!("0 0 {width:.0} {height:.0}") width=format!("{width:.0}") role="img"
                         aria-label=format!("{} requests arriving over {} steps", trace.len(), steps)>
                         <text class="tick" x="0" y="12">"arrivals"</text>
                         {marks}
                     </svg>
+                    </Scroll>
                 </figure>
             }
         })
@@ -102,18 +106,20 @@ fn chart(s: &Served, steps: usize) -> impl IntoView {
             view! { <text class="tick" x="0" y=format!("{y:.1}")>{format!("slot {slot}")}</text> }
         })
         .collect_view();
-    let axis = format!("steps 0 – {}", s.replay.cells.len().saturating_sub(1));
+    let n_steps = s.replay.cells.len();
+    let axis = format!("steps 0 – {}", n_steps.saturating_sub(1));
+    let name = s.name;
     view! {
         <figure class="gantt" data-testid="gantt" data-scheduler=s.name>
             <figcaption>{s.name}</figcaption>
-            <div class="gantt-scroll">
+            <Scroll label=format!("{name}: slots by steps") class="gantt-scroll">
                 <svg viewBox=format!("0 0 {width:.0} {height:.0}") width=format!("{width:.0}") role="img"
-                    aria-label=format!("{}: {slots} slots over {} steps", s.name, s.replay.cells.len())>
+                    aria-label=format!("{name}: {slots} slots over {n_steps} steps")>
                     {labels}
                     {cells}
                     <text class="tick" x=LEFT.to_string() y=(height - 2.0).to_string()>{axis}</text>
                 </svg>
-            </div>
+            </Scroll>
         </figure>
     }
 }

@@ -6,6 +6,8 @@
 use engine::speculate::Round;
 use leptos::prelude::*;
 
+use crate::scroll::Scroll;
+
 use super::measure::{Row, Sinks};
 use crate::driver::Driver;
 
@@ -104,7 +106,7 @@ pub fn Table(sinks: Sinks) -> impl IntoView {
             .collect_view()
     };
     view! {
-        <div class="table-scroll"><table class="figures" data-testid="spec-table">
+        <Scroll label="each speculative run"><table class="figures" data-testid="spec-table">
             <caption>"Speculative decoding against the model alone on the same prompt, settings and seed, on this page's engine."</caption>
             <thead><tr>
                 <th scope="col">"K"</th><th scope="col">"draft blocks"</th><th scope="col">"α (kept / judged)"</th>
@@ -113,7 +115,7 @@ pub fn Table(sinks: Sinks) -> impl IntoView {
                 <th scope="col">"ms per token, speculative"</th><th scope="col">"measured speed-up"</th><th scope="col">"text"</th>
             </tr></thead>
             <tbody>{rows}</tbody>
-        </table></div>
+        </table></Scroll>
     }
 }
 
