@@ -94,7 +94,50 @@ pub fn LineChart(
                     {drawn}
                 </svg>
                 <figcaption class="legend">{legend}</figcaption>
+                <AsTable series=all.clone() x_label=x_label y_label=y_label/>
             </figure>
         })
+    }
+}
+
+/// The chart's numbers as a table, behind a toggle a screen reader and a
+/// keyboard reach: one row per x, one column per series (WCAG 1.1.1).
+#[component]
+fn AsTable(series: Vec<Series>, x_label: &'static str, y_label: &'static str) -> impl IntoView {
+    let mut xs: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    let head =
+        series.iter().map(|s| view! { <th scope="col">{s.name.clone()}</th> }).collect_view();
+    let rows = xs
+        .iter()
+        .map(|&x| {
+            let cells = series
+                .iter()
+                .map(|s| {
+                    let y = s.points.iter().find(|p| p.0 == x).map(|p| short_exact(p.1));
+                    view! { <td>{y.unwrap_or_default()}</td> }
+                })
+                .collect_view();
+            view! { <tr><th scope="row">{short_exact(x)}</th>{cells}</tr> }
+        })
+        .collect_view();
+    view! {
+        <details class="as-table" data-testid="chart-table">
+            <summary>"Show as table"</summary>
+            <table class="figures">
+                <caption>{format!("{y_label} against {x_label}")}</caption>
+                <thead><tr><th scope="col">{x_label}</th>{head}</tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+        </details>
+    }
+}
+
+/// `v` as a table cell shows it: whole numbers whole, others to 4 decimals (trailing zeros dropped).
+fn short_exact(v: f64) -> String {
+    match v.fract() == 0.0 && v.abs() < 1e15 {
+        true => format!("{v:.0}"),
+        false => format!("{:.4}", v).trim_end_matches('0').to_string(),
     }
 }

@@ -44,6 +44,13 @@ for (const backend of ['cpu', 'webgpu']) {
     const series = (id) => page.$$eval(`[data-testid=${id}] .series`, (ss) => ss.map((s) => s.querySelectorAll('circle').length));
     assert.deepEqual(await series('batch-throughput'), [4, 4]);
     assert.deepEqual(await series('batch-latency'), [4]);
+    // The chart's text alternative: the same numbers as the table, behind "Show as table".
+    await page.click('[data-testid=batch-throughput] [data-testid=chart-table] summary');
+    const asTable = await page.$$eval('[data-testid=batch-throughput] [data-testid=chart-table] tbody tr',
+      (rs) => rs.map((r) => [...r.children].map((c) => c.textContent)));
+    assert.deepEqual(asTable.map((r) => r[0]), ['1', '2', '4', '8']);
+    asTable.forEach((r, i) => assert.ok(Math.abs(Number(r[1]) - Number(rows[i][2])) <= 0.05 + 1e-9,
+      `chart table ${r[1]} against the figures table's ${rows[i][2]} tokens/s`));
     const texts = await page.$$eval('[data-testid=batch-text]', (ls) => ls.map((l) => [l.dataset.same, l.querySelector('.text').textContent]));
     assert.equal(texts.length, 8);
     assert.ok(texts.every(([same]) => same === 'true'));

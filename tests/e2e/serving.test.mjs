@@ -79,6 +79,10 @@ for (const backend of ['cpu', 'webgpu']) {
       g.querySelectorAll('.cell.prefill').length, g.querySelectorAll('.cell.decode').length]));
     assert.deepEqual(gantts.map((g) => g.slice(0, 2)), [['one at a time', 1], ['static', 3], ['continuous', 3]]);
     for (const g of gantts) assert.equal(g[2], TRACE.requests, `one prefill per request: ${g}`);
+    // Each chart's text alternative holds the same cells.
+    const asTable = await page.$$eval('[data-testid=gantt]', (gs) => gs.map((g) =>
+      [...g.querySelectorAll('[data-testid=chart-table] td')].filter((c) => c.textContent.startsWith('prefill')).length));
+    assert.deepEqual(asTable, [TRACE.requests, TRACE.requests, TRACE.requests]);
     const texts = await page.$$eval('[data-testid=serve-text]', (ls) => ls.map((l) => [l.dataset.same, l.querySelector('.text').textContent]));
     assert.equal(texts.length, TRACE.requests);
     assert.ok(texts.every(([same]) => same === 'true'));

@@ -120,7 +120,37 @@ fn chart(s: &Served, steps: usize) -> impl IntoView {
                     <text class="tick" x=LEFT.to_string() y=(height - 2.0).to_string()>{axis}</text>
                 </svg>
             </Scroll>
+            {as_table(s)}
         </figure>
+    }
+}
+
+/// The chart's cells as a table behind a toggle (its text alternative): a
+/// row per step, a column per slot.
+fn as_table(s: &Served) -> impl IntoView {
+    let slots = s.replay.cells.first().map_or(0, Vec::len);
+    let head = (0..slots).map(|slot| view! { <th scope="col">{format!("slot {slot}")}</th> });
+    let rows = s.replay.cells.iter().enumerate().map(|(step, row)| {
+        let cells = row.iter().map(|&cell| {
+            let words = match cell {
+                Cell::Idle => "idle".to_string(),
+                Cell::Prefill(r) => format!("prefill {r}"),
+                Cell::Decode(r) => format!("decode {r}"),
+                Cell::Wasted => "wasted".to_string(),
+            };
+            view! { <td>{words}</td> }
+        });
+        view! { <tr><th scope="row">{step}</th>{cells.collect_view()}</tr> }
+    });
+    view! {
+        <details class="as-table" data-testid="chart-table">
+            <summary>"Show as table"</summary>
+            <table class="figures">
+                <caption>{format!("{}: what each slot did at each step (the number is the request)", s.name)}</caption>
+                <thead><tr><th scope="col">"step"</th>{head.collect_view()}</tr></thead>
+                <tbody>{rows.collect_view()}</tbody>
+            </table>
+        </details>
     }
 }
 
