@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { startLab, noFatal, WIDGET_TABLE } from './helpers.mjs';
+import { startLab, noFatal, cliGreedy, WIDGET_TABLE } from './helpers.mjs';
 
 const lab = await startLab();
 before(async () => { await lab.start(); });
@@ -44,3 +44,33 @@ for (const backend of ['cpu', 'webgpu']) {
     assert.deepEqual(bad, []);
   });
 }
+
+/** Presses Tab until `selector` has the focus; returns how many presses it took. */
+async function tabTo(page, selector, most = 150) {
+  for (let n = 1; n <= most; n++) {
+    await page.keyboard.press('Tab');
+    if (await page.evaluate((s) => document.activeElement?.matches(s) ?? false, selector)) return n;
+  }
+  throw new Error(`Tab never reached ${selector}`);
+}
+
+test('keyboard only on cpu: type a prompt, generate the CLI\'s greedy text, then pick the next token as the sampler', async () => {
+  const page = await lab.open('cpu', '?temperature=0&max_tokens=8');
+  await tabTo(page, '[data-testid=prompt]');
+  await page.keyboard.press('Control+A');
+  await page.keyboard.type('ROMEO:');
+  // Data-flow order: the prompt comes before the button that runs it.
+  await tabTo(page, '[data-testid=generate]', 10);
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => !document.querySelector('[data-testid=generate]').disabled
+    && document.querySelectorAll('.chip').length === 8, null, { timeout: 120_000 });
+  assert.equal(await page.textContent('[data-testid=output]'), cliGreedy(8, 'ROMEO:'));
+  // You are the sampler: a bar's button, reached by Tab, pressed with Space.
+  await tabTo(page, '.bar-pick');
+  const token = await page.evaluate(() => document.activeElement.closest('[data-testid=bar]').dataset.token);
+  await page.keyboard.press('Space');
+  await page.waitForFunction(() => document.querySelectorAll('.chip').length === 9);
+  assert.equal(await page.$$eval('.chip', (cs) => cs.at(-1).textContent), token);
+  await noFatal(page);
+  await page.close();
+});
