@@ -6,6 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { startLab, noFatal, DIST, ARTIFACTS } from './helpers.mjs';
 
@@ -20,6 +21,22 @@ function cliBatch(prompt, tokens, seed) {
     '--temperature', '1', '--top-k', '40', '--seed', String(seed), '--max-tokens', String(tokens), '--batch', '8',
   ], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
   return out.split(/^\[continuation \d+ of 8, seed \d+\]\n/m).slice(1).map((t) => t.slice(prompt.length, -1));
+}
+
+/** RFC 4180 CSV (quoted cells, doubled quotes, CRLF lines) as rows of cells. */
+function parseCsv(text) {
+  const rows = [];
+  let row = [], cell = '', quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') { cell += '"'; i++; } else if (c === '"') quoted = false; else cell += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ',') { row.push(cell); cell = ''; }
+    else if (c === '\r' && text[i + 1] === '\n') { row.push(cell); rows.push(row); row = []; cell = ''; i++; }
+    else cell += c;
+  }
+  return rows;
 }
 
 const QUERY = '?widget=batching&prompt=ROMEO%3A&max_tokens=12&seed=5';
@@ -51,6 +68,13 @@ for (const backend of ['cpu', 'webgpu']) {
     assert.deepEqual(asTable.map((r) => r[0]), ['1', '2', '4', '8']);
     asTable.forEach((r, i) => assert.ok(Math.abs(Number(r[1]) - Number(rows[i][2])) <= 0.05 + 1e-9,
       `chart table ${r[1]} against the figures table's ${rows[i][2]} tokens/s`));
+    // The table as CSV: its header and the same numbers, cell for cell.
+    const [file] = await Promise.all([page.waitForEvent('download'),
+      page.click('[data-testid=download-csv][aria-label="Download CSV: each batch size\'s figures"]')]);
+    assert.equal(file.suggestedFilename(), 'decode-lab-each-batch-size-s-figures.csv');
+    const csv = parseCsv(readFileSync(await file.path(), 'utf8'));
+    assert.deepEqual(csv[0].slice(0, 3), ['B', 'one after another, tokens/s', 'batched, tokens/s']);
+    assert.deepEqual(csv.slice(1).map((r) => [r[0], r[2], r[6]]), rows.map((r) => [r[0], r[2], r[6]]));
     const texts = await page.$$eval('[data-testid=batch-text]', (ls) => ls.map((l) => [l.dataset.same, l.querySelector('.text').textContent]));
     assert.equal(texts.length, 8);
     assert.ok(texts.every(([same]) => same === 'true'));

@@ -103,7 +103,7 @@ pub fn TreeView(
             })
         }).collect_view();
         Some(view! {
-            <Scroll label="the beam search tree" class="beam-scroll">
+            <Scroll label="the beam search tree" class="beam-scroll" csv=false>
                 <svg class="beam-svg" data-testid="beam-tree" width=format!("{width:.0}") height=format!("{height:.0}")
                     viewBox=format!("0 0 {width:.0} {height:.0}") role="img" aria-label="the beam search tree">
                     <g class="beam-root"><rect x="2" y=format!("{:.1}", root_y - ROW / 2.0 + 2.0) width=(ROOT_X + 28.0).to_string() height=(ROW - 4.0).to_string() rx="3"></rect>

@@ -64,7 +64,7 @@ pub fn Timeline(sinks: Sinks) -> impl IntoView {
             let height = 16.0 + 10.0 * most.max().unwrap_or(1) as f64;
             view! {
                 <figure class="serve-timeline" data-testid="serve-timeline">
-                    <Scroll label="the trace: when each request arrives" class="gantt-scroll">
+                    <Scroll label="the trace: when each request arrives" class="gantt-scroll" csv=false>
                     <svg viewBox=format!("0 0 {width:.0} {height:.0}") width=format!("{width:.0}") role="img"
                         aria-label=format!("{} requests arriving over {} steps", trace.len(), steps)>
                         <text class="tick" x="0" y="12">"arrivals"</text>
@@ -112,7 +112,7 @@ fn chart(s: &Served, steps: usize) -> impl IntoView {
     view! {
         <figure class="gantt" data-testid="gantt" data-scheduler=s.name>
             <figcaption>{s.name}</figcaption>
-            <Scroll label=format!("{name}: slots by steps") class="gantt-scroll">
+            <Scroll label=format!("{name}: slots by steps") class="gantt-scroll" csv=false>
                 <svg viewBox=format!("0 0 {width:.0} {height:.0}") width=format!("{width:.0}") role="img"
                     aria-label=format!("{name}: {slots} slots over {n_steps} steps")>
                     {labels}
