@@ -1,30 +1,19 @@
 // Accessibility audit in real headless Chromium on both engines: axe-core
 // (WCAG 2.0/2.1 A and AA rules) over the playground and every widget of the
 // widget table, once each, after the page is ready. Prints the violations
-// per route by impact and rule; fails on any serious or critical one.
+// per route by impact and rule; fails on any serious or critical one. The
+// states after a measurement are audited where a test already measures
+// (`noSeriousA11y`: batching, serving, speculative), sharing their page loads.
 // Run by `./tools/dev test` (AXE_CORE: axe.min.js, installed by tools/setup.sh).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { startLab, noFatal, cliGreedy, WIDGET_TABLE } from './helpers.mjs';
+import { startLab, noFatal, cliGreedy, audit, WIDGET_TABLE } from './helpers.mjs';
 
 const lab = await startLab();
 before(async () => { await lab.start(); });
 after(() => lab.stop());
 
 const ROUTES = ['', ...WIDGET_TABLE.map((w) => `?widget=${w.name}`)];
-const TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'];
-const AXE = readFileSync(process.env.AXE_CORE, 'utf8');
-
-/** axe's violations on `page`: [{ id, impact, nodes, targets }]. */
-async function audit(page) {
-  // Evaluated through the DevTools protocol: the page's CSP (rightly) refuses an injected <script>.
-  await page.evaluate(AXE);
-  return page.evaluate(async (tags) => {
-    const r = await window.axe.run(document, { runOnly: { type: 'tag', values: tags } });
-    return r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length, targets: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) }));
-  }, TAGS);
-}
 
 for (const backend of ['cpu', 'webgpu']) {
   test(`axe on ${backend}: the playground and every widget, no serious or critical violation`, async () => {

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { startLab, noFatal, DIST, ARTIFACTS } from './helpers.mjs';
+import { startLab, noFatal, noSeriousA11y, DIST, ARTIFACTS } from './helpers.mjs';
 
 const lab = await startLab();
 before(async () => { await lab.start(); });
@@ -91,6 +91,7 @@ for (const backend of ['cpu', 'webgpu']) {
     assert.match(verdict, /dominates here\. A batch of 8/);
     if (backend === 'webgpu') assert.match(verdict, /its \d+ dispatches at \d\.\d{3} ms each/);
     await page.screenshot({ path: `${ARTIFACTS}/batching-${backend}.png`, fullPage: true });
+    await noSeriousA11y(page, `batching on ${backend}, measured`);
 
     await page.click('[data-testid=copy-embed]');
     const code = await page.inputValue('[data-testid=embed-code]');

@@ -3,7 +3,7 @@
 // and small page helpers. Every page fails its test on a page error or panic.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { serve } from './server.mjs';
 
@@ -128,4 +128,24 @@ export function cliGreedy(tokens, prompt = 'ROMEO:\n', extra = []) {
     '--temperature', '0', '--max-tokens', String(tokens), '--backend', 'cpu', ...extra,
   ], { encoding: 'utf8' });
   return out.slice(prompt.length, -1); // the CLI echoes the prompt and ends with a newline
+}
+
+const AXE_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'];
+let axeSource;
+
+/** axe-core's WCAG A/AA violations on `page` as it is now: [{ id, impact, nodes, targets }]. */
+export async function audit(page) {
+  axeSource ??= readFileSync(process.env.AXE_CORE, 'utf8');
+  // Evaluated through the DevTools protocol: the page's CSP (rightly) refuses an injected <script>.
+  if (!(await page.evaluate(() => Boolean(window.axe)))) await page.evaluate(axeSource);
+  return page.evaluate(async (tags) => {
+    const r = await window.axe.run(document, { runOnly: { type: 'tag', values: tags } });
+    return r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length, targets: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) }));
+  }, AXE_TAGS);
+}
+
+/** Fails on any serious or critical axe violation of `page` as it is now (`what`: the state audited). */
+export async function noSeriousA11y(page, what) {
+  const bad = (await audit(page)).filter((v) => ['serious', 'critical'].includes(v.impact));
+  assert.deepEqual(bad.map((v) => `${v.id} (${v.impact}) on ${v.targets.join(' | ')}`), [], `axe on ${what}`);
 }

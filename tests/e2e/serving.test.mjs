@@ -9,7 +9,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { resolve } from 'node:path';
-import { startLab, noFatal, DIST, ARTIFACTS } from './helpers.mjs';
+import { startLab, noFatal, noSeriousA11y, DIST, ARTIFACTS } from './helpers.mjs';
 
 const lab = await startLab();
 before(async () => { await lab.start(); });
@@ -90,6 +90,7 @@ for (const backend of ['cpu', 'webgpu']) {
     const cli = cliServe('ROMEO:', TRACE).map((t, i) => t.slice(prompts[i % prompts.length].length));
     assert.deepEqual(texts.map(([, t]) => t), cli);
     await page.screenshot({ path: `${ARTIFACTS}/serving-${backend}.png`, fullPage: true });
+    await noSeriousA11y(page, `serving on ${backend}, served`);
     await noFatal(page);
     await page.close();
   });
@@ -127,6 +128,7 @@ for (const backend of ['cpu', 'webgpu']) {
     });
     assert.match(await page.textContent('[data-testid=spec-verdict]'), /^K = 3: a round took \d+\.\d\d ms/);
     await page.screenshot({ path: `${ARTIFACTS}/speculative-${backend}.png`, fullPage: true });
+    await noSeriousA11y(page, `speculative on ${backend}, measured`);
     await noFatal(page);
     await page.close();
   });
