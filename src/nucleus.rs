@@ -10,6 +10,7 @@ use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::distribution::Explained;
+use crate::widgets::chart::ChartTable;
 
 /// Chart size in SVG units (it scales to its box).
 const WIDTH: f64 = 600.0;
@@ -107,6 +108,7 @@ pub fn NucleusChart(explanation: Explained, top_p: RwSignal<f64>) -> impl IntoVi
                             x1="0" x2=WIDTH.to_string()
                             y1=move || format!("{:.2}", y(top_p.get())) y2=move || format!("{:.2}", y(top_p.get()))></line>
                     </svg>
+                    {as_table(&d)}
                     <figcaption>
                         {move || format!("p = {:.2}: the nucleus is the {kept} most likely token{} (shaded); ", top_p.get(), if kept == 1 { "" } else { "s" })}
                         {format!("bars are scaled to the top token; the curve is their running sum (0 to 1), {shown} tokens drawn. Drag up or down to move p.")}
@@ -115,4 +117,16 @@ pub fn NucleusChart(explanation: Explained, top_p: RwSignal<f64>) -> impl IntoVi
             }
         })}
     }
+}
+
+/// The chart as a table (its text alternative): each drawn token's rank,
+/// probability, running sum, and whether the nucleus keeps it.
+fn as_table(d: &Sorted) -> impl IntoView {
+    let rows = d.probs.iter().zip(&d.cumulative).enumerate().map(|(i, (p, c))| {
+        let kept = if i < d.kept { "kept" } else { "cut" };
+        vec![(i + 1).to_string(), format!("{p:.4}"), format!("{c:.4}"), kept.to_string()]
+    });
+    let head = ["rank", "probability", "running sum", "top-p"].map(String::from).to_vec();
+    let caption = "the tokens entering top-p, most likely first".to_string();
+    view! { <ChartTable caption=caption head=head rows=rows.collect()/> }
 }

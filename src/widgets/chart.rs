@@ -107,27 +107,37 @@ fn AsTable(series: Vec<Series>, x_label: &'static str, y_label: &'static str) ->
     let mut xs: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).collect();
     xs.sort_by(f64::total_cmp);
     xs.dedup();
-    let head =
-        series.iter().map(|s| view! { <th scope="col">{s.name.clone()}</th> }).collect_view();
-    let rows = xs
-        .iter()
-        .map(|&x| {
-            let cells = series
-                .iter()
-                .map(|s| {
-                    let y = s.points.iter().find(|p| p.0 == x).map(|p| short_exact(p.1));
-                    view! { <td>{y.unwrap_or_default()}</td> }
-                })
-                .collect_view();
-            view! { <tr><th scope="row">{short_exact(x)}</th>{cells}</tr> }
+    let head = std::iter::once(x_label.to_string()).chain(series.iter().map(|s| s.name.clone()));
+    let rows = xs.iter().map(|&x| {
+        let ys = series.iter().map(|s| {
+            s.points.iter().find(|p| p.0 == x).map(|p| short_exact(p.1)).unwrap_or_default()
+        });
+        std::iter::once(short_exact(x)).chain(ys).collect()
+    });
+    view! { <ChartTable caption=format!("{y_label} against {x_label}") head=head.collect() rows=rows.collect()/> }
+}
+
+/// Every chart's text alternative: its numbers as a table behind "Show as
+/// table" (a `details`, so a keyboard and a screen reader reach it); the
+/// first cell of each row is its row header.
+#[component]
+pub fn ChartTable(caption: String, head: Vec<String>, rows: Vec<Vec<String>>) -> impl IntoView {
+    let head = head.into_iter().map(|h| view! { <th scope="col">{h}</th> }).collect_view();
+    let rows = rows
+        .into_iter()
+        .map(|row| {
+            let mut cells = row.into_iter();
+            let first = cells.next().unwrap_or_default();
+            let rest = cells.map(|c| view! { <td>{c}</td> }).collect_view();
+            view! { <tr><th scope="row">{first}</th>{rest}</tr> }
         })
         .collect_view();
     view! {
         <details class="as-table" data-testid="chart-table">
             <summary>"Show as table"</summary>
             <table class="figures">
-                <caption>{format!("{y_label} against {x_label}")}</caption>
-                <thead><tr><th scope="col">{x_label}</th>{head}</tr></thead>
+                <caption>{caption}</caption>
+                <thead><tr>{head}</tr></thead>
                 <tbody>{rows}</tbody>
             </table>
         </details>
@@ -135,7 +145,7 @@ fn AsTable(series: Vec<Series>, x_label: &'static str, y_label: &'static str) ->
 }
 
 /// `v` as a table cell shows it: whole numbers whole, others to 4 decimals (trailing zeros dropped).
-fn short_exact(v: f64) -> String {
+pub fn short_exact(v: f64) -> String {
     match v.fract() == 0.0 && v.abs() < 1e15 {
         true => format!("{v:.0}"),
         false => format!("{:.4}", v).trim_end_matches('0').to_string(),

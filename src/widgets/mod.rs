@@ -6,7 +6,7 @@
 mod attention;
 mod batching;
 mod beam_tree;
-mod chart;
+pub(crate) mod chart;
 mod compare;
 mod greedy_loop;
 mod kv_budget;

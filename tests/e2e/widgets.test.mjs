@@ -130,6 +130,12 @@ test('top-p: dragging the line sets p; the switch changes how many tokens p keep
     longTailed, { timeout: 60_000 });
   const confident = Number(await page.getAttribute('[data-testid=nucleus]', 'data-kept-count'));
   assert.ok(confident >= 1 && confident * 4 < longTailed, `confident ${confident} vs long-tailed ${longTailed}`);
+  // The chart as a table: a row per drawn token, the nucleus's marked kept, running sums rising.
+  await page.click('.nucleus [data-testid=chart-table] summary');
+  const table = await page.$$eval('.nucleus [data-testid=chart-table] tbody tr', (rs) => rs.map((r) => [...r.children].map((c) => c.textContent)));
+  assert.equal(table.length, Number(await page.getAttribute('[data-testid=nucleus]', 'data-shown')));
+  assert.equal(table.filter((r) => r[3] === 'kept').length, confident);
+  assert.ok(table.every((r, i) => i === 0 || Number(r[2]) >= Number(table[i - 1][2])));
   await noFatal(page);
   await page.close();
 });

@@ -10,6 +10,7 @@ use engine::storage::format::Format;
 use leptos::prelude::*;
 
 use crate::driver::Driver;
+use crate::widgets::chart::ChartTable;
 
 const BINS: usize = 80;
 /// The chart's size in SVG units.
@@ -121,6 +122,7 @@ fn Chart(s: Spread) -> impl IntoView {
         <svg class="hist" viewBox=format!("0 0 {W} {H}") role="img" aria-label=label>
             {int4}{bars}{int8}{outliers}
         </svg>
+        {as_table(&s)}
         <p class="legend">"bars: weights (log scale) · thin ticks: the 255 int8 levels of one scale per tensor · lines: the 16 int4 levels of one scale per tensor · red dots: the outliers (beyond the 99.9th percentile of |w|)"</p>
     }
 }
@@ -148,4 +150,17 @@ fn Figures(s: Spread) -> impl IntoView {
             {lines.into_iter().map(|l| view! { <li>{l}</li> }).collect_view()}
         </ul>
     }
+}
+
+/// The histogram's bins as a table (its text alternative): each bin's range and count.
+fn as_table(s: &Spread) -> impl IntoView {
+    let a = f64::from(s.absmax);
+    let width = 2.0 * a / s.bins.len().max(1) as f64;
+    let rows = s.bins.iter().enumerate().map(|(i, &count)| {
+        let from = -a + width * i as f64;
+        vec![format!("{from:.4} to {:.4}", from + width), count.to_string()]
+    });
+    let head = vec!["weights from … to".to_string(), "count".to_string()];
+    let caption = format!("how many of the {} weights fall in each bin", s.n);
+    view! { <ChartTable caption=caption head=head rows=rows.collect()/> }
 }

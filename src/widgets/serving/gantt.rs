@@ -10,6 +10,7 @@ use leptos::prelude::*;
 use crate::scroll::Scroll;
 
 use super::measure::{Served, Sinks};
+use crate::widgets::chart::ChartTable;
 
 /// One step's width and one slot's height, in SVG units.
 const STEP: f64 = 12.0;
@@ -125,33 +126,23 @@ fn chart(s: &Served, steps: usize) -> impl IntoView {
     }
 }
 
-/// The chart's cells as a table behind a toggle (its text alternative): a
-/// row per step, a column per slot.
+/// The chart's cells as a table (its text alternative): a row per step, a
+/// column per slot.
 fn as_table(s: &Served) -> impl IntoView {
     let slots = s.replay.cells.first().map_or(0, Vec::len);
-    let head = (0..slots).map(|slot| view! { <th scope="col">{format!("slot {slot}")}</th> });
+    let head = std::iter::once("step".to_string()).chain((0..slots).map(|n| format!("slot {n}")));
     let rows = s.replay.cells.iter().enumerate().map(|(step, row)| {
-        let cells = row.iter().map(|&cell| {
-            let words = match cell {
-                Cell::Idle => "idle".to_string(),
-                Cell::Prefill(r) => format!("prefill {r}"),
-                Cell::Decode(r) => format!("decode {r}"),
-                Cell::Wasted => "wasted".to_string(),
-            };
-            view! { <td>{words}</td> }
+        let cells = row.iter().map(|&cell| match cell {
+            Cell::Idle => "idle".to_string(),
+            Cell::Prefill(r) => format!("prefill {r}"),
+            Cell::Decode(r) => format!("decode {r}"),
+            Cell::Wasted => "wasted".to_string(),
         });
-        view! { <tr><th scope="row">{step}</th>{cells.collect_view()}</tr> }
+        std::iter::once(step.to_string()).chain(cells).collect()
     });
-    view! {
-        <details class="as-table" data-testid="chart-table">
-            <summary>"Show as table"</summary>
-            <table class="figures">
-                <caption>{format!("{}: what each slot did at each step (the number is the request)", s.name)}</caption>
-                <thead><tr><th scope="col">"step"</th>{head.collect_view()}</tr></thead>
-                <tbody>{rows.collect_view()}</tbody>
-            </table>
-        </details>
-    }
+    let caption =
+        format!("{}: what each slot did at each step (the number is the request)", s.name);
+    view! { <ChartTable caption=caption head=head.collect() rows=rows.collect()/> }
 }
 
 #[component]
