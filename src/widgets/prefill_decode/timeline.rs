@@ -8,6 +8,7 @@ use engine::StepStats;
 use leptos::prelude::*;
 
 use super::measure::Sinks;
+use crate::widgets::chart::ChartTable;
 
 const WIDTH: f64 = 600.0;
 const LANE: f64 = 26.0;
@@ -73,6 +74,8 @@ pub fn TimelineChart(sinks: Sinks) -> impl IntoView {
                 lane(name, &r.timeline, i as f64 * LANE, scale, r.one_pass.is_some())
             })
             .collect_view();
+        let table =
+            as_table(&lanes.iter().flatten().map(|(n, r)| (*n, &r.timeline)).collect::<Vec<_>>());
         Some(view! {
             <figure class="timeline" data-testid="timeline">
                 <svg viewBox=format!("0 0 {WIDTH} {}", 2.0 * LANE + 14.0) role="img" aria-label="one generation, call by call">
@@ -84,7 +87,31 @@ pub fn TimelineChart(sinks: Sinks) -> impl IntoView {
                     <span class="key prefill">"the prompt's pass"</span>" "<span class="key decode">"one decode step per new token"</span>
                     " — widths are wall time; hover a bar for its dispatches, submits and bytes."
                 </figcaption>
+                {table}
             </figure>
         })
     }
+}
+
+/// The lanes as a table (their text alternative): one row per call of each
+/// lane, with the figures its bar's tooltip gives.
+fn as_table(lanes: &[(&'static str, &Timeline)]) -> impl IntoView {
+    let rows = lanes.iter().flat_map(|&(name, t)| {
+        let calls = std::iter::once(("prefill".to_string(), &t.prefill))
+            .chain(t.decode.iter().enumerate().map(|(i, s)| (format!("decode {}", i + 1), s)));
+        calls.map(move |(what, s)| {
+            let gpu = s.gpu_ms.map_or(String::new(), |g| format!("{g:.3}"));
+            vec![
+                format!("{name}: {what}"),
+                format!("{:.3}", s.wall_ms),
+                gpu,
+                s.tokens.to_string(),
+                s.dispatches.to_string(),
+                s.submits.to_string(),
+            ]
+        })
+    });
+    let head = ["call", "wall ms", "GPU ms", "tokens", "dispatches", "submits"];
+    let caption = "one generation, call by call".to_string();
+    view! { <ChartTable caption=caption head=head.map(String::from).to_vec() rows=rows.collect()/> }
 }

@@ -41,6 +41,7 @@ pub fn Timeline(sinks: Sinks) -> impl IntoView {
         let steps = steps_shown(&trace, &sinks.served.get());
         (!trace.is_empty()).then(|| {
             let width = LEFT + STEP * steps as f64 + 4.0;
+            let table = arrivals_table(&trace);
             let marks = trace
                 .iter()
                 .enumerate()
@@ -72,6 +73,7 @@ pub fn Timeline(sinks: Sinks) -> impl IntoView {
                         {marks}
                     </svg>
                     </Scroll>
+                    {table}
                 </figure>
             }
         })
@@ -164,4 +166,18 @@ pub fn Gantts(sinks: Sinks) -> impl IntoView {
             }
         })
     }
+}
+
+/// The trace as a table (the timeline's text alternative).
+fn arrivals_table(trace: &[Request]) -> impl IntoView {
+    let rows = trace.iter().enumerate().map(|(i, r)| {
+        [i, r.arrival, r.prompt, r.max_tokens]
+            .map(|v| v.to_string())
+            .into_iter()
+            .chain([r.seed.to_string()])
+            .collect()
+    });
+    let head = ["request", "arrives at step", "prompt", "max tokens", "seed"];
+    let caption = "the trace: when each request arrives, and what it asks".to_string();
+    view! { <ChartTable caption=caption head=head.map(String::from).to_vec() rows=rows.collect()/> }
 }
