@@ -545,6 +545,10 @@ for (const backend of ['cpu', 'webgpu']) {
     assert.equal(rows.length, n * (n + 1) / 2);
     rowSums(rows).forEach((s, q) => assert.ok(Math.abs(s - 1) < 1e-5, `query ${q} sums to ${s}`));
     assert.ok(rows.every((r) => r.key <= r.query));
+    // The map as a table (its text alternative): n rows of n cells, the same weights as the CSV.
+    const table = await page.$$eval('.attention [data-testid=chart-table] tbody tr', (rs) => rs.map((r) => [...r.querySelectorAll('td')].map((c) => c.textContent)));
+    assert.equal(table.length, n);
+    rows.forEach((r) => assert.ok(Math.abs(Number(table[r.query][r.key]) - r.weight) <= 5e-4 + 1e-9, `${r.query},${r.key}`));
     // Hovering a row of the map tints the text by that row's weights.
     const map = page.locator('[data-testid=att-heatmap]');
     const box = await map.boundingBox();

@@ -5,14 +5,13 @@
 use engine::heads::{head_stats, label};
 use leptos::html::Canvas;
 use leptos::prelude::*;
-
-use crate::scroll::Scroll;
-
 use wasm_bindgen::JsCast;
 
 use super::canvas::shown;
 use super::compute::Maps;
 use crate::driver::Driver;
+use crate::scroll::Scroll;
+use crate::widgets::chart::ChartTable;
 
 #[component]
 pub fn HeadTable(maps: RwSignal<Maps>, pick: Callback<(usize, usize)>) -> impl IntoView {
@@ -86,7 +85,30 @@ pub fn Exports(
             let _ = a.set_attribute("href", &url);
         }
     };
+    // The chosen map as a table (the canvas's text alternative): row i is where token i looks.
+    let table = move || {
+        let (l, h) = chosen.get();
+        let text = |t: u32| d.lab.with_value(|lab| lab.token_text(t));
+        maps.with(|m| {
+            let (n, w) = (m.n(), shown(m, l, h, hide.get()));
+            let keys = m.tokens[..n].iter().map(|&t| text(t));
+            let head = std::iter::once("query \\ key".to_string()).chain(keys).collect();
+            let rows = (0..n)
+                .map(|i| {
+                    let cells = (0..n).map(|j| match j <= i {
+                        true => format!("{:.3}", w[i * n + j]),
+                        false => String::new(),
+                    });
+                    std::iter::once(text(m.tokens[i])).chain(cells).collect()
+                })
+                .collect();
+            let caption =
+                format!("layer {l}, head {h}: each row's weights over the tokens it sees");
+            view! { <ChartTable caption=caption head=head rows=rows/> }
+        })
+    };
     view! {
+        {table}
         <div class="buttons">
             <a class="button" data-testid="export-csv" href=csv download=move || name("csv")>"Export CSV"</a>
             <a class="button" data-testid="export-png" href="#" download=move || name("png") on:click=png>"Export PNG"</a>

@@ -4,9 +4,8 @@
 
 use leptos::prelude::*;
 
-use crate::scroll::Scroll;
-
 use super::measure::{Parts, Row, Sinks};
+use crate::scroll::Scroll;
 use crate::widgets::chart::{LineChart, Series};
 use crate::widgets::measuring::bandwidth_sentence;
 

@@ -5,11 +5,10 @@
 use engine::beam::Scoring;
 use leptos::prelude::*;
 
-use crate::scroll::Scroll;
-
 use super::search::Tree;
 use crate::distribution::visible;
 use crate::driver::Driver;
+use crate::scroll::Scroll;
 
 /// `tokens` as text, the end-of-text token left out.
 fn text(d: Driver, t: &Tree, tokens: &[u32]) -> String {

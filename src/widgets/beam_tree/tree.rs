@@ -8,11 +8,10 @@ use std::collections::HashSet;
 use engine::beam::{Fate, Scoring};
 use leptos::prelude::*;
 
-use crate::scroll::Scroll;
-
 use super::search::Tree;
 use crate::distribution::visible;
 use crate::driver::Driver;
+use crate::scroll::Scroll;
 
 /// Layout in SVG units (the figure scrolls sideways).
 const COL: f64 = 96.0;

@@ -11,10 +11,9 @@ use engine::quality::DriftAcc;
 use engine::run::{Job, Run};
 use leptos::prelude::*;
 
-use crate::scroll::Scroll;
-
 use crate::driver::Driver;
 use crate::loader::yield_to_browser;
+use crate::scroll::Scroll;
 use crate::widgets::measuring::{err, prompt_ids, steps_in_room};
 
 /// One step: the token it appended, how far the budgeted distribution was

@@ -10,12 +10,11 @@ use engine::kv_quality::{measure as score, Progress as Done};
 use engine::quality::Drift;
 use leptos::prelude::*;
 
-use crate::scroll::Scroll;
-
 use super::engines::{divisors, grouped as grouped_engine};
 use super::policy;
 use crate::driver::Driver;
 use crate::model_files::HELDOUT_FILE;
+use crate::scroll::Scroll;
 use crate::widgets::chart::{LineChart, Series};
 use crate::widgets::measuring::Progress;
 

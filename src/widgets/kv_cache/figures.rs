@@ -6,9 +6,8 @@
 use engine::cost::{cumulative, fit, kv_projections, Fit};
 use leptos::prelude::*;
 
-use crate::scroll::Scroll;
-
 use super::measure::Sinks;
+use crate::scroll::Scroll;
 use crate::widgets::chart::{LineChart, Series};
 
 /// Points of a curve: (n, ms).

@@ -5,9 +5,8 @@
 use engine::cost::{fit, median, Fit, Timeline};
 use leptos::prelude::*;
 
-use crate::scroll::Scroll;
-
 use super::measure::{Point, Run, Sinks};
+use crate::scroll::Scroll;
 use crate::widgets::chart::{LineChart, Series};
 use crate::widgets::measuring::bandwidth_sentence;
 

@@ -7,10 +7,9 @@ use contract::Control;
 use engine::storage::format::{Format, GROUP};
 use leptos::prelude::*;
 
-use crate::scroll::Scroll;
-
 use crate::controls::NumberControl;
 use crate::driver::Driver;
+use crate::scroll::Scroll;
 
 /// The lesson's table rows, each the engine format it prices (its bytes per
 /// weight, scales apart: a 32-bit word over the weights it packs).

@@ -3,9 +3,9 @@
 use engine::storage::format::Format;
 use leptos::prelude::*;
 
-use crate::scroll::Scroll;
-
 use super::measure::{Parting, Row, Sinks, REFERENCE};
+
+use crate::scroll::Scroll;
 
 /// `v` with `digits` decimals, or an em dash while it is being measured.
 fn figure(v: Option<f64>, digits: usize) -> String {

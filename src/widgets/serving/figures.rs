@@ -5,9 +5,9 @@
 use engine::serve::Spread;
 use leptos::prelude::*;
 
-use crate::scroll::Scroll;
-
 use super::measure::Sinks;
+
+use crate::scroll::Scroll;
 
 fn spread(s: Spread, digits: usize) -> String {
     format!("{:.d$} / {:.d$} / {:.d$}", s.mean, s.p50, s.p95, d = digits)

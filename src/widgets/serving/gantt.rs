@@ -7,9 +7,8 @@ use engine::serve::trace::Request;
 use engine::serve::Cell;
 use leptos::prelude::*;
 
-use crate::scroll::Scroll;
-
 use super::measure::{Served, Sinks};
+use crate::scroll::Scroll;
 use crate::widgets::chart::ChartTable;
 
 /// One step's width and one slot's height, in SVG units.

@@ -6,10 +6,9 @@
 use engine::speculate::Round;
 use leptos::prelude::*;
 
-use crate::scroll::Scroll;
-
 use super::measure::{Row, Sinks};
 use crate::driver::Driver;
+use crate::scroll::Scroll;
 
 /// One round as chips: kept, the first rejected, the unchecked rest, and the model's token.
 fn round(d: Driver, r: &Round) -> impl IntoView {
