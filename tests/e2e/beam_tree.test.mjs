@@ -67,6 +67,16 @@ for (const backend of ['cpu', 'webgpu']) {
     // Click a node: its figures and text.
     await page.click('[data-testid=beam-node][data-step="1"][data-rank="0"]');
     assert.match(await page.textContent('[data-testid=beam-chosen]'), /^Step 2, rank 1 of 6: .* log p = -?\d+\.\d{4}, cumulative/);
+    // The same with the keyboard: a node takes the focus and Enter reads it.
+    await page.focus('[data-testid=beam-node][data-step="0"][data-rank="1"]');
+    await page.keyboard.press('Enter');
+    assert.match(await page.textContent('[data-testid=beam-chosen]'), /^Step 1, rank 2 of 6: /);
+    // The tree as a table: one row per candidate, each with the node's log p.
+    const table = await page.$$eval('.beam-tree [data-testid=chart-table] tbody tr',
+      (rs) => rs.map((r) => [...r.children].map((c) => c.textContent)));
+    const drawn = await nodes(page);
+    assert.equal(table.length, drawn.length);
+    table.forEach((r, i) => assert.ok(Math.abs(Number(r[6]) - drawn[i].cumulative) <= 5e-5 + 1e-9, `candidate ${i}`));
     // Re-rank: penalty 0 ranks by the sum (the shortest likely line first); no new search runs.
     const before = await hyps(page);
     assert.ok(new Set(before.map((h) => h.length)).size > 1, 'hypotheses of several lengths');

@@ -12,6 +12,7 @@ use super::search::Tree;
 use crate::distribution::visible;
 use crate::driver::Driver;
 use crate::scroll::Scroll;
+use crate::widgets::chart::ChartTable;
 
 /// Layout in SVG units (the figure scrolls sideways).
 const COL: f64 = 96.0;
@@ -93,7 +94,14 @@ pub fn TreeView(
                         data-testid="beam-node" data-step=s.to_string() data-rank=r.to_string()
                         data-token=c.token.to_string() data-fate=fate data-parent=c.parent.to_string()
                         data-logprob=format!("{:.6}", c.logprob) data-cumulative=format!("{:.6}", c.cumulative)
-                        on:click=move |_| selected.set(Some((s, r)))>
+                        tabindex="0" role="button" aria-label=format!("step {}, rank {}: {text}, {fate}", s + 1, r + 1)
+                        on:click=move |_| selected.set(Some((s, r)))
+                        on:keydown=move |ev| {
+                            if ev.key() == "Enter" || ev.key() == " " {
+                                ev.prevent_default();
+                                selected.set(Some((s, r)));
+                            }
+                        }>
                         <title>{title}</title>
                         <rect x=format!("{:.1}", x(s)) y=format!("{:.1}", y(r) - ROW / 2.0 + 2.0) width=NODE_W.to_string() height=(ROW - 4.0).to_string() rx="3"></rect>
                         <text x=format!("{:.1}", x(s) + 4.0) y=format!("{:.1}", y(r) + 4.0)>{label(&text)}</text>
@@ -101,16 +109,44 @@ pub fn TreeView(
                 }
             })
         }).collect_view();
+        let table = as_table(d, &t);
         Some(view! {
             <Scroll label="the beam search tree" class="beam-scroll" csv=false>
                 <svg class="beam-svg" data-testid="beam-tree" width=format!("{width:.0}") height=format!("{height:.0}")
-                    viewBox=format!("0 0 {width:.0} {height:.0}") role="img" aria-label="the beam search tree">
+                    viewBox=format!("0 0 {width:.0} {height:.0}") role="group" aria-label="the beam search tree: Tab to a candidate, Enter to read it">
                     <g class="beam-root"><rect x="2" y=format!("{:.1}", root_y - ROW / 2.0 + 2.0) width=(ROOT_X + 28.0).to_string() height=(ROW - 4.0).to_string() rx="3"></rect>
                         <text x="6" y=format!("{:.1}", root_y + 4.0)>"prompt"</text></g>
                     {edges}
                     {nodes}
                 </svg>
             </Scroll>
+            {table}
         })
     }
+}
+
+/// Every candidate as a table row (the tree's text alternative): where it
+/// sits, its token, its fate and its log-probabilities.
+fn as_table(d: Driver, t: &Tree) -> impl IntoView {
+    let rows = t.steps.iter().enumerate().flat_map(|(s, step)| {
+        step.candidates.iter().enumerate().map(move |(r, c)| {
+            let fate = match c.fate {
+                Fate::Kept { .. } => "kept",
+                Fate::Finished => "finished",
+                Fate::Pruned => "pruned",
+            };
+            vec![
+                format!("{}", s + 1),
+                format!("{}", r + 1),
+                visible(&d.lab.with_value(|l| l.token_text(c.token))),
+                fate.to_string(),
+                format!("{}", c.parent + 1),
+                format!("{:.4}", c.logprob),
+                format!("{:.4}", c.cumulative),
+            ]
+        })
+    });
+    let head = ["step", "rank", "token", "fate", "extends beam", "log p", "cumulative log p"];
+    let caption = "every candidate of every step, best first".to_string();
+    view! { <ChartTable caption=caption head=head.map(String::from).to_vec() rows=rows.collect()/> }
 }
