@@ -134,30 +134,3 @@ pub fn ProgressBar(
         })
     }
 }
-
-/// `prompt` then up to `max_tokens` tokens on `s` (emptied first), one
-/// token a step with a sampler of its own on `seed`: a request's text when
-/// it runs alone, which serving and speculative decoding must both give.
-pub async fn run_alone(
-    s: &mut engine::Session,
-    prompt: &[u32],
-    settings: &engine::sample::Settings,
-    seed: u64,
-    max_tokens: usize,
-) -> Result<Vec<u32>, String> {
-    s.rewind(0).map_err(err)?;
-    let mut logits = s.prefill(prompt, engine::Wanted::Last).await.map_err(err)?;
-    let mut sampler = engine::sample::Sampler::new(settings.clone(), seed).map_err(err)?;
-    let eos = s.config().eos_token_id;
-    let (mut history, mut out) = (prompt.to_vec(), Vec::new());
-    while out.len() < max_tokens {
-        let t = sampler.next(&logits, &history).map_err(err)?.token;
-        if Some(t) == eos {
-            break;
-        }
-        out.push(t);
-        history.push(t);
-        logits = s.prefill(&[t], engine::Wanted::Last).await.map_err(err)?;
-    }
-    Ok(out)
-}

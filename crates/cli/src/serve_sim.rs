@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use engine::model::Tokenizer;
 use engine::open::Engine;
 use engine::sample::Settings;
-use engine::serve::{figures, replay, trace, Scheduler, PROMPTS};
-use engine::{Batch, EngineError, Result, Wanted};
+use engine::serve::{figures, replay, run_alone, trace, Scheduler, PROMPTS};
+use engine::{Batch, EngineError, Result};
 
 /// The trace and the scheduler.
 #[derive(clap::Args)]
@@ -105,8 +105,9 @@ pub async fn run(
         f.wasted
     );
     for (i, (r, served)) in requests.iter().zip(&out.served).enumerate() {
+        let mut session = engine.session()?;
         let alone =
-            run_alone(&engine, &prompts[r.prompt], &settings, r.seed, r.max_tokens, eos).await?;
+            run_alone(&mut session, &prompts[r.prompt], &settings, r.seed, r.max_tokens).await?;
         let mark = if alone == served.tokens { "✓" } else { "✗ differs from its run alone" };
         let text = tokenizer.decode(&served.tokens)?;
         println!(
@@ -115,30 +116,4 @@ pub async fn run(
         );
     }
     Ok(())
-}
-
-/// A request served alone: its prompt, then its own sampler's tokens.
-async fn run_alone(
-    engine: &Engine,
-    prompt: &[u32],
-    settings: &Settings,
-    seed: u64,
-    n: usize,
-    eos: Option<u32>,
-) -> Result<Vec<u32>> {
-    let mut s = engine.session()?;
-    let mut logits = s.prefill(prompt, Wanted::Last).await?;
-    let mut sampler = engine::sample::Sampler::new(settings.clone(), seed)?;
-    let mut history = prompt.to_vec();
-    let mut out = Vec::new();
-    while out.len() < n {
-        let t = sampler.next(&logits, &history)?.token;
-        if Some(t) == eos {
-            break;
-        }
-        out.push(t);
-        history.push(t);
-        logits = s.decode(t).await?;
-    }
-    Ok(out)
 }

@@ -9,32 +9,19 @@ use std::sync::Arc;
 
 use decode_lab_engine::cpu::CpuSession;
 use decode_lab_engine::model::Model;
-use decode_lab_engine::sample::{Sampler, Settings};
-use decode_lab_engine::serve::{figures, replay, trace, Cell, Scheduler};
-use decode_lab_engine::{Batch, Session, Wanted};
+use decode_lab_engine::sample::Settings;
+use decode_lab_engine::serve::{figures, replay, run_alone, trace, Cell, Scheduler};
+use decode_lab_engine::{Batch, Session};
 use pollster::block_on;
 
 fn bundled() -> Arc<Model> {
     Arc::new(Model::from_dir(&common::fixtures().join("../../www/models/shakespeare")).unwrap())
 }
 
-/// A request alone: its prompt, then its own sampler's tokens.
+/// A request alone on the CPU engine: the text every scheduler must give it.
 fn alone(model: &Arc<Model>, prompt: &[u32], settings: &Settings, seed: u64, n: usize) -> Vec<u32> {
-    let mut s = CpuSession::new(model.clone());
-    let mut logits = s.forward(prompt, Wanted::Last).unwrap();
-    let mut sampler = Sampler::new(settings.clone(), seed).unwrap();
-    let mut history = prompt.to_vec();
-    let mut out = Vec::new();
-    while out.len() < n {
-        let t = sampler.next(&logits, &history).unwrap().token;
-        if Some(t) == model.config.eos_token_id {
-            break;
-        }
-        out.push(t);
-        history.push(t);
-        logits = s.forward(&[t], Wanted::Last).unwrap();
-    }
-    out
+    let mut s = Session::Cpu(CpuSession::new(model.clone()));
+    block_on(run_alone(&mut s, prompt, settings, seed, n)).unwrap()
 }
 
 const SCHEDULERS: [Scheduler; 3] =
@@ -85,24 +72,6 @@ fn serves_each_request_its_run_alone(settings: &Settings) {
     }
 }
 
-/// A request alone on `session` (emptied first): prefill, then one token a step.
-fn alone_on(s: &mut Session, prompt: &[u32], settings: &Settings, seed: u64, n: usize) -> Vec<u32> {
-    s.rewind(0).unwrap();
-    let mut logits = block_on(s.prefill(prompt, Wanted::Last)).unwrap();
-    let mut sampler = Sampler::new(settings.clone(), seed).unwrap();
-    let (mut history, mut out) = (prompt.to_vec(), Vec::new());
-    while out.len() < n {
-        let t = sampler.next(&logits, &history).unwrap().token;
-        if Some(t) == s.config().eos_token_id {
-            break;
-        }
-        out.push(t);
-        history.push(t);
-        logits = block_on(s.prefill(&[t], Wanted::Last)).unwrap();
-    }
-    out
-}
-
 #[test]
 fn continuous_batching_on_every_engine_serves_each_request_its_run_alone() {
     let model = bundled();
@@ -112,7 +81,16 @@ fn continuous_batching_on_every_engine_serves_each_request_its_run_alone() {
     for (name, mut session) in common::sessions_on_both(&model) {
         let want: Vec<Vec<u32>> = requests
             .iter()
-            .map(|r| alone_on(&mut session, &prompts[r.prompt], &settings, r.seed, r.max_tokens))
+            .map(|r| {
+                block_on(run_alone(
+                    &mut session,
+                    &prompts[r.prompt],
+                    &settings,
+                    r.seed,
+                    r.max_tokens,
+                ))
+                .unwrap()
+            })
             .collect();
         let sessions = (0..3).map(|_| session.fork().unwrap()).collect();
         let mut batch = Batch::new(sessions).unwrap();

@@ -6,13 +6,13 @@
 
 use contract::Control;
 use engine::serve::trace::Request;
-use engine::serve::{figures, replay, trace, Figures, Replay, Scheduler, PROMPTS};
+use engine::serve::{figures, replay, run_alone, trace, Figures, Replay, Scheduler, PROMPTS};
 use engine::Batch;
 use leptos::prelude::*;
 
 use crate::driver::Driver;
 use crate::loader::yield_to_browser;
-use crate::widgets::measuring::{err, prompt_ids, run_alone, settle, steps_in_room, Progress};
+use crate::widgets::measuring::{err, prompt_ids, settle, steps_in_room, Progress};
 
 /// One scheduler's replay of the trace.
 #[derive(Clone, Debug, PartialEq)]
@@ -132,8 +132,11 @@ pub async fn measure(d: Driver, sinks: Sinks) -> Result<(), String> {
     let mut reference = Vec::with_capacity(requests.len());
     for (i, r) in requests.iter().enumerate() {
         progress(format!("request {i} alone (its reference text)"), i);
-        reference
-            .push(run_alone(&mut base, &ids[r.prompt], &settings, r.seed, r.max_tokens).await?);
+        reference.push(
+            run_alone(&mut base, &ids[r.prompt], &settings, r.seed, r.max_tokens)
+                .await
+                .map_err(err)?,
+        );
         yield_to_browser().await;
         if d.stop_asked() {
             return Ok(());

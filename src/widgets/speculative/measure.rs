@@ -8,12 +8,13 @@ use std::sync::Arc;
 
 use contract::Control;
 use engine::run::Job;
+use engine::serve::run_alone;
 use engine::speculate::{generate, Round};
 use leptos::prelude::*;
 use web_time::Instant;
 
 use crate::driver::Driver;
-use crate::widgets::measuring::{err, prompt_ids, run_alone, settle, steps_in_room, Progress};
+use crate::widgets::measuring::{err, prompt_ids, settle, steps_in_room, Progress};
 
 /// The draft sizes the sweep runs.
 pub const SWEEP: [usize; 3] = [2, 4, 8];
@@ -101,7 +102,8 @@ pub async fn measure(d: Driver, sinks: Sinks, ks: Vec<usize>) -> Result<(), Stri
     settle(&target, sinks.progress).await?;
     progress("plain decoding (the model alone)".into(), 0);
     let start = Instant::now();
-    let plain = run_alone(&mut target, &ids, &job.settings, job.seed, max_tokens).await?;
+    let plain =
+        run_alone(&mut target, &ids, &job.settings, job.seed, max_tokens).await.map_err(err)?;
     let plain_ms = start.elapsed().as_secs_f64() * 1e3;
     if d.stop_asked() {
         return Ok(());

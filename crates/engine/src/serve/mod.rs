@@ -1,12 +1,12 @@
-//! Serving lessons (issue 35, in progress on this branch): an arrival trace
-//! replayed by schedulers over `engine::Batch`'s slots.
+//! Serving lessons: an arrival trace replayed by schedulers over
+//! `engine::Batch`'s slots, and each request's run alone to check them by.
 
 mod figures;
 mod run;
 pub mod trace;
 
 pub use figures::{figures, Figures, Spread};
-pub use run::{replay, Cell, Replay, Scheduler, Served};
+pub use run::{replay, run_alone, Cell, Replay, Scheduler, Served};
 
 /// The prompts a trace draws from unless the user gives their own.
 pub const PROMPTS: [&str; 4] =

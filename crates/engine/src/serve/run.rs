@@ -10,6 +10,7 @@
 use crate::batch::Batch;
 use crate::error::Result;
 use crate::sample::{Sampler, Settings};
+use crate::session::Session;
 use crate::step::Wanted;
 
 use super::trace::Request;
@@ -181,5 +182,33 @@ pub async fn replay(
         }
     }
     out.wall_ms = ms();
+    Ok(out)
+}
+
+/// A request served alone on `session` (emptied first): its prompt, then up
+/// to `max_tokens` tokens one step at a time from its own sampler on `seed`,
+/// ending at the model's end token — the text every scheduler must give it
+/// (and the speculative lesson's plain decoding).
+pub async fn run_alone(
+    session: &mut Session,
+    prompt: &[u32],
+    settings: &Settings,
+    seed: u64,
+    max_tokens: usize,
+) -> Result<Vec<u32>> {
+    session.rewind(0)?;
+    let mut logits = session.prefill(prompt, Wanted::Last).await?;
+    let mut sampler = Sampler::new(settings.clone(), seed)?;
+    let eos = session.config().eos_token_id;
+    let (mut history, mut out) = (prompt.to_vec(), Vec::new());
+    while out.len() < max_tokens {
+        let t = sampler.next(&logits, &history)?.token;
+        if Some(t) == eos {
+            break;
+        }
+        out.push(t);
+        history.push(t);
+        logits = session.decode(t).await?;
+    }
     Ok(out)
 }
