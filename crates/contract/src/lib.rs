@@ -13,6 +13,7 @@ pub mod controls;
 pub mod logits;
 pub mod model_ref;
 pub mod query;
+pub mod quiz;
 pub mod read;
 pub mod route;
 pub mod widgets;

@@ -49,3 +49,10 @@ impl Query {
         counts
     }
 }
+
+impl Query {
+    /// Every parameter name, in URL order (repeated names repeated).
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.pairs.iter().map(|(n, _)| n.as_str())
+    }
+}

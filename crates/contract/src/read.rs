@@ -29,6 +29,8 @@ pub struct Page {
     /// `compare`'s columns: each column's values of
     /// [`Widget::COMPARE_COLUMN_CONTROLS`] (the URL's lists, else the defaults).
     pub columns: [[f64; 2]; 4],
+    /// `quiz`'s questions (`qN.` parameters, else the course's).
+    pub quiz: Vec<crate::quiz::Question>,
     pub notices: Vec<String>,
 }
 
@@ -57,7 +59,11 @@ pub fn read_page(query: &Query) -> Page {
     let selftest = flag(query, "selftest", &mut notices, "no self-test");
     let weights = weights_choice(query, &mut notices);
     let kernels = kernels_choice(&values);
-    Page { route, values, force_cpu, selftest, weights, kernels, columns, notices }
+    let quiz = match route.widget {
+        Some(Widget::Quiz) => crate::quiz::read(query, &mut notices),
+        _ => Vec::new(),
+    };
+    Page { route, values, force_cpu, selftest, weights, kernels, columns, quiz, notices }
 }
 
 /// A control's value as read.

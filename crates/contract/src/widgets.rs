@@ -167,6 +167,11 @@ widgets! {
         presets: [(Prompt, Text(BEAM_PROMPT)), (MaxTokens, Number(16.0)), (EndsAt, Text("line")), (TopK, Number(40.0))],
         shows: These(&[Prompt, MaxTokens, Beams, LengthPenalty, PromptInLength, EndsAt, Temperature, TopK, Seed]),
         lesson: "Beam search keeps the B most likely texts at every step instead of one. Each step ranks the best extensions of the live beams (the 2·B best are drawn): the best B go on, the rest are pruned, and an extension ending on an end token finishes a hypothesis. Drag the length penalty to re-rank the finished ones, and compare with a sampled text.";
+    Quiz: "quiz", "Predict, then verify",
+        model: true,
+        presets: [],
+        shows: These(&[]),
+        lesson: "Answer each question first, then check: the page computes the answer with the same pipeline as every other widget, on the live model or the question's own logits, and shows the bars with the answer marked. A course author writes the questions into the link, by hand or with the builder below.";
 }
 
 impl Widget {
