@@ -50,6 +50,7 @@ pub fn App() -> impl IntoView {
     let controls = Controls::new();
     url_state::apply(&controls, page.values);
     provide_context(crate::widgets::Columns(page.columns));
+    provide_context(crate::widgets::QuizQuestions(page.quiz));
     notices.extend(page.notices);
     let choice = LoadChoice {
         force_cpu: page.force_cpu,
@@ -65,6 +66,7 @@ pub fn App() -> impl IntoView {
         controls,
         logits: StoredValue::new(logits.as_ref().map(|(_, raw)| raw.clone())),
         extra: RwSignal::new(Vec::new()),
+        params: RwSignal::new(Vec::new()),
     };
     provide_context(share);
     share.follow_in_address_bar();

@@ -92,6 +92,9 @@ pub fn DistributionPanel(
     /// The stop strings, shown at the end of the pipeline strip when set.
     #[prop(optional_no_strip)]
     stop: Option<RwSignal<String>>,
+    /// Tokens marked as a question's answer (the quiz's reveal).
+    #[prop(optional_no_strip)]
+    marked: Option<Signal<Vec<u32>>>,
 ) -> impl IntoView {
     let shown = Memo::new(move |_| match explanation.get() {
         Some(Ok(e)) => {
@@ -121,7 +124,10 @@ pub fn DistributionPanel(
                 // lived <For> keeps a dead reactive owner (~100 bytes) per removed
                 // row until its parent is disposed (the long-session test found
                 // 80 bytes per bar per token of wasm memory never freed).
-                {move || shown.get().into_iter().map(|bar| view! { <BarRow bar=bar on_pick=on_pick/> }).collect_view()}
+                {move || shown.get().into_iter().map(|bar| {
+                    let answer = marked.is_some_and(|m| m.with(|m| m.contains(&bar.id)));
+                    view! { <BarRow bar=bar on_pick=on_pick answer=answer/> }
+                }).collect_view()}
                 {move || {
                     let bars = shown.get();
                     (!bars.is_empty()).then(|| {
@@ -157,16 +163,23 @@ fn fmt_p(p: f64) -> String {
 }
 
 #[component]
-fn BarRow(bar: Bar, on_pick: Option<Callback<u32>>) -> impl IntoView {
+fn BarRow(bar: Bar, on_pick: Option<Callback<u32>>, answer: bool) -> impl IntoView {
     let kept = bar.p > 0.0;
-    let title =
-        format!("{:?}: raw {:.4}%, final {:.4}%", bar.text, bar.p_raw * 100.0, bar.p * 100.0);
+    let title = format!(
+        "{:?}: raw {:.4}%, final {:.4}%{}",
+        bar.text,
+        bar.p_raw * 100.0,
+        bar.p * 100.0,
+        if answer { " (the answer)" } else { "" }
+    );
     let id = bar.id;
     view! {
         <li
             class="bar"
             class:cut=!kept
             class:pickable=on_pick.is_some()
+            class:answer=answer
+            data-answer=answer.then_some("true")
             data-testid="bar"
             data-token=bar.text.clone()
             data-id=bar.id.to_string()
@@ -180,7 +193,7 @@ fn BarRow(bar: Bar, on_pick: Option<Callback<u32>>) -> impl IntoView {
             {on_pick.map(|pick| view! {
                 <button type="button" class="bar-pick" aria-label=format!("choose {title}") on:click=move |_| pick.run(id)></button>
             })}
-            <span class="label">{visible(&bar.text)}</span>
+            <span class="label">{answer.then_some("★ ")}{visible(&bar.text)}</span>
             <span class="track">
                 <span class="raw" style:width=pct(bar.p_raw)></span>
                 <span class="final" style:width=pct(bar.p)></span>

@@ -34,6 +34,8 @@ pub struct Share {
     pub logits: StoredValue<Option<(String, Option<String>)>>,
     /// Parameters a widget writes itself (the compare widget's columns).
     pub extra: RwSignal<Vec<(Control, String)>>,
+    /// Parameters under a widget's own names (the quiz's `qN.` questions).
+    pub params: RwSignal<Vec<(String, String)>>,
 }
 
 impl Share {
@@ -78,6 +80,9 @@ impl Share {
                     }
                 }
             }
+        }
+        for (name, value) in self.params.get() {
+            params.append(&name, &value);
         }
         for name in ["model", "backend", "weights"] {
             if let Some(v) = query(name) {

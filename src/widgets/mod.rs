@@ -16,11 +16,13 @@ mod measuring;
 mod pipeline;
 mod prefill_decode;
 mod quantization;
+mod quiz;
 mod runs;
 mod serving;
 mod speculative;
 
 pub use compare::Columns;
+pub use quiz::QuizQuestions;
 
 use std::sync::Arc;
 
@@ -132,6 +134,7 @@ pub fn WidgetView(
         Widget::LogitLens => needs(|d, shown| view! { <logit_lens::LogitLens driver=d shown=shown/> }.into_any()),
         Widget::Attention => needs(|d, shown| view! { <attention::Attention driver=d shown=shown/> }.into_any()),
         Widget::BeamTree => needs(|d, shown| view! { <beam_tree::BeamTree driver=d shown=shown/> }.into_any()),
+        Widget::Quiz => needs(|d, shown| view! { <quiz::Quiz driver=d shown=shown/> }.into_any()),
     }
 }
 

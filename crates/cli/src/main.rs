@@ -121,11 +121,24 @@ enum Command {
         #[command(flatten)]
         speculation: speculate::SpeculateArgs,
     },
-    /// Run the sampling pipeline on given logits and print every stage.
+    /// Run the sampling pipeline on given logits, or on a model's next token after a prompt, and print every stage.
     Sample {
         /// Comma-separated logits, e.g. 3,2,1,0.5,0.1.
-        #[arg(long, value_delimiter = ',', allow_hyphen_values = true, required = true)]
+        #[arg(
+            long,
+            value_delimiter = ',',
+            allow_hyphen_values = true,
+            required_unless_present = "model"
+        )]
         logits: Vec<f32>,
+        /// Instead of --logits: the next-token logits of this model after --prompt
+        /// (the tokens of the prompt are the history the penalties read).
+        #[arg(long, conflicts_with = "logits", requires = "prompt")]
+        model: Option<PathBuf>,
+        #[arg(long, requires = "model")]
+        prompt: Option<String>,
+        #[arg(long, value_enum, default_value = "cpu")]
+        backend: Backend,
         /// One label per logit, e.g. the,a,an,this,some.
         #[arg(long, value_delimiter = ',')]
         labels: Vec<String>,
@@ -409,8 +422,24 @@ async fn run(command: Command) -> Result<()> {
                 generate::sample(session, &tokenizer, &job).await
             }
         }
-        Command::Sample { logits, labels, pipeline, seed, draws, json } => {
-            sample::run(&logits, &labels, pipeline.settings(), seed, draws, json)
+        Command::Sample { logits, model, prompt, backend, labels, pipeline, seed, draws, json } => {
+            let (logits, history, labels) = match (model, prompt) {
+                (Some(dir), Some(prompt)) => {
+                    let tokenizer = Tokenizer::from_dir(&dir)?;
+                    let ids = tokenizer.encode(&prompt)?;
+                    let model = Arc::new(Model::from_dir_as(&dir, WeightsChoice::Auto)?);
+                    let (engine, _) =
+                        open_engine(model, backend, WeightsChoice::Auto, KernelsChoice::Auto)
+                            .await?;
+                    let logits = sample::next_logits(engine.session()?, &ids).await?;
+                    let labels = (0..logits.len() as u32)
+                        .map(|id| tokenizer.decode(&[id]).unwrap_or_else(|_| id.to_string()))
+                        .collect();
+                    (logits, ids, labels)
+                }
+                _ => (logits, Vec::new(), labels),
+            };
+            sample::run(&logits, &history, &labels, pipeline.settings(), seed, draws, json)
         }
         Command::Logits { model, tokens, backend, weights, kernels, cache, mode } => {
             // Checked before the model loads, as the flags of `generate` are.

@@ -11,9 +11,22 @@ use engine::{EngineError, Result};
 /// needs 100k, so this leaves room without letting a typo exhaust memory.
 pub const MAX_DRAWS: usize = 10_000_000;
 
-/// Runs the pipeline on `logits`, draws `draws` tokens with `seed`, prints JSON or a table.
+/// The model's next-token logits after `ids` (`sample --model --prompt`).
+pub async fn next_logits(mut session: engine::Session, ids: &[u32]) -> Result<Vec<f32>> {
+    if ids.is_empty() {
+        return Err(EngineError::Setting("--prompt is empty: give the model some text".into()));
+    }
+    session.prefill(ids, engine::Wanted::Last).await
+}
+
+/// The rows the table prints (a model's vocabulary is tens of thousands).
+const TABLE_ROWS: usize = 50;
+
+/// Runs the pipeline on `logits` after `history`, draws `draws` tokens with
+/// `seed`, prints JSON or a table.
 pub fn run(
     logits: &[f32],
+    history: &[u32],
     labels: &[String],
     settings: Settings,
     seed: u64,
@@ -32,7 +45,7 @@ pub fn run(
             "--draws {draws} is too many: at most {MAX_DRAWS} per call"
         )));
     }
-    let e = explain(logits, &[], &settings)?;
+    let e = explain(logits, history, &settings)?;
     let mut sampler = Sampler::new(settings, seed)?;
     let drawn: Vec<u32> = (0..draws).map(|_| e.draw(sampler.uniform()).token).collect();
     let out = if json {
@@ -63,7 +76,7 @@ fn table(e: &engine::sample::Explanation, labels: &[String], drawn: &[u32]) -> S
     let mut s = String::new();
     let names: Vec<&str> = e.stages.iter().map(|s| s.kind.name()).collect();
     let _ = writeln!(s, "{:>12} {:>9} {}", "token", "raw", names.join("  "));
-    for id in e.top(e.raw_probs.len()) {
+    for id in e.top(TABLE_ROWS) {
         let label = labels.get(id as usize).cloned().unwrap_or_else(|| id.to_string());
         let cols: Vec<String> =
             e.stages.iter().map(|st| format!("{:>9.6}", st.probs[id as usize])).collect();
@@ -72,11 +85,16 @@ fn table(e: &engine::sample::Explanation, labels: &[String], drawn: &[u32]) -> S
     for st in &e.stages {
         let _ = writeln!(
             s,
-            "{:>12}: kept {} ({:.4} of the mass), removed {:?}, entropy {:.4} bits",
+            "{:>12}: kept {} ({:.4} of the mass), removed {}, entropy {:.4} bits",
             st.kind.name(),
             st.kept_count,
             st.kept_mass,
-            st.removed,
+            // A model's vocabulary: the count, not tens of thousands of ids.
+            if st.removed.len() > TABLE_ROWS {
+                format!("{} tokens", st.removed.len())
+            } else {
+                format!("{:?}", st.removed)
+            },
             st.entropy_bits
         );
     }

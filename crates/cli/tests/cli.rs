@@ -502,3 +502,38 @@ fn collect_numbers(v: &serde_json::Value, out: &mut Vec<f64>) {
         _ => {}
     }
 }
+
+/// `sample --model --prompt`: the pipeline on the model's next token, as the
+/// quiz widget asks it — the nucleus checked from the raw probabilities here,
+/// the prompt's tokens the history the penalties read, bad input refused.
+#[test]
+fn sample_runs_the_pipeline_on_a_models_next_token() {
+    let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../../www/models/shakespeare");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["sample", "--model", model, "--prompt", "[Exit", "--json"];
+        args.extend_from_slice(extra);
+        let out = decode_lab(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let floats = |v: &serde_json::Value| -> Vec<f64> {
+        v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
+    };
+    let json = run(&["--top-p", "0.9"]);
+    let kept = json["stages"][3]["kept_count"].as_u64().unwrap() as usize;
+    let mut raw = floats(&json["raw"]);
+    raw.sort_by(|a, b| b.total_cmp(a));
+    let before: f64 = raw[..kept - 1].iter().sum();
+    assert!(before < 0.9 && before + raw[kept - 1] >= 0.9, "the nucleus is {kept} tokens");
+    assert_eq!(floats(&json["final"]).iter().filter(|&&p| p > 0.0).count(), kept);
+    // A huge presence penalty leaves the prompt's own tokens (the history) near 0.
+    let plain = floats(&run(&[])["final"]);
+    let penalised = floats(&run(&["--presence-penalty", "2"])["final"]);
+    let lowered = plain.iter().zip(&penalised).filter(|(p, q)| q < p).count();
+    assert!((1..=5).contains(&lowered), "the prompt's few tokens are penalised: {lowered}");
+    let empty = decode_lab(&["sample", "--model", model, "--prompt", "", "--backend", "cpu"]);
+    assert!(!empty.status.success());
+    assert!(String::from_utf8_lossy(&empty.stderr).contains("--prompt is empty"));
+    let alone = decode_lab(&["sample", "--model", model]);
+    assert!(!alone.status.success(), "--model needs --prompt");
+}

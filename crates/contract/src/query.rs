@@ -56,3 +56,10 @@ impl Query {
         self.pairs.iter().map(|(n, _)| n.as_str())
     }
 }
+
+impl Query {
+    /// A query of these pairs, as if parsed (the quiz builder's form).
+    pub fn from_pairs(pairs: Vec<(String, String)>) -> Query {
+        Query { pairs, cut: false }
+    }
+}

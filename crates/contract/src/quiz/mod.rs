@@ -125,6 +125,46 @@ impl Question {
     }
 }
 
+impl Question {
+    /// The question as the page asks it: the author's text, else worded
+    /// from its kind and settings.
+    pub fn asked(&self) -> String {
+        if !self.ask.is_empty() {
+            return self.ask.clone();
+        }
+        let under = self.setting_words();
+        match self.kind {
+            Kind::Prob if self.token.is_empty() => {
+                format!("With {under}, what is the probability of the most likely token?")
+            }
+            Kind::Prob => format!("With {under}, what is the probability of “{}”?", self.token),
+            Kind::Count => format!("With {under}, how many tokens can still be drawn?"),
+            Kind::Top => format!("With {under}, which token is the most likely?"),
+            Kind::Greedy => format!(
+                "With {under} otherwise, which value of {} makes the step greedy (one token left)?",
+                self.vary.spec().label
+            ),
+            Kind::Cost => format!(
+                "{} the KV cache, generating n tokens costs on the order of n^x token passes: x = ?",
+                if self.cache { "With" } else { "Without" }
+            ),
+        }
+    }
+
+    /// "temperature 0.5, top-p 0.9", or "every setting off (temperature 1)".
+    pub fn setting_words(&self) -> String {
+        if self.settings.is_empty() {
+            return "every setting off (temperature 1)".into();
+        }
+        let words: Vec<String> = self
+            .settings
+            .iter()
+            .map(|&(c, v)| format!("{} {v}", c.spec().label.to_lowercase()))
+            .collect();
+        words.join(", ")
+    }
+}
+
 /// The controls a question may set (`qN.temperature`, `qN.top_k`, …):
 /// derived from the control table, so a new sampling control is one row there.
 pub fn setting_controls() -> impl Iterator<Item = Control> {
@@ -277,7 +317,8 @@ fn text(raw: &str, name: &str, notices: &mut Vec<String>) -> String {
 pub fn to_params(questions: &[Question]) -> Vec<(String, String)> {
     let mut params = Vec::new();
     for (i, q) in questions.iter().enumerate() {
-        let mut put = |name: &str, value: String| params.push((format!("q{}.{name}", i + 1), value));
+        let mut put =
+            |name: &str, value: String| params.push((format!("q{}.{name}", i + 1), value));
         if let Some(name) = q.preset {
             put("preset", name.to_string());
             continue;

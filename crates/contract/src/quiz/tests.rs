@@ -75,7 +75,8 @@ fn count_top_and_greedy_run_the_pipeline() {
     let d = dist(&logits, &labels);
     let on = On::Logits { logits: logits.to_vec(), labels: labels.clone() };
     // p = 0.644, 0.237, 0.087, 0.032: the nucleus at 0.9 keeps 3.
-    let q = Question { settings: vec![(Control::TopP, 0.9)], ..Question::new(Kind::Count, on.clone()) };
+    let q =
+        Question { settings: vec![(Control::TopP, 0.9)], ..Question::new(Kind::Count, on.clone()) };
     let s = solve(&q, &d).unwrap();
     assert_eq!(number(&s), 3.0);
     assert!(check(&q, &s, Given::Number(3.0), &d) && !check(&q, &s, Given::Number(4.0), &d));
@@ -121,7 +122,9 @@ fn a_link_round_trips_and_bad_fields_are_notices() {
     let params = to_params(&quiz);
     let search: Vec<String> = params
         .iter()
-        .map(|(n, v)| format!("{n}={}", form_urlencoded::byte_serialize(v.as_bytes()).collect::<String>()))
+        .map(|(n, v)| {
+            format!("{n}={}", form_urlencoded::byte_serialize(v.as_bytes()).collect::<String>())
+        })
         .collect();
     let again = read(&Query::parse(&search.join("&")), &mut notices);
     assert_eq!(again, quiz);
