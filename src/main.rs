@@ -16,6 +16,7 @@ mod model_files;
 mod nucleus;
 mod picker;
 mod playground;
+mod png;
 mod query;
 mod registry;
 mod remembered;

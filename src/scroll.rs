@@ -8,6 +8,8 @@ use leptos::html::Div;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
+use crate::png::CopyPng;
+
 #[component]
 pub fn Scroll(
     /// What the box holds, as a screen reader announces it (and the CSV's name).
@@ -23,6 +25,7 @@ pub fn Scroll(
 ) -> impl IntoView {
     let node = NodeRef::<Div>::new();
     let file = format!("decode-lab-{}.csv", slug(&label));
+    let table = Callback::new(move |()| node.get()?.query_selector("table").ok().flatten());
     let download = move |_| {
         if let Some(table) = node.get().and_then(|d| d.query_selector("table").ok().flatten()) {
             save(&file, &table_csv(&table));
@@ -31,20 +34,23 @@ pub fn Scroll(
     view! {
         <div class=class tabindex="0" role="region" aria-label=label.clone() node_ref=node>{children()}</div>
         {csv.then(|| view! {
-            <button type="button" class="export" data-testid="download-csv" aria-label=format!("Download CSV: {label}") on:click=download>"Download CSV"</button>
+            <div class="exports">
+                <button type="button" class="export" data-testid="download-csv" aria-label=format!("Download CSV: {label}") on:click=download>"Download CSV"</button>
+                <CopyPng find=table label=label.clone()/>
+            </div>
         })}
     }
 }
 
 /// `label` as a file name: lower-case words joined by `-`.
-fn slug(label: &str) -> String {
+pub(crate) fn slug(label: &str) -> String {
     let words = label.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty());
     words.map(str::to_lowercase).collect::<Vec<_>>().join("-")
 }
 
 /// A table's rows (head and body) as CSV: each cell's text, quoted where it
 /// holds a comma, a quote or a line break (RFC 4180).
-fn table_csv(table: &web_sys::Element) -> String {
+pub(crate) fn table_csv(table: &web_sys::Element) -> String {
     let Ok(rows) = table.query_selector_all("tr") else { return String::new() };
     let mut out = String::new();
     for i in 0..rows.length() {
@@ -70,7 +76,7 @@ fn quote(cell: &str) -> String {
 }
 
 /// Saves `text` as a file named `name` (a link the page clicks for the reader).
-fn save(name: &str, text: &str) {
+pub(crate) fn save(name: &str, text: &str) {
     let href = format!("data:text/csv;charset=utf-8,{}", js_sys::encode_uri_component(text));
     let Some(doc) = web_sys::window().and_then(|w| w.document()) else { return };
     let Ok(link) = doc.create_element("a") else { return };

@@ -5,6 +5,8 @@
 use engine::cost::Fit;
 use leptos::prelude::*;
 
+use crate::png::CopyPng;
+
 /// Chart size in SVG units (it scales to its box).
 const WIDTH: f64 = 600.0;
 const HEIGHT: f64 = 240.0;
@@ -132,8 +134,25 @@ pub fn ChartTable(caption: String, head: Vec<String>, rows: Vec<Vec<String>>) ->
             view! { <tr><th scope="row">{first}</th>{rest}</tr> }
         })
         .collect_view();
+    // The chart is the first SVG or canvas of the box this table sits in.
+    let node = NodeRef::<leptos::html::Details>::new();
+    let chart = Callback::new(move |()| {
+        node.get()?.parent_element()?.query_selector("svg, canvas").ok().flatten()
+    });
+    let table = Callback::new(move |()| node.get()?.query_selector("table").ok().flatten());
+    let slug = crate::scroll::slug(&caption);
+    let csv_name = format!("decode-lab-{slug}.csv");
+    let download = move |_| {
+        if let Some(t) = table.run(()) {
+            crate::scroll::save(&csv_name, &crate::scroll::table_csv(&t));
+        }
+    };
     view! {
-        <details class="as-table" data-testid="chart-table">
+        <div class="exports">
+            <CopyPng find=chart label=caption.clone()/>
+            <button type="button" class="export" data-testid="download-csv" aria-label=format!("Download CSV: {caption}") on:click=download>"Download CSV"</button>
+        </div>
+        <details class="as-table" data-testid="chart-table" node_ref=node>
             <summary>"Show as table"</summary>
             <table class="figures">
                 <caption>{caption}</caption>

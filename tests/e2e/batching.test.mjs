@@ -5,6 +5,7 @@
 // Run by `./tools/dev test` next to widgets.test.mjs (same environment).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { crc32 } from 'node:zlib';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -75,6 +76,22 @@ for (const backend of ['cpu', 'webgpu']) {
     const csv = parseCsv(readFileSync(await file.path(), 'utf8'));
     assert.deepEqual(csv[0].slice(0, 3), ['B', 'one after another, tokens/s', 'batched, tokens/s']);
     assert.deepEqual(csv.slice(1).map((r) => [r[0], r[2], r[6]]), rows.map((r) => [r[0], r[2], r[6]]));
+    // Copy as PNG: the chart with its stylesheet's colours, the page's link stamped and
+    // kept as the PNG's Source; a table as a PNG too; saved as a file where the clipboard is refused.
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
+    // (The clipboard re-encodes an image and drops its text chunks: the saved file keeps them.)
+    const chart = await copiedPng(page, '[data-testid=batch-throughput] [data-testid=copy-png]');
+    assert.ok(chart.width >= 2 * 300 && chart.height >= 2 * 100, `${chart.width} × ${chart.height}`);
+    assert.ok(chart.blue > 50, `the series drawn in its Okabe–Ito blue: ${chart.blue} pixels`);
+    assert.ok(chart.stamp > 20, `the link written in the corner: ${chart.stamp} dark pixels`);
+    const table = await copiedPng(page, '[aria-label="Copy as PNG: each batch size\'s figures"]');
+    assert.ok(table.width >= 2 * 400 && table.stamp > 20, `the table drawn, stamped: ${table.width} wide`);
+    // A browser that keeps images off the clipboard (fault injected): the PNG is saved instead.
+    await page.evaluate(() => { navigator.clipboard.write = () => Promise.reject(new DOMException('refused', 'NotAllowedError')); });
+    const [png] = await Promise.all([page.waitForEvent('download'),
+      page.click('[data-testid=batch-throughput] [data-testid=copy-png]')]);
+    assert.match(png.suggestedFilename(), /^decode-lab-.*\.png$/);
+    assert.equal(pngSource(readFileSync(await png.path())), await page.evaluate(() => location.href));
     const texts = await page.$$eval('[data-testid=batch-text]', (ls) => ls.map((l) => [l.dataset.same, l.querySelector('.text').textContent]));
     assert.equal(texts.length, 8);
     assert.ok(texts.every(([same]) => same === 'true'));
@@ -113,4 +130,45 @@ for (const backend of ['cpu', 'webgpu']) {
     await noFatal(again);
     await again.close();
   });
+}
+
+/** Presses a Copy as PNG button, reads the PNG off the clipboard: its size,
+ * pixels of the chart's blue, dark pixels in the stamp's strip. */
+async function copiedPng(page, button) {
+  await page.click(button);
+  await page.waitForFunction((b) => /^copied$/.test(document.querySelector(b).nextElementSibling.textContent), button);
+  const got = await page.evaluate(async () => {
+    const [item] = await navigator.clipboard.read();
+    const blob = await item.getType('image/png');
+    const bitmap = await createImageBitmap(blob);
+    const c = new OffscreenCanvas(bitmap.width, bitmap.height);
+    const ctx = c.getContext('2d');
+    ctx.drawImage(bitmap, 0, 0);
+    const px = ctx.getImageData(0, 0, c.width, c.height).data;
+    let blue = 0, stamp = 0;
+    for (let i = 0; i < px.length; i += 4) {
+      const [r, g, b] = [px[i], px[i + 1], px[i + 2]];
+      if (Math.abs(r - 0x00) < 40 && Math.abs(g - 0x72) < 40 && Math.abs(b - 0xb2) < 40) blue++;
+      if ((i / 4) / c.width > c.height - 36 && r < 160 && g < 160 && b < 160) stamp++;
+    }
+    return { bytes: [...new Uint8Array(await blob.arrayBuffer())], width: c.width, height: c.height, blue, stamp };
+  });
+  pngSource(Buffer.from(got.bytes)); // a PNG
+  return got;
+}
+
+/** The `Source` tEXt chunk of a PNG, its CRC checked. */
+function pngSource(png) {
+  assert.deepEqual([...png.subarray(0, 8)], [137, 80, 78, 71, 13, 10, 26, 10], 'a PNG');
+  for (let at = 8; at < png.length;) {
+    const len = png.readUInt32BE(at);
+    const typed = png.subarray(at + 4, at + 8 + len);
+    if (typed.subarray(0, 4).toString('latin1') === 'tEXt') {
+      assert.equal(png.readUInt32BE(at + 8 + len), crc32(typed), 'the chunk CRC');
+      const [key, value] = typed.subarray(4).toString('latin1').split('\0');
+      if (key === 'Source') return value;
+    }
+    at += 12 + len;
+  }
+  return null;
 }

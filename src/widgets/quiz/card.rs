@@ -30,6 +30,8 @@ pub fn QuestionCard(driver: Driver, card: Card, remove: Callback<usize>) -> impl
     let key = card.key;
     let check = move || {
         problem.set(None);
+        // A stale verdict beside a new answer would read as its verdict.
+        verdict.set(None);
         let q = q.get_value();
         let step = match input.get_untracked() {
             Some(Ok(step)) => step,

@@ -114,7 +114,7 @@ pub fn solve(q: &Question, d: &Dist) -> Result<Solution, String> {
             let name = q.vary.spec().name;
             let shown = format!("{name} = {}", ranges(&values, step(q.vary)));
             let worked = format!(
-                "Greedy keeps exactly one token, the most likely ({}). Of every value of {name} on its slider, {} leave only that one.",
+                "Greedy keeps exactly one token, the most likely ({}). The values of {name} on its slider that leave only that one: {}.",
                 quoted(d, top),
                 ranges(&values, step(q.vary))
             );
@@ -193,7 +193,7 @@ fn count_worked(e: &Explanation) -> String {
         .map(|s| format!("{} removes {}", s.kind.name(), s.removed.len()))
         .collect();
     format!(
-        "Most likely first, the mass adds up {}{more}. {}: {kept} tokens are left.",
+        "Most likely first, the mass adds up {}{more}; {}: {kept} tokens are left.",
         sums.join(", "),
         if cuts.is_empty() { "No stage cuts".to_string() } else { cuts.join(", ") }
     )
