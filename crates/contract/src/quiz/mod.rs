@@ -172,7 +172,7 @@ pub fn setting_controls() -> impl Iterator<Item = Control> {
 }
 
 /// The quiz a link asks for, with a notice for each value that could not be
-/// taken. No `qN.` parameter: the course's questions.
+/// taken. No `qN.` parameter (or none that can be read): the course's questions.
 pub fn read(query: &Query, notices: &mut Vec<String>) -> Vec<Question> {
     let mut questions = Vec::new();
     let mut any = false;
@@ -189,7 +189,12 @@ pub fn read(query: &Query, notices: &mut Vec<String>) -> Vec<Question> {
     if query_has_question(query, MAX_QUESTIONS + 1) {
         notices.push(format!("quiz: at most {MAX_QUESTIONS} questions; the rest are left out"));
     }
-    if !any {
+    // No question (none asked, or none could be read): the course's, so a
+    // link and the link written back from it ask the same.
+    if questions.is_empty() {
+        if any {
+            notices.push("quiz: no question could be read; showing the course's questions".into());
+        }
         questions = PRESETS.iter().map(Preset::question).collect();
     }
     questions
@@ -291,6 +296,13 @@ fn read_one(query: &Query, n: usize, notices: &mut Vec<String>) -> Result<Questi
                 q.tolerance
             )),
         }
+    }
+    // A field another kind reads means nothing here (and is not written back).
+    if q.kind != Kind::Greedy {
+        q.vary = Control::TopK;
+    }
+    if q.kind != Kind::Cost {
+        q.cache = false;
     }
     // Still the preset only when nothing the link said changed it.
     if let Some(name) = q.preset {

@@ -137,6 +137,9 @@ fn a_link_round_trips_and_bad_fields_are_notices() {
     let mut notices = Vec::new();
     let quiz = read(&bad, &mut notices);
     assert_eq!(quiz.len(), 1, "only question 4 can be asked");
+    let mut none = Vec::new();
+    assert_eq!(read(&Query::parse("q19.kind=nope"), &mut none).len(), PRESETS.len());
+    assert!(none.iter().any(|n| n.contains("showing the course's questions")), "{none:?}");
     assert_eq!(quiz[0].settings, vec![(Control::TopP, 1.0)]);
     assert_eq!(notices.len(), 8, "{notices:#?}");
     assert!(notices.iter().any(|n| n.contains("kind “guess” is not one of")));
