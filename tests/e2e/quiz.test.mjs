@@ -136,6 +136,10 @@ test('quiz on cpu: tolerance edge, hostile text inert, a top question, the build
   assert.deepEqual(await again.$$eval('[data-testid=quiz-ask]', (as) => as.map((a) => a.textContent)), asks);
   assert.deepEqual(await again.$$eval('[data-testid=quiz-question]', (cs) => cs.map((c) => c.dataset.kind)), ['top', 'count']);
   assert.equal(await answer(again, 1, 3), 'right');
+  // The embed code's link is embedded: the quiz is the learner's, no builder, no Remove.
+  assert.match(src, /embed=1/);
+  assert.equal(await again.locator('[data-testid=quiz-builder]').count(), 0);
+  assert.equal(await again.locator('[data-testid=quiz-remove]').count(), 0);
   await noFatal(again);
   await again.close();
 });

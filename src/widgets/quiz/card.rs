@@ -18,7 +18,7 @@ struct Verdict {
 }
 
 #[component]
-pub fn QuestionCard(driver: Driver, card: Card, remove: Callback<usize>) -> impl IntoView {
+pub fn QuestionCard(driver: Driver, card: Card, remove: Option<Callback<usize>>) -> impl IntoView {
     let d = driver;
     let q = StoredValue::new(card.question.clone());
     let input = card.input;
@@ -83,8 +83,10 @@ pub fn QuestionCard(driver: Driver, card: Card, remove: Callback<usize>) -> impl
             <div class="quiz-row">
                 {answer_box}
                 <button data-testid="quiz-check" disabled=waiting on:click=move |_| check()>"Check"</button>
-                <button class="quiet" data-testid="quiz-remove" aria-label="remove this question"
-                    on:click=move |_| remove.run(key)>"Remove"</button>
+                {remove.map(|remove| view! {
+                    <button class="quiet" data-testid="quiz-remove" aria-label="remove this question"
+                        on:click=move |_| remove.run(key)>"Remove"</button>
+                })}
             </div>
             <p role="status" class="quiz-verdict" data-testid="quiz-verdict">
                 {move || problem.get().map(|p| view! { <span class="error">{p}</span> })}

@@ -56,6 +56,8 @@ pub fn Quiz(driver: Driver, shown: Shown) -> impl IntoView {
     });
     let remove =
         Callback::new(move |key: usize| cards.update(|c| c.retain(|card| card.key != key)));
+    // An embed is for learners: the questions as the author wrote them, no builder.
+    let authoring = !share.route.with_value(|r| r.embed);
     let score = move || {
         let n = cards.with(Vec::len);
         format!("{n} question{}", if n == 1 { "" } else { "s" })
@@ -65,10 +67,10 @@ pub fn Quiz(driver: Driver, shown: Shown) -> impl IntoView {
             <p class="readout" data-testid="quiz-count">{score}</p>
             <ol class="quiz-questions">
                 <For each=move || cards.get() key=|c| c.key let:card>
-                    <card::QuestionCard driver=d card=card remove=remove/>
+                    <card::QuestionCard driver=d card=card remove=authoring.then_some(remove)/>
                 </For>
             </ol>
-            <builder::Builder add=Callback::new(add)/>
+            {authoring.then(|| view! { <builder::Builder add=Callback::new(add)/> })}
         </div>
     }
 }
