@@ -43,10 +43,12 @@ pub fn Builder(add: Callback<Question>) -> impl IntoView {
         put("cache", cache.get_untracked());
         put("tol", tol.get_untracked());
         let mut notices = Vec::new();
-        let read = quiz::read(&Query::from_pairs(pairs), &mut notices);
-        if let Some(q) = read.into_iter().next() {
-            add.run(q);
-            notices.insert(0, "Added: the link and the embed code now ask it too.".into());
+        match quiz::read_question(&Query::from_pairs(pairs), 1, &mut notices) {
+            Ok(q) => {
+                add.run(q);
+                notices.insert(0, "Added: the link and the embed code now ask it too.".into());
+            }
+            Err(why) => notices.insert(0, format!("Not added: {why}.")),
         }
         said.set(notices);
     };

@@ -181,7 +181,7 @@ pub fn read(query: &Query, notices: &mut Vec<String>) -> Vec<Question> {
             continue;
         }
         any = true;
-        match read_one(query, n, notices) {
+        match read_question(query, n, notices) {
             Ok(q) => questions.push(q),
             Err(why) => notices.push(format!("question {n}: {why}; left out")),
         }
@@ -205,7 +205,13 @@ fn query_has_question(query: &Query, n: usize) -> bool {
     query.names().any(|name| name.starts_with(&prefix))
 }
 
-fn read_one(query: &Query, n: usize, notices: &mut Vec<String>) -> Result<Question, String> {
+/// Question `n` of a link (the builder reads its form as question 1), or why
+/// it cannot be asked.
+pub fn read_question(
+    query: &Query,
+    n: usize,
+    notices: &mut Vec<String>,
+) -> Result<Question, String> {
     let field = |name: &str| query.get(&format!("q{n}.{name}"));
     let base = match field("preset") {
         Some(name) => Some(
