@@ -88,6 +88,7 @@ pub fn App() -> impl IntoView {
         Phase::Ready(_) if driver.get().is_some_and(Driver::busy) => "generating",
         Phase::Ready(_) | Phase::Logits => "ready",
     });
+    provide_context(crate::offline::start(Signal::derive(move || state.get() == "ready")));
     let title = route.widget.map_or("Playground", Widget::title);
     let shown = route.shown.clone();
     let widget = route.widget;
@@ -150,6 +151,7 @@ pub fn App() -> impl IntoView {
             {(!route.embed).then(|| view! { <Header state=state backend=backend phase=phase/> })}
             <main>
                 <UrlNotices notices=notices/>
+                <StoreNotices/>
                 {(!route.embed).then(|| widget.map(|w| view! {
                     <h2 class="widget-title">{w.title()}</h2>
                     <p class="lesson">{w.lesson()}</p>
@@ -301,6 +303,7 @@ fn Header(
             <span class="tagline">"see and feel how a GPT chooses its next token"</span>
             <span class="status" data-testid="status" data-state=state>{state}</span>
             <ModelPicker current=model_source().map_or_else(|e| e, |s| s.label())/>
+            {use_context::<RwSignal<crate::offline::Offline>>().map(|state| view! { <crate::offline::OfflineBadge state=state/> })}
             {move || match phase.get() {
                 Phase::Ready(b) => Some(view! { <BackendBadge backend=b/> }.into_any()),
                 _ => backend.get().map(|b| view! { <span class="badge">{b}</span> }.into_any()),
@@ -322,6 +325,22 @@ fn UrlNotices(notices: Vec<String>) -> impl IntoView {
             </ul>
         }
     })
+}
+
+/// What happened to stored files: a damaged copy fetched again, a full quota.
+#[component]
+fn StoreNotices() -> impl IntoView {
+    let notices = crate::loader::notices();
+    move || {
+        let n = notices.get();
+        (!n.is_empty()).then(|| {
+            view! {
+                <ul class="banner" role="status" data-testid="store-notices">
+                    {n.into_iter().map(|t| view! { <li>{t}</li> }).collect_view()}
+                </ul>
+            }
+        })
+    }
 }
 
 #[component]

@@ -28,10 +28,12 @@ pub async fn model_cache() -> Option<Cache> {
     JsFuture::from(caches.open(CACHE)).await.ok()?.dyn_into().ok()
 }
 
-/// Forgets `url` in the cache (after its bytes turned out to be unusable).
+/// Forgets `url` in the cache (after its bytes turned out to be unusable),
+/// with its recorded checksum.
 pub async fn evict(url: &str) {
     if let Some(cache) = model_cache().await {
         let _ = JsFuture::from(cache.delete_with_str(url)).await;
+        let _ = JsFuture::from(cache.delete_with_str(&checksum_key(url))).await;
     }
 }
 
@@ -143,41 +145,164 @@ async fn fetch_through_cache(
     url: &str,
     progress: impl Fn(u64, Option<u64>),
 ) -> Result<Option<Vec<u8>>, String> {
-    let window = web_sys::window().ok_or("no window")?;
-    let cache = model_cache().await;
-    let mut stored = None;
-    let response = match cached_response(url).await {
-        Some(r) => r,
-        None => {
-            let r: Response = JsFuture::from(window.fetch_with_str(url))
-                .await
-                .map_err(|e| format!("could not fetch {url}: {}", js_error(&e)))?
-                .dyn_into()
-                .map_err(|_| format!("{url}: not a response"))?;
-            if r.status() == 404 {
-                return Ok(None);
-            }
-            if !r.ok() {
-                return Err(format!(
-                    "could not fetch {url}: HTTP {} {}",
-                    r.status(),
-                    r.status_text()
+    if let Some(r) = cached_response(url).await {
+        let total = content_length(&r);
+        let bytes = read_body(url, &r, total, &progress).await?;
+        // Used only as it was stored: its size and checksum as recorded at download.
+        match check_stored(url, &bytes).await {
+            Ok(()) => return Ok(Some(bytes)),
+            Err(why) => {
+                evict(url).await;
+                notice(format!(
+                    "The stored copy of {} {why}: downloading it again.",
+                    file_name(url)
                 ));
             }
-            if let (Some(c), Ok(copy)) = (&cache, r.clone()) {
-                // Stored while we read our copy; a failed put only costs a re-download.
-                stored = Some(c.put_with_str(url, &copy));
-            }
-            r
         }
-    };
-    let total = content_length(&response);
-    let bytes = read_body(url, &response, total, progress).await;
-    if let Some(put) = stored {
-        // In the cache before the lock is released, for the next embed.
-        let _ = JsFuture::from(put).await;
     }
-    bytes.map(Some)
+    if let Some(c) = model_cache().await {
+        if record_of(url).await.as_deref() == Some(PENDING) {
+            notice(format!(
+                "The last download of {} did not finish (the network dropped or the tab closed): downloading it again.",
+                file_name(url)
+            ));
+        }
+        // Marked as begun: a tab closed midway leaves this mark, not a file.
+        if let Ok(mark) = text_response(PENDING) {
+            let _ = JsFuture::from(c.put_with_str(&checksum_key(url), &mark)).await;
+        }
+    }
+    fetch_and_store(url, progress).await
+}
+
+/// The record of a download begun and not finished.
+const PENDING: &str = "pending";
+
+fn text_response(text: &str) -> Result<Response, JsValue> {
+    Response::new_with_opt_str(Some(text))
+}
+
+/// The recorded size and checksum of `url` ("BYTES SHA256"), or [`PENDING`].
+async fn record_of(url: &str) -> Option<String> {
+    let r: Response = cached_response(&checksum_key(url)).await?;
+    JsFuture::from(r.text().ok()?).await.ok()?.as_string()
+}
+
+/// Downloads `url`, stores it with its size and checksum once it has arrived
+/// whole (a download cut midway stores nothing), and returns its bytes.
+async fn fetch_and_store(
+    url: &str,
+    progress: impl Fn(u64, Option<u64>),
+) -> Result<Option<Vec<u8>>, String> {
+    let window = web_sys::window().ok_or("no window")?;
+    let r: Response = JsFuture::from(window.fetch_with_str(url))
+        .await
+        .map_err(|e| format!("could not fetch {url}: {}", js_error(&e)))?
+        .dyn_into()
+        .map_err(|_| format!("{url}: not a response"))?;
+    if r.status() == 404 {
+        return Ok(None);
+    }
+    if !r.ok() {
+        return Err(format!("could not fetch {url}: HTTP {} {}", r.status(), r.status_text()));
+    }
+    let cache = model_cache().await;
+    // Stored while we read our copy; Cache Storage commits a body only when it
+    // has arrived whole, so a broken download leaves no entry.
+    let stored = match (&cache, r.clone()) {
+        (Some(c), Ok(copy)) => Some(c.put_with_str(url, &copy)),
+        _ => None,
+    };
+    let total = content_length(&r);
+    let bytes = read_body(url, &r, total, &progress).await?;
+    if total.is_some_and(|t| t != bytes.len() as u64) {
+        evict(url).await;
+        return Err(format!(
+            "the download of {url} broke off after {} of {} bytes: reload to download it again",
+            bytes.len(),
+            total.unwrap_or(0)
+        ));
+    }
+    if let (Some(c), Some(put)) = (&cache, stored) {
+        // In the cache before the lock is released, for the next embed; the
+        // checksum last, so an entry without one was never finished.
+        let done = match JsFuture::from(put).await {
+            Ok(_) => record_checksum(c, url, &bytes).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = done {
+            evict(url).await;
+            notice(store_failed(url, &e));
+        }
+    }
+    Ok(Some(bytes))
+}
+
+/// Where a file's recorded size and checksum are kept: beside it.
+fn checksum_key(url: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}decode-lab=checksum")
+}
+
+fn file_name(url: &str) -> &str {
+    url.rsplit('/').next().unwrap_or(url)
+}
+
+/// The words for a store that failed: a full quota said as such.
+fn store_failed(url: &str, e: &JsValue) -> String {
+    let quota = Reflect::get(e, &"name".into()).ok().and_then(|n| n.as_string())
+        == Some("QuotaExceededError".into());
+    match quota {
+        true => format!("The browser's storage is full: {} was not stored for offline use (this page runs from the network; free space in the Model menu's stored models).", file_name(url)),
+        false => format!("{} could not be stored for offline use ({}): this page runs from the network.", file_name(url), js_error(e)),
+    }
+}
+
+/// SHA-256 of `bytes` in hex, by the browser's own digest.
+async fn sha256(bytes: &[u8]) -> Result<String, JsValue> {
+    let subtle = web_sys::window().ok_or(JsValue::NULL)?.crypto()?.subtle();
+    // The digest copies the bytes when called, before any await.
+    let digest = JsFuture::from(subtle.digest_with_str_and_u8_array("SHA-256", bytes)?).await?;
+    Ok(Uint8Array::new(&digest).to_vec().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+async fn record_checksum(cache: &Cache, url: &str, bytes: &[u8]) -> Result<(), JsValue> {
+    let record = format!("{} {}", bytes.len(), sha256(bytes).await?);
+    let response = text_response(&record)?;
+    JsFuture::from(cache.put_with_str(&checksum_key(url), &response)).await.map(|_| ())
+}
+
+/// Whether `bytes`, read from the cache for `url`, are what was stored:
+/// `Err` says how they differ (cut short, changed, or stored without a record).
+async fn check_stored(url: &str, bytes: &[u8]) -> Result<(), String> {
+    let record = record_of(url).await.filter(|r| r != PENDING);
+    let Some(record) = record else {
+        return Err("was stored without its checksum (an unfinished download)".into());
+    };
+    let (size, sum) = record.split_once(' ').unwrap_or(("", ""));
+    if size != bytes.len().to_string() {
+        return Err(format!("holds {} bytes, not the {size} that were downloaded", bytes.len()));
+    }
+    match sha256(bytes).await {
+        Ok(s) if s == sum => Ok(()),
+        Ok(_) => Err("is damaged (its checksum differs from the one recorded at download)".into()),
+        Err(e) => Err(format!("could not be checked ({})", js_error(&e))),
+    }
+}
+
+thread_local! {
+    /// What happened to stored files, for the page to say (read by [`notices`]).
+    static NOTICES: leptos::prelude::RwSignal<Vec<String>> = leptos::prelude::RwSignal::new(Vec::new());
+}
+
+fn notice(text: String) {
+    use leptos::prelude::Update;
+    NOTICES.with(|n| n.update(|v| v.push(text)));
+}
+
+/// The notices about stored files: a damaged copy fetched again, a full quota.
+pub fn notices() -> leptos::prelude::RwSignal<Vec<String>> {
+    NOTICES.with(|n| *n)
 }
 
 /// Runs `job` holding the Web Lock `name` (shared by every page and frame of
@@ -216,7 +341,7 @@ async fn read_body(
     url: &str,
     response: &Response,
     total: Option<u64>,
-    progress: impl Fn(u64, Option<u64>),
+    progress: &impl Fn(u64, Option<u64>),
 ) -> Result<Vec<u8>, String> {
     let Some(body) = response.body() else {
         return Ok(Vec::new());

@@ -14,6 +14,7 @@ mod lab;
 mod loader;
 mod model_files;
 mod nucleus;
+mod offline;
 mod picker;
 mod playground;
 mod png;

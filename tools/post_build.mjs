@@ -1,5 +1,5 @@
 // Trunk post-build hook (runs in Trunk's staging directory, TRUNK_STAGING_DIR,
-// for build and serve). Two jobs:
+// for build and serve). Three jobs:
 // 1. Moves Trunk's inline start-up script out of index.html into boot-HASH.js,
 //    so the built page runs under a strict Content Security Policy
 //    (`script-src 'self' 'wasm-unsafe-eval'`, no inline script).
@@ -8,9 +8,13 @@
 //    cpu_worker_bg-HASH.wasm. A host that caches files hard then never serves
 //    an old worker (or start-up script) beside a new app after a deploy. The
 //    page reads the loader's name from <meta name="cpu-worker"> (src/worker.rs).
+// 3. Writes the build's file list (path, size, SHA-256) into the service
+//    worker (www/sw.js), and a version that is a hash of it: after one visit
+//    the page, the CPU worker and the bundled model load offline, and a new
+//    build replaces them all at once.
 import { createHash } from 'node:crypto';
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
 
 const dir = process.env.TRUNK_STAGING_DIR;
 if (!dir) throw new Error('post_build.mjs runs as a Trunk hook (TRUNK_STAGING_DIR is unset)');
@@ -54,3 +58,25 @@ if (!html.includes('</head>')) throw new Error('index.html has no </head>');
 writeFileSync(at('index.html'), html
   .replace(inline, `<script type="module" src="${base}${bootName}"></script>`)
   .replace('</head>', `${meta}</head>`));
+
+// The service worker's file list: everything the page loads, not the example
+// course note (a host's page, not the app's) nor the worker itself.
+const files = [];
+const walk = (d) => readdirSync(d).forEach((name) => {
+  const path = join(d, name);
+  if (statSync(path).isDirectory()) return walk(path);
+  const rel = relative(dir, path).split(sep).join('/');
+  if (rel === 'sw.js' || rel.startsWith('examples/')) return;
+  const bytes = readFileSync(path);
+  files.push({ path: rel, size: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') });
+});
+walk(dir);
+files.sort((a, b) => a.path.localeCompare(b.path));
+const sw = readFileSync(at('sw.js'), 'utf8');
+const version = hash(JSON.stringify(files));
+if (!sw.includes("const VERSION = 'dev';") || !sw.includes('const PRECACHE = [];')) {
+  throw new Error('www/sw.js no longer holds the VERSION and PRECACHE placeholders');
+}
+writeFileSync(at('sw.js'), sw
+  .replace("const VERSION = 'dev';", `const VERSION = '${version}';`)
+  .replace('const PRECACHE = [];', `const PRECACHE = ${JSON.stringify(files)};`));
