@@ -216,7 +216,12 @@ async fn fetch_and_store(
     let total = content_length(&r);
     let bytes = read_body(url, &r, total, &progress).await?;
     if total.is_some_and(|t| t != bytes.len() as u64) {
-        evict(url).await;
+        // The short body may still be committed: wait for it, then drop it.
+        // The begun-download mark stays, so the next visit says it restarts.
+        if let (Some(c), Some(put)) = (&cache, stored) {
+            let _ = JsFuture::from(put).await;
+            let _ = JsFuture::from(c.delete_with_str(url)).await;
+        }
         return Err(format!(
             "the download of {url} broke off after {} of {} bytes: reload to download it again",
             bytes.len(),

@@ -1,0 +1,113 @@
+// End-to-end test of offline use in real headless Chromium on both engines:
+// after one visit the service worker holds the build's files (checked by
+// size and SHA-256) and the header says "available offline"; with the
+// browser offline (the DevTools protocol) a reload reaches ready and
+// Generate gives the CLI's greedy text. The model cache is never trusted
+// half-written (fault injection on the CPU engine): a flipped byte, a cut
+// file and a copy without its recorded checksum are each dropped and fetched
+// again with a notice; a full quota is said and the page runs from the
+// network. Run by `./tools/dev test`.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startLab, noFatal, waitSettled, cliGreedy } from './helpers.mjs';
+
+const lab = await startLab();
+before(async () => { await lab.start(); });
+after(() => lab.stop());
+
+const QUERY = '?prompt=ROMEO%3A%0A&temperature=0&max_tokens=12';
+const WEIGHTS = 'models/shakespeare/model.safetensors';
+
+async function generated(page) {
+  await page.click('[data-testid=generate]');
+  await page.waitForFunction(() => !document.querySelector('[data-testid=generate]').disabled
+    && document.querySelector('[data-testid=status]').dataset.state === 'ready', null, { timeout: 120_000 });
+  return page.textContent('[data-testid=output]');
+}
+
+for (const backend of ['cpu', 'webgpu']) {
+  test(`offline on ${backend}: after one visit a reload with the network off is ready and generates the CLI's greedy text`, async () => {
+    const page = await lab.open(backend, QUERY);
+    await page.waitForSelector('[data-testid=offline][data-state=ready]', { timeout: 120_000 });
+    await page.context().setOffline(true);
+    await page.reload();
+    await waitSettled(page);
+    assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'ready');
+    assert.equal(await page.getAttribute('[data-testid=backend]', 'data-backend'), backend);
+    const want = cliGreedy(12);
+    assert.equal(await generated(page), want);
+    // Another widget's address, never opened before, is the same page offline.
+    await page.goto(lab.server.url + '?widget=top-p');
+    await waitSettled(page);
+    assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'ready');
+    await noFatal(page);
+    await page.close();
+  });
+}
+
+/** Rewrites the stored model file (`change` maps its bytes) or its record. */
+async function tamper(page, how) {
+  await page.evaluate(async ({ how, weights }) => {
+    const name = (await caches.keys()).find((k) => k.startsWith('decode-lab-models-'));
+    const cache = await caches.open(name);
+    const url = new URL(weights, location.href).href;
+    if (how === 'record') return cache.delete(`${url}?decode-lab=checksum`);
+    const bytes = new Uint8Array(await (await cache.match(url)).arrayBuffer());
+    const changed = how === 'flip' ? (bytes[bytes.length >> 1] ^= 0x40, bytes) : bytes.subarray(0, bytes.length - 1000);
+    await cache.put(url, new Response(changed));
+  }, { how, weights: WEIGHTS });
+}
+
+test('offline on cpu: a damaged, cut or unrecorded stored model is fetched again with a notice; a full quota is said', async () => {
+  const page = await lab.open('cpu', QUERY);
+  const want = cliGreedy(12);
+  for (const [how, said] of [['flip', /is damaged \(its checksum differs/], ['cut', /holds \d+ bytes, not the \d+ that were downloaded/], ['record', /stored without its checksum/]]) {
+    await tamper(page, how);
+    await page.reload();
+    await waitSettled(page);
+    assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'ready', how);
+    assert.match(await page.textContent('[data-testid=store-notices]'), said, how);
+    assert.equal(await generated(page), want, `${how}: the model fetched again is the model`);
+  }
+  // Fetched again and recorded: the next reload trusts it and says nothing.
+  await page.reload();
+  await waitSettled(page);
+  assert.equal(await page.locator('[data-testid=store-notices]').count(), 0);
+  await noFatal(page);
+  await page.close();
+
+  // A full quota: nothing can be stored; the page says so and runs from the network.
+  const browser = await lab.browser('cpu');
+  const full = await browser.newPage();
+  const cdp = await full.context().newCDPSession(full);
+  await cdp.send('Storage.overrideQuotaForOrigin', { origin: new URL(lab.server.url).origin, quotaSize: 4096 });
+  await full.goto(lab.server.url + QUERY);
+  await waitSettled(full);
+  assert.equal(await full.getAttribute('[data-testid=status]', 'data-state'), 'ready');
+  assert.match(await full.textContent('[data-testid=store-notices]'), /storage is full: model\.safetensors was not stored/);
+  assert.equal(await generated(full), want);
+  await full.close();
+});
+
+test('offline on cpu: a download cut midway stores nothing; the next visit says it restarts', async () => {
+  const browser = await lab.browser('cpu');
+  const page = await browser.newPage();
+  let cut = true;
+  await page.route(`**/${WEIGHTS}`, async (route) => {
+    if (!cut) return route.continue();
+    const full = await route.fetch();
+    const body = await full.body();
+    // The server's length promised, half the bytes sent.
+    await route.fulfill({ status: 200, headers: { ...full.headers(), 'content-length': String(body.length) }, body: body.subarray(0, body.length >> 1) });
+  });
+  await page.goto(lab.server.url + QUERY);
+  await waitSettled(page);
+  assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'error');
+  assert.match(await page.textContent('.error-box'), /broke off|truncated|model/);
+  cut = false;
+  await page.reload();
+  await waitSettled(page);
+  assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'ready');
+  assert.match(await page.textContent('[data-testid=store-notices]'), /did not finish.*downloading it again/);
+  await page.close();
+});
