@@ -43,6 +43,12 @@ pub fn start(ready: Signal<bool>) -> RwSignal<Offline> {
     state
 }
 
+/// Calls the method `name` of a JS object.
+fn call(obj: &JsValue, name: &str, args: &[JsValue]) -> Result<JsValue, JsValue> {
+    let f: js_sys::Function = Reflect::get(obj, &name.into())?.dyn_into()?;
+    f.apply(obj, &args.iter().collect())
+}
+
 /// Registers `sw.js` (beside the page: any sub-path), waits for an active
 /// worker and asks it whether this version's files are all stored.
 async fn ask() -> Result<bool, JsValue> {
@@ -51,11 +57,9 @@ async fn ask() -> Result<bool, JsValue> {
     if container.is_undefined() {
         return Err(JsValue::NULL);
     }
-    let call = |obj: &JsValue, name: &str, args: &[JsValue]| -> Result<JsValue, JsValue> {
-        let f: js_sys::Function = Reflect::get(obj, &name.into())?.dyn_into()?;
-        f.apply(obj, &args.iter().collect())
-    };
-    JsFuture::from(Promise::from(call(&container, "register", &["./sw.js".into()])?)).await?;
+    let registration =
+        JsFuture::from(Promise::from(call(&container, "register", &["./sw.js".into()])?)).await?;
+    watch_updates(&registration)?;
     let registration =
         JsFuture::from(Promise::from(Reflect::get(&container, &"ready".into())?)).await?;
     let active = Reflect::get(&registration, &"active".into())?;
@@ -78,6 +82,37 @@ async fn ask() -> Result<bool, JsValue> {
     Ok(Reflect::get(&data, &"ready".into())?.as_bool().unwrap_or(false))
 }
 
+thread_local! {
+    /// Set when a newer version's files are all stored while this page runs
+    /// an older one: the page says a reload brings it (never a mix of the two).
+    static UPDATE: RwSignal<bool> = RwSignal::new(false);
+}
+
+/// Watches for a newer build: once its worker has stored every file (and
+/// this page is controlled by the older one), the header offers a reload.
+fn watch_updates(registration: &JsValue) -> Result<(), JsValue> {
+    let reg = registration.clone();
+    let on_found = Closure::<dyn FnMut()>::new(move || {
+        let Ok(installing) = Reflect::get(&reg, &"installing".into()) else { return };
+        let worker = installing.clone();
+        let on_state = Closure::<dyn FnMut()>::new(move || {
+            let state = Reflect::get(&worker, &"state".into()).ok().and_then(|s| s.as_string());
+            let controlled = web_sys::window()
+                .and_then(|w| Reflect::get(&w.navigator(), &"serviceWorker".into()).ok())
+                .and_then(|c| Reflect::get(&c, &"controller".into()).ok())
+                .is_some_and(|c| !c.is_null() && !c.is_undefined());
+            if state.as_deref() == Some("installed") && controlled {
+                UPDATE.with(|u| u.set(true));
+            }
+        });
+        let _ = Reflect::set(&installing, &"onstatechange".into(), on_state.as_ref());
+        on_state.forget(); // lives as long as that worker
+    });
+    call(registration, "addEventListener", &["updatefound".into(), on_found.as_ref().clone()])?;
+    on_found.forget(); // lives as long as the page
+    Ok(())
+}
+
 /// The header's badge.
 #[component]
 pub fn OfflineBadge(state: RwSignal<Offline>) -> impl IntoView {
@@ -87,8 +122,12 @@ pub fn OfflineBadge(state: RwSignal<Offline>) -> impl IntoView {
             Offline::Storing => ("storing for offline…", "the service worker is storing this version's files", "storing"),
             Offline::Unavailable => return None,
         };
+        let update = UPDATE.with(|u| u.get()).then(|| view! {
+            " "
+            <a class="badge offline" href="" data-testid="offline-update" title="a newer version of Decode Lab is stored: reload to use it">"update ready: reload"</a>
+        });
         Some(
-            view! { <span class="badge offline" data-testid="offline" data-state=testid_state title=title>{text}</span> },
+            view! { <span class="badge offline" data-testid="offline" data-state=testid_state title=title>{text}</span>{update} },
         )
     }
 }
