@@ -330,7 +330,7 @@ fn UrlNotices(notices: Vec<String>) -> impl IntoView {
 /// What happened to stored files: a damaged copy fetched again, a full quota.
 #[component]
 fn StoreNotices() -> impl IntoView {
-    let notices = crate::loader::notices();
+    let notices = crate::stored::notices();
     move || {
         let n = notices.get();
         (!n.is_empty()).then(|| {

@@ -8,6 +8,11 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Cache, Response};
 
+use crate::stored::{
+    check_stored, checksum_key, file_name, notice, record_checksum, record_of, store_failed,
+    text_response, PENDING,
+};
+
 /// One Cache Storage bucket per app version: a new build never serves files
 /// cached by an older one.
 const CACHE: &str = concat!("decode-lab-models-", env!("CARGO_PKG_VERSION"));
@@ -149,7 +154,11 @@ async fn fetch_through_cache(
         let total = content_length(&r);
         let bytes = read_body(url, &r, total, &progress).await?;
         // Used only as it was stored: its size and checksum as recorded at download.
-        match check_stored(url, &bytes).await {
+        let checked = match model_cache().await {
+            Some(c) => check_stored(&c, url, &bytes).await,
+            None => Ok(()),
+        };
+        match checked {
             Ok(()) => return Ok(Some(bytes)),
             Err(why) => {
                 evict(url).await;
@@ -161,7 +170,7 @@ async fn fetch_through_cache(
         }
     }
     if let Some(c) = model_cache().await {
-        if record_of(url).await.as_deref() == Some(PENDING) {
+        if record_of(&c, url).await.as_deref() == Some(PENDING) {
             notice(format!(
                 "The last download of {} did not finish (the network dropped or the tab closed): downloading it again.",
                 file_name(url)
@@ -173,19 +182,6 @@ async fn fetch_through_cache(
         }
     }
     fetch_and_store(url, progress).await
-}
-
-/// The record of a download begun and not finished.
-const PENDING: &str = "pending";
-
-fn text_response(text: &str) -> Result<Response, JsValue> {
-    Response::new_with_opt_str(Some(text))
-}
-
-/// The recorded size and checksum of `url` ("BYTES SHA256"), or [`PENDING`].
-async fn record_of(url: &str) -> Option<String> {
-    let r: Response = cached_response(&checksum_key(url)).await?;
-    JsFuture::from(r.text().ok()?).await.ok()?.as_string()
 }
 
 /// Downloads `url`, stores it with its size and checksum once it has arrived
@@ -241,73 +237,6 @@ async fn fetch_and_store(
         }
     }
     Ok(Some(bytes))
-}
-
-/// Where a file's recorded size and checksum are kept: beside it.
-fn checksum_key(url: &str) -> String {
-    let sep = if url.contains('?') { '&' } else { '?' };
-    format!("{url}{sep}decode-lab=checksum")
-}
-
-fn file_name(url: &str) -> &str {
-    url.rsplit('/').next().unwrap_or(url)
-}
-
-/// The words for a store that failed: a full quota said as such.
-fn store_failed(url: &str, e: &JsValue) -> String {
-    let quota = Reflect::get(e, &"name".into()).ok().and_then(|n| n.as_string())
-        == Some("QuotaExceededError".into());
-    match quota {
-        true => format!("The browser's storage is full: {} was not stored for offline use (this page runs from the network; free space in the Model menu's stored models).", file_name(url)),
-        false => format!("{} could not be stored for offline use ({}): this page runs from the network.", file_name(url), js_error(e)),
-    }
-}
-
-/// SHA-256 of `bytes` in hex, by the browser's own digest.
-async fn sha256(bytes: &[u8]) -> Result<String, JsValue> {
-    let subtle = web_sys::window().ok_or(JsValue::NULL)?.crypto()?.subtle();
-    // The digest copies the bytes when called, before any await.
-    let digest = JsFuture::from(subtle.digest_with_str_and_u8_array("SHA-256", bytes)?).await?;
-    Ok(Uint8Array::new(&digest).to_vec().iter().map(|b| format!("{b:02x}")).collect())
-}
-
-async fn record_checksum(cache: &Cache, url: &str, bytes: &[u8]) -> Result<(), JsValue> {
-    let record = format!("{} {}", bytes.len(), sha256(bytes).await?);
-    let response = text_response(&record)?;
-    JsFuture::from(cache.put_with_str(&checksum_key(url), &response)).await.map(|_| ())
-}
-
-/// Whether `bytes`, read from the cache for `url`, are what was stored:
-/// `Err` says how they differ (cut short, changed, or stored without a record).
-async fn check_stored(url: &str, bytes: &[u8]) -> Result<(), String> {
-    let record = record_of(url).await.filter(|r| r != PENDING);
-    let Some(record) = record else {
-        return Err("was stored without its checksum (an unfinished download)".into());
-    };
-    let (size, sum) = record.split_once(' ').unwrap_or(("", ""));
-    if size != bytes.len().to_string() {
-        return Err(format!("holds {} bytes, not the {size} that were downloaded", bytes.len()));
-    }
-    match sha256(bytes).await {
-        Ok(s) if s == sum => Ok(()),
-        Ok(_) => Err("is damaged (its checksum differs from the one recorded at download)".into()),
-        Err(e) => Err(format!("could not be checked ({})", js_error(&e))),
-    }
-}
-
-thread_local! {
-    /// What happened to stored files, for the page to say (read by [`notices`]).
-    static NOTICES: leptos::prelude::RwSignal<Vec<String>> = leptos::prelude::RwSignal::new(Vec::new());
-}
-
-fn notice(text: String) {
-    use leptos::prelude::Update;
-    NOTICES.with(|n| n.update(|v| v.push(text)));
-}
-
-/// The notices about stored files: a damaged copy fetched again, a full quota.
-pub fn notices() -> leptos::prelude::RwSignal<Vec<String>> {
-    NOTICES.with(|n| *n)
 }
 
 /// Runs `job` holding the Web Lock `name` (shared by every page and frame of

@@ -24,6 +24,7 @@ mod remembered;
 mod scroll;
 mod selftest;
 mod source;
+mod stored;
 mod url_state;
 mod widgets;
 mod worker;

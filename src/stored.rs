@@ -1,0 +1,101 @@
+//! What the model cache records about each file it stores, and the check
+//! before a stored file is used: its size and SHA-256 recorded at download
+//! (beside it, under `?decode-lab=checksum`), a mark while a download runs
+//! (so a tab closed midway is known next time), and the notices the page
+//! shows when a stored copy is dropped or cannot be stored.
+
+use js_sys::{Reflect, Uint8Array};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{Cache, Response};
+
+/// The record of a download begun and not finished.
+pub const PENDING: &str = "pending";
+
+pub fn text_response(text: &str) -> Result<Response, JsValue> {
+    Response::new_with_opt_str(Some(text))
+}
+
+/// The recorded size and checksum of `url` ("BYTES SHA256"), or [`PENDING`].
+pub async fn record_of(cache: &Cache, url: &str) -> Option<String> {
+    let r: Response =
+        JsFuture::from(cache.match_with_str(&checksum_key(url))).await.ok()?.dyn_into().ok()?;
+    JsFuture::from(r.text().ok()?).await.ok()?.as_string()
+}
+
+/// Where a file's recorded size and checksum are kept: beside it.
+pub fn checksum_key(url: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}decode-lab=checksum")
+}
+
+pub fn file_name(url: &str) -> &str {
+    url.rsplit('/').next().unwrap_or(url)
+}
+
+/// The words for a store that failed: a full quota said as such.
+pub fn store_failed(url: &str, e: &JsValue) -> String {
+    let quota = Reflect::get(e, &"name".into()).ok().and_then(|n| n.as_string())
+        == Some("QuotaExceededError".into());
+    match quota {
+        true => format!("The browser's storage is full: {} was not stored for offline use (this page runs from the network; free space in the Model menu's stored models).", file_name(url)),
+        false => format!("{} could not be stored for offline use ({}): this page runs from the network.", file_name(url), js_error(e)),
+    }
+}
+
+/// A thrown value's message (the loader's `js_error`, kept here so this
+/// module needs nothing of the loader's: the loader uses it).
+fn js_error(e: &JsValue) -> String {
+    Reflect::get(e, &"message".into())
+        .ok()
+        .and_then(|m| m.as_string())
+        .or_else(|| e.as_string())
+        .unwrap_or_else(|| "unknown error".into())
+}
+
+/// SHA-256 of `bytes` in hex, by the browser's own digest.
+async fn sha256(bytes: &[u8]) -> Result<String, JsValue> {
+    let subtle = web_sys::window().ok_or(JsValue::NULL)?.crypto()?.subtle();
+    // The digest copies the bytes when called, before any await.
+    let digest = JsFuture::from(subtle.digest_with_str_and_u8_array("SHA-256", bytes)?).await?;
+    Ok(Uint8Array::new(&digest).to_vec().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+pub async fn record_checksum(cache: &Cache, url: &str, bytes: &[u8]) -> Result<(), JsValue> {
+    let record = format!("{} {}", bytes.len(), sha256(bytes).await?);
+    let response = text_response(&record)?;
+    JsFuture::from(cache.put_with_str(&checksum_key(url), &response)).await.map(|_| ())
+}
+
+/// Whether `bytes`, read from the cache for `url`, are what was stored:
+/// `Err` says how they differ (cut short, changed, or stored without a record).
+pub async fn check_stored(cache: &Cache, url: &str, bytes: &[u8]) -> Result<(), String> {
+    let record = record_of(cache, url).await.filter(|r| r != PENDING);
+    let Some(record) = record else {
+        return Err("was stored without its checksum (an unfinished download)".into());
+    };
+    let (size, sum) = record.split_once(' ').unwrap_or(("", ""));
+    if size != bytes.len().to_string() {
+        return Err(format!("holds {} bytes, not the {size} that were downloaded", bytes.len()));
+    }
+    match sha256(bytes).await {
+        Ok(s) if s == sum => Ok(()),
+        Ok(_) => Err("is damaged (its checksum differs from the one recorded at download)".into()),
+        Err(e) => Err(format!("could not be checked ({})", js_error(&e))),
+    }
+}
+
+thread_local! {
+    /// What happened to stored files, for the page to say (read by [`notices`]).
+    static NOTICES: leptos::prelude::RwSignal<Vec<String>> = leptos::prelude::RwSignal::new(Vec::new());
+}
+
+pub fn notice(text: String) {
+    use leptos::prelude::Update;
+    NOTICES.with(|n| n.update(|v| v.push(text)));
+}
+
+/// The notices about stored files: a damaged copy fetched again, a full quota.
+pub fn notices() -> leptos::prelude::RwSignal<Vec<String>> {
+    NOTICES.with(|n| *n)
+}
