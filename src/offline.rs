@@ -85,7 +85,8 @@ async fn ask() -> Result<bool, JsValue> {
 thread_local! {
     /// Set when a newer version's files are all stored while this page runs
     /// an older one: the page says a reload brings it (never a mix of the two).
-    static UPDATE: RwSignal<bool> = RwSignal::new(false);
+    /// Reference-counted: an arena signal would die with the view that first read it.
+    static UPDATE: ArcRwSignal<bool> = ArcRwSignal::new(false);
 }
 
 /// Watches for a newer build: once its worker has stored every file (and

@@ -87,7 +87,10 @@ pub async fn check_stored(cache: &Cache, url: &str, bytes: &[u8]) -> Result<(), 
 
 thread_local! {
     /// What happened to stored files, for the page to say (read by [`notices`]).
-    static NOTICES: leptos::prelude::RwSignal<Vec<String>> = leptos::prelude::RwSignal::new(Vec::new());
+    /// Reference-counted, not owned by whichever view first read it: an
+    /// arena signal would be disposed when that view re-renders (a panic on
+    /// the next read; the fresh-clone CI's e2e caught it).
+    static NOTICES: leptos::prelude::ArcRwSignal<Vec<String>> = leptos::prelude::ArcRwSignal::new(Vec::new());
 }
 
 pub fn notice(text: String) {
@@ -96,6 +99,6 @@ pub fn notice(text: String) {
 }
 
 /// The notices about stored files: a damaged copy fetched again, a full quota.
-pub fn notices() -> leptos::prelude::RwSignal<Vec<String>> {
-    NOTICES.with(|n| *n)
+pub fn notices() -> leptos::prelude::ArcRwSignal<Vec<String>> {
+    NOTICES.with(|n| n.clone())
 }
