@@ -244,6 +244,14 @@ async fn store(files: &[web_sys::File]) -> Result<String, String> {
         JsFuture::from(cache.put_with_str(&url, &response))
             .await
             .map_err(|e| format!("could not store {}: {}", file.name(), js_error(&e)))?;
+        // Recorded like a download, so the loader trusts it (src/stored.rs).
+        let buffer = JsFuture::from(file.array_buffer())
+            .await
+            .map_err(|e| format!("could not read {}: {}", file.name(), js_error(&e)))?;
+        let bytes = js_sys::Uint8Array::new(&buffer).to_vec();
+        crate::stored::record_checksum(&cache, &url, &bytes)
+            .await
+            .map_err(|e| format!("could not store {}: {}", file.name(), js_error(&e)))?;
     }
     Ok(base)
 }
