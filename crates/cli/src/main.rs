@@ -424,19 +424,7 @@ async fn run(command: Command) -> Result<()> {
         }
         Command::Sample { logits, model, prompt, backend, labels, pipeline, seed, draws, json } => {
             let (logits, history, labels) = match (model, prompt) {
-                (Some(dir), Some(prompt)) => {
-                    let tokenizer = Tokenizer::from_dir(&dir)?;
-                    let ids = tokenizer.encode(&prompt)?;
-                    let model = Arc::new(Model::from_dir_as(&dir, WeightsChoice::Auto)?);
-                    let (engine, _) =
-                        open_engine(model, backend, WeightsChoice::Auto, KernelsChoice::Auto)
-                            .await?;
-                    let logits = sample::next_logits(engine.session()?, &ids).await?;
-                    let labels = (0..logits.len() as u32)
-                        .map(|id| tokenizer.decode(&[id]).unwrap_or_else(|_| id.to_string()))
-                        .collect();
-                    (logits, ids, labels)
-                }
+                (Some(dir), Some(prompt)) => sample::from_model(&dir, &prompt, backend).await?,
                 _ => (logits, Vec::new(), labels),
             };
             sample::run(&logits, &history, &labels, pipeline.settings(), seed, draws, json)

@@ -11,12 +11,29 @@ use engine::{EngineError, Result};
 /// needs 100k, so this leaves room without letting a typo exhaust memory.
 pub const MAX_DRAWS: usize = 10_000_000;
 
-/// The model's next-token logits after `ids` (`sample --model --prompt`).
-pub async fn next_logits(mut session: engine::Session, ids: &[u32]) -> Result<Vec<f32>> {
+/// `sample --model DIR --prompt TEXT`: the model's next-token logits after
+/// the prompt, the prompt's ids (the history the penalties read) and every
+/// token's text as its label.
+pub async fn from_model(
+    dir: &std::path::Path,
+    prompt: &str,
+    backend: crate::Backend,
+) -> Result<(Vec<f32>, Vec<u32>, Vec<String>)> {
+    use engine::kernels::KernelsChoice;
+    use engine::model::{Model, Tokenizer, WeightsChoice};
+    let tokenizer = Tokenizer::from_dir(dir)?;
+    let ids = tokenizer.encode(prompt)?;
     if ids.is_empty() {
         return Err(EngineError::Setting("--prompt is empty: give the model some text".into()));
     }
-    session.prefill(ids, engine::Wanted::Last).await
+    let model = std::sync::Arc::new(Model::from_dir_as(dir, WeightsChoice::Auto)?);
+    let (engine, _) =
+        crate::open_engine(model, backend, WeightsChoice::Auto, KernelsChoice::Auto).await?;
+    let logits = engine.session()?.prefill(&ids, engine::Wanted::Last).await?;
+    let labels = (0..logits.len() as u32)
+        .map(|id| tokenizer.decode(&[id]).unwrap_or_else(|_| id.to_string()))
+        .collect();
+    Ok((logits, ids, labels))
 }
 
 /// The rows the table prints (a model's vocabulary is tens of thousands).

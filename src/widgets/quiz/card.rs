@@ -188,14 +188,18 @@ fn Reveal(driver: Driver, q: StoredValue<Question>, verdict: Verdict) -> impl In
 }
 
 fn token_text(d: Driver, q: StoredValue<Question>) -> Callback<u32, String> {
-    Callback::new(move |id: u32| {
-        q.with_value(|q| match &q.on {
-            On::Logits { labels, .. } => {
-                labels.get(id as usize).cloned().unwrap_or_else(|| format!("#{id}"))
-            }
-            On::Prompt(_) => d.lab.with_value(|l| l.token_text(id)),
-        })
-    })
+    Callback::new(move |id: u32| q.with_value(|q| token_label(d, q, id)))
+}
+
+/// A token as the learner reads it: the question's label (or `#i`), or the
+/// model's decoded text.
+fn token_label(d: Driver, q: &Question, id: u32) -> String {
+    match &q.on {
+        On::Logits { labels, .. } => {
+            labels.get(id as usize).cloned().unwrap_or_else(|| format!("#{id}"))
+        }
+        On::Prompt(_) => d.lab.with_value(|l| l.token_text(id)),
+    }
 }
 
 /// Runs `f` on the question's distribution, with its tokens named as the
@@ -206,10 +210,7 @@ fn with_dist<T>(d: Driver, q: &Question, step: &StepInput, f: impl FnOnce(&Dist)
         On::Prompt(_) => Vec::new(),
     };
     let model = matches!(q.on, On::Prompt(_));
-    let text = |id: u32| match model {
-        true => d.lab.with_value(|l| l.token_text(id)),
-        false => labels.get(id as usize).cloned().unwrap_or_else(|| format!("#{id}")),
-    };
+    let text = |id: u32| token_label(d, q, id);
     let vocab = step.logits.len();
     let resolve = |t: &str| -> Result<u32, String> {
         if model {
