@@ -85,7 +85,7 @@ pub fn solve(q: &Question, d: &Dist) -> Result<Solution, String> {
     }
     let e = explain(d.logits, d.history, &q.sampling()).map_err(|e| e.to_string())?;
     let probs = e.final_probs();
-    let top = e.top(1)[0];
+    let top = *e.top(1).first().ok_or("the step has no tokens")?;
     let (expected, shown, worked, marked) = match q.kind {
         Kind::Prob => {
             let token = if q.token.is_empty() { top } else { (d.resolve)(&q.token)? };
@@ -100,7 +100,10 @@ pub fn solve(q: &Question, d: &Dist) -> Result<Solution, String> {
         Kind::Top => {
             let plain = explain(d.logits, d.history, &Default::default())
                 .map_err(|e| e.to_string())?
-                .top(1)[0];
+                .top(1)
+                .first()
+                .copied()
+                .unwrap_or(top);
             let worked = format!(
                 "Under these settings the most likely token is {} (p = {:.4}); with every setting off it is {}.",
                 quoted(d, top),
