@@ -301,8 +301,20 @@ impl Lab {
     }
 }
 
+/// Refuses a tokenizer with ids the model has no rows for.
+pub(crate) fn tokenizer_fits(model: &Model, tokenizer: &Tokenizer) -> Result<(), String> {
+    match tokenizer.vocab_size() > model.config.vocab_size {
+        true => Err(format!(
+            "the tokenizer has {} tokens but the model only {}",
+            tokenizer.vocab_size(),
+            model.config.vocab_size
+        )),
+        false => Ok(()),
+    }
+}
+
 /// `model` opened in a started CPU worker (which loaded its own copy).
-async fn open_worker(worker: CpuWorker, model: Arc<Model>) -> Result<Engine, String> {
+pub(crate) async fn open_worker(worker: CpuWorker, model: Arc<Model>) -> Result<Engine, String> {
     let format = model.format();
     let choice = Choice {
         engine: EngineChoice::Remote { link: Rc::new(worker) },
@@ -356,13 +368,7 @@ pub async fn load(
         source.forget(&ALL_FILES).await;
     }
     let (model, tokenizer) = parsed?;
-    if tokenizer.vocab_size() > model.config.vocab_size {
-        return Err(LoadError::Failed(format!(
-            "the tokenizer has {} tokens but the model only {}",
-            tokenizer.vocab_size(),
-            model.config.vocab_size
-        )));
-    }
+    tokenizer_fits(&model, &tokenizer)?;
     let format = weights.format(&model);
     let lossless = format == Format::F32 || model.exact_in(format);
     if model.format() != format {

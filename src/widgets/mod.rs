@@ -8,6 +8,7 @@ mod batching;
 mod beam_tree;
 pub(crate) mod chart;
 mod compare;
+mod compare_models;
 mod greedy_loop;
 mod kv_budget;
 mod kv_cache;
@@ -135,6 +136,7 @@ pub fn WidgetView(
         Widget::Attention => needs(|d, shown| view! { <attention::Attention driver=d shown=shown/> }.into_any()),
         Widget::BeamTree => needs(|d, shown| view! { <beam_tree::BeamTree driver=d shown=shown/> }.into_any()),
         Widget::Quiz => needs(|d, shown| view! { <quiz::Quiz driver=d shown=shown/> }.into_any()),
+        Widget::CompareModels => needs(|d, shown| view! { <compare_models::CompareModels driver=d shown=shown/> }.into_any()),
     }
 }
 

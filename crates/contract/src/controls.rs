@@ -188,6 +188,10 @@ controls! {
         "tokens the draft proposes before the model checks them all in one pass";
     DraftLayers: "draft_layers", "Draft: the model's first L blocks", whole(1.0, 1000.0, 1.0), Drives::Lesson,
         "self-speculation: the draft is the model stopped after L blocks and read through its final LayerNorm and LM head (the logit lens)";
+    ModelB: "model_b", "Model B", Input::Text { default: "" }, Drives::Lesson,
+        "the second model of the side-by-side lesson: a Hub id or a folder address, as model= takes; empty = this page's model again, in model B's weights";
+    WeightsB: "weights_b", "Model B's weights", Input::Choice { options: &WEIGHTS_B, default: "int4" }, Drives::Lesson,
+        "the weight format model B is held in: auto (its checkpoint's own, f16 for an f16 checkpoint) or a format";
     Kernels: "kernels", "GPU kernels", Input::Choice { options: &KernelsChoice::NAMES, default: "auto" },
         Drives::Engine, "the shape of the WGSL kernels on WebGPU: auto (cpu on a software adapter, else each timed once on this GPU and the fastest remembered), cpu (one invocation per output: CPU adapters), gpu (k split over each workgroup: real GPUs), or a gpu layout by name";
 }
@@ -206,6 +210,17 @@ pub const SCHEDULERS: [&str; 4] = ["all", "once", "static", "continuous"];
 
 /// `prefill=`'s choices: how the cost lesson feeds the prompt.
 pub const PREFILL_MODES: [&str; 2] = ["one-pass", "token-by-token"];
+
+/// `weights_b=`'s choices: `auto`, then every format ([`Format::NAMES`]).
+pub const WEIGHTS_B: [&str; Format::NAMES.len() + 1] = {
+    let mut names = ["auto"; Format::NAMES.len() + 1];
+    let mut i = 0;
+    while i < Format::NAMES.len() {
+        names[i + 1] = Format::NAMES[i];
+        i += 1;
+    }
+    names
+};
 
 /// A choice of weight format, starting at `default`.
 const fn weights(default: &'static str) -> Input {

@@ -172,6 +172,11 @@ widgets! {
         presets: [],
         shows: These(&[]),
         lesson: "Answer each question first, then check: the page computes the answer with the same pipeline as every other widget, on the live model or the question's own logits, and shows the bars with the answer marked. A course author writes the questions into the link, by hand or with the builder below.";
+    CompareModels: "compare-models", "Two models side by side",
+        model: true,
+        presets: [(MaxTokens, Number(24.0)), (Temperature, Number(0.0))],
+        shows: These(&[Prompt, ModelB, WeightsB, Temperature, TopK, TopP, MinP, MaxTokens, Seed]),
+        lesson: "Run one prompt through two models at once: this page's model and model B (another checkpoint, or the same one in another weight format). Both generate with the same settings and the same seed; at each step their next-token distributions stand side by side, with the KL divergence between them and whether they put the same token first, where their vocabularies match.";
 }
 
 impl Widget {

@@ -1,0 +1,184 @@
+//! Both models generate from the prompt with the page's settings and seed,
+//! one step each in turn. Each step keeps both models' logits (the panels
+//! redraw them under any settings without running a model), the KL
+//! divergence KL(A ‖ B) between the models' own next-token distributions
+//! (T = 1, before any setting) and whether both put the same token first —
+//! only where the vocabularies are the same tokens, else there is nothing to
+//! compare token by token, and the page says so.
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use engine::model::Tokenizer;
+use engine::quality::DriftAcc;
+use engine::run::{Done, Job, Run, Step};
+use leptos::prelude::*;
+
+use super::open::ModelB;
+use crate::distribution::StepInput;
+use crate::driver::Driver;
+use crate::loader::yield_to_browser;
+use crate::widgets::measuring::{err, prompt_ids, steps_in_room};
+
+/// Whether two models' token ids mean the same tokens.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Vocab {
+    Same(usize),
+    /// (A's size, B's size) and what differs.
+    Differ(usize, usize, String),
+}
+
+/// One step of both runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepRow {
+    /// Each model's logits after its own text so far.
+    pub a: StepInput,
+    pub b: StepInput,
+    pub token_a: String,
+    pub token_b: String,
+    /// KL(A ‖ B) in nats and the same most likely token (same vocabulary only).
+    pub kl: Option<f64>,
+    pub same_top1: Option<bool>,
+    /// Both texts were the same tokens before this step (same vocabulary only).
+    pub same_context: bool,
+}
+
+/// What a generation fills in.
+#[derive(Clone, Copy)]
+pub struct Sinks {
+    pub steps: RwSignal<Vec<StepRow>>,
+    pub text_a: RwSignal<String>,
+    pub text_b: RwSignal<String>,
+    pub vocab: RwSignal<Option<Vocab>>,
+    /// The step the panels show (`None`: the last).
+    pub selected: RwSignal<Option<usize>>,
+    /// Why a run ended before the last step (one model's end of text).
+    pub ended: RwSignal<Option<String>>,
+}
+
+impl Sinks {
+    pub fn new() -> Sinks {
+        Sinks {
+            steps: RwSignal::new(Vec::new()),
+            text_a: RwSignal::new(String::new()),
+            text_b: RwSignal::new(String::new()),
+            vocab: RwSignal::new(None),
+            selected: RwSignal::new(None),
+            ended: RwSignal::new(None),
+        }
+    }
+
+    fn clear(&self) {
+        self.steps.set(Vec::new());
+        self.text_a.set(String::new());
+        self.text_b.set(String::new());
+        self.selected.set(None);
+        self.ended.set(None);
+    }
+}
+
+/// The same tokens under the same ids (and as many logits), or what differs.
+pub fn vocab(a: &Tokenizer, b: &Tokenizer, logits_a: usize, logits_b: usize) -> Vocab {
+    let (na, nb) = (a.vocab_size(), b.vocab_size());
+    if na != nb {
+        return Vocab::Differ(na, nb, format!("model A has {na} tokens, model B {nb}"));
+    }
+    if logits_a != logits_b {
+        let why = format!("model A scores {logits_a} ids, model B {logits_b}");
+        return Vocab::Differ(na, nb, why);
+    }
+    let text = |t: &Tokenizer, id: u32| t.decode(&[id]).unwrap_or_default();
+    match (0..na as u32).find(|&id| text(a, id) != text(b, id)) {
+        None => Vocab::Same(na),
+        Some(id) => Vocab::Differ(
+            na,
+            nb,
+            format!("id {id} is {:?} in A and {:?} in B", text(a, id), text(b, id)),
+        ),
+    }
+}
+
+/// Generates `steps` tokens on both models.
+pub async fn generate(d: Driver, sinks: Sinks, b: Rc<ModelB>, steps: usize) -> Result<(), String> {
+    sinks.clear();
+    let (ids_a, n_positions) = prompt_ids(d, "both models start from it")?;
+    let prompt = d.prompt.get_untracked();
+    let ids_b = b.tokenizer.encode(&prompt).map_err(|e| e.to_string())?;
+    if ids_b.is_empty() || ids_b.len() >= b.n_positions {
+        return Err(format!(
+            "model B reads the prompt as {} tokens; its context holds {}",
+            ids_b.len(),
+            b.n_positions
+        ));
+    }
+    let room = (n_positions - ids_a.len()).min(b.n_positions - ids_b.len());
+    let steps = steps_in_room(d, steps, room);
+    let (session_a, tokenizer_a) = d.lab.with_value(|l| (l.session(), l.tokenizer.clone()));
+    let session_b = b.engine.session().map_err(err)?;
+    let job = Job { max_tokens: steps, stop: Vec::new(), ..d.controls.job_untracked() };
+    let mut run_a = Run::start_ids(session_a?, ids_a.clone(), &job).await.map_err(err)?;
+    let mut run_b = Run::start_ids(session_b, ids_b.clone(), &job).await.map_err(err)?;
+    sinks.text_a.set(prompt.clone());
+    sinks.text_b.set(prompt);
+    let (mut history_a, mut history_b) = (ids_a, ids_b);
+    for _ in 0..steps {
+        if d.stop_asked() {
+            break;
+        }
+        let step_a = run_a.step(&tokenizer_a, None).await.map_err(err)?;
+        let step_b = run_b.step(&b.tokenizer, None).await.map_err(err)?;
+        let matched = match sinks.vocab.get_untracked() {
+            Some(v) => matches!(v, Vocab::Same(_)),
+            None => {
+                let v = vocab(&tokenizer_a, &b.tokenizer, step_a.logits.len(), step_b.logits.len());
+                let same = matches!(v, Vocab::Same(_));
+                sinks.vocab.set(Some(v));
+                same
+            }
+        };
+        let (kl, same_top1) = match matched {
+            true => {
+                let mut acc = DriftAcc::default();
+                acc.add(&step_a.logits, &step_b.logits, step_a.choice.token, 0);
+                let drift = acc.finish();
+                (Some(drift.kl_mean), Some(drift.same_top1 == 1.0))
+            }
+            false => (None, None),
+        };
+        let same_context = matched && history_a == history_b;
+        let settings = job.settings.clone();
+        let row = StepRow {
+            a: kept(&step_a, &history_a, &settings),
+            b: kept(&step_b, &history_b, &settings),
+            token_a: tokenizer_a.decode(&[step_a.choice.token]).unwrap_or_default(),
+            token_b: b.tokenizer.decode(&[step_b.choice.token]).unwrap_or_default(),
+            kl,
+            same_top1,
+            same_context,
+        };
+        history_a.push(step_a.choice.token);
+        history_b.push(step_b.choice.token);
+        sinks.text_a.update(|t| t.push_str(&step_a.text));
+        sinks.text_b.update(|t| t.push_str(&step_b.text));
+        sinks.steps.update(|s| s.push(row));
+        let eos = [("A", &step_a), ("B", &step_b)]
+            .into_iter()
+            .find(|(_, s)| s.done == Some(Done::Eos))
+            .map(|(who, _)| format!("model {who} chose its end-of-text token: both stop there"));
+        if eos.is_some() {
+            sinks.ended.set(eos);
+        }
+        if step_a.done.is_some() || step_b.done.is_some() {
+            break;
+        }
+        yield_to_browser().await;
+    }
+    Ok(())
+}
+
+/// A step's logits after `history`, with the explanation it was drawn from.
+fn kept(step: &Step, history: &[u32], settings: &engine::sample::Settings) -> StepInput {
+    let input = StepInput::new(Arc::new(step.logits.clone()), Arc::new(history.to_vec()));
+    input.offer(settings, step.explanation.clone());
+    input
+}
