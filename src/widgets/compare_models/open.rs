@@ -13,6 +13,7 @@ use engine::model::Tokenizer;
 use engine::open::Engine;
 use leptos::prelude::WithValue;
 
+use crate::download::BigDownload;
 use crate::driver::Driver;
 use crate::lab::{open_worker, tokenizer_fits, LoadError, Progress};
 use crate::model_files::{fetch_files, parse, ALL_FILES};
@@ -32,13 +33,27 @@ pub struct ModelB {
     pub n_positions: usize,
 }
 
-/// Opens model B as asked; `progress` hears of each download.
+/// Why model B did not open.
+pub enum NotOpened {
+    Failed(String),
+    /// Its download is big: the user is asked first, as for the page's own model.
+    Confirm(BigDownload),
+}
+
+impl From<String> for NotOpened {
+    fn from(why: String) -> NotOpened {
+        NotOpened::Failed(why)
+    }
+}
+
+/// Opens model B as asked (`confirmed`: the user said yes to its download);
+/// `progress` hears of each download.
 pub async fn open(
     d: Driver,
-    address: String,
-    weights: String,
+    (address, weights): (String, String),
+    confirmed: bool,
     progress: impl Fn(Progress),
-) -> Result<ModelB, String> {
+) -> Result<ModelB, NotOpened> {
     let choice = WeightsChoice::from_name(&weights)
         .ok_or_else(|| format!("weights_b: {weights} is not one of {}", WeightsChoice::names()))?;
     let asked = (address.clone(), weights.clone());
@@ -63,10 +78,10 @@ pub async fn open(
     }
     let source = ModelSource { base: contract::model_base(&address)? };
     let on_gpu = matches!(engine, Engine::Gpu(_));
-    let fetched = match fetch_files(&source, true, choice, on_gpu, &progress).await {
+    let fetched = match fetch_files(&source, confirmed, choice, on_gpu, &progress).await {
         Ok(f) => f,
-        Err(LoadError::Failed(why)) => return Err(why),
-        Err(LoadError::Confirm(_)) => return Err("model B's download was not confirmed".into()),
+        Err(LoadError::Failed(why)) => return Err(NotOpened::Failed(why)),
+        Err(LoadError::Confirm(big)) => return Err(NotOpened::Confirm(big)),
     };
     let parsed = parse(&source, &fetched, choice.keeps_f16());
     if parsed.is_err() {
