@@ -214,6 +214,17 @@ pub fn prefill(layout: &Layout, mass: bool) -> Built {
     pass(layout, |ops, l| block_by_rows(layout, ops, l, &[None], rows))
 }
 
+/// The dispatches of a short prefill, at most [`matmul_split::MAX_ROWS`]
+/// rows (a speculative verification, a short prompt): on real GPUs the
+/// linear layers read each weight once for every row (matmul_split), where
+/// matmul_tiled's 64-row blocks would be nearly empty. `None` in the cpu
+/// profile, whose prefill serves every length.
+pub fn short_prefill(layout: &Layout, mass: bool) -> Option<Built> {
+    let Profile::Gpu(split) = layout.profile else { return None };
+    let rows = Rows { mass, linear: Linear::Split(split), ..Rows::prefill(layout.profile) };
+    Some(pass(layout, |ops, l| block_by_rows(layout, ops, l, &[None], rows)))
+}
+
 /// The dispatches of a batched decode step over `n_seqs` sequences, one
 /// token each (row `b` of the shared buffers is sequence `b`'s): the blocks'
 /// linear layers run over every row at once, so each weight is read once per

@@ -49,12 +49,26 @@ pub struct KernelTime {
 /// A session's dispatches, bound to its buffers when it opens.
 struct OpLists {
     prefill: Vec<Op>,
+    /// A prefill of at most `matmul_split::MAX_ROWS` rows on real GPUs
+    /// (`plan::short_prefill`); the same ops as `prefill` but the linear
+    /// layers', so `residual_ends` holds for it too.
+    short: Option<Vec<Op>>,
     decode: Vec<Op>,
     /// The LM head alone, for chunks of `Wanted::All` after the first (last slots).
     lm_head: Vec<Op>,
     /// Op counts of `prefill` after which the residual stream is whole
     /// (the embedding, then each block): where a probe copies it.
     residual_ends: Vec<usize>,
+}
+
+impl OpLists {
+    /// The ops of a prefill pass of `n` rows.
+    fn rows(&self, n: usize) -> &[Op] {
+        match &self.short {
+            Some(short) if n <= crate::kernels::matmul_split::MAX_ROWS => short,
+            _ => &self.prefill,
+        }
+    }
 }
 
 impl GpuSession {
@@ -96,6 +110,7 @@ impl GpuSession {
         let (prefill, decode) =
             (plan::prefill(&layout, with_mass), plan::decode(&layout, with_mass));
         let residual_ends = prefill.residual_ends;
+        let short = plan::short_prefill(&layout, with_mass).map(|b| b.specs);
         let (prefill, decode) = (prefill.specs, decode.specs);
         let lm_head = plan::lm_head(&layout);
         // Prefill and decode share slots (one pass at a time; decode has
@@ -105,6 +120,7 @@ impl GpuSession {
         let head_slot = prefill.len();
         let ops = OpLists {
             prefill: ops::bind_all(&gpu, &runner.params, 0, prefill, &s),
+            short: short.map(|short| ops::bind_all(&gpu, &runner.params, 0, short, &s)),
             decode: ops::bind_all(&gpu, &runner.params, 0, decode, &s),
             lm_head: ops::bind_all(&gpu, &runner.params, head_slot, lm_head, &s),
             residual_ends,
@@ -270,7 +286,7 @@ impl GpuSession {
         };
         let first_rows = total_rows.min(self.runner.logits.rows);
         let pass = Pass::single(n as u32, place, lm_row0 as u32, first_rows as u32);
-        let ops = if decode { &self.ops.decode } else { &self.ops.prefill };
+        let ops = if decode { &self.ops.decode } else { self.ops.rows(n) };
         let ctx = &self.gpu.ctx;
         ctx.queue.write_buffer(&self.gpu.scratch.tokens, 0, bytemuck::cast_slice(tokens));
         stats.bytes_written += n * 4;
@@ -318,7 +334,7 @@ impl GpuSession {
         if self.pos + n > self.config().n_positions || self.slots.held().len() + n > capacity {
             return Ok(None);
         }
-        let ops = if prefill.is_some() { &self.ops.prefill } else { &self.ops.decode };
+        let ops = if prefill.is_some() { self.ops.rows(n) } else { &self.ops.decode };
         if prefill.is_some() {
             let tokens = vec![0u32; n]; // any ids: only the time is kept
             self.gpu.ctx.queue.write_buffer(
