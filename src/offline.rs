@@ -114,6 +114,28 @@ fn watch_updates(registration: &JsValue) -> Result<(), JsValue> {
     Ok(())
 }
 
+/// Lets the waiting (newer) worker take over, then reloads once it controls
+/// the page: its activation deletes the old version's files first, so the
+/// reloaded page is the new version whole. A plain reload would keep the old
+/// worker, which serves until every tab it controls is closed.
+async fn apply_update() -> Result<(), JsValue> {
+    let window = web_sys::window().ok_or(JsValue::NULL)?;
+    let container = Reflect::get(&window.navigator(), &"serviceWorker".into())?;
+    let registration =
+        JsFuture::from(Promise::from(call(&container, "getRegistration", &[])?)).await?;
+    let waiting = Reflect::get(&registration, &"waiting".into())?;
+    if waiting.is_null() || waiting.is_undefined() {
+        return window.location().reload(); // already active: its files serve this load
+    }
+    let reload = Closure::<dyn FnMut()>::new(move || {
+        let _ = web_sys::window().map(|w| w.location().reload());
+    });
+    call(&container, "addEventListener", &["controllerchange".into(), reload.as_ref().clone()])?;
+    reload.forget(); // lives until the reload
+    call(&waiting, "postMessage", &["decode-lab:update".into()])?;
+    Ok(())
+}
+
 /// The header's badge.
 #[component]
 pub fn OfflineBadge(state: RwSignal<Offline>) -> impl IntoView {
@@ -125,7 +147,8 @@ pub fn OfflineBadge(state: RwSignal<Offline>) -> impl IntoView {
         };
         let update = UPDATE.with(|u| u.get()).then(|| view! {
             " "
-            <a class="badge offline" href="" data-testid="offline-update" title="a newer version of Decode Lab is stored: reload to use it">"update ready: reload"</a>
+            <button class="badge offline" data-testid="offline-update" title="a newer version of Decode Lab is stored: reload to use it"
+                on:click=move |_| leptos::task::spawn_local(async { let _ = apply_update().await; })>"update ready: reload"</button>
         });
         Some(
             view! { <span class="badge offline" data-testid="offline" data-state=testid_state title=title>{text}</span>{update} },

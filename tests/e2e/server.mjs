@@ -34,6 +34,8 @@ const TYPES = {
 
 export async function serve(root) {
   const requests = new Map();
+  // `state.nextBuild`: sw.js is served as a newer build's (another VERSION), as after a deploy.
+  const state = { nextBuild: false };
   // Long URLs (a 100 KB value in a hostile-query test) are read, as Chromium sends them.
   const server = createServer({ maxHeaderSize: 4 << 20 }, async (req, res) => {
     // A path that is not valid percent-encoding (a hostile `model=` such as `%`) is a 400,
@@ -65,6 +67,9 @@ export async function serve(root) {
     } else {
       const file = normalize(join(root, served));
       body = file.startsWith(root) ? await readFile(file).catch(() => null) : null;
+      if (body && path === '/sw.js' && state.nextBuild) {
+        body = Buffer.from(body.toString('utf8').replace(/const VERSION = '([^']*)'/, "const VERSION = '$1-next'"));
+      }
     }
     if (!body) {
       res.writeHead(404).end('not found');
@@ -79,5 +84,5 @@ export async function serve(root) {
   });
   await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
   const url = `http://127.0.0.1:${server.address().port}/`;
-  return { url, requests, close: () => new Promise((ok) => server.close(ok)) };
+  return { url, requests, state, close: () => new Promise((ok) => server.close(ok)) };
 }
