@@ -88,7 +88,11 @@ pub fn App() -> impl IntoView {
         Phase::Ready(_) if driver.get().is_some_and(Driver::busy) => "generating",
         Phase::Ready(_) | Phase::Logits => "ready",
     });
-    provide_context(crate::offline::start(Signal::derive(move || state.get() == "ready")));
+    // Once the model has loaded (its files are then in the page's cache, where
+    // the service worker takes them from). A page of an author's logits alone
+    // registers nothing: its worker would download a model the page never asked for.
+    let model_ready = Signal::derive(move || matches!(phase.get(), Phase::Ready(_)));
+    provide_context(crate::offline::start(model_ready));
     let title = route.widget.map_or("Playground", Widget::title);
     let shown = route.shown.clone();
     let widget = route.widget;
