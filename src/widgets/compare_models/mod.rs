@@ -86,7 +86,7 @@ pub fn CompareModels(driver: Driver, shown: Shown) -> impl IntoView {
                 <button data-testid="generate-compare-models" disabled=move || d.generating.get() on:click=move |_| start(false)>"Generate on both"</button>
             </MeasureEditor>
             {move || confirm.get().map(|((address, _), question)| view! {
-                <p class="note notice" role="status" data-testid="compare-confirm">{format!("Model B ({address}): {question}")}
+                <p class="note notice" role="status" data-testid="compare-confirm">{format!("Model B ({address}): {question} ")}
                     <button data-testid="compare-confirm-download" on:click=move |_| start(true)>"Download model B and generate"</button></p>
             })}
             <ControlsPanel controls=c shown=shown/>
