@@ -10,7 +10,7 @@ use web_sys::{Cache, Response};
 
 use crate::stored::{
     check_stored, checksum_key, file_name, notice, record_checksum, record_of, store_failed,
-    text_response, PENDING,
+    text_response, ABSENT, PENDING,
 };
 
 /// One Cache Storage bucket per app version: a new build never serves files
@@ -170,11 +170,13 @@ async fn fetch_through_cache(
         }
     }
     if let Some(c) = model_cache().await {
-        if record_of(&c, url).await.as_deref() == Some(PENDING) {
-            notice(format!(
+        match record_of(&c, url).await.as_deref() {
+            Some(ABSENT) => return Ok(None), // as the server said last time
+            Some(PENDING) => notice(format!(
                 "The last download of {} did not finish (the network dropped or the tab closed): downloading it again.",
                 file_name(url)
-            ));
+            )),
+            _ => {}
         }
         // Marked as begun: a tab closed midway leaves this mark, not a file.
         if let Ok(mark) = text_response(PENDING) {
@@ -197,6 +199,10 @@ async fn fetch_and_store(
         .dyn_into()
         .map_err(|_| format!("{url}: not a response"))?;
     if r.status() == 404 {
+        // Recorded in place of the begun-download mark: known next time, offline too.
+        if let (Some(c), Ok(absent)) = (model_cache().await, text_response(ABSENT)) {
+            let _ = JsFuture::from(c.put_with_str(&checksum_key(url), &absent)).await;
+        }
         return Ok(None);
     }
     if !r.ok() {

@@ -12,11 +12,16 @@ use web_sys::{Cache, Response};
 /// The record of a download begun and not finished.
 pub const PENDING: &str = "pending";
 
+/// The record of a file the server said is not there (HTTP 404): a folder
+/// opened once opens again offline without asking for it (a Hub repo with
+/// vocab.json and merges.txt but no tokenizer.json, say).
+pub const ABSENT: &str = "absent";
+
 pub fn text_response(text: &str) -> Result<Response, JsValue> {
     Response::new_with_opt_str(Some(text))
 }
 
-/// The recorded size and checksum of `url` ("BYTES SHA256"), or [`PENDING`].
+/// The recorded size and checksum of `url` ("BYTES SHA256"), [`PENDING`] or [`ABSENT`].
 pub async fn record_of(cache: &Cache, url: &str) -> Option<String> {
     let r: Response =
         JsFuture::from(cache.match_with_str(&checksum_key(url))).await.ok()?.dyn_into().ok()?;
@@ -70,7 +75,7 @@ pub async fn record_checksum(cache: &Cache, url: &str, bytes: &[u8]) -> Result<(
 /// Whether `bytes`, read from the cache for `url`, are what was stored:
 /// `Err` says how they differ (cut short, changed, or stored without a record).
 pub async fn check_stored(cache: &Cache, url: &str, bytes: &[u8]) -> Result<(), String> {
-    let record = record_of(cache, url).await.filter(|r| r != PENDING);
+    let record = record_of(cache, url).await.filter(|r| r != PENDING && r != ABSENT);
     let Some(record) = record else {
         return Err("was stored without its checksum (an unfinished download)".into());
     };

