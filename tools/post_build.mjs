@@ -59,14 +59,15 @@ writeFileSync(at('index.html'), html
   .replace(inline, `<script type="module" src="${base}${bootName}"></script>`)
   .replace('</head>', `${meta}</head>`));
 
-// The service worker's file list: everything the page loads, not the example
-// course note (a host's page, not the app's) nor the worker itself.
+// The service worker's file list: everything the page loads and the example
+// course note (so the lesson opens offline with its widgets), not the worker
+// itself.
 const files = [];
 const walk = (d) => readdirSync(d).forEach((name) => {
   const path = join(d, name);
   if (statSync(path).isDirectory()) return walk(path);
   const rel = relative(dir, path).split(sep).join('/');
-  if (rel === 'sw.js' || rel.startsWith('examples/')) return;
+  if (rel === 'sw.js') return;
   const bytes = readFileSync(path);
   files.push({ path: rel, size: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') });
 });

@@ -8,8 +8,12 @@
 // fails the install and its half-filled cache is deleted, so the cache is
 // never half-written and the old version keeps serving. Activating deletes
 // older versions' caches: one version's files are served together, never a
-// mix of old and new. Requests are answered from the cache first (a page
-// address with any query is the cached index.html), else from the network.
+// mix of old and new. The app's own addresses (the scope and its
+// index.html, with any query) are answered with the cached index.html, and
+// the build's other files from the cache first, else from the network. Any
+// other document under the scope is the host's (a course note, the model
+// card, a page of its own): it goes to the network, and only a file of the
+// build (the example course note) falls back to its own cached copy offline.
 const VERSION = 'dev';
 const PRECACHE = [];
 const APP = `decode-lab-app-${VERSION}`;
@@ -55,16 +59,44 @@ self.addEventListener('activate', (event) => {
   })());
 });
 
+// The build's paths, relative to the scope: what may be answered from the cache.
+const PATHS = new Set(PRECACHE.map((f) => f.path));
+// `url`'s path relative to the scope, or null outside it.
+function inScope(url) {
+  const scope = new URL(self.registration.scope);
+  if (!url.pathname.startsWith(scope.pathname)) return null;
+  const path = url.pathname.slice(scope.pathname.length);
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return path; // not valid percent-encoding: no file of the build
+  }
+}
+
 self.addEventListener('fetch', (event) => {
   const request = event.request;
-  if (request.method !== 'GET' || new URL(request.url).origin !== self.location.origin) return;
-  event.respondWith((async () => {
-    const cache = await caches.open(APP);
-    // Any page address under the scope, with any query, is the one page.
-    const url = request.mode === 'navigate' ? new URL('index.html', self.registration.scope).href : request;
-    const hit = await cache.match(url);
-    return hit || fetch(request);
-  })());
+  const url = new URL(request.url);
+  if (request.method !== 'GET' || url.origin !== self.location.origin) return;
+  const path = inScope(url);
+  if (path === null) return;
+  if (request.mode === 'navigate') {
+    // The app: every widget's address is the one page.
+    if (path === '' || path === 'index.html') {
+      const index = new URL('index.html', self.registration.scope).href;
+      event.respondWith((async () => (await (await caches.open(APP)).match(index)) || fetch(request))());
+      return;
+    }
+    // Another document: the host's, from the network (it may have changed);
+    // a file of the build only offline falls back to its stored copy.
+    if (!PATHS.has(path)) return;
+    event.respondWith(fetch(request).catch(async (e) => {
+      const hit = await (await caches.open(APP)).match(request, { ignoreSearch: true });
+      if (hit) return hit;
+      throw e;
+    }));
+    return;
+  }
+  event.respondWith((async () => (await (await caches.open(APP)).match(request)) || fetch(request))());
 });
 
 // The page asks whether this version's files are all stored; its "update

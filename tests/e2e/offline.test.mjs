@@ -91,6 +91,49 @@ test('offline on cpu: a model from the Hub opened once opens again with the netw
   await page.close();
 });
 
+// The worker answers only the app's own addresses with the app: a course note,
+// the model card and any page the host keeps beside the app stay themselves.
+test('offline on cpu: the course note, the model card and a host\'s page beside the app are themselves, online and offline', async () => {
+  const page = await lab.open('cpu', QUERY);
+  await page.waitForSelector('[data-testid=offline][data-state=ready]', { timeout: 120_000 });
+  const url = lab.server.url;
+  for (const offline of [false, true]) {
+    const when = offline ? 'offline' : 'online';
+    await page.context().setOffline(offline);
+    // The course note: itself, and its widgets come alive (the first two iframes: author's logits, the live model).
+    await page.goto(url + 'examples/course-note.html');
+    assert.equal(await page.title(), 'Lesson 4 — How a GPT chooses its next token', when);
+    assert.equal(await page.locator('[data-testid=status]').count(), 0, `${when}: the note is not the app`);
+    for (const widget of ['temperature', 'top-k']) {
+      const frame = await waitFrame(page, `widget=${widget}`);
+      await waitSettled(frame);
+      assert.equal(await frame.getAttribute('[data-testid=status]', 'data-state'), 'ready', `${when}: ${widget} in the note`);
+      await frame.waitForSelector('[data-testid=bar]', { timeout: 120_000 });
+    }
+    // The model card: the Markdown file itself.
+    await page.goto(url + 'models/shakespeare/MODEL_CARD.md');
+    assert.match(await page.textContent('body'), /^# Shakespeare tiny GPT — model card/, when);
+  }
+  // A host's page that is not part of the build: the server's online, never the app; offline it is not there.
+  await page.context().setOffline(false);
+  await page.goto(url + 'parent.html');
+  assert.equal(await page.title(), 'parent');
+  await page.context().setOffline(true);
+  await assert.rejects(page.goto(url + 'parent.html'), /ERR_INTERNET_DISCONNECTED/);
+  await page.context().setOffline(false);
+  await page.close();
+});
+
+/** The frame of `page` whose address contains `part`, once it has started loading. */
+async function waitFrame(page, part) {
+  for (let i = 0; i < 600; i++) {
+    const frame = page.frames().find((f) => f.url().includes(part));
+    if (frame) return frame;
+    await page.waitForTimeout(100);
+  }
+  throw new Error(`no frame with ${part}`);
+}
+
 /** Rewrites the stored model file (`change` maps its bytes) or its record. */
 async function tamper(page, how) {
   await page.evaluate(async ({ how, weights }) => {
@@ -155,6 +198,43 @@ test('offline on cpu: a download cut midway stores nothing; the next visit says 
   await waitSettled(page);
   assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'ready');
   assert.match(await page.textContent('[data-testid=store-notices]'), /did not finish.*downloading it again/);
+  await page.close();
+});
+
+// A deploy whose files do not match its list (a cut upload, a stale CDN copy)
+// never replaces the version that works.
+test('offline on cpu: a newer build with a file that fails its checksum never takes over; no half-filled cache; the running version serves offline', async () => {
+  const page = await lab.open('cpu', QUERY);
+  await page.waitForSelector('[data-testid=offline][data-state=ready]', { timeout: 120_000 });
+  const appCaches = () => page.evaluate(async () => (await caches.keys()).filter((k) => k.startsWith('decode-lab-app-')).sort());
+  const [running] = await appCaches();
+  lab.server.state.nextBuild = 'broken'; // sw.js names another version, and one of its files' checksums is not the file's
+  try {
+    const ended = await page.evaluate(async () => {
+      const registration = await navigator.serviceWorker.getRegistration();
+      const found = new Promise((ok) => registration.addEventListener('updatefound', () => ok(registration.installing), { once: true }));
+      registration.update().catch(() => {});
+      const worker = await found;
+      if (worker.state !== 'redundant') await new Promise((ok) => worker.addEventListener('statechange', () => worker.state === 'redundant' && ok()));
+      return { waiting: Boolean(registration.waiting), installing: Boolean(registration.installing) };
+    });
+    assert.deepEqual(ended, { waiting: false, installing: false }, 'the broken version was dropped');
+    assert.deepEqual(await appCaches(), [running], 'no half-filled cache of the broken version');
+    assert.equal(await page.locator('[data-testid=offline-update]').count(), 0, 'no update offered');
+  } finally {
+    lab.server.state.nextBuild = false;
+  }
+  await page.context().setOffline(true);
+  await page.reload();
+  await waitSettled(page);
+  assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'ready');
+  const version = await page.evaluate(() => new Promise((ok) => {
+    navigator.serviceWorker.addEventListener('message', (e) => ok(e.data));
+    navigator.serviceWorker.controller.postMessage('decode-lab:offline?');
+  }));
+  assert.equal(`decode-lab-app-${version.version}`, running);
+  assert.equal(await generated(page), cliGreedy(12));
+  await noFatal(page);
   await page.close();
 });
 

@@ -29,12 +29,14 @@ const MODELS = resolve(process.env.ARTIFACTS || 'target/e2e', '..', 'e2e-models'
 
 const TYPES = {
   '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.wasm': 'application/wasm',
-  '.css': 'text/css', '.json': 'application/json', '.png': 'image/png',
+  '.css': 'text/css', '.json': 'application/json', '.png': 'image/png', '.svg': 'image/svg+xml',
+  '.md': 'text/markdown; charset=utf-8', '.txt': 'text/plain; charset=utf-8',
 };
 
 export async function serve(root) {
   const requests = new Map();
-  // `state.nextBuild`: sw.js is served as a newer build's (another VERSION), as after a deploy.
+  // `state.nextBuild`: sw.js is served as a newer build's (another VERSION), as after a
+  // deploy; 'broken': a deploy whose list names a checksum one of its files does not have.
   const state = { nextBuild: false };
   // Long URLs (a 100 KB value in a hostile-query test) are read, as Chromium sends them.
   const server = createServer({ maxHeaderSize: 4 << 20 }, async (req, res) => {
@@ -68,7 +70,10 @@ export async function serve(root) {
       const file = normalize(join(root, served));
       body = file.startsWith(root) ? await readFile(file).catch(() => null) : null;
       if (body && path === '/sw.js' && state.nextBuild) {
-        body = Buffer.from(body.toString('utf8').replace(/const VERSION = '([^']*)'/, "const VERSION = '$1-next'"));
+        let sw = body.toString('utf8').replace(/const VERSION = '([^']*)'/, "const VERSION = '$1-next'");
+        // 'broken': the list's first checksum is not its file's (every other file is whole).
+        if (state.nextBuild === 'broken') sw = sw.replace(/"sha256":"[0-9a-f]{64}"/, `"sha256":"${'0'.repeat(64)}"`);
+        body = Buffer.from(sw);
       }
     }
     if (!body) {

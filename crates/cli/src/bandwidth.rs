@@ -36,7 +36,7 @@ pub fn lines(d: &Decoded, device: &DeviceFigures, out: &mut String) {
     let (weights, kv) = (d.reads.0 as f64 / n, d.reads.1 as f64 / n);
     let _ = writeln!(
         out,
-        "reads per token    {:.1} MB: weights {:.1} MB, KV cache {:.2} MB (mean over the steps)",
+        "reads per token    {:.1} MB: weights {:.1} MB, KV cache {:.2} MB = {kv:.0} bytes (the rows each step's query reads; mean over the steps)",
         (weights + kv) / 1e6,
         weights / 1e6,
         kv / 1e6

@@ -153,13 +153,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Print `{"logits": [[...], ...]}`: one row of vocab_size logits per input token.
+    /// Print `{"tokens": [...], "logits": [[...], ...]}`: the input's ids and one row of vocab_size logits per input token.
     Logits {
         #[arg(long)]
         model: PathBuf,
         /// Comma-separated token ids, e.g. 12,7,99.
         #[arg(long, value_delimiter = ',')]
         tokens: Vec<u32>,
+        /// Instead of --tokens: this text, read by the model's tokenizer.
+        #[arg(long, conflicts_with = "tokens")]
+        prompt: Option<String>,
         #[arg(long, value_enum, default_value = "gpu")]
         backend: Backend,
         /// Weight storage on either engine: auto (f16 for an f16 checkpoint, else f32) or a format (f32, f16, bf16, int8-tensor, int8 = per output channel, int4 = groups of 32).
@@ -359,6 +362,7 @@ impl PipelineArgs {
 }
 
 fn main() -> ExitCode {
+    quiet_device_select();
     let cli = Cli::parse();
     match pollster::block_on(run(cli.command)) {
         Ok(()) => ExitCode::SUCCESS,
@@ -366,6 +370,20 @@ fn main() -> ExitCode {
             eprintln!("decode-lab: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Mesa's Vulkan `device_select` layer looks for a Wayland display to rank
+/// GPUs by, and without one prints `error: XDG_RUNTIME_DIR is invalid or not
+/// set in the environment.` on every run that opens a GPU, which reads as a
+/// failure. The engine picks its adapter itself (high performance first), so
+/// the layer is turned off unless the user steers it (`DRI_PRIME`,
+/// `MESA_VK_DEVICE_SELECT`) or has turned it off or on themselves.
+fn quiet_device_select() {
+    let steered = ["DRI_PRIME", "MESA_VK_DEVICE_SELECT", "NODEVICE_SELECT"];
+    if steered.iter().all(|v| std::env::var_os(v).is_none()) {
+        // SAFETY: the first thing `main` does, before any other thread exists.
+        unsafe { std::env::set_var("NODEVICE_SELECT", "1") };
     }
 }
 
@@ -429,11 +447,16 @@ async fn run(command: Command) -> Result<()> {
             };
             sample::run(&logits, &history, &labels, pipeline.settings(), seed, draws, json)
         }
-        Command::Logits { model, tokens, backend, weights, kernels, cache, mode } => {
+        Command::Logits { model, tokens, prompt, backend, weights, kernels, cache, mode } => {
+            let tokens = match prompt {
+                Some(text) => Tokenizer::from_dir(&model)?.encode(&text)?,
+                None => tokens,
+            };
             // Checked before the model loads, as the flags of `generate` are.
             if tokens.is_empty() {
                 return Err(EngineError::Setting(
-                    "no token ids: give them with --tokens, e.g. --tokens 12,7,99".into(),
+                    "no token ids: give them with --tokens, e.g. --tokens 12,7,99, or a --prompt"
+                        .into(),
                 ));
             }
             let (session, _) = open(&model, backend, weights, kernels, &cache).await?;
@@ -650,6 +673,7 @@ async fn logits(mut session: Session, tokens: &[u32], mode: Mode) -> Result<()> 
     };
     let rows: Vec<&[f32]> = rows.chunks(vocab).collect();
     // A closed pipe (`| head`) is not an error worth a panic.
-    let _ = writeln!(std::io::stdout(), "{}", serde_json::json!({ "logits": rows }));
+    let _ =
+        writeln!(std::io::stdout(), "{}", serde_json::json!({ "tokens": tokens, "logits": rows }));
     Ok(())
 }

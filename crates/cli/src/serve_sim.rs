@@ -12,11 +12,13 @@ use engine::sample::Settings;
 use engine::serve::{figures, replay, run_alone, trace, Scheduler, PROMPTS};
 use engine::{Batch, EngineError, Result};
 
-/// The trace and the scheduler.
+/// The trace and the scheduler. A typed trace says each request's arrival,
+/// length and seed, so the flags that make a Poisson trace cannot be given
+/// with it; static batching's wait applies to static batching alone.
 #[derive(clap::Args)]
 pub struct SimArgs {
     /// A typed trace: one request a line, `step prompt_index max_tokens seed`.
-    #[arg(long, conflicts_with = "rate")]
+    #[arg(long, conflicts_with_all = ["rate", "requests", "max_tokens", "seed"])]
     trace: Option<PathBuf>,
     /// Arrivals per decode step (a seeded Poisson process).
     #[arg(long, default_value_t = 0.5)]
@@ -28,11 +30,14 @@ pub struct SimArgs {
     /// once, static or continuous.
     #[arg(long, default_value = "continuous")]
     scheduler: String,
-    /// Static batching's wait for a full batch, in steps, before it starts with fewer.
-    #[arg(long, default_value_t = 4)]
-    timeout: usize,
+    /// Static batching's wait for a full batch, in steps, before it starts with fewer
+    /// (default 4; only with --scheduler static).
+    #[arg(long)]
+    timeout: Option<usize>,
+    /// Tokens each request of a Poisson trace asks for.
     #[arg(long, default_value_t = 16)]
     max_tokens: usize,
+    /// The Poisson trace's seed (arrivals, prompts, and each request's sampling seed).
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// A prompt of the trace's list (repeat; default: four built-in ones).
@@ -46,11 +51,16 @@ pub async fn run(
     args: SimArgs,
     settings: Settings,
 ) -> Result<()> {
-    let scheduler = match args.scheduler.as_str() {
-        "once" => Scheduler::Once,
-        "static" => Scheduler::Static { timeout: args.timeout },
-        "continuous" => Scheduler::Continuous,
-        other => {
+    let scheduler = match (args.scheduler.as_str(), args.timeout) {
+        ("static", timeout) => Scheduler::Static { timeout: timeout.unwrap_or(4) },
+        (_, Some(_)) => {
+            return Err(EngineError::Setting(
+                "--timeout is static batching's wait: give it with --scheduler static".into(),
+            ))
+        }
+        ("once", None) => Scheduler::Once,
+        ("continuous", None) => Scheduler::Continuous,
+        (other, None) => {
             return Err(EngineError::Setting(format!(
                 "--scheduler {other}: one of once, static, continuous"
             )))

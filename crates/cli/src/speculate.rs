@@ -109,16 +109,14 @@ pub async fn run(
     Ok(())
 }
 
-/// A draft must encode text as the target does: the same token for every id.
+/// A draft must mean what the target means by every id: its proposals are
+/// ids the target scores (the prompt is encoded once, by the target).
 fn same_tokenizer(target: &Tokenizer, draft: &Tokenizer) -> Result<()> {
-    let n = target.vocab_size();
-    let text = |t: &Tokenizer, id: u32| t.decode(&[id]).ok();
-    let same =
-        n == draft.vocab_size() && (0..n as u32).all(|id| text(target, id) == text(draft, id));
-    match same {
-        true => Ok(()),
-        false => Err(EngineError::Setting(
-            "the draft's tokenizer is not the target's: a draft must share the vocabulary".into(),
-        )),
+    match target.differs_from(draft) {
+        None => Ok(()),
+        Some(diff) => Err(EngineError::Setting(format!(
+            "the draft's tokenizer is not the target's ({}): a draft must share the vocabulary",
+            diff.describe("the target", "the draft")
+        ))),
     }
 }

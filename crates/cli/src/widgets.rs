@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use contract::Widget;
+use contract::{Action, Widget};
 use engine::Result;
 
 /// Prints the table (or one JSON object per widget, in an array).
@@ -23,6 +23,7 @@ pub fn run(json: bool) -> Result<()> {
                     "title": w.title(),
                     "needs_model": w.needs_model(),
                     "controls": controls,
+                    "action": action_json(w.action()),
                 })
             })
             .collect();
@@ -36,4 +37,13 @@ pub fn run(json: bool) -> Result<()> {
     }
     println!("{}", out.trim_end());
     Ok(())
+}
+
+/// A widget's main action for the e2e tests: `{"set": testid, "to": value}`
+/// or `{"press": testid, "fill": [testid, text] | null}`.
+fn action_json(action: Action) -> serde_json::Value {
+    match action {
+        Action::Set(control, to) => serde_json::json!({ "set": control.spec().testid(), "to": to }),
+        Action::Press { button, fill } => serde_json::json!({ "press": button, "fill": fill }),
+    }
 }

@@ -210,6 +210,87 @@ fn bench_reports_one_submit_per_decode_token() {
     }
 }
 
+/// `--kernels gpu` times the gpu profile's layouts on any model that runs in
+/// a profile by name, however short its context (8 positions, and 1), and
+/// keeps the fastest; the trial goes back to the end of its prompt when the
+/// context is full.
+#[test]
+fn the_kernel_chooser_times_models_with_a_short_context() {
+    if !backends().contains(&"gpu") {
+        return;
+    }
+    for positions in ["8", "1"] {
+        let dir = scratch(&format!("context-{positions}"));
+        let d = dir.to_str().unwrap();
+        let made = decode_lab(&[
+            "random-model",
+            "--out",
+            d,
+            "--n-layer",
+            "1",
+            "--n-head",
+            "2",
+            "--n-embd",
+            "32",
+            "--vocab-size",
+            "64",
+            "--n-positions",
+            positions,
+        ]);
+        assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+        let out = decode_lab(&["logits", "--model", d, "--tokens", "3", "--kernels", "gpu"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "n_positions {positions}: {stderr}");
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(json["logits"][0].as_array().map(Vec::len), Some(64), "{json}");
+    }
+    // Made above, kept: the bench times within the 8 positions too.
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("context-8");
+    let d = dir.to_str().unwrap();
+    let out = decode_lab(&[
+        "bench",
+        "--model",
+        d,
+        "--kernels",
+        "gpu",
+        "--prompt-len",
+        "4",
+        "--tokens",
+        "4",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let line = text.lines().find(|l| l.starts_with("kernels ")).expect("a kernels line");
+    assert!(line.contains("(timed: gpu-2 ") && line.contains("gpu-8 "), "{line}");
+    assert!(!line.contains("failed"), "{line}");
+}
+
+/// A run that opens the GPU prints nothing on stderr (Mesa's device-select
+/// layer complained of XDG_RUNTIME_DIR on every run), and `--backend cpu`
+/// never loads a GPU library (glibc's LD_DEBUG lists every library loaded).
+#[test]
+fn gpu_runs_are_quiet_and_cpu_runs_load_no_gpu_library() {
+    let model = golden_dir("tiny_odd");
+    let m = model.to_str().unwrap();
+    let run = |backend: &str, env: &[(&str, &str)]| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_decode-lab"));
+        command.args(["logits", "--model", m, "--tokens", "1,2", "--backend", backend]);
+        command.env_remove("XDG_RUNTIME_DIR").env_remove("NODEVICE_SELECT");
+        command.envs(env.iter().copied());
+        let out = command.output().expect("runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    if backends().contains(&"gpu") {
+        assert_eq!(run("gpu", &[]), "", "a GPU run's stderr");
+    }
+    let libraries = run("cpu", &[("LD_DEBUG", "libs")]);
+    assert!(libraries.contains("calling init"), "LD_DEBUG lists the libraries: {libraries}");
+    for gpu in ["libvulkan", "libEGL", "libGL", "libwayland"] {
+        assert!(!libraries.contains(gpu), "--backend cpu loaded {gpu}");
+    }
+}
+
 /// `bench --batch` times the batched steps; the figure for the same
 /// sequences decoded one after another is computed from one sequence's
 /// rate, and says so rather than reading as measured.
@@ -407,6 +488,7 @@ fn bad_input_sweep_cases_are_clear_errors() {
         (vec!["logits", "--model", &fifo, "--tokens", "1", "--backend", "cpu"], "not a regular file"),
         (vec!["logits", "--model", &llama, "--tokens", "1", "--backend", "cpu"], "`model_type` is \"llama\": Decode Lab runs GPT-2 models"),
         (vec!["logits", "--model", m, "--backend", "cpu"], "no token ids: give them with --tokens"),
+        (vec!["logits", "--model", m, "--tokens", "1", "--backend", "cpu", "--kernels", "gpu"], "--kernels chooses the GPU's kernels: leave it out with --backend cpu"),
         (vec!["bench", "--model", m, "--prompt-len", "300", "--backend", "cpu"], "--prompt-len 300 and --tokens 64 must each be at least 1 and together at most the model's context of 64 positions"),
         (vec!["bench", "--model", m, "--prompt-len", "8", "--tokens", "300", "--backend", "cpu"], "--tokens 300"),
     ];

@@ -27,17 +27,32 @@ fn kv_policy_shrinks_the_cache_the_bench_reads() {
         ])
     };
     // tiny_odd: 2 layers × 48 dims × K and V × 4 bytes = 768 bytes a token.
+    // The steps at positions 20..39 read 21..40 rows under `full` (30.5 on
+    // average), and never more than the policy's budget under the others.
     for backend in backends() {
-        for (policy, held) in [("full", 40), ("window:16", 16), ("sinks:2,window:6", 8)] {
+        for (policy, held, read) in
+            [("full", 40, 30.5), ("window:16", 16, 16.0), ("sinks:2,window:6", 8, 8.0)]
+        {
             let out = bench(policy, backend);
             let text = String::from_utf8_lossy(&out.stdout);
             assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
             let want = format!("kv cache in use    {} bytes", held * 768);
             assert!(text.contains(&want), "{backend} {policy}: {text}");
+            let want = format!(" = {} bytes (the rows each step's query reads", read * 768.0);
+            assert!(text.contains(&want), "{backend} {policy}: reads per token: {text}");
         }
     }
     let out = bench("window:0", "cpu");
     assert!(String::from_utf8_lossy(&out.stderr).contains("kv policy"));
+}
+
+/// Without an adapter the GPU tests fail rather than run on the CPU alone
+/// (run in a child process that sees no adapter).
+#[test]
+fn the_gpu_tests_fail_without_an_adapter() {
+    let (passed, text) = common::run_without_adapter("kv_policy_shrinks_the_cache_the_bench_reads");
+    assert!(!passed, "a GPU test passed without an adapter:\n{text}");
+    assert!(text.contains("the GPU backend failed, so the GPU tests cannot run"), "{text}");
 }
 
 /// `kv-quality` scores policies on a text against the full cache: a budget

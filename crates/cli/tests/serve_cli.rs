@@ -12,7 +12,7 @@ fn bundled() -> String {
 
 fn serve(args: &[&str]) -> (bool, String, String) {
     let m = bundled();
-    let mut all = vec!["serve-sim", "--model", &m, "--max-tokens", "5"];
+    let mut all = vec!["serve-sim", "--model", &m];
     all.extend_from_slice(args);
     let out = decode_lab(&all);
     let text = |b: &[u8]| String::from_utf8_lossy(b).to_string();
@@ -34,6 +34,8 @@ fn every_scheduler_serves_each_request_its_run_alone_with_its_figures() {
                 "1",
                 "--slots",
                 "3",
+                "--max-tokens",
+                "5",
             ]);
             assert!(ok, "{backend} {scheduler}: {err}");
             assert!(
@@ -64,6 +66,27 @@ fn a_typed_trace_is_replayed_as_typed_and_bad_input_is_a_clear_error() {
     let (ok, _, err) = serve(&["--backend", "cpu", "--trace", t]);
     assert!(!ok && err.contains("line 2"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
+    // Static batching wastes the slot-steps a finished request waits for its
+    // batch's longest: here 2 tokens beside 8 (the continuous scheduler has
+    // nobody to give the slot to either, and wastes as many).
+    std::fs::write(&trace, "0 0 2 7\n0 1 8 8\n").unwrap();
+    let (ok, out, err) =
+        serve(&["--backend", "cpu", "--trace", t, "--slots", "2", "--scheduler", "static"]);
+    assert!(ok, "{err}");
+    let wasted: usize = out
+        .split(" slot-steps wasted)")
+        .next()
+        .and_then(|l| l.rsplit('(').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no wasted slot-steps figure: {out}"));
+    assert!(wasted >= 6, "static batching on a 2 + 8 token batch wastes at least 6: {out}");
+    // Flags a typed trace would ignore, and a wait without static batching, are refused.
+    for flag in [["--max-tokens", "5"], ["--requests", "3"], ["--seed", "1"], ["--rate", "1"]] {
+        let (ok, _, err) = serve(&["--backend", "cpu", "--trace", t, flag[0], flag[1]]);
+        assert!(!ok && err.contains("cannot be used with"), "{flag:?}: {err}");
+    }
+    let (ok, _, err) = serve(&["--backend", "cpu", "--scheduler", "continuous", "--timeout", "2"]);
+    assert!(!ok && err.contains("--timeout is static batching's wait"), "{err}");
     let (ok, _, err) = serve(&["--backend", "cpu", "--scheduler", "fifo"]);
     assert!(!ok && err.contains("one of once, static, continuous"), "{err}");
     let (ok, _, err) = serve(&["--backend", "cpu", "--slots", "0"]);

@@ -28,5 +28,6 @@ pub use read::{
 };
 pub use route::{Route, Shown};
 pub use widgets::{
-    Preset, Shows, Widget, WidgetSpec, BEAM_PROMPT, CONFIDENT_PROMPT, LONG_TAILED_PROMPT, WIDGETS,
+    Action, Preset, Shows, Widget, WidgetSpec, BEAM_PROMPT, CONFIDENT_PROMPT, LONG_TAILED_PROMPT,
+    WIDGETS,
 };

@@ -226,14 +226,26 @@ impl Session {
         Ok(())
     }
 
+    /// What this session's KV cache keeps.
+    pub fn kv_policy(&self) -> crate::kv_policy::KvPolicy {
+        match self {
+            Session::Cpu(s) => s.policy(),
+            #[cfg(feature = "gpu")]
+            Session::Gpu(s) => s.policy(),
+            Session::Remote(s) => s.policy(),
+        }
+    }
+
     /// The bytes a decode step at the current position must read: the
     /// weights it uses (`Weights::decode_bytes`) and the KV cache's rows
-    /// (keys and values of every layer for the `pos + 1` tokens it attends to).
+    /// (keys and values of every layer for the tokens it attends to).
     pub fn step_reads(&self) -> (u64, u64) {
         self.step_reads_at(self.pos())
     }
 
-    /// [`step_reads`](Self::step_reads) of a decode step at position `pos`.
+    /// [`step_reads`](Self::step_reads) of a decode step at position `pos`:
+    /// its query reads the `pos + 1` tokens so far, or as many as the cache's
+    /// policy holds (a window of W reads W rows at any length).
     pub fn step_reads_at(&self, pos: usize) -> (u64, u64) {
         let weights = match self {
             Session::Cpu(s) => s.model().weights.decode_bytes(),
@@ -242,12 +254,13 @@ impl Session {
             Session::Remote(s) => s.decode_bytes(),
         };
         let c = self.config();
+        let rows = self.kv_policy().budget().map_or(pos + 1, |b| b.min(pos + 1));
         let kv = crate::cost::kv_cache_bytes(
             c.n_layer as f64,
             c.n_kv_head as f64,
             c.head_size as f64,
             4.0,
-            (pos + 1) as f64,
+            rows as f64,
             1.0,
         );
         (weights, kv as u64)

@@ -76,6 +76,15 @@ fn check_in(ctx: &GpuContext, kernel: Kernel, profile: Profile, all: &[cases::Ca
     }
 }
 
+/// Without an adapter the GPU tests fail rather than pass having checked
+/// nothing (run in a child process that sees no adapter).
+#[test]
+fn the_gpu_tests_fail_without_an_adapter() {
+    let (passed, text) = common::run_without_adapter("embedding_matches_twin");
+    assert!(!passed, "a GPU test passed without an adapter:\n{text}");
+    assert!(text.contains("no GPU adapter, so the GPU tests cannot run"), "{text}");
+}
+
 #[test]
 fn embedding_matches_twin() {
     check(Kernel::Embedding);

@@ -66,17 +66,13 @@ fn every_engine_keeps_the_same_slots_and_matches_transformers() {
             let what = format!("{engine} {name}");
             let bytes = block_on(s.kv_bytes()).unwrap();
             assert_eq!(bytes.allocated, budget as u64 * per_token, "{what}: allocates the budget");
-            let steps = common::steps_on(engine, n);
-            for (t, &token) in tokens[..steps].iter().enumerate() {
+            for (t, &token) in tokens.iter().enumerate() {
                 let got = block_on(s.decode(token)).unwrap();
                 let err = common::rel_max_err(&got, &want[t * vocab..][..vocab]);
                 assert!(err <= 1e-4, "{what} step {t}: rel err {err}");
                 let held = block_on(s.slots()).unwrap().0.len() as u64;
                 assert_eq!(held, (t as u64 + 1).min(budget as u64), "{what}");
                 assert_eq!(block_on(s.kv_bytes()).unwrap().in_use, held * per_token, "{what}");
-            }
-            if steps < n {
-                continue;
             }
             let (held, mass) = block_on(s.slots()).unwrap();
             assert_eq!(held, cpu.held(), "{what}: the same token in every slot");

@@ -4,7 +4,7 @@
 
 mod common;
 
-use decode_lab_engine::model::{TextStream, Tokenizer};
+use decode_lab_engine::model::{TextStream, Tokenizer, VocabDiff};
 
 fn tokenizer() -> Tokenizer {
     let path = common::fixtures().join("golden/tiny_odd/tokenizer.json");
@@ -224,4 +224,43 @@ fn gpt2_pretokenisation_splits_like_its_regex() {
     for (text, want) in cases {
         assert_eq!(t.encode(text).unwrap(), want, "{text:?}");
     }
+}
+
+/// `tokenizer.json` with the ids of two of its tokens exchanged.
+fn swapped(json: &[u8], a: &str, b: &str) -> Vec<u8> {
+    let mut v: serde_json::Value = serde_json::from_slice(json).unwrap();
+    let vocab = v["model"]["vocab"].as_object_mut().unwrap();
+    let (ia, ib) = (vocab[a].clone(), vocab[b].clone());
+    vocab.insert(a.into(), ib);
+    vocab.insert(b.into(), ia);
+    serde_json::to_vec(&v).unwrap()
+}
+
+/// Two vocabularies are the same when every id means the same bytes: two
+/// tokens that each hold a lone UTF-8 lead byte (Â = 0xC2, Ã = 0xC3 in the
+/// byte-level alphabet) both decode alone to U+FFFD, yet exchanging them
+/// changes what the ids mean, and is found.
+#[test]
+fn vocabularies_are_compared_by_their_tokens_bytes() {
+    let path = common::fixtures().join("golden/tiny_odd/tokenizer.json");
+    let json = std::fs::read(path).unwrap();
+    let t = Tokenizer::from_bytes(&json).unwrap();
+    assert_eq!(t.differs_from(&t.clone()), None);
+    let other = Tokenizer::from_bytes(&swapped(&json, "Â", "Ã")).unwrap();
+    let id = t.token_to_id("Â").unwrap().min(t.token_to_id("Ã").unwrap());
+    assert_eq!(t.decode(&[id]).unwrap(), other.decode(&[id]).unwrap(), "the same text: U+FFFD");
+    let diff = t.differs_from(&other).expect("the bytes differ");
+    assert_eq!(diff, VocabDiff::Id { id, a: t.id_bytes(id), b: other.id_bytes(id) });
+    let said = diff.describe("model A", "model B");
+    assert!(said.starts_with(&format!("id {id} is the bytes [C")), "{said}");
+    // One token more: the sizes differ.
+    let mut v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    let n = t.vocab_size();
+    v["model"]["vocab"].as_object_mut().unwrap().insert("ĠĠĠĠĠĠĠĠĠĠĠĠ".into(), n.into());
+    let bigger = Tokenizer::from_bytes(&serde_json::to_vec(&v).unwrap()).unwrap();
+    assert_eq!(t.differs_from(&bigger), Some(VocabDiff::Size(n, n + 1)));
+    assert_eq!(
+        VocabDiff::Size(n, n + 1).describe("model A", "model B"),
+        format!("model A has {n} tokens, model B {}", n + 1)
+    );
 }

@@ -1,10 +1,15 @@
 //! Both models generate from the prompt with the page's settings and seed,
 //! one step each in turn. Each step keeps both models' logits (the panels
 //! redraw them under any settings without running a model), the KL
-//! divergence KL(A ‖ B) between the models' own next-token distributions
-//! (T = 1, before any setting) and whether both put the same token first —
-//! only where the vocabularies are the same tokens, else there is nothing to
+//! divergence KL(A ‖ B) between the models' next-token distributions (T = 1,
+//! before any setting) and whether both put the same token first — only
+//! where the vocabularies are the same tokens, else there is nothing to
 //! compare token by token, and the page says so.
+//!
+//! KL and top-1 always compare the two models on one context: A's text.
+//! While the texts agree that is each model's own run; once they part, model
+//! B is also scored on A's tokens (a third session, fed what A wrote: the
+//! usual way to compare two models), so no figure mixes two contexts.
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -12,6 +17,7 @@ use std::sync::Arc;
 use engine::model::Tokenizer;
 use engine::quality::DriftAcc;
 use engine::run::{Done, Job, Run, Step};
+use engine::{Session, Wanted};
 use leptos::prelude::*;
 
 use super::open::ModelB;
@@ -36,10 +42,15 @@ pub struct StepRow {
     pub b: StepInput,
     pub token_a: String,
     pub token_b: String,
-    /// KL(A ‖ B) in nats and the same most likely token (same vocabulary only).
+    /// The ids the two models wrote.
+    pub id_a: u32,
+    pub id_b: u32,
+    /// KL(A ‖ B) in nats and the same most likely token, both models on A's
+    /// text (same vocabulary only).
     pub kl: Option<f64>,
     pub same_top1: Option<bool>,
-    /// Both texts were the same tokens before this step (same vocabulary only).
+    /// Both texts were the same tokens before this step (same vocabulary
+    /// only): else B was scored on A's text for `kl` and `same_top1`.
     pub same_context: bool,
 }
 
@@ -80,22 +91,14 @@ impl Sinks {
 /// The same tokens under the same ids (and as many logits), or what differs.
 pub fn vocab(a: &Tokenizer, b: &Tokenizer, logits_a: usize, logits_b: usize) -> Vocab {
     let (na, nb) = (a.vocab_size(), b.vocab_size());
-    if na != nb {
-        return Vocab::Differ(na, nb, format!("model A has {na} tokens, model B {nb}"));
+    if let Some(diff) = a.differs_from(b) {
+        return Vocab::Differ(na, nb, diff.describe("model A", "model B"));
     }
     if logits_a != logits_b {
         let why = format!("model A scores {logits_a} ids, model B {logits_b}");
         return Vocab::Differ(na, nb, why);
     }
-    let text = |t: &Tokenizer, id: u32| t.decode(&[id]).unwrap_or_default();
-    match (0..na as u32).find(|&id| text(a, id) != text(b, id)) {
-        None => Vocab::Same(na),
-        Some(id) => Vocab::Differ(
-            na,
-            nb,
-            format!("id {id} is {:?} in A and {:?} in B", text(a, id), text(b, id)),
-        ),
-    }
+    Vocab::Same(na)
 }
 
 /// Generates `steps` tokens on both models.
@@ -111,47 +114,57 @@ pub async fn generate(d: Driver, sinks: Sinks, b: Rc<ModelB>, steps: usize) -> R
             b.n_positions
         ));
     }
-    let room = (n_positions - ids_a.len()).min(b.n_positions - ids_b.len());
-    let steps = steps_in_room(d, steps, room);
     let (session_a, tokenizer_a) = d.lab.with_value(|l| (l.session(), l.tokenizer.clone()));
-    let session_b = b.engine.session().map_err(err)?;
+    let (session_a, session_b) = (session_a?, b.engine.session().map_err(err)?);
+    let vocab = vocab(
+        &tokenizer_a,
+        &b.tokenizer,
+        session_a.config().vocab_size,
+        session_b.config().vocab_size,
+    );
+    let matched = matches!(vocab, Vocab::Same(_));
+    sinks.vocab.set(Some(vocab));
+    // Compared, B also reads A's text: it must fit B's context too.
+    let scored_room = if matched { b.n_positions.saturating_sub(ids_a.len()) } else { usize::MAX };
+    let room = (n_positions - ids_a.len()).min(b.n_positions - ids_b.len()).min(scored_room);
+    if room == 0 {
+        return Err(format!(
+            "model B's context ({} tokens) has no room after the prompt",
+            b.n_positions
+        ));
+    }
+    let steps = steps_in_room(d, steps, room);
     let job = Job { max_tokens: steps, stop: Vec::new(), ..d.controls.job_untracked() };
-    let mut run_a = Run::start_ids(session_a?, ids_a.clone(), &job).await.map_err(err)?;
+    let mut run_a = Run::start_ids(session_a, ids_a.clone(), &job).await.map_err(err)?;
     let mut run_b = Run::start_ids(session_b, ids_b.clone(), &job).await.map_err(err)?;
     sinks.text_a.set(prompt.clone());
     sinks.text_b.set(prompt);
     let (mut history_a, mut history_b) = (ids_a, ids_b);
+    // Model B on A's text, opened when the texts part.
+    let mut scored: Option<Session> = None;
     for _ in 0..steps {
         if d.stop_asked() {
             break;
         }
         let step_a = run_a.step(&tokenizer_a, None).await.map_err(err)?;
         let step_b = run_b.step(&b.tokenizer, None).await.map_err(err)?;
-        let matched = match sinks.vocab.get_untracked() {
-            Some(v) => matches!(v, Vocab::Same(_)),
-            None => {
-                let v = vocab(&tokenizer_a, &b.tokenizer, step_a.logits.len(), step_b.logits.len());
-                let same = matches!(v, Vocab::Same(_));
-                sinks.vocab.set(Some(v));
-                same
-            }
-        };
-        let (kl, same_top1) = match matched {
-            true => {
-                let mut acc = DriftAcc::default();
-                acc.add(&step_a.logits, &step_b.logits, step_a.choice.token, 0);
-                let drift = acc.finish();
-                (Some(drift.kl_mean), Some(drift.same_top1 == 1.0))
-            }
-            false => (None, None),
-        };
         let same_context = matched && history_a == history_b;
+        let (kl, same_top1) = match (matched, same_context) {
+            (false, _) => (None, None),
+            (true, true) => compared(&step_a.logits, &step_b.logits, step_a.choice.token),
+            (true, false) => {
+                let b_on_a = score(&b, &mut scored, &history_a).await?;
+                compared(&step_a.logits, &b_on_a, step_a.choice.token)
+            }
+        };
         let settings = job.settings.clone();
         let row = StepRow {
             a: kept(&step_a, &history_a, &settings),
             b: kept(&step_b, &history_b, &settings),
             token_a: tokenizer_a.decode(&[step_a.choice.token]).unwrap_or_default(),
             token_b: b.tokenizer.decode(&[step_b.choice.token]).unwrap_or_default(),
+            id_a: step_a.choice.token,
+            id_b: step_b.choice.token,
             kl,
             same_top1,
             same_context,
@@ -174,6 +187,32 @@ pub async fn generate(d: Driver, sinks: Sinks, b: Rc<ModelB>, steps: usize) -> R
         yield_to_browser().await;
     }
     Ok(())
+}
+
+/// KL(A ‖ B) of two models' logits over one vocabulary, and whether both put
+/// the same token first (`next`: the token A drew).
+fn compared(a: &[f32], b: &[f32], next: u32) -> (Option<f64>, Option<bool>) {
+    let mut acc = DriftAcc::default();
+    acc.add(a, b, next, 0);
+    let drift = acc.finish();
+    (Some(drift.kl_mean), Some(drift.same_top1 == 1.0))
+}
+
+/// Model B's logits after A's text `history`: its scoring session (opened on
+/// the first call) reads the tokens it has not read yet.
+async fn score(
+    b: &ModelB,
+    scored: &mut Option<Session>,
+    history: &[u32],
+) -> Result<Vec<f32>, String> {
+    if scored.is_none() {
+        *scored = Some(b.engine.session().map_err(err)?);
+    }
+    let session = scored.as_mut().expect("opened above");
+    match &history[session.pos()..] {
+        [token] => session.decode(*token).await.map_err(err),
+        rest => session.prefill(rest, Wanted::Last).await.map_err(err),
+    }
 }
 
 /// A step's logits after `history`, with the explanation it was drawn from.

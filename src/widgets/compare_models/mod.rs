@@ -144,15 +144,20 @@ fn Summary(sinks: Sinks) -> impl IntoView {
         let mean = kls.iter().sum::<f64>() / n;
         let agree = rows.iter().filter(|r| r.same_top1 == Some(true)).count() as f64 / n;
         let parted = rows.iter().position(|r| r.token_a != r.token_b || !r.same_context);
+        // Every figure is on one context, A's text: say so where B's own text went elsewhere.
         let parts = match parted {
-            Some(i) => format!("The texts part at step {}.", i + 1),
+            Some(i) => format!(
+                "The texts part at step {}; from step {} on model B is scored on the tokens A wrote, so every step compares the two models on A's text.",
+                i + 1,
+                i + 2
+            ),
             None => format!("The texts are the same for all {} steps.", rows.len()),
         };
         Some(view! {
             <p class="readout" data-testid="compare-summary" data-steps=rows.len().to_string()
                 data-mean-kl=mean.to_string() data-top1=agree.to_string()
                 data-parted=parted.map_or(0, |i| i + 1).to_string()>{format!(
-                "Mean KL(A ‖ B) {mean:.4} nats; the same top token at {:.0} % of {} steps. {parts}{ended}",
+                "Mean KL(A ‖ B) {mean:.4} nats on A's text; the same top token at {:.0} % of {} steps. {parts}{ended}",
                 agree * 100.0,
                 rows.len()
             )}</p>
@@ -199,7 +204,7 @@ fn SideBySide(
                 if row.same_context {
                     "both after the same text"
                 } else {
-                    "each after its own text"
+                    "model B scored on A's text (the panels show each model's own)"
                 }
             ),
             _ => "Not compared: the vocabularies differ".into(),
@@ -248,13 +253,15 @@ fn StepTable(sinks: Sinks) -> impl IntoView {
                 view! {
                     <tr data-testid="compare-row" data-kl=r.kl.map_or(String::new(), |k| k.to_string())
                         data-same=r.same_top1.map_or(String::new(), |s| s.to_string())
-                        data-token-a=r.token_a.clone() data-token-b=r.token_b.clone()>
+                        data-token-a=r.token_a.clone() data-token-b=r.token_b.clone()
+                        data-id-a=r.id_a.to_string() data-id-b=r.id_b.to_string()
+                        data-same-context=r.same_context.to_string()>
                         <td>{i + 1}</td>
                         <td class="token">{visible(&r.token_a)}</td>
                         <td class="token">{visible(&r.token_b)}</td>
                         <td>{r.kl.map_or("—".into(), |k| format!("{k:.4}"))}</td>
                         <td>{yes_no(r.same_top1, "✓ same", "✗ differs")}</td>
-                        <td>{yes_no(r.same_top1.map(|_| r.same_context), "same", "own")}</td>
+                        <td>{yes_no(r.same_top1.map(|_| r.same_context), "the same text", "A's text")}</td>
                     </tr>
                 }
             })
@@ -262,7 +269,7 @@ fn StepTable(sinks: Sinks) -> impl IntoView {
         Some(view! {
             <Scroll label="each step of both models">
                 <table class="compare-steps">
-                    <thead><tr><th>"Step"</th><th>"A wrote"</th><th>"B wrote"</th><th>"KL(A ‖ B), nats"</th><th>"Top token"</th><th>"Text before"</th></tr></thead>
+                    <thead><tr><th>"Step"</th><th>"A wrote"</th><th>"B wrote"</th><th>"KL(A ‖ B), nats"</th><th>"Top token"</th><th>"Compared on"</th></tr></thead>
                     <tbody>{body}</tbody>
                 </table>
             </Scroll>

@@ -125,11 +125,21 @@ pub async fn open(
             }
         }
     }
-    let (_, gpu) = best.ok_or_else(|| {
-        EngineError::Gpu(format!("no kernel profile ran on this GPU: {trials:?}"))
-    })?;
+    let (_, gpu) = best.ok_or_else(|| EngineError::Gpu(no_profile_ran(&trials)))?;
     let profile = gpu.profile();
     Ok((gpu, Chosen { profile, reason: Reason::Timed, trials }))
+}
+
+/// Why no candidate could be kept, as one sentence: each profile and its error.
+fn no_profile_ran(trials: &[Trial]) -> String {
+    let each: Vec<String> = trials
+        .iter()
+        .map(|t| match &t.ms_per_token {
+            Ok(ms) => format!("{} {ms:.3} ms/token", t.profile.name()),
+            Err(e) => format!("{} failed ({e})", t.profile.name()),
+        })
+        .collect();
+    format!("no kernel profile ran on this GPU: {}", each.join("; "))
 }
 
 /// Each candidate's median decode step after a short prompt: GPU time where
@@ -137,26 +147,31 @@ pub async fn open(
 /// time. The candidates take turns, one step each a round after two untimed
 /// rounds, so a GPU's clocks ramping up from idle or a passing stall fall on
 /// every candidate alike (timed one after another, the first candidate once
-/// measured 4× slow on an H200 and lost).
+/// measured 4× slow on an H200 and lost). A session whose context is full
+/// goes back to the end of its prompt, so a model with a short context (even
+/// one position) is timed on as many steps as any other.
 async fn time_decodes(gpus: &[Result<Rc<GpuModel>>]) -> Vec<Result<f64>> {
-    let mut sessions: Vec<Result<GpuSession>> = Vec::new();
-    let mut room = usize::MAX;
+    let mut sessions: Vec<Result<(GpuSession, usize)>> = Vec::new();
     for gpu in gpus {
-        let opened = match gpu {
+        sessions.push(match gpu {
             Ok(gpu) => prefilled(gpu).await,
             Err(e) => Err(EngineError::Gpu(e.to_string())),
-        };
-        if let Ok(s) = &opened {
-            room = room.min(s.config().n_positions - s.pos());
-        }
-        sessions.push(opened);
+        });
     }
     let mut times = vec![Vec::new(); gpus.len()];
-    for step in 0..(TIMED_STEPS + 2).min(room) {
+    for step in 0..TIMED_STEPS + 2 {
         for (slot, times) in sessions.iter_mut().zip(&mut times) {
-            let Ok(session) = slot else { continue };
-            let token = (step % session.config().vocab_size) as u32;
-            match session.decode(token).await {
+            let Ok((session, prompt)) = slot else { continue };
+            let c = session.config();
+            let token = (step % c.vocab_size) as u32;
+            let decoded = match session.pos() < c.n_positions {
+                true => session.decode(token).await,
+                false => match session.rewind(*prompt) {
+                    Ok(()) => session.decode(token).await,
+                    Err(e) => Err(e),
+                },
+            };
+            match decoded {
                 Ok(_) if step >= 2 => {
                     let stats = session.last_stats();
                     times.push(stats.gpu_ms.unwrap_or(stats.wall_ms));
@@ -166,21 +181,42 @@ async fn time_decodes(gpus: &[Result<Rc<GpuModel>>]) -> Vec<Result<f64>> {
             }
         }
     }
-    let median = |(slot, times): (Result<GpuSession>, Vec<f64>)| {
+    let median = |(slot, times): (Result<(GpuSession, usize)>, Vec<f64>)| {
         slot?;
-        crate::cost::median(&times).ok_or_else(|| {
-            EngineError::Gpu("the model's context is too short to time a profile".into())
-        })
+        crate::cost::median(&times)
+            .ok_or_else(|| EngineError::Gpu("no decode step of this profile was timed".into()))
     };
     sessions.into_iter().zip(times).map(median).collect()
 }
 
-/// A session of `gpu` that has read a short prompt.
-async fn prefilled(gpu: &Rc<GpuModel>) -> Result<GpuSession> {
+/// A session of `gpu` that has read a short prompt (up to 8 tokens, leaving
+/// at least one position to decode into), and the prompt's length.
+async fn prefilled(gpu: &Rc<GpuModel>) -> Result<(GpuSession, usize)> {
     let c = gpu.config();
-    let prompt: Vec<u32> =
-        (0..8.min(c.n_positions - 1)).map(|i| (i * 7 % c.vocab_size) as u32).collect();
+    let prompt: Vec<u32> = (0..8.min(c.n_positions.saturating_sub(1)))
+        .map(|i| (i * 7 % c.vocab_size) as u32)
+        .collect();
     let mut session = GpuSession::new(gpu.clone())?;
-    session.prefill(&prompt, Wanted::Last).await?;
-    Ok(session)
+    if !prompt.is_empty() {
+        session.prefill(&prompt, Wanted::Last).await?;
+    }
+    Ok((session, prompt.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::Split;
+
+    #[test]
+    fn a_failure_is_a_sentence_naming_each_profile() {
+        let trials = [
+            Trial { profile: Profile::Gpu(Split { wide: 2 }), ms_per_token: Err("lost".into()) },
+            Trial { profile: Profile::Cpu, ms_per_token: Ok(1.5) },
+        ];
+        assert_eq!(
+            no_profile_ran(&trials),
+            "no kernel profile ran on this GPU: gpu-2 failed (lost); cpu 1.500 ms/token"
+        );
+    }
 }

@@ -10,7 +10,7 @@ mod tokenizer;
 mod weights;
 
 pub use config::Config;
-pub use tokenizer::{TextStream, Tokenizer};
+pub use tokenizer::{TextStream, Tokenizer, VocabDiff};
 pub use weights::{LayerWeights, Weights};
 
 use crate::error::{EngineError, Result};

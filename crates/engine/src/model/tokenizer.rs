@@ -117,10 +117,61 @@ impl Tokenizer {
         self.bpe.decode(&[id]).len()
     }
 
+    /// The bytes token `id` stands for (`None`: an id this tokenizer does not have).
+    pub fn id_bytes(&self, id: u32) -> Option<Vec<u8>> {
+        self.bpe.tokens.get(id as usize)?.as_ref()?;
+        Some(self.bpe.decode(&[id]))
+    }
+
+    /// Whether `other` means the same bytes by every id (the same vocabulary,
+    /// whatever its merges), or the first difference. Bytes, not decoded
+    /// text: the tokens that hold part of a UTF-8 character all decode alone
+    /// to U+FFFD, and two vocabularies that order them differently would
+    /// read as the same.
+    pub fn differs_from(&self, other: &Tokenizer) -> Option<VocabDiff> {
+        let (a, b) = (self.vocab_size(), other.vocab_size());
+        if a != b {
+            return Some(VocabDiff::Size(a, b));
+        }
+        let id = (0..a as u32).find(|&id| self.id_bytes(id) != other.id_bytes(id))?;
+        Some(VocabDiff::Id { id, a: self.id_bytes(id), b: other.id_bytes(id) })
+    }
+
     /// The id of a token string such as `<|endoftext|>`, if the vocabulary has it.
     pub fn token_to_id(&self, token: &str) -> Option<u32> {
         let added = self.bpe.added.iter().find(|(s, _)| s == token).map(|&(_, id)| id);
         added.or_else(|| self.bpe.vocab.get(token).copied())
+    }
+}
+
+/// How two vocabularies differ (see [`Tokenizer::differs_from`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum VocabDiff {
+    /// Their sizes (this one's, the other's).
+    Size(usize, usize),
+    /// The first id whose bytes differ (`None`: the id is not there).
+    Id { id: u32, a: Option<Vec<u8>>, b: Option<Vec<u8>> },
+}
+
+impl VocabDiff {
+    /// One clause, calling the two vocabularies `a` and `b`:
+    /// `model A has 2048 tokens, model B 50257`.
+    pub fn describe(&self, a: &str, b: &str) -> String {
+        fn shown(bytes: &Option<Vec<u8>>) -> String {
+            match bytes {
+                None => "absent".into(),
+                Some(v) => match std::str::from_utf8(v) {
+                    Ok(text) => format!("{text:?}"),
+                    Err(_) => format!("the bytes {v:02X?}"),
+                },
+            }
+        }
+        match self {
+            VocabDiff::Size(na, nb) => format!("{a} has {na} tokens, {b} {nb}"),
+            VocabDiff::Id { id, a: ta, b: tb } => {
+                format!("id {id} is {} in {a} and {} in {b}", shown(ta), shown(tb))
+            }
+        }
     }
 }
 

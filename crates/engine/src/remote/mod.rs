@@ -89,10 +89,10 @@ impl RemoteModel {
     /// A fresh session whose cache keeps what `policy` keeps.
     pub fn session_under(self: &Rc<Self>, policy: KvPolicy) -> RemoteSession {
         let id = self.fresh_id();
-        let (format, policy) = (self.format.name().to_string(), policy.name());
+        let format = self.format.name().to_string();
         let (groups, layers) = (self.config.n_kv_head, self.config.n_layer);
-        self.link.send(Request::Open { id, format, policy, groups, layers });
-        RemoteSession { model: self.clone(), id, pos: 0, last: StepStats::default() }
+        self.link.send(Request::Open { id, format, policy: policy.name(), groups, layers });
+        RemoteSession { model: self.clone(), id, policy, pos: 0, last: StepStats::default() }
     }
 
     /// The worker's copy and read rates (the cost lessons' device figures).
@@ -125,6 +125,8 @@ impl RemoteModel {
 pub struct RemoteSession {
     model: Rc<RemoteModel>,
     id: SessionId,
+    /// What its cache keeps (the worker's session keeps the same).
+    policy: KvPolicy,
     pos: usize,
     last: StepStats,
 }
@@ -153,6 +155,11 @@ impl RemoteSession {
     /// Tokens in the cache.
     pub fn pos(&self) -> usize {
         self.pos
+    }
+
+    /// What its cache keeps.
+    pub fn policy(&self) -> KvPolicy {
+        self.policy
     }
 
     /// Cost of the last call: the worker's counts, and the wall time as the
@@ -226,7 +233,8 @@ impl RemoteSession {
     pub fn fork(&self) -> RemoteSession {
         let id = self.model.fresh_id();
         self.model.link.send(Request::Copy { id, from: self.id });
-        RemoteSession { model: self.model.clone(), id, pos: self.pos, last: StepStats::default() }
+        let (model, policy, pos) = (self.model.clone(), self.policy, self.pos);
+        RemoteSession { model, id, policy, pos, last: StepStats::default() }
     }
 
     /// Takes `src`'s KV cache rows and position. Returns the bytes copied.
