@@ -8,8 +8,11 @@
 // file and a copy without its recorded checksum are each dropped and fetched
 // again with a notice; a full quota is said and the page runs from the
 // network; a newer build is stored beside the running one and, once the
-// header's "update ready: reload" is pressed, replaces it whole. Run by
-// `./tools/dev test`.
+// header's "update ready: reload" is pressed, replaces it whole, while a
+// newer build with a file that fails its checksum never takes over and
+// leaves no cache behind. The worker stays in its lane: the course note, the
+// model card and a host's own page beside the app are themselves, online
+// and offline, and the note's widgets come alive. Run by `./tools/dev test`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';

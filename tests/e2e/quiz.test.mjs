@@ -1,13 +1,15 @@
 // End-to-end test of the quiz widget in real headless Chromium on both
 // engines: the course's questions answered right and wrong, each answer
-// against an independent computation (the exact softmax here, the CLI's
-// `sample --model --prompt` for the live model), the answer marked in the
+// against an independent computation (the exact softmax here; for the live
+// model, transformers' answer from tools/golden/make_quiz_golden.py, and the
+// CLI's `sample --model --prompt` for a top question), the answer marked in the
 // revealed bars. On the CPU engine once: the tolerance's edge, a hostile
 // question text rendered inert, a `top` question, the builder and the URL
 // round-trip. Run by `./tools/dev test`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { startLab, noFatal, noSeriousA11y, DIST, ARTIFACTS } from './helpers.mjs';
 
@@ -16,6 +18,8 @@ before(async () => { await lab.start(); });
 after(() => lab.stop());
 
 const CLI = process.env.CLI || 'target/release/decode-lab';
+// The quiz's model questions answered by Hugging Face transformers (tools/golden/make_quiz_golden.py).
+const GOLDEN = JSON.parse(readFileSync(new URL('../fixtures/golden/quiz.json', import.meta.url), 'utf8'));
 
 /** The CLI's pipeline on the bundled model's next token after `prompt`. */
 function cliSample(prompt, flags = []) {
@@ -59,9 +63,11 @@ for (const backend of ['cpu', 'webgpu']) {
     assert.equal(await answer(page, 1, t1.toFixed(2)), 'wrong');
     assert.match(await card(page, 1).locator('[data-testid=quiz-solution]').textContent(), new RegExp(`^${t05.toFixed(2)} `));
     assert.equal(await answer(page, 1, `${(t05 * 100).toFixed(1)}%`), 'right');
-    // The nucleus on the live model's confident step: the CLI's count.
-    const cli = cliSample('[Exit', ['--top-p', '0.9']);
-    const nucleus = cli.stages[3].kept_count;
+    // The nucleus on the live model's confident step: transformers' count
+    // (TopPLogitsWarper on GPT2LMHeadModel, tools/golden/make_quiz_golden.py),
+    // which the CLI, our own engine natively, also gives.
+    const nucleus = GOLDEN.nucleus;
+    assert.equal(cliSample(GOLDEN.prompt, ['--top-p', String(GOLDEN.top_p)]).stages[3].kept_count, nucleus);
     assert.equal(await answer(page, 2, nucleus + 1), 'wrong');
     assert.equal(await answer(page, 2, nucleus), 'right');
     assert.equal(await card(page, 2).locator('[data-testid=bar][data-answer=true]').count(), nucleus);
