@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use contract::{KernelsChoice, WeightsChoice};
 use engine::cpu::Pause;
-use engine::gpu::profile::Chosen;
+use engine::gpu::profile::{Chosen, Memory};
 use engine::gpu::selftest::{self, Report};
 use engine::gpu::GpuContext;
 use engine::kernels::Kernel;
@@ -392,13 +392,11 @@ pub async fn load(
                 loaded: done,
                 total: Some(done),
             });
-            let memory = remembered::Key::new(&ctx, &model);
-            let remembered = memory.get();
-            let engine = EngineChoice::Gpu { ctx: Box::new(ctx), kernels, remembered };
+            let memory = Some(Rc::new(remembered::LocalStorage) as Rc<dyn Memory>);
+            let engine = EngineChoice::Gpu { ctx: Box::new(ctx), kernels, memory };
             match open(model.clone(), Choice { engine, weights }).await {
                 Ok((engine, chose)) => {
                     let chosen = chose.kernels.expect("the GPU engine chooses its kernels");
-                    memory.keep(&chosen);
                     Ok((engine, Backend::WebGpu { adapter, held, kernels: chosen }))
                 }
                 Err(e) => {

@@ -63,7 +63,7 @@ pub async fn run(models: &[PathBuf], out: &Path) -> Result<()> {
             for (name, kernels) in KERNELS {
                 let model = Arc::new(Model::from_dir_as(dir, WeightsChoice::Exactly(format))?);
                 let engine =
-                    EngineChoice::Gpu { ctx: Box::new(ctx.clone()), kernels, remembered: None };
+                    EngineChoice::Gpu { ctx: Box::new(ctx.clone()), kernels, memory: None };
                 let weights = WeightsChoice::Exactly(format);
                 let (engine, chose) = open(model, Choice { engine, weights }).await?;
                 let plan = Plan {
@@ -105,7 +105,7 @@ pub async fn run(models: &[PathBuf], out: &Path) -> Result<()> {
 async fn selftest(ctx: &GpuContext, dir: &Path, kernels: KernelsChoice) -> Result<Check> {
     let model = Arc::new(Model::from_dir(dir)?);
     let prompt = Tokenizer::from_dir(dir)?.encode("To be, or not to be")?;
-    let engine = EngineChoice::Gpu { ctx: Box::new(ctx.clone()), kernels, remembered: None };
+    let engine = EngineChoice::Gpu { ctx: Box::new(ctx.clone()), kernels, memory: None };
     let (engine, _) = open(model, Choice { engine, weights: WeightsChoice::Auto }).await?;
     let Engine::Gpu(gpu) = engine else {
         return Err(EngineError::Gpu("the self-test needs the GPU engine".into()));

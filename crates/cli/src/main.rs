@@ -622,7 +622,7 @@ pub async fn open_engine(
             ))
         }
         Backend::Gpu => {
-            EngineChoice::Gpu { ctx: Box::new(GpuContext::new().await?), kernels, remembered: None }
+            EngineChoice::Gpu { ctx: Box::new(GpuContext::new().await?), kernels, memory: None }
         }
     };
     engine::open::open(model, Choice { engine, weights }).await

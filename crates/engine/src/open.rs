@@ -10,11 +10,11 @@ use std::rc::Rc;
 use crate::cpu::{CpuSession, Pause};
 use crate::error::Result;
 #[cfg(feature = "gpu")]
-use crate::gpu::profile::{self, Chosen};
+use crate::gpu::profile::{self, Chosen, Memory};
 #[cfg(feature = "gpu")]
 use crate::gpu::{GpuContext, GpuModel, GpuSession};
 #[cfg(feature = "gpu")]
-use crate::kernels::{KernelsChoice, Profile};
+use crate::kernels::KernelsChoice;
 use crate::model::WeightsChoice;
 use crate::remote::{Link, RemoteModel};
 use crate::session::Session;
@@ -38,9 +38,9 @@ pub enum EngineChoice {
     /// a turn inside long prefills (the page's thread).
     Cpu { layout: CpuLayout, pause: Option<Pause> },
     /// The GPU engine on `ctx`, with the kernels `kernels` asks for
-    /// (`remembered`: a profile timed before on this adapter).
+    /// (`memory`: where timed choices are kept and read back, the page's).
     #[cfg(feature = "gpu")]
-    Gpu { ctx: Box<GpuContext>, kernels: KernelsChoice, remembered: Option<Profile> },
+    Gpu { ctx: Box<GpuContext>, kernels: KernelsChoice, memory: Option<Rc<dyn Memory>> },
     /// The CPU engine in another thread reached through `link` (the page's
     /// worker), which holds its own copy of the model.
     Remote { link: Rc<dyn Link> },
@@ -91,8 +91,8 @@ pub async fn open(model: SharedModel, choice: Choice) -> Result<(Engine, Chose)>
             Engine::Cpu { model: SharedModel::new(model), pause }
         }
         #[cfg(feature = "gpu")]
-        EngineChoice::Gpu { ctx, kernels, remembered } => {
-            let (gpu, chosen) = profile::open(*ctx, model, kernels, remembered).await?;
+        EngineChoice::Gpu { ctx, kernels, memory } => {
+            let (gpu, chosen) = profile::open(*ctx, model, kernels, memory.as_deref()).await?;
             chosen_kernels = Some(chosen);
             Engine::Gpu(gpu)
         }

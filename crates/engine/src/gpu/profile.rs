@@ -1,69 +1,20 @@
-//! Choosing the kernel profile for an adapter. A software adapter (a CPU in
-//! disguise: lavapipe, llvmpipe, SwiftShader, or any the driver calls a CPU)
-//! gets the cpu profile without a trial. Any other is timed: the model is
-//! uploaded once, each candidate's pipelines are compiled over the same
-//! buffers, and a few decode steps of each are timed (today's shapes among
-//! them, so no GPU is ever slower than before); the fastest is kept. The page
-//! remembers the choice per adapter, so the trial runs once.
+//! The kernel chooser's trials on a GPU (its rules, which need no GPU, are
+//! `kernels::choose`). A software adapter (a CPU in disguise: lavapipe,
+//! llvmpipe, SwiftShader, or any the driver calls a CPU) gets the cpu profile
+//! without a trial. On any other the model is uploaded once, each
+//! candidate's pipelines are compiled over the same buffers, and a few
+//! decode steps of each are timed (today's shapes among them, so no GPU is
+//! ever slower than before); the fastest is kept. The page remembers the
+//! choice, so the trial runs once.
 
 use std::rc::Rc;
 
 use crate::error::{EngineError, Result};
 use crate::gpu::{GpuContext, GpuModel, GpuSession};
-use crate::kernels::{KernelsChoice, Profile, Split};
+use crate::kernels::choose::{self, Trials};
+pub use crate::kernels::choose::{Chosen, Memory, Reason, Trial};
+use crate::kernels::{KernelsChoice, Profile};
 use crate::step::{SharedModel, Wanted};
-
-/// Why the profile in use was chosen.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Reason {
-    /// Asked for by name.
-    Asked,
-    /// The adapter is a CPU: the cpu profile, untimed.
-    Software,
-    /// Timed here, the fastest of the candidates.
-    Timed,
-    /// Timed before on this adapter (the page's memory).
-    Remembered,
-}
-
-/// One candidate's trial: decode milliseconds per token (its median), or why
-/// it could not run.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Trial {
-    pub profile: Profile,
-    pub ms_per_token: std::result::Result<f64, String>,
-}
-
-/// The profile in use, why, and the trials behind it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Chosen {
-    pub profile: Profile,
-    pub reason: Reason,
-    pub trials: Vec<Trial>,
-}
-
-impl Chosen {
-    /// One line: `gpu-2 (timed: cpu 26.3, gpu-2 1.07, gpu-4 1.15, gpu-8 1.66 ms/token)`.
-    pub fn describe(&self) -> String {
-        let why = match self.reason {
-            Reason::Asked => "asked for".to_string(),
-            Reason::Software => "the adapter is a CPU".to_string(),
-            Reason::Remembered => "timed before on this adapter".to_string(),
-            Reason::Timed => {
-                let each: Vec<String> = self
-                    .trials
-                    .iter()
-                    .map(|t| match &t.ms_per_token {
-                        Ok(ms) => format!("{} {ms:.3}", t.profile.name()),
-                        Err(_) => format!("{} failed", t.profile.name()),
-                    })
-                    .collect();
-                format!("timed: {} ms/token", each.join(", "))
-            }
-        };
-        format!("{} ({why})", self.profile.name())
-    }
-}
 
 /// Whether the adapter is a CPU in disguise: the driver says so, or its name
 /// is one of the software renderers this project meets.
@@ -78,68 +29,68 @@ pub fn is_software(info: &wgpu::AdapterInfo) -> bool {
 const TIMED_STEPS: usize = 6;
 
 /// Uploads `model` to `ctx` and opens it with the kernels `choice` asks for
-/// (`remembered`: a profile timed before on this adapter, taken for `Auto`
-/// and, if it is a gpu profile, for `Gpu`).
+/// (the rules: [`choose`](crate::kernels::choose)); where the caller keeps
+/// choices (`memory`: the page's), a timed one is kept for this adapter,
+/// model shape, format and build of the kernels, and taken next time.
 pub async fn open(
     ctx: GpuContext,
     model: SharedModel,
     choice: KernelsChoice,
-    remembered: Option<Profile>,
+    memory: Option<&dyn Memory>,
 ) -> Result<(Rc<GpuModel>, Chosen)> {
     let software = is_software(&ctx.adapter_info);
-    let gpu_profiles = Split::CANDIDATES.map(Profile::Gpu);
-    let remembered_gpu = remembered.filter(|p| *p != Profile::Cpu);
-    let (candidates, reason): (Vec<Profile>, Reason) = match (choice, remembered) {
-        (KernelsChoice::Exactly(p), _) => (vec![p], Reason::Asked),
-        (KernelsChoice::Auto, _) if software => (vec![Profile::Cpu], Reason::Software),
-        (KernelsChoice::Auto, Some(p)) => (vec![p], Reason::Remembered),
-        (KernelsChoice::Gpu, _) if remembered_gpu.is_some() => {
-            (remembered_gpu.into_iter().collect(), Reason::Remembered)
-        }
-        (KernelsChoice::Auto, None) => {
-            (std::iter::once(Profile::Cpu).chain(gpu_profiles).collect(), Reason::Timed)
-        }
-        (KernelsChoice::Gpu, _) => (gpu_profiles.to_vec(), Reason::Timed),
-    };
-    let first = GpuModel::new(ctx, model, candidates[0]).await?;
-    if candidates.len() == 1 {
-        let profile = candidates[0];
-        return Ok((first, Chosen { profile, reason, trials: Vec::new() }));
-    }
-    let mut gpus = vec![Ok(first.clone())];
-    for &profile in &candidates[1..] {
-        gpus.push(first.with_profile(profile).await);
-    }
-    let times = time_decodes(&gpus).await;
-    let mut trials = Vec::new();
-    let mut best: Option<(f64, Rc<GpuModel>)> = None;
-    for ((profile, gpu), timed) in candidates.iter().zip(gpus).zip(times) {
-        let timed = gpu.and_then(|gpu| timed.map(|ms| (ms, gpu)));
-        trials.push(Trial {
-            profile: *profile,
-            ms_per_token: timed.as_ref().map(|t| t.0).map_err(|e| e.to_string()),
-        });
-        if let Ok((ms, gpu)) = timed {
-            if best.as_ref().is_none_or(|(b, _)| ms < *b) {
-                best = Some((ms, gpu));
-            }
-        }
-    }
-    let (_, gpu) = best.ok_or_else(|| EngineError::Gpu(no_profile_ran(&trials)))?;
-    let profile = gpu.profile();
-    Ok((gpu, Chosen { profile, reason: Reason::Timed, trials }))
+    let key = choose::key(&choose::build_id(), &ctx.adapter_name(), &model.config, model.format());
+    let mut trials = GpuTrials { ctx, model, opened: Vec::new() };
+    let memory = memory.map(|m| (m, key.as_str()));
+    let chosen = choose::choose(choice, software, memory, &mut trials).await;
+    let chosen = chosen.map_err(EngineError::Gpu)?;
+    let gpu = trials.opened.into_iter().find(|g| g.profile() == chosen.profile);
+    let gpu = gpu.ok_or_else(|| EngineError::Gpu("the chosen kernels were not opened".into()))?;
+    Ok((gpu, chosen))
 }
 
-/// Why no candidate could be kept, as one sentence: each profile and its error.
-fn no_profile_ran(trials: &[Trial]) -> String {
-    let each: Vec<String> = trials
-        .iter()
-        .map(|t| match &t.ms_per_token {
-            Ok(ms) => format!("{} {ms:.3} ms/token", t.profile.name()),
-            Err(e) => format!("{} failed ({e})", t.profile.name()),
-        })
-        .collect();
-    format!("no kernel profile ran on this GPU: {}", each.join("; "))
+/// The candidates run on the GPU: the model uploaded once, each profile's
+/// pipelines compiled over the same buffers, and (timed) a few decode steps
+/// of each.
+struct GpuTrials {
+    ctx: GpuContext,
+    model: SharedModel,
+    /// The models opened so far, one per profile.
+    opened: Vec<Rc<GpuModel>>,
+}
+
+impl GpuTrials {
+    /// The model with `profile`'s kernels: opened before, or now (uploaded
+    /// the first time, sharing the first upload's buffers after).
+    async fn with(&mut self, profile: Profile) -> Result<Rc<GpuModel>> {
+        if let Some(g) = self.opened.iter().find(|g| g.profile() == profile) {
+            return Ok(g.clone());
+        }
+        let gpu = match self.opened.first() {
+            Some(first) => first.with_profile(profile).await?,
+            None => GpuModel::new(self.ctx.clone(), self.model.clone(), profile).await?,
+        };
+        self.opened.push(gpu.clone());
+        Ok(gpu)
+    }
+}
+
+impl Trials for GpuTrials {
+    async fn run(
+        &mut self,
+        candidates: &[Profile],
+        time: bool,
+    ) -> Vec<std::result::Result<f64, String>> {
+        let mut gpus = Vec::new();
+        for &profile in candidates {
+            gpus.push(self.with(profile).await);
+        }
+        let results = match time {
+            true => time_decodes(&gpus).await,
+            false => gpus.into_iter().map(|g| g.map(|_| 0.0)).collect(),
+        };
+        results.into_iter().map(|r| r.map_err(|e| e.to_string())).collect()
+    }
 }
 
 /// Each candidate's median decode step after a short prompt: GPU time where
@@ -201,22 +152,4 @@ async fn prefilled(gpu: &Rc<GpuModel>) -> Result<(GpuSession, usize)> {
         session.prefill(&prompt, Wanted::Last).await?;
     }
     Ok((session, prompt.len()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::kernels::Split;
-
-    #[test]
-    fn a_failure_is_a_sentence_naming_each_profile() {
-        let trials = [
-            Trial { profile: Profile::Gpu(Split { wide: 2 }), ms_per_token: Err("lost".into()) },
-            Trial { profile: Profile::Cpu, ms_per_token: Ok(1.5) },
-        ];
-        assert_eq!(
-            no_profile_ran(&trials),
-            "no kernel profile ran on this GPU: gpu-2 failed (lost); cpu 1.500 ms/token"
-        );
-    }
 }

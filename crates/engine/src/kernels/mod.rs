@@ -12,6 +12,7 @@ pub mod attention_combine;
 pub mod attention_probs;
 pub mod attention_split;
 pub mod block_sum;
+pub mod choose;
 mod cost;
 pub mod embedding;
 pub mod gelu;
