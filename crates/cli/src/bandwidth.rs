@@ -31,7 +31,9 @@ pub fn bandwidth(d: &Decoded, device: &DeviceFigures) -> Bandwidth {
 }
 
 /// Appends the reads, the achieved rate and its share of the device's read rate.
-pub fn lines(d: &Decoded, device: &DeviceFigures, out: &mut String) {
+/// `backend` names the adapter: where it is a card of known peak bandwidth
+/// (`engine::peak`), the read rate is also given as a share of that peak.
+pub fn lines(d: &Decoded, device: &DeviceFigures, backend: &str, out: &mut String) {
     let n = d.tokens as f64;
     let (weights, kv) = (d.reads.0 as f64 / n, d.reads.1 as f64 / n);
     let _ = writeln!(
@@ -43,9 +45,11 @@ pub fn lines(d: &Decoded, device: &DeviceFigures, out: &mut String) {
     );
     let b = bandwidth(d, device);
     let ms = b.ms;
+    let peak = engine::peak::share(backend, device.read_bytes_per_s)
+        .map_or(String::new(), |share| format!(": {share}"));
     let _ = writeln!(
         out,
-        "device             read {:.2} GB/s (block_sum over a buffer larger than its caches), copy {:.2} GB/s{}",
+        "device             read {:.2} GB/s (a buffer larger than its caches, summed: block_sum on a GPU{peak}), copy {:.2} GB/s (bytes copied a second; each read and written){}",
         device.read_bytes_per_s / 1e9,
         device.copy_bytes_per_s / 1e9,
         device.dispatch_ms.map_or(String::new(), |d| format!(", one more dispatch {d:.4} ms"))

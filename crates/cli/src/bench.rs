@@ -174,7 +174,7 @@ pub async fn measure(mut session: Session, chose: Chose, plan: Plan) -> Result<(
     let device = session.device_figures().await?;
     let decoded = bandwidth::Decoded { stats: decode, tokens, reads };
     if !plan.no_cache {
-        bandwidth::lines(&decoded, &device, &mut out);
+        bandwidth::lines(&decoded, &device, &session.backend_name(), &mut out);
     }
     let costs = session.decode_costs();
     if let Some(costs) = &costs {

@@ -162,7 +162,9 @@ fn table(adapter: &str, checks: &[Check], rows: &[Row]) -> String {
         );
     }
     if let Some(f) = rows.first().map(|r| &r.figures) {
-        let _ = writeln!(t, "read rate (block_sum): {:.1} GB/s; GB/s and % over GPU time where the device has timestamps", f.read_bytes_per_s / 1e9);
+        let peak = engine::peak::share(&f.backend, f.read_bytes_per_s)
+            .map_or(String::new(), |share| format!(" ({share})"));
+        let _ = writeln!(t, "read rate (block_sum): {:.1} GB/s{peak}; GB/s and % over GPU time where the device has timestamps", f.read_bytes_per_s / 1e9);
     }
     t
 }

@@ -28,6 +28,7 @@ pub mod kv_slots;
 pub mod lens;
 pub mod model;
 pub mod open;
+pub mod peak;
 pub mod quality;
 pub mod remote;
 pub mod run;

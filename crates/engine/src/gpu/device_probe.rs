@@ -1,9 +1,11 @@
 //! Figures of the GPU itself, for the cost lessons and the bench: how fast it
-//! reads memory (`block_sum` over a buffer larger than its caches: the best
-//! rate at which a decode step can stream its weights), how fast it copies
-//! (a copy also writes every byte, so it is not the read rate), and what one
-//! more dispatch in a compute pass costs (the part of a step that grows with
-//! its dispatch count, not its bytes). Times are the device's own
+//! reads memory (`block_sum` over a buffer several times larger than its
+//! last-level cache: the best rate at which a decode step can stream its
+//! weights), how fast it copies (a copy also writes every byte, so it is not
+//! the read rate; several large copies in one submission, less the round
+//! trip of an empty one, since a copy has no timestamps of its own), and what
+//! one more dispatch in a compute pass costs (the part of a step that grows
+//! with its dispatch count, not its bytes). Times are the device's own
 //! (timestamp queries) where it has them, else wall times of submitted work
 //! waited for by a 4-byte readback; each figure the median of a few runs.
 
@@ -16,13 +18,19 @@ use crate::gpu::GpuModel;
 use crate::kernels::{block_sum, residual_add, Kernel};
 use crate::step::DeviceFigures;
 
-/// Bytes read per run of the read test on a real GPU: five times an H100's
-/// 50 MB L2, so the cache cannot serve it (less where buffers are smaller).
-const READ_BYTES: u64 = 256 << 20;
+/// Bytes read per run of the read test on a real GPU: ten times an H100's
+/// 50 MB L2 and eight times an H200's 60 MB, so the cache cannot serve it
+/// (less where buffers are smaller).
+const READ_BYTES: u64 = 512 << 20;
 /// The same on a software adapter (a CPU's caches are smaller, its memory slower).
 const READ_BYTES_SOFTWARE: u64 = 64 << 20;
-/// Bytes copied per run of the copy test.
-const COPY_BYTES: u64 = 64 << 20;
+/// Bytes of each copy of the copy test, and copies per run: 1 GiB copied
+/// on a real GPU, so the round trip subtracted is a small part of the time.
+const COPY_BYTES: u64 = 256 << 20;
+const COPIES: u32 = 4;
+/// The same on a software adapter.
+const COPY_BYTES_SOFTWARE: u64 = 64 << 20;
+const COPIES_SOFTWARE: u32 = 1;
 /// Words (16 bytes) each workgroup of the read test sums on a real GPU
 /// (64 KB: thousands of workgroups to fill the device).
 const WORDS_PER_GROUP: u64 = 1 << 12;
@@ -41,12 +49,14 @@ pub async fn measure(gpu: &GpuModel) -> Result<DeviceFigures> {
     let ctx = &gpu.ctx;
     let limit = ctx.max_binding();
     let software = is_software(&ctx.adapter_info);
-    let (read_cap, per_group) = match software {
-        true => (READ_BYTES_SOFTWARE, WORDS_PER_GROUP_SOFTWARE),
-        false => (READ_BYTES, WORDS_PER_GROUP),
+    let (read_cap, per_group, copy_cap, n_copies) = match software {
+        true => {
+            (READ_BYTES_SOFTWARE, WORDS_PER_GROUP_SOFTWARE, COPY_BYTES_SOFTWARE, COPIES_SOFTWARE)
+        }
+        false => (READ_BYTES, WORDS_PER_GROUP, COPY_BYTES, COPIES),
     };
     let read_bytes = read_cap.min(limit) / 16 * 16;
-    let copy_bytes = COPY_BYTES.min(limit) / 4 * 4;
+    let copy_bytes = copy_cap.min(limit) / 4 * 4;
     let data = buffer(ctx, "probe data", read_bytes, STORAGE);
     let words = read_bytes / 16;
     let groups = words.div_ceil(per_group).min(u64::from(crate::kernels::MAX_GROUPS_PER_DIM));
@@ -89,7 +99,9 @@ pub async fn measure(gpu: &GpuModel) -> Result<DeviceFigures> {
     for run in 0..=RUNS {
         let r = timed(gpu, wait, timer.as_ref(), |enc, t| sum.encode(enc, t)).await?;
         let copy = |enc: &mut wgpu::CommandEncoder, _: Option<&Timer>| {
-            enc.copy_buffer_to_buffer(&src, 0, &dst, 0, copy_bytes)
+            for _ in 0..n_copies {
+                enc.copy_buffer_to_buffer(&src, 0, &dst, 0, copy_bytes);
+            }
         };
         let c = timed(gpu, wait, None, copy).await?;
         let a = timed(gpu, wait, None, |enc, t| one.encode(enc, t)).await?;
@@ -107,8 +119,10 @@ pub async fn measure(gpu: &GpuModel) -> Result<DeviceFigures> {
         b.destroy();
     }
     let per_dispatch = (median(&manys) - median(&ones)) / f64::from(DISPATCHES - 1);
+    // The copies' wall time less a submission's round trip (one tiny dispatch, waited for alike).
+    let copy_ms = (median(&copies) - median(&ones)).max(median(&copies) / 100.0);
     Ok(DeviceFigures {
-        copy_bytes_per_s: copy_bytes as f64 / (median(&copies) / 1e3),
+        copy_bytes_per_s: (copy_bytes * u64::from(n_copies)) as f64 / (copy_ms / 1e3),
         read_bytes_per_s: read_bytes as f64 / (median(&reads) / 1e3),
         dispatch_ms: Some(per_dispatch.max(0.0)),
     })
