@@ -51,28 +51,40 @@ fn check_in(ctx: &GpuContext, kernel: Kernel, profile: Profile, all: &[cases::Ca
     }
     for case in all {
         let pipelines = compiled.iter().find(|p| p.format == case.format).unwrap();
-        let buffers: Vec<&[u8]> = case.buffers.iter().map(Vec::as_slice).collect();
-        let out = pollster::block_on(run_kernel(
-            ctx,
-            pipelines,
-            kernel,
-            &case.params,
-            &buffers,
-            case.scales.as_deref(),
-            case.groups,
-        ))
-        .expect("kernel runs");
-        for (index, name, want) in &case.want {
-            let what = format!(
-                "{} {} {} {name} ({})",
-                kernel.name(),
-                case.format.name(),
-                case.shape,
-                profile.name()
-            );
-            let t = case.tolerance;
-            assert_close(&what, &out[*index][..want.len()], want, t.atol, t.rtol);
-        }
+        run_case(ctx, pipelines, kernel, profile, case);
+    }
+}
+
+/// Runs one case of `kernel` on `pipelines` (compiled as `profile` compiles
+/// it) and fails on the first element out of tolerance.
+fn run_case(
+    ctx: &GpuContext,
+    pipelines: &Pipelines,
+    kernel: Kernel,
+    profile: Profile,
+    case: &cases::Case,
+) {
+    let buffers: Vec<&[u8]> = case.buffers.iter().map(Vec::as_slice).collect();
+    let out = pollster::block_on(run_kernel(
+        ctx,
+        pipelines,
+        kernel,
+        &case.params,
+        &buffers,
+        case.scales.as_deref(),
+        case.groups,
+    ))
+    .expect("kernel runs");
+    for (index, name, want) in &case.want {
+        let what = format!(
+            "{} {} {} {name} ({})",
+            kernel.name(),
+            case.format.name(),
+            case.shape,
+            profile.name()
+        );
+        let t = case.tolerance;
+        assert_close(&what, &out[*index][..want.len()], want, t.atol, t.rtol);
     }
 }
 
@@ -83,6 +95,31 @@ fn the_gpu_tests_fail_without_an_adapter() {
     let (passed, text) = common::run_without_adapter("embedding_matches_twin");
     assert!(!passed, "a GPU test passed without an adapter:\n{text}");
     assert!(text.contains("no GPU adapter, so the GPU tests cannot run"), "{text}");
+}
+
+/// Every kernel of both profiles compiles and matches its twin on a device
+/// opened with WebGPU's default limits (8 storage buffers per stage, 128 MiB
+/// per binding, 256 MiB per buffer, 16 KiB of workgroup memory, 256
+/// invocations), what every WebGPU browser offers: one case per kernel,
+/// profile and weight format (the limits bite when a pipeline is made).
+#[test]
+fn every_kernel_runs_within_webgpu_default_limits() {
+    let Some(_) = gpu() else { return };
+    let modest = pollster::block_on(GpuContext::within(Some(wgpu::Limits::default())));
+    let ctx = modest.expect("a device within the default limits");
+    assert_eq!(ctx.limits.max_storage_buffers_per_shader_stage, 8);
+    assert_eq!(ctx.limits.max_compute_workgroup_storage_size, 16 << 10);
+    for profile in [Profile::Cpu, Profile::Gpu(Split::DEFAULT)] {
+        for format in Format::ALL {
+            let pipelines = pollster::block_on(Pipelines::new(&ctx, format, profile));
+            let pipelines = pipelines.expect("compiles within the default limits");
+            for kernel in profile.kernels() {
+                let case = all_cases(kernel).into_iter().find(|c| c.format == format);
+                let Some(case) = case else { continue };
+                run_case(&ctx, &pipelines, kernel, profile, &case);
+            }
+        }
+    }
 }
 
 #[test]

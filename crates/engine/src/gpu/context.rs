@@ -21,13 +21,26 @@ impl GpuContext {
     /// natively) and opens a device with the adapter's full limits, so models
     /// larger than WebGPU's defaults (128 MiB bindings) fit where the hardware allows.
     pub async fn new() -> Result<GpuContext> {
+        GpuContext::within(None).await
+    }
+
+    /// [`new`](Self::new) with the device's limits no higher than `cap`
+    /// (each limit the stricter of the adapter's and `cap`'s): what a modest
+    /// device offers, on any machine. `wgpu::Limits::default()` is the WebGPU
+    /// spec's defaults (8 storage buffers per stage, 128 MiB per binding,
+    /// 256 MiB per buffer, 16 KiB of workgroup memory), which every WebGPU
+    /// browser must offer.
+    pub async fn within(cap: Option<wgpu::Limits>) -> Result<GpuContext> {
         // Vulkan/Metal/DX12/WebGPU first; GL only if none of those has an adapter
         // (probing GL first is slow and noisy on headless machines).
         let adapter = match request_adapter(wgpu::Backends::PRIMARY).await {
             Ok(adapter) => adapter,
             Err(_) => request_adapter(wgpu::Backends::SECONDARY).await?,
         };
-        let limits = adapter.limits();
+        let limits = match cap {
+            Some(cap) => cap.or_worse_values_from(&adapter.limits()),
+            None => adapter.limits(),
+        };
         // Timestamps where offered: StepStats then has the steps' GPU time.
         let features = adapter.features() & wgpu::Features::TIMESTAMP_QUERY;
         let (device, queue) = adapter
