@@ -81,8 +81,8 @@ pub fn cost_table(costs: &[(Kernel, Cost)], pos: usize, must_read: u64, out: &mu
     );
     let _ = writeln!(
         out,
-        "  {:<22} {:>5} {:>12} {:>7} {:>9} {:>12}  coalesced",
-        "kernel", "runs", "invocations", "chain", "Σ chain", "bytes"
+        "  {:<22} {:>5} {:>12} {:>7} {:>9} {:>12} {:>9}  coalesced",
+        "kernel", "runs", "invocations", "chain", "Σ chain", "bytes", "B/inv"
     );
     let mut kernels: Vec<Kernel> = Vec::new();
     for (k, _) in costs {
@@ -96,13 +96,14 @@ pub fn cost_table(costs: &[(Kernel, Cost)], pos: usize, must_read: u64, out: &mu
         let longest = mine.iter().map(|c| c.chain).max().unwrap_or(0);
         let _ = writeln!(
             out,
-            "  {:<22} {:>5} {:>12} {:>7} {:>9} {:>12}  {}",
+            "  {:<22} {:>5} {:>12} {:>7} {:>9} {:>12} {:>9.1}  {}",
             k.name(),
             mine.len(),
             total.invocations / mine.len() as u64,
             longest,
             total.chain,
             total.bytes,
+            per_invocation(&total),
             if total.coalesced { "yes" } else { "no" }
         );
     }
@@ -110,14 +111,20 @@ pub fn cost_table(costs: &[(Kernel, Cost)], pos: usize, must_read: u64, out: &mu
     let longest = costs.iter().map(|(_, c)| c.chain).max().unwrap_or(0);
     let _ = writeln!(
         out,
-        "  {:<22} {:>5} {:>12} {:>7} {:>9} {:>12}  {}",
+        "  {:<22} {:>5} {:>12} {:>7} {:>9} {:>12} {:>9.1}  {}",
         "total",
         costs.len(),
         t.invocations,
         longest,
         t.chain,
         t.bytes,
+        per_invocation(&t),
         if t.coalesced { "every weight and KV load" } else { "not all" }
+    );
+    let _ = writeln!(
+        out,
+        "  dispatches per decode step = {} (runs); B/inv = bytes ÷ invocations, the bytes each invocation must bring in",
+        costs.len()
     );
     let _ = writeln!(
         out,
@@ -127,4 +134,9 @@ pub fn cost_table(costs: &[(Kernel, Cost)], pos: usize, must_read: u64, out: &mu
         t.kv as f64 / 1e6,
         (t.bytes - t.weights - t.kv) as f64 / 1e6
     );
+}
+
+/// Bytes a dispatch reads per invocation it launches.
+fn per_invocation(c: &Cost) -> f64 {
+    c.bytes as f64 / c.invocations.max(1) as f64
 }

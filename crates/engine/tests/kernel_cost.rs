@@ -77,11 +77,20 @@ fn the_gpu_profile_meets_the_structure_targets_on_gpt2_124m() {
                 let must = must_read(&c, format, pos);
                 print(&what, &costs, must);
                 let t = Cost::total(costs.iter().map(|(_, c)| c));
-                assert!(t.chain <= 1500, "{what}: Σ chain {} over 1,500", t.chain);
+                // The figures the kernels reach (Σ chain 1,058 and longest
+                // 39, gpu-8 at 1,023) plus 10 %: a regression fails here.
+                assert!(t.chain <= 1164, "{what}: Σ chain {} over 1,164", t.chain);
                 for (k, cost) in &costs {
-                    assert!(cost.chain <= 64, "{what}: {} chain {} over 64", k.name(), cost.chain);
+                    assert!(cost.chain <= 43, "{what}: {} chain {} over 43", k.name(), cost.chain);
                     assert!(cost.coalesced, "{what}: {} not coalesced", k.name());
                 }
+                // Five dispatches a block, then ln_f and the LM head: 5 · n_layer + 3
+                // with one shard of the embedding and of the head (f32's 154 MB
+                // head is two at WebGPU's default binding size).
+                let layout = Layout::of(&c, format, profile, BINDING);
+                let most = 5 * c.n_layer + 1 + layout.wte.len() + layout.head.len();
+                assert!(costs.len() <= most, "{what}: {} dispatches, over {most}", costs.len());
+                assert!(format == Format::F32 || costs.len() <= 5 * c.n_layer + 3, "{what}");
                 assert!(
                     t.bytes as f64 <= 1.05 * must as f64,
                     "{what}: {} bytes read, {must} to read",

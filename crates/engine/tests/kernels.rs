@@ -265,6 +265,11 @@ fn attention_combine_matches_twin() {
 }
 
 #[test]
+fn attention_proj_split_matches_twin() {
+    check(Kernel::AttentionProjSplit);
+}
+
+#[test]
 fn lm_head_split_matches_twin() {
     check(Kernel::LmHeadSplit);
 }

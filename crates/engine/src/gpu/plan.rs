@@ -8,10 +8,10 @@
 //! step is the profile's choice: the lists below are written once for both.
 
 use crate::kernels::{
-    attention, attention_combine, attention_probs, attention_split, embedding, gelu, kv_mass,
-    kv_write, layernorm, lm_head, lm_head_split, ln_fc_gelu, ln_fc_gelu_split, ln_qkv,
-    ln_qkv_split, matmul, matmul_split, matmul_tiled, matvec_residual, matvec_residual_split,
-    residual_add, At, Cost, Dispatch, Kernel, Profile, Split,
+    attention, attention_combine, attention_probs, attention_proj_split, attention_split,
+    embedding, gelu, kv_mass, kv_write, layernorm, lm_head, lm_head_split, ln_fc_gelu,
+    ln_fc_gelu_split, ln_qkv, ln_qkv_split, matmul, matmul_split, matmul_tiled, matvec_residual,
+    matvec_residual_split, residual_add, At, Cost, Dispatch, Kernel, Profile, Split,
 };
 use crate::model::Config;
 use crate::storage::format::Format;
@@ -335,7 +335,8 @@ fn block_by_rows(layout: &Layout, ops: &mut Ops, l: usize, seqs: &[Option<usize>
 
 /// The dispatches of a decode step: one token, each block fused (cpu
 /// profile: ln_qkv, attention, matvec_residual, ln_fc_gelu, matvec_residual;
-/// gpu profile: their split shapes, attention in two halves).
+/// gpu profile: their split shapes, attention in two halves, the second
+/// folded into the output projection: five dispatches a block in both).
 pub fn decode(layout: &Layout, mass: bool) -> Built {
     use Buf::*;
     let c = layout.config;
@@ -358,8 +359,14 @@ pub fn decode(layout: &Layout, mass: bool) -> Built {
             Profile::Gpu(split) => {
                 ops.op(ln_qkv_split::Shape { split }, &qkv);
                 ops.op(attention_split::Shape { scale }, &[Qkv, kc, vc, Parts]);
-                ops.op(attention_combine::Shape, &[Parts, Y]);
-                ops.op(matvec_residual_split::Shape { k: e, n: e, split }, &proj);
+                // The chunks merged in the projection's prologue: one dispatch fewer.
+                if c.n_head <= attention_proj_split::MAX_HEADS {
+                    let proj = [Parts, w(Weight::AttnProj), w(Weight::AttnProjBias), X];
+                    ops.op(attention_proj_split::Shape { split }, &proj);
+                } else {
+                    ops.op(attention_combine::Shape, &[Parts, Y]);
+                    ops.op(matvec_residual_split::Shape { k: e, n: e, split }, &proj);
+                }
                 ops.op(ln_fc_gelu_split::Shape { n: inner, split }, &fc);
                 ops.op(matvec_residual_split::Shape { k: inner, n: e, split }, &mlp);
             }

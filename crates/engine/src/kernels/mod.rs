@@ -10,6 +10,7 @@
 pub mod attention;
 pub mod attention_combine;
 pub mod attention_probs;
+pub mod attention_proj_split;
 pub mod attention_split;
 pub mod block_sum;
 pub mod choose;
@@ -127,6 +128,7 @@ kernels! {
     Attention => attention,
     AttentionSplit => attention_split,
     AttentionCombine => attention_combine,
+    AttentionProjSplit => attention_proj_split,
     AttentionProbs => attention_probs,
     KvMass => kv_mass,
     MatvecResidual => matvec_residual,

@@ -128,6 +128,7 @@ impl Profile {
                 Attention,
                 AttentionSplit,
                 AttentionCombine,
+                AttentionProjSplit,
                 AttentionProbs,
                 KvMass,
                 MatvecResidualSplit,
@@ -144,7 +145,8 @@ impl Profile {
         use Kernel::*;
         match (self, kernel) {
             (_, MatmulSplit | LnQkvSplit | AttentionSplit | AttentionCombine) => WG_SPLIT,
-            (_, MatvecResidualSplit | LnFcGeluSplit | LmHeadSplit | BlockSum) => WG_SPLIT,
+            (_, AttentionProjSplit | MatvecResidualSplit | LnFcGeluSplit | LmHeadSplit) => WG_SPLIT,
+            (_, BlockSum) => WG_SPLIT,
             // Real GPUs reduce ln_f's row (and prefill's) with a tree over 256.
             (Profile::Gpu(_), Layernorm) => WG_SPLIT,
             _ => WG,

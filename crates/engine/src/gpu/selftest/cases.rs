@@ -90,6 +90,7 @@ fn cases_in(kernel: Kernel, format: Format, split: Split) -> Vec<Case> {
         Kernel::Attention => attention_cases().into_iter().chain(rows::attention_cases()).collect(),
         Kernel::AttentionSplit => split::attention_split_cases(),
         Kernel::AttentionCombine => split::attention_combine_cases(),
+        Kernel::AttentionProjSplit => split::attention_proj_split_cases(format, split),
         Kernel::AttentionProbs => attention_probs_cases(),
         Kernel::KvMass => mass::kv_mass_cases(),
         Kernel::ResidualAdd => residual_add_cases(),

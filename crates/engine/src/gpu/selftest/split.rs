@@ -7,9 +7,11 @@
 //! abs + 1e-4 rel (the scores' and exponentials' rounding); block_sum exact
 //! (wrapping integer adds).
 
-use super::cases::{attention_inputs, bytes, params, poisoned, random, Case, Tolerance, EXACT};
-use crate::kernels::{attention_combine, attention_split, block_sum, Heads, Kernel, Launch};
-use crate::storage::format::Format;
+use super::cases::{attention_inputs, bytes, dot, params, poisoned, random, weights};
+use super::cases::{Case, Tolerance, EXACT};
+use crate::kernels::{attention_combine, attention_proj_split, attention_split, block_sum};
+use crate::kernels::{Heads, Kernel, Launch, Split};
+use crate::storage::format::{Channels, Format};
 
 /// (n_head, head_size, pos, batch rows, the query's row, group): one key, a
 /// chunk edge either side, the largest head, many chunks; a batch's middle
@@ -100,6 +102,54 @@ pub fn attention_combine_cases() -> Vec<Case> {
                 groups: attention_combine::Shape.workgroups(&p, Format::F32),
                 want: vec![(1, "y", want)],
                 tolerance: ATTENTION,
+            }
+        })
+        .collect()
+}
+
+/// attention_proj_split: the shapes of one query row above (a single
+/// session's decode), and GPT-2 124M's 12 heads of 64 at 100 — the partials
+/// merged and projected. Its tolerance: the merged row's (attention's) error
+/// carried through a dot product of n_embd terms (at most ~3 standard
+/// deviations of √k independent errors), on top of the dot's own rounding.
+pub fn attention_proj_split_cases(format: Format, split: Split) -> Vec<Case> {
+    let single = (0..SHAPES.len()).filter(|&i| SHAPES[i].3 == 1).map(|i| (i, SHAPES[i]));
+    let gpt2 = std::iter::once((SHAPES.len(), (12, 64, 100, 1, 0, 1)));
+    single
+        .chain(gpt2)
+        .map(|(i, (n_head, hs, pos, _, _, group))| {
+            let n_embd = n_head * hs;
+            let (row, kc, vc, scale) = attention_inputs(40 + i, (1, n_head, hs, pos), group);
+            let mut parts =
+                poisoned(attention_split::chunks(pos) * n_head * attention_split::part_len(hs));
+            let heads = Heads { n_embd, head_size: hs, group };
+            attention_split::run_cpu(&row, &kc, &vc, heads, pos, scale, &mut parts);
+            let (w, words, scales) =
+                weights(format, (n_embd, n_embd), Channels::Cols, 600 + i as u64);
+            let (b, x) = (random(n_embd, 620 + i as u64), random(n_embd, 640 + i as u64));
+            let mut want = x.clone();
+            attention_proj_split::run_cpu(&parts, hs, pos, &w, &b, &mut want);
+            let p = attention_proj_split::Params {
+                keys0: pos as u32,
+                n_embd: n_embd as u32,
+                head_size: hs as u32,
+                wide: split.wide,
+            };
+            let dot = dot(n_embd + 1);
+            let merged = 3.0 * (n_embd as f32).sqrt() * (ATTENTION.atol + ATTENTION.rtol);
+            Case {
+                kernel: Kernel::AttentionProjSplit,
+                format,
+                shape: format!(
+                    "{n_head} heads of {hs} at {pos}{}",
+                    super::fused::wide(Some(split))
+                ),
+                params: params(&p),
+                buffers: vec![bytes(&parts), words, bytes(&b), bytes(&x)],
+                scales,
+                groups: attention_proj_split::Shape { split }.workgroups(&p, format),
+                want: vec![(3, "x", want)],
+                tolerance: Tolerance { atol: dot.atol + merged, rtol: dot.rtol },
             }
         })
         .collect()
