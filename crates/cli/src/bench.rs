@@ -81,9 +81,11 @@ pub async fn measure(mut session: Session, chose: Chose, plan: Plan) -> Result<(
         false => (session.prefill(&prompt, Wanted::Last).await?, session.last_stats()),
     };
     let mut next = engine::sample::argmax(&logits);
+    let first = next;
     let mut history = prompt.clone();
     let mut decode = engine::StepStats::default();
     let mut reads = (0, 0); // (weights, KV cache) bytes the decode steps must read
+    let mut argmax_ms = 0.0; // the CLI's greedy choice over each step's logits
     for _ in 0..tokens {
         let (w, kv) = session.step_reads();
         reads = (reads.0 + w, reads.1 + kv);
@@ -93,8 +95,17 @@ pub async fn measure(mut session: Session, chose: Chose, plan: Plan) -> Result<(
             false => session.decode(next).await?,
         };
         decode.add(session.last_stats());
+        let start = std::time::Instant::now();
         next = engine::sample::argmax(&logits);
+        argmax_ms += start.elapsed().as_secs_f64() * 1e3;
     }
+    history.push(next);
+    // The same steps again reading back only the greedy token (argmax on the
+    // device): what a caller that needs no distribution pays.
+    let greedy = match plan.no_cache {
+        true => None,
+        false => Some(greedy_steps(&mut session, prompt_len, first, &history).await?),
+    };
     let n = tokens as f64;
     let mut out = String::new();
     use std::fmt::Write as _;
@@ -157,6 +168,18 @@ pub async fn measure(mut session: Session, chose: Chose, plan: Plan) -> Result<(
         decode.dispatches as f64 / n,
         decode.submits as f64 / n
     );
+    wall_parts("wall per token", &decode, n, argmax_ms / n, &mut out);
+    if let Some((g, same)) = &greedy {
+        let _ = writeln!(
+            out,
+            "decode, greedy     {:.3} ms/token{}: the argmax on the device, {:.0} bytes read back a token ({})",
+            g.wall_ms / n,
+            g.gpu_ms.map_or(String::new(), |ms| format!(" (GPU {:.3} ms)", ms / n)),
+            g.bytes_read as f64 / n,
+            if *same { "the same tokens as above" } else { "OTHER TOKENS than above" }
+        );
+        wall_parts("  its wall", g, n, 0.0, &mut out);
+    }
     let _ = writeln!(
         out,
         "per decode token   {:.0} bytes written, {:.0} bytes read back",
@@ -206,6 +229,52 @@ pub async fn measure(mut session: Session, chose: Chose, plan: Plan) -> Result<(
         chain_max: chains.and_then(|c| c.max()),
     };
     Ok((figures, out))
+}
+
+/// The decode steps of `history` after the prompt (its first `prompt_len`
+/// tokens), taken again from the end of the prompt reading back only each
+/// step's greedy token; their summed cost, and whether they chose the
+/// tokens `history` holds.
+async fn greedy_steps(
+    session: &mut Session,
+    prompt_len: usize,
+    first: u32,
+    history: &[u32],
+) -> Result<(engine::StepStats, bool)> {
+    session.rewind(prompt_len)?;
+    let (mut next, mut same) = (first, true);
+    let mut stats = engine::StepStats::default();
+    for &want in &history[prompt_len + 1..] {
+        next = session.decode_greedy(next).await?;
+        stats.add(session.last_stats());
+        same &= next == want;
+    }
+    Ok((stats, same))
+}
+
+/// Where the wall time of the steps went, per token: on the GPU engine the
+/// submit, the wait for the device and the readback (the rest is the
+/// engine's own bookkeeping), and the caller's greedy choice (`choose_ms`).
+fn wall_parts(label: &str, s: &engine::StepStats, n: f64, choose_ms: f64, out: &mut String) {
+    use std::fmt::Write as _;
+    let parts = s.submit_ms + s.wait_ms + s.readback_ms;
+    if parts == 0.0 {
+        return; // the CPU engines submit nothing
+    }
+    let gpu = s.gpu_ms.map_or(String::new(), |g| format!(" (the GPU's own time {:.3})", g / n));
+    let choose = match choose_ms > 0.0 {
+        true => format!("; then choosing the greedy token from the logits {choose_ms:.3} ms"),
+        false => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "{label:<19}{:.3} ms: encode + submit {:.3}, waiting for the GPU {:.3}{gpu}, readback {:.3}, the rest {:.3}{choose}",
+        s.wall_ms / n,
+        s.submit_ms / n,
+        s.wait_ms / n,
+        s.readback_ms / n,
+        (s.wall_ms - parts) / n,
+    );
 }
 
 /// B continuations of `prompt` (forks of one prefilled session), `tokens`

@@ -115,6 +115,17 @@ impl Session {
         }
     }
 
+    /// [`decode`](Self::decode) for a caller that needs only the greedy
+    /// token (`sample::argmax` of the logits): the GPU engine finds it on the
+    /// device and reads back a few hundred bytes instead of the logits.
+    pub async fn decode_greedy(&mut self, token: u32) -> Result<u32> {
+        match self {
+            #[cfg(feature = "gpu")]
+            Session::Gpu(s) => s.decode_greedy(token).await,
+            _ => Ok(crate::sample::argmax(&self.decode(token).await?)),
+        }
+    }
+
     /// One step the way a model without a KV cache takes it, for the cost
     /// lessons only: the whole sequence so far (`history`, ending with the
     /// new token) runs again as one pass from position 0 and its last row is

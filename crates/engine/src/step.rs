@@ -43,6 +43,17 @@ pub struct StepStats {
     /// browser's CPU worker, where it has one and it pays: `remote::Pace`).
     #[serde(default)]
     pub coworker: bool,
+    /// Of `wall_ms`, on the GPU engine: writing the parameters, encoding the
+    /// passes and submitting them; waiting from the submit until the results
+    /// could be read (the GPU's work, and the driver's round trip); copying
+    /// the results out. The rest of the wall time is the engine's own
+    /// bookkeeping (0 on the CPU engines, which submit nothing).
+    #[serde(default)]
+    pub submit_ms: f64,
+    #[serde(default)]
+    pub wait_ms: f64,
+    #[serde(default)]
+    pub readback_ms: f64,
 }
 
 impl StepStats {
@@ -61,6 +72,9 @@ impl StepStats {
         self.bytes_written += other.bytes_written;
         self.bytes_read += other.bytes_read;
         self.wall_ms += other.wall_ms;
+        self.submit_ms += other.submit_ms;
+        self.wait_ms += other.wait_ms;
+        self.readback_ms += other.readback_ms;
     }
 }
 

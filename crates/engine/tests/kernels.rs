@@ -275,6 +275,11 @@ fn lm_head_split_matches_twin() {
 }
 
 #[test]
+fn argmax_matches_twin() {
+    check(Kernel::Argmax);
+}
+
+#[test]
 fn block_sum_matches_twin() {
     check(Kernel::BlockSum);
 }

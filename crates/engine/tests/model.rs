@@ -346,3 +346,29 @@ fn a_decode_step_writes_only_the_parameters_that_changed() {
         assert!(rel_max_err(&got, &want) <= LIMIT, "{name}");
     }
 }
+
+/// A greedy decode step that reads back only its token (argmax on the
+/// device) chooses what the argmax of the full logits chooses, step after
+/// step, on every engine, and brings back a few hundred bytes, not the row.
+#[test]
+fn greedy_decode_reads_back_the_argmax_alone() {
+    let model = golden_model("tiny_odd");
+    for (name, mut logits_path) in common::sessions_on_both(&model) {
+        let mut greedy_path = logits_path.fork().unwrap();
+        let prompt = [5, 17, 300, 2];
+        let first = pollster::block_on(logits_path.prefill(&prompt, Wanted::Last)).unwrap();
+        pollster::block_on(greedy_path.prefill(&prompt, Wanted::Last)).unwrap();
+        let mut a = argmax(&first);
+        let mut b = a;
+        for step in 0..24 {
+            let logits = pollster::block_on(logits_path.decode(a)).unwrap();
+            a = argmax(&logits);
+            b = pollster::block_on(greedy_path.decode_greedy(b)).unwrap();
+            assert_eq!(a, b, "{name} step {step}");
+            if name != "cpu" {
+                let read = greedy_path.last_stats().bytes_read;
+                assert!(read <= 8 + 16, "{name}: {read} bytes read back for one token");
+            }
+        }
+    }
+}

@@ -115,6 +115,19 @@ impl GpuSession {
         Ok(logits)
     }
 
+    /// One token through the cached context, reading back only its greedy
+    /// token (the argmax of its logits, found on the device).
+    pub(super) async fn forward_greedy(&mut self, token: u32) -> Result<u32> {
+        let start = web_time::Instant::now();
+        check_input(&self.model().model, self.pos, &[token])?;
+        let mut stats = StepStats { tokens: 1, ..StepStats::default() };
+        let place = self.take_room(1, &mut stats).await?;
+        let next = self.pass_greedy(token, place, &mut stats).await?;
+        stats.wall_ms = start.elapsed().as_secs_f64() * 1e3;
+        self.last = stats;
+        Ok(next)
+    }
+
     /// A prefill in one pass, copied out by `probe`: the views that look
     /// inside read the whole cache, so it must fit.
     pub(super) async fn forward_probed(

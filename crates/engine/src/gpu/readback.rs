@@ -39,6 +39,17 @@ pub fn buffer(
 
 /// Maps the first `bytes` of a MAP_READ buffer and copies them out as f32.
 pub async fn read_f32(ctx: &GpuContext, staging: &wgpu::Buffer, bytes: u64) -> Result<Vec<f32>> {
+    Ok(read_timed(ctx, staging, bytes).await?.0)
+}
+
+/// [`read_f32`], with the milliseconds spent waiting for the buffer to map
+/// (the GPU finishing the work before it) and copying it out.
+pub async fn read_timed(
+    ctx: &GpuContext,
+    staging: &wgpu::Buffer,
+    bytes: u64,
+) -> Result<(Vec<f32>, f64, f64)> {
+    let start = web_time::Instant::now();
     let (tx, rx) = futures_channel::oneshot::channel();
     staging.map_async(wgpu::MapMode::Read, 0..bytes, move |r| {
         let _ = tx.send(r);
@@ -49,6 +60,7 @@ pub async fn read_f32(ctx: &GpuContext, staging: &wgpu::Buffer, bytes: u64) -> R
     rx.await
         .map_err(|_| EngineError::Gpu("the GPU device was lost during a readback".into()))?
         .map_err(|e| EngineError::Gpu(format!("reading results back failed: {e}")))?;
+    let mapped = web_time::Instant::now();
     let values = {
         let view = staging
             .get_mapped_range(0..bytes)
@@ -56,5 +68,6 @@ pub async fn read_f32(ctx: &GpuContext, staging: &wgpu::Buffer, bytes: u64) -> R
         bytemuck::pod_collect_to_vec::<u8, f32>(&view)
     };
     staging.unmap();
-    Ok(values)
+    let ms = |a: web_time::Instant, b: web_time::Instant| (b - a).as_secs_f64() * 1e3;
+    Ok((values, ms(start, mapped), ms(mapped, web_time::Instant::now())))
 }

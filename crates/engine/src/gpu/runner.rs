@@ -9,12 +9,13 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use crate::error::Result;
-use crate::gpu::ops::{Op, PARAMS, SLOT};
-use crate::gpu::plan::Pass;
+use crate::gpu::ops::{bind, Op, PARAMS, SLOT};
+use crate::gpu::plan::{Pass, Place};
 use crate::gpu::probe::Probe;
-use crate::gpu::readback::{buffer, read_f32, STORAGE};
+use crate::gpu::readback::{buffer, read_timed, STORAGE};
 use crate::gpu::timer::Timer;
 use crate::gpu::GpuModel;
+use crate::kernels::{argmax, At, Dispatch, Kernel};
 use crate::step::StepStats;
 
 /// Logits rows a session keeps on the GPU at once: `Wanted::All` over more
@@ -47,21 +48,42 @@ impl Logits {
 /// Runs op lists bound to its `params` slots.
 pub struct Runner {
     gpu: Rc<GpuModel>,
-    pub params: wgpu::Buffer, // (n_slots) slots of SLOT bytes
+    pub params: wgpu::Buffer, // (n_slots + 1) slots of SLOT bytes: the ops', then argmax's
     /// What each slot of `params` holds now (`None`: not written yet).
     written: RefCell<Vec<Option<[u8; PARAMS]>>>,
     pub logits: Logits,
+    /// The greedy step's readback.
+    greedy: Greedy,
     /// The steps' GPU time, where the device has timestamp queries.
     timer: Option<Box<Timer>>,
+}
+
+/// A greedy step's argmax over the last row of logits: its candidates (one
+/// per workgroup) and their mappable copy, and its binding (params slot
+/// `slot`, after the ops').
+struct Greedy {
+    best: wgpu::Buffer,    // (groups, 2) u32: index, value bits
+    staging: wgpu::Buffer, // (groups, 2), mappable
+    bind_group: wgpu::BindGroup,
+    slot: usize,
 }
 
 impl Runner {
     /// A runner with `n_slots` parameter slots writing `logits`.
     pub fn new(gpu: Rc<GpuModel>, n_slots: usize, logits: Logits) -> Runner {
+        let ctx = &gpu.ctx;
         let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
-        let params = buffer(&gpu.ctx, "params", n_slots as u64 * SLOT, uniform);
-        let timer = Timer::new(&gpu.ctx).map(Box::new);
-        Runner { gpu, params, written: RefCell::new(vec![None; n_slots]), logits, timer }
+        let params = buffer(ctx, "params", (n_slots + 1) as u64 * SLOT, uniform);
+        let groups = argmax::Shape::groups(gpu.config().vocab_size as u32);
+        let best = buffer(ctx, "argmax", 8 * u64::from(groups), STORAGE);
+        let read = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
+        let staging = buffer(ctx, "argmax staging", 8 * u64::from(groups), read);
+        let buffers = [&logits.buffer, &best];
+        let bind_group = bind(&gpu, Kernel::Argmax, &params, n_slots as u64, &buffers, None);
+        let greedy = Greedy { best, staging, bind_group, slot: n_slots };
+        let timer = Timer::new(ctx).map(Box::new);
+        let written = RefCell::new(vec![None; n_slots + 1]);
+        Runner { gpu, params, written, logits, greedy, timer }
     }
 
     /// Writes the parameters of `ops` that differ from what their slots
@@ -76,20 +98,26 @@ impl Runner {
         pass: &Pass,
         stats: &mut StepStats,
     ) -> Vec<Option<[u32; 3]>> {
-        let mut written = self.written.borrow_mut();
         let mut groups = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
             let mut p = [0u8; PARAMS];
             let g = op.params(&self.gpu, pass, &mut p);
-            let slot = first_slot + i;
-            if g.is_some() && written[slot] != Some(p) {
-                self.gpu.ctx.queue.write_buffer(&self.params, slot as u64 * SLOT, &p);
-                written[slot] = Some(p);
-                stats.bytes_written += PARAMS;
+            if g.is_some() {
+                self.write_slot(first_slot + i, p, stats);
             }
             groups.push(g);
         }
         groups
+    }
+
+    /// Writes `p` into `slot` unless the slot holds it already.
+    fn write_slot(&self, slot: usize, p: [u8; PARAMS], stats: &mut StepStats) {
+        let mut written = self.written.borrow_mut();
+        if written[slot] != Some(p) {
+            self.gpu.ctx.queue.write_buffer(&self.params, slot as u64 * SLOT, &p);
+            written[slot] = Some(p);
+            stats.bytes_written += PARAMS;
+        }
     }
 
     /// Writes the parameters of `ops` (from `first_slot` on), encodes them in
@@ -104,9 +132,53 @@ impl Runner {
         stats: &mut StepStats,
         probe: Option<(&Probe, &[usize])>,
     ) -> Result<Vec<f32>> {
+        let start = web_time::Instant::now();
+        let mut enc = self.encode(ops, first_slot, pass, stats, probe, false);
+        let read_bytes = pass.lm_rows as u64 * self.gpu.config().vocab_size as u64 * 4;
+        enc.copy_buffer_to_buffer(&self.logits.buffer, 0, &self.logits.staging, 0, read_bytes);
+        self.submit_and_read(enc, &self.logits.staging, read_bytes, start, stats).await
+    }
+
+    /// [`run`](Self::run) for a step that needs only the greedy token of the
+    /// pass's last row of logits: argmax runs on the device after the LM
+    /// head, and a few hundred bytes of its candidates come back instead of
+    /// the row (`engine::sample::argmax` of it, exactly).
+    pub async fn run_greedy(
+        &self,
+        ops: &[Op],
+        first_slot: usize,
+        pass: &Pass<'_>,
+        stats: &mut StepStats,
+    ) -> Result<u32> {
+        let start = web_time::Instant::now();
+        let mut enc = self.encode(ops, first_slot, pass, stats, None, true);
+        let bytes = self.greedy.best.size();
+        enc.copy_buffer_to_buffer(&self.greedy.best, 0, &self.greedy.staging, 0, bytes);
+        let best = self.submit_and_read(enc, &self.greedy.staging, bytes, start, stats).await?;
+        let best: Vec<[u32; 2]> =
+            best.chunks_exact(2).map(|b| [b[0].to_bits(), b[1].to_bits()]).collect();
+        Ok(argmax::finish(&best, self.gpu.config().vocab_size))
+    }
+
+    /// The parameters written and the passes encoded (see [`run`](Self::run));
+    /// `greedy`: argmax over the last row of logits dispatched at the end.
+    fn encode(
+        &self,
+        ops: &[Op],
+        first_slot: usize,
+        pass: &Pass<'_>,
+        stats: &mut StepStats,
+        probe: Option<(&Probe, &[usize])>,
+        greedy: bool,
+    ) -> wgpu::CommandEncoder {
         let ctx = &self.gpu.ctx;
         let groups = self.write_params(ops, first_slot, pass, stats);
-        let read_bytes = pass.lm_rows as u64 * self.gpu.config().vocab_size as u64 * 4;
+        let argmax = greedy.then(|| {
+            let mut p = [0u8; PARAMS];
+            let groups = argmax::Shape.encode(&self.at(pass), self.gpu.format(), &mut p);
+            self.write_slot(self.greedy.slot, p, stats);
+            groups
+        });
         let mut enc = ctx.device.create_command_encoder(&Default::default());
         let cuts = probe.map_or(&[][..], |(_, cuts)| cuts);
         let mut from = 0;
@@ -123,6 +195,12 @@ impl Runner {
                 cpass.dispatch_workgroups(wg[0], wg[1], wg[2]);
                 stats.dispatches += 1;
             }
+            if let (Some(wg), true) = (argmax, last) {
+                cpass.set_pipeline(self.gpu.pipelines.get(Kernel::Argmax));
+                cpass.set_bind_group(0, &self.greedy.bind_group, &[]);
+                cpass.dispatch_workgroups(wg[0], wg[1], wg[2]);
+                stats.dispatches += 1;
+            }
             drop(cpass);
             if let (Some((probe, _)), false) = (probe, last) {
                 probe.copy(&mut enc, k, &self.gpu.scratch);
@@ -132,21 +210,45 @@ impl Runner {
         if let Some((probe, _)) = probe {
             probe.finish(&mut enc);
         }
-        enc.copy_buffer_to_buffer(&self.logits.buffer, 0, &self.logits.staging, 0, read_bytes);
+        enc
+    }
+
+    /// Where the argmax of `pass` runs: its last row of logits.
+    fn at<'c>(&'c self, pass: &Pass<'_>) -> At<'c> {
+        let config = self.gpu.config();
+        let (n_rows, lm_row0, lm_rows) = (pass.n_rows, pass.lm_row0, pass.lm_rows);
+        let Place { pos0, slot0, keys0 } = pass.place;
+        At { config, n_rows, pos0, slot0, keys0, row0: 0, lm_row0, lm_rows }
+    }
+
+    /// Resolves the timer into `enc`, submits it and reads `bytes` of
+    /// `staging` back, timing each part into `stats` from `start`.
+    async fn submit_and_read(
+        &self,
+        mut enc: wgpu::CommandEncoder,
+        staging: &wgpu::Buffer,
+        bytes: u64,
+        start: web_time::Instant,
+        stats: &mut StepStats,
+    ) -> Result<Vec<f32>> {
+        let ctx = &self.gpu.ctx;
         if let Some(timer) = &self.timer {
             timer.resolve(&mut enc);
         }
         ctx.queue.submit([enc.finish()]);
         stats.submits += 1;
-        stats.bytes_read += read_bytes as usize;
+        stats.bytes_read += bytes as usize;
+        stats.submit_ms += start.elapsed().as_secs_f64() * 1e3;
         let pending = self.timer.as_deref().map(Timer::map);
-        let logits = read_f32(ctx, &self.logits.staging, read_bytes).await?;
+        let (values, wait_ms, readback_ms) = read_timed(ctx, staging, bytes).await?;
+        stats.wait_ms += wait_ms;
+        stats.readback_ms += readback_ms;
         if let (Some(timer), Some(pending)) = (&self.timer, pending) {
             let ms = timer.finish(pending).await?;
             stats.gpu_ms = Some(stats.gpu_ms.unwrap_or(0.0) + ms);
             stats.bytes_read += Timer::BYTES;
         }
-        Ok(logits)
+        Ok(values)
     }
 }
 
@@ -196,7 +298,9 @@ impl Runner {
 /// for why a browser needs it). Work already submitted finishes first.
 impl Drop for Runner {
     fn drop(&mut self) {
-        for b in [&self.params, &self.logits.buffer, &self.logits.staging] {
+        let greedy = [&self.greedy.best, &self.greedy.staging];
+        for b in [&self.params, &self.logits.buffer, &self.logits.staging].into_iter().chain(greedy)
+        {
             b.destroy();
         }
     }

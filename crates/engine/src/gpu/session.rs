@@ -268,6 +268,31 @@ impl GpuSession {
         self.forward(&[token], Wanted::Last, true).await
     }
 
+    /// [`decode`](Self::decode) for a caller that needs only the greedy
+    /// token: the argmax of the logits runs on the device and a few hundred
+    /// bytes come back instead of the logits (`engine::sample::argmax` of
+    /// them, exactly).
+    pub async fn decode_greedy(&mut self, token: u32) -> Result<u32> {
+        self.forward_greedy(token).await
+    }
+
+    /// One decode pass of `token` into the slot `place` says, reading back
+    /// its greedy token only.
+    pub(super) async fn pass_greedy(
+        &mut self,
+        token: u32,
+        place: Place,
+        stats: &mut StepStats,
+    ) -> Result<u32> {
+        let pass = Pass::single(1, place, 0, 1);
+        let ctx = &self.gpu.ctx;
+        ctx.queue.write_buffer(&self.gpu.scratch.tokens, 0, bytemuck::bytes_of(&token));
+        stats.bytes_written += 4;
+        let next = self.runner.run_greedy(&self.ops.decode, 0, &pass, stats).await?;
+        self.pos += 1;
+        Ok(next)
+    }
+
     /// One pass of `tokens` whose K/V go to the slots `place` says
     /// (`evict.rs` chooses them), adding to `stats`.
     pub(super) async fn pass(

@@ -7,6 +7,7 @@
 //! source, the snippets it needs and its pipeline constants are derived
 //! from the WGSL itself.
 
+pub mod argmax;
 pub mod attention;
 pub mod attention_combine;
 pub mod attention_probs;
@@ -139,6 +140,7 @@ kernels! {
     Gelu => gelu,
     LmHead => lm_head,
     LmHeadSplit => lm_head_split,
+    Argmax => argmax,
     BlockSum => block_sum,
 }
 

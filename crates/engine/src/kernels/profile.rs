@@ -81,8 +81,9 @@ pub const UNROLL: u64 = 4;
 /// `DOT_ROWS` in shaders/split_dot.wgsl (eight measured no faster on an H200).
 pub const DOT_ROWS: u64 = 4;
 
-/// The kernels every profile compiles: the device probe's.
-const PROBES: [Kernel; 2] = [Kernel::ResidualAdd, Kernel::BlockSum];
+/// The kernels every profile compiles besides its own: the device probe's,
+/// and the greedy step's argmax.
+const SHARED: [Kernel; 3] = [Kernel::ResidualAdd, Kernel::BlockSum, Kernel::Argmax];
 
 impl Profile {
     /// `cpu`, or `gpu` with its layout (`gpu-8`): in the bench, the badge and the stats line.
@@ -99,8 +100,8 @@ impl Profile {
         all.into_iter().find(|p| p.name() == name)
     }
 
-    /// Every kernel this profile's plans dispatch, and the probes: what its
-    /// pipelines compile.
+    /// Every kernel this profile's plans dispatch, and the shared ones: what
+    /// its pipelines compile.
     pub fn kernels(self) -> Vec<Kernel> {
         use Kernel::*;
         let own: &[Kernel] = match self {
@@ -137,7 +138,7 @@ impl Profile {
                 LmHeadSplit,
             ],
         };
-        own.iter().chain(&PROBES).copied().collect()
+        own.iter().chain(&SHARED).copied().collect()
     }
 
     /// Invocations per workgroup of `kernel` (its `override WG`, where it has one).
@@ -146,7 +147,7 @@ impl Profile {
         match (self, kernel) {
             (_, MatmulSplit | LnQkvSplit | AttentionSplit | AttentionCombine) => WG_SPLIT,
             (_, AttentionProjSplit | MatvecResidualSplit | LnFcGeluSplit | LmHeadSplit) => WG_SPLIT,
-            (_, BlockSum) => WG_SPLIT,
+            (_, BlockSum | Argmax) => WG_SPLIT,
             // Real GPUs reduce ln_f's row (and prefill's) with a tree over 256.
             (Profile::Gpu(_), Layernorm) => WG_SPLIT,
             _ => WG,

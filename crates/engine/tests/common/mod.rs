@@ -66,8 +66,15 @@ pub fn bytes(v: &[f32]) -> &[u8] {
 }
 
 /// `|got - want| <= atol + rtol * |want|` for every element; NaN never passes.
+/// With no tolerance at all the bits must be equal (integers read as f32).
 pub fn assert_close(what: &str, got: &[f32], want: &[f32], atol: f32, rtol: f32) {
     assert_eq!(got.len(), want.len(), "{what}: length");
+    if (atol, rtol) == (0.0, 0.0) {
+        for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+            assert_eq!(g.to_bits(), w.to_bits(), "{what}: element {i}: bits {g:e} vs {w:e}");
+        }
+        return;
+    }
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
         let ok = (g - w).abs() <= atol + rtol * w.abs(); // false for any NaN
         assert!(ok, "{what}: element {i}: got {g}, want {w} (atol {atol}, rtol {rtol})");

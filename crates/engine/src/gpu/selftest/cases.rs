@@ -98,6 +98,7 @@ fn cases_in(kernel: Kernel, format: Format, split: Split) -> Vec<Case> {
         Kernel::LmHead => lm_head_cases(format, Kernel::LmHead),
         Kernel::LmHeadSplit => lm_head_cases(format, Kernel::LmHeadSplit),
         Kernel::BlockSum => split::block_sum_cases(),
+        Kernel::Argmax => split::argmax_cases(),
     }
 }
 

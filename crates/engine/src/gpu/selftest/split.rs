@@ -9,7 +9,7 @@
 
 use super::cases::{attention_inputs, bytes, dot, params, poisoned, random, weights};
 use super::cases::{Case, Tolerance, EXACT};
-use crate::kernels::{attention_combine, attention_proj_split, attention_split, block_sum};
+use crate::kernels::{argmax, attention_combine, attention_proj_split, attention_split, block_sum};
 use crate::kernels::{Heads, Kernel, Launch, Split};
 use crate::storage::format::{Channels, Format};
 
@@ -150,6 +150,54 @@ pub fn attention_proj_split_cases(format: Format, split: Split) -> Vec<Case> {
                 groups: attention_proj_split::Shape { split }.workgroups(&p, format),
                 want: vec![(3, "x", want)],
                 tolerance: Tolerance { atol: dot.atol + merged, rtol: dot.rtol },
+            }
+        })
+        .collect()
+}
+
+/// argmax over rows of 1, 63, 1,025, 1,757 and 50,257 logits (GPT-2's),
+/// the row the second of two: ties, NaNs, infinities, and a block of NaNs
+/// alone. Exact: indices and value bits.
+pub fn argmax_cases() -> Vec<Case> {
+    [1usize, 63, 1025, 1757, 50257]
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            let mut row = random(n, 700 + i as u64);
+            let nan = f32::NAN;
+            // A tie for the top late in the row, a NaN and an infinity ahead of it,
+            // and a whole block of NaNs where the row is long enough.
+            if n > 1 {
+                let top = row.iter().copied().fold(f32::MIN, f32::max) + 1.0;
+                row[n - 1] = top;
+                row[n / 2] = top;
+                row[n / 3] = nan;
+                row[0] = f32::NEG_INFINITY;
+            }
+            if n > 2 * argmax::PER_GROUP as usize {
+                row[argmax::PER_GROUP as usize..2 * argmax::PER_GROUP as usize].fill(nan);
+            }
+            let buffer = [random(n, 720 + i as u64), row.clone()].concat();
+            let groups = argmax::Shape::groups(n as u32);
+            let mut best = vec![[0u32; 2]; groups as usize];
+            argmax::run_cpu(&row, argmax::PER_GROUP as usize, &mut best);
+            let want: Vec<f32> = best.iter().flatten().map(|&b| f32::from_bits(b)).collect();
+            let p = argmax::Params {
+                n: n as u32,
+                per_group: argmax::PER_GROUP,
+                row0: n as u32,
+                _pad: 0,
+            };
+            Case {
+                kernel: Kernel::Argmax,
+                format: Format::F32,
+                shape: format!("row 2 of 2 rows of {n}"),
+                params: params(&p),
+                buffers: vec![bytes(&buffer), vec![0xee; 8 * groups as usize]],
+                scales: None,
+                groups: [groups, 1, 1],
+                want: vec![(1, "best", want)],
+                tolerance: EXACT,
             }
         })
         .collect()
