@@ -95,13 +95,15 @@ fn compare(case: &Case, got: &[Vec<f32>], result: &mut CaseResult) {
         }
         for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
             // An exact case compares bits: its outputs are integers read as
-            // f32 (block_sum's sums, argmax's indices), not numbers to round.
-            let diff = match (atol, rtol) {
-                (0.0, 0.0) if g.to_bits() == w.to_bits() => 0.0,
-                (0.0, 0.0) => f32::NAN,
-                _ => (g - w).abs(),
+            // f32 (block_sum's sums, argmax's indices, some of them NaN
+            // patterns), not numbers to round.
+            let exact = (atol, rtol) == (0.0, 0.0);
+            let diff = match exact {
+                true if g.to_bits() == w.to_bits() => 0.0,
+                true => f32::NAN,
+                false => (g - w).abs(),
             };
-            let allowed = atol + rtol * w.abs();
+            let allowed = if exact { 0.0 } else { atol + rtol * w.abs() };
             // NaN compares false everywhere: count it as infinitely wrong.
             let ratio = if diff <= allowed {
                 if allowed > 0.0 {
@@ -118,7 +120,14 @@ fn compare(case: &Case, got: &[Vec<f32>], result: &mut CaseResult) {
             if ratio > result.worst_ratio {
                 result.worst_ratio = ratio;
                 if ratio > 1.0 && result.detail.is_none() {
-                    result.detail = Some(format!("{name}[{i}]: GPU {g}, CPU {w}"));
+                    result.detail = Some(match (atol, rtol) {
+                        (0.0, 0.0) => format!(
+                            "{name}[{i}]: GPU bits {:#010x}, CPU bits {:#010x}",
+                            g.to_bits(),
+                            w.to_bits()
+                        ),
+                        _ => format!("{name}[{i}]: GPU {g}, CPU {w}"),
+                    });
                 }
             }
         }
