@@ -17,6 +17,7 @@ use engine::open::{open, Choice, Engine, EngineChoice};
 use engine::storage::format::Format;
 use engine::Session;
 
+use crate::load_times::{since_page_start, Laps, LoadTimes};
 use crate::loader::yield_to_browser;
 use crate::model_files::{fetch_files, parse, ALL_FILES};
 pub use crate::model_files::{LoadError, Progress};
@@ -181,6 +182,8 @@ pub struct Lab {
     /// The engine the model was opened on (`engine::open`): the GPU, the
     /// CPU worker, or the CPU engine on the page's thread.
     engine: Engine,
+    /// How long the load took, by part (the device report's).
+    pub times: LoadTimes,
 }
 
 /// The engine on the page's thread: a CPU session there lets the page in
@@ -351,13 +354,17 @@ pub async fn load(
     on_lost: impl Fn(String) + Send + 'static,
 ) -> Result<Lab, LoadError> {
     let LoadChoice { force_cpu, weights, kernels, confirmed } = choice;
+    let mut laps = Laps::start();
+    let mut times = LoadTimes::default();
     progress(Progress { what: "probing WebGPU".into(), loaded: 0, total: None });
     let ctx = if force_cpu {
         Err(CpuReason::Asked)
     } else {
         GpuContext::new().await.map_err(|e| CpuReason::NoWebGpu(e.to_string()))
     };
+    times.probe_ms = laps.lap();
     let fetched = fetch_files(&source, confirmed, weights, ctx.is_ok(), &progress).await?;
+    times.download_ms = laps.lap();
     let done = fetched.bytes;
     progress(Progress { what: "checking the model".into(), loaded: done, total: Some(done) });
     // f16 held (weights=auto or f16): an f16 checkpoint's matrices are read
@@ -381,6 +388,7 @@ pub async fn load(
     }
     let model = Arc::new(model.into_format(format).map_err(|e| e.to_string())?);
     let held = WeightsHeld { format, bytes: model.weights.bytes() };
+    times.prepare_ms = laps.lap();
     // Converted above, so the opener keeps the model as it is (no copy).
     let weights = WeightsChoice::Exactly(format);
     let on_gpu = match ctx {
@@ -429,7 +437,10 @@ pub async fn load(
         }
     };
     drop(fetched);
-    Ok(Lab { model, tokenizer: Rc::new(tokenizer), backend, lossless, source, engine })
+    times.engine_ms = laps.lap();
+    times.ready_at_ms = since_page_start();
+    let tokenizer = Rc::new(tokenizer);
+    Ok(Lab { model, tokenizer, backend, lossless, source, engine, times })
 }
 
 /// What the self-test's model check runs: a prompt every GPT-2 tokenizer

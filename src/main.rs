@@ -11,6 +11,7 @@ mod download;
 mod driver;
 mod embed;
 mod lab;
+mod load_times;
 mod loader;
 mod model_files;
 mod nucleus;

@@ -9,6 +9,7 @@ mod beam_tree;
 pub(crate) mod chart;
 mod compare;
 mod compare_models;
+mod device;
 mod greedy_loop;
 mod kv_budget;
 mod kv_cache;
@@ -137,6 +138,7 @@ pub fn WidgetView(
         Widget::BeamTree => needs(|d, shown| view! { <beam_tree::BeamTree driver=d shown=shown/> }.into_any()),
         Widget::Quiz => needs(|d, shown| view! { <quiz::Quiz driver=d shown=shown/> }.into_any()),
         Widget::CompareModels => needs(|d, shown| view! { <compare_models::CompareModels driver=d shown=shown/> }.into_any()),
+        Widget::Device => needs(|d, shown| view! { <device::Device driver=d shown=shown/> }.into_any()),
     }
 }
 

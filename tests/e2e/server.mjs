@@ -6,6 +6,7 @@
 //   /parent.html       an empty same-origin page with no embeds, to host one
 //   /e2e-models/NAME/  the models the tests make with `decode-lab random-model`
 //                      (target/e2e-models/), same-origin as a course's own copy
+//   POST /device-report  takes the device widget's report (kept in `reports`)
 //   /course/decode-lab/...  the same files under a sub-path (static hosting
 //                           like GitHub Pages' /<repo>/, which sets no headers:
 //                           no cross-origin isolation there)
@@ -39,7 +40,16 @@ export async function serve(root) {
   // deploy; 'broken': a deploy whose list names a checksum one of its files does not have.
   const state = { nextBuild: false };
   // Long URLs (a 100 KB value in a hostile-query test) are read, as Chromium sends them.
+  // `reports`: bodies POSTed to /device-report (the device widget's report=, as a harness takes it).
+  const reports = [];
   const server = createServer({ maxHeaderSize: 4 << 20 }, async (req, res) => {
+    if (req.method === 'POST' && req.url === '/device-report') {
+      const chunks = [];
+      for await (const chunk of req) chunks.push(chunk);
+      reports.push({ type: req.headers['content-type'], body: Buffer.concat(chunks).toString('utf8') });
+      res.writeHead(204).end();
+      return;
+    }
     // A path that is not valid percent-encoding (a hostile `model=` such as `%`) is a 400,
     // as a real server answers, not an exception that leaves the request hanging.
     let raw;
@@ -89,5 +99,5 @@ export async function serve(root) {
   });
   await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
   const url = `http://127.0.0.1:${server.address().port}/`;
-  return { url, requests, state, close: () => new Promise((ok) => server.close(ok)) };
+  return { url, requests, state, reports, close: () => new Promise((ok) => server.close(ok)) };
 }

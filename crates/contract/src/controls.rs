@@ -192,6 +192,8 @@ controls! {
         "the second model of the side-by-side lesson: a Hub id or a folder address, as model= takes; empty = this page's model again, in model B's weights";
     WeightsB: "weights_b", "Model B's weights", Input::Choice { options: &WEIGHTS_B, default: "int4" }, Drives::Lesson,
         "the weight format model B is held in: auto (its checkpoint's own, f16 for an f16 checkpoint) or a format";
+    Report: "report", "Send the report to", Input::Text { default: "" }, Drives::Lesson,
+        "the device widget measures as the page loads and POSTs its report as JSON to this address, which must be on this page's own origin (a harness's); empty = measure on Measure, nothing sent";
     Kernels: "kernels", "GPU kernels", Input::Choice { options: &KernelsChoice::NAMES, default: "auto" },
         Drives::Engine, "the shape of the WGSL kernels on WebGPU: auto (cpu on a software adapter, else each timed once on this GPU and the fastest remembered), cpu (one invocation per output: CPU adapters), gpu (k split over each workgroup: real GPUs), or a gpu layout by name";
 }

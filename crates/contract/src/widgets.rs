@@ -213,6 +213,12 @@ widgets! {
         shows: These(&[Prompt, ModelB, WeightsB, Temperature, TopK, TopP, MinP, MaxTokens, Seed]),
         action: Press { button: "generate-compare-models", fill: None },
         lesson: "Run one prompt through two models at once: this page's model and model B (another checkpoint, or the same one in another weight format). Both generate with the same settings and the same seed; at each step their next-token distributions stand side by side, with the KL divergence between them and whether they put the same token first, where their vocabularies match.";
+    Device: "device", "This device, measured",
+        model: true,
+        presets: [],
+        shows: These(&[]),
+        action: Press { button: "measure-device", fill: None },
+        lesson: "How this browser and this machine run the model: how long the page took to become ready (the download, the engine's start, the first token), the prompt's pass and each decode step in each kernel profile the chooser would time here, the device's memory read rate and which kernels were chosen and why. Copy the report to compare devices, or to send with a bug report.";
 }
 
 impl Widget {
