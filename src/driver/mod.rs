@@ -7,7 +7,7 @@
 
 use contract::Control;
 use engine::run::Run;
-use engine::Session;
+use engine::session::Kind;
 use leptos::prelude::*;
 
 use crate::distribution::StepInput;
@@ -212,10 +212,7 @@ impl Driver {
             // A step on the GPU or in the CPU worker already waited for an
             // answer, which gave the page its turn; only the in-page CPU
             // engine holds the thread from one step to the next.
-            if self
-                .run
-                .with_value(|r| matches!(r.as_ref().map(Run::session), Some(Session::Cpu(_))))
-            {
+            if self.run.with_value(|r| r.as_ref().map(|r| r.session().kind()) == Some(Kind::Cpu)) {
                 yield_to_browser().await;
             }
         }

@@ -138,7 +138,7 @@ impl Driver {
             self.notice.set(Some(crop_notice("the context is full", crop)));
         }
         let last = run.session().last_stats();
-        let remote = matches!(run.session(), engine::Session::Remote(_));
+        let remote = run.session().kind() == engine::session::Kind::Worker;
         self.change_stats(|s| {
             s.decode_ms = last.wall_ms;
             s.workers = remote.then_some(1 + usize::from(last.coworker));

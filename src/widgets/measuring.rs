@@ -41,7 +41,7 @@ pub fn bandwidth_sentence(
 /// chooses (`engine::remote::pace`), and a timing lesson that began then would
 /// mix both in its figures. Once per worker; instant on the other engines.
 pub async fn settle(session: &engine::Session, progress: RwSignal<Progress>) -> Result<(), String> {
-    if matches!(session, engine::Session::Remote(_)) {
+    if session.kind() == engine::session::Kind::Worker {
         progress.set(Progress { what: "choosing one CPU worker or two".into(), done: 0, total: 1 });
     }
     session.settle().await.map_err(err)

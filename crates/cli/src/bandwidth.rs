@@ -94,33 +94,14 @@ pub fn cost_table(costs: &[(Kernel, Cost)], pos: usize, must_read: u64, out: &mu
         let mine: Vec<&Cost> = costs.iter().filter(|(c, _)| *c == k).map(|(_, c)| c).collect();
         let total = Cost::total(mine.iter().copied());
         let longest = mine.iter().map(|c| c.chain).max().unwrap_or(0);
-        let _ = writeln!(
-            out,
-            "  {:<22} {:>5} {:>12} {:>7} {:>9} {:>12} {:>9.1}  {}",
-            k.name(),
-            mine.len(),
-            total.invocations / mine.len() as u64,
-            longest,
-            total.chain,
-            total.bytes,
-            per_invocation(&total),
-            if total.coalesced { "yes" } else { "no" }
-        );
+        let coalesced = if total.coalesced { "yes" } else { "no" };
+        let per = total.invocations / mine.len() as u64;
+        row(out, k.name(), mine.len(), per, longest, &total, coalesced);
     }
     let t = Cost::total(costs.iter().map(|(_, c)| c));
     let longest = costs.iter().map(|(_, c)| c.chain).max().unwrap_or(0);
-    let _ = writeln!(
-        out,
-        "  {:<22} {:>5} {:>12} {:>7} {:>9} {:>12} {:>9.1}  {}",
-        "total",
-        costs.len(),
-        t.invocations,
-        longest,
-        t.chain,
-        t.bytes,
-        per_invocation(&t),
-        if t.coalesced { "every weight and KV load" } else { "not all" }
-    );
+    let coalesced = if t.coalesced { "every weight and KV load" } else { "not all" };
+    row(out, "total", costs.len(), t.invocations, longest, &t, coalesced);
     let _ = writeln!(
         out,
         "  dispatches per decode step = {} (runs); B/inv = bytes ÷ invocations, the bytes each invocation must bring in",
@@ -139,4 +120,23 @@ pub fn cost_table(costs: &[(Kernel, Cost)], pos: usize, must_read: u64, out: &mu
 /// Bytes a dispatch reads per invocation it launches.
 fn per_invocation(c: &Cost) -> f64 {
     c.bytes as f64 / c.invocations.max(1) as f64
+}
+
+/// One row of the cost table.
+fn row(
+    out: &mut String,
+    name: &str,
+    runs: usize,
+    invocations: u64,
+    longest: u64,
+    t: &Cost,
+    coalesced: &str,
+) {
+    let _ = writeln!(
+        out,
+        "  {name:<22} {runs:>5} {invocations:>12} {longest:>7} {:>9} {:>12} {:>9.1}  {coalesced}",
+        t.chain,
+        t.bytes,
+        per_invocation(t)
+    );
 }

@@ -8,7 +8,83 @@ use engine::model::Tokenizer;
 use engine::run::Run;
 use engine::run_batch::BatchRun;
 use engine::sample::{StopMatcher, Stopped};
-use engine::{Result, Session};
+use engine::{EngineError, Result, Session};
+
+use crate::engine_args::{check_batch_size, ends_choice, CacheArgs, EngineArgs, PipelineArgs};
+use crate::speculate::{self, SpeculateArgs};
+
+/// `generate`'s flags.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    engine: EngineArgs,
+    #[arg(long)]
+    prompt: String,
+    #[command(flatten)]
+    cache: CacheArgs,
+    #[arg(long, default_value_t = 100)]
+    max_tokens: usize,
+    #[command(flatten)]
+    pipeline: PipelineArgs,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Stop before this text (repeat for several); it is not printed.
+    #[arg(long)]
+    stop: Vec<String>,
+    /// Beam search with this many beams (1 = sample as the flags say).
+    #[arg(long, default_value_t = 1)]
+    beams: usize,
+    /// Beam scores are logprob / length^this (Hugging Face's convention).
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    length_penalty: f64,
+    /// Count the prompt's tokens in a beam's length (Hugging Face before v4.36 did).
+    #[arg(long)]
+    prompt_in_length: bool,
+    /// Where a beam's hypothesis ends: end-of-text, or line (also at any token holding a line break).
+    #[arg(long, value_parser = ends_choice, default_value = "end-of-text")]
+    ends_at: Ends,
+    /// Generate this many continuations together (seeds S, S+1, …), one batched decode step per token.
+    #[arg(long, default_value_t = 1)]
+    batch: usize,
+    #[command(flatten)]
+    speculation: SpeculateArgs,
+}
+
+/// `generate`: the flags checked before the model loads (a typo should not
+/// cost a load), then sampling, a batch, beam search or speculative decoding.
+pub async fn run(a: Args) -> Result<()> {
+    engine::beam::check_beam_settings(a.beams, a.length_penalty)?;
+    check_batch_size(a.batch)?;
+    if a.batch > 1 && a.beams > 1 {
+        return Err(EngineError::Setting(
+            "--batch and --beams cannot be combined: beam search keeps its own beams".into(),
+        ));
+    }
+    a.pipeline.settings().validate()?;
+    let speculative = a.speculation.asked()?;
+    if speculative && (a.beams > 1 || a.batch > 1) {
+        return Err(EngineError::Setting(
+            "--speculate decodes one sequence: leave out --beams and --batch".into(),
+        ));
+    }
+    let tokenizer = Tokenizer::from_dir(&a.engine.model)?;
+    let settings = a.pipeline.settings();
+    let run = engine::run::Job { settings, seed: a.seed, stop: a.stop, max_tokens: a.max_tokens };
+    let job = Job { prompt: a.prompt, run };
+    if speculative {
+        return speculate::run(&a.engine, &a.cache, &a.speculation, &tokenizer, &job).await;
+    }
+    let (session, _) = a.engine.open(&a.cache).await?;
+    if a.beams != 1 {
+        let scoring =
+            Scoring { length_penalty: a.length_penalty, prompt_in_length: a.prompt_in_length };
+        beams(session, &tokenizer, &job, a.beams, scoring, a.ends_at).await
+    } else if a.batch > 1 {
+        batch(session, &tokenizer, &job, a.batch).await
+    } else {
+        sample(session, &tokenizer, &job).await
+    }
+}
 
 /// What to generate: a prompt and the run's settings.
 pub struct Job {

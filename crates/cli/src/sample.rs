@@ -4,31 +4,78 @@
 
 use std::io::Write;
 
+use std::path::PathBuf;
+
+use engine::kernels::KernelsChoice;
+use engine::model::{Tokenizer, WeightsChoice};
 use engine::sample::{explain, Sampler, Settings};
 use engine::{EngineError, Result};
+
+use crate::engine_args::{Backend, EngineArgs, KernelArgs, PipelineArgs};
 
 /// The most draws one call makes (40 MB of token ids); a statistical check
 /// needs 100k, so this leaves room without letting a typo exhaust memory.
 pub const MAX_DRAWS: usize = 10_000_000;
 
+/// `sample`'s flags.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Comma-separated logits, e.g. 3,2,1,0.5,0.1.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        allow_hyphen_values = true,
+        required_unless_present = "model"
+    )]
+    logits: Vec<f32>,
+    /// Instead of --logits: the next-token logits of this model after --prompt
+    /// (the tokens of the prompt are the history the penalties read).
+    #[arg(long, conflicts_with = "logits", requires = "prompt")]
+    model: Option<PathBuf>,
+    #[arg(long, requires = "model")]
+    prompt: Option<String>,
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: Backend,
+    /// One label per logit, e.g. the,a,an,this,some.
+    #[arg(long, value_delimiter = ',')]
+    labels: Vec<String>,
+    #[command(flatten)]
+    pipeline: PipelineArgs,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// How many tokens to draw from the final distribution.
+    #[arg(long, default_value_t = 0)]
+    draws: usize,
+    /// Print JSON (keys: final, kept, stages, draws, raw, labels, logits).
+    #[arg(long)]
+    json: bool,
+}
+
+/// The pipeline on the given logits, or on the model's next token after the prompt.
+pub async fn command(a: Args) -> Result<()> {
+    let (logits, history, labels) = match (a.model, a.prompt) {
+        (Some(dir), Some(prompt)) => from_model(dir, &prompt, a.backend).await?,
+        _ => (a.logits, Vec::new(), a.labels),
+    };
+    run(&logits, &history, &labels, a.pipeline.settings(), a.seed, a.draws, a.json)
+}
+
 /// `sample --model DIR --prompt TEXT`: the model's next-token logits after
 /// the prompt, the prompt's ids (the history the penalties read) and every
 /// token's text as its label.
-pub async fn from_model(
-    dir: &std::path::Path,
+async fn from_model(
+    dir: PathBuf,
     prompt: &str,
-    backend: crate::Backend,
+    backend: Backend,
 ) -> Result<(Vec<f32>, Vec<u32>, Vec<String>)> {
-    use engine::kernels::KernelsChoice;
-    use engine::model::{Model, Tokenizer, WeightsChoice};
-    let tokenizer = Tokenizer::from_dir(dir)?;
+    let tokenizer = Tokenizer::from_dir(&dir)?;
     let ids = tokenizer.encode(prompt)?;
     if ids.is_empty() {
         return Err(EngineError::Setting("--prompt is empty: give the model some text".into()));
     }
-    let model = std::sync::Arc::new(Model::from_dir_as(dir, WeightsChoice::Auto)?);
-    let (engine, _) =
-        crate::open_engine(model, backend, WeightsChoice::Auto, KernelsChoice::Auto).await?;
+    let kernels = KernelArgs { weights: WeightsChoice::Auto, kernels: KernelsChoice::Auto };
+    let on = EngineArgs { model: dir, backend, kernels };
+    let (engine, _) = on.engine_for(std::sync::Arc::new(on.load()?)).await?;
     let logits = engine.session()?.prefill(&ids, engine::Wanted::Last).await?;
     let labels = (0..logits.len() as u32)
         .map(|id| tokenizer.decode(&[id]).unwrap_or_else(|_| id.to_string()))
@@ -41,7 +88,7 @@ const TABLE_ROWS: usize = 50;
 
 /// Runs the pipeline on `logits` after `history`, draws `draws` tokens with
 /// `seed`, prints JSON or a table.
-pub fn run(
+fn run(
     logits: &[f32],
     history: &[u32],
     labels: &[String],

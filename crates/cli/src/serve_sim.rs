@@ -5,12 +5,15 @@
 //! request's text, ✓ when it equals the request's run alone.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use engine::model::Tokenizer;
 use engine::open::Engine;
 use engine::sample::Settings;
 use engine::serve::{figures, replay, run_alone, trace, Scheduler, PROMPTS};
 use engine::{Batch, EngineError, Result};
+
+use crate::engine_args::{EngineArgs, PipelineArgs};
 
 /// The trace and the scheduler. A typed trace says each request's arrival,
 /// length and seed, so the flags that make a Poisson trace cannot be given
@@ -45,27 +48,32 @@ pub struct SimArgs {
     prompt: Vec<String>,
 }
 
+/// `serve-sim`'s flags.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    engine: EngineArgs,
+    #[command(flatten)]
+    sim: SimArgs,
+    #[command(flatten)]
+    pipeline: PipelineArgs,
+}
+
+/// Opens the model and serves the trace.
+pub async fn command(a: Args) -> Result<()> {
+    a.pipeline.settings().validate()?;
+    let (engine, _) = a.engine.engine_for(Arc::new(a.engine.load()?)).await?;
+    let tokenizer = Tokenizer::from_dir(&a.engine.model)?;
+    run(engine, &tokenizer, a.sim, a.pipeline.settings()).await
+}
+
 pub async fn run(
     engine: Engine,
     tokenizer: &Tokenizer,
     args: SimArgs,
     settings: Settings,
 ) -> Result<()> {
-    let scheduler = match (args.scheduler.as_str(), args.timeout) {
-        ("static", timeout) => Scheduler::Static { timeout: timeout.unwrap_or(4) },
-        (_, Some(_)) => {
-            return Err(EngineError::Setting(
-                "--timeout is static batching's wait: give it with --scheduler static".into(),
-            ))
-        }
-        ("once", None) => Scheduler::Once,
-        ("continuous", None) => Scheduler::Continuous,
-        (other, None) => {
-            return Err(EngineError::Setting(format!(
-                "--scheduler {other}: one of once, static, continuous"
-            )))
-        }
-    };
+    let scheduler = scheduler(&args)?;
     if !(1..=64).contains(&args.slots) {
         return Err(EngineError::Setting(format!("--slots {}: give 1 to 64", args.slots)));
     }
@@ -92,7 +100,43 @@ pub async fn run(
     let mut batch = Batch::new(sessions)?;
     let eos = batch.sessions()[0].config().eos_token_id;
     let out = replay(&mut batch, &requests, &prompts, &settings, scheduler, eos, |_| true).await?;
-    let f = figures(&requests, &out);
+    print_figures(&args, &requests, &out);
+    for (i, (r, served)) in requests.iter().zip(&out.served).enumerate() {
+        let mut session = engine.session()?;
+        let alone =
+            run_alone(&mut session, &prompts[r.prompt], &settings, r.seed, r.max_tokens).await?;
+        let mark = if alone == served.tokens { "✓" } else { "✗ differs from its run alone" };
+        let text = tokenizer.decode(&served.tokens)?;
+        println!(
+            "[request {i}, arrives at step {}, seed {}] {mark}\n{}{text}",
+            r.arrival, r.seed, texts[r.prompt]
+        );
+    }
+    Ok(())
+}
+
+/// `--scheduler` (and static batching's `--timeout`, only with it).
+fn scheduler(args: &SimArgs) -> Result<Scheduler> {
+    match (args.scheduler.as_str(), args.timeout) {
+        ("static", timeout) => Ok(Scheduler::Static { timeout: timeout.unwrap_or(4) }),
+        (_, Some(_)) => Err(EngineError::Setting(
+            "--timeout is static batching's wait: give it with --scheduler static".into(),
+        )),
+        ("once", None) => Ok(Scheduler::Once),
+        ("continuous", None) => Ok(Scheduler::Continuous),
+        (other, None) => Err(EngineError::Setting(format!(
+            "--scheduler {other}: one of once, static, continuous"
+        ))),
+    }
+}
+
+/// The replay's figures: throughput, latencies, slot use.
+fn print_figures(
+    args: &SimArgs,
+    requests: &[engine::serve::trace::Request],
+    out: &engine::serve::Replay,
+) {
+    let f = figures(requests, out);
     println!(
         "scheduler {} on {} slots: {} requests, {} tokens in {} steps, {:.1} ms",
         args.scheduler,
@@ -114,16 +158,4 @@ pub async fn run(
         f.utilisation * 100.0,
         f.wasted
     );
-    for (i, (r, served)) in requests.iter().zip(&out.served).enumerate() {
-        let mut session = engine.session()?;
-        let alone =
-            run_alone(&mut session, &prompts[r.prompt], &settings, r.seed, r.max_tokens).await?;
-        let mark = if alone == served.tokens { "✓" } else { "✗ differs from its run alone" };
-        let text = tokenizer.decode(&served.tokens)?;
-        println!(
-            "[request {i}, arrives at step {}, seed {}] {mark}\n{}{text}",
-            r.arrival, r.seed, texts[r.prompt]
-        );
-    }
-    Ok(())
 }

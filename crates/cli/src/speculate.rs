@@ -8,13 +8,12 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use engine::model::{Model, Tokenizer, WeightsChoice};
+use engine::model::Tokenizer;
 use engine::run::Run;
 use engine::speculate::generate;
 use engine::{EngineError, Result, Session};
 
-use crate::{open_engine, Backend, CacheArgs};
-use engine::kernels::KernelsChoice;
+use crate::engine_args::{CacheArgs, EngineArgs};
 
 /// The draft and K.
 #[derive(clap::Args)]
@@ -46,33 +45,26 @@ impl SpeculateArgs {
     }
 }
 
-/// Where the models run.
-pub struct Engines {
-    pub dir: PathBuf,
-    pub backend: Backend,
-    pub weights: WeightsChoice,
-    pub kernels: KernelsChoice,
-}
-
 pub async fn run(
-    on: Engines,
+    on: &EngineArgs,
     cache: &CacheArgs,
     spec: &SpeculateArgs,
     tokenizer: &Tokenizer,
     job: &crate::generate::Job,
 ) -> Result<()> {
     let k = spec.speculate.unwrap_or(0);
-    let target_model = cache.convert(Model::from_dir_as(&on.dir, on.weights)?)?;
+    let target_model = cache.convert(on.load()?)?;
     let (draft_model, draft_name) = match (&spec.draft, spec.draft_layers) {
         (Some(dir), _) => {
             same_tokenizer(tokenizer, &Tokenizer::from_dir(dir)?)?;
-            (Model::from_dir_as(dir, on.weights)?, dir.display().to_string())
+            let draft = EngineArgs { model: dir.clone(), ..on.clone() };
+            (draft.load()?, dir.display().to_string())
         }
         (None, Some(l)) => (target_model.first_blocks(l)?, format!("its first {l} blocks")),
         (None, None) => unreachable!("asked() checked a draft is given"),
     };
-    let target = open_engine(Arc::new(target_model), on.backend, on.weights, on.kernels).await?.0;
-    let draft = open_engine(Arc::new(draft_model), on.backend, on.weights, on.kernels).await?.0;
+    let target = on.engine_for(Arc::new(target_model)).await?.0;
+    let draft = on.engine_for(Arc::new(draft_model)).await?.0;
     let prompt = tokenizer.encode(&job.prompt)?;
     let with_policy = |s: Session| s.with_kv_policy(cache.kv_policy);
     // Plain decoding first: the same prompt, settings and seed, the target alone.

@@ -8,8 +8,17 @@ use std::fmt::Write as _;
 use contract::{Action, Widget};
 use engine::Result;
 
+/// `widgets`' flags.
+#[derive(clap::Args)]
+pub struct Args {
+    /// One JSON array instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
 /// Prints the table (or one JSON object per widget, in an array).
-pub fn run(json: bool) -> Result<()> {
+pub fn run(a: Args) -> Result<()> {
+    let json = a.json;
     let rows = Widget::all().map(|w| {
         let controls: Vec<&str> = w.default_controls().iter().map(|c| c.spec().name).collect();
         (w, controls)

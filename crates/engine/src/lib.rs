@@ -15,6 +15,7 @@ pub mod batch;
 pub mod beam;
 pub mod cost;
 pub mod cpu;
+pub mod engine_session;
 pub mod error;
 pub mod fast;
 pub mod generate;

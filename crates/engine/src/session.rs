@@ -1,8 +1,11 @@
 //! What every engine (CPU or GPU) offers: a session over one model that holds a
 //! KV cache and turns tokens into logits. `prefill` takes a whole prompt in one
-//! pass, `decode` one token; `rewind` and `fork` let callers branch.
+//! pass, `decode` one token; `rewind` and `fork` let callers branch. Each
+//! engine's session implements [`EngineSession`]; `Session` holds one of them
+//! and forwards to it in one place ([`each!`]).
 
 use crate::cpu::CpuSession;
+pub use crate::engine_session::{EngineSession, Kind};
 use crate::error::Result;
 #[cfg(feature = "gpu")]
 use crate::gpu::GpuSession;
@@ -23,15 +26,48 @@ pub enum Session {
     Remote(RemoteSession),
 }
 
+/// `$body` with `$s` bound to whichever engine's session `$session` holds:
+/// the one place `Session` looks at its variants to forward.
+macro_rules! each {
+    ($session:expr, $s:ident => $body:expr) => {
+        match $session {
+            Session::Cpu($s) => $body,
+            #[cfg(feature = "gpu")]
+            Session::Gpu($s) => $body,
+            Session::Remote($s) => $body,
+        }
+    };
+}
+
+impl From<CpuSession> for Session {
+    fn from(s: CpuSession) -> Session {
+        Session::Cpu(s)
+    }
+}
+
+#[cfg(feature = "gpu")]
+impl From<GpuSession> for Session {
+    fn from(s: GpuSession) -> Session {
+        Session::Gpu(s)
+    }
+}
+
+impl From<RemoteSession> for Session {
+    fn from(s: RemoteSession) -> Session {
+        Session::Remote(s)
+    }
+}
+
 impl Session {
+    /// Which engine this is (for what the page and the bench say, not to
+    /// reach past the session).
+    pub fn kind(&self) -> Kind {
+        each!(self, s => EngineSession::kind(s))
+    }
+
     /// The model's hyper-parameters.
     pub fn config(&self) -> &Config {
-        match self {
-            Session::Cpu(s) => s.config(),
-            #[cfg(feature = "gpu")]
-            Session::Gpu(s) => s.config(),
-            Session::Remote(s) => s.config(),
-        }
+        each!(self, s => EngineSession::config(s))
     }
 
     /// The same session keeping only what `policy` keeps in its KV cache
@@ -42,12 +78,12 @@ impl Session {
                 "a cache policy is chosen before the first token".into(),
             ));
         }
-        match self {
-            Session::Cpu(s) => Ok(Session::Cpu(s.with_policy(policy))),
-            #[cfg(feature = "gpu")]
-            Session::Gpu(s) => Ok(Session::Gpu(s.under(policy)?)),
-            Session::Remote(s) => Ok(Session::Remote(s.model().session_under(policy))),
-        }
+        each!(self, s => EngineSession::under(s, policy).map(Session::from))
+    }
+
+    /// What this session's KV cache keeps.
+    pub fn kv_policy(&self) -> crate::kv_policy::KvPolicy {
+        each!(self, s => EngineSession::policy(s))
     }
 
     /// The position of the token in each KV cache slot, in slot order
@@ -55,35 +91,18 @@ impl Session {
     /// slot has received so far (a heavy-hitter cache's totals, read from
     /// the engine that sums them; else empty).
     pub async fn slots(&self) -> Result<(Vec<usize>, Vec<f32>)> {
-        match self {
-            Session::Cpu(s) => Ok((s.held().to_vec(), s.mass().to_vec())),
-            #[cfg(feature = "gpu")]
-            Session::Gpu(s) => Ok((s.held().to_vec(), s.mass().await?)),
-            Session::Remote(s) => s.slots().await,
-        }
+        each!(self, s => EngineSession::slots(s).await)
     }
 
     /// Tokens held in the KV cache: the position the next token will take.
     pub fn pos(&self) -> usize {
-        match self {
-            Session::Cpu(s) => s.pos(),
-            #[cfg(feature = "gpu")]
-            Session::Gpu(s) => s.pos(),
-            Session::Remote(s) => s.pos(),
-        }
+        each!(self, s => EngineSession::pos(s))
     }
 
     /// Runs `tokens` at positions `pos..pos + len` in one pass; returns logits
     /// `(rows, vocab_size)` flattened, with rows as `wanted` says.
     pub async fn prefill(&mut self, tokens: &[u32], wanted: Wanted) -> Result<Vec<f32>> {
-        match self {
-            Session::Cpu(s) => s.prefill(tokens, wanted).await,
-            #[cfg(feature = "gpu")]
-            Session::Gpu(s) => s.prefill(tokens, wanted).await,
-            Session::Remote(s) => {
-                Ok(s.prefill_inspected(tokens, wanted, Look::default()).await?.logits)
-            }
-        }
+        each!(self, s => EngineSession::prefill(s, tokens, wanted).await)
     }
 
     /// [`prefill`](Self::prefill), also returning what `look` asks for: the
@@ -97,33 +116,19 @@ impl Session {
         wanted: Wanted,
         look: Look,
     ) -> Result<Inspection> {
-        match self {
-            Session::Cpu(s) => s.prefill_inspected(tokens, wanted, look).await,
-            #[cfg(feature = "gpu")]
-            Session::Gpu(s) => s.prefill_inspected(tokens, wanted, look).await,
-            Session::Remote(s) => s.prefill_inspected(tokens, wanted, look).await,
-        }
+        each!(self, s => EngineSession::prefill_inspected(s, tokens, wanted, look).await)
     }
 
     /// Runs one token through the cached context; returns its `(vocab_size)` logits.
     pub async fn decode(&mut self, token: u32) -> Result<Vec<f32>> {
-        match self {
-            Session::Cpu(s) => s.forward(&[token], Wanted::Last),
-            #[cfg(feature = "gpu")]
-            Session::Gpu(s) => s.decode(token).await,
-            Session::Remote(s) => s.decode(token).await,
-        }
+        each!(self, s => EngineSession::decode(s, token).await)
     }
 
     /// [`decode`](Self::decode) for a caller that needs only the greedy
     /// token (`sample::argmax` of the logits): the GPU engine finds it on the
     /// device and reads back a few hundred bytes instead of the logits.
     pub async fn decode_greedy(&mut self, token: u32) -> Result<u32> {
-        match self {
-            #[cfg(feature = "gpu")]
-            Session::Gpu(s) => s.decode_greedy(token).await,
-            _ => Ok(crate::sample::argmax(&self.decode(token).await?)),
-        }
+        each!(self, s => EngineSession::decode_greedy(s, token).await)
     }
 
     /// One step the way a model without a KV cache takes it, for the cost
@@ -147,40 +152,22 @@ impl Session {
         for &token in first {
             self.decode(token).await?;
             stats.add(self.last_stats());
-            self.pause().await;
+            // A loop of steps on the page's own CPU engine would hold its thread.
+            each!(&*self, s => EngineSession::pause(s).await);
         }
         let logits = self.decode(last).await?;
         stats.add(self.last_stats());
         Ok((logits, stats))
     }
 
-    /// On the CPU engine in the page, a turn for the page between steps (a
-    /// loop of decode steps there would otherwise hold the main thread); the
-    /// GPU engine's steps already wait for the device.
-    async fn pause(&self) {
-        if let Session::Cpu(s) = self {
-            s.pause().await;
-        }
-    }
-
     /// Goes back to position `to`: later cache rows are ignored and overwritten.
     pub fn rewind(&mut self, to: usize) -> Result<()> {
-        match self {
-            Session::Cpu(s) => s.rewind(to),
-            #[cfg(feature = "gpu")]
-            Session::Gpu(s) => s.rewind(to),
-            Session::Remote(s) => s.rewind(to),
-        }
+        each!(self, s => EngineSession::rewind(s, to))
     }
 
     /// A second session with a copy of this one's KV cache (on the GPU: copied GPU-to-GPU).
     pub fn fork(&self) -> Result<Session> {
-        Ok(match self {
-            Session::Cpu(s) => Session::Cpu(s.clone()),
-            #[cfg(feature = "gpu")]
-            Session::Gpu(s) => Session::Gpu(s.fork()?),
-            Session::Remote(s) => Session::Remote(s.fork()),
-        })
+        each!(self, s => EngineSession::fork(s).map(Session::from))
     }
 
     /// Takes `src`'s KV cache rows and position into this session's own
@@ -199,12 +186,7 @@ impl Session {
 
     /// Cost of the last `prefill` or `decode`.
     pub fn last_stats(&self) -> StepStats {
-        match self {
-            Session::Cpu(s) => s.last_stats(),
-            #[cfg(feature = "gpu")]
-            Session::Gpu(s) => s.last_stats(),
-            Session::Remote(s) => s.last_stats(),
-        }
+        each!(self, s => EngineSession::last_stats(s))
     }
 
     /// Bytes of KV cache the held positions take by the formula
@@ -218,12 +200,7 @@ impl Session {
     /// the allocation (both engines allocate the whole context when a
     /// session opens, so decoding never allocates).
     pub async fn kv_bytes(&self) -> Result<KvBytes> {
-        match self {
-            Session::Cpu(s) => Ok(s.kv_bytes()),
-            #[cfg(feature = "gpu")]
-            Session::Gpu(s) => Ok(s.kv_bytes()),
-            Session::Remote(s) => s.kv_bytes().await,
-        }
+        each!(self, s => EngineSession::kv_bytes(s).await)
     }
 
     /// Waits until every decode step from now on runs the same way, so that
@@ -231,20 +208,7 @@ impl Session {
     /// its coworker ([`RemoteModel::settle`](crate::remote::RemoteModel::settle));
     /// the other engines have no such choice.
     pub async fn settle(&self) -> Result<()> {
-        if let Session::Remote(s) = self {
-            s.model().settle().await?;
-        }
-        Ok(())
-    }
-
-    /// What this session's KV cache keeps.
-    pub fn kv_policy(&self) -> crate::kv_policy::KvPolicy {
-        match self {
-            Session::Cpu(s) => s.policy(),
-            #[cfg(feature = "gpu")]
-            Session::Gpu(s) => s.policy(),
-            Session::Remote(s) => s.policy(),
-        }
+        each!(self, s => EngineSession::settle(s).await)
     }
 
     /// The bytes a decode step at the current position must read: the
@@ -258,12 +222,7 @@ impl Session {
     /// its query reads the `pos + 1` tokens so far, or as many as the cache's
     /// policy holds (a window of W reads W rows at any length).
     pub fn step_reads_at(&self, pos: usize) -> (u64, u64) {
-        let weights = match self {
-            Session::Cpu(s) => s.model().weights.decode_bytes(),
-            #[cfg(feature = "gpu")]
-            Session::Gpu(s) => s.model().model.weights.decode_bytes(),
-            Session::Remote(s) => s.decode_bytes(),
-        };
+        let weights = each!(self, s => EngineSession::decode_bytes(s));
         let c = self.config();
         let rows = self.kv_policy().budget().map_or(pos + 1, |b| b.min(pos + 1));
         let kv = crate::cost::kv_cache_bytes(
@@ -279,69 +238,50 @@ impl Session {
 
     /// How the weight matrices are stored, and the bytes all weights take.
     pub fn weights(&self) -> (Format, u64) {
-        match self {
-            Session::Cpu(s) => (s.model().format(), s.model().weights.bytes()),
-            #[cfg(feature = "gpu")]
-            Session::Gpu(s) => (s.model().format(), s.model().weight_bytes()),
-            Session::Remote(s) => s.weights(),
-        }
+        each!(self, s => EngineSession::weights(s))
     }
 
     /// How long the GPU engine took to compile its pipelines when the model
     /// loaded (the CPU engine compiles nothing).
     pub fn pipeline_compile_ms(&self) -> Option<f64> {
-        match self {
-            Session::Cpu(_) => None,
-            #[cfg(feature = "gpu")]
-            Session::Gpu(s) => Some(s.model().pipelines.compile_ms),
-            Session::Remote(_) => None,
-        }
+        each!(self, s => EngineSession::pipeline_compile_ms(s))
     }
 
     /// The CPU engine's session, if this is one.
     pub(crate) fn as_cpu(&mut self) -> Option<&mut CpuSession> {
-        match self {
-            Session::Cpu(s) => Some(s),
-            _ => None,
+        if let Session::Cpu(s) = self {
+            return Some(s);
         }
+        None
     }
 
     /// The worker's session, if this is one.
     pub(crate) fn as_remote(&mut self) -> Option<&mut RemoteSession> {
-        match self {
-            Session::Remote(s) => Some(s),
-            _ => None,
+        if let Session::Remote(s) = self {
+            return Some(s);
         }
+        None
     }
 
     /// The GPU engine's session, if this is one.
     #[cfg(feature = "gpu")]
     pub(crate) fn as_gpu(&mut self) -> Option<&mut GpuSession> {
-        match self {
-            Session::Gpu(s) => Some(s),
-            _ => None,
+        if let Session::Gpu(s) = self {
+            return Some(s);
         }
+        None
     }
 
     /// This engine's device measured: its memory copy rate and (on the GPU)
     /// what one more dispatch costs. Takes a few hundred milliseconds.
     pub async fn device_figures(&self) -> Result<crate::step::DeviceFigures> {
-        match self {
-            Session::Cpu(s) => Ok(s.device_figures().await),
-            #[cfg(feature = "gpu")]
-            Session::Gpu(s) => crate::gpu::device_probe::measure(s.model()).await,
-            Session::Remote(s) => s.model().device_figures().await,
-        }
+        each!(self, s => EngineSession::device_figures(s).await)
     }
 
     /// The cost record of each dispatch of a decode step at the current
     /// position, on the GPU engine (the CPU engines dispatch nothing).
     pub fn decode_costs(&self) -> Option<Vec<(crate::kernels::Kernel, crate::kernels::Cost)>> {
-        match self {
-            #[cfg(feature = "gpu")]
-            Session::Gpu(s) => Some(s.decode_costs()),
-            _ => None,
-        }
+        each!(self, s => EngineSession::decode_costs(s))
     }
 
     /// Each kernel of a decode step (`prefill`: of a prefill of that many
@@ -353,19 +293,14 @@ impl Session {
         prefill: Option<usize>,
         repeats: u32,
     ) -> Result<Option<Vec<crate::gpu::KernelTime>>> {
-        match self {
-            Session::Gpu(s) => s.kernel_times(prefill, repeats).await,
-            _ => Ok(None),
+        if let Session::Gpu(s) = self {
+            return s.kernel_times(prefill, repeats).await;
         }
+        Ok(None)
     }
 
     /// A short name of the engine and device, for headers and bench output.
     pub fn backend_name(&self) -> String {
-        match self {
-            Session::Cpu(_) => "cpu".to_string(),
-            #[cfg(feature = "gpu")]
-            Session::Gpu(s) => format!("gpu ({})", s.adapter_name()),
-            Session::Remote(_) => "cpu (worker)".to_string(),
-        }
+        each!(self, s => EngineSession::backend_name(s))
     }
 }

@@ -100,7 +100,7 @@ async fn profile_sessions(
             true => Ok(gpu.clone()),
             false => gpu.with_profile(profile).await.map_err(err),
         };
-        let session = model.and_then(|m| GpuSession::new(m).map(Session::Gpu).map_err(err));
+        let session = model.and_then(|m| GpuSession::new(m).map(Session::from).map_err(err));
         out.push((profile.name(), session));
     }
     out

@@ -18,6 +18,7 @@ mod batch;
 pub mod coworker;
 mod evict;
 mod forward;
+mod session_impl;
 
 /// Gives the caller's event loop a turn. In the browser the CPU engine runs
 /// on the page's main thread: a long prefill (a long prompt, or the re-prefill

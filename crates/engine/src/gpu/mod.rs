@@ -16,6 +16,7 @@ pub mod readback;
 mod runner;
 pub mod selftest;
 mod session;
+mod session_impl;
 pub mod testing;
 mod timer;
 

@@ -28,6 +28,7 @@ use wire::{Answer, Reply, Request, SessionId};
 mod host;
 mod loopback;
 pub mod pace;
+mod session_impl;
 pub mod wire;
 
 pub use loopback::Loopback;
