@@ -16,9 +16,10 @@ use forward::Seen;
 
 mod batch;
 pub mod coworker;
-mod evict;
 mod forward;
+mod pass;
 mod session_impl;
+mod slots;
 
 /// Gives the caller's event loop a turn. In the browser the CPU engine runs
 /// on the page's main thread: a long prefill (a long prompt, or the re-prefill

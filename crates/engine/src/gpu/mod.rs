@@ -4,10 +4,10 @@
 mod batch;
 mod context;
 pub mod device_probe;
-mod evict;
 mod inspect;
 mod model;
 pub mod ops;
+mod pass;
 mod pipelines;
 pub mod plan;
 mod probe;
@@ -17,6 +17,7 @@ mod runner;
 pub mod selftest;
 mod session;
 mod session_impl;
+mod slots;
 pub mod testing;
 mod timer;
 

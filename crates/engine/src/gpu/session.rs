@@ -10,7 +10,7 @@ use std::rc::Rc;
 use crate::error::{EngineError, Result};
 use crate::gpu::inspect;
 use crate::gpu::ops::{self, Caches, Op, SessionBuffers, Totals};
-use crate::gpu::plan::{self, Pass, Place};
+use crate::gpu::plan::{self, Pass};
 use crate::gpu::probe::{Probe, Source};
 use crate::gpu::readback::{buffer, STORAGE};
 use crate::gpu::runner::{Logits, Runner, MAX_LOGITS_BYTES};
@@ -22,7 +22,7 @@ use crate::step::{Inspection, KvBytes, Look, StepStats, Wanted};
 
 /// One sequence on the GPU.
 pub struct GpuSession {
-    gpu: Rc<GpuModel>,
+    pub(super) gpu: Rc<GpuModel>,
     key_cache: Vec<wgpu::Buffer>, // (n_layer) × (slots, n_embd): n_positions, or the policy's budget
     value_cache: Vec<wgpu::Buffer>, // (n_layer) × (slots, n_embd)
     /// Which token each cache slot holds, under which policy (`full`: every token).
@@ -31,9 +31,9 @@ pub struct GpuSession {
     pub(super) totals: Option<Box<Totals>>,
     /// Parameter slots (prefill ops + LM head ops), logits, timer (boxed: a
     /// session is moved around by value).
-    runner: Box<Runner>,
+    pub(super) runner: Box<Runner>,
     /// The op lists, built once.
-    ops: Box<OpLists>,
+    pub(super) ops: Box<OpLists>,
     pub(super) pos: usize,
     pub(super) last: StepStats,
 }
@@ -47,23 +47,23 @@ pub struct KernelTime {
 }
 
 /// A session's dispatches, bound to its buffers when it opens.
-struct OpLists {
-    prefill: Vec<Op>,
+pub(super) struct OpLists {
+    pub(super) prefill: Vec<Op>,
     /// A prefill of at most `matmul_split::MAX_ROWS` rows on real GPUs
     /// (`plan::short_prefill`); the same ops as `prefill` but the linear
     /// layers', so `residual_ends` holds for it too.
-    short: Option<Vec<Op>>,
-    decode: Vec<Op>,
+    pub(super) short: Option<Vec<Op>>,
+    pub(super) decode: Vec<Op>,
     /// The LM head alone, for chunks of `Wanted::All` after the first (last slots).
-    lm_head: Vec<Op>,
+    pub(super) lm_head: Vec<Op>,
     /// Op counts of `prefill` after which the residual stream is whole
     /// (the embedding, then each block): where a probe copies it.
-    residual_ends: Vec<usize>,
+    pub(super) residual_ends: Vec<usize>,
 }
 
 impl OpLists {
     /// The ops of a prefill pass of `n` rows.
-    fn rows(&self, n: usize) -> &[Op] {
+    pub(super) fn rows(&self, n: usize) -> &[Op] {
         match &self.short {
             Some(short) if n <= crate::kernels::matmul_split::MAX_ROWS => short,
             _ => &self.prefill,
@@ -274,60 +274,6 @@ impl GpuSession {
     /// them, exactly).
     pub async fn decode_greedy(&mut self, token: u32) -> Result<u32> {
         self.forward_greedy(token).await
-    }
-
-    /// One decode pass of `token` into the slot `place` says, reading back
-    /// its greedy token only.
-    pub(super) async fn pass_greedy(
-        &mut self,
-        token: u32,
-        place: Place,
-        stats: &mut StepStats,
-    ) -> Result<u32> {
-        let pass = Pass::single(1, place, 0, 1);
-        let ctx = &self.gpu.ctx;
-        ctx.queue.write_buffer(&self.gpu.scratch.tokens, 0, bytemuck::bytes_of(&token));
-        stats.bytes_written += 4;
-        let next = self.runner.run_greedy(&self.ops.decode, 0, &pass, stats).await?;
-        self.pos += 1;
-        Ok(next)
-    }
-
-    /// One pass of `tokens` whose K/V go to the slots `place` says
-    /// (`evict.rs` chooses them), adding to `stats`.
-    pub(super) async fn pass(
-        &mut self,
-        tokens: &[u32],
-        wanted: Wanted,
-        decode: bool,
-        place: Place,
-        probe: Option<&Probe>,
-        stats: &mut StepStats,
-    ) -> Result<Vec<f32>> {
-        let n = tokens.len();
-        let (lm_row0, total_rows) = match wanted {
-            Wanted::Last => (n - 1, 1),
-            Wanted::All => (0, n),
-        };
-        let first_rows = total_rows.min(self.runner.logits.rows);
-        let pass = Pass::single(n as u32, place, lm_row0 as u32, first_rows as u32);
-        let ops = if decode { &self.ops.decode } else { self.ops.rows(n) };
-        let ctx = &self.gpu.ctx;
-        ctx.queue.write_buffer(&self.gpu.scratch.tokens, 0, bytemuck::cast_slice(tokens));
-        stats.bytes_written += n * 4;
-        let probe = probe.map(|p| (p, &self.ops.residual_ends[..]));
-        let mut logits = self.runner.run(ops, 0, &pass, stats, probe).await?;
-        // Rows beyond the logits buffer: the LM head alone, chunk by chunk.
-        while logits.len() < total_rows * self.config().vocab_size {
-            let done = logits.len() / self.config().vocab_size;
-            let rows = (total_rows - done).min(self.runner.logits.rows);
-            let chunk = Pass { lm_row0: (lm_row0 + done) as u32, lm_rows: rows as u32, ..pass };
-            let slot = self.ops.prefill.len();
-            let head = &self.ops.lm_head;
-            logits.extend(self.runner.run(head, slot, &chunk, stats, None).await?);
-        }
-        self.pos += n;
-        Ok(logits)
     }
 
     /// This session's KV cache, every layer (a batch binds it).

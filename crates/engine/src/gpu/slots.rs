@@ -1,20 +1,20 @@
-//! A GPU session under a cache policy (`kv_policy`): the same slots as the
-//! CPU engine's (`kv_slots`), so every token lands in the same slot on both.
-//! A pass that fits the budget appends its rows; past it a token takes the
-//! slot of the one the policy drops, so the buffers hold the budget's rows
-//! and no more, and attention reads only the held slots. A heavy-hitter
-//! session's totals stay on the GPU (`kv_mass`, added by every block); they
-//! are read back only when the cache is full and one token must leave.
+//! A GPU session's cache as slots under its policy (`kv_policy`): the same
+//! slots as the CPU engine's (`kv_slots`), so every token lands in the same
+//! slot on both. A pass that fits the budget appends its rows; past it a
+//! token takes the slot of the one the policy drops, so the buffers hold the
+//! budget's rows and no more, and attention reads only the held slots. A
+//! heavy-hitter session's totals stay on the GPU (`kv_mass`, added by every
+//! block); they are read back only when the cache is full and one token must
+//! leave. The pass itself is `pass.rs`.
 
 use crate::error::{EngineError, Result};
 use crate::gpu::ops::Totals;
 use crate::gpu::plan::Place;
-use crate::gpu::probe::Probe;
 use crate::gpu::readback::{buffer, read_f32, STORAGE};
 use crate::gpu::session::GpuSession;
 use crate::gpu::GpuModel;
 use crate::kv_policy::KvPolicy;
-use crate::step::{check_input, StepStats, Wanted};
+use crate::step::StepStats;
 
 /// Most rows of a heavy-hitter pass: its attention weights (n_head × rows ×
 /// slots) are kept for one pass, so a longer prompt goes in chunks of these.
@@ -83,80 +83,10 @@ impl GpuSession {
         Place { pos0: self.pos as u32, slot0: held, keys0: held }
     }
 
-    /// `tokens` through the model: in one pass when they fit the budget
-    /// (in chunks of [`MASS_ROWS`] for a heavy-hitter session), else one at
-    /// a time, each query seeing what was kept at its turn.
-    pub(super) async fn forward(
-        &mut self,
-        tokens: &[u32],
-        wanted: Wanted,
-        decode: bool,
-    ) -> Result<Vec<f32>> {
-        let start = web_time::Instant::now();
-        check_input(&self.model().model, self.pos, tokens)?;
-        let mut stats = StepStats { tokens: tokens.len(), ..StepStats::default() };
-        let max_rows = if self.totals.is_some() { MASS_ROWS } else { usize::MAX };
-        let mut logits = Vec::new();
-        let mut done = 0;
-        while done < tokens.len() {
-            let left = tokens.len() - done;
-            let rows = if self.slots.fits(left) { left.min(max_rows) } else { 1 };
-            let place = self.take_room(rows, &mut stats).await?;
-            let piece = &tokens[done..done + rows];
-            let part = self.pass(piece, wanted, decode, place, None, &mut stats).await?;
-            match wanted {
-                Wanted::All => logits.extend(part),
-                Wanted::Last => logits = part,
-            }
-            done += rows;
-        }
-        stats.wall_ms = start.elapsed().as_secs_f64() * 1e3;
-        self.last = stats;
-        Ok(logits)
-    }
-
-    /// One token through the cached context, reading back only its greedy
-    /// token (the argmax of its logits, found on the device).
-    pub(super) async fn forward_greedy(&mut self, token: u32) -> Result<u32> {
-        let start = web_time::Instant::now();
-        check_input(&self.model().model, self.pos, &[token])?;
-        let mut stats = StepStats { tokens: 1, ..StepStats::default() };
-        let place = self.take_room(1, &mut stats).await?;
-        let next = self.pass_greedy(token, place, &mut stats).await?;
-        stats.wall_ms = start.elapsed().as_secs_f64() * 1e3;
-        self.last = stats;
-        Ok(next)
-    }
-
-    /// A prefill in one pass, copied out by `probe`: the views that look
-    /// inside read the whole cache, so it must fit.
-    pub(super) async fn forward_probed(
-        &mut self,
-        tokens: &[u32],
-        wanted: Wanted,
-        probe: &Probe,
-    ) -> Result<Vec<f32>> {
-        let start = web_time::Instant::now();
-        check_input(&self.model().model, self.pos, tokens)?;
-        let max_rows = if self.totals.is_some() { MASS_ROWS } else { usize::MAX };
-        if !self.slots.fits(tokens.len()) || tokens.len() > max_rows {
-            return Err(EngineError::Setting(
-                "the views that look inside the model read the full cache: use --kv-policy full"
-                    .into(),
-            ));
-        }
-        let mut stats = StepStats { tokens: tokens.len(), ..StepStats::default() };
-        let place = self.take_room(tokens.len(), &mut stats).await?;
-        let logits = self.pass(tokens, wanted, false, place, Some(probe), &mut stats).await?;
-        stats.wall_ms = start.elapsed().as_secs_f64() * 1e3;
-        self.last = stats;
-        Ok(logits)
-    }
-
     /// The slots the next `rows` tokens take (the policy drops a held token
     /// when they do not fit; a heavy-hitter session reads its totals first,
     /// and the newcomer's total starts again at 0).
-    async fn take_room(&mut self, rows: usize, stats: &mut StepStats) -> Result<Place> {
+    pub(super) async fn take_room(&mut self, rows: usize, stats: &mut StepStats) -> Result<Place> {
         let mass = match &self.totals {
             Some(t) if !self.slots.fits(rows) => {
                 let mass = self.read_mass(t).await?;

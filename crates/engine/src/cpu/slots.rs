@@ -1,0 +1,45 @@
+//! A CPU session's cache as slots under its policy (`kv_policy`, `kv_slots`):
+//! which token each slot holds, the attention each has received, and a
+//! rewind that fills the holes it leaves. A pass that fits the budget
+//! appends its rows; past it a token takes the slot of the one the policy
+//! drops (`pass.rs`), so the cache never holds more than the budget's rows.
+
+use super::CpuSession;
+use crate::kv_policy::KvPolicy;
+
+impl CpuSession {
+    /// The policy this session's cache follows.
+    pub fn policy(&self) -> KvPolicy {
+        self.slots.policy()
+    }
+
+    /// The position of the token in each cache slot (slot order).
+    pub fn held(&self) -> &[usize] {
+        self.slots.held()
+    }
+
+    /// (held) the attention each slot has received, summed over layers,
+    /// heads and queries (kept only when the policy ranks by it; else empty).
+    pub fn mass(&self) -> &[f32] {
+        &self.mass
+    }
+
+    /// Forgets the tokens at positions `to..`: the slots left fill their
+    /// holes from the end (`Slots::rewind`), and the cache drops the rest.
+    pub(super) fn rewind_slots(&mut self, to: usize) {
+        let moves = self.slots.rewind(to);
+        let e = self.config().kv_dim();
+        for cache in self.key_cache.iter_mut().chain(&mut self.value_cache) {
+            for &(from, to) in &moves {
+                cache.copy_within(from * e..(from + 1) * e, to * e);
+            }
+            cache.truncate(self.slots.held().len() * e);
+        }
+        if !self.mass.is_empty() {
+            for &(from, to) in &moves {
+                self.mass[to] = self.mass[from];
+            }
+            self.mass.truncate(self.slots.held().len());
+        }
+    }
+}
