@@ -3,7 +3,7 @@
 //! same CPU twins the last block's output goes through, so the lens of the
 //! last block is the model's own logits.
 
-use crate::kernels::{layernorm, lm_head};
+use crate::kernels::layernorm;
 use crate::model::Model;
 
 /// Logits `(rows, vocab_size)` of residual rows `(rows, n_embd)`.
@@ -14,7 +14,7 @@ pub fn logits(model: &Model, residual: &[f32]) -> Vec<f32> {
     let mut xb = vec![0.0; residual.len()]; // (rows, n_embd) after ln_f
     layernorm::run_cpu(residual, &w.ln_f_weight, &w.ln_f_bias, c.layer_norm_epsilon, &mut xb);
     let mut out = vec![0.0; rows * c.vocab_size]; // (rows, vocab_size)
-    lm_head::run_cpu(&xb, w.lm_head(), 0, c.vocab_size, 0, rows, &mut out);
+    crate::fast::lm_head::run(&xb, w.lm_head(), 0, c.vocab_size, 0, rows, &mut out);
     out
 }
 

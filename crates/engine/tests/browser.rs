@@ -134,4 +134,5 @@ fn f16_paths_equal_the_f32_path_bit_for_bit() {
     f16_paths::lift_refuses_128();
     f16_paths::matmul_in_panels_equals_f32();
     f16_paths::panels_hold_the_matrix();
+    f16_paths::fast_equals_the_plain_twins();
 }

@@ -17,6 +17,11 @@ mod portable_forward;
 use f16_paths::{bits, pair_as};
 
 #[test]
+fn the_cpu_engines_loops_equal_the_plain_twins_bit_for_bit() {
+    f16_paths::fast_equals_the_plain_twins();
+}
+
+#[test]
 fn matmul_f16_path_equals_the_f32_path_bit_for_bit() {
     f16_paths::matmul_f16_equals_f32();
 }

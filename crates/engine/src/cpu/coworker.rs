@@ -11,8 +11,8 @@
 use std::ops::Range;
 
 use crate::error::{EngineError, Result};
+use crate::fast;
 use crate::fast::coworker::{self, Coworker};
-use crate::kernels::{lm_head, matmul};
 use crate::model::{Config, Model};
 use crate::storage::matrix::{Matrix, SHARD_ALIGN};
 
@@ -196,8 +196,8 @@ impl Panels {
         }
         let mut out = vec![0.0; rows * n]; // (rows, n)
         match bias {
-            Some(bias) => matmul::run_cpu(x, w, bias, &mut out),
-            None => lm_head::run_cpu(x, w, 0, n, 0, rows, &mut out),
+            Some(bias) => fast::matmul::run(x, w, bias, &mut out),
+            None => fast::lm_head::run(x, w, 0, n, 0, rows, &mut out),
         }
         Ok(out)
     }

@@ -4,9 +4,9 @@
 //! arithmetic is the same either way; only the K/V write and attention look
 //! at which sequence (cache, position) a row belongs to.
 
+use crate::fast;
 use crate::kernels::{
-    attention, attention_probs, embedding, gelu, kv_mass, kv_write, layernorm, lm_head, matmul,
-    residual_add, Heads,
+    attention, attention_probs, embedding, gelu, kv_mass, kv_write, layernorm, residual_add, Heads,
 };
 use crate::model::Model;
 use crate::step::Wanted;
@@ -93,7 +93,7 @@ pub fn run(
     seen.residual(&x);
     for (l, lw) in w.layers.iter().enumerate() {
         layernorm::run_cpu(&x, &lw.ln_1_weight, &lw.ln_1_bias, c.layer_norm_epsilon, &mut xb);
-        matmul::run_cpu(&xb, &lw.c_attn_weight, &lw.c_attn_bias, &mut qkv);
+        fast::matmul::run(&xb, &lw.c_attn_weight, &lw.c_attn_bias, &mut qkv);
         let (scale, heads) = (c.attn_scale(l), c.heads());
         let mut row0 = 0;
         for s in seqs.iter_mut() {
@@ -118,12 +118,12 @@ pub fn run(
             }
             row0 += s.rows;
         }
-        matmul::run_cpu(&y, &lw.attn_proj_weight, &lw.attn_proj_bias, &mut proj);
+        fast::matmul::run(&y, &lw.attn_proj_weight, &lw.attn_proj_bias, &mut proj);
         residual_add::run_cpu(&proj, &mut x);
         layernorm::run_cpu(&x, &lw.ln_2_weight, &lw.ln_2_bias, c.layer_norm_epsilon, &mut xb);
-        matmul::run_cpu(&xb, &lw.c_fc_weight, &lw.c_fc_bias, &mut fc);
+        fast::matmul::run(&xb, &lw.c_fc_weight, &lw.c_fc_bias, &mut fc);
         gelu::run_cpu(&mut fc);
-        matmul::run_cpu(&fc, &lw.mlp_proj_weight, &lw.mlp_proj_bias, &mut proj);
+        fast::matmul::run(&fc, &lw.mlp_proj_weight, &lw.mlp_proj_bias, &mut proj);
         residual_add::run_cpu(&proj, &mut x);
         seen.residual(&x);
     }
@@ -133,6 +133,6 @@ pub fn run(
         Wanted::All => (0, n),
     };
     let mut logits = vec![0.0; n_out * c.vocab_size]; // (n_out, vocab_size)
-    lm_head::run_cpu(&xb, w.lm_head(), 0, c.vocab_size, lm_row0, n_out, &mut logits);
+    fast::lm_head::run(&xb, w.lm_head(), 0, c.vocab_size, lm_row0, n_out, &mut logits);
     logits
 }

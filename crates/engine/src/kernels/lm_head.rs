@@ -23,11 +23,17 @@ pub struct Params {
     pub _pad1: u32,
 }
 
+/// Partial sums of one dot product: lane j sums the products k ≡ j (mod 16).
+pub const LANES: usize = 16;
+
 /// logits[r, v0 + v] = x[row0 + r, :] · lm_head[v, :]  for r < n_out, where
 /// `lm_head` is the shard of rows `v0..v0 + lm_head.rows` of the head and
-/// logits rows are `vocab_size` wide (the other shards write the rest). Each
-/// dot product is sixteen partial sums (lane j: products k ≡ j mod 16)
-/// combined pairwise (the loops: [`fast::lm_head`](crate::fast::lm_head)).
+/// logits rows are `vocab_size` wide (the other shards write the rest).
+///
+/// The reference, as plain loops: each dot product is [`LANES`] partial sums
+/// (lane j adds the products k ≡ j mod 16 in order of k) added pairwise in a
+/// fixed order. The CPU engine runs the same sums faster
+/// ([`fast::lm_head`](crate::fast::lm_head)), tested against this bit for bit.
 pub fn run_cpu(
     x: &[f32],        // (n_rows, n_embd)
     lm_head: &Matrix, // (n_vocab, n_embd) in its format: rows v0.. of the head
@@ -37,7 +43,18 @@ pub fn run_cpu(
     n_out: usize,
     logits: &mut [f32], // (n_out, vocab_size)
 ) {
-    crate::fast::lm_head::run(x, lm_head, v0, vocab_size, row0, n_out, logits)
+    let (n_vocab, e) = (lm_head.rows, lm_head.cols);
+    for r in 0..n_out {
+        let x = &x[(row0 + r) * e..][..e];
+        for v in 0..n_vocab {
+            let mut lanes = [0.0f32; LANES];
+            for (kk, &xk) in x.iter().enumerate() {
+                lanes[kk % LANES] += xk * lm_head.get(v * e + kk);
+            }
+            let quad = |i: usize| (lanes[i] + lanes[i + 1]) + (lanes[i + 2] + lanes[i + 3]);
+            logits[r * vocab_size + v0 + v] = (quad(0) + quad(4)) + (quad(8) + quad(12));
+        }
+    }
 }
 
 /// Dispatch size: one thread per (token of the shard, row).

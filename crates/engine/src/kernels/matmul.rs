@@ -22,15 +22,27 @@ const TILE_PER_GROUP: u32 = 32;
 
 /// out[m, n] = sum_k x[m, k] * w[k, n] + bias[n]   (w in Conv1D `[in, out]` layout)
 ///
-/// Every output sums its k products one by one in order 0..k after its bias
-/// (the loops: [`fast::matmul`](crate::fast::matmul)).
+/// The reference, as plain loops: every output starts from its bias and
+/// adds its k products one by one in order 0..k, each weight as the kernels
+/// compute with it (`Matrix::get`). The CPU engine runs the same sums in the
+/// same order, faster ([`fast::matmul`](crate::fast::matmul)), and is tested
+/// against this bit for bit.
 pub fn run_cpu(
     x: &[f32],       // (m, k)
     w: &Matrix,      // (k, n) in its format
     bias: &[f32],    // (n)
     out: &mut [f32], // (m, n)
 ) {
-    crate::fast::matmul::run(x, w, bias, out)
+    let (k, n) = (w.rows, w.cols);
+    for (row, x) in out.chunks_exact_mut(n).zip(x.chunks_exact(k)) {
+        for (j, o) in row.iter_mut().enumerate() {
+            let mut acc = bias[j];
+            for (kk, &xk) in x.iter().enumerate() {
+                acc += xk * w.get(kk * n + j);
+            }
+            *o = acc;
+        }
+    }
 }
 
 /// Dispatch size: one workgroup per 32×32 block of outputs.

@@ -5,6 +5,7 @@
 //! Chromium (`browser.rs`).
 
 use decode_lab_engine::gpu::selftest::cases;
+use decode_lab_engine::fast;
 use decode_lab_engine::kernels::{lm_head, matmul};
 use decode_lab_engine::storage::format::{Channels, Format};
 use decode_lab_engine::storage::matrix::Matrix;
@@ -78,7 +79,7 @@ pub fn matmul_f16_equals_f32() {
                     let bias = cases::random(n, 4);
                     for x in inputs(m * k, 3) {
                         let (mut a, mut b) = (vec![0.0; m * n], vec![0.0; m * n]);
-                        matmul::run_cpu(&x, &w16, &bias, &mut a);
+                        fast::matmul::run(&x, &w16, &bias, &mut a);
                         matmul::run_cpu(&x, &w32, &bias, &mut b);
                         assert_eq!(
                             bits(&a),
@@ -103,7 +104,7 @@ pub fn lm_head_f16_equals_f32() {
                 for x in inputs(3 * cols, 5) {
                     // x: (3, cols), row0 = 1; vocab_size 50, v0 = 7
                     let (mut a, mut b) = (vec![0.0; n_out * 50], vec![0.0; n_out * 50]);
-                    lm_head::run_cpu(&x, &w16, 7, 50, 1, n_out, &mut a);
+                    fast::lm_head::run(&x, &w16, 7, 50, 1, n_out, &mut a);
                     lm_head::run_cpu(&x, &w32, 7, 50, 1, n_out, &mut b);
                     let at = &x[cols..][..2];
                     assert_eq!(
@@ -132,7 +133,7 @@ pub fn matmul_in_panels_equals_f32() {
                     let bias = cases::random(n, 6);
                     for x in inputs(m * k, 7) {
                         let (mut a, mut b) = (vec![0.0; m * n], vec![0.0; m * n]);
-                        matmul::run_cpu(&x, &w16, &bias, &mut a);
+                        fast::matmul::run(&x, &w16, &bias, &mut a);
                         matmul::run_cpu(&x, &w32, &bias, &mut b);
                         let what = format!("m {m} k {k} n {n} lift {lift} x[0] {}", x[0]);
                         assert_eq!(bits(&a), bits(&b), "{what}");
@@ -164,5 +165,34 @@ pub fn panels_hold_the_matrix() {
         let values = cases::random(rows * cols, 9);
         let mut m = Matrix::new(format, rows, cols, Channels::Cols, &values);
         assert!(!m.into_panels(), "{} of {rows} x {cols}", format.name());
+    }
+}
+
+/// The CPU engine's loops (`fast/`: k-outer streaming, panels, threads, SIMD)
+/// give the plain twins' bits (`kernels::matmul`, `kernels::lm_head`: the
+/// reference a reader checks by eye) in every weight format, as stored and in
+/// the CPU layout, at awkward sizes.
+pub fn fast_equals_the_plain_twins() {
+    for format in Format::ALL {
+        for (m, k, n) in [(1, 1, 2), (3, 63, 65), (17, 65, 130), (2, 64, 96)] {
+            let values = cases::random(k * n, (k + n) as u64);
+            let mut w = Matrix::new(format, k, n, Channels::Cols, &values);
+            let bias = cases::random(n, 5);
+            let x = cases::random(m * k, 6);
+            for layout in ["as stored", "cpu layout"] {
+                let (mut a, mut b) = (vec![0.0; m * n], vec![0.0; m * n]);
+                fast::matmul::run(&x, &w, &bias, &mut a);
+                matmul::run_cpu(&x, &w, &bias, &mut b);
+                assert_eq!(bits(&a), bits(&b), "matmul {} {m}x{k}x{n} {layout}", format.name());
+                w.lift_f16();
+                w.into_panels();
+            }
+            let head = Matrix::new(format, n, k, Channels::Rows, &values);
+            let (rows, vocab) = (2.min(m), n + 9);
+            let (mut a, mut b) = (vec![0.0; rows * vocab], vec![0.0; rows * vocab]);
+            fast::lm_head::run(&x, &head, 4, vocab, m - rows, rows, &mut a);
+            lm_head::run_cpu(&x, &head, 4, vocab, m - rows, rows, &mut b);
+            assert_eq!(bits(&a), bits(&b), "lm_head {} {n}x{k}", format.name());
+        }
     }
 }
