@@ -2,7 +2,7 @@
 //! each with its points joined and, when given, its fitted polynomial drawn
 //! dashed. The cost lessons draw time against length with it.
 
-use engine::cost::Fit;
+use engine::lessons::cost::Fit;
 use leptos::prelude::*;
 
 use crate::png::CopyPng;

@@ -22,7 +22,7 @@ pub fn bandwidth_sentence(
     bytes: f64,
     device: &engine::DeviceFigures,
 ) -> Option<String> {
-    use engine::cost::{median, Bandwidth};
+    use engine::lessons::cost::{median, Bandwidth};
     let gpu: Option<Vec<f64>> = steps.iter().map(|s| s.gpu_ms).collect();
     let (ms, device_clock) = match gpu {
         Some(g) if !g.is_empty() => (median(&g)?, true),

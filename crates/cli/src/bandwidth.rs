@@ -5,8 +5,8 @@
 
 use std::fmt::Write as _;
 
-use engine::cost::Bandwidth;
 use engine::kernels::{Cost, Kernel};
+use engine::lessons::cost::Bandwidth;
 use engine::{DeviceFigures, StepStats};
 
 /// The decode steps the bench took.

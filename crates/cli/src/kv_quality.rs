@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use engine::kv_policy::KvPolicy;
-use engine::kv_quality::{measure, Progress};
+use engine::lessons::kv_quality::{measure, Progress};
+use engine::lessons::quality::Drift;
 use engine::model::Tokenizer;
 use engine::open::Engine;
-use engine::quality::Drift;
 use engine::{EngineError, Result};
 
 use crate::engine_args::{kv_policy, EngineArgs};

@@ -13,7 +13,6 @@
 
 pub mod batch;
 pub mod beam;
-pub mod cost;
 pub mod cpu;
 pub mod engine_session;
 pub mod error;
@@ -21,16 +20,13 @@ pub mod fast;
 pub mod generate;
 #[cfg(feature = "gpu")]
 pub mod gpu;
-pub mod heads;
 pub mod kernels;
 pub mod kv_policy;
-pub mod kv_quality;
 pub mod kv_slots;
-pub mod lens;
+pub mod lessons;
 pub mod model;
 pub mod open;
 pub mod peak;
-pub mod quality;
 pub mod remote;
 pub mod run;
 pub mod run_batch;
@@ -38,7 +34,6 @@ pub mod sample;
 pub mod serve;
 pub mod session;
 pub mod speculate;
-pub mod spread;
 pub mod step;
 pub mod storage;
 

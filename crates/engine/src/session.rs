@@ -107,7 +107,7 @@ impl Session {
 
     /// [`prefill`](Self::prefill), also returning what `look` asks for: the
     /// residual stream after the embedding and every block (the logit lens
-    /// decodes it with [`crate::lens::logits`]) and every layer's attention
+    /// decodes it with [`crate::lessons::lens::logits`]) and every layer's attention
     /// weights (see [`Inspection`] for the shapes). Plain prefills and decode
     /// steps never pay for it.
     pub async fn prefill_inspected(
@@ -225,7 +225,7 @@ impl Session {
         let weights = each!(self, s => EngineSession::decode_bytes(s));
         let c = self.config();
         let rows = self.kv_policy().budget().map_or(pos + 1, |b| b.min(pos + 1));
-        let kv = crate::cost::kv_cache_bytes(
+        let kv = crate::lessons::cost::kv_cache_bytes(
             c.n_layer as f64,
             c.n_kv_head as f64,
             c.head_size as f64,

@@ -10,7 +10,7 @@ mod common;
 use std::sync::Arc;
 
 use common::{golden_model, rel_max_err, sessions_on_both};
-use decode_lab_engine::lens;
+use decode_lab_engine::lessons::lens;
 use decode_lab_engine::model::Model;
 use decode_lab_engine::{Inspection, Look, Wanted};
 

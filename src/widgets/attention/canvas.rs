@@ -20,7 +20,7 @@ pub fn shown(maps: &Maps, layer: usize, head: usize, hide: bool) -> Vec<f32> {
         true => w
             .chunks(n.max(1))
             .enumerate()
-            .flat_map(|(i, row)| engine::heads::without_first(row, i))
+            .flat_map(|(i, row)| engine::lessons::heads::without_first(row, i))
             .collect(),
     }
 }

@@ -2,7 +2,7 @@
 //! first and on the previous token) with the label a student would give it,
 //! and the chosen head's map as CSV and PNG.
 
-use engine::heads::{head_stats, label};
+use engine::lessons::heads::{head_stats, label};
 use leptos::html::Canvas;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;

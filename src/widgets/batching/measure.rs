@@ -8,7 +8,7 @@
 //! dispatches at the measured cost of one, and (where the adapter has
 //! timestamps) its GPU time.
 
-use engine::cost::median;
+use engine::lessons::cost::median;
 use engine::run::{Done, Job, Run};
 use engine::run_batch::BatchRun;
 use engine::{DeviceFigures, Session, StepStats, Wanted};

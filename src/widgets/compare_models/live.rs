@@ -14,8 +14,8 @@
 use std::rc::Rc;
 use std::sync::Arc;
 
+use engine::lessons::quality::DriftAcc;
 use engine::model::Tokenizer;
-use engine::quality::DriftAcc;
 use engine::run::{Done, Job, Run, Step};
 use engine::{Session, Wanted};
 use leptos::prelude::*;

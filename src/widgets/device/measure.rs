@@ -137,7 +137,7 @@ async fn time_steps(s: &mut Session, n_positions: usize) -> Result<ProfileRow, S
             gpus.extend(stats.gpu_ms);
         }
     }
-    let median = |v: &[f64]| engine::cost::median(v).unwrap_or(f64::NAN);
+    let median = |v: &[f64]| engine::lessons::cost::median(v).unwrap_or(f64::NAN);
     Ok(ProfileRow {
         profile: String::new(),
         pipelines_ms: None,

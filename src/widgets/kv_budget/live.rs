@@ -7,7 +7,7 @@
 //! both put the same token first.
 
 use engine::kv_policy::KvPolicy;
-use engine::quality::DriftAcc;
+use engine::lessons::quality::DriftAcc;
 use engine::run::{Job, Run};
 use leptos::prelude::*;
 

@@ -2,12 +2,12 @@
 //! on the held-out passage the model ships (the bundled model's Macbeth; a
 //! model without one is told so): bits per byte, mean KL(full ‖ variant) and
 //! same top-1 against the full cache of the model as loaded, fed the same
-//! tokens (`engine::kv_quality`), for budgets 8, 16, 32, … up to the model's
+//! tokens (`engine::lessons::kv_quality`), for budgets 8, 16, 32, … up to the model's
 //! context and G = n_head … 1. Progress per run; Stop keeps the windows
 //! finished.
 
-use engine::kv_quality::{measure as score, Progress as Done};
-use engine::quality::Drift;
+use engine::lessons::kv_quality::{measure as score, Progress as Done};
+use engine::lessons::quality::Drift;
 use leptos::prelude::*;
 
 use super::engines::{divisors, grouped as grouped_engine};

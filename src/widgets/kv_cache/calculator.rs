@@ -4,7 +4,7 @@
 //! gigabytes). Its inputs are controls, so the link carries them.
 
 use contract::Control;
-use engine::cost::kv_cache_bytes;
+use engine::lessons::cost::kv_cache_bytes;
 use leptos::prelude::*;
 
 use crate::driver::Driver;

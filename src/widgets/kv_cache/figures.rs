@@ -3,7 +3,7 @@
 //! the correctness badge, the cache's bytes three ways, and the projection
 //! count of the lesson's formula.
 
-use engine::cost::{cumulative, fit, kv_projections, Fit};
+use engine::lessons::cost::{cumulative, fit, kv_projections, Fit};
 use leptos::prelude::*;
 
 use super::measure::Sinks;

@@ -8,7 +8,7 @@
 //! arrive; Stop ends the measurement between steps.
 
 use contract::Control;
-use engine::cost::{dense_then_spread, median};
+use engine::lessons::cost::{dense_then_spread, median};
 use engine::sample::argmax;
 use engine::Session;
 use leptos::prelude::*;

@@ -5,7 +5,8 @@
 //! a turn whenever about a frame's work is done (the LM head of a large
 //! vocabulary is tens of milliseconds per row).
 
-use engine::{lens, Look, Wanted};
+use engine::lessons::lens;
+use engine::{Look, Wanted};
 use leptos::prelude::*;
 
 use crate::driver::Driver;

@@ -2,7 +2,7 @@
 //! to first token, pp and tg rates, a decode step's dispatches, submits and
 //! bytes), the token-by-token ratio, and the fitted TTFT curve.
 
-use engine::cost::{fit, median, Fit, Timeline};
+use engine::lessons::cost::{fit, median, Fit, Timeline};
 use leptos::prelude::*;
 
 use super::measure::{Point, Run, Sinks};

@@ -6,7 +6,7 @@
 //! length, one pass and (when asked) token by token. Figures fill in as they
 //! arrive; Stop ends a measurement between steps.
 
-use engine::cost::{curve_lengths, cycled, median, Timeline};
+use engine::lessons::cost::{curve_lengths, cycled, median, Timeline};
 use engine::sample::argmax;
 use engine::{DeviceFigures, Session, StepStats, Wanted};
 use leptos::prelude::*;

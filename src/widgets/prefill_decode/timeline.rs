@@ -3,7 +3,7 @@
 //! cold run and the last warm run in two lanes, so the first call's extra
 //! cost shows against the same scale. Hovering a bar gives its figures.
 
-use engine::cost::Timeline;
+use engine::lessons::cost::Timeline;
 use engine::StepStats;
 use leptos::prelude::*;
 

@@ -5,7 +5,7 @@
 //! figures that say why one scale per channel beats one per tensor.
 
 use contract::Control;
-use engine::spread::{spread, Spread};
+use engine::lessons::spread::{spread, Spread};
 use engine::storage::format::Format;
 use leptos::prelude::*;
 

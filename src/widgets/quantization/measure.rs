@@ -5,8 +5,8 @@
 //! held-out passage, window by window, against f32's. Rows fill in as the
 //! figures arrive; Stop ends the run between steps.
 
-use engine::cost::median;
-use engine::quality::{windows, Drift, DriftAcc};
+use engine::lessons::cost::median;
+use engine::lessons::quality::{windows, Drift, DriftAcc};
 use engine::sample::argmax;
 use engine::storage::format::Format;
 use engine::{Session, Wanted};

@@ -2,7 +2,7 @@
 //! pipeline (`engine::sample::explain`) every widget draws, and the check of
 //! a learner's answer against it.
 
-use engine::cost::kv_projections;
+use engine::lessons::cost::kv_projections;
 use engine::sample::{explain, Explanation, StageKind};
 
 use super::{Kind, On, Question};

@@ -53,7 +53,8 @@ pub async fn device_figures(pause: Option<&Pause>) -> crate::step::DeviceFigures
             pause().await;
         }
     }
-    let rate = |secs: &[f64]| BYTES as f64 / crate::cost::median(secs).unwrap_or(1.0).max(1e-9);
+    let rate =
+        |secs: &[f64]| BYTES as f64 / crate::lessons::cost::median(secs).unwrap_or(1.0).max(1e-9);
     crate::step::DeviceFigures {
         copy_bytes_per_s: rate(&copy),
         read_bytes_per_s: rate(&read),

@@ -114,7 +114,7 @@ pub async fn measure(gpu: &GpuModel) -> Result<DeviceFigures> {
             manys.push(b);
         }
     }
-    let median = |v: &[f64]| crate::cost::median(v).unwrap_or(f64::NAN).max(1e-6);
+    let median = |v: &[f64]| crate::lessons::cost::median(v).unwrap_or(f64::NAN).max(1e-6);
     for b in [&data, &sums, &src, &dst, &staging, &params, &y, &x] {
         b.destroy();
     }

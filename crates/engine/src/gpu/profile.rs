@@ -134,7 +134,7 @@ async fn time_decodes(gpus: &[Result<Rc<GpuModel>>]) -> Vec<Result<f64>> {
     }
     let median = |(slot, times): (Result<(GpuSession, usize)>, Vec<f64>)| {
         slot?;
-        crate::cost::median(&times)
+        crate::lessons::cost::median(&times)
             .ok_or_else(|| EngineError::Gpu("no decode step of this profile was timed".into()))
     };
     sessions.into_iter().zip(times).map(median).collect()

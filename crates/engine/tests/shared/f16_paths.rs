@@ -4,8 +4,8 @@
 //! for bit at awkward sizes and inputs, natively (`cpu_paths.rs`) and in
 //! Chromium (`browser.rs`).
 
-use decode_lab_engine::gpu::selftest::cases;
 use decode_lab_engine::fast;
+use decode_lab_engine::gpu::selftest::cases;
 use decode_lab_engine::kernels::{lm_head, matmul};
 use decode_lab_engine::storage::format::{Channels, Format};
 use decode_lab_engine::storage::matrix::Matrix;

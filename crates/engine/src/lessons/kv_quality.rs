@@ -12,7 +12,7 @@
 //! that length.
 
 use crate::error::Result;
-use crate::quality::{windows, Drift, DriftAcc};
+use crate::lessons::quality::{windows, Drift, DriftAcc};
 use crate::{Session, Wanted};
 
 /// How far a measurement has got: runs done (one window under one
