@@ -7,7 +7,7 @@
 //! by up to K · ε · max|xn|, on top of the summation-order gap; GELU's slope
 //! is under 1.13 and its tanh adds gelu's own 1e-6 abs + 1e-5 rel.
 
-use super::cases::{bytes, dot, params, poisoned, random, weights, Case, Tolerance};
+use super::inputs::{bytes, dot, params, poisoned, random, weights, Case, Tolerance};
 use crate::kernels::{ln_fc_gelu, ln_fc_gelu_split, ln_qkv, ln_qkv_split, matvec_residual};
 use crate::kernels::{matvec_residual_split, Heads, Kernel, Launch, Split};
 use crate::storage::format::{Channels, Format};
@@ -92,7 +92,7 @@ pub fn ln_qkv_cases(format: Format, split: Option<Split>) -> Vec<Case> {
                     _pad1: 0,
                 };
                 let shape = ln_qkv_split::Shape { split };
-                (Kernel::LnQkvSplit, super::cases::params(&q), shape.workgroups(&q, format))
+                (Kernel::LnQkvSplit, super::inputs::params(&q), shape.workgroups(&q, format))
             }
         };
         out.push(Case {
@@ -136,7 +136,7 @@ pub fn matvec_residual_cases(format: Format, split: Option<Split>) -> Vec<Case> 
                 let q = matvec_residual_split::Params { k: p.k, n: p.n, wide: split.wide, _pad: 0 };
                 (
                     Kernel::MatvecResidualSplit,
-                    super::cases::params(&q),
+                    super::inputs::params(&q),
                     shape.workgroups(&q, format),
                 )
             }
@@ -182,7 +182,7 @@ pub fn ln_fc_gelu_cases(format: Format, split: Option<Split>) -> Vec<Case> {
                     wide: split.wide,
                 };
                 let shape = ln_fc_gelu_split::Shape { n: p.n, split };
-                (Kernel::LnFcGeluSplit, super::cases::params(&q), shape.workgroups(&q, format))
+                (Kernel::LnFcGeluSplit, super::inputs::params(&q), shape.workgroups(&q, format))
             }
         };
         out.push(Case {

@@ -4,7 +4,7 @@
 //! n_head · n_rows terms in [0, 1] in the same order on both sides, so only
 //! a fused add may differ: 1e-6 abs + 1e-6 rel.
 
-use super::cases::{bytes, params, random, Case, Tolerance};
+use super::inputs::{bytes, params, random, Case, Tolerance};
 use crate::kernels::{kv_mass, Kernel};
 use crate::storage::format::Format;
 

@@ -4,9 +4,12 @@
 //! steps. The report is plain text for a bug report; a failure tells the
 //! caller to run on the CPU engine instead.
 
+mod attention;
 pub mod cases;
 mod fused;
+mod inputs;
 mod mass;
+mod prefill;
 mod rows;
 mod split;
 

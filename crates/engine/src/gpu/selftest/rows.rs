@@ -5,7 +5,7 @@
 //! every other row of the output carries a sentinel that must survive.
 //! Tolerances are the kernels' own (see [`cases`](super::cases)).
 
-use super::cases::{attention_inputs, bytes, params, random, Case, Tolerance, EXACT};
+use super::inputs::{attention_inputs, bytes, params, random, Case, Tolerance, EXACT};
 use crate::kernels::{attention, embedding, kv_write, Heads, Kernel};
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;

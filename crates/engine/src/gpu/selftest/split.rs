@@ -7,8 +7,8 @@
 //! abs + 1e-4 rel (the scores' and exponentials' rounding); block_sum exact
 //! (wrapping integer adds).
 
-use super::cases::{attention_inputs, bytes, dot, params, poisoned, random, weights};
-use super::cases::{Case, Tolerance, EXACT};
+use super::inputs::{attention_inputs, bytes, dot, params, poisoned, random, weights};
+use super::inputs::{Case, Tolerance, EXACT};
 use crate::kernels::{argmax, attention_combine, attention_proj_split, attention_split, block_sum};
 use crate::kernels::{Heads, Kernel, Launch, Split};
 use crate::storage::format::{Channels, Format};
