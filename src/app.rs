@@ -14,16 +14,16 @@ use leptos::html::Div;
 use leptos::prelude::*;
 
 use crate::custom_logits::CustomLogits;
-use crate::download::{size, BigDownload};
 use crate::driver::Driver;
 use crate::embed::{report_height, EmbedCode, EmbedFooter};
 use crate::lab::{load, Backend, CpuReason, LoadChoice, LoadError, Progress};
+use crate::load::download::{size, BigDownload};
+use crate::load::source::ModelSource;
 use crate::picker::ModelPicker;
 use crate::playground::Playground;
 use crate::query::{query, with_opened};
 use crate::registry::Controls;
 use crate::selftest::{Outcome, SelfTestPanel};
-use crate::source::ModelSource;
 use crate::url_state::{self, Share};
 use crate::widgets::{Logits, Source, WidgetView};
 
@@ -334,7 +334,7 @@ fn UrlNotices(notices: Vec<String>) -> impl IntoView {
 /// What happened to stored files: a damaged copy fetched again, a full quota.
 #[component]
 fn StoreNotices() -> impl IntoView {
-    let notices = crate::stored::notices();
+    let notices = crate::load::stored::notices();
     move || {
         let n = notices.get();
         (!n.is_empty()).then(|| {

@@ -1,6 +1,6 @@
 //! The loaded model and the engine it runs on: the bridge between the page and
 //! `decode-lab-engine`. Loading order: probe WebGPU → fetch the model folder's
-//! files (`model_files.rs`, with progress) → parse and check → upload to the
+//! files (`load/model_files.rs`, with progress) → parse and check → upload to the
 //! GPU, or fall back to the CPU engine with the reason kept for the banner.
 
 use std::rc::Rc;
@@ -17,12 +17,12 @@ use engine::open::{open, Choice, Engine, EngineChoice};
 use engine::storage::format::Format;
 use engine::Session;
 
-use crate::load_times::{since_page_start, Laps, LoadTimes};
-use crate::loader::yield_to_browser;
-use crate::model_files::{fetch_files, parse, ALL_FILES};
-pub use crate::model_files::{LoadError, Progress};
+use crate::browser::yield_to_browser;
+use crate::load::model_files::{fetch_files, parse, ALL_FILES};
+pub use crate::load::model_files::{LoadError, Progress};
+use crate::load::source::ModelSource;
+use crate::load::times::{since_page_start, Laps, LoadTimes};
 use crate::remembered;
-use crate::source::ModelSource;
 use crate::worker::CpuWorker;
 
 /// Which engine the page runs on, and why.

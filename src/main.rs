@@ -4,16 +4,15 @@
 
 mod alloc;
 mod app;
+mod browser;
 mod controls;
+mod csv;
 mod custom_logits;
 mod distribution;
-mod download;
 mod driver;
 mod embed;
 mod lab;
-mod load_times;
-mod loader;
-mod model_files;
+mod load;
 mod nucleus;
 mod offline;
 mod picker;
@@ -24,8 +23,6 @@ mod registry;
 mod remembered;
 mod scroll;
 mod selftest;
-mod source;
-mod stored;
 mod url_state;
 mod widgets;
 mod worker;

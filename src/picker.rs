@@ -11,10 +11,11 @@ use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
-use crate::download::size;
-use crate::loader::{forget_model, js_error, model_cache, stored_models, Stored};
-use crate::model_files::{ALL_FILES, HELDOUT_FILE, NEEDED};
-use crate::source::LOCAL_PREFIX;
+use crate::browser::js_error;
+use crate::load::cache::{forget_model, model_cache, stored_models, Stored};
+use crate::load::download::size;
+use crate::load::model_files::{ALL_FILES, HELDOUT_FILE, NEEDED};
+use crate::load::source::LOCAL_PREFIX;
 
 /// Files a model folder may hold (what the file picker offers).
 const ACCEPT: &str = ".json,.txt,.safetensors,.bin";
@@ -244,12 +245,12 @@ async fn store(files: &[web_sys::File]) -> Result<String, String> {
         JsFuture::from(cache.put_with_str(&url, &response))
             .await
             .map_err(|e| format!("could not store {}: {}", file.name(), js_error(&e)))?;
-        // Recorded like a download, so the loader trusts it (src/stored.rs).
+        // Recorded like a download, so the loader trusts it (src/load/stored.rs).
         let buffer = JsFuture::from(file.array_buffer())
             .await
             .map_err(|e| format!("could not read {}: {}", file.name(), js_error(&e)))?;
         let bytes = js_sys::Uint8Array::new(&buffer).to_vec();
-        crate::stored::record_checksum(&cache, &url, &bytes)
+        crate::load::stored::record_checksum(&cache, &url, &bytes)
             .await
             .map_err(|e| format!("could not store {}: {}", file.name(), js_error(&e)))?;
     }

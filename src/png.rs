@@ -5,6 +5,8 @@
 //! clipboard where the browser allows it, else saved as a file.
 
 use wasm_bindgen::{JsCast, JsValue};
+
+use crate::browser::js_error;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{CanvasRenderingContext2d, Element, HtmlCanvasElement, HtmlImageElement};
 
@@ -36,23 +38,22 @@ const SVG_STYLE: [&str; 13] = [
 
 type Res<T> = Result<T, String>;
 
-fn js(e: JsValue) -> String {
-    e.as_string().or_else(|| js_sys::JSON::stringify(&e).ok().map(String::from)).unwrap_or_default()
-}
-
 /// `figure` (an `svg`, a `canvas` or a `table`) as PNG bytes, `url` stamped.
 pub async fn figure_png(figure: &Element, url: &str) -> Res<Vec<u8>> {
     let rect = figure.get_bounding_client_rect();
     let doc = web_sys::window().and_then(|w| w.document()).ok_or("no document")?;
-    let canvas: HtmlCanvasElement =
-        doc.create_element("canvas").map_err(js)?.dyn_into().map_err(|_| "no canvas")?;
+    let canvas: HtmlCanvasElement = doc
+        .create_element("canvas")
+        .map_err(|e| js_error(&e))?
+        .dyn_into()
+        .map_err(|_| "no canvas")?;
     let (w, h) = match figure.tag_name().to_lowercase().as_str() {
         "table" => table_size(figure),
         _ => (rect.width().max(1.0), rect.height().max(1.0)),
     };
     let ctx: CanvasRenderingContext2d = canvas
         .get_context("2d")
-        .map_err(js)?
+        .map_err(|e| js_error(&e))?
         .ok_or("no 2d context")?
         .dyn_into()
         .map_err(|_| "no 2d context")?;
@@ -63,29 +64,30 @@ pub async fn figure_png(figure: &Element, url: &str) -> Res<Vec<u8>> {
     // Sizing the canvas resets its context: the font is set again below.
     canvas.set_width((width * SCALE).ceil() as u32);
     canvas.set_height(((h + stamp) * SCALE).ceil() as u32);
-    ctx.scale(SCALE, SCALE).map_err(js)?;
+    ctx.scale(SCALE, SCALE).map_err(|e| js_error(&e))?;
     ctx.set_fill_style_str("#fff");
     ctx.fill_rect(0.0, 0.0, width, h + stamp);
     match figure.tag_name().to_lowercase().as_str() {
         "canvas" => {
             let source: &HtmlCanvasElement = figure.dyn_ref().ok_or("not a canvas")?;
             ctx.draw_image_with_html_canvas_element_and_dw_and_dh(source, 0.0, 0.0, w, h)
-                .map_err(js)?;
+                .map_err(|e| js_error(&e))?;
         }
         "table" => draw_table(&ctx, figure),
         _ => {
             let image = svg_image(figure, w, h).await?;
             ctx.draw_image_with_html_image_element_and_dw_and_dh(&image, 0.0, 0.0, w, h)
-                .map_err(js)?;
+                .map_err(|e| js_error(&e))?;
         }
     }
     ctx.set_font(STAMP_FONT);
     ctx.set_fill_style_str("#5b6475");
     ctx.set_text_align("right");
     for (i, line) in lines.iter().enumerate() {
-        ctx.fill_text(line, width - 4.0, h + STAMP_LINE * (i + 1) as f64 + 1.0).map_err(js)?;
+        ctx.fill_text(line, width - 4.0, h + STAMP_LINE * (i + 1) as f64 + 1.0)
+            .map_err(|e| js_error(&e))?;
     }
-    let data = canvas.to_data_url_with_type("image/png").map_err(js)?;
+    let data = canvas.to_data_url_with_type("image/png").map_err(|e| js_error(&e))?;
     let b64 = data.split_once(',').map(|(_, b)| b).ok_or("no PNG data")?;
     let bytes = base64(b64).ok_or("the PNG's base64 could not be read")?;
     Ok(with_source(&bytes, url))
@@ -111,9 +113,9 @@ fn wrap(ctx: &CanvasRenderingContext2d, text: &str, max: f64) -> Vec<String> {
 async fn svg_image(svg: &Element, w: f64, h: f64) -> Res<HtmlImageElement> {
     let window = web_sys::window().ok_or("no window")?;
     let copy: Element =
-        svg.clone_node_with_deep(true).map_err(js)?.dyn_into().map_err(|_| "svg")?;
-    let originals = svg.query_selector_all("*").map_err(js)?;
-    let copies = copy.query_selector_all("*").map_err(js)?;
+        svg.clone_node_with_deep(true).map_err(|e| js_error(&e))?.dyn_into().map_err(|_| "svg")?;
+    let originals = svg.query_selector_all("*").map_err(|e| js_error(&e))?;
+    let copies = copy.query_selector_all("*").map_err(|e| js_error(&e))?;
     for i in 0..originals.length().min(copies.length()) {
         let (Some(o), Some(c)) = (originals.item(i), copies.item(i)) else { continue };
         let (Ok(o), Ok(c)) = (o.dyn_into::<Element>(), c.dyn_into::<Element>()) else { continue };
@@ -129,8 +131,11 @@ async fn svg_image(svg: &Element, w: f64, h: f64) -> Res<HtmlImageElement> {
     let _ = copy.set_attribute("xmlns", "http://www.w3.org/2000/svg");
     let _ = copy.set_attribute("width", &w.to_string());
     let _ = copy.set_attribute("height", &h.to_string());
-    let text = web_sys::XmlSerializer::new().map_err(js)?.serialize_to_string(&copy).map_err(js)?;
-    let image = HtmlImageElement::new().map_err(js)?;
+    let text = web_sys::XmlSerializer::new()
+        .map_err(|e| js_error(&e))?
+        .serialize_to_string(&copy)
+        .map_err(|e| js_error(&e))?;
+    let image = HtmlImageElement::new().map_err(|e| js_error(&e))?;
     let loaded = js_sys::Promise::new(&mut |ok, fail| {
         image.set_onload(Some(&ok));
         image.set_onerror(Some(&fail));
@@ -276,7 +281,7 @@ pub fn CopyPng(
     label: String,
 ) -> impl leptos::IntoView {
     use leptos::prelude::*;
-    let name = format!("decode-lab-{}.png", crate::scroll::slug(&label));
+    let name = format!("decode-lab-{}.png", crate::csv::slug(&label));
     let said = RwSignal::new(String::new());
     let busy = RwSignal::new(false);
     let press = move |_| {

@@ -8,7 +8,7 @@ use contract::{Control, Drives, Input, Route, Val, SPECS};
 use leptos::prelude::*;
 use wasm_bindgen::JsValue;
 
-use crate::loader::debounced;
+use crate::browser::debounced;
 use crate::query::query;
 use crate::registry::{Controls, Value};
 

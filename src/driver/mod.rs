@@ -10,9 +10,9 @@ use engine::run::Run;
 use engine::session::Kind;
 use leptos::prelude::*;
 
+use crate::browser::yield_to_browser;
 use crate::distribution::StepInput;
 use crate::lab::{Backend, Lab};
-use crate::loader::yield_to_browser;
 use crate::registry::Controls;
 
 mod draw;

@@ -140,11 +140,11 @@ pub fn ChartTable(caption: String, head: Vec<String>, rows: Vec<Vec<String>>) ->
         node.get()?.parent_element()?.query_selector("svg, canvas").ok().flatten()
     });
     let table = Callback::new(move |()| node.get()?.query_selector("table").ok().flatten());
-    let slug = crate::scroll::slug(&caption);
+    let slug = crate::csv::slug(&caption);
     let csv_name = format!("decode-lab-{slug}.csv");
     let download = move |_| {
         if let Some(t) = table.run(()) {
-            crate::scroll::save(&csv_name, &crate::scroll::table_csv(&t));
+            crate::csv::save(&csv_name, &crate::csv::table_csv(&t));
         }
     };
     view! {

@@ -7,9 +7,9 @@ use engine::run::{Job, Run};
 use engine::sample::Settings;
 use leptos::prelude::*;
 
+use crate::browser::yield_to_browser;
 use crate::controls::{ControlsPanel, NumberControl};
 use crate::driver::Driver;
-use crate::loader::yield_to_browser;
 use crate::playground::PromptEditor;
 use crate::url_state::Share;
 

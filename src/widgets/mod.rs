@@ -33,10 +33,10 @@ use engine::sample::StageKind;
 use contract::{Control, Shown, Widget, CONFIDENT_PROMPT, LONG_TAILED_PROMPT};
 use leptos::prelude::*;
 
+use crate::browser::debounced;
 use crate::controls::ControlsPanel;
 use crate::distribution::{explained, DistributionPanel, Explained, StepInput};
 use crate::driver::Driver;
-use crate::loader::debounced;
 use crate::nucleus::NucleusChart;
 use crate::playground::{Buttons, NextPanel, Output, PromptEditor, StatsLine};
 use crate::registry::Controls;

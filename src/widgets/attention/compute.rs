@@ -8,8 +8,8 @@ use engine::sample::argmax;
 use engine::{Look, Wanted};
 use leptos::prelude::*;
 
+use crate::browser::yield_to_browser;
 use crate::driver::Driver;
-use crate::loader::yield_to_browser;
 use crate::widgets::measuring::{prompt_ids, Progress};
 
 /// The sequence and its weights `(n_layer, n_head, n, n)`.

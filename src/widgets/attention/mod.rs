@@ -14,9 +14,9 @@ use contract::{Control, Shown};
 use leptos::html::Canvas;
 use leptos::prelude::*;
 
+use crate::browser::debounced;
 use crate::controls::ControlsPanel;
 use crate::driver::Driver;
-use crate::loader::debounced;
 use crate::widgets::measuring::{MeasureEditor, Progress};
 use canvas::{shown, Heatmap, MapCanvas};
 use compute::Maps;

@@ -14,8 +14,8 @@ use engine::run_batch::BatchRun;
 use engine::{DeviceFigures, Session, StepStats, Wanted};
 use leptos::prelude::*;
 
+use crate::browser::yield_to_browser;
 use crate::driver::Driver;
-use crate::loader::yield_to_browser;
 use crate::widgets::measuring::{err, prompt_ids, settle, Progress};
 
 /// The batch sizes compared.

@@ -10,8 +10,8 @@ use engine::beam::{
 use engine::run::Run;
 use leptos::prelude::*;
 
+use crate::browser::yield_to_browser;
 use crate::driver::Driver;
-use crate::loader::yield_to_browser;
 use crate::registry::Controls;
 use crate::widgets::measuring::{err, prompt_ids, Progress};
 

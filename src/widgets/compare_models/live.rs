@@ -21,9 +21,9 @@ use engine::{Session, Wanted};
 use leptos::prelude::*;
 
 use super::open::ModelB;
+use crate::browser::yield_to_browser;
 use crate::distribution::StepInput;
 use crate::driver::Driver;
-use crate::loader::yield_to_browser;
 use crate::widgets::measuring::{err, prompt_ids, steps_in_room};
 
 /// Whether two models' token ids mean the same tokens.

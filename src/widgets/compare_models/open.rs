@@ -13,11 +13,11 @@ use engine::model::Tokenizer;
 use engine::open::Engine;
 use leptos::prelude::WithValue;
 
-use crate::download::BigDownload;
 use crate::driver::Driver;
 use crate::lab::{open_worker, tokenizer_fits, LoadError, Progress};
-use crate::model_files::{fetch_files, parse, ALL_FILES};
-use crate::source::ModelSource;
+use crate::load::download::BigDownload;
+use crate::load::model_files::{fetch_files, parse, ALL_FILES};
+use crate::load::source::ModelSource;
 use crate::widgets::measuring::size;
 use crate::worker::CpuWorker;
 

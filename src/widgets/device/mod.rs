@@ -76,7 +76,7 @@ fn ms(v: f64) -> String {
 /// The page's load by part, and the first token once measured.
 #[component]
 fn LoadTable(
-    times: crate::load_times::LoadTimes,
+    times: crate::load::times::LoadTimes,
     report: RwSignal<Option<DeviceReport>>,
 ) -> impl IntoView {
     let rows = [

@@ -6,7 +6,7 @@ use serde::Serialize;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
-use crate::load_times::LoadTimes;
+use crate::load::times::LoadTimes;
 
 /// Everything the widget measured.
 #[derive(Clone, Debug, PartialEq, Serialize)]

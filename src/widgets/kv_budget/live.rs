@@ -11,8 +11,8 @@ use engine::lessons::quality::DriftAcc;
 use engine::run::{Job, Run};
 use leptos::prelude::*;
 
+use crate::browser::yield_to_browser;
 use crate::driver::Driver;
-use crate::loader::yield_to_browser;
 use crate::scroll::Scroll;
 use crate::widgets::measuring::{err, prompt_ids, steps_in_room};
 

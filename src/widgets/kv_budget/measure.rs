@@ -13,7 +13,7 @@ use leptos::prelude::*;
 use super::engines::{divisors, grouped as grouped_engine};
 use super::policy;
 use crate::driver::Driver;
-use crate::model_files::HELDOUT_FILE;
+use crate::load::model_files::HELDOUT_FILE;
 use crate::scroll::Scroll;
 use crate::widgets::chart::{LineChart, Series};
 use crate::widgets::measuring::Progress;

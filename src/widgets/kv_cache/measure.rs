@@ -13,8 +13,8 @@ use engine::sample::argmax;
 use engine::Session;
 use leptos::prelude::*;
 
+use crate::browser::yield_to_browser;
 use crate::driver::Driver;
-use crate::loader::yield_to_browser;
 use crate::widgets::measuring::{err, prompt_ids, settle, Progress};
 
 /// Timed runs of each step; the point is their median.

@@ -9,8 +9,8 @@ use engine::lessons::lens;
 use engine::{Look, Wanted};
 use leptos::prelude::*;
 
+use crate::browser::yield_to_browser;
 use crate::driver::Driver;
-use crate::loader::yield_to_browser;
 use crate::widgets::measuring::{prompt_ids, Progress};
 
 /// Most likely tokens kept per cell (what a click shows).

@@ -10,10 +10,10 @@ mod compute;
 use contract::{Control, Shown};
 use leptos::prelude::*;
 
+use crate::browser::debounced;
 use crate::controls::ControlsPanel;
 use crate::distribution::visible;
 use crate::driver::Driver;
-use crate::loader::debounced;
 use crate::scroll::Scroll;
 use crate::widgets::measuring::{MeasureEditor, Progress};
 use compute::{Grid, TOP};

@@ -11,8 +11,8 @@ use engine::sample::argmax;
 use engine::{DeviceFigures, Session, StepStats, Wanted};
 use leptos::prelude::*;
 
+use crate::browser::yield_to_browser;
 use crate::driver::Driver;
-use crate::loader::yield_to_browser;
 use crate::widgets::measuring::{err, prompt_ids, settle, steps_in_room, Progress};
 
 /// Warm runs after the cold one; the readouts are their medians.

@@ -12,10 +12,10 @@ use engine::storage::format::Format;
 use engine::{Session, Wanted};
 use leptos::prelude::*;
 
+use crate::browser::yield_to_browser;
 use crate::driver::Driver;
 use crate::lab::open_like;
-use crate::loader::yield_to_browser;
-use crate::model_files::HELDOUT_FILE;
+use crate::load::model_files::HELDOUT_FILE;
 use crate::widgets::measuring::{prompt_ids, settle, steps_in_room, Progress};
 
 /// The reference every figure is relative to.

@@ -6,9 +6,9 @@ use engine::run::Run;
 use engine::storage::format::Format;
 use leptos::prelude::*;
 
+use crate::browser::yield_to_browser;
 use crate::driver::Driver;
 use crate::lab::open_like;
-use crate::loader::yield_to_browser;
 
 /// The two texts' tokens (id, text), A then B.
 pub type Texts = RwSignal<[Vec<(u32, String)>; 2]>;

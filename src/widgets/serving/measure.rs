@@ -10,8 +10,8 @@ use engine::serve::{figures, replay, run_alone, trace, Figures, Replay, Schedule
 use engine::Batch;
 use leptos::prelude::*;
 
+use crate::browser::yield_to_browser;
 use crate::driver::Driver;
-use crate::loader::yield_to_browser;
 use crate::widgets::measuring::{err, prompt_ids, settle, steps_in_room, Progress};
 
 /// One scheduler's replay of the trace.

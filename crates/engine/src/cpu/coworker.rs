@@ -14,7 +14,8 @@ use crate::error::{EngineError, Result};
 use crate::fast;
 use crate::fast::coworker::{self, Coworker};
 use crate::model::{Config, Model};
-use crate::storage::matrix::{Matrix, SHARD_ALIGN};
+use crate::storage::format::SHARD_ALIGN;
+use crate::storage::matrix::Matrix;
 
 /// Rows of x a job takes at most: a decode step (one row per sequence) or a
 /// prompt of up to this many tokens; longer prefills run on one thread.

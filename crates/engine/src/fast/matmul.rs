@@ -5,9 +5,10 @@
 
 use std::ops::Range;
 
-use super::{coworker, panels, parallel};
+use super::{coworker, matmul_panels, parallel};
 use crate::storage::f16_bits::{f16_pair_as, raw_inputs};
-use crate::storage::matrix::{split, Matrix, SHARD_ALIGN};
+use crate::storage::format::SHARD_ALIGN;
+use crate::storage::matrix::{split, Matrix};
 
 /// Rows of `x` that share one unpacking of a row of `w` (a packed row is
 /// unpacked once per block, not once per token of a prefill).
@@ -79,8 +80,8 @@ fn run_part_here(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut
     if let Some(words) = w.f16_panels() {
         let (scale, k) = (w.f16_scale(), w.rows);
         return match raw_inputs(x, scale) {
-            Some(scaled) => panels::run::<true>(&scaled, words, scale, k, c, bias, out), // (m, k) scaled
-            None => panels::run::<false>(x, words, scale, k, c, bias, out),
+            Some(scaled) => matmul_panels::run::<true>(&scaled, words, scale, k, c, bias, out), // (m, k) scaled
+            None => matmul_panels::run::<false>(x, words, scale, k, c, bias, out),
         };
     }
     let Some(words) = w.f16_words() else {

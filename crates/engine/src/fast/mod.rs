@@ -7,5 +7,5 @@
 pub mod coworker;
 pub mod lm_head;
 pub mod matmul;
-pub mod panels;
+pub mod matmul_panels;
 pub mod parallel;

@@ -14,7 +14,8 @@ use crate::kernels::{attention_split, lm_head_split, Profile, WG};
 use crate::model::{Config, LayerWeights};
 use crate::step::SharedModel;
 use crate::storage::format::Format;
-use crate::storage::matrix::{Matrix, SHARD_ALIGN};
+use crate::storage::format::SHARD_ALIGN;
+use crate::storage::matrix::Matrix;
 
 /// One block's weights as GPU buffers (Conv1D layout, as in [`LayerWeights`]).
 /// The four matrices are in the model's weight [`Format`]; the rest f32.

@@ -33,6 +33,10 @@ pub enum Format {
 /// Weights per int4 scale.
 pub const GROUP: usize = 32;
 
+/// Shards of a matrix split by rows start at a multiple of this many rows: a
+/// whole number of words and int4 groups whatever `cols` is.
+pub const SHARD_ALIGN: usize = GROUP;
+
 /// The binding of the `scales` array in the formats that have one (after
 /// every kernel's own bindings).
 pub const SCALES_BINDING: u32 = 8;

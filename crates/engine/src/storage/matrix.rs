@@ -6,7 +6,7 @@ use std::ops::Range;
 
 use super::panels::{self, PANEL};
 use crate::storage::f16_bits::{f16_pair_as, lifted, F16_LIFT, F16_RAW_SCALE};
-use crate::storage::format::{channel, Channels, Format, GROUP};
+use crate::storage::format::{channel, Channels, Format, GROUP, SHARD_ALIGN};
 
 /// `row`'s even then odd elements into `halves` (the layout of an f16 row's
 /// two halves, [`f16_pair_as`]).
@@ -16,10 +16,6 @@ pub fn split(row: &[f32], halves: &mut [f32]) {
         (*e, *d) = (v[0], v[1]);
     }
 }
-
-/// Shards of a matrix split by rows start at a multiple of this many rows: a
-/// whole number of words and int4 groups whatever `cols` is.
-pub const SHARD_ALIGN: usize = GROUP;
 
 /// A `(rows, cols)` row-major weight matrix in a [`Format`].
 #[derive(Debug, Clone, PartialEq)]

@@ -16,7 +16,7 @@
 
 use std::ops::Range;
 
-use crate::storage::matrix::SHARD_ALIGN;
+use crate::storage::format::SHARD_ALIGN;
 
 /// Columns per panel. It divides [`SHARD_ALIGN`], where threads and the
 /// coworker split a product, so every part of a product is whole panels.

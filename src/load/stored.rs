@@ -9,6 +9,8 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Cache, Response};
 
+use crate::browser::js_error;
+
 /// The record of a download begun and not finished.
 pub const PENDING: &str = "pending";
 
@@ -46,16 +48,6 @@ pub fn store_failed(url: &str, e: &JsValue) -> String {
         true => format!("The browser's storage is full: {} was not stored for offline use (this page runs from the network; free space in the Model menu's stored models).", file_name(url)),
         false => format!("{} could not be stored for offline use ({}): this page runs from the network.", file_name(url), js_error(e)),
     }
-}
-
-/// A thrown value's message (the loader's `js_error`, kept here so this
-/// module needs nothing of the loader's: the loader uses it).
-fn js_error(e: &JsValue) -> String {
-    Reflect::get(e, &"message".into())
-        .ok()
-        .and_then(|m| m.as_string())
-        .or_else(|| e.as_string())
-        .unwrap_or_else(|| "unknown error".into())
 }
 
 /// SHA-256 of `bytes` in hex, by the browser's own digest.

@@ -8,22 +8,15 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Cache, Response};
 
-use crate::stored::{
+use super::stored::{
     check_stored, checksum_key, file_name, notice, record_checksum, record_of, store_failed,
     text_response, ABSENT, PENDING,
 };
+use crate::browser::js_error;
 
 /// One Cache Storage bucket per app version: a new build never serves files
 /// cached by an older one.
 const CACHE: &str = concat!("decode-lab-models-", env!("CARGO_PKG_VERSION"));
-
-/// Text of a JS error (or any thrown value).
-pub fn js_error(e: &JsValue) -> String {
-    e.dyn_ref::<js_sys::Error>()
-        .map(|e| String::from(e.message()))
-        .or_else(|| e.as_string())
-        .unwrap_or_else(|| format!("{e:?}"))
-}
 
 /// The Cache Storage bucket model files are kept in (`None` where the
 /// browser offers none).
@@ -305,34 +298,4 @@ async fn read_body(
         progress(bytes.len() as u64, total);
     }
     Ok(bytes)
-}
-
-/// Resolves after the browser has had a turn (pending input, paint).
-pub async fn yield_to_browser() {
-    let promise = js_sys::Promise::new(&mut |resolve, _| {
-        if let Some(w) = web_sys::window() {
-            let _ = w.set_timeout_with_callback(&resolve);
-        }
-    });
-    let _ = JsFuture::from(promise).await;
-}
-
-/// Runs `f` once `ms` milliseconds pass with no further call of the returned
-/// function (a slider being dragged, a prompt being typed, calls only once).
-pub fn debounced(ms: i32, f: impl Fn() + Clone + 'static) -> impl Fn() + Copy {
-    let timer = leptos::prelude::StoredValue::new(None::<i32>);
-    let f = leptos::prelude::StoredValue::new_local(f);
-    move || {
-        use leptos::prelude::{GetValue, SetValue};
-        let Some(window) = web_sys::window() else { return };
-        if let Some(t) = timer.get_value() {
-            window.clear_timeout_with_handle(t);
-        }
-        let run = f.get_value();
-        let later = Closure::once_into_js(run);
-        let handle = window
-            .set_timeout_with_callback_and_timeout_and_arguments_0(later.unchecked_ref(), ms)
-            .ok();
-        timer.set_value(handle);
-    }
 }

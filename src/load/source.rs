@@ -4,7 +4,7 @@
 //! it for a file's bytes by name, `None` when the folder lacks it, so every
 //! check and message after that is shared.
 
-use crate::loader::{evict, fetch_optional, head};
+use crate::load::cache::{evict, fetch_optional, head};
 
 /// Where files picked in the Model menu are kept (Cache Storage):
 /// `local-models/NAME/`, NAME being the picked folder's name (or `picked`
@@ -55,7 +55,7 @@ impl ModelSource {
 
     /// Whether `name` is in this browser's Cache Storage already (no download needed).
     pub async fn cached(&self, name: &str) -> bool {
-        crate::loader::cached(&self.place(name)).await
+        crate::load::cache::cached(&self.place(name)).await
     }
 
     /// Drops cached copies of `names` (after they turned out unusable), so a

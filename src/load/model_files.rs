@@ -5,8 +5,8 @@
 
 use engine::model::{Config, Model, Tokenizer, Weights, WeightsChoice};
 
-use crate::download::{BigDownload, CONFIRM_BYTES};
-use crate::source::ModelSource;
+use crate::load::download::{BigDownload, CONFIRM_BYTES};
+use crate::load::source::ModelSource;
 
 /// Where loading stands (drives the progress bar).
 #[derive(Clone, Debug, PartialEq)]
