@@ -13,7 +13,6 @@ mod driver;
 mod embed;
 mod lab;
 mod load;
-mod nucleus;
 mod offline;
 mod picker;
 mod playground;

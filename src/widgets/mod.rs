@@ -15,6 +15,7 @@ mod kv_budget;
 mod kv_cache;
 mod logit_lens;
 mod measuring;
+mod nucleus;
 mod pipeline;
 mod prefill_decode;
 mod quantization;
@@ -37,9 +38,9 @@ use crate::browser::debounced;
 use crate::controls::ControlsPanel;
 use crate::distribution::{explained, DistributionPanel, Explained, StepInput};
 use crate::driver::Driver;
-use crate::nucleus::NucleusChart;
 use crate::playground::{Buttons, NextPanel, Output, PromptEditor, StatsLine};
 use crate::registry::Controls;
+use nucleus::NucleusChart;
 
 /// Author-given logits: one set, or two (`A;B`) for the top-p switch.
 #[derive(Clone, Copy)]

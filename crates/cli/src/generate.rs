@@ -72,7 +72,15 @@ pub async fn run(a: Args) -> Result<()> {
     let run = engine::run::Job { settings, seed: a.seed, stop: a.stop, max_tokens: a.max_tokens };
     let job = Job { prompt: a.prompt, run };
     if speculative {
-        return speculate::run(&a.engine, &a.cache, &a.speculation, &tokenizer, &job).await;
+        return speculate::run(
+            &a.engine,
+            &a.cache,
+            &a.speculation,
+            &tokenizer,
+            &job.prompt,
+            &job.run,
+        )
+        .await;
     }
     let (session, _) = a.engine.open(&a.cache).await?;
     if a.beams != 1 {

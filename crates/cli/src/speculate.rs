@@ -50,7 +50,8 @@ pub async fn run(
     cache: &CacheArgs,
     spec: &SpeculateArgs,
     tokenizer: &Tokenizer,
-    job: &crate::generate::Job,
+    prompt_text: &str,
+    job: &engine::run::Job,
 ) -> Result<()> {
     let k = spec.speculate.unwrap_or(0);
     let target_model = cache.convert(on.load()?)?;
@@ -65,23 +66,22 @@ pub async fn run(
     };
     let target = on.engine_for(Arc::new(target_model)).await?.0;
     let draft = on.engine_for(Arc::new(draft_model)).await?.0;
-    let prompt = tokenizer.encode(&job.prompt)?;
+    let prompt = tokenizer.encode(prompt_text)?;
     let with_policy = |s: Session| s.with_kv_policy(cache.kv_policy);
     // Plain decoding first: the same prompt, settings and seed, the target alone.
     let start = std::time::Instant::now();
-    let mut plain =
-        Run::start_ids(with_policy(target.session()?)?, prompt.clone(), &job.run).await?;
-    while job.run.max_tokens > 0 && plain.step(tokenizer, None).await?.done.is_none() {}
+    let mut plain = Run::start_ids(with_policy(target.session()?)?, prompt.clone(), job).await?;
+    while job.max_tokens > 0 && plain.step(tokenizer, None).await?.done.is_none() {}
     let plain_tokens = plain.history()[prompt.len()..].to_vec();
     let plain_ms = start.elapsed().as_secs_f64() * 1e3;
     let (mut t, mut d) = (with_policy(target.session()?)?, with_policy(draft.session()?)?);
     let start = std::time::Instant::now();
-    let out = generate(&mut t, &mut d, &prompt, &job.run, k, |_| true).await?;
+    let out = generate(&mut t, &mut d, &prompt, job, k, |_| true).await?;
     let spec_ms = start.elapsed().as_secs_f64() * 1e3;
     let mut stdout = std::io::stdout().lock();
     let text = tokenizer.decode(&out.tokens)?;
-    let _ = writeln!(stdout, "{}{text}", job.prompt);
-    let greedy = job.run.settings.temperature == 0.0;
+    let _ = writeln!(stdout, "{prompt_text}{text}");
+    let greedy = job.settings.temperature == 0.0;
     let same = if out.tokens == plain_tokens { "the same" } else { "different" };
     eprintln!(
         "[speculative: K = {k}, draft {draft_name}; α {:.3}; {:.2} tokens per target pass; {} rounds, {} target passes, {} draft passes]",

@@ -5,8 +5,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::cost::{floats, invocations, rounds};
-use super::profile::UNROLL;
+use super::cost::{floats, invocations, rounds, UNROLL};
 use super::{At, Cost, Kernel, Launch, WG_SPLIT};
 use crate::storage::format::Format;
 

@@ -4,8 +4,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::attention_split::{chunks, part_len};
-use super::cost::{floats, invocations, rounds};
-use super::profile::UNROLL;
+use super::cost::{floats, invocations, rounds, UNROLL};
 use super::{At, Cost, Kernel, Launch, WG_SPLIT};
 use crate::storage::format::Format;
 

@@ -7,9 +7,8 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::attention_split::{chunks, part_len};
-use super::cost::{floats, invocations, rounds};
+use super::cost::{floats, invocations, rounds, UNROLL};
 use super::matvec_residual::{self, residual_cost};
-use super::profile::UNROLL;
 use super::{attention_combine, At, Cost, Kernel, Launch, Split, WG_SPLIT};
 use crate::storage::format::Format;
 use crate::storage::matrix::Matrix;

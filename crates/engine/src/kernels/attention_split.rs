@@ -3,8 +3,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::cost::{floats, invocations, rounds};
-use super::profile::UNROLL;
+use super::cost::{floats, invocations, rounds, UNROLL};
 use super::{At, Cost, Heads, Kernel, Launch, WG_SPLIT};
 use crate::storage::format::Format;
 
@@ -15,9 +14,9 @@ use crate::storage::format::Format;
 pub const CHUNK: u32 = 32;
 
 /// Invocations per key while scoring (`KEY_LANES` in the shader).
-const KEY_LANES: u32 = 16;
+pub(crate) const KEY_LANES: u32 = 16;
 /// Invocations per key while summing values (`DIM_LANES` in the shader).
-const DIM_LANES: u32 = 64;
+pub(crate) const DIM_LANES: u32 = 64;
 const _: () = assert!(CHUNK <= 4 * WG_SPLIT / KEY_LANES);
 
 /// Mirror of the WGSL `Params`.

@@ -3,8 +3,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::cost::{invocations, rounds};
-use super::profile::UNROLL;
+use super::cost::{invocations, rounds, UNROLL};
 use super::{Cost, WG_SPLIT};
 
 /// Mirror of the WGSL `Params`.

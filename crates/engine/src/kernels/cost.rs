@@ -58,6 +58,15 @@ pub fn floats(n: u64) -> u64 {
     4 * n
 }
 
+/// Rows (words, keys) whose weights (and inputs) an invocation of matmul_split,
+/// attention_split, attention_combine and block_sum loads before using any:
+/// `UNROLL` in their WGSL.
+pub const UNROLL: u64 = 4;
+
+/// Rows a single-row split kernel's invocation loads before using any:
+/// `DOT_ROWS` in shaders/split_dot.wgsl (eight measured no faster on an H200).
+pub const DOT_ROWS: u64 = 4;
+
 /// Rounds of a loop of `trips` iterations that loads `unroll` iterations'
 /// values before using any.
 pub fn rounds(trips: u64, unroll: u64) -> u64 {

@@ -4,9 +4,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::cost::{floats, invocations, matrix_bytes, neighbouring};
+use super::cost::{floats, invocations, matrix_bytes, neighbouring, UNROLL};
 use super::matmul;
-use super::profile::UNROLL;
 use super::{At, Cost, Kernel, Launch, Split, WG_SPLIT};
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;

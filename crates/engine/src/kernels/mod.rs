@@ -40,35 +40,8 @@ pub use cost::Cost;
 pub use profile::{KernelsChoice, Profile, Split};
 
 use crate::model::Config;
+pub use crate::model::Heads;
 use crate::storage::format::Format;
-
-/// How attention's heads lie in `qkv` and in the K/V cache: `n_embd / head_size`
-/// query heads, and one K/V head per `group` of them (1: every head its own;
-/// grouped-query attention shares one among several). A cache row holds
-/// `kv_dim` numbers; query head h reads K/V head `h / group`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Heads {
-    pub n_embd: usize,
-    pub head_size: usize,
-    pub group: usize,
-}
-
-impl Heads {
-    /// Every head its own K/V head (the layout of an unconverted GPT-2).
-    pub fn each(n_embd: usize, head_size: usize) -> Heads {
-        Heads { n_embd, head_size, group: 1 }
-    }
-
-    /// Numbers in a cached key (or value) row.
-    pub fn kv_dim(self) -> usize {
-        self.n_embd / self.group
-    }
-
-    /// The first column of query head `h`'s K/V head in a cache row.
-    pub fn kv0(self, h: usize) -> usize {
-        (h / self.group) * self.head_size
-    }
-}
 
 /// Threads per workgroup of the kernels shaped for CPU adapters (`override
 /// WG` in WGSL). 64 is within every adapter's limits, including WebGPU

@@ -7,7 +7,7 @@
 //! head — dozens of independent loads in flight where the cpu profile has
 //! one. The profile is chosen per adapter by timing (`gpu::profile`).
 
-use super::cost::rounds;
+use super::cost::{rounds, DOT_ROWS};
 use super::{attention_split, lm_head_split, Kernel, WG, WG_SPLIT};
 use crate::storage::format::Format;
 
@@ -71,15 +71,6 @@ impl Split {
         self.slice_rounds(k, DOT_ROWS)
     }
 }
-
-/// Rows (words, keys) whose weights (and inputs) an invocation of matmul_split,
-/// attention_split, attention_combine and block_sum loads before using any:
-/// `UNROLL` in their WGSL.
-pub const UNROLL: u64 = 4;
-
-/// Rows a single-row split kernel's invocation loads before using any:
-/// `DOT_ROWS` in shaders/split_dot.wgsl (eight measured no faster on an H200).
-pub const DOT_ROWS: u64 = 4;
 
 /// The kernels every profile compiles besides its own: the device probe's,
 /// and the greedy step's argmax.
@@ -220,11 +211,14 @@ mod tests {
         use crate::kernels::snippets::constant;
         let split_k = include_str!("../../../../shaders/split_k.wgsl");
         let split_dot = include_str!("../../../../shaders/split_dot.wgsl");
-        assert_eq!(constant(split_k, "UNROLL"), Some(UNROLL));
+        assert_eq!(constant(split_k, "UNROLL"), Some(crate::kernels::cost::UNROLL));
         assert_eq!(constant(split_dot, "DOT_ROWS"), Some(DOT_ROWS));
         let lm_head = include_str!("../../../../shaders/lm_head_split.wgsl");
         assert_eq!(constant(lm_head, "WORDS"), Some(crate::kernels::lm_head_split::WORDS));
         let ln_stats = include_str!("../../../../shaders/ln_stats.wgsl");
         assert_eq!(constant(ln_stats, "ROW_LOADS"), Some(crate::kernels::layernorm::ROW_LOADS));
+        let attention = include_str!("../../../../shaders/attention_split.wgsl");
+        assert_eq!(constant(attention, "KEY_LANES"), Some(u64::from(attention_split::KEY_LANES)));
+        assert_eq!(constant(attention, "DIM_LANES"), Some(u64::from(attention_split::DIM_LANES)));
     }
 }

@@ -128,8 +128,8 @@ impl Config {
     }
 
     /// The attention's head layout: the kernels' and the cache's.
-    pub fn heads(&self) -> crate::kernels::Heads {
-        crate::kernels::Heads {
+    pub fn heads(&self) -> Heads {
+        Heads {
             n_embd: self.n_embd,
             head_size: self.head_size,
             group: self.n_head / self.n_kv_head,
@@ -176,5 +176,33 @@ fn parse_eos(value: Option<serde_json::Value>, vocab_size: usize) -> Result<Opti
         // such an id can never be produced, so treat it as "no end-of-text token".
         Some(_) => Ok(None),
         None => Err(bad("`eos_token_id` must be a token id")),
+    }
+}
+
+/// How attention's heads lie in `qkv` and in the K/V cache: `n_embd / head_size`
+/// query heads, and one K/V head per `group` of them (1: every head its own;
+/// grouped-query attention shares one among several). A cache row holds
+/// `kv_dim` numbers; query head h reads K/V head `h / group`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Heads {
+    pub n_embd: usize,
+    pub head_size: usize,
+    pub group: usize,
+}
+
+impl Heads {
+    /// Every head its own K/V head (the layout of an unconverted GPT-2).
+    pub fn each(n_embd: usize, head_size: usize) -> Heads {
+        Heads { n_embd, head_size, group: 1 }
+    }
+
+    /// Numbers in a cached key (or value) row.
+    pub fn kv_dim(self) -> usize {
+        self.n_embd / self.group
+    }
+
+    /// The first column of query head `h`'s K/V head in a cache row.
+    pub fn kv0(self, h: usize) -> usize {
+        (h / self.group) * self.head_size
     }
 }

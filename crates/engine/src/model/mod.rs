@@ -9,7 +9,7 @@ mod groups;
 mod tokenizer;
 mod weights;
 
-pub use config::Config;
+pub use config::{Config, Heads};
 pub use tokenizer::{TextStream, Tokenizer, VocabDiff};
 pub use weights::{LayerWeights, Weights};
 

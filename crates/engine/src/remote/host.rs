@@ -12,7 +12,6 @@ use crate::cpu::CpuSession;
 use crate::error::{EngineError, Result};
 use crate::fast::coworker;
 use crate::model::{Model, WeightsChoice};
-use crate::open::{open, Choice, CpuLayout, EngineChoice};
 use crate::step::{Look, StepStats};
 use crate::storage::format::Format;
 
@@ -34,15 +33,11 @@ impl Host {
     /// (in the CPU engine's layout, [`Weights::use_cpu_layout`](crate::model::Weights::use_cpu_layout):
     /// the same values, read faster).
     pub fn load(config_json: &str, safetensors: &[u8], format: Format) -> Result<Host> {
-        let weights = WeightsChoice::Exactly(format);
-        let model = Model::from_bytes_as(config_json, safetensors, weights)?;
+        let mut model =
+            Model::from_bytes_as(config_json, safetensors, WeightsChoice::Exactly(format))?;
         // The fast layout: this model never goes to a GPU.
-        let engine = EngineChoice::Cpu { layout: CpuLayout::Fast, pause: None };
-        let (engine, _) = ready(open(Arc::new(model), Choice { engine, weights }))??;
-        match engine.model() {
-            Some(model) => Ok(Host::new(model)),
-            None => Err(EngineError::Remote("the worker's engine holds no model".into())),
-        }
+        model.weights.use_cpu_layout();
+        Ok(Host::new(Arc::new(model)))
     }
 
     /// A host over an already loaded model.

@@ -9,8 +9,8 @@ use engine::sample::{Explanation, StageKind};
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
+use super::chart::ChartTable;
 use crate::distribution::Explained;
-use crate::widgets::chart::ChartTable;
 
 /// Chart size in SVG units (it scales to its box).
 const WIDTH: f64 = 600.0;
