@@ -103,17 +103,7 @@ pub async fn replay(
         out.step_ms.push(ms());
         let mut cells = vec![Cell::Idle; slots];
         let free: Vec<usize> = (0..slots).filter(|&s| running[s].is_none()).collect();
-        let admit = match scheduler {
-            Scheduler::Once | Scheduler::Continuous => free.len().min(queue.len()),
-            Scheduler::Static { timeout } => {
-                let idle = static_held.iter().all(|h| !h);
-                let waited = queue.front().is_some_and(|&r| step >= trace[r].arrival + timeout);
-                match idle && (queue.len() >= slots || (waited && !queue.is_empty())) {
-                    true => queue.len().min(slots),
-                    false => 0,
-                }
-            }
-        };
+        let admit = admitted(scheduler, free.len(), &queue, &static_held, trace, step);
         for &slot in &free[..admit] {
             let r = queue.pop_front().expect("admitted from the queue");
             let prompt = &prompts[trace[r].prompt];
@@ -127,32 +117,7 @@ pub async fn replay(
                 static_held[slot] = true;
             }
         }
-        // The batched step: every running request chooses and feeds a token.
-        let mut tokens = vec![None; batch.len()];
-        for (slot, run) in running.iter_mut().enumerate() {
-            let Some(run) = run else { continue };
-            let r = run.request;
-            let choice = run.sampler.next(&run.logits, &run.history)?;
-            let served = &mut out.served[r];
-            if served.first_token.is_none() {
-                served.first_token = Some(step);
-                served.first_token_ms = Some(ms());
-            }
-            let done = Some(choice.token) == eos;
-            if !done {
-                served.tokens.push(choice.token);
-                run.history.push(choice.token);
-            }
-            if done || served.tokens.len() >= trace[r].max_tokens {
-                served.ended = Some(step);
-                served.ended_ms = Some(ms());
-            } else {
-                tokens[slot] = Some(choice.token);
-            }
-            if cells[slot] == Cell::Idle {
-                cells[slot] = Cell::Decode(r);
-            }
-        }
+        let tokens = choose(&mut running, &mut out.served, &mut cells, trace, eos, step, &ms)?;
         for (slot, run) in running.iter_mut().enumerate() {
             if run.as_ref().is_some_and(|run| out.served[run.request].ended.is_some()) {
                 *run = None;
@@ -161,16 +126,7 @@ pub async fn replay(
                 cells[slot] = Cell::Wasted;
             }
         }
-        if tokens.iter().any(Option::is_some) {
-            let logits = batch.decode(&tokens).await?;
-            let vocab = logits.len() / tokens.iter().flatten().count();
-            let active = tokens.iter().enumerate().filter(|(_, t)| t.is_some());
-            for ((slot, _), row) in active.zip(logits.chunks_exact(vocab)) {
-                if let Some(run) = &mut running[slot] {
-                    run.logits = row.to_vec();
-                }
-            }
-        }
+        feed(batch, &tokens, &mut running).await?;
         if static_held.iter().zip(&running).all(|(_, r)| r.is_none()) {
             static_held.iter_mut().for_each(|h| *h = false);
         }
@@ -183,6 +139,92 @@ pub async fn replay(
     }
     out.wall_ms = ms();
     Ok(out)
+}
+
+/// How many queued requests `scheduler` lets into `free` slots at `step`:
+/// as many as fit, except that a static batch starts only when it is idle
+/// and either full or its oldest request has waited `timeout` steps.
+fn admitted(
+    scheduler: Scheduler,
+    free: usize,
+    queue: &std::collections::VecDeque<usize>,
+    static_held: &[bool],
+    trace: &[Request],
+    step: usize,
+) -> usize {
+    match scheduler {
+        Scheduler::Once | Scheduler::Continuous => free.min(queue.len()),
+        Scheduler::Static { timeout } => {
+            let slots = static_held.len();
+            let idle = static_held.iter().all(|h| !h);
+            let waited = queue.front().is_some_and(|&r| step >= trace[r].arrival + timeout);
+            match idle && (queue.len() >= slots || (waited && !queue.is_empty())) {
+                true => queue.len().min(slots),
+                false => 0,
+            }
+        }
+    }
+}
+
+/// The batched step's choices: every running request chooses a token; one
+/// that ends (the model's end token, or its `max_tokens`) feeds none.
+/// (slots) the token each slot feeds.
+fn choose(
+    running: &mut [Option<Running>],
+    served: &mut [Served],
+    cells: &mut [Cell],
+    trace: &[Request],
+    eos: Option<u32>,
+    step: usize,
+    ms: &impl Fn() -> f64,
+) -> Result<Vec<Option<u32>>> {
+    let mut tokens = vec![None; running.len()];
+    for (slot, run) in running.iter_mut().enumerate() {
+        let Some(run) = run else { continue };
+        let r = run.request;
+        let choice = run.sampler.next(&run.logits, &run.history)?;
+        let served = &mut served[r];
+        if served.first_token.is_none() {
+            served.first_token = Some(step);
+            served.first_token_ms = Some(ms());
+        }
+        let done = Some(choice.token) == eos;
+        if !done {
+            served.tokens.push(choice.token);
+            run.history.push(choice.token);
+        }
+        if done || served.tokens.len() >= trace[r].max_tokens {
+            served.ended = Some(step);
+            served.ended_ms = Some(ms());
+        } else {
+            tokens[slot] = Some(choice.token);
+        }
+        if cells[slot] == Cell::Idle {
+            cells[slot] = Cell::Decode(r);
+        }
+    }
+    Ok(tokens)
+}
+
+/// Feeds the chosen `tokens` (slots) in one batched decode step and keeps
+/// each running request's next logits.
+async fn feed(
+    batch: &mut Batch,
+    tokens: &[Option<u32>],
+    running: &mut [Option<Running>],
+) -> Result<()> {
+    if tokens.iter().all(Option::is_none) {
+        return Ok(());
+    }
+    let logits = batch.decode(tokens).await?;
+    let vocab = logits.len() / tokens.iter().flatten().count();
+    let active = tokens.iter().enumerate().filter(|(_, t)| t.is_some());
+    for ((slot, _), row) in active.zip(logits.chunks_exact(vocab)) {
+        if let Some(run) = &mut running[slot] {
+            run.logits = row.to_vec();
+        }
+    }
+    Ok(())
 }
 
 /// A request served alone on `session` (emptied first): its prompt, then up

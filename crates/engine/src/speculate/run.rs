@@ -12,7 +12,7 @@
 
 use crate::error::{EngineError, Result};
 use crate::run::Job;
-use crate::sample::{explain, Sampler};
+use crate::sample::{explain, Explanation, Sampler, Settings};
 use crate::session::Session;
 use crate::step::Wanted;
 
@@ -101,53 +101,20 @@ pub async fn generate(
             break;
         }
         let pending = *history.last().expect("a prompt has a token");
-        let n = history.len(); // the caches hold n - 1 tokens (the draft maybe one fewer)
-                               // The draft proposes k tokens, one pass each.
+        // The caches hold n - 1 tokens (the draft maybe one fewer).
+        let n = history.len();
         let mut feed = std::mem::take(&mut lag);
         feed.push(pending);
-        let mut logits = draft.prefill(&feed, Wanted::Last).await?;
-        out.draft_passes += 1;
-        let (mut drafted, mut q) = (Vec::with_capacity(k), Vec::with_capacity(k));
-        for i in 0..k {
-            let seen: Vec<u32> = history.iter().chain(&drafted).copied().collect();
-            let e = explain(&logits, &seen, &settings)?;
-            let d = e.draw(sampler.uniform()).token;
-            drafted.push(d);
-            q.push(e);
-            if i + 1 < k {
-                logits = draft.decode(d).await?;
-                out.draft_passes += 1;
-            }
-        }
+        let (drafted, q) = propose(draft, &feed, &history, k, &settings, &mut sampler).await?;
+        out.draft_passes += k.max(1);
         // The target checks them all in one pass: row i predicts the token after row i's.
         let mut rows = vec![pending];
         rows.extend(&drafted);
         let all = target.prefill(&rows, Wanted::All).await?;
         out.target_passes += 1;
         let vocab = target.config().vocab_size;
-        let p = |i: usize, seen: &[u32]| explain(&all[i * vocab..][..vocab], seen, &settings);
-        let mut accepted = 0;
-        let mut token = None;
-        for (i, &d) in drafted.iter().enumerate() {
-            let seen: Vec<u32> = history.iter().chain(&drafted[..i]).copied().collect();
-            let pi = p(i, &seen)?;
-            let (u, u2) = (sampler.uniform(), sampler.uniform());
-            match verdict(pi.final_probs(), q[i].final_probs(), d, u, u2) {
-                Verdict::Accept => accepted += 1,
-                Verdict::Reject(t) => {
-                    token = Some(t);
-                    break;
-                }
-            }
-        }
-        let token = match token {
-            Some(t) => t,
-            // Every drafted token kept: the target's next one comes free.
-            None => {
-                let seen: Vec<u32> = history.iter().chain(&drafted).copied().collect();
-                p(k, &seen)?.draw(sampler.uniform()).token
-            }
-        };
+        let (accepted, token) =
+            judge(&all, vocab, &history, &drafted, &q, &settings, &mut sampler)?;
         // Keep what the target kept; the caches drop the rest.
         target.rewind(n + accepted)?;
         let draft_holds = n + k.saturating_sub(1); // pending and all drafted but the last
@@ -173,6 +140,58 @@ pub async fn generate(
         }
     }
     Ok(out)
+}
+
+/// The draft's `k` proposals after `feed` (the tokens its cache lacks,
+/// ending with the pending one), drawn from its own distributions (`q`), one
+/// draft pass each (one pass when `k` is 0).
+async fn propose(
+    draft: &mut Session,
+    feed: &[u32],
+    history: &[u32],
+    k: usize,
+    settings: &Settings,
+    sampler: &mut Sampler,
+) -> Result<(Vec<u32>, Vec<Explanation>)> {
+    let mut logits = draft.prefill(feed, Wanted::Last).await?;
+    let (mut drafted, mut q) = (Vec::with_capacity(k), Vec::with_capacity(k));
+    for i in 0..k {
+        let seen: Vec<u32> = history.iter().chain(&drafted).copied().collect();
+        let e = explain(&logits, &seen, settings)?;
+        let d = e.draw(sampler.uniform()).token;
+        drafted.push(d);
+        q.push(e);
+        if i + 1 < k {
+            logits = draft.decode(d).await?;
+        }
+    }
+    Ok((drafted, q))
+}
+
+/// The target's verdict on the drafted tokens from its rows `all` (k + 1
+/// rows of `vocab` logits): how many it keeps, and its own next token — the
+/// residual draw at the first rejection, or a free draw when all are kept.
+fn judge(
+    all: &[f32],
+    vocab: usize,
+    history: &[u32],
+    drafted: &[u32],
+    q: &[Explanation],
+    settings: &Settings,
+    sampler: &mut Sampler,
+) -> Result<(usize, u32)> {
+    let p = |i: usize, seen: &[u32]| explain(&all[i * vocab..][..vocab], seen, settings);
+    for (i, &d) in drafted.iter().enumerate() {
+        let seen: Vec<u32> = history.iter().chain(&drafted[..i]).copied().collect();
+        let pi = p(i, &seen)?;
+        let (u, u2) = (sampler.uniform(), sampler.uniform());
+        if let Verdict::Reject(t) = verdict(pi.final_probs(), q[i].final_probs(), d, u, u2) {
+            return Ok((i, t));
+        }
+    }
+    // Every drafted token kept: the target's next one comes free.
+    let seen: Vec<u32> = history.iter().chain(drafted).copied().collect();
+    Ok((drafted.len(), p(drafted.len(), &seen)?.draw(sampler.uniform()).token))
 }
 
 /// The settings a speculative run can take.
