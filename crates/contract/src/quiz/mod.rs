@@ -213,6 +213,31 @@ pub fn read_question(
     notices: &mut Vec<String>,
 ) -> Result<Question, String> {
     let field = |name: &str| query.get(&format!("q{n}.{name}"));
+    let mut q = preset_kind_and_logits(&field, notices)?;
+    settings_and_texts(&mut q, &field, notices);
+    // A field another kind reads means nothing here (and is not written back).
+    if q.kind != Kind::Greedy {
+        q.vary = Control::TopK;
+    }
+    if q.kind != Kind::Cost {
+        q.cache = false;
+    }
+    // Still the preset only when nothing the link said changed it.
+    if let Some(name) = q.preset {
+        let preset = PRESETS.iter().find(|p| p.name == name).map(Preset::question);
+        if preset.as_ref() != Some(&q) {
+            q.preset = None;
+        }
+    }
+    Ok(q)
+}
+
+/// The question a link's `preset=`, `kind=` and `logits=` (or `prompt=`)
+/// make, before any other field changes it.
+fn preset_kind_and_logits<'q>(
+    field: &impl Fn(&str) -> Option<&'q str>,
+    notices: &mut Vec<String>,
+) -> Result<Question, String> {
     let base = match field("preset") {
         Some(name) => Some(
             PRESETS
@@ -248,10 +273,20 @@ pub fn read_question(
             None => return Err("it needs logits= or prompt=".into()),
         },
     };
-    let mut q = match base {
+    let q = match base {
         Some(b) if b.kind == kind => Question { on, ..b },
         _ => Question::new(kind, on),
     };
+    Ok(q)
+}
+
+/// The fields a link may set on any question: its settings, texts, the
+/// varied control, the cache and the tolerance (a bad value is a notice).
+fn settings_and_texts<'q>(
+    q: &mut Question,
+    field: &impl Fn(&str) -> Option<&'q str>,
+    notices: &mut Vec<String>,
+) {
     for control in setting_controls() {
         let spec = control.spec();
         let Some(raw) = field(spec.name) else { continue };
@@ -303,21 +338,6 @@ pub fn read_question(
             )),
         }
     }
-    // A field another kind reads means nothing here (and is not written back).
-    if q.kind != Kind::Greedy {
-        q.vary = Control::TopK;
-    }
-    if q.kind != Kind::Cost {
-        q.cache = false;
-    }
-    // Still the preset only when nothing the link said changed it.
-    if let Some(name) = q.preset {
-        let preset = PRESETS.iter().find(|p| p.name == name).map(Preset::question);
-        if preset.as_ref() != Some(&q) {
-            q.preset = None;
-        }
-    }
-    Ok(q)
 }
 
 /// A text field cut to [`MAX_TEXT`] characters, with a notice when cut.

@@ -8,7 +8,7 @@ use crate::fast;
 use crate::kernels::{
     attention, attention_probs, embedding, gelu, kv_mass, kv_write, layernorm, residual_add, Heads,
 };
-use crate::model::Model;
+use crate::model::{Config, Model};
 use crate::step::Wanted;
 
 /// One sequence's consecutive rows of a pass.
@@ -63,6 +63,37 @@ fn add_mass(
     kv_mass::run_cpu(&probs, n_head, rows, mass);
 }
 
+/// Block `l`'s attention for every sequence over its own cache: each row's
+/// k and v written into its slot, then `y` (n, n_embd) from `qkv`
+/// (n, 3 · n_embd); the heavy-hitter totals and the probabilities `seen`
+/// asks for are added.
+fn attend(c: &Config, l: usize, seqs: &mut [Seq], qkv: &[f32], y: &mut [f32], seen: &mut Seen) {
+    let e = c.n_embd;
+    let (scale, heads) = (c.attn_scale(l), c.heads());
+    let mut row0 = 0;
+    for s in seqs.iter_mut() {
+        let (q, yr) = (&qkv[row0 * 3 * e..][..s.rows * 3 * e], &mut y[row0 * e..][..s.rows * e]);
+        let (kc, vc) = (&mut s.key_cache[l], &mut s.value_cache[l]);
+        // The cache holds exactly the rows written: its length is the
+        // bytes in use (within the capacity reserved at open: no allocation).
+        // Appended rows grow it; a newcomer in an evicted token's slot does not.
+        let held = kc.len().max((s.slot0 + s.rows) * heads.kv_dim());
+        kc.resize(held, 0.0);
+        vc.resize(held, 0.0);
+        kv_write::run_cpu(q, heads, s.slot0, kc, vc);
+        attention::run_cpu(q, kc, vc, heads, s.keys0, scale, yr);
+        if let Some(mass) = &mut s.mass {
+            add_mass(q, kc, heads, s.keys0, scale, mass);
+        }
+        if let Some(all) = &mut seen.attention {
+            let from = all.len(); // (n_head, rows, keys0 + rows) more
+            all.resize(from + c.n_head * s.rows * (s.keys0 + s.rows), 0.0);
+            attention_probs::run_cpu(q, kc, heads, s.keys0, scale, &mut all[from..]);
+        }
+        row0 += s.rows;
+    }
+}
+
 /// Runs `tokens` (the rows of `seqs`, in order) through the model, appending
 /// each row's k and v to its sequence's cache; returns the logits `wanted`
 /// (`All`: every row's, `(n, vocab_size)`). What `seen` asks for is appended.
@@ -94,30 +125,7 @@ pub fn run(
     for (l, lw) in w.layers.iter().enumerate() {
         layernorm::run_cpu(&x, &lw.ln_1_weight, &lw.ln_1_bias, c.layer_norm_epsilon, &mut xb);
         fast::matmul::run(&xb, &lw.c_attn_weight, &lw.c_attn_bias, &mut qkv);
-        let (scale, heads) = (c.attn_scale(l), c.heads());
-        let mut row0 = 0;
-        for s in seqs.iter_mut() {
-            let (q, yr) =
-                (&qkv[row0 * 3 * e..][..s.rows * 3 * e], &mut y[row0 * e..][..s.rows * e]);
-            let (kc, vc) = (&mut s.key_cache[l], &mut s.value_cache[l]);
-            // The cache holds exactly the rows written: its length is the
-            // bytes in use (within the capacity reserved at open: no allocation).
-            // Appended rows grow it; a newcomer in an evicted token's slot does not.
-            let held = kc.len().max((s.slot0 + s.rows) * heads.kv_dim());
-            kc.resize(held, 0.0);
-            vc.resize(held, 0.0);
-            kv_write::run_cpu(q, heads, s.slot0, kc, vc);
-            attention::run_cpu(q, kc, vc, heads, s.keys0, scale, yr);
-            if let Some(mass) = &mut s.mass {
-                add_mass(q, kc, heads, s.keys0, scale, mass);
-            }
-            if let Some(all) = &mut seen.attention {
-                let from = all.len(); // (n_head, rows, keys0 + rows) more
-                all.resize(from + c.n_head * s.rows * (s.keys0 + s.rows), 0.0);
-                attention_probs::run_cpu(q, kc, heads, s.keys0, scale, &mut all[from..]);
-            }
-            row0 += s.rows;
-        }
+        attend(c, l, seqs, &qkv, &mut y, seen);
         fast::matmul::run(&y, &lw.attn_proj_weight, &lw.attn_proj_bias, &mut proj);
         residual_add::run_cpu(&proj, &mut x);
         layernorm::run_cpu(&x, &lw.ln_2_weight, &lw.ln_2_bias, c.layer_norm_epsilon, &mut xb);

@@ -55,8 +55,19 @@ pub const WG_SPLIT: u32 = 256;
 /// The most workgroups a dispatch may have along one dimension (WebGPU's default).
 pub const MAX_GROUPS_PER_DIM: u32 = 65_535;
 
+/// A profile's invocations per workgroup of a kernel in the table below:
+/// `-` where the profile does not compile the kernel.
+macro_rules! in_profile {
+    (-) => {
+        None
+    };
+    ($wg:ident) => {
+        Some($wg)
+    };
+}
+
 macro_rules! kernels {
-    ($($kernel:ident => $module:ident,)*) => {
+    ($($kernel:ident => $module:ident, $cpu:tt, $gpu:tt,)*) => {
         /// Every kernel, named by type. Prefill runs embedding, then per
         /// block layernorm, matmul, kv_write, attention, matmul,
         /// residual_add, layernorm, matmul, gelu, matmul, residual_add, then
@@ -78,6 +89,15 @@ macro_rules! kernels {
                 match self { $(Kernel::$kernel => stringify!($module)),* }
             }
 
+            /// Invocations per workgroup of this kernel in `profile` (its
+            /// `override WG`), or `None` where the profile does not compile it.
+            pub fn wg_in(self, profile: Profile) -> Option<u32> {
+                match (self, profile) {
+                    $((Kernel::$kernel, Profile::Cpu) => in_profile!($cpu),)*
+                    $((Kernel::$kernel, Profile::Gpu(_)) => in_profile!($gpu),)*
+                }
+            }
+
             /// The kernel's own WGSL, compiled into the binary.
             pub fn source(self) -> &'static str {
                 match self {
@@ -90,31 +110,35 @@ macro_rules! kernels {
     };
 }
 
+// Every kernel, in data-flow order: its type, its file in `shaders/`, and
+// its invocations per workgroup in the cpu and the gpu profile (`-`: that
+// profile does not compile it). Real GPUs reduce ln_f's row (and
+// prefill's) with a tree over 256.
 kernels! {
-    Embedding => embedding,
-    Layernorm => layernorm,
-    Matmul => matmul,
-    MatmulTiled => matmul_tiled,
-    MatmulSplit => matmul_split,
-    LnQkv => ln_qkv,
-    LnQkvSplit => ln_qkv_split,
-    KvWrite => kv_write,
-    Attention => attention,
-    AttentionSplit => attention_split,
-    AttentionCombine => attention_combine,
-    AttentionProjSplit => attention_proj_split,
-    AttentionProbs => attention_probs,
-    KvMass => kv_mass,
-    MatvecResidual => matvec_residual,
-    MatvecResidualSplit => matvec_residual_split,
-    ResidualAdd => residual_add,
-    LnFcGelu => ln_fc_gelu,
-    LnFcGeluSplit => ln_fc_gelu_split,
-    Gelu => gelu,
-    LmHead => lm_head,
-    LmHeadSplit => lm_head_split,
-    Argmax => argmax,
-    BlockSum => block_sum,
+    Embedding => embedding, WG, WG,
+    Layernorm => layernorm, WG, WG_SPLIT,
+    Matmul => matmul, WG, -,
+    MatmulTiled => matmul_tiled, -, WG,
+    MatmulSplit => matmul_split, -, WG_SPLIT,
+    LnQkv => ln_qkv, WG, -,
+    LnQkvSplit => ln_qkv_split, -, WG_SPLIT,
+    KvWrite => kv_write, WG, WG,
+    Attention => attention, WG, WG,
+    AttentionSplit => attention_split, -, WG_SPLIT,
+    AttentionCombine => attention_combine, -, WG_SPLIT,
+    AttentionProjSplit => attention_proj_split, -, WG_SPLIT,
+    AttentionProbs => attention_probs, WG, WG,
+    KvMass => kv_mass, WG, WG,
+    MatvecResidual => matvec_residual, WG, -,
+    MatvecResidualSplit => matvec_residual_split, -, WG_SPLIT,
+    ResidualAdd => residual_add, WG, WG,
+    LnFcGelu => ln_fc_gelu, WG, -,
+    LnFcGeluSplit => ln_fc_gelu_split, -, WG_SPLIT,
+    Gelu => gelu, WG, WG,
+    LmHead => lm_head, WG, -,
+    LmHeadSplit => lm_head_split, -, WG_SPLIT,
+    Argmax => argmax, WG_SPLIT, WG_SPLIT,
+    BlockSum => block_sum, WG_SPLIT, WG_SPLIT,
 }
 
 impl Kernel {

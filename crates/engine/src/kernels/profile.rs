@@ -74,8 +74,6 @@ impl Split {
 
 /// The kernels every profile compiles besides its own: the device probe's,
 /// and the greedy step's argmax.
-const SHARED: [Kernel; 3] = [Kernel::ResidualAdd, Kernel::BlockSum, Kernel::Argmax];
-
 impl Profile {
     /// `cpu`, or `gpu` with its layout (`gpu-8`): in the bench, the badge and the stats line.
     pub fn name(self) -> String {
@@ -94,55 +92,12 @@ impl Profile {
     /// Every kernel this profile's plans dispatch, and the shared ones: what
     /// its pipelines compile.
     pub fn kernels(self) -> Vec<Kernel> {
-        use Kernel::*;
-        let own: &[Kernel] = match self {
-            Profile::Cpu => &[
-                Embedding,
-                Layernorm,
-                Matmul,
-                LnQkv,
-                KvWrite,
-                Attention,
-                AttentionProbs,
-                KvMass,
-                MatvecResidual,
-                LnFcGelu,
-                Gelu,
-                LmHead,
-            ],
-            Profile::Gpu(_) => &[
-                Embedding,
-                Layernorm,
-                MatmulTiled,
-                MatmulSplit,
-                LnQkvSplit,
-                KvWrite,
-                Attention,
-                AttentionSplit,
-                AttentionCombine,
-                AttentionProjSplit,
-                AttentionProbs,
-                KvMass,
-                MatvecResidualSplit,
-                LnFcGeluSplit,
-                Gelu,
-                LmHeadSplit,
-            ],
-        };
-        own.iter().chain(&SHARED).copied().collect()
+        Kernel::ALL.iter().copied().filter(|k| k.wg_in(self).is_some()).collect()
     }
 
     /// Invocations per workgroup of `kernel` (its `override WG`, where it has one).
     pub fn wg(self, kernel: Kernel) -> u32 {
-        use Kernel::*;
-        match (self, kernel) {
-            (_, MatmulSplit | LnQkvSplit | AttentionSplit | AttentionCombine) => WG_SPLIT,
-            (_, AttentionProjSplit | MatvecResidualSplit | LnFcGeluSplit | LmHeadSplit) => WG_SPLIT,
-            (_, BlockSum | Argmax) => WG_SPLIT,
-            // Real GPUs reduce ln_f's row (and prefill's) with a tree over 256.
-            (Profile::Gpu(_), Layernorm) => WG_SPLIT,
-            _ => WG,
-        }
+        kernel.wg_in(self).unwrap_or(WG)
     }
 
     /// The value of pipeline constant `name` of `kernel`: every `override`

@@ -118,14 +118,7 @@ pub async fn replay(
             }
         }
         let tokens = choose(&mut running, &mut out.served, &mut cells, trace, eos, step, &ms)?;
-        for (slot, run) in running.iter_mut().enumerate() {
-            if run.as_ref().is_some_and(|run| out.served[run.request].ended.is_some()) {
-                *run = None;
-            }
-            if run.is_none() && static_held[slot] && cells[slot] == Cell::Idle {
-                cells[slot] = Cell::Wasted;
-            }
-        }
+        release(&mut running, &out.served, &static_held, &mut cells);
         feed(batch, &tokens, &mut running).await?;
         if static_held.iter().zip(&running).all(|(_, r)| r.is_none()) {
             static_held.iter_mut().for_each(|h| *h = false);
@@ -204,6 +197,24 @@ fn choose(
         }
     }
     Ok(tokens)
+}
+
+/// Frees the slots whose request ended; a slot the static batch still
+/// holds idle is wasted this step.
+fn release(
+    running: &mut [Option<Running>],
+    served: &[Served],
+    static_held: &[bool],
+    cells: &mut [Cell],
+) {
+    for (slot, run) in running.iter_mut().enumerate() {
+        if run.as_ref().is_some_and(|run| served[run.request].ended.is_some()) {
+            *run = None;
+        }
+        if run.is_none() && static_held[slot] && cells[slot] == Cell::Idle {
+            cells[slot] = Cell::Wasted;
+        }
+    }
 }
 
 /// Feeds the chosen `tokens` (slots) in one batched decode step and keeps

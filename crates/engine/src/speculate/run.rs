@@ -85,9 +85,9 @@ pub async fn generate(
     let mut history = prompt.to_vec();
     let mut out = Outcome::default();
     // Both caches take the prompt but its last token (`pending`).
-    if prompt.len() > 1 {
-        target.prefill(&prompt[..prompt.len() - 1], Wanted::Last).await?;
-        draft.prefill(&prompt[..prompt.len() - 1], Wanted::Last).await?;
+    if let Some((_, held)) = prompt.split_last().filter(|(_, held)| !held.is_empty()) {
+        target.prefill(held, Wanted::Last).await?;
+        draft.prefill(held, Wanted::Last).await?;
         out.target_passes += 1;
         out.draft_passes += 1;
     }
@@ -115,31 +115,57 @@ pub async fn generate(
         let vocab = target.config().vocab_size;
         let (accepted, token) =
             judge(&all, vocab, &history, &drafted, &q, &settings, &mut sampler)?;
-        // Keep what the target kept; the caches drop the rest.
-        target.rewind(n + accepted)?;
-        let draft_holds = n + k.saturating_sub(1); // pending and all drafted but the last
-        draft.rewind((n + accepted).min(draft_holds))?;
-        if accepted == k && k > 0 {
-            lag.push(drafted[k - 1]);
-        }
+        keep(target, draft, n, accepted, &drafted, &mut lag)?;
         let round = Round { drafted: drafted.clone(), accepted, token };
         let go_on = on_round(&round);
         out.rounds.push(round);
         let emitted = drafted[..accepted].iter().copied().chain([token]);
-        let mut ended = false;
-        for t in emitted {
-            if Some(t) == eos || out.tokens.len() == job.max_tokens {
-                ended = true;
-                break;
-            }
-            history.push(t);
-            out.tokens.push(t);
-        }
+        let ended = emit(emitted, eos, job.max_tokens, &mut history, &mut out.tokens);
         if ended || !go_on {
             break;
         }
     }
     Ok(out)
+}
+
+/// Keeps what the target kept (`accepted` of `drafted` after the caches'
+/// `n` tokens): both caches drop the rest, and when every drafted token was
+/// kept the draft, which never fed the last, carries it to the next round.
+fn keep(
+    target: &mut Session,
+    draft: &mut Session,
+    n: usize,
+    accepted: usize,
+    drafted: &[u32],
+    lag: &mut Vec<u32>,
+) -> Result<()> {
+    let k = drafted.len();
+    target.rewind(n + accepted)?;
+    let draft_holds = n + k.saturating_sub(1); // pending and all drafted but the last
+    draft.rewind((n + accepted).min(draft_holds))?;
+    if accepted == k && k > 0 {
+        lag.push(drafted[k - 1]);
+    }
+    Ok(())
+}
+
+/// Appends the round's `emitted` tokens to the text until the model's end
+/// token or `max_tokens`; true when the generation ended there.
+fn emit(
+    emitted: impl Iterator<Item = u32>,
+    eos: Option<u32>,
+    max_tokens: usize,
+    history: &mut Vec<u32>,
+    tokens: &mut Vec<u32>,
+) -> bool {
+    for t in emitted {
+        if Some(t) == eos || tokens.len() == max_tokens {
+            return true;
+        }
+        history.push(t);
+        tokens.push(t);
+    }
+    false
 }
 
 /// The draft's `k` proposals after `feed` (the tokens its cache lacks,
