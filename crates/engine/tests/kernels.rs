@@ -285,16 +285,18 @@ fn block_sum_matches_twin() {
 #[test]
 fn gelu_stays_finite_for_huge_inputs() {
     let x = [1e4f32, -1e4, 80.0, -80.0, 0.0];
-    let p = gelu::Params { n: x.len() as u32, _pad0: 0, _pad1: 0, _pad2: 0 };
+    let c = cases::config(1, 1, 1, 1);
+    let (params, groups) =
+        cases::launch(&gelu::Shape { cols: x.len() as u32 }, &At::rows(&c, 1), Format::F32);
     let Some((ctx, pipelines)) = gpu() else { return };
     let out = pollster::block_on(run_kernel(
         ctx,
         pipelines,
         Kernel::Gelu,
-        bytemuck::bytes_of(&p),
+        &params,
         &[bytes(&x)],
         None,
-        gelu::workgroups(&p),
+        groups,
     ))
     .expect("kernel runs");
     assert_close("gelu extremes", &out[0], &[1e4, 0.0, 80.0, 0.0, 0.0], 1e-6, 1e-6);

@@ -15,7 +15,7 @@ use crate::gpu::profile::is_software;
 use crate::gpu::readback::{buffer, read_f32, upload, STORAGE};
 use crate::gpu::timer::Timer;
 use crate::gpu::GpuModel;
-use crate::kernels::{block_sum, residual_add, Kernel};
+use crate::kernels::{block_sum, residual_add, At, Kernel, Launch};
 use crate::step::DeviceFigures;
 
 /// Bytes read per run of the read test on a real GPU: ten times an H100's
@@ -60,12 +60,8 @@ pub async fn measure(gpu: &GpuModel) -> Result<DeviceFigures> {
     let data = buffer(ctx, "probe data", read_bytes, STORAGE);
     let words = read_bytes / 16;
     let groups = words.div_ceil(per_group).min(u64::from(crate::kernels::MAX_GROUPS_PER_DIM));
-    let p = block_sum::Params {
-        n: words as u32,
-        per_group: words.div_ceil(groups) as u32,
-        _pad0: 0,
-        _pad1: 0,
-    };
+    let block_sum =
+        block_sum::Shape { words: words as u32, per_group: words.div_ceil(groups) as u32 };
     let sums = buffer(ctx, "probe sums", 4 * groups, STORAGE);
     let (src, dst) = (
         buffer(ctx, "probe src", copy_bytes, STORAGE),
@@ -76,8 +72,8 @@ pub async fn measure(gpu: &GpuModel) -> Result<DeviceFigures> {
     let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
     let params = buffer(ctx, "probe params", 2 * SLOT, uniform);
     // Slot 0: block_sum's parameters; slot 1: a one-element residual add's.
-    ctx.queue.write_buffer(&params, 0, bytemuck::bytes_of(&p));
-    let add = residual_add::Params { n: 1, _pad0: 0, _pad1: 0, _pad2: 0 };
+    ctx.queue.write_buffer(&params, 0, bytemuck::bytes_of(&block_sum.params()));
+    let add = residual_add::Shape { cols: 1 }.params(&At::rows(&gpu.model.config, 1));
     ctx.queue.write_buffer(&params, SLOT, bytemuck::bytes_of(&add));
     let (y, x) = (upload(ctx, "probe y", &[0; 4]), upload(ctx, "probe x", &[0; 4]));
     let sum_group = bind(gpu, Kernel::BlockSum, &params, 0, &[&data, &sums], None);
@@ -88,7 +84,7 @@ pub async fn measure(gpu: &GpuModel) -> Result<DeviceFigures> {
     let sum = Dispatches {
         pipeline: sum_pipeline,
         group: &sum_group,
-        groups: block_sum::workgroups(&p),
+        groups: block_sum.workgroups(),
         n: 1,
     };
     let one = Dispatches { pipeline: add_pipeline, group: &add_group, groups: [1, 1, 1], n: 1 };

@@ -9,7 +9,7 @@ use crate::gpu::ops::{PARAMS, SLOT};
 use crate::gpu::probe::Tap;
 use crate::gpu::readback::{buffer, read_f32, STORAGE};
 use crate::gpu::GpuModel;
-use crate::kernels::{attention_probs, Kernel};
+use crate::kernels::{attention_probs, At, Kernel, Launch};
 
 /// The weights `(n_layer, n_head, n_rows, pos0 + n_rows)` of the `n_rows`
 /// queries whose `qkv` the tap copied, over the keys in `key_cache`.
@@ -41,19 +41,13 @@ pub async fn attention(
     };
     let qkv_bytes = (n_rows * 3 * c.n_embd * 4) as u64;
     let mut groups = Vec::with_capacity(n_layer);
-    let mut p = attention_probs::Params {
-        n_rows: n_rows as u32,
-        keys0: pos0 as u32,
-        n_embd: c.n_embd as u32,
-        head_size: c.head_size as u32,
-        scale: 0.0,
-        n_cols: n_cols as u32,
-        group: c.heads().group as u32,
-        _pad1: 0,
-    };
+    let rows = At { keys0: pos0 as u32, ..At::rows(c, n_rows as u32) };
+    let mut workgroups = [0; 3];
     for (l, keys) in key_cache.iter().enumerate() {
         let l64 = l as u64;
-        p.scale = c.attn_scale(l);
+        let shape = attention_probs::Shape { scale: c.attn_scale(l) };
+        let p = shape.params(&rows);
+        workgroups = shape.workgroups(&p, gpu.model.format());
         ctx.queue.write_buffer(&params, l64 * SLOT, bytemuck::bytes_of(&p));
         let entries = [
             wgpu::BindGroupEntry {
@@ -78,7 +72,7 @@ pub async fn attention(
     {
         let mut pass = enc.begin_compute_pass(&Default::default());
         pass.set_pipeline(gpu.pipelines.get(Kernel::AttentionProbs));
-        let [x, y, z] = attention_probs::workgroups(&p);
+        let [x, y, z] = workgroups;
         for group in &groups {
             pass.set_bind_group(0, group, &[]);
             pass.dispatch_workgroups(x, y, z);

@@ -90,11 +90,6 @@ pub fn weights(
     sum
 }
 
-/// Dispatch size: one workgroup per (row, head).
-pub fn workgroups(p: &Params) -> [u32; 3] {
-    [p.n_rows, p.n_embd / p.head_size, 1]
-}
-
 /// One dispatch over every row of the pass (a batch's sequence: its one row), at layer scale `scale`.
 #[derive(Clone, Copy, Debug)]
 pub struct Shape {
@@ -119,8 +114,9 @@ impl Launch for Shape {
         }
     }
 
+    /// Dispatch size: one workgroup per (row, head).
     fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
-        workgroups(p)
+        [p.n_rows, p.n_embd / p.head_size, 1]
     }
 
     /// The last row's: per tile of WG keys, each invocation scores one key
@@ -132,7 +128,7 @@ impl Launch for Shape {
         let n_keys = u64::from(p.keys0 + p.n_rows);
         let kv = floats(2 * n_keys * e / u64::from(p.group.max(1)));
         Cost {
-            invocations: invocations(workgroups(p), WG),
+            invocations: invocations(self.workgroups(p, Format::F32), WG),
             chain: rounds(hs, u64::from(WG)) + n_keys.div_ceil(u64::from(WG)) * hs + n_keys,
             bytes: floats(u64::from(p.n_rows) * e) + kv,
             weights: 0,

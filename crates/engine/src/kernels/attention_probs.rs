@@ -50,11 +50,6 @@ pub fn run_cpu(
     }
 }
 
-/// Dispatch size: one workgroup per (row, head).
-pub fn workgroups(p: &Params) -> [u32; 3] {
-    [p.n_rows, p.n_embd / p.head_size, 1]
-}
-
 /// One dispatch: the weights of every row of a pass, at layer scale `scale`.
 #[derive(Clone, Copy, Debug)]
 pub struct Shape {
@@ -79,8 +74,9 @@ impl Launch for Shape {
         }
     }
 
+    /// Dispatch size: one workgroup per (row, head).
     fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
-        workgroups(p)
+        [p.n_rows, p.n_embd / p.head_size, 1]
     }
 
     /// The last row's: each invocation scores every WG-th key (head_size
@@ -92,7 +88,7 @@ impl Launch for Shape {
         let per_thread = n_keys.div_ceil(u64::from(WG));
         let kv = floats(n_keys * e / u64::from(p.group.max(1)));
         Cost {
-            invocations: invocations(workgroups(p), WG),
+            invocations: invocations(self.workgroups(p, Format::F32), WG),
             chain: rounds(hs, u64::from(WG)) + per_thread * (hs + 2),
             bytes: floats(u64::from(p.n_rows) * e) + kv,
             weights: 0,

@@ -30,21 +30,36 @@ pub fn run_cpu(
     }
 }
 
-/// One workgroup per block.
-pub fn workgroups(p: &Params) -> [u32; 3] {
-    [p.n.div_ceil(p.per_group.max(1)), 1, 1]
+/// One dispatch: `words` 16-byte words in blocks of `per_group` (the last
+/// takes what is left). Not a step of the model: its shape is all it reads.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub words: u32,
+    pub per_group: u32,
 }
 
-/// Each invocation's words of its block, `UNROLL` a round; neighbours read
-/// neighbouring words.
-pub fn cost(p: &Params) -> Cost {
-    let per_thread = u64::from(p.per_group).div_ceil(u64::from(WG_SPLIT));
-    Cost {
-        invocations: invocations(workgroups(p), WG_SPLIT),
-        chain: rounds(per_thread, UNROLL),
-        bytes: 16 * u64::from(p.n),
-        weights: 0,
-        kv: 0,
-        coalesced: true,
+impl Shape {
+    /// Its `Params`.
+    pub fn params(&self) -> Params {
+        Params { n: self.words, per_group: self.per_group, _pad0: 0, _pad1: 0 }
+    }
+
+    /// One workgroup per block.
+    pub fn workgroups(&self) -> [u32; 3] {
+        [self.words.div_ceil(self.per_group.max(1)), 1, 1]
+    }
+
+    /// Each invocation's words of its block, `UNROLL` a round; neighbours
+    /// read neighbouring words.
+    pub fn cost(&self) -> Cost {
+        let per_thread = u64::from(self.per_group).div_ceil(u64::from(WG_SPLIT));
+        Cost {
+            invocations: invocations(self.workgroups(), WG_SPLIT),
+            chain: rounds(per_thread, UNROLL),
+            bytes: 16 * u64::from(self.words),
+            weights: 0,
+            kv: 0,
+            coalesced: true,
+        }
     }
 }

@@ -50,11 +50,6 @@ pub fn run_cpu(
     }
 }
 
-/// Dispatch size: one thread per element.
-pub fn workgroups(p: &Params) -> [u32; 3] {
-    super::grid_1d(p.n_rows as usize * p.n_embd as usize)
-}
-
 /// One dispatch: the shard of `wte` holding vocabulary rows `v0..v0 + n_vocab`.
 #[derive(Clone, Copy, Debug)]
 pub struct Shape {
@@ -79,8 +74,9 @@ impl Launch for Shape {
         }
     }
 
+    /// Dispatch size: one thread per element.
     fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
-        workgroups(p)
+        super::grid_1d(p.n_rows as usize * p.n_embd as usize)
     }
 
     /// The token id, then the row it names (two rounds); every row of the
@@ -89,7 +85,7 @@ impl Launch for Shape {
         let (rows, e) = (u64::from(p.n_rows), u64::from(p.n_embd));
         let row = matrix_bytes(format, 1, e, Channels::Rows);
         Cost {
-            invocations: invocations(workgroups(p), WG),
+            invocations: invocations(self.workgroups(p, format), WG),
             chain: 2,
             bytes: rows * (4 + row + floats(e)),
             weights: rows * row,

@@ -26,11 +26,6 @@ pub fn run_cpu(x: &mut [f32]) {
     }
 }
 
-/// Dispatch size: one thread per element.
-pub fn workgroups(p: &Params) -> [u32; 3] {
-    super::grid_1d(p.n as usize)
-}
-
 /// One dispatch: GELU in place over `cols` columns of every row.
 #[derive(Clone, Copy, Debug)]
 pub struct Shape {
@@ -45,15 +40,16 @@ impl Launch for Shape {
         Params { n: at.n_rows * self.cols, _pad0: 0, _pad1: 0, _pad2: 0 }
     }
 
+    /// Dispatch size: one thread per element.
     fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
-        workgroups(p)
+        super::grid_1d(p.n as usize)
     }
 
     /// Element-wise: one round.
     fn cost(&self, p: &Params, _: Format) -> Cost {
         let n = u64::from(p.n);
         Cost {
-            invocations: invocations(workgroups(p), WG),
+            invocations: invocations(self.workgroups(p, Format::F32), WG),
             chain: 1,
             bytes: floats(n),
             weights: 0,

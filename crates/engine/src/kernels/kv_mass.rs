@@ -34,11 +34,6 @@ pub fn run_cpu(
     }
 }
 
-/// Dispatch size: one thread per slot.
-pub fn workgroups(p: &Params) -> [u32; 3] {
-    super::grid_1d(p.n_cols as usize)
-}
-
 /// One dispatch: the pass's rows' attention added to the slots they read.
 #[derive(Clone, Copy, Debug)]
 pub struct Shape;
@@ -52,8 +47,9 @@ impl Launch for Shape {
         Params { n_rows: at.n_rows, n_cols: at.keys0 + at.n_rows, n_head, _pad: 0 }
     }
 
+    /// Dispatch size: one thread per slot.
     fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
-        workgroups(p)
+        super::grid_1d(p.n_cols as usize)
     }
 
     /// A serial sum of n_head · n_rows per slot, reading down columns (strided).
@@ -61,7 +57,7 @@ impl Launch for Shape {
         let terms = u64::from(p.n_head) * u64::from(p.n_rows);
         let n = u64::from(p.n_cols);
         Cost {
-            invocations: invocations(workgroups(p), WG),
+            invocations: invocations(self.workgroups(p, Format::F32), WG),
             chain: terms,
             bytes: floats(n * terms + 2 * n),
             weights: 0,

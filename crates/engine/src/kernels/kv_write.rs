@@ -45,11 +45,6 @@ pub fn run_cpu(
     }
 }
 
-/// Dispatch size: one thread per cached element of k (and of v).
-pub fn workgroups(p: &Params) -> [u32; 3] {
-    super::grid_1d(p.n_rows as usize * (p.n_embd / p.group.max(1)) as usize)
-}
-
 /// One dispatch: the pass's rows (a batch's sequence: its one row) into the cache.
 #[derive(Clone, Copy, Debug)]
 pub struct Shape;
@@ -72,15 +67,16 @@ impl Launch for Shape {
         }
     }
 
+    /// Dispatch size: one thread per cached element of k (and of v).
     fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
-        workgroups(p)
+        super::grid_1d(p.n_rows as usize * (p.n_embd / p.group.max(1)) as usize)
     }
 
     /// Copies: one round, reading the new keys and values (writing the cache).
     fn cost(&self, p: &Params, _: Format) -> Cost {
         let n = u64::from(p.n_rows) * u64::from(p.n_embd / p.group.max(1));
         Cost {
-            invocations: invocations(workgroups(p), WG),
+            invocations: invocations(self.workgroups(p, Format::F32), WG),
             chain: 1,
             bytes: floats(2 * n),
             weights: 0,

@@ -35,11 +35,6 @@ pub fn run_cpu(
     }
 }
 
-/// Dispatch size: one workgroup per row.
-pub fn workgroups(p: &Params) -> [u32; 3] {
-    [p.n_rows, 1, 1]
-}
-
 /// One dispatch over every row of the pass.
 #[derive(Clone, Copy, Debug)]
 pub struct Shape {
@@ -56,8 +51,9 @@ impl Launch for Shape {
         Params { n_rows: at.n_rows, n_embd: c.n_embd as u32, eps: c.layer_norm_epsilon, _pad: 0 }
     }
 
+    /// Dispatch size: one workgroup per row.
     fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
-        workgroups(p)
+        [p.n_rows, 1, 1]
     }
 
     /// The statistics ([`stats_rounds`]), then one round per element normalised.

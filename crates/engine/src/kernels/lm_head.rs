@@ -57,11 +57,6 @@ pub fn run_cpu(
     }
 }
 
-/// Dispatch size: one thread per (token of the shard, row).
-pub fn workgroups(p: &Params) -> [u32; 3] {
-    [p.n_vocab.div_ceil(super::WG), p.n_out, 1]
-}
-
 /// One dispatch: the shard of the head holding vocabulary rows `v0..v0 + n_vocab`.
 #[derive(Clone, Copy, Debug)]
 pub struct Shape {
@@ -93,14 +88,21 @@ impl Launch for Shape {
         self.params_at(at)
     }
 
+    /// Dispatch size: one thread per (token of the shard, row).
     fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
-        workgroups(p)
+        [p.n_vocab.div_ceil(super::WG), p.n_out, 1]
     }
 
     /// One invocation per vocabulary row, one round per element of it:
     /// neighbouring invocations read rows n_embd apart (not coalesced).
     fn cost(&self, p: &Params, format: Format) -> Cost {
-        head_cost(p, invocations(workgroups(p), WG), u64::from(p.n_embd), false, format)
+        head_cost(
+            p,
+            invocations(self.workgroups(p, format), WG),
+            u64::from(p.n_embd),
+            false,
+            format,
+        )
     }
 }
 

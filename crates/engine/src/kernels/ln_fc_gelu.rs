@@ -33,11 +33,6 @@ pub fn run_cpu(
     gelu::run_cpu(fc);
 }
 
-/// Dispatch size: one thread per output column.
-pub fn workgroups(p: &Params) -> [u32; 3] {
-    [p.n.div_ceil(super::WG), 1, 1]
-}
-
 /// One dispatch: decode's second LayerNorm, c_fc to `n` columns and GELU.
 #[derive(Clone, Copy, Debug)]
 pub struct Shape {
@@ -53,13 +48,14 @@ impl Launch for Shape {
         Params { n_embd: c.n_embd as u32, n: self.n, eps: c.layer_norm_epsilon, _pad: 0 }
     }
 
+    /// Dispatch size: one thread per output column.
     fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
-        workgroups(p)
+        [p.n.div_ceil(super::WG), 1, 1]
     }
 
     /// As ln_qkv's: the LayerNorm's three passes, then one round per row of k.
     fn cost(&self, p: &Params, format: Format) -> Cost {
         let e = u64::from(p.n_embd);
-        fused_cost(e, u64::from(p.n), workgroups(p), WG, e, format)
+        fused_cost(e, u64::from(p.n), self.workgroups(p, format), WG, e, format)
     }
 }

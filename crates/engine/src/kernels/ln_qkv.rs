@@ -55,11 +55,6 @@ pub fn run_cpu(
     kv_write::run_cpu(qkv, heads, slot, key_cache, value_cache);
 }
 
-/// Dispatch size: one thread per column of qkv.
-pub fn workgroups(p: &Params) -> [u32; 3] {
-    [(3 * p.n_embd).div_ceil(super::WG), 1, 1]
-}
-
 /// One dispatch: decode's first LayerNorm, QKV projection and K/V write.
 #[derive(Clone, Copy, Debug)]
 pub struct Shape;
@@ -82,14 +77,15 @@ impl Launch for Shape {
         }
     }
 
+    /// Dispatch size: one thread per column of qkv.
     fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
-        workgroups(p)
+        [(3 * p.n_embd).div_ceil(super::WG), 1, 1]
     }
 
     /// The LayerNorm's staged row, then one round per row of k.
     fn cost(&self, p: &Params, format: Format) -> Cost {
         let e = u64::from(p.n_embd);
-        fused_cost(e, 3 * e, workgroups(p), WG, rounds(e, 1), format)
+        fused_cost(e, 3 * e, self.workgroups(p, format), WG, rounds(e, 1), format)
     }
 }
 

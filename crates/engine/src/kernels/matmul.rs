@@ -45,11 +45,6 @@ pub fn run_cpu(
     }
 }
 
-/// Dispatch size: one workgroup per 32×32 block of outputs.
-pub fn workgroups(p: &Params) -> [u32; 3] {
-    [p.n.div_ceil(TILE_PER_GROUP), p.m.div_ceil(TILE_PER_GROUP), 1]
-}
-
 /// One dispatch: a `[k] → [n]` linear layer over every row of the pass.
 #[derive(Clone, Copy, Debug)]
 pub struct Shape {
@@ -65,8 +60,9 @@ impl Launch for Shape {
         Params { m: at.n_rows, k: self.k, n: self.n, _pad: 0 }
     }
 
+    /// Dispatch size: one workgroup per 32×32 block of outputs.
     fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
-        workgroups(p)
+        [p.n.div_ceil(TILE_PER_GROUP), p.m.div_ceil(TILE_PER_GROUP), 1]
     }
 
     /// Each row of k one round (four x and four weights); neighbouring
@@ -75,7 +71,7 @@ impl Launch for Shape {
         let (m, k, n) = (u64::from(p.m), u64::from(p.k), u64::from(p.n));
         let weights = matrix_bytes(format, k, n, Channels::Cols);
         Cost {
-            invocations: invocations(workgroups(p), 64),
+            invocations: invocations(self.workgroups(p, format), 64),
             chain: k + 1,
             bytes: floats(m * k + n) + weights,
             weights,

@@ -31,11 +31,6 @@ pub fn run_cpu(
     residual_add::run_cpu(&out, x);
 }
 
-/// Dispatch size: one thread per output column.
-pub fn workgroups(p: &Params) -> [u32; 3] {
-    [p.n.div_ceil(super::WG), 1, 1]
-}
-
 /// One dispatch: a `[k] → [n]` projection added into the residual stream.
 #[derive(Clone, Copy, Debug)]
 pub struct Shape {
@@ -51,13 +46,14 @@ impl Launch for Shape {
         Params { k: self.k, n: self.n, _pad0: 0, _pad1: 0 }
     }
 
+    /// Dispatch size: one thread per output column.
     fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
-        workgroups(p)
+        [p.n.div_ceil(super::WG), 1, 1]
     }
 
     /// One round per row of k (its input and its weight).
     fn cost(&self, p: &Params, format: Format) -> Cost {
-        residual_cost(p.k, p.n, invocations(workgroups(p), WG), u64::from(p.k), format)
+        residual_cost(p.k, p.n, invocations(self.workgroups(p, format), WG), u64::from(p.k), format)
     }
 }
 

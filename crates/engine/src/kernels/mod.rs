@@ -193,6 +193,14 @@ pub struct At<'a> {
     pub lm_rows: u32,
 }
 
+impl<'a> At<'a> {
+    /// `n_rows` rows of `config`'s model at the start of everything:
+    /// position, cache slot, keys and buffer row 0, the logits of every row.
+    pub fn rows(config: &'a Config, n_rows: u32) -> At<'a> {
+        At { config, n_rows, pos0: 0, slot0: 0, keys0: 0, row0: 0, lm_row0: 0, lm_rows: n_rows }
+    }
+}
+
 /// What one kernel's dispatch needs beyond its buffers, stated in one place
 /// per kernel (its module's `Shape`): the part fixed when the plan is built
 /// is `self`, the rest comes from [`At`].

@@ -2,7 +2,7 @@
 //! tiles of keys, and attention_probs, the weights the views read), in the
 //! table of [`cases`](super::cases). Tolerances: see `cases.rs`.
 
-use super::inputs::{attention_inputs, bytes, params, poisoned, Case, Tolerance};
+use super::inputs::{at, attention_inputs, bytes, config, launch, poisoned, Case, Tolerance};
 use crate::kernels::*;
 use crate::storage::format::Format;
 
@@ -29,26 +29,19 @@ pub fn attention_probs_cases() -> Vec<Case> {
         let mut want = poisoned(n_head * n_rows * n_cols);
         let heads = Heads { n_embd, head_size: hs, group };
         attention_probs::run_cpu(&qkv, &kc, heads, keys0, scale, &mut want);
-        let p = attention_probs::Params {
-            n_rows: n_rows as u32,
-            keys0: keys0 as u32,
-            n_embd: n_embd as u32,
-            head_size: hs as u32,
-            scale,
-            n_cols: n_cols as u32,
-            group: group as u32,
-            _pad1: 0,
-        };
+        let c = config(n_head, hs, group, 1);
+        let rows = At { keys0: keys0 as u32, ..at(&c, n_rows) };
+        let (params, groups) = launch(&attention_probs::Shape { scale }, &rows, Format::F32);
         out.push(Case {
             kernel: Kernel::AttentionProbs,
             format: Format::F32,
             shape: format!(
                 "{n_rows} rows, {n_head} heads of {hs} in groups of {group}, at {keys0}"
             ),
-            params: params(&p),
+            params,
             buffers: vec![bytes(&qkv), bytes(&kc), bytes(&poisoned(n_head * n_rows * n_cols))],
             scales: None,
-            groups: attention_probs::workgroups(&p),
+            groups,
             want: vec![(2, "probs", want)],
             // Weights in [0, 1]: the scores' rounding (pre-scaled q on the GPU) through exp.
             tolerance: Tolerance { atol: 1e-6, rtol: 1e-4 },
@@ -65,26 +58,19 @@ pub fn attention_cases() -> Vec<Case> {
         let mut want = poisoned(n_rows * n_embd);
         let heads = Heads { n_embd, head_size: hs, group };
         attention::run_cpu(&qkv, &kc, &vc, heads, keys0, scale, &mut want);
-        let p = attention::Params {
-            n_rows: n_rows as u32,
-            keys0: keys0 as u32,
-            n_embd: n_embd as u32,
-            head_size: hs as u32,
-            scale,
-            row0: 0,
-            group: group as u32,
-            _pad2: 0,
-        };
+        let c = config(n_head, hs, group, 1);
+        let rows = At { keys0: keys0 as u32, ..at(&c, n_rows) };
+        let (params, groups) = launch(&attention::Shape { scale }, &rows, Format::F32);
         out.push(Case {
             kernel: Kernel::Attention,
             format: Format::F32,
             shape: format!(
                 "{n_rows} rows, {n_head} heads of {hs} in groups of {group}, at {keys0}"
             ),
-            params: params(&p),
+            params,
             buffers: vec![bytes(&qkv), bytes(&kc), bytes(&vc), bytes(&poisoned(n_rows * n_embd))],
             scales: None,
-            groups: attention::workgroups(&p),
+            groups,
             want: vec![(3, "y", want)],
             tolerance: Tolerance { atol: 1e-5, rtol: 1e-4 },
         });

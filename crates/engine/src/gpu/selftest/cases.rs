@@ -21,7 +21,7 @@
 //! format (int8, int4) allows an f32 ulp or two: `q · scale + wpe` may be
 //! fused into one multiply-add on a GPU and rounded once instead of twice.
 
-pub use super::inputs::{random, Case, Tolerance};
+pub use super::inputs::{config, launch, random, Case, Tolerance};
 use super::{attention, fused, mass, prefill, rows, split};
 use crate::kernels::{Kernel, Split};
 use crate::storage::format::Format;

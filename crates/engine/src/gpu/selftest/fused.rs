@@ -7,9 +7,9 @@
 //! by up to K · ε · max|xn|, on top of the summation-order gap; GELU's slope
 //! is under 1.13 and its tanh adds gelu's own 1e-6 abs + 1e-5 rel.
 
-use super::inputs::{bytes, dot, params, poisoned, random, weights, Case, Tolerance};
+use super::inputs::{at, bytes, config, dot, launch, poisoned, random, weights, Case, Tolerance};
 use crate::kernels::{ln_fc_gelu, ln_fc_gelu_split, ln_qkv, ln_qkv_split, matvec_residual};
-use crate::kernels::{matvec_residual_split, Heads, Kernel, Launch, Split};
+use crate::kernels::{matvec_residual_split, At, Heads, Kernel, Split};
 use crate::storage::format::{Channels, Format};
 
 /// A residual-stream row with a non-zero mean, and a LayerNorm's weight and bias.
@@ -25,6 +25,7 @@ fn ln_dot(xn: &[f32]) -> Tolerance {
     Tolerance { atol: (largest + 1.0) * k * f32::EPSILON, rtol: 1e-5 }
 }
 
+/// LayerNorm's epsilon: the cases' config's (`inputs::config`).
 const EPS: f32 = 1e-5;
 
 /// The bindings a fused LayerNorm kernel starts with: x, the LayerNorm's
@@ -68,31 +69,12 @@ pub fn ln_qkv_cases(format: Format, split: Option<Split>) -> Vec<Case> {
             (random(n_positions * kv_dim, seed + 5), random(n_positions * kv_dim, seed + 6));
         let (mut kc, mut vc, mut qkv) = (k0.clone(), v0.clone(), poisoned(3 * n_embd));
         ln_qkv::run_cpu(&x, &lw, &lb, EPS, &w, &bias, heads, pos, &mut qkv, &mut kc, &mut vc);
-        let p = ln_qkv::Params {
-            n_embd: n_embd as u32,
-            slot: pos as u32,
-            eps: EPS,
-            group: group as u32,
-            head_size: hs as u32,
-            _pad0: 0,
-            _pad1: 0,
-            _pad2: 0,
-        };
-        let (kernel, params, groups) = match split {
-            None => (Kernel::LnQkv, params(&p), ln_qkv::workgroups(&p)),
+        let c = config(n_embd / hs, hs, group, 1);
+        let row = At { slot0: pos as u32, ..at(&c, 1) };
+        let (kernel, (params, groups)) = match split {
+            None => (Kernel::LnQkv, launch(&ln_qkv::Shape, &row, format)),
             Some(split) => {
-                let q = ln_qkv_split::Params {
-                    n_embd: p.n_embd,
-                    slot: p.slot,
-                    eps: EPS,
-                    wide: split.wide,
-                    group: p.group,
-                    head_size: p.head_size,
-                    _pad0: 0,
-                    _pad1: 0,
-                };
-                let shape = ln_qkv_split::Shape { split };
-                (Kernel::LnQkvSplit, super::inputs::params(&q), shape.workgroups(&q, format))
+                (Kernel::LnQkvSplit, launch(&ln_qkv_split::Shape { split }, &row, format))
             }
         };
         out.push(Case {
@@ -128,17 +110,16 @@ pub fn matvec_residual_cases(format: Format, split: Option<Split>) -> Vec<Case> 
         let (w, words, scales) = weights(format, (k, n), Channels::Cols, 50 + i as u64);
         let mut want = x.clone();
         matvec_residual::run_cpu(&y, &w, &b, &mut want);
-        let p = matvec_residual::Params { k: k as u32, n: n as u32, _pad0: 0, _pad1: 0 };
-        let (kernel, params, groups) = match split {
-            None => (Kernel::MatvecResidual, params(&p), matvec_residual::workgroups(&p)),
+        let c = config(1, 1, 1, 1);
+        let (row, k32, n32) = (at(&c, 1), k as u32, n as u32);
+        let (kernel, (params, groups)) = match split {
+            None => (
+                Kernel::MatvecResidual,
+                launch(&matvec_residual::Shape { k: k32, n: n32 }, &row, format),
+            ),
             Some(split) => {
-                let shape = matvec_residual_split::Shape { k: p.k, n: p.n, split };
-                let q = matvec_residual_split::Params { k: p.k, n: p.n, wide: split.wide, _pad: 0 };
-                (
-                    Kernel::MatvecResidualSplit,
-                    super::inputs::params(&q),
-                    shape.workgroups(&q, format),
-                )
+                let shape = matvec_residual_split::Shape { k: k32, n: n32, split };
+                (Kernel::MatvecResidualSplit, launch(&shape, &row, format))
             }
         };
         out.push(Case {
@@ -170,19 +151,14 @@ pub fn ln_fc_gelu_cases(format: Format, split: Option<Split>) -> Vec<Case> {
         let bias = random(n, seed + 4);
         let mut want = poisoned(n);
         ln_fc_gelu::run_cpu(&x, &lw, &lb, EPS, &w, &bias, &mut want);
-        let p = ln_fc_gelu::Params { n_embd: n_embd as u32, n: n as u32, eps: EPS, _pad: 0 };
+        let c = config(1, n_embd, 1, 1);
         let t = ln_dot(&ln_qkv::normalised(&x, &lw, &lb, EPS));
-        let (kernel, params, groups) = match split {
-            None => (Kernel::LnFcGelu, params(&p), ln_fc_gelu::workgroups(&p)),
+        let (row, n32) = (at(&c, 1), n as u32);
+        let (kernel, (params, groups)) = match split {
+            None => (Kernel::LnFcGelu, launch(&ln_fc_gelu::Shape { n: n32 }, &row, format)),
             Some(split) => {
-                let q = ln_fc_gelu_split::Params {
-                    n_embd: p.n_embd,
-                    n: p.n,
-                    eps: EPS,
-                    wide: split.wide,
-                };
-                let shape = ln_fc_gelu_split::Shape { n: p.n, split };
-                (Kernel::LnFcGeluSplit, super::inputs::params(&q), shape.workgroups(&q, format))
+                let shape = ln_fc_gelu_split::Shape { n: n32, split };
+                (Kernel::LnFcGeluSplit, launch(&shape, &row, format))
             }
         };
         out.push(Case {

@@ -6,7 +6,8 @@
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
-use crate::kernels::{kv_write, Heads, Kernel};
+use crate::kernels::{kv_write, At, Heads, Kernel, Launch};
+use crate::model::Config;
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
 
@@ -74,6 +75,40 @@ pub fn weights(
 
 pub fn params<P: bytemuck::Pod>(p: &P) -> Vec<u8> {
     bytemuck::bytes_of(p).to_vec()
+}
+
+/// The model a case's dispatch belongs to, as far as a kernel's [`Launch`]
+/// reads it: `n_head` heads of `head_size` (one K/V head to `group` of
+/// them), a `vocab`-row vocabulary, LayerNorm's epsilon 1e-5.
+pub fn config(n_head: usize, head_size: usize, group: usize, vocab: usize) -> Config {
+    let n_embd = n_head * head_size;
+    Config {
+        n_layer: 1,
+        n_head,
+        n_embd,
+        head_size,
+        n_kv_head: n_head / group,
+        n_inner: 4 * n_embd,
+        n_positions: 1 << 20,
+        vocab_size: vocab,
+        layer_norm_epsilon: 1e-5,
+        tie_word_embeddings: true,
+        eos_token_id: None,
+        scale_attn_weights: true,
+        scale_attn_by_inverse_layer_idx: false,
+    }
+}
+
+/// `n_rows` rows at the start of everything ([`At::rows`]).
+pub fn at(config: &Config, n_rows: usize) -> At<'_> {
+    At::rows(config, n_rows as u32)
+}
+
+/// A case's dispatch as the plan encodes it: `shape`'s own `Params` at `at`
+/// (as bytes) and its workgroups in `format`.
+pub fn launch<L: Launch>(shape: &L, at: &At, format: Format) -> (Vec<u8>, [u32; 3]) {
+    let p = shape.params(at);
+    (params(&p), shape.workgroups(&p, format))
 }
 
 /// Seeded inputs of attention case `i`: (qkv, key cache, value cache, scale),

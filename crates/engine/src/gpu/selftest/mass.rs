@@ -4,8 +4,8 @@
 //! n_head · n_rows terms in [0, 1] in the same order on both sides, so only
 //! a fused add may differ: 1e-6 abs + 1e-6 rel.
 
-use super::inputs::{bytes, params, random, Case, Tolerance};
-use crate::kernels::{kv_mass, Kernel};
+use super::inputs::{at, bytes, config, launch, random, Case, Tolerance};
+use crate::kernels::{kv_mass, At, Kernel};
 use crate::storage::format::Format;
 
 pub fn kv_mass_cases() -> Vec<Case> {
@@ -21,12 +21,10 @@ pub fn kv_mass_cases() -> Vec<Case> {
             let mass: Vec<f32> = random(n_cols, seed + 1).iter().map(|v| v.abs() * 9.0).collect();
             let mut want = mass.clone();
             kv_mass::run_cpu(&probs, n_head, n_rows, &mut want);
-            let p = kv_mass::Params {
-                n_rows: n_rows as u32,
-                n_cols: n_cols as u32,
-                n_head: n_head as u32,
-                _pad: 0,
-            };
+            // The pass's rows are the last n_rows of the n_cols slots.
+            let c = config(n_head, 1, 1, 1);
+            let rows = At { keys0: (n_cols - n_rows) as u32, ..at(&c, n_rows) };
+            let (params, groups) = launch(&kv_mass::Shape, &rows, Format::F32);
             // A slot past n_cols must keep its total: the buffer holds one more.
             let mut buffer = mass.clone();
             buffer.push(7.5);
@@ -35,10 +33,10 @@ pub fn kv_mass_cases() -> Vec<Case> {
                 kernel: Kernel::KvMass,
                 format: Format::F32,
                 shape: format!("{n_head} heads × {n_rows} rows into {n_cols} slots"),
-                params: params(&p),
+                params,
                 buffers: vec![bytes(&probs), bytes(&buffer)],
                 scales: None,
-                groups: kv_mass::workgroups(&p),
+                groups,
                 want: vec![(1, "mass", want)],
                 tolerance: Tolerance { atol: 1e-6, rtol: 1e-6 },
             }

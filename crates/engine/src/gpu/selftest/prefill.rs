@@ -3,7 +3,8 @@
 //! vocabulary), layernorm, the matmuls, kv_write, residual_add, gelu and
 //! lm_head. Tolerances: see `cases.rs`.
 
-use super::inputs::{bytes, dot, params, poisoned, random, weights, Case, Tolerance, EXACT, SIZES};
+use super::inputs::{at, bytes, config, dot, launch, poisoned, random, weights, Case, Tolerance};
+use super::inputs::{EXACT, SIZES};
 use crate::kernels::*;
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
@@ -45,21 +46,15 @@ pub fn embedding_cases(format: Format) -> Vec<Case> {
                 .collect();
             let mut want = before.clone();
             embedding::run_cpu(&tokens, &wte, v0, &wpe, pos0, &mut want);
-            let p = embedding::Params {
-                n_rows: n_rows as u32,
-                n_embd: n_embd as u32,
-                pos0: pos0 as u32,
-                v0: v0 as u32,
-                n_vocab: (v1 - v0) as u32,
-                row0: 0,
-                _pad1: 0,
-                _pad2: 0,
-            };
+            let c = config(1, n_embd, 1, vocab);
+            let shape = embedding::Shape { v0: v0 as u32, n_vocab: (v1 - v0) as u32 };
+            let (params, groups) =
+                launch(&shape, &At { pos0: pos0 as u32, ..at(&c, n_rows) }, format);
             out.push(Case {
                 kernel: Kernel::Embedding,
                 format,
                 shape: format!("{n_rows} rows of {n_embd}, vocabulary rows {v0}..{v1}"),
-                params: params(&p),
+                params,
                 buffers: vec![
                     bytemuck::cast_slice(&tokens).to_vec(),
                     words,
@@ -67,7 +62,7 @@ pub fn embedding_cases(format: Format) -> Vec<Case> {
                     bytes(&before),
                 ],
                 scales,
-                groups: embedding::workgroups(&p),
+                groups,
                 want: vec![(3, "x", want)],
                 tolerance: match format.has_scales() {
                     true => Tolerance { atol: 4.0 * f32::EPSILON, rtol: 0.0 },
@@ -87,25 +82,22 @@ pub fn layernorm_cases() -> Vec<Case> {
             let x: Vec<f32> = random(n_rows * n_embd, 3).iter().map(|v| v * 3.0 + 0.5).collect();
             let (w, b) = (random(n_embd, 4), random(n_embd, 5));
             let mut want = poisoned(n_rows * n_embd);
-            layernorm::run_cpu(&x, &w, &b, 1e-5, &mut want);
-            let p = layernorm::Params {
-                n_rows: n_rows as u32,
-                n_embd: n_embd as u32,
-                eps: 1e-5,
-                _pad: 0,
-            };
+            layernorm::run_cpu(&x, &w, &b, 1e-5, &mut want); // the config's epsilon
+            let c = config(1, n_embd, 1, 1);
+            let shape = layernorm::Shape { wg: WG };
+            let (params, groups) = launch(&shape, &at(&c, n_rows), Format::F32);
             out.push(Case {
                 kernel: Kernel::Layernorm,
                 format: Format::F32,
                 shape: format!("{n_rows}x{n_embd}"),
-                params: params(&p),
+                params,
                 buffers: vec![
                     bytes(&x),
                     bytes(&[w, b].concat()),
                     bytes(&poisoned(n_rows * n_embd)),
                 ],
                 scales: None,
-                groups: layernorm::workgroups(&p),
+                groups,
                 want: vec![(2, "out", want)],
                 tolerance: Tolerance { atol: 1e-5, rtol: 1e-5 },
             });
@@ -130,18 +122,17 @@ pub fn matmul_cases(format: Format, kernel: Kernel, split: Split) -> Vec<Case> {
         let (w, words, scales) = weights(format, (k, n), Channels::Cols, 20 + i as u64);
         let mut want = poisoned(m * n);
         matmul::run_cpu(&x, &w, &b, &mut want);
-        let p = matmul::Params { m: m as u32, k: k as u32, n: n as u32, _pad: 0 };
-        let (params, groups, layout) = match kernel {
+        let c = config(1, 1, 1, 1);
+        let (rows, k32, n32) = (at(&c, m), k as u32, n as u32);
+        let ((params, groups), layout) = match kernel {
             Kernel::MatmulSplit => {
-                let q = matmul_split::Params { m: p.m, k: p.k, n: p.n, wide: split.wide };
-                let shape = matmul_split::Shape { k: p.k, n: p.n, split };
-                (params(&q), shape.workgroups(&q, format), super::fused::wide(Some(split)))
+                let shape = matmul_split::Shape { k: k32, n: n32, split };
+                (launch(&shape, &rows, format), super::fused::wide(Some(split)))
             }
             Kernel::MatmulTiled => {
-                let shape = matmul_tiled::Shape { k: p.k, n: p.n };
-                (params(&p), shape.workgroups(&p, format), String::new())
+                (launch(&matmul_tiled::Shape { k: k32, n: n32 }, &rows, format), String::new())
             }
-            _ => (params(&p), matmul::workgroups(&p), String::new()),
+            _ => (launch(&matmul::Shape { k: k32, n: n32 }, &rows, format), String::new()),
         };
         out.push(Case {
             kernel,
@@ -178,26 +169,19 @@ pub fn kv_write_cases() -> Vec<Case> {
         let (mut kc, mut vc) = (random(n_positions * kv_dim, 91), random(n_positions * kv_dim, 92));
         let (k0, v0) = (kc.clone(), vc.clone());
         kv_write::run_cpu(&qkv, heads, slot0, &mut kc, &mut vc);
-        let p = kv_write::Params {
-            n_rows: n_rows as u32,
-            n_embd: n_embd as u32,
-            slot0: slot0 as u32,
-            row0: 0,
-            head_size: hs as u32,
-            group: group as u32,
-            _pad0: 0,
-            _pad1: 0,
-        };
+        let c = config(n_head, hs, group, 1);
+        let rows = At { slot0: slot0 as u32, ..at(&c, n_rows) };
+        let (params, groups) = launch(&kv_write::Shape, &rows, Format::F32);
         out.push(Case {
             kernel: Kernel::KvWrite,
             format: Format::F32,
             shape: format!(
                 "{n_rows} rows, {n_head} heads of {hs} in groups of {group}, at {slot0}"
             ),
-            params: params(&p),
+            params,
             buffers: vec![bytes(&qkv), bytes(&k0), bytes(&v0)],
             scales: None,
-            groups: kv_write::workgroups(&p),
+            groups,
             want: vec![(1, "keys", kc), (2, "values", vc)],
             tolerance: EXACT,
         });
@@ -212,15 +196,17 @@ pub fn residual_add_cases() -> Vec<Case> {
             let (y, x) = (random(n, 80), random(n, 81));
             let mut want = x.clone();
             residual_add::run_cpu(&y, &mut want);
-            let p = residual_add::Params { n: n as u32, _pad0: 0, _pad1: 0, _pad2: 0 };
+            let c = config(1, 1, 1, 1);
+            let shape = residual_add::Shape { cols: n as u32 };
+            let (params, groups) = launch(&shape, &at(&c, 1), Format::F32);
             Case {
                 kernel: Kernel::ResidualAdd,
                 format: Format::F32,
                 shape: format!("{n}"),
-                params: params(&p),
+                params,
                 buffers: vec![bytes(&y), bytes(&x)],
                 scales: None,
-                groups: residual_add::workgroups(&p),
+                groups,
                 want: vec![(1, "x", want)],
                 tolerance: EXACT,
             }
@@ -239,15 +225,17 @@ pub fn gelu_cases() -> Vec<Case> {
         .map(|x| {
             let mut want = x.clone();
             gelu::run_cpu(&mut want);
-            let p = gelu::Params { n: x.len() as u32, _pad0: 0, _pad1: 0, _pad2: 0 };
+            let c = config(1, 1, 1, 1);
+            let shape = gelu::Shape { cols: x.len() as u32 };
+            let (params, groups) = launch(&shape, &at(&c, 1), Format::F32);
             Case {
                 kernel: Kernel::Gelu,
                 format: Format::F32,
                 shape: format!("{}", x.len()),
-                params: params(&p),
+                params,
                 buffers: vec![bytes(&x)],
                 scales: None,
-                groups: gelu::workgroups(&p),
+                groups,
                 want: vec![(0, "x", want)],
                 tolerance: Tolerance { atol: 1e-6, rtol: 1e-5 },
             }
@@ -284,21 +272,14 @@ pub fn lm_head_cases(format: Format, kernel: Kernel) -> Vec<Case> {
             .collect();
         let mut want = before.clone();
         lm_head::run_cpu(&x, &w, v0, vocab, row0, n_out, &mut want);
-        let p = lm_head::Params {
-            n_out: n_out as u32,
-            row0: row0 as u32,
-            n_embd: n_embd as u32,
-            vocab_size: vocab as u32,
-            v0: v0 as u32,
-            n_vocab: (v1 - v0) as u32,
-            _pad0: 0,
-            _pad1: 0,
-        };
-        let groups = match kernel {
+        let c = config(1, n_embd, 1, vocab);
+        let rows = At { lm_row0: row0 as u32, lm_rows: n_out as u32, ..at(&c, n_rows) };
+        let (v0_32, n_vocab) = (v0 as u32, (v1 - v0) as u32);
+        let (params, groups) = match kernel {
             Kernel::LmHeadSplit => {
-                lm_head_split::Shape { v0: p.v0, n_vocab: p.n_vocab }.workgroups(&p, format)
+                launch(&lm_head_split::Shape { v0: v0_32, n_vocab }, &rows, format)
             }
-            _ => lm_head::workgroups(&p),
+            _ => launch(&lm_head::Shape { v0: v0_32, n_vocab }, &rows, format),
         };
         out.push(Case {
             kernel,
@@ -306,7 +287,7 @@ pub fn lm_head_cases(format: Format, kernel: Kernel) -> Vec<Case> {
             shape: format!(
                 "vocab {vocab} (rows {v0}..{v1}), n_embd {n_embd}, {n_out} of {n_rows} rows"
             ),
-            params: params(&p),
+            params,
             buffers: vec![bytes(&x), words, bytes(&before)],
             scales,
             groups,

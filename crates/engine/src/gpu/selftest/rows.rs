@@ -5,8 +5,8 @@
 //! every other row of the output carries a sentinel that must survive.
 //! Tolerances are the kernels' own (see [`cases`](super::cases)).
 
-use super::inputs::{attention_inputs, bytes, params, random, Case, Tolerance, EXACT};
-use crate::kernels::{attention, embedding, kv_write, Heads, Kernel};
+use super::inputs::{at, attention_inputs, bytes, config, launch, random, Case, Tolerance, EXACT};
+use crate::kernels::{attention, embedding, kv_write, At, Heads, Kernel};
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
 
@@ -36,22 +36,16 @@ pub fn embedding_cases() -> Vec<Case> {
         let mut want = before.clone();
         let x = &mut want[row0 * n_embd..][..n_embd];
         embedding::run_cpu(&tokens[row0..row0 + 1], &wte, 0, &wpe, pos, x);
-        let p = embedding::Params {
-            n_rows: 1,
-            n_embd: n_embd as u32,
-            pos0: pos as u32,
-            v0: 0,
-            n_vocab: vocab as u32,
-            row0: row0 as u32,
-            _pad1: 0,
-            _pad2: 0,
-        };
+        let c = config(1, n_embd, 1, vocab);
+        let row = At { pos0: pos as u32, row0: row0 as u32, ..at(&c, 1) };
+        let shape = embedding::Shape { v0: 0, n_vocab: vocab as u32 };
+        let (params, groups) = launch(&shape, &row, Format::F32);
         let words = bytemuck::cast_slice(wte.words()).to_vec();
         out.push(Case {
             kernel: Kernel::Embedding,
             format: Format::F32,
             shape: format!("row {row0} of {batch}, {n_embd} dims, at {pos}"),
-            params: params(&p),
+            params,
             buffers: vec![
                 bytemuck::cast_slice(&tokens).to_vec(),
                 words,
@@ -59,7 +53,7 @@ pub fn embedding_cases() -> Vec<Case> {
                 bytes(&before),
             ],
             scales: None,
-            groups: embedding::workgroups(&p),
+            groups,
             want: vec![(3, "x", want)],
             tolerance: EXACT,
         });
@@ -76,24 +70,17 @@ pub fn kv_write_cases() -> Vec<Case> {
         let (k0, v0) = (kc.clone(), vc.clone());
         let heads = Heads::each(n_embd, n_embd);
         kv_write::run_cpu(&qkv[row0 * 3 * n_embd..][..3 * n_embd], heads, pos, &mut kc, &mut vc);
-        let p = kv_write::Params {
-            n_rows: 1,
-            n_embd: n_embd as u32,
-            slot0: pos as u32,
-            row0: row0 as u32,
-            head_size: n_embd as u32,
-            group: 1,
-            _pad0: 0,
-            _pad1: 0,
-        };
+        let c = config(1, n_embd, 1, 1);
+        let row = At { slot0: pos as u32, row0: row0 as u32, ..at(&c, 1) };
+        let (params, groups) = launch(&kv_write::Shape, &row, Format::F32);
         out.push(Case {
             kernel: Kernel::KvWrite,
             format: Format::F32,
             shape: format!("row {row0} of {batch}, {n_embd} dims, at {pos}"),
-            params: params(&p),
+            params,
             buffers: vec![bytes(&qkv), bytes(&k0), bytes(&v0)],
             scales: None,
-            groups: kv_write::workgroups(&p),
+            groups,
             want: vec![(1, "keys", kc), (2, "values", vc)],
             tolerance: EXACT,
         });
@@ -124,24 +111,17 @@ pub fn attention_cases() -> Vec<Case> {
             scale,
             y,
         );
-        let p = attention::Params {
-            n_rows: 1,
-            keys0: pos as u32,
-            n_embd: n_embd as u32,
-            head_size: hs as u32,
-            scale,
-            row0: row0 as u32,
-            group: group as u32,
-            _pad2: 0,
-        };
+        let c = config(n_head, hs, group, 1);
+        let row = At { keys0: pos as u32, row0: row0 as u32, ..at(&c, 1) };
+        let (params, groups) = launch(&attention::Shape { scale }, &row, Format::F32);
         out.push(Case {
             kernel: Kernel::Attention,
             format: Format::F32,
             shape: format!("row {row0} of {batch}, {n_head} heads of {hs}, at {pos}"),
-            params: params(&p),
+            params,
             buffers: vec![bytes(&qkv), bytes(&kc), bytes(&vc), bytes(&before)],
             scales: None,
-            groups: attention::workgroups(&p),
+            groups,
             want: vec![(3, "y", want)],
             tolerance: Tolerance { atol: 1e-5, rtol: 1e-4 },
         });

@@ -7,10 +7,11 @@
 //! abs + 1e-4 rel (the scores' and exponentials' rounding); block_sum exact
 //! (wrapping integer adds).
 
-use super::inputs::{attention_inputs, bytes, dot, params, poisoned, random, weights};
+use super::inputs::weights;
+use super::inputs::{at, attention_inputs, bytes, config, dot, launch, params, poisoned, random};
 use super::inputs::{Case, Tolerance, EXACT};
 use crate::kernels::{argmax, attention_combine, attention_proj_split, attention_split, block_sum};
-use crate::kernels::{Heads, Kernel, Launch, Split};
+use crate::kernels::{At, Heads, Kernel, Split};
 use crate::storage::format::{Channels, Format};
 
 /// (n_head, head_size, pos, batch rows, the query's row, group): one key, a
@@ -47,22 +48,14 @@ pub fn attention_split_cases() -> Vec<Case> {
         .map(|i| {
             let (n_head, hs, pos, batch, row0, group) = SHAPES[i];
             let (qkv, kc, vc, scale, parts) = split_inputs(i);
-            let p = attention_split::Params {
-                keys0: pos as u32,
-                n_embd: (n_head * hs) as u32,
-                head_size: hs as u32,
-                scale,
-                row0: row0 as u32,
-                group: group as u32,
-                _pad1: 0,
-                _pad2: 0,
-            };
-            let groups = attention_split::Shape { scale }.workgroups(&p, Format::F32);
+            let c = config(n_head, hs, group, 1);
+            let query = At { keys0: pos as u32, row0: row0 as u32, ..at(&c, 1) };
+            let (params, groups) = launch(&attention_split::Shape { scale }, &query, Format::F32);
             Case {
                 kernel: Kernel::AttentionSplit,
                 format: Format::F32,
                 shape: format!("row {row0} of {batch}, {n_head} heads of {hs}, at {pos}"),
-                params: params(&p),
+                params,
                 buffers: vec![bytes(&qkv), bytes(&kc), bytes(&vc), bytes(&poisoned(parts.len()))],
                 scales: None,
                 groups,
@@ -86,20 +79,17 @@ pub fn attention_combine_cases() -> Vec<Case> {
             let mut want = before.clone();
             let y = &mut want[row0 * n_embd..][..n_embd];
             attention_combine::run_cpu(&parts, n_embd, hs, pos, y);
-            let p = attention_combine::Params {
-                keys0: pos as u32,
-                n_embd: n_embd as u32,
-                head_size: hs as u32,
-                row0: row0 as u32,
-            };
+            let c = config(n_head, hs, 1, 1);
+            let query = At { keys0: pos as u32, row0: row0 as u32, ..at(&c, 1) };
+            let (params, groups) = launch(&attention_combine::Shape, &query, Format::F32);
             Case {
                 kernel: Kernel::AttentionCombine,
                 format: Format::F32,
                 shape: format!("row {row0} of {batch}, {n_head} heads of {hs}, at {pos}"),
-                params: params(&p),
+                params,
                 buffers: vec![bytes(&parts), bytes(&before)],
                 scales: None,
-                groups: attention_combine::Shape.workgroups(&p, Format::F32),
+                groups,
                 want: vec![(1, "y", want)],
                 tolerance: ATTENTION,
             }
@@ -129,12 +119,9 @@ pub fn attention_proj_split_cases(format: Format, split: Split) -> Vec<Case> {
             let (b, x) = (random(n_embd, 620 + i as u64), random(n_embd, 640 + i as u64));
             let mut want = x.clone();
             attention_proj_split::run_cpu(&parts, hs, pos, &w, &b, &mut want);
-            let p = attention_proj_split::Params {
-                keys0: pos as u32,
-                n_embd: n_embd as u32,
-                head_size: hs as u32,
-                wide: split.wide,
-            };
+            let c = config(n_head, hs, group, 1);
+            let query = At { keys0: pos as u32, ..at(&c, 1) };
+            let (params, groups) = launch(&attention_proj_split::Shape { split }, &query, format);
             let dot = dot(n_embd + 1);
             let merged = 3.0 * (n_embd as f32).sqrt() * (ATTENTION.atol + ATTENTION.rtol);
             Case {
@@ -144,10 +131,10 @@ pub fn attention_proj_split_cases(format: Format, split: Split) -> Vec<Case> {
                     "{n_head} heads of {hs} at {pos}{}",
                     super::fused::wide(Some(split))
                 ),
-                params: params(&p),
+                params,
                 buffers: vec![bytes(&parts), words, bytes(&b), bytes(&x)],
                 scales,
-                groups: attention_proj_split::Shape { split }.workgroups(&p, format),
+                groups,
                 want: vec![(3, "x", want)],
                 tolerance: Tolerance { atol: dot.atol + merged, rtol: dot.rtol },
             }
@@ -182,17 +169,16 @@ pub fn argmax_cases() -> Vec<Case> {
             let mut best = vec![[0u32; 2]; groups as usize];
             argmax::run_cpu(&row, argmax::PER_GROUP as usize, &mut best);
             let want: Vec<f32> = best.iter().flatten().map(|&b| f32::from_bits(b)).collect();
-            let p = argmax::Params {
-                n: n as u32,
-                per_group: argmax::PER_GROUP,
-                row0: n as u32,
-                _pad: 0,
-            };
+            // The second of two rows of logits.
+            let c = config(1, 1, 1, n);
+            let (params, launched) =
+                launch(&argmax::Shape, &At { lm_rows: 2, ..at(&c, 2) }, Format::F32);
+            assert_eq!(launched, [groups, 1, 1]);
             Case {
                 kernel: Kernel::Argmax,
                 format: Format::F32,
                 shape: format!("row 2 of 2 rows of {n}"),
-                params: params(&p),
+                params,
                 buffers: vec![bytes(&buffer), vec![0xee; 8 * groups as usize]],
                 scales: None,
                 groups: [groups, 1, 1],
@@ -213,9 +199,8 @@ pub fn block_sum_cases() -> Vec<Case> {
         .map(|(i, &(n, per_group))| {
             let data: Vec<u32> =
                 random(4 * n, 170 + i as u64).iter().map(|v| (v.abs() * 1000.0) as u32).collect();
-            let p =
-                block_sum::Params { n: n as u32, per_group: per_group as u32, _pad0: 0, _pad1: 0 };
-            let groups = block_sum::workgroups(&p);
+            let shape = block_sum::Shape { words: n as u32, per_group: per_group as u32 };
+            let groups = shape.workgroups();
             let mut sums = vec![0u32; groups[0] as usize];
             block_sum::run_cpu(&data, per_group, &mut sums);
             let want = sums.iter().map(|&s| f32::from_bits(s)).collect();
@@ -223,7 +208,7 @@ pub fn block_sum_cases() -> Vec<Case> {
                 kernel: Kernel::BlockSum,
                 format: Format::F32,
                 shape: format!("{n} words in blocks of {per_group}"),
-                params: params(&p),
+                params: params(&shape.params()),
                 buffers: vec![
                     bytemuck::cast_slice(&data).to_vec(),
                     vec![0xff; 4 * groups[0] as usize],
