@@ -184,8 +184,7 @@ impl CpuSession {
         }
         let rows = if self.pause.is_some() { self.chunk_rows() } else { tokens.len() };
         let c = self.config().clone();
-        let (n, e, pos0) = (tokens.len(), c.n_embd, self.pos);
-        let n_cols = pos0 + n;
+        let (n, e, n_cols) = (tokens.len(), c.n_embd, self.pos + tokens.len());
         let mut out = Inspection {
             logits: Vec::new(),
             residuals: look.residuals.then(|| vec![0.0; (c.n_layer + 1) * n * e]),
@@ -206,18 +205,7 @@ impl CpuSession {
             };
             let part = self.run_probed(chunk, wanted, &mut seen);
             wall_ms += start.elapsed().as_secs_f64() * 1e3;
-            if let (Some(all), Some(part)) = (&mut out.residuals, &seen.residuals) {
-                for (l, copy) in part.chunks_exact(cr * e).enumerate() {
-                    all[(l * n + r0) * e..][..copy.len()].copy_from_slice(copy);
-                }
-            }
-            if let (Some(all), Some(part)) = (&mut out.attention, &seen.attention) {
-                // Row (l, h, r) of the chunk is row (l, h, r0 + r) of the whole.
-                for (k, row) in part.chunks_exact(pc0 + cr).enumerate() {
-                    let (lh, r) = (k / cr, k % cr);
-                    all[(lh * n + r0 + r) * n_cols..][..row.len()].copy_from_slice(row);
-                }
-            }
+            place(&mut out, &seen, (n, e), (r0, cr, pc0));
             match wanted {
                 Wanted::All => out.logits.extend(part),
                 Wanted::Last => out.logits = part,
@@ -314,5 +302,29 @@ impl CpuSession {
             ..StepStats::default()
         };
         Ok(logits)
+    }
+}
+
+/// Puts a chunk's copies (`seen`: rows `r0 .. r0 + cr` of a pass of `n`
+/// rows `e` wide, the chunk starting at position `pc0`) in place in `out`.
+fn place(
+    out: &mut Inspection,
+    seen: &Seen,
+    (n, e): (usize, usize),
+    (r0, cr, pc0): (usize, usize, usize),
+) {
+    if let (Some(all), Some(part)) = (&mut out.residuals, &seen.residuals) {
+        for (l, copy) in part.chunks_exact(cr * e).enumerate() {
+            all[(l * n + r0) * e..][..copy.len()].copy_from_slice(copy);
+        }
+    }
+    if let (Some(all), Some(part)) = (&mut out.attention, &seen.attention) {
+        // Row (l, h, r) of the chunk is row (l, h, r0 + r) of the whole,
+        // whose rows hold every key of the pass (pc0 + cr of the chunk's).
+        let n_cols = pc0 - r0 + n;
+        for (k, row) in part.chunks_exact(pc0 + cr).enumerate() {
+            let (lh, r) = (k / cr, k % cr);
+            all[(lh * n + r0 + r) * n_cols..][..row.len()].copy_from_slice(row);
+        }
     }
 }

@@ -14,7 +14,7 @@ use crate::gpu::ops::{bind, SLOT};
 use crate::gpu::profile::is_software;
 use crate::gpu::readback::{buffer, read_f32, upload, STORAGE};
 use crate::gpu::timer::Timer;
-use crate::gpu::GpuModel;
+use crate::gpu::{GpuContext, GpuModel};
 use crate::kernels::{block_sum, residual_add, At, Kernel, Launch};
 use crate::step::DeviceFigures;
 
@@ -47,16 +47,7 @@ const RUNS: usize = 5;
 /// Measures the read rate, the copy rate and the per-dispatch cost on `gpu`'s device.
 pub async fn measure(gpu: &GpuModel) -> Result<DeviceFigures> {
     let ctx = &gpu.ctx;
-    let limit = ctx.max_binding();
-    let software = is_software(&ctx.adapter_info);
-    let (read_cap, per_group, copy_cap, n_copies) = match software {
-        true => {
-            (READ_BYTES_SOFTWARE, WORDS_PER_GROUP_SOFTWARE, COPY_BYTES_SOFTWARE, COPIES_SOFTWARE)
-        }
-        false => (READ_BYTES, WORDS_PER_GROUP, COPY_BYTES, COPIES),
-    };
-    let read_bytes = read_cap.min(limit) / 16 * 16;
-    let copy_bytes = copy_cap.min(limit) / 4 * 4;
+    let (read_bytes, per_group, copy_bytes, n_copies) = sizes(ctx);
     let data = buffer(ctx, "probe data", read_bytes, STORAGE);
     let words = read_bytes / 16;
     let groups = words.div_ceil(per_group).min(u64::from(crate::kernels::MAX_GROUPS_PER_DIM));
@@ -110,18 +101,42 @@ pub async fn measure(gpu: &GpuModel) -> Result<DeviceFigures> {
             manys.push(b);
         }
     }
-    let median = |v: &[f64]| crate::lessons::cost::median(v).unwrap_or(f64::NAN).max(1e-6);
     for b in [&data, &sums, &src, &dst, &staging, &params, &y, &x] {
         b.destroy();
     }
-    let per_dispatch = (median(&manys) - median(&ones)) / f64::from(DISPATCHES - 1);
+    let copied = copy_bytes * u64::from(n_copies);
+    Ok(figures([&reads, &copies, &ones, &manys], read_bytes, copied))
+}
+
+/// The read test's bytes and words per workgroup, and the copy test's bytes
+/// per copy and copies, on this adapter (within its largest binding).
+fn sizes(ctx: &GpuContext) -> (u64, u64, u64, u32) {
+    let limit = ctx.max_binding();
+    let (read_cap, per_group, copy_cap, n_copies) = match is_software(&ctx.adapter_info) {
+        true => {
+            (READ_BYTES_SOFTWARE, WORDS_PER_GROUP_SOFTWARE, COPY_BYTES_SOFTWARE, COPIES_SOFTWARE)
+        }
+        false => (READ_BYTES, WORDS_PER_GROUP, COPY_BYTES, COPIES),
+    };
+    (read_cap.min(limit) / 16 * 16, per_group, copy_cap.min(limit) / 4 * 4, n_copies)
+}
+
+/// The figures from each test's times (ms): the read, the copies, one
+/// tiny dispatch and [`DISPATCHES`] of them, each the median of its runs.
+fn figures(
+    [reads, copies, ones, manys]: [&[f64]; 4],
+    read_bytes: u64,
+    copied: u64,
+) -> DeviceFigures {
+    let median = |v: &[f64]| crate::lessons::cost::median(v).unwrap_or(f64::NAN).max(1e-6);
+    let per_dispatch = (median(manys) - median(ones)) / f64::from(DISPATCHES - 1);
     // The copies' wall time less a submission's round trip (one tiny dispatch, waited for alike).
-    let copy_ms = (median(&copies) - median(&ones)).max(median(&copies) / 100.0);
-    Ok(DeviceFigures {
-        copy_bytes_per_s: (copy_bytes * u64::from(n_copies)) as f64 / (copy_ms / 1e3),
-        read_bytes_per_s: read_bytes as f64 / (median(&reads) / 1e3),
+    let copy_ms = (median(copies) - median(ones)).max(median(copies) / 100.0);
+    DeviceFigures {
+        copy_bytes_per_s: copied as f64 / (copy_ms / 1e3),
+        read_bytes_per_s: read_bytes as f64 / (median(reads) / 1e3),
         dispatch_ms: Some(per_dispatch.max(0.0)),
-    })
+    }
 }
 
 /// `n` dispatches of one pipeline in one compute pass.

@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::gpu::ops::{PARAMS, SLOT};
 use crate::gpu::probe::Tap;
 use crate::gpu::readback::{buffer, read_f32, STORAGE};
-use crate::gpu::GpuModel;
+use crate::gpu::{GpuContext, GpuModel};
 use crate::kernels::{attention_probs, At, Kernel, Launch};
 
 /// The weights `(n_layer, n_head, n_rows, pos0 + n_rows)` of the `n_rows`
@@ -32,13 +32,6 @@ pub async fn attention(
     let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
     let params = buffer(ctx, "attention probs params", SLOT * n_layer as u64, uniform);
     let layout = gpu.pipelines.get(Kernel::AttentionProbs).get_bind_group_layout(0);
-    let slice = |buffer, offset, size: u64| {
-        wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-            buffer,
-            offset,
-            size: wgpu::BufferSize::new(size),
-        })
-    };
     let qkv_bytes = (n_rows * 3 * c.n_embd * 4) as u64;
     let mut groups = Vec::with_capacity(n_layer);
     let rows = At { keys0: pos0 as u32, ..At::rows(c, n_rows as u32) };
@@ -49,24 +42,13 @@ pub async fn attention(
         let p = shape.params(&rows);
         workgroups = shape.workgroups(&p, gpu.model.format());
         ctx.queue.write_buffer(&params, l64 * SLOT, bytemuck::bytes_of(&p));
-        let entries = [
-            wgpu::BindGroupEntry {
-                binding: 0,
-                resource: slice(&params, l64 * SLOT, PARAMS as u64),
-            },
-            wgpu::BindGroupEntry {
-                binding: 1,
-                resource: slice(&qkv.dest, l64 * qkv.stride, qkv_bytes),
-            },
-            wgpu::BindGroupEntry { binding: 2, resource: keys.as_entire_binding() },
-            wgpu::BindGroupEntry { binding: 3, resource: slice(&probs, l64 * stride, per) },
+        let ranges = [
+            (&params, l64 * SLOT, PARAMS as u64),
+            (&qkv.dest, l64 * qkv.stride, qkv_bytes),
+            (keys, 0, keys.size()),
+            (&probs, l64 * stride, per),
         ];
-        let desc = wgpu::BindGroupDescriptor {
-            label: Some("attention probs"),
-            layout: &layout,
-            entries: &entries,
-        };
-        groups.push(ctx.device.create_bind_group(&desc));
+        groups.push(bind_ranges(ctx, &layout, ranges));
     }
     let mut enc = ctx.device.create_command_encoder(&Default::default());
     {
@@ -86,4 +68,28 @@ pub async fn attention(
     }
     let (stride, per) = ((stride / 4) as usize, (per / 4) as usize);
     Ok(all?.chunks(stride).flat_map(|layer| &layer[..per]).copied().collect())
+}
+
+/// attention_probs's bind group: params, the layer's `qkv` copy, its key
+/// cache and its share of the weights, each a (buffer, offset, size) range.
+fn bind_ranges(
+    ctx: &GpuContext,
+    layout: &wgpu::BindGroupLayout,
+    ranges: [(&wgpu::Buffer, u64, u64); 4],
+) -> wgpu::BindGroup {
+    let entries = ranges.map(|(buffer, offset, size)| wgpu::BufferBinding {
+        buffer,
+        offset,
+        size: wgpu::BufferSize::new(size),
+    });
+    let entries: Vec<wgpu::BindGroupEntry> = (0u32..)
+        .zip(entries)
+        .map(|(binding, b)| wgpu::BindGroupEntry {
+            binding,
+            resource: wgpu::BindingResource::Buffer(b),
+        })
+        .collect();
+    let desc =
+        wgpu::BindGroupDescriptor { label: Some("attention probs"), layout, entries: &entries };
+    ctx.device.create_bind_group(&desc)
 }

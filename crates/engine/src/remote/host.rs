@@ -97,30 +97,13 @@ impl Host {
                 let stats = session.last_stats();
                 Ok(inspected(stats, seen, look))
             }
-            Request::Decode { id, token } => {
-                let mut pace = std::mem::take(&mut self.pace);
-                let stepped = self.session(id).and_then(|s| decode_paced(&mut pace, s, token));
-                self.pace = pace;
-                let (floats, stats) = stepped?;
-                Ok(Answer { reply: Reply::Logits { stats }, floats })
-            }
+            Request::Decode { id, token } => self.decode(id, token),
             Request::Batch { ids, tokens } => self.batch(&ids, &tokens),
             Request::Rewind { id, to } => {
                 self.session(id)?.rewind(to)?;
                 Ok(Answer::bare(Reply::Logits { stats: StepStats::default() }))
             }
-            Request::Copy { id, from } => {
-                let src = self.session(from)?.clone();
-                let bytes = match self.sessions.get_mut(&id) {
-                    Some(to) => to.copy_from(&src)?,
-                    None => {
-                        self.sessions.insert(id, src);
-                        0
-                    }
-                };
-                let stats = StepStats { bytes_written: bytes as usize, ..StepStats::default() };
-                Ok(Answer::bare(Reply::Logits { stats }))
-            }
+            Request::Copy { id, from } => self.copy(id, from),
             Request::Close { id } => {
                 self.sessions.remove(&id);
                 self.deferred.remove(&id);
@@ -147,6 +130,30 @@ impl Host {
                 Ok(Answer::bare(Reply::Settled { coworker }))
             }
         }
+    }
+
+    /// One decode step of session `id`, paced as the page's are.
+    fn decode(&mut self, id: SessionId, token: u32) -> Result<Answer> {
+        let mut pace = std::mem::take(&mut self.pace);
+        let stepped = self.session(id).and_then(|s| decode_paced(&mut pace, s, token));
+        self.pace = pace;
+        let (floats, stats) = stepped?;
+        Ok(Answer { reply: Reply::Logits { stats }, floats })
+    }
+
+    /// Session `id` becomes a copy of session `from` (opened as one when it
+    /// is not open), reporting the bytes copied.
+    fn copy(&mut self, id: SessionId, from: SessionId) -> Result<Answer> {
+        let src = self.session(from)?.clone();
+        let bytes = match self.sessions.get_mut(&id) {
+            Some(to) => to.copy_from(&src)?,
+            None => {
+                self.sessions.insert(id, src);
+                0
+            }
+        };
+        let stats = StepStats { bytes_written: bytes as usize, ..StepStats::default() };
+        Ok(Answer::bare(Reply::Logits { stats }))
     }
 
     /// Decode steps on a scratch session, paced as the page's are, until

@@ -165,23 +165,28 @@ pub fn explain(logits: &[f32], history: &[u32], settings: &Settings) -> Result<E
         (_, None) => reshaped(softmax_entropy(logits, t)),
     };
 
+    let cuts = cuts(&processors, &temperature, settings);
+    let stages = [processors, temperature].into_iter().chain(cuts).collect();
+    Ok(Explanation { raw_probs, raw_entropy_bits, stages, effects })
+}
+
+/// The cuts after `temperature`, in order: top-k, top-p, min-p. Candidates
+/// are the tokens still alive, narrowed by each cut; cuts never reorder, so
+/// each one selects a leading part of the previous survivors.
+fn cuts(processors: &Stage, temperature: &Stage, settings: &Settings) -> [Stage; 3] {
     let rank = Rank { tempered: &temperature.probs, processed: &processors.probs };
     let k = usize::try_from(settings.top_k).unwrap_or(0);
     let top_k_on = k > 0 && k < temperature.kept_count;
     if !top_k_on && settings.top_p == 1.0 && settings.min_p == 0.0 {
         // Every cut off (plain sampling): skip listing 50k candidates for nothing.
-        let unchanged = |name| Stage::unchanged(name, &temperature);
-        let cuts = [StageKind::TopK, StageKind::TopP, StageKind::MinP].map(unchanged);
-        let stages = [processors, temperature].into_iter().chain(cuts).collect();
-        return Ok(Explanation { raw_probs, raw_entropy_bits, stages, effects });
+        let unchanged = |name| Stage::unchanged(name, temperature);
+        return [StageKind::TopK, StageKind::TopP, StageKind::MinP].map(unchanged);
     }
-    // Candidates: the tokens still alive, narrowed by each cut. Cuts never
-    // reorder, so each one selects a leading part of the previous survivors.
     let mut alive = match top_k_on {
         true => rank.top_k(k),
         false => rank.alive(temperature.kept_count),
     };
-    let top_k = Stage::cut(StageKind::TopK, &temperature, &alive, None);
+    let top_k = Stage::cut(StageKind::TopK, temperature, &alive, None);
 
     let mut dropped = Vec::new();
     if settings.top_p < 1.0 {
@@ -200,8 +205,7 @@ pub fn explain(logits: &[f32], history: &[u32], settings: &Settings) -> Result<E
     }
     let min_p = Stage::cut(StageKind::MinP, &top_p, &alive, Some(&dropped));
 
-    let stages = vec![processors, temperature, top_k, top_p, min_p];
-    Ok(Explanation { raw_probs, raw_entropy_bits, stages, effects })
+    [top_k, top_p, min_p]
 }
 
 /// The logits after every processor (`None` when none changed anything),
