@@ -39,6 +39,10 @@ const START_MS: i32 = 15_000;
 
 type Pending = RefCell<VecDeque<oneshot::Sender<Result<JsValue, String>>>>;
 
+/// The worker's listeners, kept as long as it runs.
+type OnMessage = Closure<dyn Fn(MessageEvent)>;
+type OnError = Closure<dyn Fn(Event)>;
+
 /// The last answer's buffer, read: handed back with the next request for
 /// the worker to write its next answer into (no fresh 200 KB a token).
 type Spare = Rc<RefCell<Option<ArrayBuffer>>>;
@@ -54,8 +58,8 @@ pub struct CpuWorker {
     /// cross-origin-isolated page on a machine of two cores or more), or
     /// why there is none.
     coworker: Result<Box<CpuWorker>, String>,
-    _on_message: Closure<dyn Fn(MessageEvent)>,
-    _on_error: Closure<dyn Fn(Event)>,
+    _on_message: OnMessage,
+    _on_error: OnError,
 }
 
 impl CpuWorker {
@@ -121,32 +125,7 @@ impl CpuWorker {
         let worker = Worker::new(&script).map_err(|e| format!("no Web Worker: {e:?}"))?;
         let pending: Rc<Pending> = Rc::default();
         let dead: Rc<RefCell<Option<String>>> = Rc::default();
-        let on_message = {
-            let pending = pending.clone();
-            Closure::<dyn Fn(MessageEvent)>::new(move |event: MessageEvent| {
-                if let Some(waiting) = pending.borrow_mut().pop_front() {
-                    let _ = waiting.send(Ok(event.data()));
-                }
-            })
-        };
-        let on_error = {
-            let (pending, dead) = (pending.clone(), dead.clone());
-            let script = script.clone();
-            Closure::<dyn Fn(Event)>::new(move |event: Event| {
-                // A script that failed to load sends a plain Event, an
-                // exception in the worker an ErrorEvent with a message.
-                let message =
-                    Reflect::get(&event, &"message".into()).ok().and_then(|m| m.as_string());
-                let why = format!(
-                    "the CPU worker stopped: {}",
-                    message.unwrap_or_else(|| format!("{script} could not be started"))
-                );
-                for waiting in pending.borrow_mut().drain(..) {
-                    let _ = waiting.send(Err(why.clone()));
-                }
-                *dead.borrow_mut() = Some(why);
-            })
-        };
+        let (on_message, on_error) = listeners(&pending, &dead, &script);
         worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
         worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
         let (ready, listening) = oneshot::channel();
@@ -161,40 +140,14 @@ impl CpuWorker {
             _on_error: on_error,
         };
         // A message sent before the worker's wasm has started would be lost.
-        // A worker that never says it listens (its wasm stuck loading) is
-        // given up on, and the page runs the CPU engine itself.
         let (pending, dead) = (link.pending.clone(), link.dead.clone());
-        let give_up = Closure::once_into_js(move || {
-            let why = format!("the CPU worker did not start within {} s", START_MS / 1000);
-            for waiting in pending.borrow_mut().drain(..) {
-                let _ = waiting.send(Err(why.clone()));
-            }
-            dead.borrow_mut().get_or_insert(why);
-        });
-        let window = window()?;
-        let timer = window
-            .set_timeout_with_callback_and_timeout_and_arguments_0(
-                give_up.unchecked_ref(),
-                START_MS,
-            )
-            .ok();
-        let listened = listening.await;
-        if let Some(t) = timer {
-            window.clear_timeout_with_handle(t);
-        }
+        let listened = within_start(&window()?, listening, pending, dead).await;
         match listened {
             Ok(Ok(data)) => read(&data, None)?,
             Ok(Err(why)) => return Err(why),
             Err(_) => return Err("the CPU worker went away".into()),
         };
-        let files = Object::new();
-        let bytes = Uint8Array::from(weights);
-        let config = String::from_utf8_lossy(config).into_owned();
-        let _ = Reflect::set(&files, &"config".into(), &config.into());
-        let _ = Reflect::set(&files, &"format".into(), &format.name().into());
-        let _ = Reflect::set(&files, &"weights".into(), &bytes);
-        let message = Object::new();
-        let _ = Reflect::set(&message, &role.into(), &files);
+        let (message, bytes) = files_message(config, weights, format, role);
         let answer = link.post_raw(&message, &Array::of1(&bytes.buffer()));
         let data = answer.map_err(|e| e.to_string())?.await?;
         match read(&data, None)?.reply {
@@ -312,4 +265,85 @@ fn read(data: &JsValue, spare: Option<&Spare>) -> Result<Answer, String> {
         *spare.borrow_mut() = Some(f.buffer());
     }
     Ok(Answer { reply, floats: floats.map(|f| f.to_vec()).unwrap_or_default() })
+}
+
+/// `{role: {config, format, weights}}`, and the weights' bytes (whose buffer
+/// the message moves).
+fn files_message(
+    config: &[u8],
+    weights: &[u8],
+    format: Format,
+    role: &str,
+) -> (Object, Uint8Array) {
+    let files = Object::new();
+    let bytes = Uint8Array::from(weights);
+    let config = String::from_utf8_lossy(config).into_owned();
+    let _ = Reflect::set(&files, &"config".into(), &config.into());
+    let _ = Reflect::set(&files, &"format".into(), &format.name().into());
+    let _ = Reflect::set(&files, &"weights".into(), &bytes);
+    let message = Object::new();
+    let _ = Reflect::set(&message, &role.into(), &files);
+    (message, bytes)
+}
+
+/// The worker's first message, or why it has none: a worker that never
+/// says it listens within [`START_MS`] (its wasm stuck loading) is given up
+/// on, and the page runs the CPU engine itself.
+async fn within_start(
+    window: &web_sys::Window,
+    listening: oneshot::Receiver<Result<JsValue, String>>,
+    pending: Rc<Pending>,
+    dead: Rc<RefCell<Option<String>>>,
+) -> Result<Result<JsValue, String>, oneshot::Canceled> {
+    let give_up = Closure::once_into_js(move || {
+        let why = format!("the CPU worker did not start within {} s", START_MS / 1000);
+        for waiting in pending.borrow_mut().drain(..) {
+            let _ = waiting.send(Err(why.clone()));
+        }
+        dead.borrow_mut().get_or_insert(why);
+    });
+    let timer = window
+        .set_timeout_with_callback_and_timeout_and_arguments_0(give_up.unchecked_ref(), START_MS)
+        .ok();
+    let listened = listening.await;
+    if let Some(t) = timer {
+        window.clear_timeout_with_handle(t);
+    }
+    listened
+}
+
+/// The worker's message listener (each message answers the oldest waiting
+/// request) and error listener (every waiting request fails, and so does
+/// every later one, with why).
+fn listeners(
+    pending: &Rc<Pending>,
+    dead: &Rc<RefCell<Option<String>>>,
+    script: &str,
+) -> (OnMessage, OnError) {
+    let on_message = {
+        let pending = pending.clone();
+        Closure::<dyn Fn(MessageEvent)>::new(move |event: MessageEvent| {
+            if let Some(waiting) = pending.borrow_mut().pop_front() {
+                let _ = waiting.send(Ok(event.data()));
+            }
+        })
+    };
+    let on_error = {
+        let (pending, dead) = (pending.clone(), dead.clone());
+        let script = script.to_string();
+        Closure::<dyn Fn(Event)>::new(move |event: Event| {
+            // A script that failed to load sends a plain Event, an
+            // exception in the worker an ErrorEvent with a message.
+            let message = Reflect::get(&event, &"message".into()).ok().and_then(|m| m.as_string());
+            let why = format!(
+                "the CPU worker stopped: {}",
+                message.unwrap_or_else(|| format!("{script} could not be started"))
+            );
+            for waiting in pending.borrow_mut().drain(..) {
+                let _ = waiting.send(Err(why.clone()));
+            }
+            *dead.borrow_mut() = Some(why);
+        })
+    };
+    (on_message, on_error)
 }

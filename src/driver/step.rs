@@ -137,6 +137,13 @@ impl Driver {
         if let Some(crop) = step.crop {
             self.notice.set(Some(crop_notice("the context is full", crop)));
         }
+        self.after_step(run);
+        Ok(step.done)
+    }
+
+    /// The stats line and the next distribution after a step of `run`,
+    /// which is put back.
+    fn after_step(self, run: Run) {
         let last = run.session().last_stats();
         let remote = run.session().kind() == engine::session::Kind::Worker;
         self.change_stats(|s| {
@@ -147,7 +154,6 @@ impl Driver {
         });
         self.change_next(input_of(&run));
         self.run.set_value(Some(run));
-        Ok(step.done)
     }
 
     /// The run stopped on a stop string: its chips (and anything after it)

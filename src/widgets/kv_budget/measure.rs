@@ -199,63 +199,9 @@ pub fn Curves(sinks: Sinks) -> impl IntoView {
             Err(why) => view! { <p class="note" data-testid="kv-heldout">{why}</p> }.into_any(),
         })
     };
-    let table = move || {
-        let points = sinks.points.get();
-        (!points.is_empty()).then(|| {
-            let rows = points
-                .iter()
-                .map(|p| {
-                    let d = &p.drift;
-                    view! {
-                        <tr data-testid="kv-curve-row" data-kind=p.kind data-budget=p.budget.to_string()
-                            data-bits=d.bits_per_byte().to_string() data-kl=d.kl_mean.to_string()>
-                            <td>{p.kind}</td><td>{p.budget}</td>
-                            <td>{format!("{:.4}", d.bits_per_byte())}</td>
-                            <td>{format!("{:.4}", d.kl_mean)}</td>
-                            <td>{format!("{:.1} %", d.same_top1 * 100.0)}</td>
-                        </tr>
-                    }
-                })
-                .collect_view();
-            let full = full_bits(&points[0].drift);
-            view! {
-                <p class="readout">{format!("The full cache: {full:.4} bits per byte.")}</p>
-                <Scroll label="each policy at each budget">
-                    <table class="kv-curves" data-testid="kv-curves-table">
-                        <thead><tr><th>"Policy"</th><th>"Budget"</th><th>"Bits/byte"</th><th>"KL (nats)"</th><th>"Same top-1"</th></tr></thead>
-                        <tbody>{rows}</tbody>
-                    </table>
-                </Scroll>
-            }
-        })
-    };
-    let groups = move || {
-        let rows = sinks.groups.get();
-        (!rows.is_empty()).then(|| {
-            let body = rows
-                .iter()
-                .map(|(g, d)| {
-                    view! {
-                        <tr data-testid="kv-groups-row" data-groups=g.to_string()
-                            data-bits=d.bits_per_byte().to_string() data-kl=d.kl_mean.to_string()>
-                            <td>{*g}</td>
-                            <td>{format!("{:.4}", d.bits_per_byte())}</td>
-                            <td>{format!("{:.4}", d.kl_mean)}</td>
-                            <td>{format!("{:.1} %", d.same_top1 * 100.0)}</td>
-                        </tr>
-                    }
-                })
-                .collect_view();
-            view! {
-                <h3>"Fewer K/V heads: each group's K and V pooled, full cache"</h3>
-                <p class="legend">"The cache shrinks by n_head / G. Pooled from a model trained with a K/V head per query head, without the uptraining Ainslie et al. give it afterwards."</p>
-                <table class="kv-curves" data-testid="kv-groups-table">
-                    <thead><tr><th>"K/V groups G"</th><th>"Bits/byte"</th><th>"KL (nats)"</th><th>"Same top-1"</th></tr></thead>
-                    <tbody>{body}</tbody>
-                </table>
-            }
-        })
-    };
+    let table =
+        move || sinks.points.with(|points| (!points.is_empty()).then(|| policy_table(points)));
+    let groups = move || sinks.groups.with(|rows| (!rows.is_empty()).then(|| groups_table(rows)));
     view! {
         {about}
         <div class="chart-pair">
@@ -264,5 +210,60 @@ pub fn Curves(sinks: Sinks) -> impl IntoView {
         </div>
         {table}
         {groups}
+    }
+}
+
+/// Every policy at every budget measured so far (`points` not empty).
+fn policy_table(points: &[Point]) -> impl IntoView {
+    let rows = points
+        .iter()
+        .map(|p| {
+            let d = &p.drift;
+            view! {
+                <tr data-testid="kv-curve-row" data-kind=p.kind data-budget=p.budget.to_string()
+                    data-bits=d.bits_per_byte().to_string() data-kl=d.kl_mean.to_string()>
+                    <td>{p.kind}</td><td>{p.budget}</td>
+                    <td>{format!("{:.4}", d.bits_per_byte())}</td>
+                    <td>{format!("{:.4}", d.kl_mean)}</td>
+                    <td>{format!("{:.1} %", d.same_top1 * 100.0)}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let full = full_bits(&points[0].drift);
+    view! {
+        <p class="readout">{format!("The full cache: {full:.4} bits per byte.")}</p>
+        <Scroll label="each policy at each budget">
+            <table class="kv-curves" data-testid="kv-curves-table">
+                <thead><tr><th>"Policy"</th><th>"Budget"</th><th>"Bits/byte"</th><th>"KL (nats)"</th><th>"Same top-1"</th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+        </Scroll>
+    }
+}
+
+/// Each count of K/V groups measured so far (`rows` not empty).
+fn groups_table(rows: &[(usize, Drift)]) -> impl IntoView {
+    let body = rows
+        .iter()
+        .map(|(g, d)| {
+            view! {
+                <tr data-testid="kv-groups-row" data-groups=g.to_string()
+                    data-bits=d.bits_per_byte().to_string() data-kl=d.kl_mean.to_string()>
+                    <td>{*g}</td>
+                    <td>{format!("{:.4}", d.bits_per_byte())}</td>
+                    <td>{format!("{:.4}", d.kl_mean)}</td>
+                    <td>{format!("{:.1} %", d.same_top1 * 100.0)}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <h3>"Fewer K/V heads: each group's K and V pooled, full cache"</h3>
+        <p class="legend">"The cache shrinks by n_head / G. Pooled from a model trained with a K/V head per query head, without the uptraining Ainslie et al. give it afterwards."</p>
+        <table class="kv-curves" data-testid="kv-groups-table">
+            <thead><tr><th>"K/V groups G"</th><th>"Bits/byte"</th><th>"KL (nats)"</th><th>"Same top-1"</th></tr></thead>
+            <tbody>{body}</tbody>
+        </table>
     }
 }

@@ -5,9 +5,10 @@
 //! step by step; each request's served text checked against its run alone.
 
 use contract::Control;
+use engine::sample::Settings;
 use engine::serve::trace::Request;
 use engine::serve::{figures, replay, run_alone, trace, Figures, Replay, Scheduler, PROMPTS};
-use engine::Batch;
+use engine::{Batch, Session};
 use leptos::prelude::*;
 
 use crate::browser::yield_to_browser;
@@ -113,6 +114,28 @@ fn trace_of(d: Driver) -> Result<(Trace, Vec<Vec<u32>>), String> {
     Ok((Trace { requests, prompts: texts }, ids))
 }
 
+/// Each request served alone on `base`: the text every scheduler must give
+/// it; `None` when Stop was pressed.
+async fn alone(
+    d: Driver,
+    base: &mut Session,
+    (requests, ids): (&[Request], &[Vec<u32>]),
+    settings: &Settings,
+    progress: &impl Fn(String, usize),
+) -> Result<Option<Vec<Vec<u32>>>, String> {
+    let mut reference = Vec::with_capacity(requests.len());
+    for (i, r) in requests.iter().enumerate() {
+        progress(format!("request {i} alone (its reference text)"), i);
+        let text = run_alone(base, &ids[r.prompt], settings, r.seed, r.max_tokens).await;
+        reference.push(text.map_err(err)?);
+        yield_to_browser().await;
+        if d.stop_asked() {
+            return Ok(None);
+        }
+    }
+    Ok(Some(reference))
+}
+
 /// Runs the whole lesson.
 pub async fn measure(d: Driver, sinks: Sinks) -> Result<(), String> {
     sinks.served.set(Vec::new());
@@ -129,19 +152,10 @@ pub async fn measure(d: Driver, sinks: Sinks) -> Result<(), String> {
     settle(&base, sinks.progress).await?;
     let total = requests.len() + chosen.len();
     let progress = |what: String, done| sinks.progress.set(Progress { what, done, total });
-    let mut reference = Vec::with_capacity(requests.len());
-    for (i, r) in requests.iter().enumerate() {
-        progress(format!("request {i} alone (its reference text)"), i);
-        reference.push(
-            run_alone(&mut base, &ids[r.prompt], &settings, r.seed, r.max_tokens)
-                .await
-                .map_err(err)?,
-        );
-        yield_to_browser().await;
-        if d.stop_asked() {
-            return Ok(());
-        }
-    }
+    let Some(reference) = alone(d, &mut base, (&requests, &ids), &settings, &progress).await?
+    else {
+        return Ok(());
+    };
     base.rewind(0).map_err(err)?;
     let eos = base.config().eos_token_id;
     let tokenizer = d.lab.with_value(|l| l.tokenizer.clone());

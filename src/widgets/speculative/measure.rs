@@ -9,7 +9,7 @@ use std::sync::Arc;
 use contract::Control;
 use engine::run::Job;
 use engine::serve::run_alone;
-use engine::speculate::{generate, Round};
+use engine::speculate::{generate, Outcome, Round};
 use leptos::prelude::*;
 use web_time::Instant;
 
@@ -38,6 +38,31 @@ pub struct Row {
 }
 
 impl Row {
+    /// The row of a run with K = `k` drafted by the first `layers` blocks:
+    /// its outcome `out` in `spec_ms`, beside plain decoding's tokens and time.
+    fn of(
+        (k, layers): (usize, usize),
+        out: &Outcome,
+        (plain, plain_ms): (&[u32], f64),
+        spec_ms: f64,
+        greedy: bool,
+    ) -> Row {
+        Row {
+            k,
+            layers,
+            acceptance: out.acceptance(),
+            tokens_per_pass: out.tokens_per_pass(),
+            rounds: out.rounds.len(),
+            target_passes: out.target_passes,
+            draft_passes: out.draft_passes,
+            plain_ms,
+            plain_tokens: plain.len(),
+            spec_ms,
+            spec_tokens: out.tokens.len(),
+            same_text: greedy.then(|| out.tokens == plain),
+        }
+    }
+
     /// Tokens per target pass that α predicts: (1 − α^(K+1)) / (1 − α).
     pub fn expected(&self) -> f64 {
         let a = self.acceptance;
@@ -130,22 +155,8 @@ pub async fn measure(d: Driver, sinks: Sinks, ks: Vec<usize>) -> Result<(), Stri
         if d.stop_asked() {
             return Ok(());
         }
-        sinks.rows.update(|rows| {
-            rows.push(Row {
-                k,
-                layers,
-                acceptance: out.acceptance(),
-                tokens_per_pass: out.tokens_per_pass(),
-                rounds: out.rounds.len(),
-                target_passes: out.target_passes,
-                draft_passes: out.draft_passes,
-                plain_ms,
-                plain_tokens: plain.len(),
-                spec_ms,
-                spec_tokens: out.tokens.len(),
-                same_text: greedy.then(|| out.tokens == plain),
-            })
-        });
+        let row = Row::of((k, layers), &out, (&plain, plain_ms), spec_ms, greedy);
+        sinks.rows.update(|rows| rows.push(row));
     }
     sinks.progress.set(Progress { what: "done".into(), done: 1, total: 1 });
     Ok(())

@@ -80,8 +80,8 @@ pub async fn measure(gpu: &GpuModel) -> Result<DeviceFigures> {
     };
     let one = Dispatches { pipeline: add_pipeline, group: &add_group, groups: [1, 1, 1], n: 1 };
     let many = Dispatches { n: DISPATCHES, ..one };
-    let (mut reads, mut copies, mut ones, mut manys) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // (runs) of each test: the read, the copies, one dispatch, many.
+    let mut times: [Vec<f64>; 4] = Default::default();
     let wait = (&dst, &staging);
     for run in 0..=RUNS {
         let r = timed(gpu, wait, timer.as_ref(), |enc, t| sum.encode(enc, t)).await?;
@@ -95,17 +95,14 @@ pub async fn measure(gpu: &GpuModel) -> Result<DeviceFigures> {
         let b = timed(gpu, wait, None, |enc, t| many.encode(enc, t)).await?;
         // Run 0 warms up (first use of the buffers and the pipelines).
         if run > 0 {
-            reads.push(r);
-            copies.push(c);
-            ones.push(a);
-            manys.push(b);
+            times.iter_mut().zip([r, c, a, b]).for_each(|(all, t)| all.push(t));
         }
     }
     for b in [&data, &sums, &src, &dst, &staging, &params, &y, &x] {
         b.destroy();
     }
     let copied = copy_bytes * u64::from(n_copies);
-    Ok(figures([&reads, &copies, &ones, &manys], read_bytes, copied))
+    Ok(figures(times.each_ref().map(Vec::as_slice), read_bytes, copied))
 }
 
 /// The read test's bytes and words per workgroup, and the copy test's bytes

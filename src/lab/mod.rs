@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use contract::{KernelsChoice, WeightsChoice};
 use engine::cpu::Pause;
-use engine::gpu::profile::{Chosen, Memory};
+use engine::gpu::profile::Memory;
 use engine::gpu::selftest::{self, Report};
 use engine::gpu::GpuContext;
 use engine::kernels::Kernel;
@@ -18,154 +18,15 @@ use engine::storage::format::Format;
 use engine::Session;
 
 use crate::browser::yield_to_browser;
-use crate::load::model_files::{fetch_files, parse, ALL_FILES};
+use crate::load::model_files::{fetch_files, parse, Fetched, ALL_FILES};
 pub use crate::load::model_files::{LoadError, Progress};
 use crate::load::source::ModelSource;
 use crate::load::times::{since_page_start, Laps, LoadTimes};
 use crate::remembered;
 use crate::worker::CpuWorker;
 
-/// Which engine the page runs on, and why.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Backend {
-    /// WebGPU adapter found: our WGSL kernels run on it, in the `kernels` profile.
-    WebGpu { adapter: String, held: WeightsHeld, kernels: Chosen },
-    /// The CPU engine runs in wasm, for `reason`.
-    Cpu { reason: CpuReason, held: WeightsHeld, thread: CpuThread },
-}
-
-/// Why the page runs the CPU engine: the banner says which, since "WebGPU is
-/// not available" would be false where the link chose the CPU.
-#[derive(Clone, Debug, PartialEq)]
-pub enum CpuReason {
-    /// The link asked for it (`backend=cpu`).
-    Asked,
-    /// No usable WebGPU (absent, refused the model, lost, failed its self-test): how.
-    NoWebGpu(String),
-}
-
-impl CpuReason {
-    /// One sentence of why, for the self-test panel and the banner's detail.
-    pub fn text(&self) -> String {
-        match self {
-            CpuReason::Asked => "the CPU engine was asked for (backend=cpu)".into(),
-            CpuReason::NoWebGpu(why) => why.clone(),
-        }
-    }
-}
-
-/// Where the CPU engine runs.
-#[derive(Clone, Debug, PartialEq)]
-pub enum CpuThread {
-    /// In the CPU worker: the page's thread stays free during a forward pass.
-    /// `workers`: 2 when a coworker computes half of every big product, else
-    /// 1 and why (`alone`).
-    Worker { workers: usize, alone: Option<String> },
-    /// On the page's thread (in chunks between which the page gets a turn), and why.
-    Page(String),
-}
-
-/// How the model's weight matrices are stored (on either engine), and the
-/// bytes every weight takes: the `data-weights` hook and the badge's size.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct WeightsHeld {
-    pub format: Format,
-    pub bytes: u64,
-}
-
-impl Backend {
-    /// `worker` or `page` for the CPU engine: the `data-cpu-thread` test hook.
-    pub fn cpu_thread(&self) -> Option<&'static str> {
-        match self {
-            Backend::Cpu { thread: CpuThread::Worker { .. }, .. } => Some("worker"),
-            Backend::Cpu { .. } => Some("page"),
-            Backend::WebGpu { .. } => None,
-        }
-    }
-
-    /// How many CPU workers compute the steps: the `data-cpu-workers` test hook.
-    pub fn cpu_workers(&self) -> Option<usize> {
-        match self {
-            Backend::Cpu { thread: CpuThread::Worker { workers, .. }, .. } => Some(*workers),
-            _ => None,
-        }
-    }
-
-    /// Why the CPU engine runs on the page's thread, if it does (the badge's tooltip).
-    pub fn thread_note(&self) -> Option<String> {
-        match self {
-            Backend::Cpu { thread: CpuThread::Page(why), .. } => Some(format!(
-                "The CPU engine runs on this page's thread, so long steps can make the page stutter: {why}"
-            )),
-            Backend::Cpu { thread: CpuThread::Worker { alone: Some(why), .. }, .. } => Some(format!(
-                "The CPU engine runs in one worker; a second could compute half of each step, but {why}"
-            )),
-            Backend::Cpu { thread: CpuThread::Worker { workers, .. }, .. } => Some(format!(
-                "The CPU engine runs in {workers} workers, each computing half of every big product of a step, \
-                 where that is faster on this machine: the first decode steps are timed with and without \
-                 the second, and the faster way is kept (the stats line shows the workers of each step)"
-            )),
-            _ => None,
-        }
-    }
-
-    /// The kernel profile in use on WebGPU (`cpu`, `gpu-8`, …): the
-    /// `data-kernels` hook and the stats line.
-    pub fn kernels(&self) -> Option<String> {
-        match self {
-            Backend::WebGpu { kernels, .. } => Some(kernels.profile.name()),
-            Backend::Cpu { .. } => None,
-        }
-    }
-
-    /// Why those kernels (the badge's tooltip on WebGPU).
-    pub fn kernels_note(&self) -> Option<String> {
-        match self {
-            Backend::WebGpu { kernels, .. } => {
-                Some(format!("WGSL kernels: {}", kernels.describe()))
-            }
-            Backend::Cpu { .. } => None,
-        }
-    }
-
-    /// `webgpu` or `cpu`: the `data-backend` test hook.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Backend::WebGpu { .. } => "webgpu",
-            Backend::Cpu { .. } => "cpu",
-        }
-    }
-
-    /// The weights' format and size (the same on either engine).
-    pub fn held(&self) -> WeightsHeld {
-        match self {
-            Backend::WebGpu { held, .. } | Backend::Cpu { held, .. } => *held,
-        }
-    }
-
-    /// `f32`, `f16`, `int8` or `int4`: the `data-weights` hook.
-    pub fn weights(&self) -> &'static str {
-        self.held().format.name()
-    }
-
-    /// In words, with the adapter's name and the weights' format and size.
-    pub fn label(&self) -> String {
-        let WeightsHeld { format, bytes } = self.held();
-        let held = format!("{} weights, {:.1} MB", format.name(), bytes as f64 / 1e6);
-        match self {
-            Backend::WebGpu { adapter, kernels, .. } => {
-                format!("WebGPU · {adapter} · {} kernels · {held}", kernels.profile.name())
-            }
-            Backend::Cpu { thread: CpuThread::Worker { workers: 1, .. }, .. } => {
-                format!("CPU (wasm, worker) · {held}")
-            }
-            Backend::Cpu { thread: CpuThread::Worker { workers, .. }, .. } => {
-                format!("CPU (wasm, {workers} workers) · {held}")
-            }
-            Backend::Cpu { .. } => format!("CPU (wasm) · {held}"),
-        }
-    }
-}
+mod backend;
+pub use backend::{Backend, CpuReason, CpuThread, WeightsHeld};
 
 /// A model ready to open sessions on.
 pub struct Lab {
@@ -366,10 +227,45 @@ pub async fn load(
     let fetched = fetch_files(&source, confirmed, weights, ctx.is_ok(), &progress).await?;
     times.download_ms = laps.lap();
     let done = fetched.bytes;
-    progress(Progress { what: "checking the model".into(), loaded: done, total: Some(done) });
+    let (model, tokenizer, lossless) = prepare(&source, &fetched, weights, &progress).await?;
+    let held = WeightsHeld { format: model.format(), bytes: model.weights.bytes() };
+    times.prepare_ms = laps.lap();
+    let on_gpu = match ctx {
+        Ok(ctx) => open_gpu(ctx, model.clone(), kernels, held, on_lost, &progress, done).await,
+        Err(reason) => Err(reason),
+    };
+    let (engine, backend) = match on_gpu {
+        Ok(opened) => opened,
+        Err(reason) => {
+            progress(Progress { what: "starting the CPU worker".into(), ..checking(done) });
+            let (engine, thread) = open_cpu(&fetched, model.clone()).await;
+            (engine, Backend::Cpu { reason, held, thread })
+        }
+    };
+    drop(fetched);
+    times.engine_ms = laps.lap();
+    times.ready_at_ms = since_page_start();
+    let tokenizer = Rc::new(tokenizer);
+    Ok(Lab { model, tokenizer, backend, lossless, source, engine, times })
+}
+
+/// Progress past the download: `done` bytes of `done`.
+fn checking(done: u64) -> Progress {
+    Progress { what: "checking the model".into(), loaded: done, total: Some(done) }
+}
+
+/// The fetched files parsed and checked, the weights in the format
+/// `weights` chooses; whether that format holds them exactly.
+async fn prepare(
+    source: &ModelSource,
+    fetched: &Fetched,
+    weights: WeightsChoice,
+    progress: &impl Fn(Progress),
+) -> Result<(Arc<Model>, Tokenizer, bool), LoadError> {
+    progress(checking(fetched.bytes));
     // f16 held (weights=auto or f16): an f16 checkpoint's matrices are read
     // as they are stored, not widened to f32 first (half the page's memory).
-    let parsed = parse(&source, &fetched, weights.keeps_f16());
+    let parsed = parse(source, fetched, weights.keeps_f16());
     if parsed.is_err() {
         // A corrupt file must not stay cached: the retry downloads it again.
         source.forget(&ALL_FILES).await;
@@ -379,68 +275,55 @@ pub async fn load(
     let format = weights.format(&model);
     let lossless = format == Format::F32 || model.exact_in(format);
     if model.format() != format {
-        progress(Progress {
-            what: format!("packing the weights as {}", format.name()),
-            loaded: done,
-            total: Some(done),
-        });
+        let what = format!("packing the weights as {}", format.name());
+        progress(Progress { what, ..checking(fetched.bytes) });
         yield_to_browser().await;
     }
     let model = Arc::new(model.into_format(format).map_err(|e| e.to_string())?);
-    let held = WeightsHeld { format, bytes: model.weights.bytes() };
-    times.prepare_ms = laps.lap();
-    // Converted above, so the opener keeps the model as it is (no copy).
-    let weights = WeightsChoice::Exactly(format);
-    let on_gpu = match ctx {
-        Ok(ctx) => {
-            let adapter = ctx.adapter_name();
-            ctx.on_lost(on_lost);
-            progress(Progress {
-                what: "uploading weights to the GPU (and choosing its kernels)".into(),
-                loaded: done,
-                total: Some(done),
-            });
-            let memory = Some(Rc::new(remembered::LocalStorage) as Rc<dyn Memory>);
-            let engine = EngineChoice::Gpu { ctx: Box::new(ctx), kernels, memory };
-            match open(model.clone(), Choice { engine, weights }).await {
-                Ok((engine, chose)) => {
-                    let chosen = chose.kernels.expect("the GPU engine chooses its kernels");
-                    Ok((engine, Backend::WebGpu { adapter, held, kernels: chosen }))
-                }
-                Err(e) => {
-                    Err(CpuReason::NoWebGpu(format!("the GPU could not take this model: {e}")))
-                }
+    Ok((model, tokenizer, lossless))
+}
+
+/// The model on the GPU of `ctx`, its kernels chosen (timed where `kernels`
+/// asks, remembered in localStorage), or why the CPU engine runs instead.
+async fn open_gpu(
+    ctx: GpuContext,
+    model: Arc<Model>,
+    kernels: KernelsChoice,
+    held: WeightsHeld,
+    on_lost: impl Fn(String) + Send + 'static,
+    progress: &impl Fn(Progress),
+    done: u64,
+) -> Result<(Engine, Backend), CpuReason> {
+    let adapter = ctx.adapter_name();
+    ctx.on_lost(on_lost);
+    let what = "uploading weights to the GPU (and choosing its kernels)".into();
+    progress(Progress { what, loaded: done, total: Some(done) });
+    let memory = Some(Rc::new(remembered::LocalStorage) as Rc<dyn Memory>);
+    let engine = EngineChoice::Gpu { ctx: Box::new(ctx), kernels, memory };
+    // Converted already, so the opener keeps the model as it is (no copy).
+    let weights = WeightsChoice::Exactly(model.format());
+    match open(model, Choice { engine, weights }).await {
+        Ok((engine, chose)) => {
+            let chosen = chose.kernels.expect("the GPU engine chooses its kernels");
+            Ok((engine, Backend::WebGpu { adapter, held, kernels: chosen }))
+        }
+        Err(e) => Err(CpuReason::NoWebGpu(format!("the GPU could not take this model: {e}"))),
+    }
+}
+
+/// The CPU engine in its worker (which loads its own copy of the files), or
+/// on the page's thread where no worker starts, with the thread it runs on.
+async fn open_cpu(fetched: &Fetched, model: Arc<Model>) -> (Engine, CpuThread) {
+    match CpuWorker::start(&fetched.config, &fetched.weights, &model).await {
+        Ok(w) => {
+            let thread = worker_thread(&w);
+            match open_worker(w, model.clone()).await {
+                Ok(engine) => (engine, thread),
+                Err(why) => (page_engine(model), CpuThread::Page(why)),
             }
         }
-        Err(reason) => Err(reason),
-    };
-    let (engine, backend) = match on_gpu {
-        Ok(opened) => opened,
-        Err(reason) => {
-            progress(Progress {
-                what: "starting the CPU worker".into(),
-                loaded: done,
-                total: Some(done),
-            });
-            let started = CpuWorker::start(&fetched.config, &fetched.weights, &model).await;
-            let (thread, engine) = match started {
-                Ok(w) => {
-                    let thread = worker_thread(&w);
-                    match open_worker(w, model.clone()).await {
-                        Ok(engine) => (thread, engine),
-                        Err(why) => (CpuThread::Page(why), page_engine(model.clone())),
-                    }
-                }
-                Err(why) => (CpuThread::Page(why), page_engine(model.clone())),
-            };
-            (engine, Backend::Cpu { reason, held, thread })
-        }
-    };
-    drop(fetched);
-    times.engine_ms = laps.lap();
-    times.ready_at_ms = since_page_start();
-    let tokenizer = Rc::new(tokenizer);
-    Ok(Lab { model, tokenizer, backend, lossless, source, engine, times })
+        Err(why) => (page_engine(model), CpuThread::Page(why)),
+    }
 }
 
 /// What the self-test's model check runs: a prompt every GPT-2 tokenizer
