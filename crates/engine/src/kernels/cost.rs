@@ -34,6 +34,14 @@ pub struct Cost {
 }
 
 impl Cost {
+    /// An element-wise pass: one round per invocation of `workgroups` (of
+    /// [`WG`](super::WG) each), neighbours reading neighbours, `bytes` read
+    /// and written, no weights and no cache.
+    pub fn one_round(workgroups: [u32; 3], bytes: u64) -> Cost {
+        let invocations = invocations(workgroups, super::WG);
+        Cost { invocations, chain: 1, bytes, weights: 0, kv: 0, coalesced: true }
+    }
+
     /// Several dispatches together: their sums, and coalesced if all are.
     pub fn total<'a>(costs: impl IntoIterator<Item = &'a Cost>) -> Cost {
         costs.into_iter().fold(Cost { coalesced: true, ..Cost::default() }, |t, c| Cost {

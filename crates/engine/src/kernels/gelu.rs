@@ -2,8 +2,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::cost::{floats, invocations};
-use super::{At, Cost, Kernel, Launch, WG};
+use super::cost::floats;
+use super::{At, Cost, Kernel, Launch};
 use crate::storage::format::Format;
 
 /// Mirror of the WGSL `Params`.
@@ -48,13 +48,6 @@ impl Launch for Shape {
     /// Element-wise: one round.
     fn cost(&self, p: &Params, _: Format) -> Cost {
         let n = u64::from(p.n);
-        Cost {
-            invocations: invocations(self.workgroups(p, Format::F32), WG),
-            chain: 1,
-            bytes: floats(n),
-            weights: 0,
-            kv: 0,
-            coalesced: true,
-        }
+        Cost::one_round(self.workgroups(p, Format::F32), floats(n))
     }
 }

@@ -2,8 +2,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::cost::{floats, invocations};
-use super::{At, Cost, Heads, Kernel, Launch, WG};
+use super::cost::floats;
+use super::{At, Cost, Heads, Kernel, Launch};
 use crate::storage::format::Format;
 
 /// Mirror of the WGSL `Params`.
@@ -75,13 +75,6 @@ impl Launch for Shape {
     /// Copies: one round, reading the new keys and values (writing the cache).
     fn cost(&self, p: &Params, _: Format) -> Cost {
         let n = u64::from(p.n_rows) * u64::from(p.n_embd / p.group.max(1));
-        Cost {
-            invocations: invocations(self.workgroups(p, Format::F32), WG),
-            chain: 1,
-            bytes: floats(2 * n),
-            weights: 0,
-            kv: 0,
-            coalesced: true,
-        }
+        Cost::one_round(self.workgroups(p, Format::F32), floats(2 * n))
     }
 }
