@@ -46,8 +46,11 @@ pub trait EngineSession: Sized {
         wanted: Wanted,
         look: Look,
     ) -> Result<Inspection>;
-    /// `tokens` in one pass: logits `(rows, vocab_size)` as `wanted` says.
-    async fn prefill(&mut self, tokens: &[u32], wanted: Wanted) -> Result<Vec<f32>>;
+    /// `tokens` in one pass: logits `(rows, vocab_size)` as `wanted` says
+    /// (an engine with a faster path for a plain prefill has its own).
+    async fn prefill(&mut self, tokens: &[u32], wanted: Wanted) -> Result<Vec<f32>> {
+        Ok(self.prefill_inspected(tokens, wanted, Look::default()).await?.logits)
+    }
     /// One token through the cached context: its `(vocab_size)` logits.
     async fn decode(&mut self, token: u32) -> Result<Vec<f32>>;
     /// [`decode`](Self::decode) for a caller that needs only the greedy

@@ -51,10 +51,8 @@ pub async fn measure(d: Driver, progress: RwSignal<Progress>) -> Result<DeviceRe
     say("the device's read rate".into(), total - 1, total);
     let figures = first.device_figures().await.map_err(err)?;
     let device = DeviceRates {
-        read_bytes_per_s: figures.read_bytes_per_s,
-        copy_bytes_per_s: figures.copy_bytes_per_s,
-        dispatch_ms: figures.dispatch_ms,
         read_of_published_peak: engine::peak::share(&backend.label(), figures.read_bytes_per_s),
+        figures,
     };
     let (kernels, backend_name) = match &backend {
         Backend::WebGpu { kernels, .. } => (Some(kernels.describe()), "webgpu"),

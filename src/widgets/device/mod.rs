@@ -152,8 +152,9 @@ fn ProfilesTable(report: RwSignal<Option<DeviceReport>>) -> impl IntoView {
 fn Rates(report: RwSignal<Option<DeviceReport>>) -> impl IntoView {
     move || {
         let r = report.get()?;
-        let v = &r.device;
-        let peak = v.read_of_published_peak.clone().map_or(String::new(), |s| format!(" ({s})"));
+        let peak =
+            r.device.read_of_published_peak.clone().map_or(String::new(), |s| format!(" ({s})"));
+        let v = &r.device.figures;
         let dispatch =
             v.dispatch_ms.map_or(String::new(), |m| format!("; one more dispatch {m:.4} ms"));
         Some(view! {

@@ -2,6 +2,7 @@
 //! (Copy report, and `report=URL` for a harness), and sending it to the
 //! page's own origin only.
 
+use engine::DeviceFigures;
 use serde::Serialize;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -56,9 +57,9 @@ pub struct ProfileRow {
 /// The device's own rates (`Session::device_figures`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct DeviceRates {
-    pub read_bytes_per_s: f64,
-    pub copy_bytes_per_s: f64,
-    pub dispatch_ms: Option<f64>,
+    /// The read and copy rates and a dispatch's cost, as the engine measured them.
+    #[serde(flatten)]
+    pub figures: DeviceFigures,
     /// The read rate as a share of the card's published peak, where the adapter names a known card.
     pub read_of_published_peak: Option<String>,
 }

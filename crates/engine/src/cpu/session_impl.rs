@@ -35,9 +35,6 @@ impl EngineSession for CpuSession {
     ) -> Result<Inspection> {
         CpuSession::prefill_inspected(self, tokens, wanted, look).await
     }
-    async fn prefill(&mut self, tokens: &[u32], wanted: Wanted) -> Result<Vec<f32>> {
-        CpuSession::prefill(self, tokens, wanted).await
-    }
     async fn decode(&mut self, token: u32) -> Result<Vec<f32>> {
         self.forward(&[token], Wanted::Last)
     }

@@ -35,9 +35,6 @@ impl EngineSession for RemoteSession {
     ) -> Result<Inspection> {
         RemoteSession::prefill_inspected(self, tokens, wanted, look).await
     }
-    async fn prefill(&mut self, tokens: &[u32], wanted: Wanted) -> Result<Vec<f32>> {
-        Ok(RemoteSession::prefill_inspected(self, tokens, wanted, Look::default()).await?.logits)
-    }
     async fn decode(&mut self, token: u32) -> Result<Vec<f32>> {
         RemoteSession::decode(self, token).await
     }
