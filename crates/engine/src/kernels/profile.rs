@@ -72,8 +72,6 @@ impl Split {
     }
 }
 
-/// The kernels every profile compiles besides its own: the device probe's,
-/// and the greedy step's argmax.
 impl Profile {
     /// `cpu`, or `gpu` with its layout (`gpu-8`): in the bench, the badge and the stats line.
     pub fn name(self) -> String {
@@ -89,8 +87,9 @@ impl Profile {
         all.into_iter().find(|p| p.name() == name)
     }
 
-    /// Every kernel this profile's plans dispatch, and the shared ones: what
-    /// its pipelines compile.
+    /// Every kernel this profile's plans dispatch, and the device probe's
+    /// and the greedy step's argmax: what its pipelines compile (the kernel
+    /// table's column for the profile).
     pub fn kernels(self) -> Vec<Kernel> {
         Kernel::ALL.iter().copied().filter(|k| k.wg_in(self).is_some()).collect()
     }
