@@ -6,7 +6,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::cost::{floats, invocations, rounds, UNROLL};
-use super::{At, Cost, Kernel, Launch, WG_SPLIT};
+use super::{At, Cost, Launch, WG_SPLIT};
 use crate::storage::format::Format;
 
 /// Mirror of the WGSL `Params`.
@@ -73,9 +73,6 @@ impl Shape {
 }
 
 impl Launch for Shape {
-    const KERNEL: Kernel = Kernel::Argmax;
-    type Params = Params;
-
     /// The pass's last row of logits (row `lm_rows - 1` of the buffer).
     fn params(&self, at: &At) -> Params {
         let n = at.config.vocab_size as u32;

@@ -3,7 +3,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::cost::{floats, invocations, rounds};
-use super::{At, Cost, Heads, Kernel, Launch, WG};
+use super::{At, Cost, Heads, Launch, WG};
 use crate::storage::format::Format;
 
 /// Largest head the shader holds in workgroup memory.
@@ -97,19 +97,15 @@ pub struct Shape {
 }
 
 impl Launch for Shape {
-    const KERNEL: Kernel = Kernel::Attention;
-    type Params = Params;
-
     fn params(&self, at: &At) -> Params {
-        let c = at.config;
         Params {
             n_rows: at.n_rows,
             keys0: at.keys0,
-            n_embd: c.n_embd as u32,
-            head_size: c.head_size as u32,
+            n_embd: at.n_embd(),
+            head_size: at.head_size(),
             scale: self.scale,
             row0: at.row0,
-            group: c.heads().group as u32,
+            group: at.group(),
             _pad2: 0,
         }
     }

@@ -5,7 +5,7 @@ use bytemuck::{Pod, Zeroable};
 
 use super::attention_split::{chunks, part_len};
 use super::cost::{floats, invocations, rounds, UNROLL};
-use super::{At, Cost, Kernel, Launch, WG_SPLIT};
+use super::{At, Cost, Launch, WG_SPLIT};
 use crate::storage::format::Format;
 
 /// Mirror of the WGSL `Params`.
@@ -49,13 +49,8 @@ pub fn run_cpu(
 pub struct Shape;
 
 impl Launch for Shape {
-    const KERNEL: Kernel = Kernel::AttentionCombine;
-    type Params = Params;
-
     fn params(&self, at: &At) -> Params {
-        let c = at.config;
-        let (n_embd, head_size) = (c.n_embd as u32, c.head_size as u32);
-        Params { keys0: at.keys0, n_embd, head_size, row0: at.row0 }
+        Params { keys0: at.keys0, n_embd: at.n_embd(), head_size: at.head_size(), row0: at.row0 }
     }
 
     /// One workgroup per head.

@@ -4,7 +4,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::cost::{floats, invocations, rounds};
-use super::{attention, At, Cost, Heads, Kernel, Launch, WG};
+use super::{attention, At, Cost, Heads, Launch, WG};
 use crate::storage::format::Format;
 
 /// Mirror of the WGSL `Params`.
@@ -57,19 +57,15 @@ pub struct Shape {
 }
 
 impl Launch for Shape {
-    const KERNEL: Kernel = Kernel::AttentionProbs;
-    type Params = Params;
-
     fn params(&self, at: &At) -> Params {
-        let c = at.config;
         Params {
             n_rows: at.n_rows,
             keys0: at.keys0,
-            n_embd: c.n_embd as u32,
-            head_size: c.head_size as u32,
+            n_embd: at.n_embd(),
+            head_size: at.head_size(),
             scale: self.scale,
             n_cols: at.keys0 + at.n_rows,
-            group: c.heads().group as u32,
+            group: at.group(),
             _pad1: 0,
         }
     }

@@ -9,7 +9,7 @@ use bytemuck::{Pod, Zeroable};
 use super::attention_split::{chunks, part_len};
 use super::cost::{floats, invocations, rounds, UNROLL};
 use super::matvec_residual::{self, residual_cost};
-use super::{attention_combine, At, Cost, Kernel, Launch, Split, WG_SPLIT};
+use super::{attention_combine, At, Cost, Launch, Split, WG_SPLIT};
 use crate::storage::format::Format;
 use crate::storage::matrix::Matrix;
 
@@ -51,13 +51,13 @@ pub struct Shape {
 }
 
 impl Launch for Shape {
-    const KERNEL: Kernel = Kernel::AttentionProjSplit;
-    type Params = Params;
-
     fn params(&self, at: &At) -> Params {
-        let c = at.config;
-        let (n_embd, head_size) = (c.n_embd as u32, c.head_size as u32);
-        Params { keys0: at.keys0, n_embd, head_size, wide: self.split.wide }
+        Params {
+            keys0: at.keys0,
+            n_embd: at.n_embd(),
+            head_size: at.head_size(),
+            wide: self.split.wide,
+        }
     }
 
     fn workgroups(&self, p: &Params, format: Format) -> [u32; 3] {

@@ -4,7 +4,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::cost::{floats, invocations, rounds, UNROLL};
-use super::{At, Cost, Heads, Kernel, Launch, WG_SPLIT};
+use super::{At, Cost, Heads, Launch, WG_SPLIT};
 use crate::storage::format::Format;
 
 /// Keys per chunk (the shader's `override CHUNK`): two passes of
@@ -94,18 +94,14 @@ pub struct Shape {
 }
 
 impl Launch for Shape {
-    const KERNEL: Kernel = Kernel::AttentionSplit;
-    type Params = Params;
-
     fn params(&self, at: &At) -> Params {
-        let c = at.config;
         Params {
             keys0: at.keys0,
-            n_embd: c.n_embd as u32,
-            head_size: c.head_size as u32,
+            n_embd: at.n_embd(),
+            head_size: at.head_size(),
             scale: self.scale,
             row0: at.row0,
-            group: c.heads().group as u32,
+            group: at.group(),
             _pad1: 0,
             _pad2: 0,
         }

@@ -3,7 +3,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::cost::{floats, invocations, matrix_bytes, neighbouring};
-use super::{At, Cost, Kernel, Launch, WG};
+use super::{At, Cost, Launch, WG};
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
 
@@ -58,13 +58,10 @@ pub struct Shape {
 }
 
 impl Launch for Shape {
-    const KERNEL: Kernel = Kernel::Embedding;
-    type Params = Params;
-
     fn params(&self, at: &At) -> Params {
         Params {
             n_rows: at.n_rows,
-            n_embd: at.config.n_embd as u32,
+            n_embd: at.n_embd(),
             pos0: at.pos0,
             v0: self.v0,
             n_vocab: self.n_vocab,

@@ -3,7 +3,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::cost::floats;
-use super::{At, Cost, Kernel, Launch};
+use super::{At, Cost, Launch};
 use crate::storage::format::Format;
 
 /// Mirror of the WGSL `Params`.
@@ -33,9 +33,6 @@ pub struct Shape {
 }
 
 impl Launch for Shape {
-    const KERNEL: Kernel = Kernel::Gelu;
-    type Params = Params;
-
     fn params(&self, at: &At) -> Params {
         Params { n: at.n_rows * self.cols, _pad0: 0, _pad1: 0, _pad2: 0 }
     }

@@ -4,7 +4,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::cost::{floats, invocations};
-use super::{At, Cost, Kernel, Launch, WG};
+use super::{At, Cost, Launch, WG};
 use crate::storage::format::Format;
 
 /// Mirror of the WGSL `Params`.
@@ -39,9 +39,6 @@ pub fn run_cpu(
 pub struct Shape;
 
 impl Launch for Shape {
-    const KERNEL: Kernel = Kernel::KvMass;
-    type Params = Params;
-
     fn params(&self, at: &At) -> Params {
         let n_head = at.config.n_head as u32;
         Params { n_rows: at.n_rows, n_cols: at.keys0 + at.n_rows, n_head, _pad: 0 }

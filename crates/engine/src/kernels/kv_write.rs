@@ -3,7 +3,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::cost::floats;
-use super::{At, Cost, Heads, Kernel, Launch};
+use super::{At, Cost, Heads, Launch};
 use crate::storage::format::Format;
 
 /// Mirror of the WGSL `Params`.
@@ -50,18 +50,14 @@ pub fn run_cpu(
 pub struct Shape;
 
 impl Launch for Shape {
-    const KERNEL: Kernel = Kernel::KvWrite;
-    type Params = Params;
-
     fn params(&self, at: &At) -> Params {
-        let c = at.config;
         Params {
             n_rows: at.n_rows,
-            n_embd: c.n_embd as u32,
+            n_embd: at.n_embd(),
             slot0: at.slot0,
             row0: at.row0,
-            head_size: c.head_size as u32,
-            group: c.heads().group as u32,
+            head_size: at.head_size(),
+            group: at.group(),
             _pad0: 0,
             _pad1: 0,
         }

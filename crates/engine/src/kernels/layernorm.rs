@@ -3,7 +3,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::cost::{floats, rounds};
-use super::{At, Cost, Kernel, Launch};
+use super::{At, Cost, Launch};
 use crate::storage::format::Format;
 
 /// Mirror of the WGSL `Params`.
@@ -43,12 +43,8 @@ pub struct Shape {
 }
 
 impl Launch for Shape {
-    const KERNEL: Kernel = Kernel::Layernorm;
-    type Params = Params;
-
     fn params(&self, at: &At) -> Params {
-        let c = at.config;
-        Params { n_rows: at.n_rows, n_embd: c.n_embd as u32, eps: c.layer_norm_epsilon, _pad: 0 }
+        Params { n_rows: at.n_rows, n_embd: at.n_embd(), eps: at.eps(), _pad: 0 }
     }
 
     /// Dispatch size: one workgroup per row.

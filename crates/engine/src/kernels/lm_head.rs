@@ -3,7 +3,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::cost::{floats, invocations, matrix_bytes};
-use super::{At, Cost, Kernel, Launch, WG};
+use super::{At, Cost, Launch, WG};
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
 
@@ -70,7 +70,7 @@ impl Shape {
         Params {
             n_out: at.lm_rows,
             row0: at.lm_row0,
-            n_embd: at.config.n_embd as u32,
+            n_embd: at.n_embd(),
             vocab_size: at.config.vocab_size as u32,
             v0: self.v0,
             n_vocab: self.n_vocab,
@@ -81,9 +81,6 @@ impl Shape {
 }
 
 impl Launch for Shape {
-    const KERNEL: Kernel = Kernel::LmHead;
-    type Params = Params;
-
     fn params(&self, at: &At) -> Params {
         self.params_at(at)
     }

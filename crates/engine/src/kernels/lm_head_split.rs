@@ -2,8 +2,9 @@
 //! row read by `WG_SPLIT / ROWS` invocations side by side.
 
 use super::cost::{invocations, rounds};
-use super::lm_head::{self, head_cost, Params};
-use super::{At, Cost, Kernel, Launch, WG_SPLIT};
+pub use super::lm_head::Params;
+use super::lm_head::{self, head_cost};
+use super::{At, Cost, Launch, WG_SPLIT};
 use crate::storage::format::Format;
 use crate::storage::matrix::Matrix;
 
@@ -38,9 +39,6 @@ pub struct Shape {
 }
 
 impl Launch for Shape {
-    const KERNEL: Kernel = Kernel::LmHeadSplit;
-    type Params = Params;
-
     fn params(&self, at: &At) -> Params {
         lm_head::Shape { v0: self.v0, n_vocab: self.n_vocab }.params_at(at)
     }

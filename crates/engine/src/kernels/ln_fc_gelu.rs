@@ -5,7 +5,7 @@ use bytemuck::{Pod, Zeroable};
 
 use super::ln_qkv::{fused_cost, normalised};
 use super::{gelu, matmul};
-use super::{At, Cost, Kernel, Launch, WG};
+use super::{At, Cost, Launch, WG};
 use crate::storage::format::Format;
 use crate::storage::matrix::Matrix;
 
@@ -40,12 +40,8 @@ pub struct Shape {
 }
 
 impl Launch for Shape {
-    const KERNEL: Kernel = Kernel::LnFcGelu;
-    type Params = Params;
-
     fn params(&self, at: &At) -> Params {
-        let c = at.config;
-        Params { n_embd: c.n_embd as u32, n: self.n, eps: c.layer_norm_epsilon, _pad: 0 }
+        Params { n_embd: at.n_embd(), n: self.n, eps: at.eps(), _pad: 0 }
     }
 
     /// Dispatch size: one thread per output column.

@@ -5,7 +5,7 @@ use bytemuck::{Pod, Zeroable};
 
 use super::ln_fc_gelu;
 use super::ln_qkv::fused_cost;
-use super::{At, Cost, Kernel, Launch, Split, WG_SPLIT};
+use super::{At, Cost, Launch, Split, WG_SPLIT};
 use crate::storage::format::Format;
 use crate::storage::matrix::Matrix;
 
@@ -42,13 +42,8 @@ pub struct Shape {
 }
 
 impl Launch for Shape {
-    const KERNEL: Kernel = Kernel::LnFcGeluSplit;
-    type Params = Params;
-
     fn params(&self, at: &At) -> Params {
-        let c = at.config;
-        let (n_embd, eps) = (c.n_embd as u32, c.layer_norm_epsilon);
-        Params { n_embd, n: self.n, eps, wide: self.split.wide }
+        Params { n_embd: at.n_embd(), n: self.n, eps: at.eps(), wide: self.split.wide }
     }
 
     fn workgroups(&self, p: &Params, format: Format) -> [u32; 3] {

@@ -6,7 +6,7 @@ use bytemuck::{Pod, Zeroable};
 use super::cost::{floats, invocations, matrix_bytes, neighbouring, rounds};
 use super::layernorm::{norm_rounds, stats_rounds};
 use super::{kv_write, layernorm, matmul};
-use super::{At, Cost, Heads, Kernel, Launch, WG};
+use super::{At, Cost, Heads, Launch, WG};
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
 
@@ -60,17 +60,13 @@ pub fn run_cpu(
 pub struct Shape;
 
 impl Launch for Shape {
-    const KERNEL: Kernel = Kernel::LnQkv;
-    type Params = Params;
-
     fn params(&self, at: &At) -> Params {
-        let c = at.config;
         Params {
-            n_embd: c.n_embd as u32,
+            n_embd: at.n_embd(),
             slot: at.slot0,
-            eps: c.layer_norm_epsilon,
-            group: c.heads().group as u32,
-            head_size: c.head_size as u32,
+            eps: at.eps(),
+            group: at.group(),
+            head_size: at.head_size(),
             _pad0: 0,
             _pad1: 0,
             _pad2: 0,

@@ -4,7 +4,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::ln_qkv::{self, fused_cost};
-use super::{At, Cost, Heads, Kernel, Launch, Split, WG_SPLIT};
+use super::{At, Cost, Heads, Launch, Split, WG_SPLIT};
 use crate::storage::format::Format;
 use crate::storage::matrix::Matrix;
 
@@ -50,20 +50,14 @@ pub struct Shape {
 }
 
 impl Launch for Shape {
-    const KERNEL: Kernel = Kernel::LnQkvSplit;
-    type Params = Params;
-
     fn params(&self, at: &At) -> Params {
-        let c = at.config;
-        let (n_embd, eps) = (c.n_embd as u32, c.layer_norm_epsilon);
-        let (group, head_size) = (c.heads().group as u32, c.head_size as u32);
         Params {
-            n_embd,
+            n_embd: at.n_embd(),
             slot: at.slot0,
-            eps,
+            eps: at.eps(),
             wide: self.split.wide,
-            group,
-            head_size,
+            group: at.group(),
+            head_size: at.head_size(),
             _pad0: 0,
             _pad1: 0,
         }

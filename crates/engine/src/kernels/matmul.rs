@@ -3,7 +3,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::cost::{floats, invocations, matrix_bytes, neighbouring};
-use super::{At, Cost, Kernel, Launch};
+use super::{At, Cost, Launch};
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
 
@@ -53,9 +53,6 @@ pub struct Shape {
 }
 
 impl Launch for Shape {
-    const KERNEL: Kernel = Kernel::Matmul;
-    type Params = Params;
-
     fn params(&self, at: &At) -> Params {
         Params { m: at.n_rows, k: self.k, n: self.n, _pad: 0 }
     }

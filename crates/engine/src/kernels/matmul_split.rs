@@ -6,7 +6,7 @@ use bytemuck::{Pod, Zeroable};
 
 use super::cost::{floats, invocations, matrix_bytes, neighbouring, UNROLL};
 use super::matmul;
-use super::{At, Cost, Kernel, Launch, Split, WG_SPLIT};
+use super::{At, Cost, Launch, Split, WG_SPLIT};
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
 
@@ -45,9 +45,6 @@ pub struct Shape {
 }
 
 impl Launch for Shape {
-    const KERNEL: Kernel = Kernel::MatmulSplit;
-    type Params = Params;
-
     fn params(&self, at: &At) -> Params {
         Params { m: at.n_rows, k: self.k, n: self.n, wide: self.split.wide }
     }

@@ -2,8 +2,9 @@
 //! 64 × 64 blocks staged through workgroup memory 16 rows of k at a time.
 
 use super::cost::{floats, invocations, matrix_bytes, neighbouring};
-use super::matmul::{self, Params};
-use super::{At, Cost, Kernel, Launch};
+use super::matmul;
+pub use super::matmul::Params;
+use super::{At, Cost, Launch};
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
 
@@ -31,9 +32,6 @@ pub struct Shape {
 }
 
 impl Launch for Shape {
-    const KERNEL: Kernel = Kernel::MatmulTiled;
-    type Params = Params;
-
     fn params(&self, at: &At) -> Params {
         Params { m: at.n_rows, k: self.k, n: self.n, _pad: 0 }
     }

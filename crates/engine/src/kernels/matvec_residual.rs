@@ -5,7 +5,7 @@ use bytemuck::{Pod, Zeroable};
 
 use super::cost::{floats, invocations, matrix_bytes, neighbouring};
 use super::{matmul, residual_add};
-use super::{At, Cost, Kernel, Launch, WG};
+use super::{At, Cost, Launch, WG};
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
 
@@ -39,9 +39,6 @@ pub struct Shape {
 }
 
 impl Launch for Shape {
-    const KERNEL: Kernel = Kernel::MatvecResidual;
-    type Params = Params;
-
     fn params(&self, _: &At) -> Params {
         Params { k: self.k, n: self.n, _pad0: 0, _pad1: 0 }
     }

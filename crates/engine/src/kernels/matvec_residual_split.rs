@@ -5,7 +5,7 @@ use bytemuck::{Pod, Zeroable};
 
 use super::cost::invocations;
 use super::matvec_residual::{self, residual_cost};
-use super::{At, Cost, Kernel, Launch, Split, WG_SPLIT};
+use super::{At, Cost, Launch, Split, WG_SPLIT};
 use crate::storage::format::Format;
 use crate::storage::matrix::Matrix;
 
@@ -40,9 +40,6 @@ pub struct Shape {
 }
 
 impl Launch for Shape {
-    const KERNEL: Kernel = Kernel::MatvecResidualSplit;
-    type Params = Params;
-
     fn params(&self, _: &At) -> Params {
         Params { k: self.k, n: self.n, wide: self.split.wide, _pad: 0 }
     }

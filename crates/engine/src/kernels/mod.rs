@@ -107,7 +107,20 @@ macro_rules! kernels {
                 }
             }
         }
+
+        $(impl Named for $module::Shape {
+            const KERNEL: Kernel = Kernel::$kernel;
+            type Params = $module::Params;
+        })*
     };
+}
+
+/// What the kernel table says of a module's `Shape`, so that its [`Launch`]
+/// states only what differs: the kernel it launches and that kernel's
+/// `Params` (the uniform at binding 0).
+pub trait Named {
+    const KERNEL: Kernel;
+    type Params: bytemuck::Pod;
 }
 
 // Every kernel, in data-flow order: its type, its file in `shaders/`, and
@@ -199,16 +212,31 @@ impl<'a> At<'a> {
     pub fn rows(config: &'a Config, n_rows: u32) -> At<'a> {
         At { config, n_rows, pos0: 0, slot0: 0, keys0: 0, row0: 0, lm_row0: 0, lm_rows: n_rows }
     }
+
+    // The model's shape as the uniforms hold it (u32; eps as f32).
+
+    pub fn n_embd(&self) -> u32 {
+        self.config.n_embd as u32
+    }
+
+    pub fn head_size(&self) -> u32 {
+        self.config.head_size as u32
+    }
+
+    /// Query heads per cached K/V head.
+    pub fn group(&self) -> u32 {
+        self.config.heads().group as u32
+    }
+
+    pub fn eps(&self) -> f32 {
+        self.config.layer_norm_epsilon
+    }
 }
 
 /// What one kernel's dispatch needs beyond its buffers, stated in one place
 /// per kernel (its module's `Shape`): the part fixed when the plan is built
 /// is `self`, the rest comes from [`At`].
-pub trait Launch {
-    /// The kernel this launches.
-    const KERNEL: Kernel;
-    /// Its `Params` (the uniform at binding 0).
-    type Params: bytemuck::Pod;
+pub trait Launch: Named {
     /// The `Params` of this dispatch at `at`.
     fn params(&self, at: &At) -> Self::Params;
     /// Workgroups for `p` with weights in `format`.
