@@ -28,7 +28,7 @@ override WG: u32 = 64u;
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     // Large element counts are spread over a 2-D grid (65535 workgroups per dimension).
-    let i = gid.x + gid.y * nwg.x * WG;
+    let i = grid_1d_index(gid, nwg);
     if (i >= p.n_rows * p.n_embd) {
         return;
     }

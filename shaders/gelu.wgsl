@@ -1,21 +1,14 @@
 // gelu: x = gelu_new(x) in place, the tanh form GPT-2 uses:
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³)))
 
-struct Params {
-    n: u32, // elements
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(0) var<uniform> p: Elements;
 @group(0) @binding(1) var<storage, read_write> x: array<f32>; // (n)
 
 override WG: u32 = 64u;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = gid.x + gid.y * nwg.x * WG;
+    let i = grid_1d_index(gid, nwg);
     if (i >= p.n) {
         return;
     }

@@ -21,7 +21,7 @@ override WG: u32 = 64u;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let j = gid.x + gid.y * nwg.x * WG;
+    let j = grid_1d_index(gid, nwg);
     if (j >= p.n_cols) {
         return;
     }

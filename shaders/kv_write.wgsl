@@ -23,7 +23,7 @@ override WG: u32 = 64u;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = gid.x + gid.y * nwg.x * WG;
+    let i = grid_1d_index(gid, nwg);
     let kv_dim = p.n_embd / p.group;
     if (i >= p.n_rows * kv_dim) {
         return;

@@ -5,18 +5,7 @@
 // Only the rows whose logits are wanted are computed (usually just the last).
 // `Word` and `w_load` come from the weight format's snippet (shaders/format_*.wgsl).
 
-struct Params {
-    n_out: u32,      // rows of logits to produce
-    row0: u32,       // first row of x to use
-    n_embd: u32,
-    vocab_size: u32, // width of a logits row
-    v0: u32,         // first vocabulary row of this shard
-    n_vocab: u32,    // vocabulary rows in this shard
-    _pad0: u32,
-    _pad1: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(0) var<uniform> p: LmHeadParams;
 @group(0) @binding(1) var<storage, read> x: array<f32>;            // (n_rows, n_embd) after ln_f
 @group(0) @binding(2) var<storage, read> w: array<Word>;           // (n_vocab, n_embd) head rows v0.., in the weight format
 @group(0) @binding(3) var<storage, read_write> logits: array<f32>; // (n_out, vocab_size)

@@ -1,13 +1,6 @@
 // residual_add: x += y, the residual stream taking a block's output.
 
-struct Params {
-    n: u32, // elements
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(0) var<uniform> p: Elements;
 @group(0) @binding(1) var<storage, read> y: array<f32>;       // (n)
 @group(0) @binding(2) var<storage, read_write> x: array<f32>; // (n)
 
@@ -15,7 +8,7 @@ override WG: u32 = 64u;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = gid.x + gid.y * nwg.x * WG;
+    let i = grid_1d_index(gid, nwg);
     if (i >= p.n) {
         return;
     }

@@ -87,14 +87,11 @@ impl Launch for Shape {
     /// One round of four loads per invocation, then the block's tree.
     fn cost(&self, p: &Params, format: Format) -> Cost {
         let per_invocation = u64::from(p.per_group).div_ceil(u64::from(WG_SPLIT));
-        Cost {
-            invocations: invocations(self.workgroups(p, format), WG_SPLIT),
-            chain: rounds(per_invocation, UNROLL),
-            bytes: floats(u64::from(p.n)),
-            weights: 0,
-            kv: 0,
-            coalesced: true,
-        }
+        Cost::plain(
+            invocations(self.workgroups(p, format), WG_SPLIT),
+            rounds(per_invocation, UNROLL),
+            floats(u64::from(p.n)),
+        )
     }
 }
 

@@ -123,13 +123,11 @@ impl Launch for Shape {
         let (hs, e) = (u64::from(p.head_size), u64::from(p.n_embd));
         let n_keys = u64::from(p.keys0 + p.n_rows);
         let kv = floats(2 * n_keys * e / u64::from(p.group.max(1)));
-        Cost {
-            invocations: invocations(self.workgroups(p, Format::F32), WG),
-            chain: rounds(hs, u64::from(WG)) + n_keys.div_ceil(u64::from(WG)) * hs + n_keys,
-            bytes: floats(u64::from(p.n_rows) * e) + kv,
-            weights: 0,
-            kv,
-            coalesced: false,
-        }
+        Cost::plain(
+            invocations(self.workgroups(p, Format::F32), WG),
+            rounds(hs, u64::from(WG)) + n_keys.div_ceil(u64::from(WG)) * hs + n_keys,
+            floats(u64::from(p.n_rows) * e),
+        )
+        .with_kv(kv, false)
     }
 }

@@ -62,13 +62,10 @@ impl Launch for Shape {
     fn cost(&self, p: &Params, format: Format) -> Cost {
         let n = chunks(p.keys0 as usize) as u64;
         let heads = u64::from(p.n_embd / p.head_size);
-        Cost {
-            invocations: invocations(self.workgroups(p, format), WG_SPLIT),
-            chain: 2 * rounds(n, UNROLL),
-            bytes: floats(n * heads * part_len(p.head_size as usize) as u64),
-            weights: 0,
-            kv: 0,
-            coalesced: true,
-        }
+        Cost::plain(
+            invocations(self.workgroups(p, format), WG_SPLIT),
+            2 * rounds(n, UNROLL),
+            floats(n * heads * part_len(p.head_size as usize) as u64),
+        )
     }
 }

@@ -83,13 +83,11 @@ impl Launch for Shape {
         let n_keys = u64::from(p.n_cols);
         let per_thread = n_keys.div_ceil(u64::from(WG));
         let kv = floats(n_keys * e / u64::from(p.group.max(1)));
-        Cost {
-            invocations: invocations(self.workgroups(p, Format::F32), WG),
-            chain: rounds(hs, u64::from(WG)) + per_thread * (hs + 2),
-            bytes: floats(u64::from(p.n_rows) * e) + kv,
-            weights: 0,
-            kv,
-            coalesced: false,
-        }
+        Cost::plain(
+            invocations(self.workgroups(p, Format::F32), WG),
+            rounds(hs, u64::from(WG)) + per_thread * (hs + 2),
+            floats(u64::from(p.n_rows) * e),
+        )
+        .with_kv(kv, false)
     }
 }

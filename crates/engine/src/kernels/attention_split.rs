@@ -121,13 +121,11 @@ impl Launch for Shape {
         let groups = u64::from(WG_SPLIT / DIM_LANES);
         let values = hs.div_ceil(u64::from(DIM_LANES)) * rounds(u64::from(CHUNK) / groups, UNROLL);
         let kv = floats(2 * n_keys * e / u64::from(p.group.max(1)));
-        Cost {
-            invocations: invocations(self.workgroups(p, format), WG_SPLIT),
-            chain: rounds(hs, u64::from(WG_SPLIT)) + hs.div_ceil(4 * u64::from(KEY_LANES)) + values,
-            bytes: floats(e) + kv,
-            weights: 0,
-            kv,
-            coalesced: true,
-        }
+        Cost::plain(
+            invocations(self.workgroups(p, format), WG_SPLIT),
+            rounds(hs, u64::from(WG_SPLIT)) + hs.div_ceil(4 * u64::from(KEY_LANES)) + values,
+            floats(e),
+        )
+        .with_kv(kv, true)
     }
 }

@@ -53,13 +53,10 @@ impl Shape {
     /// read neighbouring words.
     pub fn cost(&self) -> Cost {
         let per_thread = u64::from(self.per_group).div_ceil(u64::from(WG_SPLIT));
-        Cost {
-            invocations: invocations(self.workgroups(), WG_SPLIT),
-            chain: rounds(per_thread, UNROLL),
-            bytes: 16 * u64::from(self.words),
-            weights: 0,
-            kv: 0,
-            coalesced: true,
-        }
+        Cost::plain(
+            invocations(self.workgroups(), WG_SPLIT),
+            rounds(per_thread, UNROLL),
+            16 * u64::from(self.words),
+        )
     }
 }

@@ -38,8 +38,23 @@ impl Cost {
     /// [`WG`](super::WG) each), neighbours reading neighbours, `bytes` read
     /// and written, no weights and no cache.
     pub fn one_round(workgroups: [u32; 3], bytes: u64) -> Cost {
-        let invocations = invocations(workgroups, super::WG);
-        Cost { invocations, chain: 1, bytes, weights: 0, kv: 0, coalesced: true }
+        Cost::plain(invocations(workgroups, super::WG), 1, bytes)
+    }
+
+    /// `invocations` launched, each `chain` rounds long, reading `bytes`
+    /// (no weights, no cache), neighbours reading neighbours.
+    pub fn plain(invocations: u64, chain: u64, bytes: u64) -> Cost {
+        Cost { invocations, chain, bytes, weights: 0, kv: 0, coalesced: true }
+    }
+
+    /// And `weights` bytes of weight matrices besides, `coalesced` or not.
+    pub fn with_weights(self, weights: u64, coalesced: bool) -> Cost {
+        Cost { bytes: self.bytes + weights, weights: self.weights + weights, coalesced, ..self }
+    }
+
+    /// And `kv` bytes of cached keys and values besides, `coalesced` or not.
+    pub fn with_kv(self, kv: u64, coalesced: bool) -> Cost {
+        Cost { bytes: self.bytes + kv, kv: self.kv + kv, coalesced, ..self }
     }
 
     /// Several dispatches together: their sums, and coalesced if all are.

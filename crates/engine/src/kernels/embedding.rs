@@ -81,13 +81,7 @@ impl Launch for Shape {
     fn cost(&self, p: &Params, format: Format) -> Cost {
         let (rows, e) = (u64::from(p.n_rows), u64::from(p.n_embd));
         let row = matrix_bytes(format, 1, e, Channels::Rows);
-        Cost {
-            invocations: invocations(self.workgroups(p, format), WG),
-            chain: 2,
-            bytes: rows * (4 + row + floats(e)),
-            weights: rows * row,
-            kv: 0,
-            coalesced: neighbouring(1, format),
-        }
+        Cost::plain(invocations(self.workgroups(p, format), WG), 2, rows * (4 + floats(e)))
+            .with_weights(rows * row, neighbouring(1, format))
     }
 }

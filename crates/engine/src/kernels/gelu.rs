@@ -1,20 +1,7 @@
 //! `shaders/gelu.wgsl`: GPT-2's `gelu_new` activation, in place.
 
-use bytemuck::{Pod, Zeroable};
-
-use super::cost::floats;
-use super::{At, Cost, Launch};
-use crate::storage::format::Format;
-
-/// Mirror of the WGSL `Params`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Pod, Zeroable)]
-pub struct Params {
-    pub n: u32,
-    pub _pad0: u32,
-    pub _pad1: u32,
-    pub _pad2: u32,
-}
+/// Its uniform: the elements it touches (WGSL `Elements`, shaders/grid_1d.wgsl).
+pub use super::Elements as Params;
 
 /// x = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³))), clamped as in the shader.
 /// tanh from the pure-Rust `libm`, not the platform's (whose last bit differs
@@ -26,25 +13,7 @@ pub fn run_cpu(x: &mut [f32]) {
     }
 }
 
-/// One dispatch: GELU in place over `cols` columns of every row.
-#[derive(Clone, Copy, Debug)]
-pub struct Shape {
-    pub cols: u32,
-}
-
-impl Launch for Shape {
-    fn params(&self, at: &At) -> Params {
-        Params { n: at.n_rows * self.cols, _pad0: 0, _pad1: 0, _pad2: 0 }
-    }
-
-    /// Dispatch size: one thread per element.
-    fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
-        super::grid_1d(p.n as usize)
-    }
-
-    /// Element-wise: one round.
-    fn cost(&self, p: &Params, _: Format) -> Cost {
-        let n = u64::from(p.n);
-        Cost::one_round(self.workgroups(p, Format::F32), floats(n))
-    }
+super::element_wise! {
+    /// One dispatch: GELU in place over `cols` columns of every row.
+    arrays: 1
 }

@@ -53,13 +53,10 @@ impl Launch for Shape {
     fn cost(&self, p: &Params, _: Format) -> Cost {
         let terms = u64::from(p.n_head) * u64::from(p.n_rows);
         let n = u64::from(p.n_cols);
-        Cost {
-            invocations: invocations(self.workgroups(p, Format::F32), WG),
-            chain: terms,
-            bytes: floats(n * terms + 2 * n),
-            weights: 0,
-            kv: 0,
-            coalesced: true,
-        }
+        Cost::plain(
+            invocations(self.workgroups(p, Format::F32), WG),
+            terms,
+            floats(n * terms + 2 * n),
+        )
     }
 }

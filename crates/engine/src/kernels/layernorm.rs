@@ -55,14 +55,11 @@ impl Launch for Shape {
     /// The statistics ([`stats_rounds`]), then one round per element normalised.
     fn cost(&self, p: &Params, _: Format) -> Cost {
         let (rows, e) = (u64::from(p.n_rows), u64::from(p.n_embd));
-        Cost {
-            invocations: rows * u64::from(self.wg),
-            chain: stats_rounds(e, self.wg) + rounds(e, u64::from(self.wg)),
-            bytes: floats(rows * e + 2 * e),
-            weights: 0,
-            kv: 0,
-            coalesced: true,
-        }
+        Cost::plain(
+            rows * u64::from(self.wg),
+            stats_rounds(e, self.wg) + rounds(e, u64::from(self.wg)),
+            floats(rows * e + 2 * e),
+        )
     }
 }
 

@@ -7,7 +7,7 @@ use super::{At, Cost, Launch, WG};
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
 
-/// Mirror of the WGSL `Params`.
+/// Mirror of the WGSL `LmHeadParams` (shaders/lm_head_params.wgsl).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 pub struct Params {
@@ -107,5 +107,5 @@ impl Launch for Shape {
 pub fn head_cost(p: &Params, invocations: u64, dot: u64, coalesced: bool, f: Format) -> Cost {
     let (rows, e) = (u64::from(p.n_out), u64::from(p.n_embd));
     let weights = matrix_bytes(f, u64::from(p.n_vocab), e, Channels::Rows);
-    Cost { invocations, chain: dot, bytes: floats(rows * e) + weights, weights, kv: 0, coalesced }
+    Cost::plain(invocations, dot, floats(rows * e)).with_weights(weights, coalesced)
 }

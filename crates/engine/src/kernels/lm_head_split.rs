@@ -6,7 +6,6 @@ pub use super::lm_head::Params;
 use super::lm_head::{self, head_cost};
 use super::{At, Cost, Launch, WG_SPLIT};
 use crate::storage::format::Format;
-use crate::storage::matrix::Matrix;
 
 /// Vocabulary rows per workgroup (the shader's `override ROWS`).
 pub const ROWS: u32 = 8;
@@ -19,17 +18,7 @@ const LANES: u32 = WG_SPLIT / ROWS;
 
 /// logits[r, v0 + v] = x[row0 + r, :] · lm_head[v, :]: lm_head's twin (the
 /// GPU adds each dot product's terms in another order).
-pub fn run_cpu(
-    x: &[f32],        // (n_rows, n_embd)
-    lm_head: &Matrix, // (n_vocab, n_embd) in its format: rows v0.. of the head
-    v0: usize,
-    vocab_size: usize,
-    row0: usize,
-    n_out: usize,
-    logits: &mut [f32], // (n_out, vocab_size)
-) {
-    lm_head::run_cpu(x, lm_head, v0, vocab_size, row0, n_out, logits)
-}
+pub use super::lm_head::run_cpu;
 
 /// One dispatch: the shard of the head holding vocabulary rows `v0..v0 + n_vocab`.
 #[derive(Clone, Copy, Debug)]

@@ -3,11 +3,9 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::ln_fc_gelu;
 use super::ln_qkv::fused_cost;
 use super::{At, Cost, Launch, Split, WG_SPLIT};
 use crate::storage::format::Format;
-use crate::storage::matrix::Matrix;
 
 /// Mirror of the WGSL `Params`.
 #[repr(C)]
@@ -22,17 +20,7 @@ pub struct Params {
 
 /// fc = gelu_new(layernorm(x) @ w + bias): ln_fc_gelu's twin (the GPU adds
 /// each dot product's terms in another order).
-pub fn run_cpu(
-    x: &[f32],         // (n_embd)
-    ln_weight: &[f32], // (n_embd)
-    ln_bias: &[f32],   // (n_embd)
-    eps: f32,
-    w: &Matrix,     // (n_embd, n) in its format
-    bias: &[f32],   // (n)
-    fc: &mut [f32], // (n)
-) {
-    ln_fc_gelu::run_cpu(x, ln_weight, ln_bias, eps, w, bias, fc)
-}
+pub use super::ln_fc_gelu::run_cpu;
 
 /// One dispatch to `n` columns, its workgroups laid out as `split` says.
 #[derive(Clone, Copy, Debug)]

@@ -89,12 +89,10 @@ impl Launch for Shape {
 /// `norm_rounds`) and projects it to `n` columns in `dot` rounds.
 pub fn fused_cost(k: u64, n: u64, groups: [u32; 3], wg: u32, dot: u64, format: Format) -> Cost {
     let weights = matrix_bytes(format, k, n, Channels::Cols);
-    Cost {
-        invocations: invocations(groups, wg),
-        chain: stats_rounds(k, wg) + norm_rounds(k, wg) + dot + 1,
-        bytes: floats(3 * k + n) + weights,
-        weights,
-        kv: 0,
-        coalesced: neighbouring(1, format),
-    }
+    Cost::plain(
+        invocations(groups, wg),
+        stats_rounds(k, wg) + norm_rounds(k, wg) + dot + 1,
+        floats(3 * k + n),
+    )
+    .with_weights(weights, neighbouring(1, format))
 }

@@ -3,10 +3,9 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::ln_qkv::{self, fused_cost};
-use super::{At, Cost, Heads, Launch, Split, WG_SPLIT};
+use super::ln_qkv::fused_cost;
+use super::{At, Cost, Launch, Split, WG_SPLIT};
 use crate::storage::format::Format;
-use crate::storage::matrix::Matrix;
 
 /// Mirror of the WGSL `Params`.
 #[repr(C)]
@@ -26,22 +25,7 @@ pub struct Params {
 
 /// qkv = layernorm(x) @ w + bias; key_cache[slot] = its k, value_cache[slot] =
 /// its v: ln_qkv's twin (the GPU adds each dot product's terms in another order).
-#[allow(clippy::too_many_arguments)] // the kernel's bindings, in order
-pub fn run_cpu(
-    x: &[f32],         // (n_embd)
-    ln_weight: &[f32], // (n_embd)
-    ln_bias: &[f32],   // (n_embd)
-    eps: f32,
-    w: &Matrix,   // (n_embd, 3 * n_embd) in its format
-    bias: &[f32], // (3 * n_embd)
-    heads: Heads,
-    slot: usize,
-    qkv: &mut [f32],         // (3 * n_embd)
-    key_cache: &mut [f32],   // (n_positions, kv_dim)
-    value_cache: &mut [f32], // (n_positions, kv_dim)
-) {
-    ln_qkv::run_cpu(x, ln_weight, ln_bias, eps, w, bias, heads, slot, qkv, key_cache, value_cache)
-}
+pub use super::ln_qkv::run_cpu;
 
 /// One dispatch, its workgroups laid out as `split` says.
 #[derive(Clone, Copy, Debug)]

@@ -65,15 +65,16 @@ impl Launch for Shape {
     /// Each row of k one round (four x and four weights); neighbouring
     /// invocations read weights four columns apart (a 4 × 4 block each).
     fn cost(&self, p: &Params, format: Format) -> Cost {
-        let (m, k, n) = (u64::from(p.m), u64::from(p.k), u64::from(p.n));
-        let weights = matrix_bytes(format, k, n, Channels::Cols);
-        Cost {
-            invocations: invocations(self.workgroups(p, format), 64),
-            chain: k + 1,
-            bytes: floats(m * k + n) + weights,
-            weights,
-            kv: 0,
-            coalesced: neighbouring(4, format),
-        }
+        let calls = invocations(self.workgroups(p, format), 64);
+        linear_cost(p, calls, u64::from(p.k) + 1, 4, format)
     }
+}
+
+/// A prefill linear layer's cost, whatever its tiling: `calls` invocations,
+/// each `chain` rounds long, neighbours reading weights `apart` columns apart;
+/// x and the bias once, the whole matrix once.
+pub fn linear_cost(p: &Params, calls: u64, chain: u64, apart: u64, format: Format) -> Cost {
+    let (m, k, n) = (u64::from(p.m), u64::from(p.k), u64::from(p.n));
+    let weights = matrix_bytes(format, k, n, Channels::Cols);
+    Cost::plain(calls, chain, floats(m * k + n)).with_weights(weights, neighbouring(apart, format))
 }

@@ -5,10 +5,8 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::cost::{floats, invocations, matrix_bytes, neighbouring, UNROLL};
-use super::matmul;
 use super::{At, Cost, Launch, Split, WG_SPLIT};
 use crate::storage::format::{Channels, Format};
-use crate::storage::matrix::Matrix;
 
 /// Rows a dispatch takes at most (`MAX_ROWS` in the shader): a batch of more
 /// sequences runs matmul_tiled.
@@ -27,14 +25,7 @@ pub struct Params {
 
 /// out[m, n] = sum_k x[m, k] * w[k, n] + bias[n] for m ≤ [`MAX_ROWS`]:
 /// matmul's twin (the GPU adds each dot product's terms in another order).
-pub fn run_cpu(
-    x: &[f32],       // (m, k)
-    w: &Matrix,      // (k, n) in its format
-    bias: &[f32],    // (n)
-    out: &mut [f32], // (m, n)
-) {
-    matmul::run_cpu(x, w, bias, out)
-}
+pub use super::matmul::run_cpu;
 
 /// One dispatch, `[k] → [n]` over the pass's rows, laid out as `split` says.
 #[derive(Clone, Copy, Debug)]
@@ -58,13 +49,11 @@ impl Launch for Shape {
     fn cost(&self, p: &Params, format: Format) -> Cost {
         let (m, k, n) = (u64::from(p.m), u64::from(p.k), u64::from(p.n));
         let weights = matrix_bytes(format, k, n, Channels::Cols);
-        Cost {
-            invocations: invocations(self.workgroups(p, format), WG_SPLIT),
-            chain: self.split.slice_rounds(p.k, UNROLL) + 1,
-            bytes: floats(m * k + n) + weights,
-            weights,
-            kv: 0,
-            coalesced: neighbouring(1, format),
-        }
+        Cost::plain(
+            invocations(self.workgroups(p, format), WG_SPLIT),
+            self.split.slice_rounds(p.k, UNROLL) + 1,
+            floats(m * k + n),
+        )
+        .with_weights(weights, neighbouring(1, format))
     }
 }

@@ -59,12 +59,6 @@ impl Launch for Shape {
 pub fn residual_cost(k: u32, n: u32, invocations: u64, dot: u64, format: Format) -> Cost {
     let (k, n) = (u64::from(k), u64::from(n));
     let weights = matrix_bytes(format, k, n, Channels::Cols);
-    Cost {
-        invocations,
-        chain: dot + 1,
-        bytes: floats(k + 2 * n) + weights,
-        weights,
-        kv: 0,
-        coalesced: neighbouring(1, format),
-    }
+    Cost::plain(invocations, dot + 1, floats(k + 2 * n))
+        .with_weights(weights, neighbouring(1, format))
 }

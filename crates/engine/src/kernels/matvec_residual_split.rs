@@ -4,10 +4,9 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::cost::invocations;
-use super::matvec_residual::{self, residual_cost};
+use super::matvec_residual::residual_cost;
 use super::{At, Cost, Launch, Split, WG_SPLIT};
 use crate::storage::format::Format;
-use crate::storage::matrix::Matrix;
 
 /// Mirror of the WGSL `Params`.
 #[repr(C)]
@@ -22,14 +21,7 @@ pub struct Params {
 
 /// x += y @ w + bias: matvec_residual's twin (the GPU adds each dot
 /// product's terms in another order).
-pub fn run_cpu(
-    y: &[f32],     // (k)
-    w: &Matrix,    // (k, n) in its format
-    bias: &[f32],  // (n)
-    x: &mut [f32], // (n)
-) {
-    matvec_residual::run_cpu(y, w, bias, x)
-}
+pub use super::matvec_residual::run_cpu;
 
 /// One dispatch, `[k] → [n]`, its workgroups laid out as `split` says.
 #[derive(Clone, Copy, Debug)]

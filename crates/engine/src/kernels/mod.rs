@@ -272,6 +272,56 @@ impl<L: Launch> Dispatch for L {
     }
 }
 
+/// The uniform of the kernels that know only how many elements they touch
+/// (gelu, residual_add): `Elements` in `shaders/grid_1d.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Elements {
+    pub n: u32,
+    pub _pad: [u32; 3],
+}
+
+impl Elements {
+    /// `cols` columns of each of the pass's rows.
+    pub fn of(at: &At, cols: u32) -> Elements {
+        Elements { n: at.n_rows * cols, _pad: [0; 3] }
+    }
+
+    /// One invocation per element ([`grid_1d`]).
+    pub fn workgroups(&self) -> [u32; 3] {
+        grid_1d(self.n as usize)
+    }
+}
+
+/// The `Shape` of an element-wise kernel (its module's `Params` is
+/// [`Elements`]): one invocation per element of `cols` columns of each of the
+/// pass's rows, one round, `$arrays` arrays of f32 read or written.
+macro_rules! element_wise {
+    ($(#[$doc:meta])* arrays: $arrays:expr) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug)]
+        pub struct Shape {
+            pub cols: u32,
+        }
+
+        impl $crate::kernels::Launch for Shape {
+            fn params(&self, at: &$crate::kernels::At) -> Params {
+                Params::of(at, self.cols)
+            }
+
+            fn workgroups(&self, p: &Params, _: $crate::storage::format::Format) -> [u32; 3] {
+                p.workgroups()
+            }
+
+            fn cost(&self, p: &Params, _: $crate::storage::format::Format) -> $crate::kernels::Cost {
+                let bytes = $crate::kernels::cost::floats($arrays * u64::from(p.n));
+                $crate::kernels::Cost::one_round(p.workgroups(), bytes)
+            }
+        }
+    };
+}
+use element_wise;
+
 /// Workgroups for `n` elements at `WG` threads each, folded into a 2-D grid when
 /// one dimension would exceed the limit (the shaders rebuild the flat index).
 pub fn grid_1d(n: usize) -> [u32; 3] {

@@ -1,8 +1,9 @@
 //! The WGSL a kernel is compiled from: its own file, preceded by the shared
 //! snippets it calls — the weight format's (`shaders/format_*.wgsl`: `Word`,
 //! `w_load`, `w_unpack`), `shaders/ln_stats.wgsl`, `shaders/split_k.wgsl`,
-//! `shaders/split_dot.wgsl`, `shaders/kv_slot.wgsl` and the self-test's fault
-//! hook, `shaders/fault.wgsl`.
+//! `shaders/split_dot.wgsl`, `shaders/kv_slot.wgsl`, `shaders/grid_1d.wgsl`,
+//! the uniform two kernels share (`shaders/lm_head_params.wgsl`) and the
+//! self-test's fault hook, `shaders/fault.wgsl`.
 //! Which ones, and which pipeline constants (`override`s) the result
 //! declares, are read from the WGSL itself, so no list has to be kept in step
 //! with the shaders: a kernel needs a snippet exactly when it names one of the
@@ -21,6 +22,12 @@ const SPLIT_DOT: &str = include_str!("../../../../shaders/split_dot.wgsl");
 
 /// Where a decode kernel that computes qkv writes a K/V column in the cache.
 const KV_SLOT: &str = include_str!("../../../../shaders/kv_slot.wgsl");
+
+/// The flat index (and uniform) of the kernels with one invocation per element.
+const GRID_1D: &str = include_str!("../../../../shaders/grid_1d.wgsl");
+
+/// The uniform of lm_head and lm_head_split.
+const LM_HEAD_PARAMS: &str = include_str!("../../../../shaders/lm_head_params.wgsl");
 
 /// The self-test's fault hook every kernel stores its outputs through.
 const FAULT: &str = include_str!("../../../../shaders/fault.wgsl");
@@ -67,10 +74,10 @@ fn declared<'a>(code: &'a str, keyword: &str) -> Vec<&'a str> {
         .collect()
 }
 
-/// Whether `user` calls a function or names an alias that `snippet` defines.
+/// Whether `user` calls a function or names an alias or struct that `snippet` defines.
 fn needs(user: &str, snippet: &str) -> bool {
     let defined = code(snippet);
-    let names = declared(&defined, "fn").into_iter().chain(declared(&defined, "alias"));
+    let names = ["fn", "alias", "struct"].into_iter().flat_map(|k| declared(&defined, k));
     let user = code(user);
     names.into_iter().any(|name| mentions(&user, name))
 }
@@ -90,8 +97,9 @@ pub fn calls_format(kernel: &str) -> bool {
 /// `kernel` preceded by every snippet it needs, directly or through another
 /// snippet, with weights in `format`.
 pub fn assemble(kernel: &str, format: Format) -> String {
-    let snippets = [format.snippet(), LN_STATS, SPLIT_K, SPLIT_DOT, KV_SLOT, FAULT];
-    let mut taken = [false; 6];
+    let snippets =
+        [format.snippet(), LN_STATS, SPLIT_K, SPLIT_DOT, KV_SLOT, GRID_1D, LM_HEAD_PARAMS, FAULT];
+    let mut taken = [false; 8];
     let mut source = kernel.to_string();
     loop {
         let next = (0..snippets.len()).find(|&i| !taken[i] && needs(&source, snippets[i]));
@@ -127,6 +135,12 @@ mod tests {
         assert!(has(Kernel::LmHeadSplit, format) && !has(Kernel::LmHeadSplit, ln));
         assert!(Kernel::Embedding.reads_weights() && !Kernel::Gelu.reads_weights());
         assert!(!Kernel::BlockSum.reads_weights());
+        let (grid, elements) = ("fn grid_1d_index", "struct Elements");
+        assert!(has(Kernel::Gelu, grid) && has(Kernel::Gelu, elements));
+        assert!(has(Kernel::KvWrite, grid) && !has(Kernel::LmHead, grid));
+        let head = "struct LmHeadParams";
+        assert!(has(Kernel::LmHead, head) && has(Kernel::LmHeadSplit, head));
+        assert!(!has(Kernel::Matmul, head));
         // Every kernel stores what it computes through the fault hook.
         assert!(Kernel::ALL.iter().all(|k| has(*k, "override FAULT")));
         // A name inside a comment is no use of it.
