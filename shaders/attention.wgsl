@@ -7,18 +7,7 @@
 // a batched decode step runs one dispatch per sequence, row `row0` of the
 // batch, over that sequence's own cache.
 
-struct Params {
-    n_rows: u32,
-    keys0: u32,     // cache slots held before the first query row (its position, unless a policy evicted)
-    n_embd: u32,
-    head_size: u32,
-    scale: f32,     // 1/sqrt(head_size) (and 1/(layer+1) where the config asks)
-    row0: u32,      // first row of qkv and y this dispatch works on
-    group: u32,     // query heads per K/V head (1: every head its own)
-    _pad2: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(0) var<uniform> p: AttentionParams;
 @group(0) @binding(1) var<storage, read> qkv: array<f32>;         // (row0 + n_rows, 3 * n_embd): q | k | v
 @group(0) @binding(2) var<storage, read> key_cache: array<f32>;   // (n_positions, n_embd / group)
 @group(0) @binding(3) var<storage, read> value_cache: array<f32>; // (n_positions, n_embd / group)

@@ -6,21 +6,10 @@
 // n_positions lives in workgroup memory), the row's max and sum are reduced
 // across the workgroup, then each thread normalises its own entries.
 
-struct Params {
-    n_rows: u32,
-    keys0: u32,     // cache slots held before the first query row (its position, unless a policy evicted)
-    n_embd: u32,
-    head_size: u32,
-    scale: f32,     // as attention's: 1/sqrt(head_size) (and 1/(layer+1) where asked)
-    n_cols: u32,    // keys per row of `probs`: keys0 + n_rows
-    group: u32,     // query heads per K/V head
-    _pad1: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(0) var<uniform> p: AttentionParams;
 @group(0) @binding(1) var<storage, read> qkv: array<f32>;         // (n_rows, 3 * n_embd): q | k | v
 @group(0) @binding(2) var<storage, read> key_cache: array<f32>;   // (n_positions, n_embd / group)
-@group(0) @binding(3) var<storage, read_write> probs: array<f32>; // (n_head, n_rows, n_cols)
+@group(0) @binding(3) var<storage, read_write> probs: array<f32>; // (n_head, n_rows, keys0 + n_rows)
 
 override WG: u32 = 64u; // a power of two: the reductions halve it
 const MAX_HEAD_SIZE: u32 = 256u;
@@ -60,7 +49,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     workgroupBarrier();
 
     let n_keys = p.keys0 + row + 1u; // causal: keys 0 ..= keys0 + row
-    let base = (head * p.n_rows + row) * p.n_cols;
+    let n_cols = p.keys0 + p.n_rows; // keys per row of `probs`
+    let base = (head * p.n_rows + row) * n_cols;
     var m = NEG_BIG;
     for (var j = tid; j < n_keys; j = j + WG) {
         var s = 0.0;
@@ -78,7 +68,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         l = l + e;
     }
     let total = reduce(tid, l, false);
-    for (var j = tid; j < p.n_cols; j = j + WG) {
+    for (var j = tid; j < n_cols; j = j + WG) {
         if (j < n_keys) {
             probs[base + j] = faulted(probs[base + j] / total);
         } else {

@@ -10,18 +10,7 @@
 // a time. `row0` is the query's row in qkv (a batch's sequence).
 // CPU twin: `attention_split::run_cpu`.
 
-struct Params {
-    keys0: u32,     // cache slots held besides the query's own: keys 0 ..= keys0
-    n_embd: u32,
-    head_size: u32,
-    scale: f32,     // 1/sqrt(head_size) (and 1/(layer+1) where the config asks)
-    row0: u32,      // the query's row of qkv
-    group: u32,     // query heads per K/V head
-    _pad1: u32,
-    _pad2: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(0) var<uniform> p: AttentionParams;
 @group(0) @binding(1) var<storage, read> qkv: array<f32>;         // (row0 + 1, 3 * n_embd): q | k | v
 @group(0) @binding(2) var<storage, read> key_cache: array<f32>;   // (n_positions, n_embd / group)
 @group(0) @binding(3) var<storage, read> value_cache: array<f32>; // (n_positions, n_embd / group)

@@ -188,7 +188,8 @@ fn attention_probs_rows_sum_to_one_and_never_look_ahead() {
             case.groups,
         ))
         .expect("kernel runs");
-        let (n_rows, keys0, n_cols) = (p.n_rows as usize, p.keys0 as usize, p.n_cols as usize);
+        let (n_rows, keys0) = (p.n_rows as usize, p.keys0 as usize);
+        let n_cols = keys0 + n_rows;
         for (r, row) in out[2].chunks_exact(n_cols).enumerate() {
             let query = keys0 + r % n_rows;
             let sum: f32 = row[..=query].iter().sum();

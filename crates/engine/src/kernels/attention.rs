@@ -9,7 +9,8 @@ use crate::storage::format::Format;
 /// Largest head the shader holds in workgroup memory.
 pub const MAX_HEAD_SIZE: usize = 256;
 
-/// Mirror of the WGSL `Params`.
+/// Mirror of the WGSL `AttentionParams` (shaders/attention_params.wgsl),
+/// which attention_probs and attention_split read too.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 pub struct Params {
@@ -22,7 +23,7 @@ pub struct Params {
     pub row0: u32,
     /// Query heads per K/V head.
     pub group: u32,
-    pub _pad2: u32,
+    pub _pad: u32,
 }
 
 /// y[row, head] = softmax over j ≤ keys0 + row of (q · k_j · scale), applied to v_j
@@ -106,7 +107,7 @@ impl Launch for Shape {
             scale: self.scale,
             row0: at.row0,
             group: at.group(),
-            _pad2: 0,
+            _pad: 0,
         }
     }
 

@@ -1,26 +1,12 @@
 //! `shaders/attention_probs.wgsl`: the attention weights themselves, written
 //! only when a view asks for them (the forward pass never stores them).
 
-use bytemuck::{Pod, Zeroable};
-
 use super::cost::{floats, invocations, rounds};
 use super::{attention, At, Cost, Heads, Launch, WG};
 use crate::storage::format::Format;
 
-/// Mirror of the WGSL `Params`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Pod, Zeroable)]
-pub struct Params {
-    pub n_rows: u32,
-    pub keys0: u32,
-    pub n_embd: u32,
-    pub head_size: u32,
-    pub scale: f32,
-    pub n_cols: u32,
-    /// Query heads per K/V head.
-    pub group: u32,
-    pub _pad1: u32,
-}
+/// Its uniform: attention's.
+pub use super::attention::Params;
 
 /// probs[h, row, j] = softmax over j ≤ keys0 + row of (q · k_j · scale); 0 for later j.
 #[allow(clippy::too_many_arguments)] // mirrors the shader's bindings one to one
@@ -58,16 +44,7 @@ pub struct Shape {
 
 impl Launch for Shape {
     fn params(&self, at: &At) -> Params {
-        Params {
-            n_rows: at.n_rows,
-            keys0: at.keys0,
-            n_embd: at.n_embd(),
-            head_size: at.head_size(),
-            scale: self.scale,
-            n_cols: at.keys0 + at.n_rows,
-            group: at.group(),
-            _pad1: 0,
-        }
+        attention::Shape { scale: self.scale }.params(at)
     }
 
     /// Dispatch size: one workgroup per (row, head).
@@ -80,7 +57,7 @@ impl Launch for Shape {
     /// passes over its scores.
     fn cost(&self, p: &Params, _: Format) -> Cost {
         let (hs, e) = (u64::from(p.head_size), u64::from(p.n_embd));
-        let n_keys = u64::from(p.n_cols);
+        let n_keys = u64::from(p.keys0 + p.n_rows);
         let per_thread = n_keys.div_ceil(u64::from(WG));
         let kv = floats(n_keys * e / u64::from(p.group.max(1)));
         Cost::plain(

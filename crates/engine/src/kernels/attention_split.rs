@@ -1,10 +1,8 @@
 //! `shaders/attention_split.wgsl`: flash-decoding's first half on real GPUs:
 //! the softmax partials of each chunk of [`CHUNK`] keys, every head.
 
-use bytemuck::{Pod, Zeroable};
-
 use super::cost::{floats, invocations, rounds, UNROLL};
-use super::{At, Cost, Heads, Launch, WG_SPLIT};
+use super::{attention, At, Cost, Heads, Launch, WG_SPLIT};
 use crate::storage::format::Format;
 
 /// Keys per chunk (the shader's `override CHUNK`): two passes of
@@ -19,20 +17,8 @@ pub(crate) const KEY_LANES: u32 = 16;
 pub(crate) const DIM_LANES: u32 = 64;
 const _: () = assert!(CHUNK <= 4 * WG_SPLIT / KEY_LANES);
 
-/// Mirror of the WGSL `Params`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Pod, Zeroable)]
-pub struct Params {
-    pub keys0: u32,
-    pub n_embd: u32,
-    pub head_size: u32,
-    pub scale: f32,
-    pub row0: u32,
-    /// Query heads per K/V head.
-    pub group: u32,
-    pub _pad1: u32,
-    pub _pad2: u32,
-}
+/// Its uniform: attention's.
+pub use super::attention::Params;
 
 /// Chunks of keys `0..=keys0` holds.
 pub fn chunks(keys0: usize) -> usize {
@@ -95,16 +81,7 @@ pub struct Shape {
 
 impl Launch for Shape {
     fn params(&self, at: &At) -> Params {
-        Params {
-            keys0: at.keys0,
-            n_embd: at.n_embd(),
-            head_size: at.head_size(),
-            scale: self.scale,
-            row0: at.row0,
-            group: at.group(),
-            _pad1: 0,
-            _pad2: 0,
-        }
+        attention::Shape { scale: self.scale }.params(at)
     }
 
     /// One workgroup per (chunk, head).

@@ -2,8 +2,9 @@
 //! snippets it calls — the weight format's (`shaders/format_*.wgsl`: `Word`,
 //! `w_load`, `w_unpack`), `shaders/ln_stats.wgsl`, `shaders/split_k.wgsl`,
 //! `shaders/split_dot.wgsl`, `shaders/kv_slot.wgsl`, `shaders/grid_1d.wgsl`,
-//! the uniform two kernels share (`shaders/lm_head_params.wgsl`) and the
-//! self-test's fault hook, `shaders/fault.wgsl`.
+//! the uniforms kernels share (`shaders/lm_head_params.wgsl`,
+//! `shaders/attention_params.wgsl`) and the self-test's fault hook,
+//! `shaders/fault.wgsl`.
 //! Which ones, and which pipeline constants (`override`s) the result
 //! declares, are read from the WGSL itself, so no list has to be kept in step
 //! with the shaders: a kernel needs a snippet exactly when it names one of the
@@ -28,6 +29,9 @@ const GRID_1D: &str = include_str!("../../../../shaders/grid_1d.wgsl");
 
 /// The uniform of lm_head and lm_head_split.
 const LM_HEAD_PARAMS: &str = include_str!("../../../../shaders/lm_head_params.wgsl");
+
+/// The uniform of attention, attention_probs and attention_split.
+const ATTENTION_PARAMS: &str = include_str!("../../../../shaders/attention_params.wgsl");
 
 /// The self-test's fault hook every kernel stores its outputs through.
 const FAULT: &str = include_str!("../../../../shaders/fault.wgsl");
@@ -97,9 +101,18 @@ pub fn calls_format(kernel: &str) -> bool {
 /// `kernel` preceded by every snippet it needs, directly or through another
 /// snippet, with weights in `format`.
 pub fn assemble(kernel: &str, format: Format) -> String {
-    let snippets =
-        [format.snippet(), LN_STATS, SPLIT_K, SPLIT_DOT, KV_SLOT, GRID_1D, LM_HEAD_PARAMS, FAULT];
-    let mut taken = [false; 8];
+    let snippets = [
+        format.snippet(),
+        LN_STATS,
+        SPLIT_K,
+        SPLIT_DOT,
+        KV_SLOT,
+        GRID_1D,
+        LM_HEAD_PARAMS,
+        ATTENTION_PARAMS,
+        FAULT,
+    ];
+    let mut taken = [false; 9];
     let mut source = kernel.to_string();
     loop {
         let next = (0..snippets.len()).find(|&i| !taken[i] && needs(&source, snippets[i]));
@@ -141,6 +154,9 @@ mod tests {
         let head = "struct LmHeadParams";
         assert!(has(Kernel::LmHead, head) && has(Kernel::LmHeadSplit, head));
         assert!(!has(Kernel::Matmul, head));
+        let att = "struct AttentionParams";
+        assert!(has(Kernel::AttentionProbs, att) && has(Kernel::AttentionSplit, att));
+        assert!(!has(Kernel::AttentionCombine, att));
         // Every kernel stores what it computes through the fault hook.
         assert!(Kernel::ALL.iter().all(|k| has(*k, "override FAULT")));
         // A name inside a comment is no use of it.
