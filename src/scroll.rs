@@ -41,3 +41,25 @@ pub fn Scroll(
         })}
     }
 }
+
+/// A table of measured figures in a [`Scroll`] box named `label`: its
+/// caption (if any), a header per column, and the rows.
+#[component]
+pub fn FigureTable(
+    #[prop(into)] label: String,
+    /// The table's `data-testid`.
+    testid: &'static str,
+    #[prop(optional)] caption: Option<&'static str>,
+    columns: &'static [&'static str],
+    /// The `<tr>`s.
+    children: Children,
+) -> impl IntoView {
+    let heads = columns.iter().map(|c| view! { <th scope="col">{*c}</th> }).collect_view();
+    view! {
+        <Scroll label=label><table class="figures" data-testid=testid>
+            {caption.map(|c| view! { <caption>{c}</caption> })}
+            <thead><tr>{heads}</tr></thead>
+            <tbody>{children()}</tbody>
+        </table></Scroll>
+    }
+}

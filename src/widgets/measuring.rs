@@ -5,6 +5,7 @@
 use contract::{Control, Shown};
 use leptos::prelude::*;
 
+use crate::controls::ControlsPanel;
 use crate::driver::Driver;
 use crate::playground::PromptEditor;
 
@@ -83,16 +84,22 @@ pub fn size(bytes: f64) -> String {
 }
 
 /// The prompt (when shown), the lesson's buttons then Stop, the progress
-/// bar while measuring, and the error a measurement ended with.
+/// bar while measuring, and the error a measurement ended with; then the
+/// lesson's controls panel, unless the lesson places it itself.
 #[component]
 pub fn MeasureEditor(
     driver: Driver,
     shown: Shown,
     progress: RwSignal<Progress>,
     testid: &'static str,
+    /// Whether to show the controls panel after the editor.
+    #[prop(default = true)]
+    controls: bool,
     children: Children,
 ) -> impl IntoView {
     let d = driver;
+    let panel =
+        controls.then(|| view! { <ControlsPanel controls=d.controls shown=shown.clone()/> });
     view! {
         <section class="editor">
             {shown.get(Control::Prompt).map(|locked| view! { <PromptEditor driver=d locked=locked/> })}
@@ -104,6 +111,7 @@ pub fn MeasureEditor(
             {move || d.error.get().map(|e| view! { <p class="error" role="alert" data-testid="error">{e}</p> })}
             {move || d.notice.get().map(|n| view! { <p class="note notice" role="status" data-testid="run-notice">{n}</p> })}
         </section>
+        {panel}
     }
 }
 
@@ -133,4 +141,13 @@ pub fn ProgressBar(
             }
         })
     }
+}
+
+/// The legend that opens a measuring lesson's figures: which engine they were
+/// measured on (the page's backend), then what they are (`then`).
+#[component]
+pub fn MeasuredOn(driver: Driver, #[prop(optional, into)] then: String) -> impl IntoView {
+    let backend = driver.lab.with_value(|l| l.backend.label());
+    let then = if then.is_empty() { then } else { format!(" {then}") };
+    view! { <p class="legend">{format!("Measured on this page's engine: {backend}.{then}")}</p> }
 }

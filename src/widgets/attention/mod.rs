@@ -15,7 +15,6 @@ use leptos::html::Canvas;
 use leptos::prelude::*;
 
 use crate::browser::debounced;
-use crate::controls::ControlsPanel;
 use crate::driver::Driver;
 use crate::widgets::measuring::{MeasureEditor, Progress};
 use canvas::{shown, Heatmap, MapCanvas};
@@ -67,11 +66,10 @@ pub fn Attention(driver: Driver, shown: Shown) -> impl IntoView {
     let large = NodeRef::<Canvas>::new();
     view! {
         <div class="widget-body attention">
-            <MeasureEditor driver=d shown=shown.clone() progress=progress testid="att-progress">
+            <MeasureEditor driver=d shown=shown progress=progress testid="att-progress">
                 <button data-testid="read-attention" disabled=move || d.generating.get() on:click=move |_| run(0)>"Read again"</button>
                 <button data-testid="watch-attention" disabled=move || d.generating.get() on:click=watch>"Generate and watch"</button>
             </MeasureEditor>
-            <ControlsPanel controls=c shown=shown/>
             <section class="panel">
                 <p class="legend">"Rows: layers; columns: heads. In each map row i is where token i looks (darker: more weight; the square root of the weight, so small weights show). Click a map to open it."</p>
                 <Grid maps=maps chosen=chosen hide=hide pick=pick/>

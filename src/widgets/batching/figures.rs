@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 
 use super::measure::{Parts, Row, Sinks};
-use crate::scroll::Scroll;
+use crate::scroll::FigureTable;
 use crate::widgets::chart::{LineChart, Series};
 use crate::widgets::measuring::bandwidth_sentence;
 
@@ -33,13 +33,7 @@ pub fn Table(sinks: Sinks) -> impl IntoView {
         }).collect_view()
     };
     view! {
-        <Scroll label="each batch size's figures"><table class="figures" data-testid="batch-table">
-            <thead><tr>
-                <th>"B"</th><th>"one after another, tokens/s"</th><th>"batched, tokens/s"</th>
-                <th>"speed-up"</th><th>"ms per batched step"</th><th>"dispatches / submits per step"</th><th>"texts"</th>
-            </tr></thead>
-            <tbody>{rows}</tbody>
-        </table></Scroll>
+        <FigureTable label="each batch size's figures" testid="batch-table" columns=&["B", "one after another, tokens/s", "batched, tokens/s", "speed-up", "ms per batched step", "dispatches / submits per step", "texts"]>{rows}</FigureTable>
     }
 }
 

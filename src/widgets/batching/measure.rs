@@ -54,24 +54,13 @@ pub struct Parts {
 }
 
 /// What the measurement fills in.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 pub struct Sinks {
     pub rows: RwSignal<Vec<Row>>,
     /// (vectors per pass, ms per vector).
     pub passes: RwSignal<Vec<(usize, f64)>>,
     pub parts: RwSignal<Option<Parts>>,
     pub progress: RwSignal<Progress>,
-}
-
-impl Sinks {
-    pub fn new() -> Sinks {
-        Sinks {
-            rows: RwSignal::new(Vec::new()),
-            passes: RwSignal::new(Vec::new()),
-            parts: RwSignal::new(None),
-            progress: RwSignal::new(Progress::default()),
-        }
-    }
 }
 
 /// One continuation alone: its text, decode steps and their summed wall time.

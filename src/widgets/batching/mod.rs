@@ -10,27 +10,22 @@ mod measure;
 use contract::Shown;
 use leptos::prelude::*;
 
-use crate::controls::ControlsPanel;
 use crate::driver::Driver;
-use crate::widgets::measuring::MeasureEditor;
+use crate::widgets::measuring::{MeasureEditor, MeasuredOn};
 use measure::Sinks;
 
 #[component]
 pub fn Batching(driver: Driver, shown: Shown) -> impl IntoView {
     let d = driver;
-    let sinks = Sinks::new();
+    let sinks = Sinks::default();
     let start = move |_| d.launch(move |d| measure::measure(d, sinks));
-    let backend = d.lab.with_value(|l| l.backend.label());
     view! {
         <div class="widget-body batching">
-            <MeasureEditor driver=d shown=shown.clone() progress=sinks.progress testid="batch-progress">
+            <MeasureEditor driver=d shown=shown progress=sinks.progress testid="batch-progress">
                 <button data-testid="measure-batch" disabled=move || d.generating.get() on:click=start>"Run B = 1, 2, 4, 8"</button>
             </MeasureEditor>
-            <ControlsPanel controls=d.controls shown=shown/>
             <section class="panel">
-                <p class="legend">{format!(
-                    "Measured on this page's engine: {backend}. Continuation i draws with seed + i; decode steps only (the prompt's pass is shared). A batched step advances every sequence by one token in one pass: the weights are read once for all of them."
-                )}</p>
+                <MeasuredOn driver=d then="Continuation i draws with seed + i; decode steps only (the prompt's pass is shared). A batched step advances every sequence by one token in one pass: the weights are read once for all of them."/>
                 <figures::Table sinks=sinks/>
                 <figures::Curves sinks=sinks/>
                 <figures::Decomposition sinks=sinks/>

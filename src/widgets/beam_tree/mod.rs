@@ -12,7 +12,6 @@ mod tree;
 use contract::{Control, Shown};
 use leptos::prelude::*;
 
-use crate::controls::ControlsPanel;
 use crate::driver::Driver;
 use crate::widgets::measuring::{MeasureEditor, Progress};
 use search::{scoring, Tree, MAX_STEPS};
@@ -38,10 +37,9 @@ pub fn BeamTree(driver: Driver, shown: Shown) -> impl IntoView {
     };
     view! {
         <div class="widget-body beam-tree">
-            <MeasureEditor driver=d shown=shown.clone() progress=progress testid="beam-progress">
+            <MeasureEditor driver=d shown=shown progress=progress testid="beam-progress">
                 <button data-testid="run-beams" disabled=move || d.generating.get() on:click=move |_| run()>"Search again"</button>
             </MeasureEditor>
-            <ControlsPanel controls=c shown=shown/>
             <section class="panel">
                 <p class="legend">"Columns: steps; rows: each step's 2·B best extensions of the live beams, best (highest cumulative log-probability) at the top. Solid: kept as a beam; faded: pruned; boxed: finished on an end token; bold: the best hypothesis's path. Hover a node for its figures, click it for its text."</p>
                 {move || capped().map(|m| view! { <p class="notice" role="status" data-testid="limit-notice">{m}</p> })}

@@ -55,7 +55,7 @@ pub struct StepRow {
 }
 
 /// What a generation fills in.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 pub struct Sinks {
     pub steps: RwSignal<Vec<StepRow>>,
     pub text_a: RwSignal<String>,
@@ -68,17 +68,6 @@ pub struct Sinks {
 }
 
 impl Sinks {
-    pub fn new() -> Sinks {
-        Sinks {
-            steps: RwSignal::new(Vec::new()),
-            text_a: RwSignal::new(String::new()),
-            text_b: RwSignal::new(String::new()),
-            vocab: RwSignal::new(None),
-            selected: RwSignal::new(None),
-            ended: RwSignal::new(None),
-        }
-    }
-
     fn clear(&self) {
         self.steps.set(Vec::new());
         self.text_a.set(String::new());

@@ -29,7 +29,7 @@ const MAX_STEPS: usize = 200;
 pub fn CompareModels(driver: Driver, shown: Shown) -> impl IntoView {
     let d = driver;
     let c = d.controls;
-    let sinks = Sinks::new();
+    let sinks = Sinks::default();
     let progress = RwSignal::new(Progress::default());
     let model_b: StoredValue<Option<Rc<ModelB>>, LocalStorage> = StoredValue::new_local(None);
     let label_b = RwSignal::new(None::<String>);
@@ -82,7 +82,7 @@ pub fn CompareModels(driver: Driver, shown: Shown) -> impl IntoView {
     let label_a = d.lab.with_value(|l| l.backend.label());
     view! {
         <div class="widget-body compare-models">
-            <MeasureEditor driver=d shown=shown.clone() progress=progress testid="compare-models-progress">
+            <MeasureEditor driver=d shown=shown.clone() progress=progress testid="compare-models-progress" controls=false>
                 <button data-testid="generate-compare-models" disabled=move || d.generating.get() on:click=move |_| start(false)>"Generate on both"</button>
             </MeasureEditor>
             {move || confirm.get().map(|((address, _), question)| view! {

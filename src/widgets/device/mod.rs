@@ -11,10 +11,9 @@ mod report;
 use contract::{Control, Shown};
 use leptos::prelude::*;
 
-use crate::controls::ControlsPanel;
 use crate::driver::Driver;
 use crate::embed::{copy_to_clipboard, select_all};
-use crate::widgets::measuring::{MeasureEditor, Progress};
+use crate::widgets::measuring::{MeasureEditor, MeasuredOn, Progress};
 use report::DeviceReport;
 
 #[component]
@@ -46,15 +45,13 @@ pub fn Device(driver: Driver, shown: Shown) -> impl IntoView {
         start();
     }
     let times = d.lab.with_value(|l| l.times);
-    let backend = d.lab.with_value(|l| l.backend.label());
     view! {
         <div class="widget-body device">
-            <MeasureEditor driver=d shown=shown.clone() progress=progress testid="device-progress">
+            <MeasureEditor driver=d shown=shown progress=progress testid="device-progress">
                 <button data-testid="measure-device" disabled=move || d.generating.get() on:click=move |_| start()>"Measure this device"</button>
             </MeasureEditor>
-            <ControlsPanel controls=d.controls shown=shown/>
             <section class="panel">
-                <p class="legend">{format!("Measured on this page's engine: {backend}.")}</p>
+                <MeasuredOn driver=d/>
                 <LoadTable times=times report=report/>
                 <ProfilesTable report=report/>
                 <Rates report=report/>

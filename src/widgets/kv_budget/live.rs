@@ -32,7 +32,7 @@ pub struct StepRow {
 }
 
 /// What the generation fills in.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 pub struct Sinks {
     /// Every token's text: the prompt's, then the generated ones.
     pub texts: RwSignal<Vec<String>>,
@@ -41,18 +41,6 @@ pub struct Sinks {
     pub policy: RwSignal<Option<KvPolicy>>,
     /// The step the strip shows (`None`: the last).
     pub selected: RwSignal<Option<usize>>,
-}
-
-impl Sinks {
-    pub fn new() -> Sinks {
-        Sinks {
-            texts: RwSignal::new(Vec::new()),
-            prompt_len: RwSignal::new(0),
-            steps: RwSignal::new(Vec::new()),
-            policy: RwSignal::new(None),
-            selected: RwSignal::new(None),
-        }
-    }
 }
 
 /// Generates `steps` tokens under `policy` beside the full cache.

@@ -36,7 +36,7 @@ enum Case {
     Groups(usize),
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 pub struct Sinks {
     pub points: RwSignal<Vec<Point>>,
     /// (G, its drift) for G = n_head … 1.
@@ -44,17 +44,6 @@ pub struct Sinks {
     pub progress: RwSignal<Progress>,
     /// The passage as scored (tokens, bytes), or why there is none.
     pub heldout: RwSignal<Option<Result<(usize, usize), String>>>,
-}
-
-impl Sinks {
-    pub fn new() -> Sinks {
-        Sinks {
-            points: RwSignal::new(Vec::new()),
-            groups: RwSignal::new(Vec::new()),
-            progress: RwSignal::new(Progress::default()),
-            heldout: RwSignal::new(None),
-        }
-    }
 }
 
 /// 8, 16, 32, … below `n_positions`, then `n_positions`.

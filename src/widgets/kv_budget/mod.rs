@@ -16,7 +16,6 @@ use contract::{Control, Shown};
 use engine::kv_policy::KvPolicy;
 use leptos::prelude::*;
 
-use crate::controls::ControlsPanel;
 use crate::driver::Driver;
 use crate::widgets::measuring::MeasureEditor;
 
@@ -50,8 +49,8 @@ fn chosen(d: Driver) -> KvPolicy {
 pub fn KvBudget(driver: Driver, shown: Shown) -> impl IntoView {
     let d = driver;
     let c = d.controls;
-    let live = live::Sinks::new();
-    let measured = measure::Sinks::new();
+    let live = live::Sinks::default();
+    let measured = measure::Sinks::default();
     let generate = move |_| {
         let policy = chosen(d);
         let steps = c.number(Control::MaxTokens).get_untracked() as usize;
@@ -66,11 +65,10 @@ pub fn KvBudget(driver: Driver, shown: Shown) -> impl IntoView {
     let backend = d.lab.with_value(|l| l.backend.label());
     view! {
         <div class="widget-body kv-budget">
-            <MeasureEditor driver=d shown=shown.clone() progress=measured.progress testid="kv-budget-progress">
+            <MeasureEditor driver=d shown=shown progress=measured.progress testid="kv-budget-progress">
                 <button data-testid="generate-kv-budget" disabled=move || d.generating.get() on:click=generate>"Generate under the budget"</button>
                 <button data-testid="measure-kv-budget" disabled=move || d.generating.get() on:click=run_measure>"Measure every policy"</button>
             </MeasureEditor>
-            <ControlsPanel controls=c shown=shown/>
             <section class="panel">
                 <h3>"Which tokens the cache holds"</h3>
                 <p class="legend">{format!(

@@ -53,23 +53,12 @@ pub struct Bytes {
 }
 
 /// What the measurement fills in.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 pub struct Sinks {
     pub points: RwSignal<Vec<Point>>,
     pub check: RwSignal<Option<Check>>,
     pub bytes: RwSignal<Option<Bytes>>,
     pub progress: RwSignal<Progress>,
-}
-
-impl Sinks {
-    pub fn new() -> Sinks {
-        Sinks {
-            points: RwSignal::new(Vec::new()),
-            check: RwSignal::new(None),
-            bytes: RwSignal::new(None),
-            progress: RwSignal::new(Progress::default()),
-        }
-    }
 }
 
 /// The step with the cache `RUNS` times (going back one position in

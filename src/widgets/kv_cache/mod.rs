@@ -11,32 +11,26 @@ mod measure;
 use contract::{Control, Shown};
 use leptos::prelude::*;
 
-use crate::controls::ControlsPanel;
 use crate::driver::Driver;
-use crate::widgets::measuring::MeasureEditor;
+use crate::widgets::measuring::{MeasureEditor, MeasuredOn};
 use measure::Sinks;
 
 #[component]
 pub fn KvCache(driver: Driver, shown: Shown) -> impl IntoView {
     let d = driver;
     let c = d.controls;
-    let sinks = Sinks::new();
+    let sinks = Sinks::default();
     let start = move |_| {
         let up_to = c.number(Control::UpTo).get_untracked() as usize;
         d.launch(move |d| measure::measure(d, sinks, up_to));
     };
-    let backend = d.lab.with_value(|l| l.backend.label());
     view! {
         <div class="widget-body kv-cache">
-            <MeasureEditor driver=d shown=shown.clone() progress=sinks.progress testid="kv-progress">
+            <MeasureEditor driver=d shown=shown progress=sinks.progress testid="kv-progress">
                 <button data-testid="measure-kv" disabled=move || d.generating.get() on:click=start>"Time every step, with and without the cache"</button>
             </MeasureEditor>
-            <ControlsPanel controls=c shown=shown/>
             <section class="panel">
-                <p class="legend">{format!(
-                    "Measured on this page's engine: {backend}. Step n makes the sequence (the prompt, then greedy tokens) n tokens long; each point is the median of {} runs. Without the cache every step up to n = {} is timed, then an even spread of the rest.",
-                    measure::RUNS, measure::DENSE
-                )}</p>
+                <MeasuredOn driver=d then=format!("Step n makes the sequence (the prompt, then greedy tokens) n tokens long; each point is the median of {} runs. Without the cache every step up to n = {} is timed, then an even spread of the rest.", measure::RUNS, measure::DENSE)/>
                 <figures::Badge sinks=sinks/>
                 <figures::Curves sinks=sinks/>
                 <figures::BytesTable sinks=sinks/>

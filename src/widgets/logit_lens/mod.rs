@@ -11,7 +11,6 @@ use contract::{Control, Shown};
 use leptos::prelude::*;
 
 use crate::browser::debounced;
-use crate::controls::ControlsPanel;
 use crate::distribution::visible;
 use crate::driver::Driver;
 use crate::scroll::Scroll;
@@ -74,10 +73,9 @@ pub fn LogitLens(driver: Driver, shown: Shown) -> impl IntoView {
     };
     view! {
         <div class="widget-body logit-lens">
-            <MeasureEditor driver=d shown=shown.clone() progress=progress testid="lens-progress">
+            <MeasureEditor driver=d shown=shown progress=progress testid="lens-progress">
                 <button data-testid="read-lens" disabled=move || d.generating.get() on:click=move |_| read()>"Read again"</button>
             </MeasureEditor>
-            <ControlsPanel controls=c shown=shown/>
             <section class="panel">
                 <p class="legend">{"Rows: the residual stream after the embedding and after each block, read through ln_f and the LM head. Columns: the prompt's tokens; each cell predicts the token after its column. ★: where the final answer first takes the top place and keeps it."}</p>
                 {move || limited().into_iter().map(|m| view! { <p class="notice" role="status" data-testid="limit-notice">{m}</p> }).collect_view()}

@@ -59,7 +59,7 @@ pub struct Point {
 }
 
 /// What the measurements fill in.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 pub struct Sinks {
     /// The cold run first, then the warm ones.
     pub runs: RwSignal<Vec<Run>>,
@@ -71,19 +71,6 @@ pub struct Sinks {
     pub compile_ms: RwSignal<Option<f64>>,
     /// This device's read rate (and the rest of its figures), measured after the runs.
     pub device: RwSignal<Option<DeviceFigures>>,
-}
-
-impl Sinks {
-    pub fn new() -> Sinks {
-        Sinks {
-            runs: RwSignal::new(Vec::new()),
-            text: RwSignal::new(None),
-            curve: RwSignal::new(Vec::new()),
-            progress: RwSignal::new(Progress::default()),
-            compile_ms: RwSignal::new(None),
-            device: RwSignal::new(None),
-        }
-    }
 }
 
 /// The prompt's pass from position 0, as `mode` feeds it: its last logits

@@ -11,16 +11,15 @@ mod timeline;
 use contract::{Control, Shown};
 use leptos::prelude::*;
 
-use crate::controls::ControlsPanel;
 use crate::driver::Driver;
-use crate::widgets::measuring::MeasureEditor;
+use crate::widgets::measuring::{MeasureEditor, MeasuredOn};
 use measure::{Mode, Sinks};
 
 #[component]
 pub fn PrefillDecode(driver: Driver, shown: Shown) -> impl IntoView {
     let d = driver;
     let c = d.controls;
-    let sinks = Sinks::new();
+    let sinks = Sinks::default();
     let mode = move || Mode::from_name(&c.text(Control::PrefillMode).get_untracked());
     let time = move |_| {
         let steps = c.number(Control::MaxTokens).get_untracked() as usize;
@@ -40,19 +39,14 @@ pub fn PrefillDecode(driver: Driver, shown: Shown) -> impl IntoView {
             }
         })
     };
-    let backend = d.lab.with_value(|l| l.backend.label());
     view! {
         <div class="widget-body prefill-decode">
-            <MeasureEditor driver=d shown=shown.clone() progress=sinks.progress testid="cost-progress">
+            <MeasureEditor driver=d shown=shown progress=sinks.progress testid="cost-progress">
                 <button data-testid="time-generation" disabled=move || d.generating.get() on:click=time>"Time a generation"</button>
                 <button data-testid="measure-curve" disabled=move || d.generating.get() on:click=curve>"Time the first token vs prompt length"</button>
             </MeasureEditor>
-            <ControlsPanel controls=c shown=shown/>
             <section class="panel">
-                <p class="legend">{format!(
-                    "Measured on this page's engine: {backend}. Wall time of each call, readback included. The cold run is the first on a newly opened session; the warm figures are medians of {} more runs on it.",
-                    measure::WARM_RUNS
-                )}</p>
+                <MeasuredOn driver=d then=format!("Wall time of each call, readback included. The cold run is the first on a newly opened session; the warm figures are medians of {} more runs on it.", measure::WARM_RUNS)/>
                 <timeline::TimelineChart sinks=sinks/>
                 <figures::FiguresTable sinks=sinks/>
                 <figures::BandwidthLine sinks=sinks/>

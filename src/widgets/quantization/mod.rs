@@ -14,9 +14,8 @@ mod texts;
 use contract::{Control, Shown};
 use leptos::prelude::*;
 
-use crate::controls::ControlsPanel;
 use crate::driver::Driver;
-use crate::widgets::measuring::{MeasureEditor, Progress};
+use crate::widgets::measuring::{MeasureEditor, MeasuredOn, Progress};
 use measure::Sinks;
 
 #[component]
@@ -41,16 +40,14 @@ pub fn Quantization(driver: Driver, shown: Shown) -> impl IntoView {
             Err(why) => format!("Held-out columns: {why}."),
         })
     };
-    let backend = d.lab.with_value(|l| l.backend.label());
     view! {
         <div class="widget-body quantization">
-            <MeasureEditor driver=d shown=shown.clone() progress=sinks.progress testid="quant-progress">
+            <MeasureEditor driver=d shown=shown progress=sinks.progress testid="quant-progress">
                 <button data-testid="measure" disabled=move || d.generating.get() on:click=measure>"Measure every format"</button>
                 <button data-testid="write-texts" disabled=move || d.generating.get() on:click=write>"Write text A and text B"</button>
             </MeasureEditor>
-            <ControlsPanel controls=c shown=shown/>
             <section class="panel">
-                <p class="legend">{format!("Measured on this page's engine: {backend}. Decode speed: median of the greedy steps after the first. KL, top-1 and Δp compare each format's next-token distribution with f32's at every held-out position.")}</p>
+                <MeasuredOn driver=d then="Decode speed: median of the greedy steps after the first. KL, top-1 and Δp compare each format's next-token distribution with f32's at every held-out position."/>
                 <table::FiguresTable sinks=sinks/>
                 <p class="readout" data-testid="quant-heldout">{heldout}</p>
                 <table::F16Verdict sinks=sinks/>

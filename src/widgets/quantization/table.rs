@@ -5,7 +5,7 @@ use leptos::prelude::*;
 
 use super::measure::{Parting, Row, Sinks, REFERENCE};
 
-use crate::scroll::Scroll;
+use crate::scroll::FigureTable;
 
 /// `v` with `digits` decimals, or an em dash while it is being measured.
 fn figure(v: Option<f64>, digits: usize) -> String {
@@ -30,14 +30,7 @@ pub fn FiguresTable(sinks: Sinks) -> impl IntoView {
         sinks.rows.get().into_iter().map(|row| view! { <FormatRow row=row/> }).collect_view()
     };
     view! {
-        <Scroll label="every weight format, measured"><table class="figures" data-testid="quant-table">
-            <thead><tr>
-                <th>"format"</th><th>"weight bytes"</th><th>"decode ms/token"</th>
-                <th>"held-out bits/byte"</th><th>"KL mean (nats)"</th><th>"KL p99.9"</th>
-                <th>"same top-1"</th><th>"RMS Δp"</th><th>"greedy text parts at"</th>
-            </tr></thead>
-            <tbody>{rows}</tbody>
-        </table></Scroll>
+        <FigureTable label="every weight format, measured" testid="quant-table" columns=&["format", "weight bytes", "decode ms/token", "held-out bits/byte", "KL mean (nats)", "KL p99.9", "same top-1", "RMS Δp", "greedy text parts at"]>{rows}</FigureTable>
     }
 }
 

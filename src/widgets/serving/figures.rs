@@ -7,7 +7,7 @@ use leptos::prelude::*;
 
 use super::measure::Sinks;
 
-use crate::scroll::Scroll;
+use crate::scroll::FigureTable;
 
 fn spread(s: Spread, digits: usize) -> String {
     format!("{:.d$} / {:.d$} / {:.d$}", s.mean, s.p50, s.p95, d = digits)
@@ -41,16 +41,7 @@ pub fn Table(sinks: Sinks) -> impl IntoView {
             .collect_view()
     };
     view! {
-        <Scroll label="each scheduler's figures"><table class="figures" data-testid="serve-table">
-            <caption>"Each scheduler on the same trace, measured on this page's engine. Latencies count from the start of the step a request arrives in: mean / p50 / p95."</caption>
-            <thead><tr>
-                <th scope="col">"scheduler"</th><th scope="col">"tokens/s"</th><th scope="col">"steps"</th>
-                <th scope="col">"first token, steps"</th><th scope="col">"first token, ms"</th>
-                <th scope="col">"end to end, steps"</th><th scope="col">"end to end, ms"</th>
-                <th scope="col">"slot utilisation"</th><th scope="col">"wasted slot-steps"</th><th scope="col">"texts vs run alone"</th>
-            </tr></thead>
-            <tbody>{rows}</tbody>
-        </table></Scroll>
+        <FigureTable label="each scheduler's figures" testid="serve-table" caption="Each scheduler on the same trace, measured on this page's engine. Latencies count from the start of the step a request arrives in: mean / p50 / p95." columns=&["scheduler", "tokens/s", "steps", "first token, steps", "first token, ms", "end to end, steps", "end to end, ms", "slot utilisation", "wasted slot-steps", "texts vs run alone"]>{rows}</FigureTable>
     }
 }
 

@@ -34,21 +34,11 @@ pub struct Trace {
 }
 
 /// What the measurement fills in.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 pub struct Sinks {
     pub trace: RwSignal<Trace>,
     pub served: RwSignal<Vec<Served>>,
     pub progress: RwSignal<Progress>,
-}
-
-impl Sinks {
-    pub fn new() -> Sinks {
-        Sinks {
-            trace: RwSignal::new(Trace::default()),
-            served: RwSignal::new(Vec::new()),
-            progress: RwSignal::new(Progress::default()),
-        }
-    }
 }
 
 /// The schedulers `scheduler=` names, with their names as the page shows them.

@@ -11,27 +11,22 @@ mod measure;
 use contract::Shown;
 use leptos::prelude::*;
 
-use crate::controls::ControlsPanel;
 use crate::driver::Driver;
-use crate::widgets::measuring::MeasureEditor;
+use crate::widgets::measuring::{MeasureEditor, MeasuredOn};
 use measure::Sinks;
 
 #[component]
 pub fn Serving(driver: Driver, shown: Shown) -> impl IntoView {
     let d = driver;
-    let sinks = Sinks::new();
+    let sinks = Sinks::default();
     let start = move |_| d.launch(move |d| measure::measure(d, sinks));
-    let backend = d.lab.with_value(|l| l.backend.label());
     view! {
         <div class="widget-body serving">
-            <MeasureEditor driver=d shown=shown.clone() progress=sinks.progress testid="serve-progress">
+            <MeasureEditor driver=d shown=shown progress=sinks.progress testid="serve-progress">
                 <button data-testid="measure-serve" disabled=move || d.generating.get() on:click=start>"Serve the trace"</button>
             </MeasureEditor>
-            <ControlsPanel controls=d.controls shown=shown/>
             <section class="panel">
-                <p class="legend">{format!(
-                    "Measured on this page's engine: {backend}. Prompt 0 is yours; 1–4 are built in. A round is a newcomer's prefill into its slot, then one batched step that gives every running request a token. Each request draws with its own seed, so its text is the same however it is served."
-                )}</p>
+                <MeasuredOn driver=d then="Prompt 0 is yours; 1–4 are built in. A round is a newcomer's prefill into its slot, then one batched step that gives every running request a token. Each request draws with its own seed, so its text is the same however it is served."/>
                 <gantt::Timeline sinks=sinks/>
                 <figures::Table sinks=sinks/>
                 <gantt::Gantts sinks=sinks/>

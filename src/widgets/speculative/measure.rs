@@ -81,7 +81,7 @@ impl Row {
 }
 
 /// What the measurement fills in.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 pub struct Sinks {
     pub rows: RwSignal<Vec<Row>>,
     /// The last run's rounds, as they end.
@@ -89,17 +89,6 @@ pub struct Sinks {
     /// The last run's text (the prompt's not included).
     pub text: RwSignal<String>,
     pub progress: RwSignal<Progress>,
-}
-
-impl Sinks {
-    pub fn new() -> Sinks {
-        Sinks {
-            rows: RwSignal::new(Vec::new()),
-            rounds: RwSignal::new(Vec::new()),
-            text: RwSignal::new(String::new()),
-            progress: RwSignal::new(Progress::default()),
-        }
-    }
 }
 
 /// The draft's blocks as the model allows: 1 to one fewer than its own.

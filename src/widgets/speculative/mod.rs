@@ -10,32 +10,27 @@ mod view;
 use contract::{Control, Shown};
 use leptos::prelude::*;
 
-use crate::controls::ControlsPanel;
 use crate::driver::Driver;
-use crate::widgets::measuring::MeasureEditor;
+use crate::widgets::measuring::{MeasureEditor, MeasuredOn};
 use measure::{Sinks, SWEEP};
 
 #[component]
 pub fn Speculative(driver: Driver, shown: Shown) -> impl IntoView {
     let d = driver;
-    let sinks = Sinks::new();
+    let sinks = Sinks::default();
     let one = move |_| {
         let k = d.controls.number(Control::Speculate).get_untracked() as usize;
         d.launch(move |d| measure::measure(d, sinks, vec![k]))
     };
     let sweep = move |_| d.launch(move |d| measure::measure(d, sinks, SWEEP.to_vec()));
-    let backend = d.lab.with_value(|l| l.backend.label());
     view! {
         <div class="widget-body speculative">
-            <MeasureEditor driver=d shown=shown.clone() progress=sinks.progress testid="spec-progress">
+            <MeasureEditor driver=d shown=shown progress=sinks.progress testid="spec-progress">
                 <button data-testid="measure-spec" disabled=move || d.generating.get() on:click=one>"Draft and check"</button>
                 <button data-testid="measure-spec-sweep" disabled=move || d.generating.get() on:click=sweep>"Sweep K = 2, 4, 8"</button>
             </MeasureEditor>
-            <ControlsPanel controls=d.controls shown=shown/>
             <section class="panel">
-                <p class="legend">{format!(
-                    "Measured on this page's engine: {backend}. Each run first decodes the continuation with the model alone, then speculatively; every run adds a row."
-                )}</p>
+                <MeasuredOn driver=d then="Each run first decodes the continuation with the model alone, then speculatively; every run adds a row."/>
                 <view::Table sinks=sinks/>
                 <view::Verdict sinks=sinks/>
                 <view::Text sinks=sinks/>

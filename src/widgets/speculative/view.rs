@@ -8,7 +8,7 @@ use leptos::prelude::*;
 
 use super::measure::{Row, Sinks};
 use crate::driver::Driver;
-use crate::scroll::Scroll;
+use crate::scroll::FigureTable;
 
 /// One round as chips: kept, the first rejected, the unchecked rest, and the model's token.
 fn round(d: Driver, r: &Round) -> impl IntoView {
@@ -105,16 +105,7 @@ pub fn Table(sinks: Sinks) -> impl IntoView {
             .collect_view()
     };
     view! {
-        <Scroll label="each speculative run"><table class="figures" data-testid="spec-table">
-            <caption>"Speculative decoding against the model alone on the same prompt, settings and seed, on this page's engine."</caption>
-            <thead><tr>
-                <th scope="col">"K"</th><th scope="col">"draft blocks"</th><th scope="col">"α (kept / judged)"</th>
-                <th scope="col">"tokens per model pass"</th><th scope="col">"expected from α: (1 − α^(K+1)) / (1 − α)"</th>
-                <th scope="col">"model / draft passes"</th><th scope="col">"ms per token, alone"</th>
-                <th scope="col">"ms per token, speculative"</th><th scope="col">"measured speed-up"</th><th scope="col">"text"</th>
-            </tr></thead>
-            <tbody>{rows}</tbody>
-        </table></Scroll>
+        <FigureTable label="each speculative run" testid="spec-table" caption="Speculative decoding against the model alone on the same prompt, settings and seed, on this page's engine." columns=&["K", "draft blocks", "α (kept / judged)", "tokens per model pass", "expected from α: (1 − α^(K+1)) / (1 − α)", "model / draft passes", "ms per token, alone", "ms per token, speculative", "measured speed-up", "text"]>{rows}</FigureTable>
     }
 }
 
