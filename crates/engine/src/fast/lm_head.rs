@@ -5,12 +5,12 @@
 
 use std::ops::Range;
 
-use super::{coworker, parallel};
+use super::{coworker, lm_head_quant, parallel};
 use crate::storage::f16_bits::{f16_pair_as, raw_inputs};
 use crate::storage::matrix::{split, Matrix};
 
 /// Partial sums of one dot product: lane j adds the products k ≡ j (mod 16).
-const LANES: usize = 16;
+pub(super) const LANES: usize = 16;
 
 /// logits[r, v0 + v] = x[row0 + r, :] · lm_head[v, :]  for r < n_out, where
 /// `lm_head` is the shard of rows `v0..v0 + lm_head.rows` of the head and
@@ -77,6 +77,11 @@ fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>) -> Vec<f32> {
             None => f16_part::<false>(x, words, scale, n_embd, &mut out),
         }
         return out;
+    }
+    if x.len() == n_embd {
+        if let Some(out) = lm_head_quant::part(x, lm_head, vr.clone()) {
+            return out;
+        }
     }
     let mut buf = Vec::new();
     for v in vr.clone() {
@@ -243,7 +248,7 @@ fn lane_sums<const L: usize>(x: &[f32], w: &[f32]) -> [f32; L] {
 
 /// The lanes added pairwise, in a fixed order.
 #[inline(always)]
-fn combine(l: [f32; LANES]) -> f32 {
+pub(super) fn combine(l: [f32; LANES]) -> f32 {
     let quad = |i: usize| (l[i] + l[i + 1]) + (l[i + 2] + l[i + 3]);
     (quad(0) + quad(4)) + (quad(8) + quad(12))
 }

@@ -5,7 +5,7 @@
 
 use std::ops::Range;
 
-use super::{coworker, matmul_panels, parallel};
+use super::{coworker, matmul_panels, matmul_quant, parallel};
 use crate::storage::f16_bits::{f16_pair_as, raw_inputs};
 use crate::storage::format::SHARD_ALIGN;
 use crate::storage::matrix::{split, Matrix};
@@ -83,6 +83,9 @@ fn run_part_here(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut
             Some(scaled) => matmul_panels::run::<true>(&scaled, words, scale, k, c, bias, out), // (m, k) scaled
             None => matmul_panels::run::<false>(x, words, scale, k, c, bias, out),
         };
+    }
+    if x.len() == w.rows && matmul_quant::run(x, w, c.clone(), bias, out) {
+        return;
     }
     let Some(words) = w.f16_words() else {
         return run_rows(x, w, c, bias, out);

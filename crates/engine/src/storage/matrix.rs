@@ -240,32 +240,31 @@ impl Matrix {
                 }
             }
             Format::Int8 | Format::Int8PerTensor => {
-                let unpack = |o: &mut [f32], word: u32, s: [f32; 4]| {
-                    for (t, o) in o.iter_mut().enumerate() {
-                        *o = f32::from((word >> (8 * t)) as u8 as i8) * s[t];
-                    }
-                };
-                let chunks = buf.chunks_exact_mut(4).zip(words);
+                // Byte t of a word is its field t (little-endian, as
+                // fast::matmul_quant asserts): the fields are the bytes.
+                let q: &[i8] = &bytemuck::cast_slice(&self.words)[start..][..buf.len()];
+                let scale = |s: f32| move |(o, &q): (&mut f32, &i8)| *o = f32::from(q) * s;
                 match (self.format, self.channels) {
                     (Format::Int8PerTensor, _) => {
-                        chunks.for_each(|(o, &w)| unpack(o, w, [self.scales[0]; 4]))
+                        buf.iter_mut().zip(q).for_each(scale(self.scales[0]))
                     }
-                    (_, Channels::Rows) => {
-                        chunks.for_each(|(o, &w)| unpack(o, w, [self.scales[r]; 4]))
+                    (_, Channels::Rows) => buf.iter_mut().zip(q).for_each(scale(self.scales[r])),
+                    (_, Channels::Cols) => {
+                        for ((o, &q), &s) in buf.iter_mut().zip(q).zip(&self.scales[c0..]) {
+                            *o = f32::from(q) * s;
+                        }
                     }
-                    (_, Channels::Cols) => chunks
-                        .zip(self.scales[c0..].chunks_exact(4))
-                        .for_each(|((o, &w), s)| unpack(o, w, [s[0], s[1], s[2], s[3]])),
                 }
             }
             Format::Int4 => {
+                // Byte b holds elements 2b (low nibble) and 2b + 1 (high).
+                let bytes: &[u8] = &bytemuck::cast_slice(&self.words)[start / 2..][..buf.len() / 2];
                 let scales = &self.scales[start / GROUP..];
-                let groups = buf.chunks_mut(GROUP).zip(words.chunks(GROUP / 8)).zip(scales);
-                for ((o, ws), &s) in groups {
-                    for (o, &word) in o.chunks_exact_mut(8).zip(ws) {
-                        for (t, o) in o.iter_mut().enumerate() {
-                            *o = (((word >> (4 * t)) << 28) as i32 >> 28) as f32 * s;
-                        }
+                let groups = buf.chunks_mut(GROUP).zip(bytes.chunks(GROUP / 2)).zip(scales);
+                for ((o, bs), &s) in groups {
+                    for (pair, &b) in o.chunks_exact_mut(2).zip(bs) {
+                        pair[0] = f32::from(((b << 4) as i8) >> 4) * s;
+                        pair[1] = f32::from((b as i8) >> 4) * s;
                     }
                 }
             }

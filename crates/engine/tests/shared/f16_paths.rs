@@ -174,7 +174,18 @@ pub fn panels_hold_the_matrix() {
 /// the CPU layout, at awkward sizes.
 pub fn fast_equals_the_plain_twins() {
     for format in Format::ALL {
-        for (m, k, n) in [(1, 1, 2), (3, 63, 65), (17, 65, 130), (2, 64, 96)] {
+        // Decode steps (m = 1) of whole int4 groups take the fused paths
+        // (fast::matmul_quant), with rows past the last eight (k = 67, 9);
+        // an LM head of whole int4 groups too (k = 64: fast::lm_head_quant).
+        for (m, k, n) in [
+            (1, 1, 2),
+            (3, 63, 65),
+            (17, 65, 130),
+            (2, 64, 96),
+            (1, 67, 96),
+            (1, 9, 64),
+            (1, 64, 96),
+        ] {
             let values = cases::random(k * n, (k + n) as u64);
             let mut w = Matrix::new(format, k, n, Channels::Cols, &values);
             let bias = cases::random(n, 5);
