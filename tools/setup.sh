@@ -105,6 +105,26 @@ ensure_torch() {
   export TORCH_PYTHON="$env/bin/python"
 }
 
+# llama.cpp on the CPU for the bench's peer comparison: npm node-llama-cpp
+# (pinned; its prebuilt CPU binaries come as optional packages, so nothing is
+# compiled: its install scripts, which would, are skipped) and PyPI gguf for
+# tools/bench/to_gguf.py.
+LLAMA_CPP_VERSION=3.21.1
+GGUF_VERSION=0.19.0
+ensure_llama_cpp() {
+  ensure_torch
+  local dir="$ROOT/.tools/llama"
+  export NODE_LLAMA_CPP="$dir/node_modules/node-llama-cpp/dist/index.js"
+  if [ "$(node -p "require('$dir/node_modules/node-llama-cpp/package.json').version" 2>/dev/null)" != "$LLAMA_CPP_VERSION" ]; then
+    command -v npm >/dev/null || ensure_apt npm
+    log "npm install node-llama-cpp@$LLAMA_CPP_VERSION (bench only)"
+    mkdir -p "$dir"
+    npm install --silent --no-audit --no-fund --ignore-scripts --prefix "$dir" "node-llama-cpp@$LLAMA_CPP_VERSION"
+  fi
+  "$TORCH_PYTHON" -c "import gguf, sys; sys.exit(gguf.__version__ != '$GGUF_VERSION')" 2>/dev/null ||
+    "$TORCH_PYTHON" -m pip install --quiet "gguf==$GGUF_VERSION"
+}
+
 # transformers.js and an ONNX exporter, for the bench's comparison only. Its
 # install scripts are skipped: they fetch onnxruntime-node binaries from
 # GitHub, and the browser needs only onnxruntime-web's wasm, which the package holds.

@@ -256,8 +256,14 @@ for (const backend of ['cpu', 'webgpu']) {
     assert.equal(table.f16.parts, 'not in 12 steps');
     assert.ok(Number(table.int4.kl) > Number(table.int8.kl), `int4 ${table.int4.kl} vs int8 ${table.int8.kl}`);
     assert.ok(Number(table['int8-tensor'].kl) > Number(table.int8.kl), 'per channel beats per tensor');
+    // The speed sentence is this run's figures, each format against f16's.
+    const speed = await page.textContent('[data-testid=quant-speed]');
+    assert.ok(speed.includes(`against f16's ${table.f16.ms} ms:`), speed);
+    const said = Number(speed.match(/int4 ([\d.]+)×/)[1]);
+    assert.ok(Math.abs(said - Number(table.int4.ms) / Number(table.f16.ms)) < 0.02, `${said} in: ${speed}`);
     for (const f of Object.keys(table)) {
       assert.ok(Number(table[f].ms) > 0, `${f} ms/token ${table[f].ms}`);
+      assert.ok(Number(table[f].prefill) > 0, `${f} prefill ms ${table[f].prefill}`);
       assert.ok(Number(table[f].bpb) > 1 && Number(table[f].bpb) < 5, `${f} bits/byte ${table[f].bpb}`);
     }
     assert.match(await page.textContent('[data-testid=f16-verdict]'), /exactly zero drift/);

@@ -163,6 +163,8 @@ struct Timed {
     argmax_ms: f64,
     /// The same steps reading back only the greedy token, and whether they chose the same.
     greedy: Option<(engine::StepStats, bool)>,
+    /// The greedy ids: the prefill's, then each step's (what a peer's run is checked against).
+    ids: Vec<u32>,
 }
 
 /// A warm-up, then the prefill and the decode steps the plan asks for.
@@ -195,13 +197,14 @@ async fn time_steps(session: &mut Session, plan: &Plan) -> Result<Timed> {
         argmax_ms += start.elapsed().as_secs_f64() * 1e3;
     }
     history.push(next);
+    let ids = history[plan.prompt_len..].to_vec();
     // The same steps again reading back only the greedy token (argmax on the
     // device): what a caller that needs no distribution pays.
     let greedy = match plan.no_cache {
         true => None,
         false => Some(greedy_steps(session, plan.prompt_len, first, &history).await?),
     };
-    Ok(Timed { prompt, prefill, decode, reads, argmax_ms, greedy })
+    Ok(Timed { prompt, prefill, decode, reads, argmax_ms, greedy, ids })
 }
 
 /// The engine, kernels, model, weights, sizes and path.
@@ -252,6 +255,8 @@ fn step_lines(session: &Session, plan: &Plan, t: &Timed, out: &mut String) {
     );
     let (ms, rate) = (decode.wall_ms / n, n / decode.wall_ms * 1e3);
     let _ = writeln!(out, "decode             {ms:.2} ms/token, {rate:.1} tokens/s");
+    let ids: Vec<String> = t.ids.iter().map(u32::to_string).collect();
+    let _ = writeln!(out, "greedy ids         {}", ids.join(" "));
     let timer = match (prefill.gpu_ms, decode.gpu_ms) {
         (Some(p), Some(d)) => format!("prefill {p:.2} ms, decode {:.2} ms/token (timestamp queries; the rest of the wall time is submit, wait and readback)", d / n),
         _ if session.kind() != engine::session::Kind::Gpu => {

@@ -130,8 +130,9 @@ fn matmul_same_on_threads(m: usize, w: &Matrix, what: &str) {
     assert_eq!(one, run(3), "{what} {m}x{k}x{n}");
 }
 
-/// Natively on x86-64 the twins run AVX2 copies of their loops where the CPU
-/// has it; they give the bits of the portable loops (the ones wasm runs).
+/// Natively on x86-64 the twins run AVX-512 or AVX2 copies of their loops
+/// where the CPU has them; they give the bits of the portable loops (the
+/// ones wasm runs).
 #[test]
 fn avx2_loops_give_the_bits_of_the_portable_loops() {
     use decode_lab_engine::fast::parallel;
@@ -154,6 +155,8 @@ fn avx2_loops_give_the_bits_of_the_portable_loops() {
         };
         let wide = run();
         assert_eq!(wide, parallel::without_avx2(run), "{}", format.name());
+        // Where the CPU has AVX-512, `wide` ran its copies: AVX2's are the same bits too.
+        assert_eq!(wide, parallel::without_avx512(run), "{} avx2", format.name());
     }
     for (m, k, n) in [(17, 67, 256), (1, 67, 256)] {
         let mut w = Matrix::new(Format::F16, k, n, Channels::Cols, &cases::random(k * n, 12));
@@ -165,6 +168,7 @@ fn avx2_loops_give_the_bits_of_the_portable_loops() {
             bits(&out)
         };
         assert_eq!(run(), parallel::without_avx2(run), "panels {m}x{k}x{n}");
+        assert_eq!(run(), parallel::without_avx512(run), "panels {m}x{k}x{n} avx2");
     }
 }
 

@@ -34,17 +34,21 @@ pub enum Vocab {
     Differ(usize, usize, String),
 }
 
+/// One model's part of a step.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Side {
+    /// Its logits after its own text so far.
+    pub input: StepInput,
+    /// The token it wrote: its id and text.
+    pub id: u32,
+    pub token: String,
+}
+
 /// One step of both runs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StepRow {
-    /// Each model's logits after its own text so far.
-    pub a: StepInput,
-    pub b: StepInput,
-    pub token_a: String,
-    pub token_b: String,
-    /// The ids the two models wrote.
-    pub id_a: u32,
-    pub id_b: u32,
+    pub a: Side,
+    pub b: Side,
     /// KL(A ‖ B) in nats and the same most likely token, both models on A's
     /// text (same vocabulary only).
     pub kl: Option<f64>,
@@ -58,8 +62,8 @@ pub struct StepRow {
 #[derive(Clone, Copy, Default)]
 pub struct Sinks {
     pub steps: RwSignal<Vec<StepRow>>,
-    pub text_a: RwSignal<String>,
-    pub text_b: RwSignal<String>,
+    /// Each model's text so far: A's, B's.
+    pub texts: [RwSignal<String>; 2],
     pub vocab: RwSignal<Option<Vocab>>,
     /// The step the panels show (`None`: the last).
     pub selected: RwSignal<Option<usize>>,
@@ -70,8 +74,7 @@ pub struct Sinks {
 impl Sinks {
     fn clear(&self) {
         self.steps.set(Vec::new());
-        self.text_a.set(String::new());
-        self.text_b.set(String::new());
+        self.texts.iter().for_each(|t| t.set(String::new()));
         self.selected.set(None);
         self.ended.set(None);
     }
@@ -126,8 +129,7 @@ pub async fn generate(d: Driver, sinks: Sinks, b: Rc<ModelB>, steps: usize) -> R
     let job = Job { max_tokens: steps, stop: Vec::new(), ..d.controls.job_untracked() };
     let mut run_a = Run::start_ids(session_a, ids_a.clone(), &job).await.map_err(err)?;
     let mut run_b = Run::start_ids(session_b, ids_b.clone(), &job).await.map_err(err)?;
-    sinks.text_a.set(prompt.clone());
-    sinks.text_b.set(prompt);
+    sinks.texts.iter().for_each(|t| t.set(prompt.clone()));
     let (mut history_a, mut history_b) = (ids_a, ids_b);
     // Model B on A's text, opened when the texts part.
     let mut scored: Option<Session> = None;
@@ -147,21 +149,23 @@ pub async fn generate(d: Driver, sinks: Sinks, b: Rc<ModelB>, steps: usize) -> R
             }
         };
         let settings = job.settings.clone();
+        let side = |step: &Step, history: &[u32], tokenizer: &Tokenizer| Side {
+            input: kept(step, history, &settings),
+            id: step.choice.token,
+            token: tokenizer.decode(&[step.choice.token]).unwrap_or_default(),
+        };
         let row = StepRow {
-            a: kept(&step_a, &history_a, &settings),
-            b: kept(&step_b, &history_b, &settings),
-            token_a: tokenizer_a.decode(&[step_a.choice.token]).unwrap_or_default(),
-            token_b: b.tokenizer.decode(&[step_b.choice.token]).unwrap_or_default(),
-            id_a: step_a.choice.token,
-            id_b: step_b.choice.token,
+            a: side(&step_a, &history_a, &tokenizer_a),
+            b: side(&step_b, &history_b, &b.tokenizer),
             kl,
             same_top1,
             same_context,
         };
         history_a.push(step_a.choice.token);
         history_b.push(step_b.choice.token);
-        sinks.text_a.update(|t| t.push_str(&step_a.text));
-        sinks.text_b.update(|t| t.push_str(&step_b.text));
+        for (text, step) in sinks.texts.iter().zip([&step_a, &step_b]) {
+            text.update(|t| t.push_str(&step.text));
+        }
         sinks.steps.update(|s| s.push(row));
         let eos = [("A", &step_a), ("B", &step_b)]
             .into_iter()

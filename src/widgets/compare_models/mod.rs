@@ -100,8 +100,8 @@ pub fn CompareModels(driver: Driver, shown: Shown) -> impl IntoView {
                 <VocabLine sinks=sinks/>
                 <Summary sinks=sinks/>
                 <div class="compare-texts">
-                    <p class="output" data-testid="compare-text-a"><strong>"A: "</strong>{move || sinks.text_a.get()}</p>
-                    <p class="output" data-testid="compare-text-b"><strong>"B: "</strong>{move || sinks.text_b.get()}</p>
+                    <p class="output" data-testid="compare-text-a"><strong>"A: "</strong>{move || sinks.texts[0].get()}</p>
+                    <p class="output" data-testid="compare-text-b"><strong>"B: "</strong>{move || sinks.texts[1].get()}</p>
                 </div>
             </section>
             <section class="panel">
@@ -143,7 +143,7 @@ fn Summary(sinks: Sinks) -> impl IntoView {
         let n = kls.len() as f64;
         let mean = kls.iter().sum::<f64>() / n;
         let agree = rows.iter().filter(|r| r.same_top1 == Some(true)).count() as f64 / n;
-        let parted = rows.iter().position(|r| r.token_a != r.token_b || !r.same_context);
+        let parted = rows.iter().position(|r| r.a.token != r.b.token || !r.same_context);
         // Every figure is on one context, A's text: say so where B's own text went elsewhere.
         let parts = match parted {
             Some(i) => format!(
@@ -181,7 +181,9 @@ fn SideBySide(
     let input = |b: bool| {
         Signal::derive(move || {
             let step = at()?;
-            sinks.steps.with(|s| s.get(step).map(|r| if b { r.b.clone() } else { r.a.clone() }))
+            sinks.steps.with(|s| {
+                s.get(step).map(|r| if b { r.b.input.clone() } else { r.a.input.clone() })
+            })
         })
     };
     let (explained_a, explained_b) =
@@ -217,8 +219,8 @@ fn SideBySide(
             </label>
             <p class="readout" data-testid="compare-step-readout">{format!(
                 "A wrote {}, B wrote {}. {compared}.",
-                visible(&row.token_a),
-                visible(&row.token_b)
+                visible(&row.a.token),
+                visible(&row.b.token)
             )}</p>
         })
     };
@@ -253,12 +255,12 @@ fn StepTable(sinks: Sinks) -> impl IntoView {
                 view! {
                     <tr data-testid="compare-row" data-kl=r.kl.map_or(String::new(), |k| k.to_string())
                         data-same=r.same_top1.map_or(String::new(), |s| s.to_string())
-                        data-token-a=r.token_a.clone() data-token-b=r.token_b.clone()
-                        data-id-a=r.id_a.to_string() data-id-b=r.id_b.to_string()
+                        data-token-a=r.a.token.clone() data-token-b=r.b.token.clone()
+                        data-id-a=r.a.id.to_string() data-id-b=r.b.id.to_string()
                         data-same-context=r.same_context.to_string()>
                         <td>{i + 1}</td>
-                        <td class="token">{visible(&r.token_a)}</td>
-                        <td class="token">{visible(&r.token_b)}</td>
+                        <td class="token">{visible(&r.a.token)}</td>
+                        <td class="token">{visible(&r.b.token)}</td>
                         <td>{r.kl.map_or("—".into(), |k| format!("{k:.4}"))}</td>
                         <td>{yes_no(r.same_top1, "✓ same", "✗ differs")}</td>
                         <td>{yes_no(r.same_top1.map(|_| r.same_context), "the same text", "A's text")}</td>

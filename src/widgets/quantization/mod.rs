@@ -51,6 +51,7 @@ pub fn Quantization(driver: Driver, shown: Shown) -> impl IntoView {
                 <table::FiguresTable sinks=sinks/>
                 <p class="readout" data-testid="quant-heldout">{heldout}</p>
                 <table::F16Verdict sinks=sinks/>
+                <table::SpeedVerdict sinks=sinks/>
             </section>
             <section class="panel">
                 <texts::TextsPanel driver=d texts=texts/>

@@ -30,13 +30,13 @@ pub fn FiguresTable(sinks: Sinks) -> impl IntoView {
         sinks.rows.get().into_iter().map(|row| view! { <FormatRow row=row/> }).collect_view()
     };
     view! {
-        <FigureTable label="every weight format, measured" testid="quant-table" columns=&["format", "weight bytes", "decode ms/token", "held-out bits/byte", "KL mean (nats)", "KL p99.9", "same top-1", "RMS Δp", "greedy text parts at"]>{rows}</FigureTable>
+        <FigureTable label="every weight format, measured" testid="quant-table" columns=&["format", "weight bytes", "decode ms/token", "prefill ms (the prompt)", "held-out bits/byte", "KL mean (nats)", "KL p99.9", "same top-1", "RMS Δp", "greedy text parts at"]>{rows}</FigureTable>
     }
 }
 
 #[component]
 fn FormatRow(row: Row) -> impl IntoView {
-    let Row { format, bytes, ms_per_token, parts, drift } = row;
+    let Row { format, bytes, ms_per_token, prefill_ms, parts, drift } = row;
     let bpb = move || drift.map(|d| d.bits_per_byte());
     let is_reference = format == REFERENCE;
     let vs = |v: Option<f64>, digits: usize| match (is_reference, v) {
@@ -54,6 +54,7 @@ fn FormatRow(row: Row) -> impl IntoView {
             <th title=what(format)>{format.name()}</th>
             <td data-col="bytes">{format!("{:.2} MB", bytes as f64 / 1e6)}</td>
             <td data-col="ms">{figure(ms_per_token, 2)}</td>
+            <td data-col="prefill">{figure(prefill_ms, 1)}</td>
             <td data-col="bpb">{move || figure(bpb(), 4)}</td>
             <td data-col="kl">{vs(drift.map(|d| d.kl_mean), 6)}</td>
             <td data-col="kl999">{vs(drift.map(|d| d.kl_p999), 5)}</td>
@@ -86,4 +87,41 @@ pub fn F16Verdict(sinks: Sinks) -> impl IntoView {
         })
     };
     view! { <p class="readout" data-testid="f16-verdict">{line}</p> }
+}
+
+/// What this device measured: each format's decode and prefill time against
+/// f16's (the same bytes per weight as a converted checkpoint), and whether
+/// fewer bytes made tokens faster here. Said only once measured.
+#[component]
+pub fn SpeedVerdict(sinks: Sinks) -> impl IntoView {
+    let line = move || {
+        let rows = sinks.rows.get();
+        let f16 = rows.iter().find(|r| r.format == Format::F16)?;
+        let (decode, prefill) = (f16.ms_per_token?, f16.prefill_ms?);
+        let mut times = Vec::new();
+        for r in &rows {
+            times.push((r.format, r.ms_per_token? / decode, r.prefill_ms? / prefill));
+        }
+        let ratios = |pick: fn(&(Format, f64, f64)) -> f64| {
+            let each = times.iter().filter(|t| t.0 != Format::F16);
+            each.map(|t| format!("{} {:.2}×", t.0.name(), pick(t))).collect::<Vec<_>>().join(", ")
+        };
+        let slower: Vec<&str> = times
+            .iter()
+            .filter(|t| {
+                matches!(t.0, Format::Int8 | Format::Int8PerTensor | Format::Int4) && t.1 >= 1.0
+            })
+            .map(|t| t.0.name())
+            .collect();
+        let verdict = match slower.is_empty() {
+            true => "fewer bytes per weight gave faster tokens here, as the bytes predict.".to_string(),
+            false => format!("fewer bytes did not give faster tokens here for {}: unpacking, not reading, bounds those steps on this engine.", slower.join(", ")),
+        };
+        Some(format!(
+            "On this device, time per decode step against f16's {decode:.2} ms: {}. Prefill of the prompt against f16's {prefill:.1} ms: {}. So {verdict}",
+            ratios(|t| t.1),
+            ratios(|t| t.2)
+        ))
+    };
+    view! { <p class="readout" data-testid="quant-speed">{line}</p> }
 }

@@ -5,12 +5,12 @@
 
 use std::ops::Range;
 
-use super::{coworker, lm_head_quant, parallel};
+use super::{coworker, parallel};
 use crate::storage::f16_bits::{f16_pair_as, raw_inputs};
 use crate::storage::matrix::{split, Matrix};
 
 /// Partial sums of one dot product: lane j adds the products k ≡ j (mod 16).
-pub(super) const LANES: usize = 16;
+const LANES: usize = 16;
 
 /// logits[r, v0 + v] = x[row0 + r, :] · lm_head[v, :]  for r < n_out, where
 /// `lm_head` is the shard of rows `v0..v0 + lm_head.rows` of the head and
@@ -49,11 +49,24 @@ pub fn run(
 
 /// The logits of head rows `vr` for each row of `x`: `(n_out, vr.len())`.
 fn part(x: &[f32], lm_head: &Matrix, vr: Range<usize>) -> Vec<f32> {
+    // AVX-512 for f16 only, as the matmul's (fast::matmul::run_part).
+    #[cfg(target_arch = "x86_64")]
+    if parallel::avx512() && lm_head.format == crate::storage::format::Format::F16 {
+        // SAFETY: the CPU has AVX-512 F and BW (just checked).
+        return unsafe { part_avx512(x, lm_head, vr) };
+    }
     #[cfg(target_arch = "x86_64")]
     if parallel::avx2() {
         // SAFETY: the CPU has AVX2 (just checked).
         return unsafe { part_avx2(x, lm_head, vr) };
     }
+    part_here(x, lm_head, vr)
+}
+
+/// [`part_here`] compiled for AVX-512: the same loops, sixteen lanes wide.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx2")]
+fn part_avx512(x: &[f32], lm_head: &Matrix, vr: Range<usize>) -> Vec<f32> {
     part_here(x, lm_head, vr)
 }
 
@@ -77,11 +90,6 @@ fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>) -> Vec<f32> {
             None => f16_part::<false>(x, words, scale, n_embd, &mut out),
         }
         return out;
-    }
-    if x.len() == n_embd {
-        if let Some(out) = lm_head_quant::part(x, lm_head, vr.clone()) {
-            return out;
-        }
     }
     let mut buf = Vec::new();
     for v in vr.clone() {
@@ -248,7 +256,7 @@ fn lane_sums<const L: usize>(x: &[f32], w: &[f32]) -> [f32; L] {
 
 /// The lanes added pairwise, in a fixed order.
 #[inline(always)]
-pub(super) fn combine(l: [f32; LANES]) -> f32 {
+fn combine(l: [f32; LANES]) -> f32 {
     let quad = |i: usize| (l[i] + l[i + 1]) + (l[i + 2] + l[i + 3]);
     (quad(0) + quad(4)) + (quad(8) + quad(12))
 }

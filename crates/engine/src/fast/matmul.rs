@@ -60,11 +60,25 @@ pub fn run(
 
 /// Columns `c` of the product (`bias` and `out` hold only those).
 fn run_part(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
+    // AVX-512 for f16 only: measured faster there (one core, 124M decode
+    // step: 60 → 51 ms), slower in f32, bf16 and int4 (f32: 50 → 60 ms).
+    #[cfg(target_arch = "x86_64")]
+    if parallel::avx512() && w.format == crate::storage::format::Format::F16 {
+        // SAFETY: the CPU has AVX-512 F and BW (just checked).
+        return unsafe { run_part_avx512(x, w, c, bias, out) };
+    }
     #[cfg(target_arch = "x86_64")]
     if parallel::avx2() {
         // SAFETY: the CPU has AVX2 (just checked).
         return unsafe { run_part_avx2(x, w, c, bias, out) };
     }
+    run_part_here(x, w, c, bias, out)
+}
+
+/// [`run_part_here`] compiled for AVX-512: the same loops, sixteen lanes wide.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx2")]
+fn run_part_avx512(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
     run_part_here(x, w, c, bias, out)
 }
 

@@ -7,7 +7,6 @@
 
 pub mod coworker;
 pub mod lm_head;
-pub mod lm_head_quant;
 pub mod matmul;
 pub mod matmul_panels;
 pub mod matmul_quant;

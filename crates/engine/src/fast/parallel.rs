@@ -1,6 +1,6 @@
 //! How the CPU twins use the machine: natively they share one kernel's
 //! outputs among threads over rayon's pool (one thread per core) and run
-//! their loops in AVX2's eight lanes where the CPU has it; in wasm, one
+//! their loops in AVX-512's sixteen lanes or AVX2's eight where the CPU has them; in wasm, one
 //! thread and SIMD128's four lanes. Each output is still computed by exactly
 //! the arithmetic of an unsplit run, and AVX2's adds and multiplies are the
 //! same IEEE operations as SIMD128's (no fused multiply-add, which would
@@ -11,6 +11,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Set by [`without_avx2`]: the portable loops even where AVX2 is there.
 static PORTABLE: AtomicBool = AtomicBool::new(false);
+
+/// Set by [`without_avx512`]: at most the AVX2 copies.
+static NO_AVX512: AtomicBool = AtomicBool::new(false);
 
 /// Whether the CPU twins run their AVX2 copies.
 pub fn avx2() -> bool {
@@ -24,11 +27,34 @@ pub fn avx2() -> bool {
     }
 }
 
-/// `f` with the AVX2 copies switched off (for a test comparing the two).
+/// Whether the CPU twins run their AVX-512 copies (sixteen lanes; byte and
+/// word lanes too, which the int8 and int4 loops widen through).
+pub fn avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let has = std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw");
+        has && avx2() && !NO_AVX512.load(Ordering::Relaxed)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// `f` with the AVX2 (and AVX-512) copies switched off (for a test comparing them).
 pub fn without_avx2<T>(f: impl FnOnce() -> T) -> T {
     PORTABLE.store(true, Ordering::Relaxed);
     let out = f();
     PORTABLE.store(false, Ordering::Relaxed);
+    out
+}
+
+/// `f` with the AVX-512 copies switched off: the AVX2 ones run.
+pub fn without_avx512<T>(f: impl FnOnce() -> T) -> T {
+    NO_AVX512.store(true, Ordering::Relaxed);
+    let out = f();
+    NO_AVX512.store(false, Ordering::Relaxed);
     out
 }
 

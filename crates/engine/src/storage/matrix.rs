@@ -195,12 +195,16 @@ impl Matrix {
 
     /// Row `r` as f32: borrowed for f32, else unpacked into `buf` (the CPU
     /// engine's inner loops then run on plain f32 rows in every format).
+    // Inlined: the CPU engine's AVX-512 and AVX2 copies must compile it as theirs.
+    #[inline(always)]
     pub fn row<'a>(&'a self, r: usize, buf: &'a mut Vec<f32>) -> &'a [f32] {
         self.row_part(r, 0..self.cols, buf)
     }
 
     /// Columns `c` of row `r` as f32, like [`row`](Self::row) (a thread's
     /// share of a row).
+    // Inlined: the CPU engine's AVX-512 and AVX2 copies must compile it as theirs.
+    #[inline(always)]
     pub fn row_part<'a>(&'a self, r: usize, c: Range<usize>, buf: &'a mut Vec<f32>) -> &'a [f32] {
         let start = r * self.cols + c.start;
         if let Some(v) = self.as_f32() {
@@ -218,6 +222,8 @@ impl Matrix {
     /// slices with no index arithmetic, which the compiler vectorises. Only
     /// for parts that start on a word (and, for int4, a group) boundary and
     /// are whole words long, as every real model's rows are; returns false otherwise.
+    // Inlined: the CPU engine's AVX-512 and AVX2 copies must compile it as theirs.
+    #[inline(always)]
     fn unpack_words(&self, r: usize, c0: usize, buf: &mut [f32]) -> bool {
         let (start, per) = (r * self.cols + c0, self.format.per_word());
         let group = if self.format == Format::Int4 { GROUP } else { per };
@@ -257,14 +263,15 @@ impl Matrix {
                 }
             }
             Format::Int4 => {
-                // Byte b holds elements 2b (low nibble) and 2b + 1 (high).
-                let bytes: &[u8] = &bytemuck::cast_slice(&self.words)[start / 2..][..buf.len() / 2];
+                // Word by word: its eight fields are eight lanes, each
+                // shifted by its own count (faster than nibbles of bytes).
                 let scales = &self.scales[start / GROUP..];
-                let groups = buf.chunks_mut(GROUP).zip(bytes.chunks(GROUP / 2)).zip(scales);
-                for ((o, bs), &s) in groups {
-                    for (pair, &b) in o.chunks_exact_mut(2).zip(bs) {
-                        pair[0] = f32::from(((b << 4) as i8) >> 4) * s;
-                        pair[1] = f32::from((b as i8) >> 4) * s;
+                let groups = buf.chunks_mut(GROUP).zip(words.chunks(GROUP / 8)).zip(scales);
+                for ((o, ws), &s) in groups {
+                    for (o, &word) in o.chunks_exact_mut(8).zip(ws) {
+                        for (t, o) in o.iter_mut().enumerate() {
+                            *o = (((word >> (4 * t)) << 28) as i32 >> 28) as f32 * s;
+                        }
                     }
                 }
             }

@@ -175,8 +175,8 @@ pub fn panels_hold_the_matrix() {
 pub fn fast_equals_the_plain_twins() {
     for format in Format::ALL {
         // Decode steps (m = 1) of whole int4 groups take the fused paths
-        // (fast::matmul_quant), with rows past the last eight (k = 67, 9);
-        // an LM head of whole int4 groups too (k = 64: fast::lm_head_quant).
+        // (fast::matmul_quant), with rows past the last eight (k = 67, 9),
+        // and an LM head of whole int4 groups (k = 64).
         for (m, k, n) in [
             (1, 1, 2),
             (3, 63, 65),
