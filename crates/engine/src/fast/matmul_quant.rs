@@ -10,7 +10,7 @@
 
 use std::ops::Range;
 
-use crate::storage::format::{Channels, Format, GROUP};
+use crate::storage::format::{nibble, Channels, Format, GROUP};
 use crate::storage::matrix::{split, Matrix};
 
 // The words are read as bytes: element t of a word is its byte t (int8) or
@@ -123,7 +123,7 @@ fn add_int4<const N: usize>(out: &mut [f32], xv: [f32; N], rows: [(&[u32], &[f32
             for i in 0..N {
                 let word = words[i][j];
                 for (t, a) in acc.iter_mut().enumerate() {
-                    let field = ((word >> (4 * t)) << 28) as i32 >> 28;
+                    let field = nibble(word, t);
                     *a += xv[i] * (field as f32 * scale[i]);
                 }
             }

@@ -193,6 +193,19 @@ impl Format {
     }
 }
 
+/// Field `t` (bits 4t..4t + 4) of an int4 word, sign-extended: what the CPU
+/// engine's loops decode, eight lanes a word. In wasm the field is moved to
+/// the top by a multiply (SIMD128 shifts every lane by one count; it
+/// multiplies lane by lane), natively by a shift (AVX2 shifts lane by lane).
+#[inline(always)]
+pub fn nibble(word: u32, t: usize) -> i32 {
+    #[cfg(target_arch = "wasm32")]
+    let top = word.wrapping_mul(1 << (28 - 4 * t));
+    #[cfg(not(target_arch = "wasm32"))]
+    let top = word << (28 - 4 * t);
+    top as i32 >> 28
+}
+
 /// The output channel of element `i` of a matrix with `cols` columns.
 pub fn channel(i: usize, cols: usize, channels: Channels) -> usize {
     match channels {

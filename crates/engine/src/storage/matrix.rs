@@ -6,7 +6,7 @@ use std::ops::Range;
 
 use super::panels::{self, PANEL};
 use crate::storage::f16_bits::{f16_pair_as, lifted, F16_LIFT, F16_RAW_SCALE};
-use crate::storage::format::{channel, Channels, Format, GROUP, SHARD_ALIGN};
+use crate::storage::format::{channel, nibble, Channels, Format, GROUP, SHARD_ALIGN};
 
 /// `row`'s even then odd elements into `halves` (the layout of an f16 row's
 /// two halves, [`f16_pair_as`]).
@@ -270,7 +270,7 @@ impl Matrix {
                 for ((o, ws), &s) in groups {
                     for (o, &word) in o.chunks_exact_mut(8).zip(ws) {
                         for (t, o) in o.iter_mut().enumerate() {
-                            *o = (((word >> (4 * t)) << 28) as i32 >> 28) as f32 * s;
+                            *o = nibble(word, t) as f32 * s;
                         }
                     }
                 }
