@@ -143,11 +143,21 @@ pub fn ProgressBar(
     }
 }
 
-/// The legend that opens a measuring lesson's figures: which engine they were
-/// measured on (the page's backend), then what they are (`then`).
+/// The panel of a measuring lesson's figures, opened by its legend: which
+/// engine they were measured on (the page's backend), then what they are
+/// (`then`).
 #[component]
-pub fn MeasuredOn(driver: Driver, #[prop(optional, into)] then: String) -> impl IntoView {
+pub fn MeasuredPanel(
+    driver: Driver,
+    #[prop(optional, into)] then: String,
+    children: Children,
+) -> impl IntoView {
     let backend = driver.lab.with_value(|l| l.backend.label());
     let then = if then.is_empty() { then } else { format!(" {then}") };
-    view! { <p class="legend">{format!("Measured on this page's engine: {backend}.{then}")}</p> }
+    view! {
+        <section class="panel">
+            <p class="legend">{format!("Measured on this page's engine: {backend}.{then}")}</p>
+            {children()}
+        </section>
+    }
 }

@@ -74,128 +74,159 @@ const fn whole(min: f64, max: f64, default: f64) -> Input {
 pub const DEFAULT_PROMPT: &str = "Romeo.\n";
 
 macro_rules! controls {
-    ($($control:ident: $name:literal, $label:literal, $input:expr, $drives:expr, $help:literal;)*) => {
+    ($($(#[doc = $help:literal])+ $control:ident: $name:literal, $label:literal, $input:expr, $drives:expr;)*) => {
         /// A control, named by type; its row is [`Control::spec`].
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub enum Control { $($control),* }
+        pub enum Control { $($(#[doc = $help])+ $control),* }
 
         /// Every control, in the page's order.
         pub const SPECS: &[Spec] = &[$(Spec {
             control: Control::$control, name: $name, label: $label, input: $input,
-            drives: $drives, help: $help,
+            drives: $drives, help: concat!($($help),+).trim_ascii(),
         }),*];
     };
 }
 
 controls! {
-    Prompt: "prompt", "Prompt", Input::Text { default: DEFAULT_PROMPT }, Drives::Prompt,
-        "the text the model continues";
+    /// the text the model continues
+    Prompt: "prompt", "Prompt", Input::Text { default: DEFAULT_PROMPT }, Drives::Prompt;
+    /// 0 = greedy (always the most likely token)
     Temperature: "temperature", "Temperature", real(0.0, 3.0, 0.05, 0.8),
-        Drives::Setting(|s, v| s.temperature = v), "0 = greedy (always the most likely token)";
-    TopK: "top_k", "Top-k", whole(0.0, 200.0, 0.0),
-        Drives::Setting(|s, v| s.top_k = v as i64), "keep the k most likely tokens; 0 = off";
-    TopP: "top_p", "Top-p", real(0.0, 1.0, 0.01, 1.0),
-        Drives::Setting(|s, v| s.top_p = v), "keep the smallest set whose mass reaches p; 1 = off";
-    MinP: "min_p", "Min-p", real(0.0, 1.0, 0.01, 0.0),
-        Drives::Setting(|s, v| s.min_p = v), "keep tokens with p ≥ min-p · p(top token); 0 = off";
+        Drives::Setting(|s, v| s.temperature = v);
+    /// keep the k most likely tokens; 0 = off
+    TopK: "top_k", "Top-k", whole(0.0, 200.0, 0.0), Drives::Setting(|s, v| s.top_k = v as i64);
+    /// keep the smallest set whose mass reaches p; 1 = off
+    TopP: "top_p", "Top-p", real(0.0, 1.0, 0.01, 1.0), Drives::Setting(|s, v| s.top_p = v);
+    /// keep tokens with p ≥ min-p · p(top token); 0 = off
+    MinP: "min_p", "Min-p", real(0.0, 1.0, 0.01, 0.0), Drives::Setting(|s, v| s.min_p = v);
+    /// divides the logits of tokens already seen (multiplies negative ones); 1 = off
     RepetitionPenalty: "repetition_penalty", "Repetition penalty", real(0.5, 2.0, 0.05, 1.0),
-        Drives::Setting(|s, v| s.repetition_penalty = v),
-        "divides the logits of tokens already seen (multiplies negative ones); 1 = off";
+        Drives::Setting(|s, v| s.repetition_penalty = v);
+    /// subtracts this × (times a token was seen) from its logit; 0 = off
     FrequencyPenalty: "frequency_penalty", "Frequency penalty", real(-2.0, 2.0, 0.05, 0.0),
-        Drives::Setting(|s, v| s.frequency_penalty = v),
-        "subtracts this × (times a token was seen) from its logit; 0 = off";
+        Drives::Setting(|s, v| s.frequency_penalty = v);
+    /// subtracts this from the logit of every token already seen; 0 = off
     PresencePenalty: "presence_penalty", "Presence penalty", real(-2.0, 2.0, 0.05, 0.0),
-        Drives::Setting(|s, v| s.presence_penalty = v),
-        "subtracts this from the logit of every token already seen; 0 = off";
+        Drives::Setting(|s, v| s.presence_penalty = v);
+    /// bans any token that would repeat an n-gram of the text so far; 0 = off
     NoRepeatNgram: "no_repeat_ngram", "No-repeat n-gram", whole(0.0, 10.0, 0.0),
-        Drives::Setting(|s, v| s.no_repeat_ngram = v as usize),
-        "bans any token that would repeat an n-gram of the text so far; 0 = off";
+        Drives::Setting(|s, v| s.no_repeat_ngram = v as usize);
+    /// Generate stops after this many tokens
     MaxTokens: "max_tokens", "Max new tokens", whole(1.0, 1000.0, 60.0),
-        Drives::Run(|j, v| j.max_tokens = v as usize), "Generate stops after this many tokens";
-    Seed: "seed", "Seed", whole(0.0, 4294967295.0, 1.0),
-        Drives::Run(|j, v| j.seed = v as u64), "same seed + same settings = same text";
-    Bars: "bars", "Bars shown", whole(1.0, 100.0, 20.0), Drives::View,
-        "how many of the most likely tokens the panel draws";
-    Stop: "stop", "Stop strings (one per line)", Input::Text { default: "" }, Drives::Stop,
-        "generation ends before the first of these that appears; \\n means a newline";
-    VariantA: "variant_a", "Text A's weights", weights("f32"), Drives::Lesson,
-        "the weight format of the first text the quantization lesson writes";
-    VariantB: "variant_b", "Text B's weights", weights("int4"), Drives::Lesson,
-        "the weight format of the second text, compared token by token with the first";
+        Drives::Run(|j, v| j.max_tokens = v as usize);
+    /// same seed + same settings = same text
+    Seed: "seed", "Seed", whole(0.0, 4294967295.0, 1.0), Drives::Run(|j, v| j.seed = v as u64);
+    /// how many of the most likely tokens the panel draws
+    Bars: "bars", "Bars shown", whole(1.0, 100.0, 20.0), Drives::View;
+    /// generation ends before the first of these that appears; \n means a newline
+    Stop: "stop", "Stop strings (one per line)", Input::Text { default: "" }, Drives::Stop;
+    /// the weight format of the first text the quantization lesson writes
+    VariantA: "variant_a", "Text A's weights", weights("f32"), Drives::Lesson;
+    /// the weight format of the second text, compared token by token with the first
+    VariantB: "variant_b", "Text B's weights", weights("int4"), Drives::Lesson;
+    /// how much of the held-out passage the quality figures read; 0 = all of it
     HeldOutTokens: "heldout_tokens", "Held-out tokens scored", whole(0.0, 1000000.0, 0.0),
-        Drives::Lesson, "how much of the held-out passage the quality figures read; 0 = all of it";
-    Tensor: "tensor", "Weight matrix", Input::Text { default: "" }, Drives::Lesson,
-        "the checkpoint name of the matrix whose values the histogram shows";
-    ParamsB: "params_b", "Parameters (billions)", real(0.001, 10000.0, 0.1, 70.0), Drives::Lesson,
-        "the model size the memory calculator prices in every format";
+        Drives::Lesson;
+    /// the checkpoint name of the matrix whose values the histogram shows
+    Tensor: "tensor", "Weight matrix", Input::Text { default: "" }, Drives::Lesson;
+    /// the model size the memory calculator prices in every format
+    ParamsB: "params_b", "Parameters (billions)", real(0.001, 10000.0, 0.1, 70.0), Drives::Lesson;
+    /// one-pass: the whole prompt in one forward pass; token-by-token: one decode step per prompt
+    /// token (as a model without a prefill would)
     PrefillMode: "prefill", "Prompt goes in", Input::Choice { options: &PREFILL_MODES, default: "one-pass" },
-        Drives::Lesson, "one-pass: the whole prompt in one forward pass; token-by-token: one decode step per prompt token (as a model without a prefill would)";
-    UpTo: "up_to", "Measure up to n =", whole(0.0, 100000.0, 0.0), Drives::Lesson,
-        "the longest sequence the KV-cache lesson times; 0 = the model's whole context";
-    KvLayers: "kv_layers", "Layers", whole(1.0, 1000.0, 32.0), Drives::Lesson,
-        "the KV calculator's transformer blocks (each keeps its own K and V)";
-    KvHeads: "kv_heads", "KV heads", whole(1.0, 1000.0, 32.0), Drives::Lesson,
-        "heads that keep keys and values (fewer than query heads with grouped-query attention)";
-    HeadSize: "head_size", "Head size", whole(1.0, 4096.0, 128.0), Drives::Lesson,
-        "numbers per key (and per value) in one head";
-    KvBytes: "kv_bytes", "Bytes per number", real(0.5, 8.0, 0.5, 2.0), Drives::Lesson,
-        "how the cache stores a number: 4 f32, 2 f16/bf16, 1 int8/fp8, 0.5 int4";
-    Context: "context", "Context (tokens)", whole(1.0, 10000000.0, 4096.0), Drives::Lesson,
-        "tokens held per sequence";
-    Batch: "batch", "Sequences at once", whole(1.0, 4096.0, 1.0), Drives::Lesson,
-        "sequences served together, each with its own cache";
+        Drives::Lesson;
+    /// the longest sequence the KV-cache lesson times; 0 = the model's whole context
+    UpTo: "up_to", "Measure up to n =", whole(0.0, 100000.0, 0.0), Drives::Lesson;
+    /// the KV calculator's transformer blocks (each keeps its own K and V)
+    KvLayers: "kv_layers", "Layers", whole(1.0, 1000.0, 32.0), Drives::Lesson;
+    /// heads that keep keys and values (fewer than query heads with grouped-query attention)
+    KvHeads: "kv_heads", "KV heads", whole(1.0, 1000.0, 32.0), Drives::Lesson;
+    /// numbers per key (and per value) in one head
+    HeadSize: "head_size", "Head size", whole(1.0, 4096.0, 128.0), Drives::Lesson;
+    /// how the cache stores a number: 4 f32, 2 f16/bf16, 1 int8/fp8, 0.5 int4
+    KvBytes: "kv_bytes", "Bytes per number", real(0.5, 8.0, 0.5, 2.0), Drives::Lesson;
+    /// tokens held per sequence
+    Context: "context", "Context (tokens)", whole(1.0, 10000000.0, 4096.0), Drives::Lesson;
+    /// sequences served together, each with its own cache
+    Batch: "batch", "Sequences at once", whole(1.0, 4096.0, 1.0), Drives::Lesson;
+    /// window: the most recent tokens; sinks: the first kv_sinks tokens and the most recent
+    /// (StreamingLLM); heavy: the half of the budget that received the most attention and the most
+    /// recent half (H2O)
     KvPolicy: "kv_policy", "Cache keeps", Input::Choice { options: &KV_POLICIES, default: "sinks" },
-        Drives::Lesson, "window: the most recent tokens; sinks: the first kv_sinks tokens and the most recent (StreamingLLM); heavy: the half of the budget that received the most attention and the most recent half (H2O)";
-    KvBudget: "kv_budget", "Budget (tokens)", whole(1.0, 100000.0, 32.0), Drives::Lesson,
-        "tokens the cache holds at most (past the model's context: the whole context)";
-    KvSinks: "kv_sinks", "Sinks", whole(0.0, 1000.0, 4.0), Drives::Lesson,
-        "the first tokens the sinks policy always keeps (within the budget)";
-    KvGroups: "kv_groups", "K/V head groups", whole(0.0, 1000.0, 0.0), Drives::Lesson,
-        "pool the model's K/V heads into this many groups (grouped-query attention; 1 = multi-query); 0 = the model's own heads";
-    QueryHeads: "q_heads", "Query heads", whole(1.0, 1000.0, 64.0), Drives::Lesson,
-        "attention heads that ask queries; with grouped-query attention several share one K/V head";
-    LensPosition: "position", "Position", whole(0.0, 100000.0, 0.0), Drives::Lesson,
-        "the logit lens's chosen prompt position, from 1; 0 = the last";
-    LensLayer: "layer", "Layer", whole(0.0, 1000.0, 1000.0), Drives::Lesson,
-        "the logit lens's chosen layer: 0 = the embedding, k = after block k (past the last: the last)";
-    AttLayer: "att_layer", "Layer", whole(0.0, 1000.0, 0.0), Drives::Lesson,
-        "the attention view's chosen layer, from 0 (past the last: the last)";
-    AttHead: "att_head", "Head", whole(0.0, 1000.0, 0.0), Drives::Lesson,
-        "the attention view's chosen head, from 0 (past the last: the last)";
+        Drives::Lesson;
+    /// tokens the cache holds at most (past the model's context: the whole context)
+    KvBudget: "kv_budget", "Budget (tokens)", whole(1.0, 100000.0, 32.0), Drives::Lesson;
+    /// the first tokens the sinks policy always keeps (within the budget)
+    KvSinks: "kv_sinks", "Sinks", whole(0.0, 1000.0, 4.0), Drives::Lesson;
+    /// pool the model's K/V heads into this many groups (grouped-query attention; 1 = multi-query);
+    /// 0 = the model's own heads
+    KvGroups: "kv_groups", "K/V head groups", whole(0.0, 1000.0, 0.0), Drives::Lesson;
+    /// attention heads that ask queries; with grouped-query attention several share one K/V head
+    QueryHeads: "q_heads", "Query heads", whole(1.0, 1000.0, 64.0), Drives::Lesson;
+    /// the logit lens's chosen prompt position, from 1; 0 = the last
+    LensPosition: "position", "Position", whole(0.0, 100000.0, 0.0), Drives::Lesson;
+    /// the logit lens's chosen layer: 0 = the embedding, k = after block k (past the last: the
+    /// last)
+    LensLayer: "layer", "Layer", whole(0.0, 1000.0, 1000.0), Drives::Lesson;
+    /// the attention view's chosen layer, from 0 (past the last: the last)
+    AttLayer: "att_layer", "Layer", whole(0.0, 1000.0, 0.0), Drives::Lesson;
+    /// the attention view's chosen head, from 0 (past the last: the last)
+    AttHead: "att_head", "Head", whole(0.0, 1000.0, 0.0), Drives::Lesson;
+    /// hide: leave the first token out of every row and renormalise (set the attention sink aside)
     FirstToken: "first_token", "First token", Input::Choice { options: &FIRST_TOKEN, default: "keep" },
-        Drives::Lesson, "hide: leave the first token out of every row and renormalise (set the attention sink aside)";
-    Beams: "beams", "Beams (B)", whole(1.0, 8.0, 3.0), Drives::Lesson,
-        "how many texts beam search keeps at every step; 1 = greedy";
-    LengthPenalty: "length_penalty", "Length penalty", real(-2.0, 2.0, 0.1, 1.0), Drives::Lesson,
-        "finished hypotheses are ranked by log-probability / length^this: 0 = the sum (short ones win), 1 = per token, above 1 favours long ones";
+        Drives::Lesson;
+    /// how many texts beam search keeps at every step; 1 = greedy
+    Beams: "beams", "Beams (B)", whole(1.0, 8.0, 3.0), Drives::Lesson;
+    /// finished hypotheses are ranked by log-probability / length^this: 0 = the sum (short ones
+    /// win), 1 = per token, above 1 favours long ones
+    LengthPenalty: "length_penalty", "Length penalty", real(-2.0, 2.0, 0.1, 1.0), Drives::Lesson;
+    /// yes: the length the penalty divides by includes the prompt's tokens (Hugging Face before
+    /// v4.36)
     PromptInLength: "prompt_in_length", "Prompt counts in the length", Input::Choice { options: &NO_YES, default: "no" },
-        Drives::Lesson, "yes: the length the penalty divides by includes the prompt's tokens (Hugging Face before v4.36)";
+        Drives::Lesson;
+    /// end-of-text: the model's end token; line: also any token holding a line break
     EndsAt: "ends_at", "A hypothesis ends at", Input::Choice { options: &Ends::NAMES, default: "end-of-text" },
-        Drives::Lesson, "end-of-text: the model's end token; line: also any token holding a line break";
-    Rate: "rate", "Arrivals per step", real(0.05, 8.0, 0.05, 0.5), Drives::Lesson,
-        "the serving lesson's trace: requests arriving per decode step on average (a seeded Poisson process)";
-    Requests: "requests", "Requests", whole(1.0, 64.0, 8.0), Drives::Lesson,
-        "how many requests the serving lesson's trace sends";
-    Slots: "slots", "Slots (B)", whole(1.0, 16.0, 4.0), Drives::Lesson,
-        "sequences the server runs at once, each in its own cache slot";
+        Drives::Lesson;
+    /// the serving lesson's trace: requests arriving per decode step on average (a seeded Poisson
+    /// process)
+    Rate: "rate", "Arrivals per step", real(0.05, 8.0, 0.05, 0.5), Drives::Lesson;
+    /// how many requests the serving lesson's trace sends
+    Requests: "requests", "Requests", whole(1.0, 64.0, 8.0), Drives::Lesson;
+    /// sequences the server runs at once, each in its own cache slot
+    Slots: "slots", "Slots (B)", whole(1.0, 16.0, 4.0), Drives::Lesson;
+    /// once: one request at a time; static: wait for B requests (or the wait), run them until all
+    /// finish; continuous: admit into any free slot at every step; all: the three on the same trace
     Scheduler: "scheduler", "Scheduler", Input::Choice { options: &SCHEDULERS, default: "all" },
-        Drives::Lesson, "once: one request at a time; static: wait for B requests (or the wait), run them until all finish; continuous: admit into any free slot at every step; all: the three on the same trace";
-    StaticWait: "static_wait", "Static batch waits (steps)", whole(0.0, 256.0, 4.0), Drives::Lesson,
-        "how long static batching waits for a full batch after the oldest request arrived before it starts with fewer";
-    Trace: "trace", "Typed trace (step prompt max_tokens seed; …)", Input::Text { default: "" }, Drives::Lesson,
-        "requests typed in, one per line or separated by ;: the step it arrives at, its prompt (0 = yours, 1–4 the built-in ones), its max tokens and seed; empty = the Poisson trace";
-    Speculate: "speculate", "Drafted per round (K)", whole(1.0, 16.0, 4.0), Drives::Lesson,
-        "tokens the draft proposes before the model checks them all in one pass";
-    DraftLayers: "draft_layers", "Draft: the model's first L blocks", whole(1.0, 1000.0, 1.0), Drives::Lesson,
-        "self-speculation: the draft is the model stopped after L blocks and read through its final LayerNorm and LM head (the logit lens)";
-    ModelB: "model_b", "Model B", Input::Text { default: "" }, Drives::Lesson,
-        "the second model of the side-by-side lesson: a Hub id or a folder address, as model= takes; empty = this page's model again, in model B's weights";
-    WeightsB: "weights_b", "Model B's weights", Input::Choice { options: &WEIGHTS_B, default: "int4" }, Drives::Lesson,
-        "the weight format model B is held in: auto (its checkpoint's own, f16 for an f16 checkpoint) or a format";
-    Report: "report", "Send the report to", Input::Text { default: "" }, Drives::Lesson,
-        "the device widget measures as the page loads and POSTs its report as JSON to this address, which must be on this page's own origin (a harness's); empty = measure on Measure, nothing sent";
+        Drives::Lesson;
+    /// how long static batching waits for a full batch after the oldest request arrived before it
+    /// starts with fewer
+    StaticWait: "static_wait", "Static batch waits (steps)", whole(0.0, 256.0, 4.0), Drives::Lesson;
+    /// requests typed in, one per line or separated by ;: the step it arrives at, its prompt (0 =
+    /// yours, 1–4 the built-in ones), its max tokens and seed; empty = the Poisson trace
+    Trace: "trace", "Typed trace (step prompt max_tokens seed; …)", Input::Text { default: "" },
+        Drives::Lesson;
+    /// tokens the draft proposes before the model checks them all in one pass
+    Speculate: "speculate", "Drafted per round (K)", whole(1.0, 16.0, 4.0), Drives::Lesson;
+    /// self-speculation: the draft is the model stopped after L blocks and read through its final
+    /// LayerNorm and LM head (the logit lens)
+    DraftLayers: "draft_layers", "Draft: the model's first L blocks", whole(1.0, 1000.0, 1.0),
+        Drives::Lesson;
+    /// the second model of the side-by-side lesson: a Hub id or a folder address, as model= takes;
+    /// empty = this page's model again, in model B's weights
+    ModelB: "model_b", "Model B", Input::Text { default: "" }, Drives::Lesson;
+    /// the weight format model B is held in: auto (its checkpoint's own, f16 for an f16 checkpoint)
+    /// or a format
+    WeightsB: "weights_b", "Model B's weights", Input::Choice { options: &WEIGHTS_B, default: "int4" },
+        Drives::Lesson;
+    /// the device widget measures as the page loads and POSTs its report as JSON to this address,
+    /// which must be on this page's own origin (a harness's); empty = measure on Measure, nothing
+    /// sent
+    Report: "report", "Send the report to", Input::Text { default: "" }, Drives::Lesson;
+    /// the shape of the WGSL kernels on WebGPU: auto (cpu on a software adapter, else each timed
+    /// once on this GPU and the fastest remembered), cpu (one invocation per output: CPU adapters),
+    /// gpu (k split over each workgroup: real GPUs), or a gpu layout by name
     Kernels: "kernels", "GPU kernels", Input::Choice { options: &KernelsChoice::NAMES, default: "auto" },
-        Drives::Engine, "the shape of the WGSL kernels on WebGPU: auto (cpu on a software adapter, else each timed once on this GPU and the fastest remembered), cpu (one invocation per output: CPU adapters), gpu (k split over each workgroup: real GPUs), or a gpu layout by name";
+        Drives::Engine;
 }
 
 /// A yes/no choice's options.

@@ -11,26 +11,24 @@ use contract::Shown;
 use leptos::prelude::*;
 
 use crate::driver::Driver;
-use crate::widgets::measuring::{MeasureEditor, MeasuredOn};
+use crate::widgets::measuring::{MeasureEditor, MeasuredPanel};
 use measure::Sinks;
 
 #[component]
 pub fn Batching(driver: Driver, shown: Shown) -> impl IntoView {
     let d = driver;
     let sinks = Sinks::default();
-    let start = move |_| d.launch(move |d| measure::measure(d, sinks));
     view! {
         <div class="widget-body batching">
             <MeasureEditor driver=d shown=shown progress=sinks.progress testid="batch-progress">
-                <button data-testid="measure-batch" disabled=move || d.generating.get() on:click=start>"Run B = 1, 2, 4, 8"</button>
+                <button data-testid="measure-batch" disabled=move || d.generating.get() on:click=move |_| d.launch(move |d| measure::measure(d, sinks))>"Run B = 1, 2, 4, 8"</button>
             </MeasureEditor>
-            <section class="panel">
-                <MeasuredOn driver=d then="Continuation i draws with seed + i; decode steps only (the prompt's pass is shared). A batched step advances every sequence by one token in one pass: the weights are read once for all of them."/>
+            <MeasuredPanel driver=d then="Continuation i draws with seed + i; decode steps only (the prompt's pass is shared). A batched step advances every sequence by one token in one pass: the weights are read once for all of them.">
                 <figures::Table sinks=sinks/>
                 <figures::Curves sinks=sinks/>
                 <figures::Decomposition sinks=sinks/>
                 <figures::Texts sinks=sinks/>
-            </section>
+            </MeasuredPanel>
             <section class="panel">
                 <h3>"The matrix experiment: W · x for many x at once"</h3>
                 <p class="legend">"Every weight matrix of the model applied to 1, 8, 32 and 128 vectors in one pass (a pass over that many tokens), median of 3: time per vector."</p>

@@ -13,7 +13,7 @@ use leptos::prelude::*;
 
 use crate::driver::Driver;
 use crate::embed::{copy_to_clipboard, select_all};
-use crate::widgets::measuring::{MeasureEditor, MeasuredOn, Progress};
+use crate::widgets::measuring::{MeasureEditor, MeasuredPanel, Progress};
 use report::DeviceReport;
 
 #[component]
@@ -50,13 +50,12 @@ pub fn Device(driver: Driver, shown: Shown) -> impl IntoView {
             <MeasureEditor driver=d shown=shown progress=progress testid="device-progress">
                 <button data-testid="measure-device" disabled=move || d.generating.get() on:click=move |_| start()>"Measure this device"</button>
             </MeasureEditor>
-            <section class="panel">
-                <MeasuredOn driver=d/>
+            <MeasuredPanel driver=d>
                 <LoadTable times=times report=report/>
                 <ProfilesTable report=report/>
                 <Rates report=report/>
                 <ReportBox report=report sent=sent/>
-            </section>
+            </MeasuredPanel>
         </div>
     }
 }

@@ -12,7 +12,7 @@ use contract::{Control, Shown};
 use leptos::prelude::*;
 
 use crate::driver::Driver;
-use crate::widgets::measuring::{MeasureEditor, MeasuredOn};
+use crate::widgets::measuring::{MeasureEditor, MeasuredPanel};
 use measure::Sinks;
 
 #[component]
@@ -29,12 +29,11 @@ pub fn KvCache(driver: Driver, shown: Shown) -> impl IntoView {
             <MeasureEditor driver=d shown=shown progress=sinks.progress testid="kv-progress">
                 <button data-testid="measure-kv" disabled=move || d.generating.get() on:click=start>"Time every step, with and without the cache"</button>
             </MeasureEditor>
-            <section class="panel">
-                <MeasuredOn driver=d then=format!("Step n makes the sequence (the prompt, then greedy tokens) n tokens long; each point is the median of {} runs. Without the cache every step up to n = {} is timed, then an even spread of the rest.", measure::RUNS, measure::DENSE)/>
+            <MeasuredPanel driver=d then=format!("Step n makes the sequence (the prompt, then greedy tokens) n tokens long; each point is the median of {} runs. Without the cache every step up to n = {} is timed, then an even spread of the rest.", measure::RUNS, measure::DENSE)>
                 <figures::Badge sinks=sinks/>
                 <figures::Curves sinks=sinks/>
                 <figures::BytesTable sinks=sinks/>
-            </section>
+            </MeasuredPanel>
             <section class="panel">
                 <h3>"Projections: what the cache saves"</h3>
                 <figures::Projections/>

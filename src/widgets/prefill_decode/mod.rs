@@ -12,7 +12,7 @@ use contract::{Control, Shown};
 use leptos::prelude::*;
 
 use crate::driver::Driver;
-use crate::widgets::measuring::{MeasureEditor, MeasuredOn};
+use crate::widgets::measuring::{MeasureEditor, MeasuredPanel};
 use measure::{Mode, Sinks};
 
 #[component]
@@ -45,13 +45,12 @@ pub fn PrefillDecode(driver: Driver, shown: Shown) -> impl IntoView {
                 <button data-testid="time-generation" disabled=move || d.generating.get() on:click=time>"Time a generation"</button>
                 <button data-testid="measure-curve" disabled=move || d.generating.get() on:click=curve>"Time the first token vs prompt length"</button>
             </MeasureEditor>
-            <section class="panel">
-                <MeasuredOn driver=d then=format!("Wall time of each call, readback included. The cold run is the first on a newly opened session; the warm figures are medians of {} more runs on it.", measure::WARM_RUNS)/>
+            <MeasuredPanel driver=d then=format!("Wall time of each call, readback included. The cold run is the first on a newly opened session; the warm figures are medians of {} more runs on it.", measure::WARM_RUNS)>
                 <timeline::TimelineChart sinks=sinks/>
                 <figures::FiguresTable sinks=sinks/>
                 <figures::BandwidthLine sinks=sinks/>
                 {text}
-            </section>
+            </MeasuredPanel>
             <section class="panel">
                 <p class="legend">{format!(
                     "Time to first token for prompts of 1 to n_positions − 1 tokens (this prompt's tokens repeated to length), median of {} passes each. One pass reads every weight once for the whole prompt; token by token reads them once per token.",

@@ -15,7 +15,7 @@ use contract::{Control, Shown};
 use leptos::prelude::*;
 
 use crate::driver::Driver;
-use crate::widgets::measuring::{MeasureEditor, MeasuredOn, Progress};
+use crate::widgets::measuring::{MeasureEditor, MeasuredPanel, Progress};
 use measure::Sinks;
 
 #[component]
@@ -46,13 +46,12 @@ pub fn Quantization(driver: Driver, shown: Shown) -> impl IntoView {
                 <button data-testid="measure" disabled=move || d.generating.get() on:click=measure>"Measure every format"</button>
                 <button data-testid="write-texts" disabled=move || d.generating.get() on:click=write>"Write text A and text B"</button>
             </MeasureEditor>
-            <section class="panel">
-                <MeasuredOn driver=d then="Decode speed: median of the greedy steps after the first. KL, top-1 and Δp compare each format's next-token distribution with f32's at every held-out position."/>
+            <MeasuredPanel driver=d then="Decode speed: median of the greedy steps after the first. KL, top-1 and Δp compare each format's next-token distribution with f32's at every held-out position.">
                 <table::FiguresTable sinks=sinks/>
                 <p class="readout" data-testid="quant-heldout">{heldout}</p>
                 <table::F16Verdict sinks=sinks/>
                 <table::SpeedVerdict sinks=sinks/>
-            </section>
+            </MeasuredPanel>
             <section class="panel">
                 <texts::TextsPanel driver=d texts=texts/>
             </section>

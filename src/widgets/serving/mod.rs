@@ -12,7 +12,7 @@ use contract::Shown;
 use leptos::prelude::*;
 
 use crate::driver::Driver;
-use crate::widgets::measuring::{MeasureEditor, MeasuredOn};
+use crate::widgets::measuring::{MeasureEditor, MeasuredPanel};
 use measure::Sinks;
 
 #[component]
@@ -25,13 +25,12 @@ pub fn Serving(driver: Driver, shown: Shown) -> impl IntoView {
             <MeasureEditor driver=d shown=shown progress=sinks.progress testid="serve-progress">
                 <button data-testid="measure-serve" disabled=move || d.generating.get() on:click=start>"Serve the trace"</button>
             </MeasureEditor>
-            <section class="panel">
-                <MeasuredOn driver=d then="Prompt 0 is yours; 1–4 are built in. A round is a newcomer's prefill into its slot, then one batched step that gives every running request a token. Each request draws with its own seed, so its text is the same however it is served."/>
+            <MeasuredPanel driver=d then="Prompt 0 is yours; 1–4 are built in. A round is a newcomer's prefill into its slot, then one batched step that gives every running request a token. Each request draws with its own seed, so its text is the same however it is served.">
                 <gantt::Timeline sinks=sinks/>
                 <figures::Table sinks=sinks/>
                 <gantt::Gantts sinks=sinks/>
                 <figures::Texts sinks=sinks/>
-            </section>
+            </MeasuredPanel>
         </div>
     }
 }

@@ -11,7 +11,7 @@ use contract::{Control, Shown};
 use leptos::prelude::*;
 
 use crate::driver::Driver;
-use crate::widgets::measuring::{MeasureEditor, MeasuredOn};
+use crate::widgets::measuring::{MeasureEditor, MeasuredPanel};
 use measure::{Sinks, SWEEP};
 
 #[component]
@@ -29,13 +29,12 @@ pub fn Speculative(driver: Driver, shown: Shown) -> impl IntoView {
                 <button data-testid="measure-spec" disabled=move || d.generating.get() on:click=one>"Draft and check"</button>
                 <button data-testid="measure-spec-sweep" disabled=move || d.generating.get() on:click=sweep>"Sweep K = 2, 4, 8"</button>
             </MeasureEditor>
-            <section class="panel">
-                <MeasuredOn driver=d then="Each run first decodes the continuation with the model alone, then speculatively; every run adds a row."/>
+            <MeasuredPanel driver=d then="Each run first decodes the continuation with the model alone, then speculatively; every run adds a row.">
                 <view::Table sinks=sinks/>
                 <view::Verdict sinks=sinks/>
                 <view::Text sinks=sinks/>
                 <view::Rounds driver=d sinks=sinks/>
-            </section>
+            </MeasuredPanel>
         </div>
     }
 }

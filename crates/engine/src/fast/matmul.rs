@@ -14,19 +14,15 @@ use crate::storage::matrix::{split, Matrix};
 /// unpacked once per block, not once per token of a prefill).
 const ROW_BLOCK: usize = 16;
 
-/// out[m, n] = sum_k x[m, k] * w[k, n] + bias[n]   (w in Conv1D `[in, out]` layout)
+/// [`kernels::matmul::run_cpu`](crate::kernels::matmul::run_cpu)'s sums, in
+/// its shapes: x (m, k), w (k, n) in its format, bias (n), out (m, n).
 ///
 /// k-outer order streams rows of w, like the shader's loop, four at a time:
 /// each output is loaded and stored once per four products instead of once
 /// per product. Every output still sums its k products one by one in order
 /// 0..k (the same rounding as one at a time), whatever the format's path and
 /// however the columns are shared among threads.
-pub fn run(
-    x: &[f32],       // (m, k)
-    w: &Matrix,      // (k, n) in its format
-    bias: &[f32],    // (n)
-    out: &mut [f32], // (m, n)
-) {
+pub fn run(x: &[f32], w: &Matrix, bias: &[f32], out: &mut [f32]) {
     let (k, n) = (w.rows, w.cols);
     let m = out.len() / n.max(1);
     let theirs_here = |s: usize| {
