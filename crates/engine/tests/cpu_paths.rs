@@ -144,14 +144,22 @@ fn avx2_loops_give_the_bits_of_the_portable_loops() {
     for (format, (m, k, n)) in Format::ALL.into_iter().flat_map(|f| shapes.map(|s| (f, s))) {
         let w = Matrix::new(format, k, n, Channels::Cols, &cases::random(k * n, 12));
         let (x, bias) = (cases::random(m * k, 13), cases::random(n, 14));
-        let head = Matrix::new(format, 301, 130, Channels::Rows, &cases::random(301 * 130, 15));
-        let hx = cases::random(2 * 130, 16);
+        // A head of odd width, and of whole int4 groups with a scale per row
+        // and per column (rows 301: not a multiple of four).
+        let shapes = [(130, Channels::Rows), (96, Channels::Rows), (96, Channels::Cols)];
+        let heads = shapes.map(|(cols, channels)| {
+            let head = Matrix::new(format, 301, cols, channels, &cases::random(301 * cols, 15));
+            (head, cases::random(2 * cols, 16))
+        });
         let run = || {
             let mut out = vec![0.0; m * n];
             fast::matmul::run(&x, &w, &bias, &mut out);
-            let mut logits = vec![0.0; m.min(2) * 301];
-            fast::lm_head::run(&hx, &head, 0, 301, 0, m.min(2), &mut logits);
-            (bits(&out), bits(&logits))
+            let logits = heads.each_ref().map(|(head, hx)| {
+                let mut logits = vec![0.0; m.min(2) * 301];
+                fast::lm_head::run(hx, head, 0, 301, 0, m.min(2), &mut logits);
+                bits(&logits)
+            });
+            (bits(&out), logits)
         };
         let wide = run();
         assert_eq!(wide, parallel::without_avx2(run), "{}", format.name());

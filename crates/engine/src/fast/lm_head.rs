@@ -91,6 +91,12 @@ fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>) -> Vec<f32> {
         }
         return out;
     }
+    #[cfg(target_arch = "x86_64")]
+    if x.len() == n_embd && super::quant_avx512::takes_head(lm_head) && parallel::avx512() {
+        // SAFETY: the CPU has AVX-512 F (just checked).
+        unsafe { super::quant_avx512::head(x, lm_head, vr, combine, &mut out) };
+        return out;
+    }
     let mut buf = Vec::new();
     for v in vr.clone() {
         let wr = lm_head.row(v, &mut buf);

@@ -29,9 +29,24 @@ pub fn run(
     out: &mut [f32], // (c.len())
 ) -> bool {
     let whole_groups = [w.cols, c.start, c.len()].iter().all(|v| v.is_multiple_of(GROUP));
+    let bytes = w.format == Format::Int8PerTensor
+        || (w.format == Format::Int8 && w.channels == Channels::Cols);
+    // AVX-512 where the CPU has it (parallel::avx512), in whole registers.
+    #[cfg(target_arch = "x86_64")]
+    if super::parallel::avx512() {
+        use super::quant_avx512::{int4_matmul, int8_matmul};
+        // SAFETY (both): the CPU has AVX-512 F (just checked).
+        if bytes && c.len().is_multiple_of(16) {
+            unsafe { int8_matmul(x, w, c, bias, out) };
+            return true;
+        }
+        if w.format == Format::Int4 && whole_groups {
+            unsafe { int4_matmul(x, w, c, bias, out) };
+            return true;
+        }
+    }
     match w.format {
-        Format::Int8PerTensor => int8(x, w, c, bias, out),
-        Format::Int8 if w.channels == Channels::Cols => int8(x, w, c, bias, out),
+        _ if bytes => int8(x, w, c, bias, out),
         Format::Int4 if whole_groups => int4(x, w, c, bias, out),
         Format::Bf16 if whole_groups => bf16(x, w, c, bias, out),
         _ => return false,

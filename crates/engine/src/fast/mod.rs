@@ -11,3 +11,5 @@ pub mod matmul;
 pub mod matmul_panels;
 pub mod matmul_quant;
 pub mod parallel;
+#[cfg(target_arch = "x86_64")]
+mod quant_avx512;
