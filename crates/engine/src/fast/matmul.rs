@@ -56,10 +56,15 @@ pub fn run(x: &[f32], w: &Matrix, bias: &[f32], out: &mut [f32]) {
 
 /// Columns `c` of the product (`bias` and `out` hold only those).
 fn run_part(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
-    // AVX-512 for f16 only: measured faster there (one core, 124M decode
-    // step: 60 → 51 ms), slower in f32, bf16 and int4 (f32: 50 → 60 ms).
+    // This copy compiled for AVX-512 for a prefill and for f16: measured
+    // faster there (one core, 124M: decode step in f16 60 → 51 ms, 64-token
+    // prefill in f32 328 → 300, int8 293 → 258), slower for decode steps in
+    // f32, bf16 and int4 (f32: 50 → 60 ms). int4 and int8 decode steps have
+    // their own AVX-512 intrinsics (fast::quant_avx512), through matmul_quant.
     #[cfg(target_arch = "x86_64")]
-    if parallel::avx512() && w.format == crate::storage::format::Format::F16 {
+    let prefill = out.len() > c.len();
+    #[cfg(target_arch = "x86_64")]
+    if parallel::avx512() && (prefill || w.format == crate::storage::format::Format::F16) {
         // SAFETY: the CPU has AVX-512 F and BW (just checked).
         return unsafe { run_part_avx512(x, w, c, bias, out) };
     }

@@ -1,8 +1,9 @@
 //! The CPU engine's decode step over a matrix in bf16, int8 (per channel or
 //! per tensor) or int4: each weight decoded in a register from its word as
 //! it is multiplied, never stored, eight rows of the matrix through each
-//! output at once (measured on one core of this project's machine, 124M
-//! shape: int8 64 → 41 ms/token, bf16 36 → 33). Every output still starts from its bias and adds its k
+//! output at once (one core of this project's machine, 124M shape: int8 64 →
+//! 27 ms/token, int4 43 → 26, bf16 36 → 30; in AVX-512, `quant_avx512`: int8
+//! 19, int4 14). Every output still starts from its bias and adds its k
 //! products one by one in order 0..k, each weight the value the twin
 //! computes with ([`Format::load`]: the field times its scale), so the bits
 //! are the twin's. A prefill (more rows of x) unpacks each row of the matrix

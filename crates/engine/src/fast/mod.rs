@@ -1,7 +1,8 @@
 //! The CPU engine's fast paths behind the twins of `matmul` and `lm_head`:
 //! f16 read straight from its words, column panels, bf16 and int8 and int4
-//! decoded in registers, SIMD (AVX2 natively,
-//! SIMD128 in wasm), threads and the browser's coworker. Each computes
+//! decoded in registers (int4 and int8 in AVX-512 intrinsics where the CPU
+//! has it), SIMD (AVX2 natively, SIMD128 in wasm), threads and the browser's
+//! coworker. Each computes
 //! exactly the twin's sums in the twin's order, so every path gives the same
 //! bits (tests: `cpu_paths.rs`, `tests/shared/f16_paths.rs`, `coworker.rs`).
 
