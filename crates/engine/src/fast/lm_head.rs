@@ -97,6 +97,11 @@ fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>) -> Vec<f32> {
         unsafe { super::quant_avx512::head(x, lm_head, vr, combine, &mut out) };
         return out;
     }
+    #[cfg(target_arch = "wasm32")]
+    if x.len() == n_embd && super::quant_simd128::takes_head(lm_head) {
+        super::quant_simd128::int4_head(x, lm_head, vr, combine, &mut out);
+        return out;
+    }
     let mut buf = Vec::new();
     for v in vr.clone() {
         let wr = lm_head.row(v, &mut buf);

@@ -46,6 +46,11 @@ pub fn run(
             return true;
         }
     }
+    #[cfg(target_arch = "wasm32")]
+    if w.format == Format::Int4 && whole_groups {
+        super::quant_simd128::int4_matmul(x, w, c, bias, out);
+        return true;
+    }
     match w.format {
         _ if bytes => int8(x, w, c, bias, out),
         Format::Int4 if whole_groups => int4(x, w, c, bias, out),

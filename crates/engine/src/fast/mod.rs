@@ -14,3 +14,5 @@ pub mod matmul_quant;
 pub mod parallel;
 #[cfg(target_arch = "x86_64")]
 mod quant_avx512;
+#[cfg(target_arch = "wasm32")]
+mod quant_simd128;

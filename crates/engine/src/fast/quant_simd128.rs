@@ -1,0 +1,159 @@
+//! int4 decode steps in wasm SIMD128 intrinsics, four lanes a vector.
+//! SIMD128 shifts every lane by the same count, so a word's eight fields
+//! cannot be eight lanes without a multiply per lane (`i32x4.mul`, slow on
+//! x86); instead each lane holds a different word and field t of all of them
+//! is two shifts (left to the top, then down with the sign). The outputs or
+//! the dot's lanes are kept in that order while k runs. These are the
+//! twin's products and sums in its order, so the bits are the twin's (the
+//! browser tests run `f16_paths.rs`'s fast-against-twin cases in Chromium).
+//! The page's CPU worker, 124M shape, one worker: int4 62.9 → 42.2 ms/token
+//! (f16 63.2).
+
+use core::arch::wasm32::*;
+use std::ops::Range;
+
+use crate::storage::format::{Format, GROUP};
+use crate::storage::matrix::Matrix;
+
+/// The weights of fields `f` of a group with scale `s`: `field · s`, the
+/// twin's ([`Format::load`]).
+#[inline(always)]
+fn weights(f: v128, s: v128) -> v128 {
+    f32x4_mul(f32x4_convert_i32x4(f), s)
+}
+
+/// Four f32s from `v` (at least four long).
+#[inline(always)]
+fn load(v: &[f32]) -> v128 {
+    f32x4(v[0], v[1], v[2], v[3])
+}
+
+/// `matmul_quant`'s int4 decode step: out[j] = bias[j] + Σ_k x[k] · w[k, j]
+/// for columns `c` (whole groups), each output adding its k products one by
+/// one in order 0..k, as the twin.
+///
+/// A group's four words are one vector, so field t of all four is two
+/// shifts by one count (no multiply): lanes j = columns 8j + t. The outputs
+/// are kept in that order while k runs (`acc[32g + 4t + j]` is column
+/// `32g + 8j + t`), eight vectors a group, and put back in order at the end.
+pub fn int4_matmul(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
+    let (n, cols) = (w.cols, c.len());
+    let row = |r: usize| {
+        let at = r * n + c.start;
+        (&w.words()[at / 8..][..cols / 8], &w.scales()[at / GROUP..][..cols / GROUP])
+    };
+    let mut acc = vec![0.0; cols]; // (cols / 32, 8, 4) the outputs, fields apart
+    transpose(bias, &mut acc, |a, b| (a, b));
+    let mut kk = 0;
+    while kk + 8 <= x.len() {
+        add_int4::<8>(&mut acc, std::array::from_fn(|i| (x[kk + i], row(kk + i))));
+        kk += 8;
+    }
+    for (kk, &xk) in x.iter().enumerate().skip(kk) {
+        add_int4::<1>(&mut acc, [(xk, row(kk))]);
+    }
+    transpose(&acc, out, |a, b| (b, a));
+}
+
+/// Column `32g + 8j + t` (in order) and place `32g + 4t + j` (fields apart)
+/// of each group: `order(in order, apart)` gives (from, to).
+fn transpose(from: &[f32], to: &mut [f32], order: fn(usize, usize) -> (usize, usize)) {
+    for (f, t) in from.chunks_exact(GROUP).zip(to.chunks_exact_mut(GROUP)) {
+        for (j, tt) in (0..4).flat_map(|j| (0..8).map(move |tt| (j, tt))) {
+            let (a, b) = order(8 * j + tt, 4 * tt + j);
+            t[b] = f[a];
+        }
+    }
+}
+
+/// A row's part of an int4 matrix: its words and its groups' scales.
+type Row<'a> = (&'a [u32], &'a [f32]);
+
+/// acc += x_i · w_i for each (x_i, w_i) in order, the outputs fields apart.
+#[inline(always)]
+fn add_int4<const N: usize>(acc: &mut [f32], rows: [(f32, Row); N]) {
+    for (g, a) in acc.chunks_exact_mut(GROUP).enumerate() {
+        let mut sums: [v128; 8] = std::array::from_fn(|t| load(&a[4 * t..]));
+        for &(xk, (words, scales)) in &rows {
+            let ws = &words[4 * g..][..4];
+            let v = u32x4(ws[0], ws[1], ws[2], ws[3]);
+            let (xv, s) = (f32x4_splat(xk), f32x4_splat(scales[g]));
+            for (t, sum) in (0..8).zip(sums.iter_mut()) {
+                let f = i32x4_shr(i32x4_shl(v, 28 - 4 * t), 28); // field t of each word
+                *sum = f32x4_add(*sum, f32x4_mul(xv, weights(f, s)));
+            }
+        }
+        for (t, sum) in sums.into_iter().enumerate() {
+            store(&mut a[4 * t..], sum);
+        }
+    }
+}
+
+/// `v`'s four lanes into `o[..4]`.
+#[inline(always)]
+fn store(o: &mut [f32], v: v128) {
+    o[..4].copy_from_slice(&[
+        f32x4_extract_lane::<0>(v),
+        f32x4_extract_lane::<1>(v),
+        f32x4_extract_lane::<2>(v),
+        f32x4_extract_lane::<3>(v),
+    ]);
+}
+
+/// Whether [`int4_head`] takes this head: int4, whole groups a row.
+pub fn takes_head(head: &Matrix) -> bool {
+    head.format == Format::Int4 && head.cols.is_multiple_of(GROUP)
+}
+
+/// `lm_head`'s dot products for one row of x and an int4 head
+/// ([`takes_head`]): out[v] is x · row `vr.start + v` of the head, each as
+/// the twin's sixteen lanes (lane L adds the products k ≡ L (mod 16), in
+/// order of k) put together by `combine`.
+///
+/// Sixteen elements are two words, w0 then w1. One byte shuffle makes the
+/// vector (w0, w1, w0 >> 16, w1 >> 16), whose field t (t < 4) is then two
+/// shifts by one count, no multiply: lanes L = t, 8 + t, 4 + t, 12 + t, four
+/// different lanes of the twin, each still adding its elements in order. x
+/// is put in that order once for all the rows.
+pub fn int4_head(
+    x: &[f32], // (n_embd)
+    head: &Matrix,
+    vr: Range<usize>,
+    combine: fn([f32; 16]) -> f32,
+    out: &mut [f32], // (vr.len())
+) {
+    const LANE: [[usize; 4]; 4] = [[0, 8, 4, 12], [1, 9, 5, 13], [2, 10, 6, 14], [3, 11, 7, 15]];
+    let n_embd = head.cols;
+    let mut xs = vec![0.0; n_embd]; // (n_embd / 16, 4, 4) x: element 16p + LANE[t][l] at 16p + 4t + l
+    for (from, to) in x.chunks_exact(16).zip(xs.chunks_exact_mut(16)) {
+        for (t, lanes) in LANE.iter().enumerate() {
+            for (l, &e) in lanes.iter().enumerate() {
+                to[4 * t + l] = from[e];
+            }
+        }
+    }
+    let spread = i8x16(0, 1, 2, 3, 4, 5, 6, 7, 2, 3, -1, -1, 6, 7, -1, -1);
+    for (o, v) in out.iter_mut().zip(vr) {
+        let at = v * n_embd;
+        let words = &head.words()[at / 8..][..n_embd / 8]; // (n_embd / 8)
+        let scales = &head.scales()[at / GROUP..][..n_embd / GROUP]; // (n_embd / GROUP)
+        let mut sums = [f32x4_splat(0.0); 4]; // sums[t] lane l: the twin's lane LANE[t][l]
+        for (p, (pair, xp)) in words.chunks_exact(2).zip(xs.chunks_exact(16)).enumerate() {
+            let (w, s) = (u32x4(pair[0], pair[1], 0, 0), f32x4_splat(scales[p * 16 / GROUP]));
+            let w = i8x16_swizzle(w, spread); // (w0, w1, w0 >> 16, w1 >> 16)
+            for (t, sum) in (0..4).zip(sums.iter_mut()) {
+                let f = i32x4_shr(i32x4_shl(w, 28 - 4 * t), 28);
+                *sum = f32x4_add(*sum, f32x4_mul(load(&xp[4 * t as usize..]), weights(f, s)));
+            }
+        }
+        let mut lanes = [0.0f32; 16];
+        for (sum, at) in sums.into_iter().zip(LANE) {
+            let mut four = [0.0f32; 4];
+            store(&mut four, sum);
+            for (v, l) in four.into_iter().zip(at) {
+                lanes[l] = v;
+            }
+        }
+        *o = combine(lanes);
+    }
+}
