@@ -114,11 +114,7 @@ fn add_int8<const N: usize>(out: &mut [f32], xv: [f32; N], rows: [&[i8]; N], sca
 /// of a row holds columns 8j..8j + 8 (column 8j + t in bits 4t..4t + 4).
 #[inline(always)]
 fn int4(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
-    let (n, cols) = (w.cols, c.len());
-    let row = |r: usize| {
-        let at = r * n + c.start;
-        (&w.words()[at / 8..][..cols / 8], &w.scales()[at / GROUP..][..cols / GROUP])
-    };
+    let row = |r: usize| w.int4_part(r, c.clone());
     out.copy_from_slice(bias);
     let mut kk = 0;
     while kk + ROWS <= x.len() {

@@ -63,11 +63,7 @@ fn load(v: &[f32]) -> __m512 {
 /// group's 32 outputs while they sit in two registers.
 #[target_feature(enable = "avx512f")]
 pub fn int4_matmul(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
-    let (n, cols) = (w.cols, c.len());
-    let row = |r: usize| {
-        let at = r * n + c.start;
-        (&w.words()[at / 8..][..cols / 8], &w.scales()[at / GROUP..][..cols / GROUP])
-    };
+    let row = |r: usize| w.int4_part(r, c.clone());
     out.copy_from_slice(bias);
     let mut kk = 0;
     while kk + 8 <= x.len() {
@@ -137,11 +133,13 @@ pub fn head(
             let s = &scales[g * GROUP..];
             (bytes(at(v, g), load(s)), bytes(at(v, g) + 16, load(&s[16..])))
         }),
-        (_, channels) => dot_rows(x, vr, combine, out, |v, g| {
-            let row_scale = head.format == Format::Int8 && channels == Channels::Rows;
-            let s = _mm512_set1_ps(scales[if row_scale { v } else { 0 }]);
-            (bytes(at(v, g), s), bytes(at(v, g) + 16, s))
-        }),
+        (format, channels) => {
+            let row_scale = format == Format::Int8 && channels == Channels::Rows;
+            dot_rows(x, vr, combine, out, |v, g| {
+                let s = _mm512_set1_ps(scales[if row_scale { v } else { 0 }]);
+                (bytes(at(v, g), s), bytes(at(v, g) + 16, s))
+            })
+        }
     }
 }
 

@@ -37,11 +37,7 @@ fn load(v: &[f32]) -> v128 {
 /// are kept in that order while k runs (`acc[32g + 4t + j]` is column
 /// `32g + 8j + t`), eight vectors a group, and put back in order at the end.
 pub fn int4_matmul(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
-    let (n, cols) = (w.cols, c.len());
-    let row = |r: usize| {
-        let at = r * n + c.start;
-        (&w.words()[at / 8..][..cols / 8], &w.scales()[at / GROUP..][..cols / GROUP])
-    };
+    let (cols, row) = (c.len(), |r: usize| w.int4_part(r, c.clone()));
     let mut acc = vec![0.0; cols]; // (cols / 32, 8, 4) the outputs, fields apart
     transpose(bias, &mut acc, |a, b| (a, b));
     let mut kk = 0;
@@ -134,9 +130,7 @@ pub fn int4_head(
     }
     let spread = i8x16(0, 1, 2, 3, 4, 5, 6, 7, 2, 3, -1, -1, 6, 7, -1, -1);
     for (o, v) in out.iter_mut().zip(vr) {
-        let at = v * n_embd;
-        let words = &head.words()[at / 8..][..n_embd / 8]; // (n_embd / 8)
-        let scales = &head.scales()[at / GROUP..][..n_embd / GROUP]; // (n_embd / GROUP)
+        let (words, scales) = head.int4_part(v, 0..n_embd); // (n_embd / 8), (n_embd / GROUP)
         let mut sums = [f32x4_splat(0.0); 4]; // sums[t] lane l: the twin's lane LANE[t][l]
         for (p, (pair, xp)) in words.chunks_exact(2).zip(xs.chunks_exact(16)).enumerate() {
             let (w, s) = (u32x4(pair[0], pair[1], 0, 0), f32x4_splat(scales[p * 16 / GROUP]));

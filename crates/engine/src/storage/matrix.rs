@@ -291,6 +291,16 @@ impl Matrix {
         }
     }
 
+    /// Columns `c` of row `r` of an int4 matrix as packed: its words (eight
+    /// columns each) and its groups' scales. `c` starts on a group and is
+    /// whole groups long (the quantised decode paths check it).
+    // Inlined: the CPU engine's AVX-512 copies must compile it as theirs.
+    #[inline(always)]
+    pub fn int4_part(&self, r: usize, c: Range<usize>) -> (&[u32], &[f32]) {
+        let at = r * self.cols + c.start;
+        (&self.words[at / 8..][..c.len() / 8], &self.scales[at / GROUP..][..c.len() / GROUP])
+    }
+
     /// The packed words, as uploaded.
     pub fn words(&self) -> &[u32] {
         &self.words
