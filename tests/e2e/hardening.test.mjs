@@ -103,9 +103,9 @@ test('device loss mid-generation: the page carries on on the CPU engine, in its 
 });
 
 test('a config.json error names config.json, not the weights file', async () => {
-  const page = await lab.open('cpu', '?model=broken/llama/');
+  const page = await lab.open('cpu', '?model=broken/neox/');
   const text = await page.textContent('[role=alert]');
-  assert.match(text, /broken\/llama\/config\.json: config\.json: `model_type` is "llama": Decode Lab runs GPT-2 models/);
+  assert.match(text, /broken\/neox\/config\.json: config\.json: `model_type` is "gpt_neox": Decode Lab runs GPT-2 \("gpt2"\) and the Llama family/);
   assert.doesNotMatch(text, /model\.safetensors/);
   await noFatal(page);
   await page.close();

@@ -2,7 +2,7 @@
 // free port, plus two deliberately broken model directories for error tests:
 //   /broken/corrupt/   real config and tokenizer, garbage model.safetensors
 //   /broken/missing/   nothing at all (404)
-//   /broken/llama/     the real files, but config.json says "model_type": "llama"
+//   /broken/neox/      the real files, but config.json says "model_type": "gpt_neox"
 //   /parent.html       an empty same-origin page with no embeds, to host one
 //   /e2e-models/NAME/  the models the tests make with `decode-lab random-model`
 //                      (target/e2e-models/), same-origin as a course's own copy
@@ -68,10 +68,10 @@ export async function serve(root) {
       body = Buffer.from('<!doctype html><meta charset="utf-8"><title>parent</title><body></body>');
     } else if (path === '/broken/corrupt/model.safetensors') {
       body = Buffer.from('{"this is": "not a safetensors file"}'.repeat(50));
-    } else if (path === '/broken/llama/config.json') {
+    } else if (path === '/broken/neox/config.json') {
       const real = await readFile(join(root, 'models/shakespeare/config.json'), 'utf8');
-      body = Buffer.from(real.replace('"gpt2"', '"llama"'));
-    } else if (path.startsWith('/broken/corrupt/') || path.startsWith('/broken/llama/')) {
+      body = Buffer.from(real.replace('"gpt2"', '"gpt_neox"'));
+    } else if (path.startsWith('/broken/corrupt/') || path.startsWith('/broken/neox/')) {
       body = await readFile(join(root, 'models/shakespeare', path.split('/').pop())).catch(() => null);
     } else if (path.startsWith('/e2e-models/')) {
       const file = normalize(join(MODELS, path.slice('/e2e-models/'.length)));

@@ -286,16 +286,13 @@ fn bad_input_sweep_cases_are_clear_errors() {
     let made =
         std::process::Command::new("mkfifo").arg(fifo.join("model.safetensors")).status().unwrap();
     assert!(made.success());
-    let llama = scratch("llama-model");
+    let neox = scratch("neox-model");
     let config = std::fs::read_to_string(golden_dir("tiny_odd").join("config.json")).unwrap();
-    std::fs::write(llama.join("config.json"), config.replace("\"gpt2\"", "\"llama\"")).unwrap();
-    std::fs::copy(
-        golden_dir("tiny_odd").join("model.safetensors"),
-        llama.join("model.safetensors"),
-    )
-    .unwrap();
-    let (zero, fifo, llama) =
-        (zero.display().to_string(), fifo.display().to_string(), llama.display().to_string());
+    std::fs::write(neox.join("config.json"), config.replace("\"gpt2\"", "\"gpt_neox\"")).unwrap();
+    std::fs::copy(golden_dir("tiny_odd").join("model.safetensors"), neox.join("model.safetensors"))
+        .unwrap();
+    let (zero, fifo, neox) =
+        (zero.display().to_string(), fifo.display().to_string(), neox.display().to_string());
     let not_a_dir = scratch("not-a-dir").join("file");
     std::fs::write(&not_a_dir, "x").unwrap();
     let inside_file = not_a_dir.join("model").display().to_string();
@@ -315,7 +312,7 @@ fn bad_input_sweep_cases_are_clear_errors() {
         (vec!["random-model", "--out", &inside_file, "--n-layer", "1", "--n-embd", "8", "--n-head", "2", "--vocab-size", "16", "--n-positions", "8"], "cannot write"),
         (vec!["logits", "--model", &zero, "--tokens", "1", "--backend", "cpu"], "not a regular file"),
         (vec!["logits", "--model", &fifo, "--tokens", "1", "--backend", "cpu"], "not a regular file"),
-        (vec!["logits", "--model", &llama, "--tokens", "1", "--backend", "cpu"], "`model_type` is \"llama\": Decode Lab runs GPT-2 models"),
+        (vec!["logits", "--model", &neox, "--tokens", "1", "--backend", "cpu"], "`model_type` is \"gpt_neox\": Decode Lab runs GPT-2 (\"gpt2\") and the Llama family"),
         (vec!["logits", "--model", m, "--backend", "cpu"], "no token ids: give them with --tokens"),
         (vec!["logits", "--model", m, "--tokens", "1", "--backend", "cpu", "--kernels", "gpu"], "--kernels chooses the GPU's kernels: leave it out with --backend cpu"),
         (vec!["bench", "--model", m, "--prompt-len", "300", "--backend", "cpu"], "--prompt-len 300 and --tokens 64 must each be at least 1 and together at most the model's context of 64 positions"),

@@ -35,10 +35,8 @@ pub enum EngineError {
     Sharded { location: String },
 
     /// A tensor the model needs is absent.
-    #[error(
-        "model.safetensors has no tensor `{name}` (looked for `{name}` and `transformer.{name}`)"
-    )]
-    MissingTensor { name: String },
+    #[error("model.safetensors has no tensor `{name}` (looked for `{name}` and `{prefix}{name}`)")]
+    MissingTensor { name: String, prefix: &'static str },
 
     /// A tensor is present with the wrong shape.
     #[error("tensor `{name}` has shape {got:?}, expected {expected:?}")]
@@ -75,6 +73,13 @@ pub enum EngineError {
     /// A rewind target past the current position.
     #[error("cannot rewind to position {to}: the session is only at {pos}")]
     Rewind { to: usize, pos: usize },
+
+    /// A Llama-family model offered to the GPU engine, whose kernels are GPT-2's.
+    #[error(
+        "the GPU engine's kernels are GPT-2's (LayerNorm, learned positions, GELU): a \
+         Llama-family model (RMSNorm, rotary positions, SwiGLU) runs on the CPU engine"
+    )]
+    FamilyOnGpu,
 
     /// No WebGPU / Vulkan / Metal adapter is available.
     #[error("no GPU adapter is available: {0}")]

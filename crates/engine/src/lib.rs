@@ -16,6 +16,7 @@ pub mod beam;
 pub mod cpu;
 pub mod engine_session;
 pub mod error;
+pub mod family;
 pub mod fast;
 pub mod generate;
 #[cfg(feature = "gpu")]

@@ -4,11 +4,12 @@
 //! arithmetic is the same either way; only the K/V write and attention look
 //! at which sequence (cache, position) a row belongs to.
 
+use crate::family::{self, norm};
 use crate::fast;
 use crate::kernels::{
-    attention, attention_probs, embedding, gelu, kv_mass, kv_write, layernorm, residual_add, Heads,
+    attention, attention_probs, embedding, gelu, kv_mass, kv_write, residual_add, Heads,
 };
-use crate::model::{Config, Model};
+use crate::model::{Config, Family, LayerWeights, Model};
 use crate::step::Wanted;
 
 /// One sequence's consecutive rows of a pass.
@@ -94,6 +95,39 @@ fn attend(c: &Config, l: usize, seqs: &mut [Seq], qkv: &[f32], y: &mut [f32], se
     }
 }
 
+/// Turns each sequence's query and key heads in `qkv` by their positions,
+/// where the family has rotary positions (GPT-2 added its own to `x`).
+fn place(c: &Config, inv_freq: &[f32], seqs: &[Seq], qkv: &mut [f32]) {
+    if c.llama().is_none() {
+        return;
+    }
+    let mut row0 = 0;
+    for s in seqs {
+        let rows = &mut qkv[row0 * 3 * c.n_embd..][..s.rows * 3 * c.n_embd];
+        family::rope(rows, c.heads(), inv_freq, s.pos0);
+        row0 += s.rows;
+    }
+}
+
+/// The block's MLP on the normed rows `xb` into `proj` (n, n_embd): GELU
+/// on one matrix's outputs (GPT-2), or SwiGLU on the `gate | up` pair.
+fn mlp(c: &Config, lw: &LayerWeights, xb: &[f32], fc: &mut Vec<f32>, proj: &mut [f32]) {
+    let n = xb.len() / c.n_embd;
+    fc.resize(n * lw.c_fc_weight.cols, 0.0); // (n, n_inner), or (n, 2 * n_inner) gate | up
+    fast::matmul::run(xb, &lw.c_fc_weight, &lw.c_fc_bias, fc);
+    match c.family {
+        Family::Gpt2 => {
+            gelu::run_cpu(fc);
+            fast::matmul::run(fc, &lw.mlp_proj_weight, &lw.mlp_proj_bias, proj);
+        }
+        Family::Llama(_) => {
+            let mut act = vec![0.0; n * c.n_inner]; // (n, n_inner)
+            family::swiglu(fc, c.n_inner, &mut act);
+            fast::matmul::run(&act, &lw.mlp_proj_weight, &lw.mlp_proj_bias, proj);
+        }
+    }
+}
+
 /// Runs `tokens` (the rows of `seqs`, in order) through the model, appending
 /// each row's k and v to its sequence's cache; returns the logits `wanted`
 /// (`All`: every row's, `(n, vocab_size)`). What `seen` asks for is appended.
@@ -109,11 +143,12 @@ pub fn run(
     debug_assert_eq!(seqs.iter().map(|s| s.rows).sum::<usize>(), n);
     let w = &model.weights;
     let mut x = vec![0.0; n * e]; // (n, n_embd) residual stream
-    let mut xb = vec![0.0; n * e]; // (n, n_embd) layernorm output
+    let mut xb = vec![0.0; n * e]; // (n, n_embd) norm output
     let mut qkv = vec![0.0; n * 3 * e]; // (n, 3 * n_embd)
     let mut y = vec![0.0; n * e]; // (n, n_embd) attention output
     let mut proj = vec![0.0; n * e]; // (n, n_embd) block output
-    let mut fc = vec![0.0; n * c.n_inner]; // (n, n_inner)
+    let mut fc = Vec::new(); // the MLP's hidden rows (see `mlp`)
+    let inv_freq = c.llama().map(|l| l.rope.inv_freq(c.head_size)).unwrap_or_default();
     let mut row0 = 0;
     for s in seqs.iter() {
         let rows = row0..row0 + s.rows;
@@ -123,19 +158,18 @@ pub fn run(
     }
     seen.residual(&x);
     for (l, lw) in w.layers.iter().enumerate() {
-        layernorm::run_cpu(&x, &lw.ln_1_weight, &lw.ln_1_bias, c.layer_norm_epsilon, &mut xb);
+        norm(c, &lw.ln_1_weight, &lw.ln_1_bias, &x, &mut xb);
         fast::matmul::run(&xb, &lw.c_attn_weight, &lw.c_attn_bias, &mut qkv);
+        place(c, &inv_freq, seqs, &mut qkv);
         attend(c, l, seqs, &qkv, &mut y, seen);
         fast::matmul::run(&y, &lw.attn_proj_weight, &lw.attn_proj_bias, &mut proj);
         residual_add::run_cpu(&proj, &mut x);
-        layernorm::run_cpu(&x, &lw.ln_2_weight, &lw.ln_2_bias, c.layer_norm_epsilon, &mut xb);
-        fast::matmul::run(&xb, &lw.c_fc_weight, &lw.c_fc_bias, &mut fc);
-        gelu::run_cpu(&mut fc);
-        fast::matmul::run(&fc, &lw.mlp_proj_weight, &lw.mlp_proj_bias, &mut proj);
+        norm(c, &lw.ln_2_weight, &lw.ln_2_bias, &x, &mut xb);
+        mlp(c, lw, &xb, &mut fc, &mut proj);
         residual_add::run_cpu(&proj, &mut x);
         seen.residual(&x);
     }
-    layernorm::run_cpu(&x, &w.ln_f_weight, &w.ln_f_bias, c.layer_norm_epsilon, &mut xb);
+    norm(c, &w.ln_f_weight, &w.ln_f_bias, &x, &mut xb);
     let (lm_row0, n_out) = match wanted {
         Wanted::Last => (n - 1, 1),
         Wanted::All => (0, n),

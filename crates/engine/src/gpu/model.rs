@@ -164,6 +164,9 @@ impl GpuModel {
         profile: Profile,
     ) -> Result<Rc<GpuModel>> {
         let format = model.format();
+        if model.config.llama().is_some() {
+            return Err(EngineError::FamilyOnGpu);
+        }
         if model.weights.matrices().any(Matrix::cpu_only) {
             return Err(EngineError::Gpu(
                 "these weights were laid out for the CPU engine (lifted, in panels); load the model again for the GPU"

@@ -32,7 +32,7 @@ pub fn run_cpu(
     tokens: &[u32], // (n_rows)
     wte: &Matrix,   // (n_vocab, n_embd) in its format: rows v0.. of the embedding
     v0: usize,
-    wpe: &[f32], // (n_positions, n_embd)
+    wpe: &[f32], // (n_positions, n_embd), or empty: no position table (rotary models)
     pos0: usize,
     x: &mut [f32], // (n_rows, n_embd)
 ) {
@@ -43,9 +43,13 @@ pub fn run_cpu(
             continue;
         };
         let te = wte.row(local, &mut buf);
-        let pe = &wpe[(pos0 + row) * n_embd..][..n_embd];
-        for (c, out) in x[row * n_embd..][..n_embd].iter_mut().enumerate() {
-            *out = te[c] + pe[c];
+        let out = &mut x[row * n_embd..][..n_embd];
+        match wpe.is_empty() {
+            true => out.copy_from_slice(te),
+            false => {
+                let pe = &wpe[(pos0 + row) * n_embd..][..n_embd];
+                out.iter_mut().enumerate().for_each(|(c, o)| *o = te[c] + pe[c]);
+            }
         }
     }
 }

@@ -1,12 +1,13 @@
-//! `config.json` in Hugging Face GPT-2 form → a validated [`Config`].
-//! First stop of the data flow: every size the engine allocates comes from here,
-//! so absurd values are rejected before anything is allocated.
+//! [`Config`]: a model's hyper-parameters, validated; GPT-2's `config.json`
+//! read here, the Llama family's in `config_llama.rs`, the choice between
+//! them in `config_read.rs`.
 
 use serde::Deserialize;
 
+use super::llama::Llama;
 use crate::error::{EngineError, Result};
 
-/// Hyper-parameters of a GPT-2 model, validated.
+/// Hyper-parameters of a model, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// Number of transformer blocks.
@@ -36,13 +37,25 @@ pub struct Config {
     pub scale_attn_weights: bool,
     /// Also divide scores of layer `i` by `i + 1` (off in GPT-2).
     pub scale_attn_by_inverse_layer_idx: bool,
+    /// Which family's layers: how a block normalises, where positions come
+    /// from, which MLP. (`layer_norm_epsilon` is the family's norm's.)
+    pub family: Family,
+}
+
+/// The layer types of a model family.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Family {
+    /// GPT-2: LayerNorm, a learned position table, a GELU MLP.
+    Gpt2,
+    /// Llama, Mistral, Qwen2: RMSNorm, rotary positions, a SwiGLU MLP,
+    /// K/V heads grouped in training.
+    Llama(Llama),
 }
 
 /// The JSON as written by `transformers`; every field optional so that a missing
 /// one becomes a clear message instead of a serde error about the whole file.
 #[derive(Deserialize)]
 struct RawConfig {
-    model_type: Option<String>,
     n_layer: Option<i64>,
     n_head: Option<i64>,
     n_embd: Option<i64>,
@@ -58,14 +71,14 @@ struct RawConfig {
 }
 
 /// Upper bounds that keep every product below overflow and allocation sane.
-const MAX_DIM: i64 = 1 << 16;
-const MAX_VOCAB: i64 = 1 << 21;
+pub(super) const MAX_DIM: i64 = 1 << 16;
+pub(super) const MAX_VOCAB: i64 = 1 << 21;
 
-fn bad(msg: impl Into<String>) -> EngineError {
+pub(super) fn bad(msg: impl Into<String>) -> EngineError {
     EngineError::Config(msg.into())
 }
 
-fn field(value: Option<i64>, name: &str, max: i64) -> Result<usize> {
+pub(super) fn field(value: Option<i64>, name: &str, max: i64) -> Result<usize> {
     let v = value.ok_or_else(|| bad(format!("missing field `{name}`")))?;
     if v <= 0 || v > max {
         return Err(bad(format!("`{name}` is {v}, expected 1..={max}")));
@@ -74,17 +87,10 @@ fn field(value: Option<i64>, name: &str, max: i64) -> Result<usize> {
 }
 
 impl Config {
-    /// Parses and validates the text of a `config.json`.
-    pub fn from_json(text: &str) -> Result<Config> {
+    /// Parses and validates the text of a GPT-2 `config.json` (see `Config::from_json`).
+    pub(super) fn from_gpt2_json(text: &str) -> Result<Config> {
         let raw: RawConfig =
             serde_json::from_str(text).map_err(|e| bad(format!("not valid JSON: {e}")))?;
-        // Other families (llama, gpt_neox, ...) have other layers and weight
-        // names: refuse them by name rather than fail later on a missing tensor.
-        if let Some(t) = raw.model_type.as_deref().filter(|t| *t != "gpt2") {
-            return Err(bad(format!(
-                "`model_type` is \"{t}\": Decode Lab runs GPT-2 models (`model_type` \"gpt2\")"
-            )));
-        }
         let n_layer = field(raw.n_layer, "n_layer", 1024)?;
         let n_head = field(raw.n_head, "n_head", 1024)?;
         let n_embd = field(raw.n_embd, "n_embd", MAX_DIM)?;
@@ -124,6 +130,7 @@ impl Config {
             eos_token_id: parse_eos(raw.eos_token_id, vocab_size)?,
             scale_attn_weights: raw.scale_attn_weights.unwrap_or(true),
             scale_attn_by_inverse_layer_idx: raw.scale_attn_by_inverse_layer_idx.unwrap_or(false),
+            family: Family::Gpt2,
         })
     }
 
@@ -153,17 +160,39 @@ impl Config {
         scale
     }
 
-    /// Number of parameters (tied LM head counted once).
+    /// The Llama family's part, `None` for GPT-2.
+    pub fn llama(&self) -> Option<&Llama> {
+        match &self.family {
+            Family::Gpt2 => None,
+            Family::Llama(llama) => Some(llama),
+        }
+    }
+
+    /// Number of parameters in the checkpoint (tied LM head counted once).
     pub fn n_params(&self) -> usize {
-        let (e, i) = (self.n_embd, self.n_inner);
-        let block = 4 * e + (e * 3 * e + 3 * e) + (e * e + e) + (e * i + i) + (i * e + e);
+        let (e, i, kv) = (self.n_embd, self.n_inner, self.kv_dim());
         let head = if self.tie_word_embeddings { 0 } else { self.vocab_size * e };
-        self.vocab_size * e + self.n_positions * e + self.n_layer * block + 2 * e + head
+        let (block, rest) = match &self.family {
+            Family::Gpt2 => {
+                let block = 4 * e + (e * 3 * e + 3 * e) + (e * e + e) + (e * i + i) + (i * e + e);
+                (block, self.n_positions * e + 2 * e)
+            }
+            Family::Llama(l) => {
+                let b = l.biases;
+                let biases = [(b.qkv, e + 2 * kv), (b.o, e), (b.mlp, 2 * i + e)];
+                let biases: usize = biases.iter().filter(|(on, _)| *on).map(|(_, n)| n).sum();
+                (2 * e + e * (e + 2 * kv) + e * e + 3 * e * i + biases, e)
+            }
+        };
+        self.vocab_size * e + self.n_layer * block + rest + head
     }
 }
 
 /// `eos_token_id` may be absent, null, a number or (in newer configs) a list.
-fn parse_eos(value: Option<serde_json::Value>, vocab_size: usize) -> Result<Option<u32>> {
+pub(super) fn parse_eos(
+    value: Option<serde_json::Value>,
+    vocab_size: usize,
+) -> Result<Option<u32>> {
     let id = match value {
         None | Some(serde_json::Value::Null) => return Ok(None),
         Some(serde_json::Value::Number(n)) => n.as_u64(),

@@ -4,12 +4,19 @@
 
 mod bpe;
 mod config;
+mod config_llama;
+mod config_read;
 mod first_blocks;
 mod groups;
+mod llama;
+mod reader;
 mod tokenizer;
 mod weights;
+mod weights_llama;
+mod weights_read;
 
-pub use config::{Config, Heads};
+pub use config::{Config, Family, Heads};
+pub use llama::{Llama, Llama3Scaling, LlamaBiases, Rope};
 pub use tokenizer::{TextStream, Tokenizer, VocabDiff};
 pub use weights::{LayerWeights, Weights};
 

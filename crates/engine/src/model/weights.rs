@@ -1,13 +1,9 @@
-//! `model.safetensors` → [`Weights`] (f32, row-major, Hugging Face Conv1D layout;
-//! the six weight matrices as [`Matrix`], which [`Weights::to_format`] packs).
-//! Second stop of the data flow: every tensor is checked for presence, shape,
-//! dtype and finiteness here, so the forward passes can trust their inputs.
+//! [`Weights`]: a model's tensors as the engines read them (f32, row-major,
+//! linear weights `[in, out]` as in GPT-2's Conv1D; the weight matrices as
+//! [`Matrix`], which [`Weights::to_format`] packs). Read from a checkpoint
+//! by `weights_read.rs`.
 
-use safetensors::{Dtype, SafeTensors};
-
-use crate::error::{EngineError, Result};
-use crate::model::Config;
-use crate::storage::format::{Channels, Format};
+use crate::storage::format::Format;
 use crate::storage::matrix::Matrix;
 
 /// The weights of one transformer block. Linear weights are `[in, out]` (Conv1D).
@@ -35,6 +31,17 @@ impl LayerWeights {
     /// The four matrices, in data-flow order.
     pub fn matrices(&self) -> [&Matrix; 4] {
         [&self.c_attn_weight, &self.attn_proj_weight, &self.c_fc_weight, &self.mlp_proj_weight]
+    }
+
+    /// The same block with `f` applied to each of its matrices.
+    pub fn map_matrices(self, f: impl Fn(Matrix) -> Matrix) -> LayerWeights {
+        LayerWeights {
+            c_attn_weight: f(self.c_attn_weight),
+            attn_proj_weight: f(self.attn_proj_weight),
+            c_fc_weight: f(self.c_fc_weight),
+            mlp_proj_weight: f(self.mlp_proj_weight),
+            ..self
+        }
     }
 
     /// Values in the f32 vectors (layer norms and biases).
@@ -168,152 +175,4 @@ impl Weights {
         };
         blocks + self.lm_head().bytes() + wte_row + 4 * 3 * e
     }
-
-    /// Reads and validates every tensor `config` calls for. With `keep_f16`,
-    /// a checkpoint whose every matrix is stored as f16 keeps them so, word
-    /// for word (the same words as packing their f32 values as f16), without
-    /// an f32 copy of them: half the memory while loading a 124M model in a
-    /// page. Otherwise, and for the vectors, values are read as f32.
-    pub fn from_safetensors(bytes: &[u8], config: &Config, keep_f16: bool) -> Result<Weights> {
-        let st =
-            SafeTensors::deserialize(bytes).map_err(|e| EngineError::Safetensors(e.to_string()))?;
-        let mut t = Reader { st: &st, f16: false };
-        t.f16 = keep_f16 && t.all_f16(config);
-        let (e, i, v) = (config.n_embd, config.n_inner, config.vocab_size);
-        let mut layers = Vec::with_capacity(config.n_layer);
-        for l in 0..config.n_layer {
-            let p = |s: &str| format!("h.{l}.{s}");
-            let [c_attn, attn_proj, c_fc, mlp_proj] = LayerWeights::MATRIX_NAMES.map(p);
-            layers.push(LayerWeights {
-                ln_1_weight: t.get(&p("ln_1.weight"), &[e])?,
-                ln_1_bias: t.get(&p("ln_1.bias"), &[e])?,
-                c_attn_weight: t.matrix(&c_attn, e, 3 * e, Channels::Cols)?,
-                c_attn_bias: t.get(&p("attn.c_attn.bias"), &[3 * e])?,
-                attn_proj_weight: t.matrix(&attn_proj, e, e, Channels::Cols)?,
-                attn_proj_bias: t.get(&p("attn.c_proj.bias"), &[e])?,
-                ln_2_weight: t.get(&p("ln_2.weight"), &[e])?,
-                ln_2_bias: t.get(&p("ln_2.bias"), &[e])?,
-                c_fc_weight: t.matrix(&c_fc, e, i, Channels::Cols)?,
-                c_fc_bias: t.get(&p("mlp.c_fc.bias"), &[i])?,
-                mlp_proj_weight: t.matrix(&mlp_proj, i, e, Channels::Cols)?,
-                mlp_proj_bias: t.get(&p("mlp.c_proj.bias"), &[e])?,
-            });
-        }
-        let lm_head = match config.tie_word_embeddings {
-            true => None,
-            false => Some(t.matrix_named("lm_head.weight", v, e, Channels::Rows)?),
-        };
-        Ok(Weights {
-            wte: t.matrix("wte.weight", v, e, Channels::Rows)?,
-            wpe: t.get("wpe.weight", &[config.n_positions, e])?,
-            layers,
-            ln_f_weight: t.get("ln_f.weight", &[e])?,
-            ln_f_bias: t.get("ln_f.bias", &[e])?,
-            lm_head,
-        })
-    }
-}
-
-/// Looks tensors up by their Hugging Face names and converts them to f32,
-/// or (`f16`) keeps f16 matrices as they are stored.
-struct Reader<'a> {
-    st: &'a SafeTensors<'a>,
-    f16: bool,
-}
-
-impl Reader<'_> {
-    /// Whether every weight matrix `config` calls for is stored as f16.
-    fn all_f16(&self, config: &Config) -> bool {
-        let mut names = vec!["wte.weight".to_string()];
-        for l in 0..config.n_layer {
-            names.extend(LayerWeights::MATRIX_NAMES.map(|n| format!("h.{l}.{n}")));
-        }
-        if !config.tie_word_embeddings {
-            names.push("lm_head.weight".into());
-        }
-        let stored = |name: &str| self.resolve(name).and_then(|n| self.st.tensor(&n).ok());
-        names.iter().all(|n| stored(n).is_some_and(|t| t.dtype() == Dtype::F16))
-    }
-
-    /// A weight matrix under `name` (see [`get`](Self::get)), output channels along `channels`.
-    fn matrix(&self, name: &str, rows: usize, cols: usize, channels: Channels) -> Result<Matrix> {
-        let full = self.resolve(name).ok_or_else(|| missing(name))?;
-        self.matrix_named(&full, rows, cols, channels)
-    }
-
-    /// A weight matrix under exactly `name`.
-    fn matrix_named(
-        &self,
-        name: &str,
-        rows: usize,
-        cols: usize,
-        channels: Channels,
-    ) -> Result<Matrix> {
-        if !self.f16 {
-            return Ok(Matrix::from_f32(rows, cols, channels, self.exact(name, &[rows, cols])?));
-        }
-        let view = self.view(name, &[rows, cols])?;
-        let bits = view.data().chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]]));
-        if let Some((index, h)) = bits.enumerate().find(|(_, h)| h & 0x7c00 == 0x7c00) {
-            let value = half::f16::from_bits(h).to_f32();
-            return Err(EngineError::NonFinite { name: name.to_string(), index, value });
-        }
-        Ok(Matrix::from_f16_le(rows, cols, channels, view.data()))
-    }
-
-    /// `name` as saved by `GPT2Model`, or `transformer.name` as saved by `GPT2LMHeadModel`.
-    fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
-        self.exact(&self.resolve(name).ok_or_else(|| missing(name))?, shape)
-    }
-
-    /// The name `name` is stored under, if it is.
-    fn resolve(&self, name: &str) -> Option<String> {
-        let prefixed = format!("transformer.{name}");
-        [name.to_string(), prefixed].into_iter().find(|n| self.st.tensor(n).is_ok())
-    }
-
-    fn exact(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
-        let view = self.view(name, shape)?;
-        let values = to_f32(view.dtype(), view.data(), name)?;
-        if let Some((index, &value)) = values.iter().enumerate().find(|(_, x)| !x.is_finite()) {
-            return Err(EngineError::NonFinite { name: name.to_string(), index, value });
-        }
-        Ok(values)
-    }
-
-    /// The tensor stored under exactly `name`, checked to have `shape`.
-    fn view(&self, name: &str, shape: &[usize]) -> Result<safetensors::tensor::TensorView<'_>> {
-        let view = self.st.tensor(name).map_err(|_| missing(name))?;
-        if view.shape() != shape {
-            return Err(EngineError::Shape {
-                name: name.to_string(),
-                expected: shape.to_vec(),
-                got: view.shape().to_vec(),
-            });
-        }
-        Ok(view)
-    }
-}
-
-fn missing(name: &str) -> EngineError {
-    EngineError::MissingTensor { name: name.to_string() }
-}
-
-/// Little-endian bytes → f32 values. The data may be unaligned, hence byte chunks.
-fn to_f32(dtype: Dtype, data: &[u8], name: &str) -> Result<Vec<f32>> {
-    let values = match dtype {
-        Dtype::F32 => {
-            data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
-        }
-        Dtype::F16 => {
-            data.chunks_exact(2).map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32()).collect()
-        }
-        Dtype::BF16 => {
-            data.chunks_exact(2).map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32()).collect()
-        }
-        other => {
-            return Err(EngineError::Dtype { name: name.to_string(), got: format!("{other:?}") })
-        }
-    };
-    Ok(values)
 }

@@ -96,6 +96,7 @@ pub fn config(n_head: usize, head_size: usize, group: usize, vocab: usize) -> Co
         eos_token_id: None,
         scale_attn_weights: true,
         scale_attn_by_inverse_layer_idx: false,
+        family: crate::model::Family::Gpt2,
     }
 }
 

@@ -1,0 +1,130 @@
+//! Tensors of a safetensors file by their Hugging Face names, checked and
+//! converted to f32 (or kept as f16 words).
+
+use safetensors::{Dtype, SafeTensors};
+
+use super::weights::LayerWeights;
+use crate::error::{EngineError, Result};
+use crate::model::Config;
+use crate::storage::format::Channels;
+use crate::storage::matrix::Matrix;
+
+/// Looks tensors up by their Hugging Face names and converts them to f32,
+/// or (`f16`) keeps f16 matrices as they are stored.
+pub(super) struct Reader<'a> {
+    pub st: &'a SafeTensors<'a>,
+    pub f16: bool,
+    /// What a whole model's class puts before a name: `transformer.`
+    /// (`GPT2LMHeadModel`), `model.` (`LlamaForCausalLM`).
+    pub prefix: &'static str,
+}
+
+impl Reader<'_> {
+    /// Whether every weight matrix `config` calls for is stored as f16.
+    pub(super) fn all_f16(&self, config: &Config) -> bool {
+        let mut names = vec!["wte.weight".to_string()];
+        for l in 0..config.n_layer {
+            names.extend(LayerWeights::MATRIX_NAMES.map(|n| format!("h.{l}.{n}")));
+        }
+        if !config.tie_word_embeddings {
+            names.push("lm_head.weight".into());
+        }
+        let stored = |name: &str| self.resolve(name).and_then(|n| self.st.tensor(&n).ok());
+        names.iter().all(|n| stored(n).is_some_and(|t| t.dtype() == Dtype::F16))
+    }
+
+    /// A weight matrix under `name` (see [`get`](Self::get)), output channels along `channels`.
+    pub(super) fn matrix(
+        &self,
+        name: &str,
+        rows: usize,
+        cols: usize,
+        channels: Channels,
+    ) -> Result<Matrix> {
+        let full = self.resolve(name).ok_or_else(|| self.missing(name))?;
+        self.matrix_named(&full, rows, cols, channels)
+    }
+
+    /// A weight matrix under exactly `name`.
+    pub(super) fn matrix_named(
+        &self,
+        name: &str,
+        rows: usize,
+        cols: usize,
+        channels: Channels,
+    ) -> Result<Matrix> {
+        if !self.f16 {
+            return Ok(Matrix::from_f32(rows, cols, channels, self.exact(name, &[rows, cols])?));
+        }
+        let view = self.view(name, &[rows, cols])?;
+        let bits = view.data().chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]]));
+        if let Some((index, h)) = bits.enumerate().find(|(_, h)| h & 0x7c00 == 0x7c00) {
+            let value = half::f16::from_bits(h).to_f32();
+            return Err(EngineError::NonFinite { name: name.to_string(), index, value });
+        }
+        Ok(Matrix::from_f16_le(rows, cols, channels, view.data()))
+    }
+
+    /// `name` as saved by `GPT2Model`, or `transformer.name` as saved by
+    /// `GPT2LMHeadModel` (`model.name`: the Llama family's).
+    pub(super) fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
+        self.exact(&self.resolve(name).ok_or_else(|| self.missing(name))?, shape)
+    }
+
+    /// The name `name` is stored under, if it is.
+    pub(super) fn resolve(&self, name: &str) -> Option<String> {
+        let prefixed = format!("{}{name}", self.prefix);
+        [name.to_string(), prefixed].into_iter().find(|n| self.st.tensor(n).is_ok())
+    }
+
+    pub(super) fn exact(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
+        let view = self.view(name, shape)?;
+        let values = to_f32(view.dtype(), view.data(), name)?;
+        if let Some((index, &value)) = values.iter().enumerate().find(|(_, x)| !x.is_finite()) {
+            return Err(EngineError::NonFinite { name: name.to_string(), index, value });
+        }
+        Ok(values)
+    }
+
+    /// The tensor stored under exactly `name`, checked to have `shape`.
+    pub(super) fn view(
+        &self,
+        name: &str,
+        shape: &[usize],
+    ) -> Result<safetensors::tensor::TensorView<'_>> {
+        let view = self.st.tensor(name).map_err(|_| self.missing(name))?;
+        if view.shape() != shape {
+            return Err(EngineError::Shape {
+                name: name.to_string(),
+                expected: shape.to_vec(),
+                got: view.shape().to_vec(),
+            });
+        }
+        Ok(view)
+    }
+}
+
+impl Reader<'_> {
+    pub(super) fn missing(&self, name: &str) -> EngineError {
+        EngineError::MissingTensor { name: name.to_string(), prefix: self.prefix }
+    }
+}
+
+/// Little-endian bytes → f32 values. The data may be unaligned, hence byte chunks.
+fn to_f32(dtype: Dtype, data: &[u8], name: &str) -> Result<Vec<f32>> {
+    let values = match dtype {
+        Dtype::F32 => {
+            data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+        }
+        Dtype::F16 => {
+            data.chunks_exact(2).map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32()).collect()
+        }
+        Dtype::BF16 => {
+            data.chunks_exact(2).map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32()).collect()
+        }
+        other => {
+            return Err(EngineError::Dtype { name: name.to_string(), got: format!("{other:?}") })
+        }
+    };
+    Ok(values)
+}

@@ -1,0 +1,159 @@
+//! A Llama-family `model.safetensors` → [`Weights`] in the layout every
+//! kernel already reads: per block one `[in, out]` QKV matrix (`q | k | v`),
+//! one output projection, one MLP input matrix (`gate | up`) and one MLP
+//! output matrix, in the format the engine packs. The checkpoint's
+//! `nn.Linear` weights are `[out, in]`; they are transposed here, once.
+//!
+//! K/V heads grouped in training (`num_key_value_heads` < heads) are
+//! written out once per query head of their group, as a converted GPT-2's
+//! pooled heads are (`groups.rs`): the QKV projection keeps GPT-2's width,
+//! and the cache still keeps one K/V head per group (`Config::n_kv_head`).
+//! The repeated columns cost a decode `2 · (n_embd − kv_dim) · n_embd`
+//! weights per block that narrow K/V projections would not read.
+
+use safetensors::Dtype;
+
+use super::reader::Reader;
+use super::weights::{LayerWeights, Weights};
+use super::{Config, Heads, Llama};
+use crate::error::Result;
+use crate::storage::format::{Channels, Format};
+use crate::storage::matrix::Matrix;
+
+/// The checkpoint's linear layers of one block, in data-flow order (after
+/// `layers.{l}.`), and the number of output rows each has.
+const LINEARS: [&str; 7] = [
+    "self_attn.q_proj",
+    "self_attn.k_proj",
+    "self_attn.v_proj",
+    "self_attn.o_proj",
+    "mlp.gate_proj",
+    "mlp.up_proj",
+    "mlp.down_proj",
+];
+
+/// Reads and validates every tensor `config` calls for. With `keep_f16`, a
+/// checkpoint whose every linear layer is stored as f16 has its matrices
+/// held as f16 (the same words: f16 → f32 → f16 is exact).
+pub(super) fn read(t: &Reader, config: &Config, keep_f16: bool) -> Result<Weights> {
+    let llama = config.llama().expect("a Llama-family config");
+    let f16 = keep_f16 && all_f16(t, config);
+    let held = |m: Matrix| if f16 { m.to_format(Format::F16) } else { m };
+    let (e, v) = (config.n_embd, config.vocab_size);
+    let layers = (0..config.n_layer)
+        .map(|l| read_layer(t, config, llama, l).map(|layer| layer.map_matrices(held)))
+        .collect::<Result<Vec<_>>>()?;
+    let embedding = |name: &str| -> Result<Matrix> {
+        let full = t.resolve(name).ok_or_else(|| t.missing(name))?;
+        Ok(held(Matrix::from_f32(v, e, Channels::Rows, t.exact(&full, &[v, e])?)))
+    };
+    let lm_head = match config.tie_word_embeddings {
+        true => None,
+        false => Some(embedding("lm_head.weight")?),
+    };
+    Ok(Weights {
+        wte: embedding("embed_tokens.weight")?,
+        wpe: Vec::new(),
+        layers,
+        ln_f_weight: t.get("norm.weight", &[e])?,
+        ln_f_bias: Vec::new(),
+        lm_head,
+    })
+}
+
+/// Block `l`, its matrices f32.
+fn read_layer(t: &Reader, c: &Config, llama: &Llama, l: usize) -> Result<LayerWeights> {
+    let (e, i, kv) = (c.n_embd, c.n_inner, c.kv_dim());
+    let name = |s: &str| format!("layers.{l}.{s}");
+    // (out, in) as stored, and its bias where the config has one.
+    let linear = |part: &str, out: usize, inp: usize, bias: bool| -> Result<(Vec<f32>, Vec<f32>)> {
+        let w = t.get(&name(&format!("{part}.weight")), &[out, inp])?;
+        let b = match bias {
+            true => t.get(&name(&format!("{part}.bias")), &[out])?,
+            false => vec![0.0; out],
+        };
+        Ok((w, b))
+    };
+    let b = llama.biases;
+    let [q, k, v, o, gate, up, down] = LINEARS;
+    let q = linear(q, e, e, b.qkv)?;
+    let (k, v) = (linear(k, kv, e, b.qkv)?, linear(v, kv, e, b.qkv)?);
+    let o = linear(o, e, e, b.o)?;
+    let (gate, up) = (linear(gate, i, e, b.mlp)?, linear(up, i, e, b.mlp)?);
+    let down = linear(down, e, i, b.mlp)?;
+    let shared = Rows::Shared(c.heads());
+    let qkv = [(&q, e, Rows::Own), (&k, e, shared), (&v, e, shared)];
+    let mlp_in = [(&gate, i, Rows::Own), (&up, i, Rows::Own)];
+    Ok(LayerWeights {
+        ln_1_weight: t.get(&name("input_layernorm.weight"), &[e])?,
+        ln_1_bias: Vec::new(),
+        c_attn_weight: stacked(&qkv, e),
+        c_attn_bias: stacked_bias(&qkv),
+        attn_proj_weight: stacked(&[(&o, e, Rows::Own)], e),
+        attn_proj_bias: o.1,
+        ln_2_weight: t.get(&name("post_attention_layernorm.weight"), &[e])?,
+        ln_2_bias: Vec::new(),
+        c_fc_weight: stacked(&mlp_in, e),
+        c_fc_bias: stacked_bias(&mlp_in),
+        mlp_proj_weight: stacked(&[(&down, e, Rows::Own)], i),
+        mlp_proj_bias: down.1,
+    })
+}
+
+/// Which row of its layer column c of a stacked part reads.
+#[derive(Clone, Copy)]
+enum Rows {
+    /// Row c.
+    Own,
+    /// The row of K/V head (c / head_size) / group: a K/V head shared by a
+    /// group of query heads, repeated for each.
+    Shared(Heads),
+}
+
+impl Rows {
+    fn of(self, c: usize) -> usize {
+        match self {
+            Rows::Own => c,
+            Rows::Shared(h) => h.kv0(c / h.head_size) + c % h.head_size,
+        }
+    }
+}
+
+/// One part of a stacked matrix: an `(out, in)` linear layer with its bias,
+/// the columns it gives, and which of its rows each column reads.
+type Part<'a> = (&'a (Vec<f32>, Vec<f32>), usize, Rows);
+
+/// The `[inp, Σ cols]` matrix of `parts` side by side, each transposed.
+fn stacked(parts: &[Part], inp: usize) -> Matrix {
+    let width: usize = parts.iter().map(|p| p.1).sum();
+    let mut values = vec![0.0; inp * width]; // (inp, width)
+    let mut col0 = 0;
+    for &((w, _), cols, source) in parts {
+        for c in 0..cols {
+            let row = &w[source.of(c) * inp..][..inp];
+            row.iter().enumerate().for_each(|(r, &x)| values[r * width + col0 + c] = x);
+        }
+        col0 += cols;
+    }
+    Matrix::from_f32(inp, width, Channels::Cols, values)
+}
+
+/// The biases of [`stacked`]'s parts, side by side.
+fn stacked_bias(parts: &[Part]) -> Vec<f32> {
+    let column =
+        |&((_, b), cols, source): &Part| (0..cols).map(|c| b[source.of(c)]).collect::<Vec<_>>();
+    parts.iter().flat_map(column).collect()
+}
+
+/// Whether every linear layer and embedding `config` calls for is stored as f16.
+fn all_f16(t: &Reader, config: &Config) -> bool {
+    let mut names = vec!["embed_tokens.weight".to_string()];
+    for l in 0..config.n_layer {
+        names.extend(LINEARS.map(|p| format!("layers.{l}.{p}.weight")));
+    }
+    if !config.tie_word_embeddings {
+        names.push("lm_head.weight".into());
+    }
+    let stored = |name: &str| t.resolve(name).and_then(|n| t.st.tensor(&n).ok());
+    names.iter().all(|n| stored(n).is_some_and(|t| t.dtype() == Dtype::F16))
+}
