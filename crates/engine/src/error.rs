@@ -77,7 +77,8 @@ pub enum EngineError {
     /// A Llama-family model offered to the GPU engine, whose kernels are GPT-2's.
     #[error(
         "the GPU engine's kernels are GPT-2's (LayerNorm, learned positions, GELU): a \
-         Llama-family model (RMSNorm, rotary positions, SwiGLU) runs on the CPU engine"
+         Llama-family model (RMSNorm, rotary positions, SwiGLU) runs on the CPU engine (the \
+         CLI's `--backend cpu`; the page moves to it by itself)"
     )]
     FamilyOnGpu,
 
