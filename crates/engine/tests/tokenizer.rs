@@ -150,6 +150,28 @@ fn the_bundled_tokenizer_json_matches_the_tokenizers_library_on_mixed_text() {
     same_ids_as_the_oracle(&t, "shakespeare_ids.u16");
 }
 
+/// SmolLM2's pre-tokenizer, a `Sequence` of `Digits` then `ByteLevel`, in
+/// both of its `Digits` forms (each digit a piece, runs of digits a piece):
+/// the ids the `tokenizers` library gives on the same 340 KB
+/// (tools/golden/make_digits_tokenizer_golden.py), and the text back.
+#[test]
+fn a_digits_then_byte_level_tokenizer_matches_the_tokenizers_library() {
+    for form in ["individual", "contiguous"] {
+        let dir = common::fixtures().join("digits_tokenizer").join(form);
+        let t = Tokenizer::from_bytes(&std::fs::read(dir.join("tokenizer.json")).unwrap()).unwrap();
+        same_ids_as_the_oracle(&t, &format!("../digits_tokenizer/{form}/ids.u16"));
+    }
+    let e = |pre: &str| {
+        let json = format!(
+            r#"{{"pre_tokenizer": {pre}, "model": {{"type": "BPE", "vocab": {{"a": 0}}, "merges": []}}}}"#
+        );
+        Tokenizer::from_bytes(json.as_bytes()).expect_err("refused").to_string()
+    };
+    let split =
+        r#"{"type": "Sequence", "pretokenizers": [{"type": "Split"}, {"type": "ByteLevel"}]}"#;
+    assert!(e(split).contains("a Sequence of [Split, ByteLevel]"), "{}", e(split));
+}
+
 /// `t` encodes tests/fixtures/gpt2_tokenizer/corpus.txt to the ids in
 /// `golden` and decodes them back to the text.
 fn same_ids_as_the_oracle(t: &Tokenizer, golden: &str) {

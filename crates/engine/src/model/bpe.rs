@@ -29,6 +29,44 @@ pub struct Bpe {
     pub add_prefix_space: bool,
     /// A piece that is itself a token is not merged (`ignore_merges`).
     pub ignore_merges: bool,
+    /// A `Digits` pre-tokenizer before `ByteLevel` (SmolLM2's): numbers
+    /// split from the text around them before GPT-2's pattern runs.
+    pub digits: Option<Digits>,
+}
+
+/// How a `Digits` pre-tokenizer splits numbers out (`individual_digits`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Digits {
+    /// Every digit its own piece.
+    Each,
+    /// A run of digits one piece.
+    Runs,
+}
+
+impl Digits {
+    /// `text` cut before and after every digit (`Each`) or run of digits
+    /// (`Runs`), as `tokenizers` splits on `char::is_numeric`, isolated.
+    pub fn split(self, text: &str) -> Vec<&str> {
+        let mut parts = Vec::new();
+        let mut start = 0;
+        let mut last_numeric = None;
+        for (at, c) in text.char_indices() {
+            let numeric = c.is_numeric();
+            let cut = match last_numeric {
+                None => false,
+                Some(prev) => prev != numeric || (numeric && self == Digits::Each),
+            };
+            if cut {
+                parts.push(&text[start..at]);
+                start = at;
+            }
+            last_numeric = Some(numeric);
+        }
+        if start < text.len() {
+            parts.push(&text[start..]);
+        }
+        parts
+    }
 }
 
 /// GPT-2's byte → character table: printable bytes map to themselves, the
@@ -168,7 +206,20 @@ impl Bpe {
         }
     }
 
+    /// A segment between added tokens: split by `Digits` where there is
+    /// one, then each part through `ByteLevel`.
     fn encode_segment(&self, segment: &str, ids: &mut Vec<u32>) -> Result<(), String> {
+        match self.digits {
+            Some(digits) => {
+                digits.split(segment).into_iter().try_for_each(|p| self.encode_part(p, ids))
+            }
+            None => self.encode_part(segment, ids),
+        }
+    }
+
+    /// `ByteLevel` on one part: the prefix space, GPT-2's pattern, bytes as
+    /// characters, then the merges.
+    fn encode_part(&self, segment: &str, ids: &mut Vec<u32>) -> Result<(), String> {
         if segment.is_empty() {
             return Ok(());
         }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::bpe::Bpe;
+use super::bpe::{Bpe, Digits};
 use crate::error::{EngineError, Result};
 
 /// A loaded tokenizer.
@@ -30,6 +30,7 @@ impl Tokenizer {
         let model = json.get("model").filter(|m| m.is_object());
         let model = model.ok_or_else(|| bad("tokenizer.json has no `model` object"))?;
         let pre = json.get("pre_tokenizer").filter(|v| !v.is_null());
+        let (pre, digits) = byte_level_parts(pre)?;
         check_byte_level_bpe(&json, model, pre)?;
         let flag = |v: Option<&Value>, name| v.and_then(|v| v.get(name)).and_then(Value::as_bool);
         let vocab = model.get("vocab").and_then(Value::as_object);
@@ -44,6 +45,7 @@ impl Tokenizer {
             use_regex: flag(pre, "use_regex").unwrap_or(true),
             add_prefix_space: flag(pre, "add_prefix_space").unwrap_or(false),
             ignore_merges: flag(Some(model), "ignore_merges").unwrap_or(false),
+            digits,
         };
         let bpe = build(vocab, &merges, added_tokens(&json)?, options, "tokenizer.json")?;
         Ok(Tokenizer { bpe })
@@ -70,7 +72,12 @@ impl Tokenizer {
         let eos = "<|endoftext|>";
         let added = vocab.get(eos).and_then(Value::as_u64).and_then(|id| u32::try_from(id).ok());
         let added = added.map(|id| (eos.to_string(), id)).into_iter().collect();
-        let options = Options { use_regex: true, add_prefix_space: false, ignore_merges: false };
+        let options = Options {
+            use_regex: true,
+            add_prefix_space: false,
+            ignore_merges: false,
+            digits: None,
+        };
         let bpe = build(&vocab, &merges, added, options, "vocab.json + merges.txt")?;
         Ok(Tokenizer { bpe })
     }
@@ -175,6 +182,32 @@ impl VocabDiff {
     }
 }
 
+/// The `ByteLevel` pre-tokenizer, alone or after a `Digits` one in a
+/// `Sequence` (SmolLM2's), and that `Digits`. Any other sequence is refused.
+fn byte_level_parts(pre: Option<&Value>) -> Result<(Option<&Value>, Option<Digits>)> {
+    let Some(parts) = pre.filter(|p| p.get("type").and_then(Value::as_str) == Some("Sequence"))
+    else {
+        return Ok((pre, None));
+    };
+    let parts = parts.get("pretokenizers").and_then(Value::as_array).map(Vec::as_slice);
+    let kind = |v: &Value| v.get("type").and_then(Value::as_str).unwrap_or("?").to_string();
+    match parts.unwrap_or(&[]) {
+        [digits, byte_level] if kind(digits) == "Digits" => {
+            let each = digits.get("individual_digits").and_then(Value::as_bool).unwrap_or(false);
+            Ok((Some(byte_level), Some(if each { Digits::Each } else { Digits::Runs })))
+        }
+        [single] => Ok((Some(single), None)),
+        other => {
+            let names: Vec<String> = other.iter().map(kind).collect();
+            Err(bad(format!(
+                "tokenizer.json's pre_tokenizer is a Sequence of [{}]: Decode Lab reads \
+                 ByteLevel, alone or after Digits",
+                names.join(", ")
+            )))
+        }
+    }
+}
+
 /// Refuses, by name, what is not GPT-2's byte-level BPE: another model or
 /// pre-tokenizer, a normalizer, word prefixes or suffixes, byte fallback.
 fn check_byte_level_bpe(json: &Value, model: &Value, pre: Option<&Value>) -> Result<()> {
@@ -233,6 +266,7 @@ struct Options {
     use_regex: bool,
     add_prefix_space: bool,
     ignore_merges: bool,
+    digits: Option<Digits>,
 }
 
 /// Largest id a tokenizer may use: vocabularies beyond this are not GPT-2's,
@@ -290,6 +324,7 @@ fn build(
         use_regex: options.use_regex,
         add_prefix_space: options.add_prefix_space,
         ignore_merges: options.ignore_merges,
+        digits: options.digits,
     })
 }
 
