@@ -231,6 +231,9 @@ pub async fn load(
     let held = WeightsHeld { format: model.format(), bytes: model.weights.bytes() };
     times.prepare_ms = laps.lap();
     let on_gpu = match ctx {
+        Ok(_) if model.config.llama().is_some() => {
+            Err(CpuReason::NoKernels(engine::error::EngineError::FamilyOnGpu.to_string()))
+        }
         Ok(ctx) => open_gpu(ctx, model.clone(), kernels, held, on_lost, &progress, done).await,
         Err(reason) => Err(reason),
     };

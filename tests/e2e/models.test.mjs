@@ -124,6 +124,30 @@ for (const backend of ['webgpu', 'cpu']) {
   });
 }
 
+// A Llama-shaped random model (RMSNorm, rotary positions, SwiGLU, 6 heads sharing 2 K/V
+// heads; tools/golden/make_llama_golden.py) with a Digits + ByteLevel tokenizer.json.
+const LLAMA = resolve('tests/fixtures/golden/llama_gqa');
+for (const backend of ['webgpu', 'cpu']) {
+  test(`${backend}: a Llama-family model opens through model= on the CPU engine and writes the CLI's greedy text`, async () => {
+    const files = Object.fromEntries(['config.json', 'tokenizer.json', 'model.safetensors']
+      .map((f) => [f, readFileSync(join(LLAMA, f))]));
+    const page = await openWithHub(backend, '?model=decode-lab-test/llama-tiny', files);
+    assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'ready');
+    // The GPU engine's kernels are GPT-2's: with WebGPU there, the page says why the CPU runs it.
+    assert.equal(await page.getAttribute('[data-testid=backend]', 'data-backend'), 'cpu');
+    if (backend === 'webgpu') {
+      assert.match(await page.textContent('[data-testid=cpu-no-kernels]'), /no GPU kernels yet.*Llama-family model/s);
+    }
+    await set(page, 'prompt', PROMPT);
+    await set(page, 'temperature', 0);
+    await set(page, 'max-tokens', 8);
+    assert.equal(await generate(page), cliGreedy(8, LLAMA), `llama on ${backend}`);
+    await page.screenshot({ path: `${ARTIFACTS}/model-llama-${backend}.png`, fullPage: true });
+    await noFatal(page);
+    await page.close();
+  });
+}
+
 for (const backend of ['webgpu', 'cpu']) {
   test(`${backend}: a GPT-2-124M-shaped model (f16, 249 MB) opens through model=, writes the CLI's greedy text, and leaves the page's thread free`, async () => {
     // Served by the test server (same origin, as a course hosting its own copy would):

@@ -52,6 +52,14 @@ CASES = {
                    torch.bfloat16),
 }
 PROMPT = 33  # tokens of the prefill/decode golden
+# The case that also gets a tokenizer.json (SmolLM2's pre-tokenizer layout:
+# Digits, then ByteLevel), so a page or the CLI can open it with text.
+WITH_TOKENIZER = "llama_gqa"
+TOKENIZER_TEXT = (
+    "To be, or not to be, that is the question: whether 'tis nobler in the mind "
+    "to suffer the slings and arrows of outrageous fortune. In 1603, 2026 and 42. "
+    "Café naïve façade. 東京 🙂 ✨ \r\n tabs\tand   spaces.\n"
+) * 50
 GREEDY_PROMPT, GREEDY_NEW = 5, 12
 
 
@@ -118,10 +126,28 @@ def make_case(out_dir, name, config_class, model_class, overrides, dtype, seed):
           f"greedy {greedy.tolist()}")
 
 
+def make_tokenizer(case_dir, vocab_size):
+    """A byte-level BPE `tokenizer.json` splitting digits first, ids < vocab_size."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+    ])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<|endoftext|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator([TOKENIZER_TEXT], trainer)
+    assert tok.get_vocab_size() <= vocab_size
+    tok.save(os.path.join(case_dir, "tokenizer.json"))
+
+
 def main():
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "tests", "fixtures", "golden")
     for i, (name, (config_class, model_class, overrides, dtype)) in enumerate(CASES.items()):
         make_case(out_dir, name, config_class, model_class, overrides, dtype, seed=4900 + i)
+    make_tokenizer(os.path.join(out_dir, WITH_TOKENIZER), COMMON["vocab_size"])
 
 
 if __name__ == "__main__":
