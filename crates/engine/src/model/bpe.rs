@@ -10,7 +10,10 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use unicode_properties::{GeneralCategoryGroup, UnicodeGeneralCategory};
+use unicode_normalization::UnicodeNormalization;
+
+use super::char_class::{class, Class};
+use super::split_pattern::SplitPattern;
 
 /// A byte-level BPE vocabulary with its merges.
 #[derive(Clone, Debug)]
@@ -32,6 +35,11 @@ pub struct Bpe {
     /// A `Digits` pre-tokenizer before `ByteLevel` (SmolLM2's): numbers
     /// split from the text around them before GPT-2's pattern runs.
     pub digits: Option<Digits>,
+    /// A `Split` pre-tokenizer before `ByteLevel` (Llama 3's, Qwen2's),
+    /// in place of GPT-2's pattern.
+    pub split: Option<SplitPattern>,
+    /// Text is normalised to NFC first (Qwen2's `normalizer`).
+    pub nfc: bool,
 }
 
 /// How a `Digits` pre-tokenizer splits numbers out (`individual_digits`).
@@ -102,25 +110,6 @@ fn byte_table() -> &'static ByteTable {
         let bytes = chars.iter().enumerate().map(|(b, &c)| (c, b as u8)).collect();
         ByteTable { chars, bytes }
     })
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Class {
-    Letter,
-    Number,
-    Space,
-    Other,
-}
-
-fn class(c: char) -> Class {
-    if c.is_whitespace() {
-        return Class::Space;
-    }
-    match c.general_category_group() {
-        GeneralCategoryGroup::Letter => Class::Letter,
-        GeneralCategoryGroup::Number => Class::Number,
-        _ => Class::Other,
-    }
 }
 
 /// Splits `text` as GPT-2's pattern does:
@@ -209,11 +198,21 @@ impl Bpe {
     /// A segment between added tokens: split by `Digits` where there is
     /// one, then each part through `ByteLevel`.
     fn encode_segment(&self, segment: &str, ids: &mut Vec<u32>) -> Result<(), String> {
-        match self.digits {
-            Some(digits) => {
-                digits.split(segment).into_iter().try_for_each(|p| self.encode_part(p, ids))
+        let normalized: String;
+        let segment = match self.nfc {
+            true => {
+                normalized = segment.nfc().collect();
+                normalized.as_str()
             }
-            None => self.encode_part(segment, ids),
+            false => segment,
+        };
+        let each = |parts: Vec<&str>, ids: &mut Vec<u32>| {
+            parts.into_iter().try_for_each(|p| self.encode_part(p, ids))
+        };
+        match (self.split, self.digits) {
+            (Some(split), _) => each(split.split(segment), ids),
+            (None, Some(digits)) => each(digits.split(segment), ids),
+            (None, None) => self.encode_part(segment, ids),
         }
     }
 

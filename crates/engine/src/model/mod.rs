@@ -3,6 +3,7 @@
 //! and the browser (fetched over HTTP).
 
 mod bpe;
+mod char_class;
 mod config;
 mod config_llama;
 mod config_read;
@@ -10,6 +11,7 @@ mod first_blocks;
 mod groups;
 mod llama;
 mod reader;
+mod split_pattern;
 mod tokenizer;
 mod weights;
 mod weights_llama;

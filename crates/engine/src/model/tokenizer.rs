@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::bpe::{Bpe, Digits};
+use super::split_pattern::SplitPattern;
 use crate::error::{EngineError, Result};
 
 /// A loaded tokenizer.
@@ -30,8 +31,9 @@ impl Tokenizer {
         let model = json.get("model").filter(|m| m.is_object());
         let model = model.ok_or_else(|| bad("tokenizer.json has no `model` object"))?;
         let pre = json.get("pre_tokenizer").filter(|v| !v.is_null());
-        let (pre, digits) = byte_level_parts(pre)?;
-        check_byte_level_bpe(&json, model, pre)?;
+        let parts = pre_parts(pre)?;
+        let pre = parts.byte_level;
+        let nfc = check_byte_level_bpe(&json, model, pre)?;
         let flag = |v: Option<&Value>, name| v.and_then(|v| v.get(name)).and_then(Value::as_bool);
         let vocab = model.get("vocab").and_then(Value::as_object);
         let vocab = vocab.ok_or_else(|| bad("tokenizer.json's model has no `vocab` object"))?;
@@ -45,7 +47,9 @@ impl Tokenizer {
             use_regex: flag(pre, "use_regex").unwrap_or(true),
             add_prefix_space: flag(pre, "add_prefix_space").unwrap_or(false),
             ignore_merges: flag(Some(model), "ignore_merges").unwrap_or(false),
-            digits,
+            digits: parts.digits,
+            split: parts.split,
+            nfc,
         };
         let bpe = build(vocab, &merges, added_tokens(&json)?, options, "tokenizer.json")?;
         Ok(Tokenizer { bpe })
@@ -77,6 +81,8 @@ impl Tokenizer {
             add_prefix_space: false,
             ignore_merges: false,
             digits: None,
+            split: None,
+            nfc: false,
         };
         let bpe = build(&vocab, &merges, added, options, "vocab.json + merges.txt")?;
         Ok(Tokenizer { bpe })
@@ -182,26 +188,46 @@ impl VocabDiff {
     }
 }
 
-/// The `ByteLevel` pre-tokenizer, alone or after a `Digits` one in a
-/// `Sequence` (SmolLM2's), and that `Digits`. Any other sequence is refused.
-fn byte_level_parts(pre: Option<&Value>) -> Result<(Option<&Value>, Option<Digits>)> {
-    let Some(parts) = pre.filter(|p| p.get("type").and_then(Value::as_str) == Some("Sequence"))
-    else {
-        return Ok((pre, None));
-    };
-    let parts = parts.get("pretokenizers").and_then(Value::as_array).map(Vec::as_slice);
+/// What a tokenizer.json's pre-tokenizer is made of: `ByteLevel`, alone
+/// or after a `Digits` split (SmolLM2's) or a `Split` on Llama 3's or
+/// Qwen2's pattern. Any other sequence or pattern is refused by name.
+struct PreParts<'a> {
+    byte_level: Option<&'a Value>,
+    digits: Option<Digits>,
+    split: Option<SplitPattern>,
+}
+
+fn pre_parts(pre: Option<&Value>) -> Result<PreParts<'_>> {
     let kind = |v: &Value| v.get("type").and_then(Value::as_str).unwrap_or("?").to_string();
+    let alone = PreParts { byte_level: pre, digits: None, split: None };
+    let Some(seq) = pre.filter(|p| kind(p) == "Sequence") else { return Ok(alone) };
+    let parts = seq.get("pretokenizers").and_then(Value::as_array).map(Vec::as_slice);
     match parts.unwrap_or(&[]) {
         [digits, byte_level] if kind(digits) == "Digits" => {
             let each = digits.get("individual_digits").and_then(Value::as_bool).unwrap_or(false);
-            Ok((Some(byte_level), Some(if each { Digits::Each } else { Digits::Runs })))
+            let digits = Some(if each { Digits::Each } else { Digits::Runs });
+            Ok(PreParts { byte_level: Some(byte_level), digits, split: None })
         }
-        [single] => Ok((Some(single), None)),
+        [split, byte_level] if kind(split) == "Split" => {
+            let regex = split.get("pattern").and_then(|p| p.get("Regex")).and_then(Value::as_str);
+            let behavior = split.get("behavior").and_then(Value::as_str);
+            let invert = split.get("invert").and_then(Value::as_bool).unwrap_or(false);
+            let pattern = regex.and_then(SplitPattern::from_regex);
+            let Some(pattern) = pattern.filter(|_| behavior == Some("Isolated") && !invert) else {
+                return Err(bad(format!(
+                    "tokenizer.json splits on {}: Decode Lab reads Llama 3's and Qwen2's patterns \
+                     (isolated)",
+                    regex.map_or("no regex".into(), |r| format!("the pattern {r:?}"))
+                )));
+            };
+            Ok(PreParts { byte_level: Some(byte_level), digits: None, split: Some(pattern) })
+        }
+        [single] => Ok(PreParts { byte_level: Some(single), digits: None, split: None }),
         other => {
             let names: Vec<String> = other.iter().map(kind).collect();
             Err(bad(format!(
                 "tokenizer.json's pre_tokenizer is a Sequence of [{}]: Decode Lab reads \
-                 ByteLevel, alone or after Digits",
+                 ByteLevel, alone or after Digits or a Split",
                 names.join(", ")
             )))
         }
@@ -210,7 +236,8 @@ fn byte_level_parts(pre: Option<&Value>) -> Result<(Option<&Value>, Option<Digit
 
 /// Refuses, by name, what is not GPT-2's byte-level BPE: another model or
 /// pre-tokenizer, a normalizer, word prefixes or suffixes, byte fallback.
-fn check_byte_level_bpe(json: &Value, model: &Value, pre: Option<&Value>) -> Result<()> {
+/// Returns whether text is normalised to NFC first (Qwen2's one normalizer).
+fn check_byte_level_bpe(json: &Value, model: &Value, pre: Option<&Value>) -> Result<bool> {
     fn kind(v: Option<&Value>) -> Option<&str> {
         v.and_then(|v| v.get("type")).and_then(Value::as_str)
     }
@@ -222,9 +249,15 @@ fn check_byte_level_bpe(json: &Value, model: &Value, pre: Option<&Value>) -> Res
         let t = kind(pre).unwrap_or("none");
         return Err(bad(format!("tokenizer.json's pre_tokenizer is {t}: {why}")));
     }
-    if let Some(t) = kind(json.get("normalizer")) {
-        return Err(bad(format!("tokenizer.json has a {t} normalizer: {why}, which has none")));
-    }
+    let nfc = match kind(json.get("normalizer")) {
+        None => false,
+        Some("NFC") => true,
+        Some(t) => {
+            return Err(bad(format!(
+                "tokenizer.json has a {t} normalizer: {why}, which has none (or Qwen2's NFC)"
+            )))
+        }
+    };
     for field in ["continuing_subword_prefix", "end_of_word_suffix"] {
         if let Some(v) = model.get(field).and_then(Value::as_str).filter(|v| !v.is_empty()) {
             return Err(bad(format!("tokenizer.json's {field} is {v:?}: {why}")));
@@ -233,7 +266,7 @@ fn check_byte_level_bpe(json: &Value, model: &Value, pre: Option<&Value>) -> Res
     if model.get("byte_fallback").and_then(Value::as_bool) == Some(true) {
         return Err(bad(format!("tokenizer.json uses byte_fallback: {why}, which needs none")));
     }
-    Ok(())
+    Ok(nfc)
 }
 
 /// `added_tokens` of a tokenizer.json: (content, id) pairs.
@@ -267,6 +300,8 @@ struct Options {
     add_prefix_space: bool,
     ignore_merges: bool,
     digits: Option<Digits>,
+    split: Option<SplitPattern>,
+    nfc: bool,
 }
 
 /// Largest id a tokenizer may use: vocabularies beyond this are not GPT-2's,
@@ -325,6 +360,8 @@ fn build(
         add_prefix_space: options.add_prefix_space,
         ignore_merges: options.ignore_merges,
         digits: options.digits,
+        split: options.split,
+        nfc: options.nfc,
     })
 }
 
