@@ -47,31 +47,10 @@ pub fn from_json(text: &str, model_type: &str) -> Result<Config> {
         serde_json::from_str(text).map_err(|e| bad(format!("not valid JSON: {e}")))?;
     refuse_unsupported(&raw, model_type)?;
     let n_layer = field(raw.num_hidden_layers, "num_hidden_layers", 1024)?;
-    let n_head = field(raw.num_attention_heads, "num_attention_heads", 1024)?;
     let n_embd = field(raw.hidden_size, "hidden_size", MAX_DIM)?;
+    let (n_head, n_kv_head, head_size) = heads(&raw, n_embd)?;
     let n_inner = field(raw.intermediate_size, "intermediate_size", 4 * MAX_DIM)?;
     let vocab_size = field(raw.vocab_size, "vocab_size", MAX_VOCAB)?;
-    let n_kv_head = match raw.num_key_value_heads {
-        None => n_head,
-        v => field(v, "num_key_value_heads", n_head as i64)?,
-    };
-    if n_embd % n_head != 0 || !n_head.is_multiple_of(n_kv_head) {
-        return Err(bad(format!(
-            "{n_head} heads of a {n_embd}-wide stream sharing {n_kv_head} K/V heads: \
-             `hidden_size` must be a multiple of `num_attention_heads`, and that of \
-             `num_key_value_heads`"
-        )));
-    }
-    let head_size = n_embd / n_head;
-    if let Some(d) = raw.head_dim.filter(|&d| d != head_size as i64) {
-        return Err(bad(format!(
-            "`head_dim` is {d}, not `hidden_size / num_attention_heads` ({head_size}): \
-             Decode Lab's attention keeps heads as wide as the stream divided among them"
-        )));
-    }
-    if head_size % 2 != 0 {
-        return Err(bad(format!("heads of {head_size} dimensions: rotary positions pair them")));
-    }
     // No position table to size: the context is what the model was trained
     // for, capped where the cache's sizes stay sane.
     let n_positions = field(raw.max_position_embeddings, "max_position_embeddings", i64::MAX)?
@@ -104,6 +83,33 @@ pub fn from_json(text: &str, model_type: &str) -> Result<Config> {
         scale_attn_by_inverse_layer_idx: false,
         family: Family::Llama(Llama { rope, biases }),
     })
+}
+
+/// The heads of a `n_embd`-wide stream: (query heads, K/V heads, head size).
+fn heads(raw: &RawLlama, n_embd: usize) -> Result<(usize, usize, usize)> {
+    let n_head = field(raw.num_attention_heads, "num_attention_heads", 1024)?;
+    let n_kv_head = match raw.num_key_value_heads {
+        None => n_head,
+        v => field(v, "num_key_value_heads", n_head as i64)?,
+    };
+    if !n_embd.is_multiple_of(n_head) || !n_head.is_multiple_of(n_kv_head) {
+        return Err(bad(format!(
+            "{n_head} heads of a {n_embd}-wide stream sharing {n_kv_head} K/V heads: \
+             `hidden_size` must be a multiple of `num_attention_heads`, and that of \
+             `num_key_value_heads`"
+        )));
+    }
+    let head_size = n_embd / n_head;
+    if let Some(d) = raw.head_dim.filter(|&d| d != head_size as i64) {
+        return Err(bad(format!(
+            "`head_dim` is {d}, not `hidden_size / num_attention_heads` ({head_size}): \
+             Decode Lab's attention keeps heads as wide as the stream divided among them"
+        )));
+    }
+    if !head_size.is_multiple_of(2) {
+        return Err(bad(format!("heads of {head_size} dimensions: rotary positions pair them")));
+    }
+    Ok((n_head, n_kv_head, head_size))
 }
 
 /// Refuses, by name, what this family's checkpoints may ask for and the
