@@ -17,6 +17,7 @@ import sys
 
 import torch
 from safetensors.torch import save_file
+from make_golden import logits_both_ways  # a full prefill, then one token at a time
 from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
                           Qwen2Config, Qwen2ForCausalLM)
 
@@ -76,18 +77,6 @@ def randomize(model, seed):
                 p.copy_(0.5 * torch.randn(p.shape, generator=g))
             else:  # Linear [out, in]: unit-variance outputs for unit-variance inputs
                 p.copy_(torch.randn(p.shape, generator=g) / p.shape[1] ** 0.5)
-
-
-def logits_both_ways(model, tokens):
-    ids = torch.tensor([tokens])
-    with torch.no_grad():
-        prefill = model(ids).logits[0]
-        past, rows = None, []
-        for t in tokens:
-            out = model(torch.tensor([[t]]), past_key_values=past, use_cache=True)
-            past = out.past_key_values
-            rows.append(out.logits[0, -1])
-    return prefill, torch.stack(rows)
 
 
 def make_case(out_dir, name, config_class, model_class, overrides, dtype, seed):
