@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use contract::{KernelsChoice, WeightsChoice};
 use engine::cpu::Pause;
+use engine::error::EngineError;
 use engine::gpu::profile::Memory;
 use engine::gpu::selftest::{self, Report};
 use engine::gpu::GpuContext;
@@ -231,9 +232,6 @@ pub async fn load(
     let held = WeightsHeld { format: model.format(), bytes: model.weights.bytes() };
     times.prepare_ms = laps.lap();
     let on_gpu = match ctx {
-        Ok(_) if model.config.llama().is_some() => {
-            Err(CpuReason::NoKernels(engine::error::EngineError::FamilyOnGpu.to_string()))
-        }
         Ok(ctx) => open_gpu(ctx, model.clone(), kernels, held, on_lost, &progress, done).await,
         Err(reason) => Err(reason),
     };
@@ -310,6 +308,8 @@ async fn open_gpu(
             let chosen = chose.kernels.expect("the GPU engine chooses its kernels");
             Ok((engine, Backend::WebGpu { adapter, held, kernels: chosen }))
         }
+        // WebGPU works; the engine has no kernels for this model's layers.
+        Err(e @ EngineError::FamilyOnGpu) => Err(CpuReason::NoKernels(e.to_string())),
         Err(e) => Err(CpuReason::NoWebGpu(format!("the GPU could not take this model: {e}"))),
     }
 }

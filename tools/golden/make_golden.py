@@ -108,16 +108,17 @@ TOKENIZER_TEXT = (
 ) * 50
 
 
-def make_tokenizer(case_dir, vocab_size):
-    """A byte-level BPE `tokenizer.json` with an end-of-text token, ids < vocab_size."""
+def make_tokenizer(case_dir, vocab_size, text=TOKENIZER_TEXT, pre_tokenizer=None):
+    """A byte-level BPE `tokenizer.json` with an end-of-text token, ids < vocab_size,
+    trained on `text`; its pre-tokenizer GPT-2's `ByteLevel` unless one is given."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.pre_tokenizer = pre_tokenizer or pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<|endoftext|>"],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    tok.train_from_iterator([TOKENIZER_TEXT], trainer)
+    tok.train_from_iterator([text], trainer)
     assert tok.get_vocab_size() <= vocab_size
     tok.save(os.path.join(case_dir, "tokenizer.json"))
 

@@ -17,7 +17,8 @@ import sys
 
 import torch
 from safetensors.torch import save_file
-from make_golden import logits_both_ways  # a full prefill, then one token at a time
+from make_golden import logits_both_ways, make_tokenizer
+from tokenizers import pre_tokenizers
 from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
                           Qwen2Config, Qwen2ForCausalLM)
 
@@ -115,28 +116,15 @@ def make_case(out_dir, name, config_class, model_class, overrides, dtype, seed):
           f"greedy {greedy.tolist()}")
 
 
-def make_tokenizer(case_dir, vocab_size):
-    """A byte-level BPE `tokenizer.json` splitting digits first, ids < vocab_size."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Digits(individual_digits=True),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
-    ])
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<|endoftext|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    tok.train_from_iterator([TOKENIZER_TEXT], trainer)
-    assert tok.get_vocab_size() <= vocab_size
-    tok.save(os.path.join(case_dir, "tokenizer.json"))
-
-
 def main():
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "tests", "fixtures", "golden")
     for i, (name, (config_class, model_class, overrides, dtype)) in enumerate(CASES.items()):
         make_case(out_dir, name, config_class, model_class, overrides, dtype, seed=4900 + i)
-    make_tokenizer(os.path.join(out_dir, WITH_TOKENIZER), COMMON["vocab_size"])
+    digits_first = pre_tokenizers.Sequence([
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+    ])
+    make_tokenizer(os.path.join(out_dir, WITH_TOKENIZER), COMMON["vocab_size"], TOKENIZER_TEXT, digits_first)
 
 
 if __name__ == "__main__":

@@ -35,30 +35,34 @@ pub fn rms_norm(
     }
 }
 
-/// Rotates each query and key head of `qkv`'s rows by its position (RoPE in
-/// "rotate half" form: dimension i pairs with i + head_size / 2, turned by
-/// `pos · inv_freq[i]`). Row r is at position `pos0 + r`. The angle is the
-/// f32 product, as `transformers` forms it; its cosine and sine are taken
-/// in f64 and rounded.
+/// Each row's turns for rotary positions: row r is at position `pos0 + r`,
+/// and pair i turns by the angle `pos · inv_freq[i]`, the f32 product as
+/// `transformers` forms it, whose cosine and sine are taken in f64 and
+/// rounded. Made once per pass: every block's rotation reads them.
+pub fn turns(
+    inv_freq: &[f32], // (head_size / 2)
+    pos0: usize,
+    rows: usize,
+) -> Vec<(f32, f32)> {
+    // (rows, head_size / 2) cosine, sine
+    let angle = |r: usize, f: f32| f64::from((pos0 + r) as f32 * f);
+    let turn = |a: f64| (libm::cos(a) as f32, libm::sin(a) as f32);
+    (0..rows).flat_map(|r| inv_freq.iter().map(move |&f| turn(angle(r, f)))).collect()
+}
+
+/// Rotates each query and key head of `qkv`'s rows by its row's `turns`
+/// (RoPE in "rotate half" form: dimension i pairs with i + head_size / 2).
 pub fn rope(
     qkv: &mut [f32], // (n_rows, 3 * n_embd): q | k | v, v untouched
     heads: Heads,
-    inv_freq: &[f32], // (head_size / 2)
-    pos0: usize,
+    turns: &[(f32, f32)], // (n_rows, head_size / 2) from [`turns`]
 ) {
     let (e, hs) = (heads.n_embd, heads.head_size);
     let half = hs / 2;
-    debug_assert_eq!(inv_freq.len(), half);
-    let mut turn = vec![(0.0f32, 0.0f32); half]; // (head_size / 2) cosine, sine
-    for (r, row) in qkv.chunks_exact_mut(3 * e).enumerate() {
-        let pos = (pos0 + r) as f32;
-        for (t, &f) in turn.iter_mut().zip(inv_freq) {
-            let angle = f64::from(pos * f);
-            *t = (libm::cos(angle) as f32, libm::sin(angle) as f32);
-        }
+    for (row, turn) in qkv.chunks_exact_mut(3 * e).zip(turns.chunks_exact(half)) {
         for head in row[..2 * e].chunks_exact_mut(hs) {
             let (lo, hi) = head.split_at_mut(half);
-            for ((a, b), &(cos, sin)) in lo.iter_mut().zip(hi).zip(&turn) {
+            for ((a, b), &(cos, sin)) in lo.iter_mut().zip(hi).zip(turn) {
                 let (x, y) = (*a, *b);
                 *a = x * cos + -y * sin;
                 *b = y * cos + x * sin;
@@ -135,7 +139,7 @@ mod tests {
                 (0..hs / 2).map(|i| 10_000f32.powf(-2.0 * i as f32 / hs as f32)).collect();
             let x = values(rows * 3 * e, 3);
             let mut got = x.clone();
-            rope(&mut got, heads, &inv, pos0);
+            rope(&mut got, heads, &turns(&inv, pos0, rows));
             let mut want: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
             for r in 0..rows {
                 for h in 0..2 * n_head {

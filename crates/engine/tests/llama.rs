@@ -15,7 +15,6 @@ use std::sync::Arc;
 use decode_lab_engine::cpu::CpuSession;
 use decode_lab_engine::model::{Model, WeightsChoice};
 use decode_lab_engine::remote::{Host, Link, Loopback, RemoteModel};
-use decode_lab_engine::sample::argmax;
 use decode_lab_engine::storage::format::Format;
 use decode_lab_engine::{Session, Wanted};
 use pollster::block_on;
@@ -77,18 +76,6 @@ fn sessions(case: &str, model: &Arc<Model>) -> Vec<(&'static str, Session)> {
     ]
 }
 
-/// Greedy tokens after `prompt`, `n` of them, through the session's cache.
-fn greedy(s: &mut Session, prompt: &[u32], n: usize) -> Vec<u32> {
-    let mut logits = block_on(s.prefill(prompt, Wanted::Last)).unwrap();
-    let mut out = Vec::new();
-    for _ in 0..n {
-        let t = argmax(&logits);
-        out.push(t);
-        logits = block_on(s.decode(t)).unwrap();
-    }
-    out
-}
-
 #[test]
 fn every_family_matches_transformers_on_every_cpu_engine() {
     for case in CASES {
@@ -115,7 +102,11 @@ fn every_family_matches_transformers_on_every_cpu_engine() {
             }
             s.rewind(0).unwrap();
             let prompt = &g.tokens[..g.greedy_prompt];
-            assert_eq!(greedy(&mut s, prompt, g.greedy.len()), g.greedy, "{what}: greedy");
+            assert_eq!(
+                common::greedy_ids(&mut s, prompt, g.greedy.len()),
+                g.greedy,
+                "{what}: greedy"
+            );
         }
     }
 }

@@ -14,10 +14,10 @@ use std::sync::Arc;
 use decode_lab_engine::model::Model;
 use decode_lab_engine::remote::{Host, Link, Loopback, RemoteModel};
 use decode_lab_engine::run::Job;
-use decode_lab_engine::sample::{argmax, Settings};
+use decode_lab_engine::sample::Settings;
 use decode_lab_engine::speculate::accept::{inverse_cdf, verdict, Verdict};
 use decode_lab_engine::speculate::generate;
-use decode_lab_engine::{Session, Wanted};
+use decode_lab_engine::Session;
 use pollster::block_on;
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -47,18 +47,6 @@ fn greedy_job(max_tokens: usize) -> Job {
     Job { settings, seed: 1, stop: Vec::new(), max_tokens }
 }
 
-/// The target alone: greedy, one decode step per token.
-fn plain_greedy(s: &mut Session, prompt: &[u32], n: usize) -> Vec<u32> {
-    let mut logits = block_on(s.prefill(prompt, Wanted::Last)).unwrap();
-    let mut out = Vec::new();
-    for _ in 0..n {
-        let t = argmax(&logits);
-        out.push(t);
-        logits = block_on(s.decode(t)).unwrap();
-    }
-    out
-}
-
 #[test]
 fn greedy_speculation_writes_the_targets_own_text_on_every_engine() {
     let target = bundled();
@@ -72,7 +60,7 @@ fn greedy_speculation_writes_the_targets_own_text_on_every_engine() {
     {
         // Fewer tokens on the gpu profile: its kernels crawl on lavapipe, a CPU.
         let n = common::steps_on(engine, 24);
-        let want = plain_greedy(&mut alone, &prompt, n);
+        let want = common::greedy_ids(&mut alone, &prompt, n);
         for k in [2, 5] {
             t.rewind(0).unwrap();
             d.rewind(0).unwrap();

@@ -95,23 +95,19 @@ fn attend(c: &Config, l: usize, seqs: &mut [Seq], qkv: &[f32], y: &mut [f32], se
     }
 }
 
-/// Turns each sequence's query and key heads in `qkv` by their positions,
-/// where the family has rotary positions (GPT-2 added its own to `x`).
-fn place(c: &Config, inv_freq: &[f32], seqs: &[Seq], qkv: &mut [f32]) {
-    if c.llama().is_none() {
-        return;
-    }
-    let mut row0 = 0;
-    for s in seqs {
-        let rows = &mut qkv[row0 * 3 * c.n_embd..][..s.rows * 3 * c.n_embd];
-        family::rope(rows, c.heads(), inv_freq, s.pos0);
-        row0 += s.rows;
-    }
+/// Each row's rotary turns, for every block's [`family::rope`] (empty: the
+/// family has no rotary positions; GPT-2 added its own to `x`).
+fn turns(c: &Config, seqs: &[Seq]) -> Vec<(f32, f32)> {
+    let Some(llama) = c.llama() else { return Vec::new() };
+    let inv_freq = llama.rope.inv_freq(c.head_size);
+    seqs.iter().flat_map(|s| family::turns(&inv_freq, s.pos0, s.rows)).collect()
 }
 
 /// The block's MLP on the normed rows `xb` into `proj` (n, n_embd): GELU
-/// on one matrix's outputs (GPT-2), or SwiGLU on the `gate | up` pair.
-fn mlp(c: &Config, lw: &LayerWeights, xb: &[f32], fc: &mut Vec<f32>, proj: &mut [f32]) {
+/// on one matrix's outputs (GPT-2), or SwiGLU on the `gate | up` pair
+/// into `act`. `fc` and `act` are sized on the first block, kept for the rest.
+fn mlp(c: &Config, lw: &LayerWeights, xb: &[f32], hidden: &mut Hidden, proj: &mut [f32]) {
+    let Hidden { fc, act } = hidden;
     let n = xb.len() / c.n_embd;
     fc.resize(n * lw.c_fc_weight.cols, 0.0); // (n, n_inner), or (n, 2 * n_inner) gate | up
     fast::matmul::run(xb, &lw.c_fc_weight, &lw.c_fc_bias, fc);
@@ -121,11 +117,18 @@ fn mlp(c: &Config, lw: &LayerWeights, xb: &[f32], fc: &mut Vec<f32>, proj: &mut 
             fast::matmul::run(fc, &lw.mlp_proj_weight, &lw.mlp_proj_bias, proj);
         }
         Family::Llama(_) => {
-            let mut act = vec![0.0; n * c.n_inner]; // (n, n_inner)
-            family::swiglu(fc, c.n_inner, &mut act);
-            fast::matmul::run(&act, &lw.mlp_proj_weight, &lw.mlp_proj_bias, proj);
+            act.resize(n * c.n_inner, 0.0);
+            family::swiglu(fc, c.n_inner, act);
+            fast::matmul::run(act, &lw.mlp_proj_weight, &lw.mlp_proj_bias, proj);
         }
     }
+}
+
+/// The MLP's hidden rows of a pass.
+#[derive(Default)]
+struct Hidden {
+    fc: Vec<f32>,  // (n, n_inner), or (n, 2 * n_inner): gate | up
+    act: Vec<f32>, // (n, n_inner) SwiGLU's output (the Llama family)
 }
 
 /// Runs `tokens` (the rows of `seqs`, in order) through the model, appending
@@ -147,8 +150,8 @@ pub fn run(
     let mut qkv = vec![0.0; n * 3 * e]; // (n, 3 * n_embd)
     let mut y = vec![0.0; n * e]; // (n, n_embd) attention output
     let mut proj = vec![0.0; n * e]; // (n, n_embd) block output
-    let mut fc = Vec::new(); // the MLP's hidden rows (see `mlp`)
-    let inv_freq = c.llama().map(|l| l.rope.inv_freq(c.head_size)).unwrap_or_default();
+    let mut hidden = Hidden::default(); // the MLP's hidden rows
+    let turns = turns(c, seqs); // (n, head_size / 2), or empty
     let mut row0 = 0;
     for s in seqs.iter() {
         let rows = row0..row0 + s.rows;
@@ -160,12 +163,14 @@ pub fn run(
     for (l, lw) in w.layers.iter().enumerate() {
         norm(c, &lw.ln_1_weight, &lw.ln_1_bias, &x, &mut xb);
         fast::matmul::run(&xb, &lw.c_attn_weight, &lw.c_attn_bias, &mut qkv);
-        place(c, &inv_freq, seqs, &mut qkv);
+        if !turns.is_empty() {
+            family::rope(&mut qkv, c.heads(), &turns);
+        }
         attend(c, l, seqs, &qkv, &mut y, seen);
         fast::matmul::run(&y, &lw.attn_proj_weight, &lw.attn_proj_bias, &mut proj);
         residual_add::run_cpu(&proj, &mut x);
         norm(c, &lw.ln_2_weight, &lw.ln_2_bias, &x, &mut xb);
-        mlp(c, lw, &xb, &mut fc, &mut proj);
+        mlp(c, lw, &xb, &mut hidden, &mut proj);
         residual_add::run_cpu(&proj, &mut x);
         seen.residual(&x);
     }

@@ -155,6 +155,15 @@ impl GpuModel {
         }))
     }
 
+    /// Refuses a model whose layers the GPU engine has no kernels for (the
+    /// Llama family's: its kernels are GPT-2's), before anything is uploaded.
+    pub fn check_family(c: &Config) -> Result<()> {
+        match c.llama() {
+            Some(_) => Err(EngineError::FamilyOnGpu),
+            None => Ok(()),
+        }
+    }
+
     /// Checks the model against the device's limits, then uploads it, the
     /// weight matrices in the format the model holds them in, with the
     /// kernels of `profile`.
@@ -164,9 +173,7 @@ impl GpuModel {
         profile: Profile,
     ) -> Result<Rc<GpuModel>> {
         let format = model.format();
-        if model.config.llama().is_some() {
-            return Err(EngineError::FamilyOnGpu);
-        }
+        GpuModel::check_family(&model.config)?;
         if model.weights.matrices().any(Matrix::cpu_only) {
             return Err(EngineError::Gpu(
                 "these weights were laid out for the CPU engine (lifted, in panels); load the model again for the GPU"

@@ -3,7 +3,6 @@
 
 use safetensors::{Dtype, SafeTensors};
 
-use super::weights::LayerWeights;
 use crate::error::{EngineError, Result};
 use crate::model::Config;
 use crate::storage::format::Channels;
@@ -20,12 +19,16 @@ pub(super) struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    /// Whether every weight matrix `config` calls for is stored as f16.
-    pub(super) fn all_f16(&self, config: &Config) -> bool {
-        let mut names = vec!["wte.weight".to_string()];
-        for l in 0..config.n_layer {
-            names.extend(LayerWeights::MATRIX_NAMES.map(|n| format!("h.{l}.{n}")));
-        }
+    /// Whether every weight matrix `config` calls for is stored as f16:
+    /// the `embedding`, each block's `per_layer(l)`, the LM head where untied.
+    pub(super) fn all_f16(
+        &self,
+        config: &Config,
+        embedding: &str,
+        per_layer: impl Fn(usize) -> Vec<String>,
+    ) -> bool {
+        let mut names = vec![embedding.to_string()];
+        names.extend((0..config.n_layer).flat_map(per_layer));
         if !config.tie_word_embeddings {
             names.push("lm_head.weight".into());
         }

@@ -11,8 +11,6 @@
 //! The repeated columns cost a decode `2 · (n_embd − kv_dim) · n_embd`
 //! weights per block that narrow K/V projections would not read.
 
-use safetensors::Dtype;
-
 use super::reader::Reader;
 use super::weights::{LayerWeights, Weights};
 use super::{Config, Heads, Llama};
@@ -37,7 +35,8 @@ const LINEARS: [&str; 7] = [
 /// held as f16 (the same words: f16 → f32 → f16 is exact).
 pub(super) fn read(t: &Reader, config: &Config, keep_f16: bool) -> Result<Weights> {
     let llama = config.llama().expect("a Llama-family config");
-    let f16 = keep_f16 && all_f16(t, config);
+    let blocks = |l: usize| LINEARS.map(|p| format!("layers.{l}.{p}.weight")).to_vec();
+    let f16 = keep_f16 && t.all_f16(config, "embed_tokens.weight", blocks);
     let held = |m: Matrix| if f16 { m.to_format(Format::F16) } else { m };
     let (e, v) = (config.n_embd, config.vocab_size);
     let layers = (0..config.n_layer)
@@ -143,17 +142,4 @@ fn stacked_bias(parts: &[Part]) -> Vec<f32> {
     let column =
         |&((_, b), cols, source): &Part| (0..cols).map(|c| b[source.of(c)]).collect::<Vec<_>>();
     parts.iter().flat_map(column).collect()
-}
-
-/// Whether every linear layer and embedding `config` calls for is stored as f16.
-fn all_f16(t: &Reader, config: &Config) -> bool {
-    let mut names = vec!["embed_tokens.weight".to_string()];
-    for l in 0..config.n_layer {
-        names.extend(LINEARS.map(|p| format!("layers.{l}.{p}.weight")));
-    }
-    if !config.tie_word_embeddings {
-        names.push("lm_head.weight".into());
-    }
-    let stored = |name: &str| t.resolve(name).and_then(|n| t.st.tensor(&n).ok());
-    names.iter().all(|n| stored(n).is_some_and(|t| t.dtype() == Dtype::F16))
 }

@@ -26,7 +26,8 @@ impl Weights {
             return weights_llama::read(&t, config, keep_f16);
         }
         let mut t = Reader { st: &st, f16: false, prefix: "transformer." };
-        t.f16 = keep_f16 && t.all_f16(config);
+        let blocks = |l: usize| LayerWeights::MATRIX_NAMES.map(|n| format!("h.{l}.{n}")).to_vec();
+        t.f16 = keep_f16 && t.all_f16(config, "wte.weight", blocks);
         let (e, i, v) = (config.n_embd, config.n_inner, config.vocab_size);
         let mut layers = Vec::with_capacity(config.n_layer);
         for l in 0..config.n_layer {

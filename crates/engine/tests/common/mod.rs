@@ -173,3 +173,17 @@ pub fn gpt2_shapes(
     v.push(("ln_f.bias".to_string(), vec![e]));
     v
 }
+
+/// `n` greedy tokens after `prompt` through `s`'s cache: one prefill, then
+/// one decode step per token (the lowest id on ties).
+pub fn greedy_ids(s: &mut decode_lab_engine::Session, prompt: &[u32], n: usize) -> Vec<u32> {
+    use decode_lab_engine::{sample::argmax, Wanted};
+    let mut logits = pollster::block_on(s.prefill(prompt, Wanted::Last)).unwrap();
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let t = argmax(&logits);
+        out.push(t);
+        logits = pollster::block_on(s.decode(t)).unwrap();
+    }
+    out
+}
