@@ -214,7 +214,8 @@ fn with_dist<T>(d: Driver, q: &Question, step: &StepInput, f: impl FnOnce(&Dist)
     let vocab = step.logits.len();
     let resolve = |t: &str| -> Result<u32, String> {
         if model {
-            let ids = d.lab.with_value(|l| l.tokenizer.encode(t)).map_err(|e| e.to_string())?;
+            let ids =
+                d.lab.with_value(|l| l.tokenizer.encode_plain(t)).map_err(|e| e.to_string())?;
             match ids[..] {
                 [id] => Ok(id),
                 _ => Err(format!(

@@ -2,7 +2,8 @@
 //! for a `tokenizer.json` with a `ByteLevel` pre-tokenizer and a `BPE` model:
 //! split out added tokens (`<|endoftext|>`), split the rest with GPT-2's
 //! pattern (`pretokenize`), map each piece's bytes to printable characters,
-//! then apply the merges lowest rank first. Written here rather than linked
+//! then apply the merges lowest rank first (`bpe_merge.rs`); or the
+//! SentencePiece style (`sentencepiece.rs`). Written here rather than linked
 //! from `tokenizers` because GPT-2 needs only this path: the general library
 //! was 60 % of the page's wasm. Checked id for id against `transformers` and
 //! `tokenizers` (tests/tokenizer.rs, fixtures from tools/golden/make_tokenizer_golden.py).
@@ -12,7 +13,9 @@ use std::sync::OnceLock;
 
 use unicode_normalization::UnicodeNormalization;
 
+use super::bpe_merge::{merge, Merges};
 use super::char_class::{class, Class};
+use super::sentencepiece::Spm;
 use super::split_pattern::SplitPattern;
 
 /// A byte-level BPE vocabulary with its merges.
@@ -23,7 +26,7 @@ pub struct Bpe {
     /// id → token string, for decoding (`None` where no token has the id).
     pub tokens: Vec<Option<String>>,
     /// (left id, right id) → (rank, merged id).
-    pub merges: HashMap<(u32, u32), (u32, u32)>,
+    pub merges: Merges,
     /// Tokens matched whole before pre-tokenisation, longest first.
     pub added: Vec<(String, u32)>,
     /// Split on GPT-2's pattern (`use_regex`); else each segment is one piece.
@@ -40,6 +43,9 @@ pub struct Bpe {
     pub split: Option<SplitPattern>,
     /// Text is normalised to NFC first (Qwen2's `normalizer`).
     pub nfc: bool,
+    /// SentencePiece-style in place of `ByteLevel` (TinyLlama's, Llama 2's):
+    /// the flags above do not apply.
+    pub spm: Option<Spm>,
 }
 
 /// How a `Digits` pre-tokenizer splits numbers out (`individual_digits`).
@@ -169,7 +175,11 @@ impl Bpe {
         let mut rest = text;
         while !rest.is_empty() {
             let (before, added) = self.next_added(rest);
-            self.encode_segment(&rest[..before], &mut ids)?;
+            let segment = &rest[..before];
+            match &self.spm {
+                Some(spm) => self.encode_spm(spm, segment, rest.len() == text.len(), &mut ids)?,
+                None => self.encode_segment(segment, &mut ids)?,
+            }
             match added {
                 Some((len, id)) => {
                     ids.push(id);
@@ -193,6 +203,31 @@ impl Bpe {
             Some((at, len, id)) => (at, Some((len, id))),
             None => (text.len(), None),
         }
+    }
+
+    /// A segment between added tokens, SentencePiece-style (`at_start`: it
+    /// begins the text).
+    fn encode_spm(
+        &self,
+        spm: &Spm,
+        segment: &str,
+        at_start: bool,
+        ids: &mut Vec<u32>,
+    ) -> Result<(), String> {
+        if segment.is_empty() {
+            return Ok(());
+        }
+        let text = spm.normalize(segment, at_start);
+        for word in spm.words(&text) {
+            if let Some(&id) = self.vocab.get(word).filter(|_| self.ignore_merges) {
+                ids.push(id);
+                continue;
+            }
+            let mut symbols = spm.symbols(word, &self.vocab)?;
+            merge(&mut symbols, &self.merges);
+            ids.extend(symbols);
+        }
+        Ok(())
     }
 
     /// A segment between added tokens: split by `Digits` where there is
@@ -242,8 +277,7 @@ impl Bpe {
         Ok(())
     }
 
-    /// One piece's byte-level characters → ids, merging the lowest-ranked
-    /// adjacent pair (leftmost on a tie) until no pair merges.
+    /// One piece's byte-level characters → ids, then the merges.
     fn merge_word(&self, word: &str, ids: &mut Vec<u32>) -> Result<(), String> {
         if self.ignore_merges {
             if let Some(&id) = self.vocab.get(word) {
@@ -259,31 +293,28 @@ impl Bpe {
             })?;
             symbols.push(*id);
         }
-        while symbols.len() > 1 {
-            let best = symbols
-                .windows(2)
-                .enumerate()
-                .filter_map(|(i, w)| {
-                    self.merges.get(&(w[0], w[1])).map(|&(rank, id)| (rank, i, id))
-                })
-                .min();
-            let Some((_, i, id)) = best else { break };
-            symbols[i] = id;
-            symbols.remove(i + 1);
-        }
+        merge(&mut symbols, &self.merges);
         ids.extend(symbols);
         Ok(())
     }
 
     /// Ids → bytes: each token's characters mapped back through the byte
     /// table (a token with a character outside it, such as an added token,
-    /// as its own UTF-8). An id no token has (a model's vocabulary may be
-    /// padded past its tokenizer's) is skipped, as `tokenizers` skips it.
+    /// as its own UTF-8), or SentencePiece's way (`Spm::token_bytes`). An id
+    /// no token has (a model's vocabulary may be padded past its
+    /// tokenizer's) is skipped, as `tokenizers` skips it. Unlike
+    /// `tokenizers`, the `▁` SentencePiece put before a text stays a space:
+    /// a continuation's first token is decoded after its prompt, where that
+    /// space belongs.
     pub fn decode(&self, ids: &[u32]) -> Vec<u8> {
         let back = &byte_table().bytes;
         let mut bytes = Vec::new();
         let tokens = ids.iter().filter_map(|&id| self.tokens.get(id as usize)?.as_ref());
         for token in tokens {
+            if let Some(spm) = &self.spm {
+                bytes.extend(spm.token_bytes(token));
+                continue;
+            }
             match token.chars().map(|c| back.get(&c).copied()).collect::<Option<Vec<u8>>>() {
                 Some(b) => bytes.extend(b),
                 None => bytes.extend(token.as_bytes()),

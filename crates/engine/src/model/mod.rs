@@ -3,6 +3,7 @@
 //! and the browser (fetched over HTTP).
 
 mod bpe;
+mod bpe_merge;
 mod char_class;
 mod config;
 mod config_llama;
@@ -10,9 +11,12 @@ mod config_read;
 mod first_blocks;
 mod groups;
 mod llama;
+mod post_processor;
 mod reader;
+mod sentencepiece;
 mod split_pattern;
 mod tokenizer;
+mod tokenizer_read;
 mod weights;
 mod weights_llama;
 mod weights_read;
