@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use engine::beam::{BeamSearch, BeamSettings, Ends, Scoring};
-use engine::model::Tokenizer;
+use engine::model::{ChatTemplate, Role, Tokenizer, Turn};
 use engine::run::Run;
 use engine::run_batch::BatchRun;
 use engine::sample::{StopMatcher, Stopped};
@@ -20,6 +20,14 @@ pub struct Args {
     engine: EngineArgs,
     #[arg(long)]
     prompt: String,
+    /// The prompt is a user's turn in the model's chat template
+    /// (tokenizer_config.json); the reply ends at the model's end of turn and
+    /// only the reply is printed.
+    #[arg(long)]
+    chat: bool,
+    /// A system turn before the user's (with --chat).
+    #[arg(long, requires = "chat")]
+    system: Option<String>,
     #[command(flatten)]
     cache: CacheArgs,
     #[arg(long, default_value_t = 100)]
@@ -67,7 +75,16 @@ pub async fn run(a: Args) -> Result<()> {
             "--speculate decodes one sequence: leave out --beams and --batch".into(),
         ));
     }
+    if a.chat && (speculative || a.beams > 1 || a.batch > 1) {
+        return Err(EngineError::Setting(
+            "--chat samples one reply: leave out --beams, --batch and --speculate".into(),
+        ));
+    }
     let tokenizer = Tokenizer::from_dir(&a.engine.model)?;
+    let chat = match a.chat {
+        true => Some(chat_prompt(&a.engine.model, &tokenizer, a.system, &a.prompt)?),
+        false => None,
+    };
     let settings = a.pipeline.settings();
     let run = engine::run::Job { settings, seed: a.seed, stop: a.stop, max_tokens: a.max_tokens };
     let job = Job { prompt: a.prompt, run };
@@ -83,6 +100,9 @@ pub async fn run(a: Args) -> Result<()> {
         .await;
     }
     let (session, _) = a.engine.open(&a.cache).await?;
+    if let Some(chat) = chat {
+        return reply(session, &tokenizer, chat, &job.run).await;
+    }
     if a.beams != 1 {
         let scoring =
             Scoring { length_penalty: a.length_penalty, prompt_in_length: a.prompt_in_length };
@@ -122,6 +142,57 @@ pub async fn sample(session: Session, tokenizer: &Tokenizer, job: &Job) -> Resul
             return finish(&mut out, "");
         }
     }
+}
+
+/// A chat's prompt: its ids (the template's text, which writes its own
+/// special tokens) and the ids that end the model's turn.
+pub struct ChatPrompt {
+    ids: Vec<u32>,
+    end_of_turn: Vec<u32>,
+}
+
+/// The user's `prompt` (after a `system` turn) in the model's chat template.
+fn chat_prompt(
+    dir: &std::path::Path,
+    tokenizer: &Tokenizer,
+    system: Option<String>,
+    prompt: &str,
+) -> Result<ChatPrompt> {
+    let template = ChatTemplate::from_dir(dir)?.ok_or_else(|| {
+        EngineError::Setting(format!(
+            "{} has no chat template (tokenizer_config.json's chat_template or \
+             chat_template.jinja): leave out --chat",
+            dir.display()
+        ))
+    })?;
+    let system = system.map(|content| Turn { role: Role::System, content });
+    let user = Turn { role: Role::User, content: prompt.to_string() };
+    let text = template.render(&[system.into_iter().collect(), vec![user]].concat(), true)?;
+    let end_of_turn = template.end_of_turn(tokenizer);
+    Ok(ChatPrompt { ids: tokenizer.encode_plain(&text)?, end_of_turn })
+}
+
+/// The model's reply to a chat prompt, printed as it becomes final.
+async fn reply(
+    session: Session,
+    tokenizer: &Tokenizer,
+    chat: ChatPrompt,
+    job: &engine::run::Job,
+) -> Result<()> {
+    let mut run = Run::start_ids(session, chat.ids, job).await?;
+    run.end_at(&chat.end_of_turn);
+    if let Some(c) = run.prompt_crop {
+        eprintln!("[prompt cropped to its last {} tokens; {} dropped]", c.kept, c.dropped);
+    }
+    let mut out = std::io::stdout().lock();
+    for _ in 0..job.max_tokens {
+        let step = run.step(tokenizer, None).await?;
+        print(&mut out, &step.text);
+        if step.done.is_some() {
+            break;
+        }
+    }
+    finish(&mut out, "")
 }
 
 /// Several continuations generated together, one batched decode step per

@@ -54,6 +54,11 @@ pub enum EngineError {
     #[error("tokenizer: {0}")]
     Tokenizer(String),
 
+    /// A chat template could not be read or rendered (its own
+    /// `raise_exception` message included).
+    #[error("chat template: {0}")]
+    ChatTemplate(String),
+
     /// A token id outside `0..vocab_size`.
     #[error("token id {id} is out of range: the vocabulary has {vocab_size} tokens")]
     TokenOutOfRange { id: u32, vocab_size: usize },

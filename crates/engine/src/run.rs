@@ -66,7 +66,9 @@ pub struct Run {
     /// (prompt + generated) what the penalties look at.
     history: Vec<u32>,
     tail: Tail,
-    eos: Option<u32>,
+    /// The tokens that end the run: the end-of-text token, and a chat's
+    /// end of turn ([`Run::end_at`]).
+    ends: Vec<u32>,
     /// (vocab_size) logits for the next token.
     logits: Vec<f32>,
     /// Set when the prompt itself was longer than the context.
@@ -150,7 +152,7 @@ impl Run {
         if prompt_ids.is_empty() {
             return Err(EngineError::EmptyPrompt);
         }
-        let eos = session.config().eos_token_id;
+        let ends = session.config().eos_token_id.into_iter().collect();
         let mut generator = Generator::new(session);
         let (logits, prompt_crop) = generator.start(&prompt_ids).await?;
         let prefilled = Prefilled {
@@ -163,11 +165,17 @@ impl Run {
             sampler,
             history: prompt_ids,
             tail: Tail::new(job),
-            eos,
+            ends,
             logits,
             prompt_crop,
             prefilled: Some(prefilled),
         })
+    }
+
+    /// The run also ends where the model chooses one of `ids`, as at its
+    /// end-of-text token (a chat model's end of turn, such as `<|im_end|>`).
+    pub fn end_at(&mut self, ids: &[u32]) {
+        self.ends.extend(ids);
     }
 
     /// The prompt this run can [`restart`](Run::restart) from (`None` once
@@ -253,7 +261,7 @@ impl Run {
             done: None,
             crop: None,
         };
-        if Some(choice.token) == self.eos {
+        if self.ends.contains(&choice.token) {
             step.text = self.tail.eos();
             step.done = Some(Done::Eos);
             return Ok(step);

@@ -5,6 +5,7 @@
 mod bpe;
 mod bpe_merge;
 mod char_class;
+mod chat;
 mod config;
 mod config_llama;
 mod config_read;
@@ -21,6 +22,7 @@ mod weights;
 mod weights_llama;
 mod weights_read;
 
+pub use chat::{ChatTemplate, Role, Turn};
 pub use config::{Config, Family, Heads};
 pub use llama::{Llama, Llama3Scaling, LlamaBiases, Rope};
 pub use tokenizer::{TextStream, Tokenizer, VocabDiff};
