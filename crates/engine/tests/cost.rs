@@ -102,3 +102,52 @@ fn kv_bytes_read_from_the_cache_follow_the_formula_and_the_whole_context_is_allo
         });
     }
 }
+
+/// A context longer than the CPU cache reserves at open (SmolLM2's 8,192
+/// positions, Qwen2.5's 32,768): the cache opens with
+/// `RESERVED_POSITIONS` rows and grows past them as tokens arrive, with the
+/// same logits as a prefill of the whole prompt.
+#[test]
+fn a_long_context_cpu_cache_reserves_a_part_and_grows_past_it() {
+    use decode_lab_engine::cpu::{CpuSession, RESERVED_POSITIONS};
+    use decode_lab_engine::gpu::selftest::cases;
+    use decode_lab_engine::model::WeightsChoice;
+    use safetensors::{tensor::TensorView, Dtype};
+    let (e, vocab, n_pos) = (8, 16, RESERVED_POSITIONS + 64);
+    let shapes = common::gpt2_shapes(1, e, vocab, n_pos);
+    let data: Vec<Vec<u8>> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, (_, shape))| {
+            let v = cases::random(shape.iter().product(), i as u64);
+            bytemuck::cast_slice(&v).to_vec()
+        })
+        .collect();
+    let views = shapes.iter().zip(&data).map(|((name, shape), bytes)| {
+        (name.clone(), TensorView::new(Dtype::F32, shape.clone(), bytes).unwrap())
+    });
+    let file = safetensors::serialize(views, None).unwrap();
+    let config = format!(
+        r#"{{"model_type": "gpt2", "n_layer": 1, "n_head": 2, "n_embd": {e}, "n_positions": {n_pos}, "vocab_size": {vocab}}}"#
+    );
+    let model = Arc::new(Model::from_bytes_as(&config, &file, WeightsChoice::Auto).unwrap());
+    let per_position = (2 * e * 4) as u64; // K and V, one layer, f32
+    let tokens: Vec<u32> = (0..n_pos - 4).map(|i| (i * 7 % vocab) as u32).collect();
+    let mut whole = CpuSession::new(model.clone());
+    assert_eq!(whole.kv_bytes().allocated, per_position * RESERVED_POSITIONS as u64);
+    let want = whole.forward(&tokens, Wanted::Last).unwrap();
+    let mut stepped = CpuSession::new(model);
+    let split = RESERVED_POSITIONS - 8;
+    stepped.forward(&tokens[..split], Wanted::Last).unwrap();
+    let mut got = Vec::new();
+    for &t in &tokens[split..] {
+        got = stepped.forward(&[t], Wanted::Last).unwrap();
+    }
+    assert!(rel_max_err(&got, &want) < LIMIT, "{}", rel_max_err(&got, &want));
+    let bytes = stepped.kv_bytes();
+    assert_eq!(bytes.in_use, per_position * tokens.len() as u64);
+    assert!(
+        bytes.allocated >= bytes.in_use
+            && bytes.allocated > per_position * RESERVED_POSITIONS as u64
+    );
+}

@@ -115,7 +115,7 @@ pub fn BytesTable(sinks: Sinks) -> impl IntoView {
             let rows = [
                 ("formula", "2 · n_layer · n_embd · 4 bytes · n".to_string(), b.formula),
                 ("in-use", "the rows the engine's cache holds (read from the cache)".to_string(), b.cache.in_use),
-                ("allocated", "the cache's allocation, made when the session opened (the whole context)".to_string(), b.cache.allocated),
+                ("allocated", "the cache's allocation, made when the session opened (the whole context; on the CPU engine at most 2,048 positions of it, then more as tokens arrive)".to_string(), b.cache.allocated),
             ];
             let rows = rows
                 .into_iter()

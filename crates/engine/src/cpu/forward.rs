@@ -76,7 +76,8 @@ fn attend(c: &Config, l: usize, seqs: &mut [Seq], qkv: &[f32], y: &mut [f32], se
         let (q, yr) = (&qkv[row0 * 3 * e..][..s.rows * 3 * e], &mut y[row0 * e..][..s.rows * e]);
         let (kc, vc) = (&mut s.key_cache[l], &mut s.value_cache[l]);
         // The cache holds exactly the rows written: its length is the
-        // bytes in use (within the capacity reserved at open: no allocation).
+        // bytes in use (within the capacity reserved at open, no allocation;
+        // past `RESERVED_POSITIONS` it grows).
         // Appended rows grow it; a newcomer in an evicted token's slot does not.
         let held = kc.len().max((s.slot0 + s.rows) * heads.kv_dim());
         kc.resize(held, 0.0);

@@ -73,10 +73,18 @@ fn lane_sums(words: &[u32]) -> [u32; 16] {
     lanes
 }
 
-/// One layer's empty cache with room for the whole context, reserved up
-/// front so that decoding never allocates.
+/// The most positions a CPU cache reserves when it opens: a longer context
+/// (SmolLM2's 8,192, Qwen2.5's 32,768) grows past it as tokens arrive, since
+/// a page's wasm memory commits what is reserved (377 MB for SmolLM2-135M's
+/// whole context, 805 MB for Qwen2.5-0.5B's, per session).
+pub const RESERVED_POSITIONS: usize = 2048;
+
+/// One layer's empty cache with room for the whole context (up to
+/// [`RESERVED_POSITIONS`]), reserved up front so that decoding within it
+/// never allocates.
 fn empty_cache(c: &Config) -> Vec<Vec<f32>> {
-    (0..c.n_layer).map(|_| Vec::with_capacity(c.n_positions * c.kv_dim())).collect()
+    let rows = c.n_positions.min(RESERVED_POSITIONS);
+    (0..c.n_layer).map(|_| Vec::with_capacity(rows * c.kv_dim())).collect()
 }
 
 /// A copy keeps the whole context reserved (`Vec::clone` would reserve only
@@ -231,8 +239,9 @@ impl CpuSession {
     }
 
     /// The KV cache's bytes: the rows it holds (its vectors' lengths) and
-    /// what was reserved for the whole context when the session opened
-    /// (their capacities).
+    /// what is reserved (their capacities: the whole context, or
+    /// [`RESERVED_POSITIONS`] of it when the session opened and more as
+    /// tokens went past them).
     pub fn kv_bytes(&self) -> KvBytes {
         let caches = || self.key_cache.iter().chain(&self.value_cache);
         let bytes = |floats: usize| (floats * std::mem::size_of::<f32>()) as u64;
