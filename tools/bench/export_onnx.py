@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Exports a GPT-2 folder (config.json, model.safetensors, tokenizer.json or
-vocab.json + merges.txt) the way transformers.js loads one: config.json,
+"""Exports a GPT-2 or Llama-family folder (config.json, model.safetensors,
+tokenizer.json or vocab.json + merges.txt) the way transformers.js loads one: config.json,
 generation_config.json and the tokenizer files at the top, the decoder with its
 KV cache as onnx/model.onnx (fp32, optimum's text-generation-with-past),
 and the two other files transformers.js loads by `dtype`: onnx/model_fp16.onnx
@@ -21,12 +21,12 @@ import subprocess
 import sys
 import tempfile
 
-from transformers import GPT2TokenizerFast
+from transformers import GPT2TokenizerFast, PreTrainedTokenizerFast
 
 src, out = sys.argv[1], sys.argv[2]
 os.makedirs(out, exist_ok=True)
 if os.path.exists(f"{src}/tokenizer.json"):
-    GPT2TokenizerFast(tokenizer_file=f"{src}/tokenizer.json").save_pretrained(out)
+    PreTrainedTokenizerFast(tokenizer_file=f"{src}/tokenizer.json").save_pretrained(out)
     shutil.copy(f"{src}/tokenizer.json", out)  # ours, byte for byte
 else:
     GPT2TokenizerFast(vocab_file=f"{src}/vocab.json", merges_file=f"{src}/merges.txt").save_pretrained(out)
