@@ -24,11 +24,11 @@ pub enum EngineError {
     )]
     PytorchOnly { location: String },
 
-    /// The model is split over several safetensors files.
+    /// The model is split over several safetensors files (the page's refusal).
     #[error(
         "{location} holds a sharded checkpoint (model.safetensors.index.json and \
-         model-0000N-of-0000M.safetensors): Decode Lab reads one model.safetensors. Save it as \
-         one file with `python -c \"from transformers import AutoModelForCausalLM as M; \
+         model-0000N-of-0000M.safetensors): the page reads one model.safetensors (the CLI \
+         reads the shards). Save it as one file with `python -c \"from transformers import AutoModelForCausalLM as M; \
          M.from_pretrained('DIR').save_pretrained('DIR', max_shard_size='20GB')\"` (every \
          GPT-2 up to 1.5B parameters fits one file)"
     )]

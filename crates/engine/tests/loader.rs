@@ -171,8 +171,8 @@ fn eos_beyond_the_vocabulary_means_none() {
     assert_eq!(c.eos_token_id, Some(4));
 }
 
-/// A directory with only PyTorch's pickle file, or only a sharded
-/// checkpoint, gets the reason and the way out; one with no tokenizer names the files it looked for; GPT-2's
+/// A directory with only PyTorch's pickle file gets the reason and the way
+/// out, as does a shard index that names no file; one with no tokenizer names the files it looked for; GPT-2's
 /// original `vocab.json` + `merges.txt` pair is a tokenizer.
 #[test]
 fn pytorch_only_sharded_and_tokenizer_files_are_explained() {
@@ -188,7 +188,7 @@ fn pytorch_only_sharded_and_tokenizer_files_are_explained() {
     );
     std::fs::write(dir.join("model.safetensors.index.json"), r#"{"weight_map": {}}"#).unwrap();
     let e = Model::from_dir(&dir).unwrap_err().to_string();
-    assert!(e.contains("sharded checkpoint") && e.contains("max_shard_size"), "{e}");
+    assert!(e.contains("model.safetensors.index.json: its `weight_map` names no file"), "{e}");
     let e = Tokenizer::from_dir(&dir).expect_err("no tokenizer").to_string();
     assert!(e.contains("tokenizer.json, or vocab.json and merges.txt"), "{e}");
     std::fs::write(dir.join("vocab.json"), r#"{"a": 0, "b": 1, "ab": 2}"#).unwrap();

@@ -15,6 +15,7 @@ mod llama;
 mod post_processor;
 mod reader;
 mod sentencepiece;
+mod shards;
 mod split_pattern;
 mod tokenizer;
 mod tokenizer_read;
@@ -51,17 +52,20 @@ pub const SHARD_INDEX: &str = "model.safetensors.index.json";
 impl Model {
     /// Parses `config.json` text and `model.safetensors` bytes (f32 weights).
     pub fn from_bytes(config_json: &str, safetensors: &[u8]) -> Result<Model> {
-        let config = Config::from_json(config_json)?;
-        let weights = Weights::from_safetensors(safetensors, &config, false)?;
-        Ok(Model { config, weights })
+        Model::from_shards(config_json, &[safetensors], false)
     }
 
     /// [`from_bytes`](Self::from_bytes), but an f16 checkpoint's matrices stay
     /// f16 as stored: the model [`to_format`](Self::to_format)`(F16)` of the
     /// f32 one would give, without its f32 copy (for a page holding f16).
     pub fn from_bytes_f16(config_json: &str, safetensors: &[u8]) -> Result<Model> {
+        Model::from_shards(config_json, &[safetensors], true)
+    }
+
+    /// A checkpoint in one file or several ([`Weights::from_shards`]).
+    fn from_shards(config_json: &str, files: &[&[u8]], keep_f16: bool) -> Result<Model> {
         let config = Config::from_json(config_json)?;
-        let weights = Weights::from_safetensors(safetensors, &config, true)?;
+        let weights = Weights::from_shards(files, &config, keep_f16)?;
         Ok(Model { config, weights })
     }
 
@@ -74,15 +78,12 @@ impl Model {
         safetensors: &[u8],
         weights: WeightsChoice,
     ) -> Result<Model> {
-        Model::parsed_for(config_json, safetensors, weights)?.held_as(weights)
+        Model::parsed_for(config_json, &[safetensors], weights)?.held_as(weights)
     }
 
     /// Parsed as f16 words where `weights` holds an f16 checkpoint so, else as f32.
-    fn parsed_for(config_json: &str, safetensors: &[u8], weights: WeightsChoice) -> Result<Model> {
-        match weights.keeps_f16() {
-            true => Model::from_bytes_f16(config_json, safetensors),
-            false => Model::from_bytes(config_json, safetensors),
-        }
+    fn parsed_for(config_json: &str, files: &[&[u8]], weights: WeightsChoice) -> Result<Model> {
+        Model::from_shards(config_json, files, weights.keeps_f16())
     }
 
     /// This model with its matrices in the format `weights` chooses.
@@ -100,8 +101,9 @@ impl Model {
         }
     }
 
-    /// Loads `config.json` and `model.safetensors` from a directory (native
-    /// only), f32 weights.
+    /// Loads `config.json` and `model.safetensors` (or the shards
+    /// `model.safetensors.index.json` names) from a directory (native only),
+    /// f32 weights.
     pub fn from_dir(dir: &std::path::Path) -> Result<Model> {
         Model::from_dir_as(dir, WeightsChoice::Exactly(Format::F32))
     }
@@ -113,14 +115,19 @@ impl Model {
         let config = String::from_utf8(config)
             .map_err(|_| EngineError::Config("config.json is not UTF-8 text".to_string()))?;
         let file = dir.join("model.safetensors");
-        if !file.exists() && dir.join(SHARD_INDEX).exists() {
-            return Err(EngineError::Sharded { location: dir.display().to_string() });
-        }
-        if !file.exists() && dir.join("pytorch_model.bin").exists() {
-            return Err(EngineError::PytorchOnly { location: dir.display().to_string() });
-        }
-        // The file's bytes are gone before packing: no file + f32 + packed peak.
-        let parsed = Model::parsed_for(&config, &read(&file, MAX_FILE_BYTES)?, weights)?;
+        let files = match (file.exists(), dir.join(SHARD_INDEX).exists()) {
+            (false, true) => shards::read_shards(dir)?,
+            (false, false) if dir.join("pytorch_model.bin").exists() => {
+                return Err(EngineError::PytorchOnly { location: dir.display().to_string() });
+            }
+            _ => vec![read(&file, MAX_FILE_BYTES)?],
+        };
+        // The files' bytes are gone before packing: no file + f32 + packed peak.
+        let parsed = {
+            let files: Vec<&[u8]> = files.iter().map(Vec::as_slice).collect();
+            Model::parsed_for(&config, &files, weights)?
+        };
+        drop(files);
         parsed.held_as(weights)
     }
 

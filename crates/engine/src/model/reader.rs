@@ -11,7 +11,8 @@ use crate::storage::matrix::Matrix;
 /// Looks tensors up by their Hugging Face names and converts them to f32,
 /// or (`f16`) keeps f16 matrices as they are stored.
 pub(super) struct Reader<'a> {
-    pub st: &'a SafeTensors<'a>,
+    /// The checkpoint's files: one, or the shards of a split checkpoint.
+    pub st: &'a [SafeTensors<'a>],
     pub f16: bool,
     /// What a whole model's class puts before a name: `transformer.`
     /// (`GPT2LMHeadModel`), `model.` (`LlamaForCausalLM`).
@@ -32,7 +33,7 @@ impl Reader<'_> {
         if !config.tie_word_embeddings {
             names.push("lm_head.weight".into());
         }
-        let stored = |name: &str| self.resolve(name).and_then(|n| self.st.tensor(&n).ok());
+        let stored = |name: &str| self.resolve(name).and_then(|n| self.tensor(&n));
         names.iter().all(|n| stored(n).is_some_and(|t| t.dtype() == Dtype::F16))
     }
 
@@ -77,7 +78,12 @@ impl Reader<'_> {
     /// The name `name` is stored under, if it is.
     pub(super) fn resolve(&self, name: &str) -> Option<String> {
         let prefixed = format!("{}{name}", self.prefix);
-        [name.to_string(), prefixed].into_iter().find(|n| self.st.tensor(n).is_ok())
+        [name.to_string(), prefixed].into_iter().find(|n| self.tensor(n).is_some())
+    }
+
+    /// The tensor stored under exactly `name`, in whichever file holds it.
+    fn tensor(&self, name: &str) -> Option<safetensors::tensor::TensorView<'_>> {
+        self.st.iter().find_map(|file| file.tensor(name).ok())
     }
 
     pub(super) fn exact(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
@@ -95,7 +101,7 @@ impl Reader<'_> {
         name: &str,
         shape: &[usize],
     ) -> Result<safetensors::tensor::TensorView<'_>> {
-        let view = self.st.tensor(name).map_err(|_| self.missing(name))?;
+        let view = self.tensor(name).ok_or_else(|| self.missing(name))?;
         if view.shape() != shape {
             return Err(EngineError::Shape {
                 name: name.to_string(),

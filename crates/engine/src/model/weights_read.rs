@@ -19,8 +19,16 @@ impl Weights {
     /// an f32 copy of them: half the memory while loading a 124M model in a
     /// page. Otherwise, and for the vectors, values are read as f32.
     pub fn from_safetensors(bytes: &[u8], config: &Config, keep_f16: bool) -> Result<Weights> {
-        let st =
-            SafeTensors::deserialize(bytes).map_err(|e| EngineError::Safetensors(e.to_string()))?;
+        Weights::from_shards(&[bytes], config, keep_f16)
+    }
+
+    /// [`from_safetensors`](Self::from_safetensors) over a checkpoint split
+    /// into several files (`model-00001-of-00002.safetensors` …): each tensor
+    /// is read from the file that holds it.
+    pub fn from_shards(files: &[&[u8]], config: &Config, keep_f16: bool) -> Result<Weights> {
+        let st = files.iter().map(|bytes| SafeTensors::deserialize(bytes));
+        let st = st.collect::<std::result::Result<Vec<_>, _>>();
+        let st = st.map_err(|e| EngineError::Safetensors(e.to_string()))?;
         if config.llama().is_some() {
             let t = Reader { st: &st, f16: false, prefix: "model." };
             return weights_llama::read(&t, config, keep_f16);
