@@ -207,7 +207,8 @@ fn what_the_engine_lacks_is_refused_by_name() {
     use decode_lab_engine::model::Config;
     let cases = [
         (
-            serde_json::json!({"model_type": "mistral", "sliding_window": 4096}),
+            serde_json::json!({"model_type": "mistral", "sliding_window": 4096,
+                "layer_types": ["sliding_attention", "full_attention"]}),
             "sliding attention window of 4096 tokens",
         ),
         (
@@ -234,6 +235,21 @@ fn what_the_engine_lacks_is_refused_by_name() {
         let e = Config::from_json(&hub_config(extra.clone())).unwrap_err().to_string();
         assert!(e.contains(want), "{extra}: {e}");
     }
+}
+
+/// Mistral's sliding window, on every layer, caps the context at it (exact:
+/// no token is ever further back than the window); a window longer than the
+/// context changes nothing.
+#[test]
+fn a_uniform_sliding_window_caps_the_context() {
+    use decode_lab_engine::model::Config;
+    let n_positions = |extra| Config::from_json(&hub_config(extra)).unwrap().n_positions;
+    let long = n_positions(serde_json::json!({"model_type": "mistral"}));
+    assert_eq!(n_positions(serde_json::json!({"model_type": "mistral", "sliding_window": 16})), 16);
+    let wide = serde_json::json!({"model_type": "mistral", "sliding_window": long + 100});
+    assert_eq!(n_positions(wide), long);
+    let null = serde_json::json!({"model_type": "mistral", "sliding_window": null});
+    assert_eq!(n_positions(null), long);
 }
 
 /// `Config::n_params` counts the checkpoint's tensors, biases and untied heads included.

@@ -1,8 +1,8 @@
 //! `config.json` of the Llama family (`model_type` "llama", "mistral",
 //! "qwen2") → a validated [`Config`]: RMSNorm, rotary positions, a SwiGLU
 //! MLP and K/V heads grouped in training. What the engine does not implement
-//! (sliding windows, mixtures of experts, other rotary scalings) is refused
-//! with a sentence naming it, before anything is allocated.
+//! (Qwen2's and mixed sliding windows, mixtures of experts, other rotary
+//! scalings) is refused with a sentence naming it, before anything is allocated.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -54,7 +54,8 @@ pub fn from_json(text: &str, model_type: &str) -> Result<Config> {
     // No position table to size: the context is what the model was trained
     // for, capped where the cache's sizes stay sane.
     let n_positions = field(raw.max_position_embeddings, "max_position_embeddings", i64::MAX)?
-        .min(MAX_DIM as usize);
+        .min(MAX_DIM as usize)
+        .min(uniform_window(&raw, model_type).unwrap_or(usize::MAX));
     let eps = raw.rms_norm_eps.unwrap_or(1e-6);
     if !(eps.is_finite() && eps > 0.0 && eps < 1.0) {
         return Err(bad(format!("`rms_norm_eps` is {eps}, expected 0 < eps < 1")));
@@ -134,13 +135,24 @@ fn refuse_unsupported(raw: &RawLlama, model_type: &str) -> Result<()> {
         "qwen2" => raw.use_sliding_window.unwrap_or(false) || sliding_layers,
         _ => window.is_some() || sliding_layers,
     };
-    if windowed {
+    if windowed && uniform_window(raw, model_type).is_none() {
         return Err(bad(format!(
             "a sliding attention window{}: Decode Lab's attention sees every earlier token",
             window.map(|w| format!(" of {w} tokens")).unwrap_or_default()
         )));
     }
     Ok(())
+}
+
+/// A sliding window every layer uses (Mistral's `sliding_window`, no
+/// per-layer `layer_types`): the context is capped at it, where attention
+/// over every earlier token is exactly the window's (a token sees itself
+/// and the `window − 1` before it). Qwen2's window, which starts at a layer
+/// (`max_window_layers`), and mixed layer types are refused.
+fn uniform_window(raw: &RawLlama, model_type: &str) -> Option<usize> {
+    let window = raw.sliding_window.as_ref().and_then(Value::as_u64).filter(|&w| w > 0)?;
+    let mixed = raw.layer_types.iter().flatten().any(|t| t != "sliding_attention");
+    (model_type != "qwen2" && !mixed).then_some(window as usize)
 }
 
 /// The rotary parameters, from `rope_parameters` (newer `transformers`) or
