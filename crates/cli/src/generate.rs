@@ -123,13 +123,19 @@ pub struct Job {
 /// Samples token by token through the pipeline (the same [`Run`] the app
 /// uses), printing text as it becomes final.
 pub async fn sample(session: Session, tokenizer: &Tokenizer, job: &Job) -> Result<()> {
-    let mut run = Run::start(session, tokenizer, &job.prompt, &job.run).await?;
+    let run = Run::start(session, tokenizer, &job.prompt, &job.run).await?;
+    stream(run, tokenizer, &job.prompt, job.run.max_tokens).await
+}
+
+/// `echo`, then `run`'s text as it becomes final, with the notices of a
+/// prompt or a context that had to be cropped.
+async fn stream(mut run: Run, tokenizer: &Tokenizer, echo: &str, max_tokens: usize) -> Result<()> {
     if let Some(c) = run.prompt_crop {
         eprintln!("[prompt cropped to its last {} tokens; {} dropped]", c.kept, c.dropped);
     }
     let mut out = std::io::stdout().lock();
-    print(&mut out, &job.prompt);
-    if job.run.max_tokens == 0 {
+    print(&mut out, echo);
+    if max_tokens == 0 {
         return finish(&mut out, "");
     }
     loop {
@@ -146,7 +152,7 @@ pub async fn sample(session: Session, tokenizer: &Tokenizer, job: &Job) -> Resul
 
 /// A chat's prompt: its ids (the template's text, which writes its own
 /// special tokens) and the ids that end the model's turn.
-pub struct ChatPrompt {
+struct ChatPrompt {
     ids: Vec<u32>,
     end_of_turn: Vec<u32>,
 }
@@ -181,18 +187,7 @@ async fn reply(
 ) -> Result<()> {
     let mut run = Run::start_ids(session, chat.ids, job).await?;
     run.end_at(&chat.end_of_turn);
-    if let Some(c) = run.prompt_crop {
-        eprintln!("[prompt cropped to its last {} tokens; {} dropped]", c.kept, c.dropped);
-    }
-    let mut out = std::io::stdout().lock();
-    for _ in 0..job.max_tokens {
-        let step = run.step(tokenizer, None).await?;
-        print(&mut out, &step.text);
-        if step.done.is_some() {
-            break;
-        }
-    }
-    finish(&mut out, "")
+    stream(run, tokenizer, "", job.max_tokens).await
 }
 
 /// Several continuations generated together, one batched decode step per

@@ -56,12 +56,7 @@ fn templates_render_as_transformers_renders_them() {
             let gen = render["add_generation_prompt"].as_bool().unwrap();
             let text = chat.render(&turns(&render["messages"]), gen).unwrap();
             assert_eq!(text, render["text"].as_str().unwrap(), "{name}, generation prompt {gen}");
-            let ids: Vec<u32> = render["ids"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|v| v.as_u64().unwrap() as u32)
-                .collect();
+            let ids = common::json_ids(&render["ids"]);
             assert_eq!(t.encode_plain(&text).unwrap(), ids, "{name}: ids");
         }
     }
@@ -121,10 +116,8 @@ fn a_llama_chat_replies_as_transformers_does() {
     let dir = common::fixtures().join("golden/llama_gqa");
     let path = common::fixtures().join("chat/llama_gqa_reply.json");
     let golden: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    let ids = |k: &str| -> Vec<u32> {
-        golden[k].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as u32).collect()
-    };
-    let (want_prompt, want_reply) = (ids("prompt_ids"), ids("reply_ids"));
+    let (want_prompt, want_reply) =
+        (common::json_ids(&golden["prompt_ids"]), common::json_ids(&golden["reply_ids"]));
     let t = Tokenizer::from_dir(&dir).unwrap();
     let chat = ChatTemplate::from_dir(&dir).unwrap().expect("the fixture has a chat template");
     let user = Turn { role: Role::User, content: golden["user"].as_str().unwrap().into() };

@@ -110,23 +110,10 @@ fn kv_bytes_read_from_the_cache_follow_the_formula_and_the_whole_context_is_allo
 #[test]
 fn a_long_context_cpu_cache_reserves_a_part_and_grows_past_it() {
     use decode_lab_engine::cpu::{CpuSession, RESERVED_POSITIONS};
-    use decode_lab_engine::gpu::selftest::cases;
     use decode_lab_engine::model::WeightsChoice;
-    use safetensors::{tensor::TensorView, Dtype};
     let (e, vocab, n_pos) = (8, 16, RESERVED_POSITIONS + 64);
     let shapes = common::gpt2_shapes(1, e, vocab, n_pos);
-    let data: Vec<Vec<u8>> = shapes
-        .iter()
-        .enumerate()
-        .map(|(i, (_, shape))| {
-            let v = cases::random(shape.iter().product(), i as u64);
-            bytemuck::cast_slice(&v).to_vec()
-        })
-        .collect();
-    let views = shapes.iter().zip(&data).map(|((name, shape), bytes)| {
-        (name.clone(), TensorView::new(Dtype::F32, shape.clone(), bytes).unwrap())
-    });
-    let file = safetensors::serialize(views, None).unwrap();
+    let file = common::random_safetensors(&shapes, 1.0);
     let config = format!(
         r#"{{"model_type": "gpt2", "n_layer": 1, "n_head": 2, "n_embd": {e}, "n_positions": {n_pos}, "vocab_size": {vocab}}}"#
     );

@@ -14,13 +14,10 @@ use std::sync::Arc;
 use decode_lab_engine::cpu::coworker::{self, Panels, Side, ThreadCoworker, MIN_SHARED};
 use decode_lab_engine::cpu::CpuSession;
 use decode_lab_engine::fast::coworker::{self as hook, Coworker};
-use decode_lab_engine::gpu::selftest::cases;
 use decode_lab_engine::model::{Model, WeightsChoice};
 use decode_lab_engine::storage::format::Format;
 use decode_lab_engine::Wanted;
 use pollster::block_on;
-use safetensors::tensor::TensorView;
-use safetensors::Dtype;
 
 /// A seeded random GPT-2 (f32 file) with `n_embd` 512, so that its QKV and
 /// MLP matrices and LM head (512 × 1,536, 512 × 2,048, 2,048 × 512) are
@@ -32,20 +29,7 @@ fn model(n_layer: usize, untied: bool, held: Format) -> Arc<Model> {
     if untied {
         shapes.push(("lm_head.weight".into(), vec![vocab, e]));
     }
-    let data: Vec<Vec<u8>> = shapes
-        .iter()
-        .enumerate()
-        .map(|(i, (_, shape))| {
-            let scale = if shape.len() == 1 { 1.0 } else { 0.05 };
-            let v: Vec<f32> =
-                cases::random(shape.iter().product(), i as u64).iter().map(|x| x * scale).collect();
-            bytemuck::cast_slice(&v).to_vec()
-        })
-        .collect();
-    let views = shapes.iter().zip(&data).map(|((name, shape), bytes)| {
-        (name.clone(), TensorView::new(Dtype::F32, shape.clone(), bytes).unwrap())
-    });
-    let file = safetensors::serialize(views, None).unwrap();
+    let file = common::random_safetensors(&shapes, 0.05);
     let config = format!(
         r#"{{"model_type": "gpt2", "n_layer": {n_layer}, "n_head": 8, "n_embd": {e}, "n_positions": {n_pos}, "vocab_size": {vocab}, "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new", "tie_word_embeddings": {}}}"#,
         !untied

@@ -52,12 +52,7 @@ fn edge_cases_encode_as_the_tokenizers_library_does() {
             serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
         for case in cases.as_array().unwrap() {
             let text = case["text"].as_str().unwrap();
-            let want: Vec<u32> = case["ids"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|v| v.as_u64().unwrap() as u32)
-                .collect();
+            let want = common::json_ids(&case["ids"]);
             assert_eq!(t.encode(text).unwrap(), want, "{name}: {text:?}");
             assert_eq!(t.encode_plain(text).unwrap(), want[1..], "{name}: {text:?} without BOS");
             // The library's decode drops special tokens and the first space.

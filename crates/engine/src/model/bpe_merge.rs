@@ -30,7 +30,7 @@ pub fn merge(symbols: &mut Vec<u32>, merges: &Merges) {
     };
     queue.extend((0..n - 1).filter_map(|i| candidate(symbols, i, i + 1)));
     while let Some(Reverse((rank, i, id))) = queue.pop() {
-        let j = next.get(i).copied().unwrap_or(NONE);
+        let j = next[i];
         let current =
             alive[i] && j != NONE && candidate(symbols, i, j) == Some(Reverse((rank, i, id)));
         if !current {

@@ -62,7 +62,9 @@ impl Model {
         Model::from_shards(config_json, &[safetensors], true)
     }
 
-    /// A checkpoint in one file or several ([`Weights::from_shards`]).
+    /// A checkpoint in one file or several ([`Weights::from_shards`]), its
+    /// matrices as f16 words with `keep_f16` where the checkpoint stores them
+    /// so, else as f32.
     fn from_shards(config_json: &str, files: &[&[u8]], keep_f16: bool) -> Result<Model> {
         let config = Config::from_json(config_json)?;
         let weights = Weights::from_shards(files, &config, keep_f16)?;
@@ -78,12 +80,7 @@ impl Model {
         safetensors: &[u8],
         weights: WeightsChoice,
     ) -> Result<Model> {
-        Model::parsed_for(config_json, &[safetensors], weights)?.held_as(weights)
-    }
-
-    /// Parsed as f16 words where `weights` holds an f16 checkpoint so, else as f32.
-    fn parsed_for(config_json: &str, files: &[&[u8]], weights: WeightsChoice) -> Result<Model> {
-        Model::from_shards(config_json, files, weights.keeps_f16())
+        Model::from_shards(config_json, &[safetensors], weights.keeps_f16())?.held_as(weights)
     }
 
     /// This model with its matrices in the format `weights` chooses.
@@ -125,7 +122,7 @@ impl Model {
         // The files' bytes are gone before packing: no file + f32 + packed peak.
         let parsed = {
             let files: Vec<&[u8]> = files.iter().map(Vec::as_slice).collect();
-            Model::parsed_for(&config, &files, weights)?
+            Model::from_shards(&config, &files, weights.keeps_f16())?
         };
         drop(files);
         parsed.held_as(weights)

@@ -174,6 +174,33 @@ pub fn gpt2_shapes(
     v
 }
 
+/// A safetensors file of `shapes` with seeded random f32 values, the
+/// matrices scaled by `matrix_scale` (vectors by 1).
+pub fn random_safetensors(shapes: &[(String, Vec<usize>)], matrix_scale: f32) -> Vec<u8> {
+    use decode_lab_engine::gpu::selftest::cases;
+    use safetensors::{tensor::TensorView, Dtype};
+    let data: Vec<Vec<u8>> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, (_, shape))| {
+            let scale = if shape.len() == 1 { 1.0 } else { matrix_scale };
+            let v: Vec<f32> =
+                cases::random(shape.iter().product(), i as u64).iter().map(|x| x * scale).collect();
+            bytemuck::cast_slice(&v).to_vec()
+        })
+        .collect();
+    let views = shapes.iter().zip(&data).map(|((name, shape), bytes)| {
+        (name.clone(), TensorView::new(Dtype::F32, shape.clone(), bytes).unwrap())
+    });
+    safetensors::serialize(views, None).unwrap()
+}
+
+/// Token ids as a JSON fixture lists them.
+pub fn json_ids(list: &serde_json::Value) -> Vec<u32> {
+    let list = list.as_array().expect("a list of ids");
+    list.iter().map(|v| v.as_u64().expect("an id") as u32).collect()
+}
+
 /// `n` greedy tokens after `prompt` through `s`'s cache: one prefill, then
 /// one decode step per token (the lowest id on ties).
 pub fn greedy_ids(s: &mut decode_lab_engine::Session, prompt: &[u32], n: usize) -> Vec<u32> {
