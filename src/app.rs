@@ -133,9 +133,12 @@ pub fn App() -> impl IntoView {
                     Backend::Cpu { reason: CpuReason::NoKernels(why), .. } => Some(view! { <NoKernelsBanner reason=why/> }.into_any()),
                     _ => None,
                 }}
-                {move || driver.get().map(|d| match widget {
-                    Some(w) => view! { <WidgetView widget=w source=Source::Model(d) controls=controls shown=shown.clone()/> }.into_any(),
-                    None => view! { <Playground driver=d shown=shown.clone()/> }.into_any(),
+                {move || driver.get().map(|d| {
+                    let shown = d.lab.with_value(|l| shown.for_model(l.chats()));
+                    match widget {
+                        Some(w) => view! { <WidgetView widget=w source=Source::Model(d) controls=controls shown=shown/> }.into_any(),
+                        None => view! { <Playground driver=d shown=shown/> }.into_any(),
+                    }
                 })}
             }
             .into_any()

@@ -112,7 +112,7 @@ pub fn Output(
     let emptied = Memo::new(move |_| d.chips.with(Vec::is_empty));
     view! {
         <div class="output" aria-live="polite">
-            <span class="prompt-echo">{move || d.prompt.get()}</span>
+            <span class="prompt-echo">{move || d.echo()}</span>
             <span data-testid="output">
                 // The <For> is made anew when the output empties (Reset, Generate):
                 // its rows' reactive owners are only freed with its parent, so a
@@ -161,6 +161,7 @@ fn ChipView(
             title=title
             data-p=chip.prob.to_string()
             data-rank=chip.rank.to_string()
+            data-id=chip.id.to_string()
             on:click=move |_| driver.selected.set(Some(index))
         >{chip.text}</span>
     }

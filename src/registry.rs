@@ -54,6 +54,13 @@ impl Controls {
         }
     }
 
+    /// With `chat=yes`, the system turn (empty for none); `None` without
+    /// (tracked).
+    pub fn chat(&self) -> Option<String> {
+        let on = self.text(Control::Chat).with(|v| v == "yes");
+        on.then(|| self.text(Control::System).get())
+    }
+
     /// The sampling settings the controls describe (tracks only the
     /// controls that drive a setting).
     pub fn settings(&self) -> Settings {
@@ -82,6 +89,7 @@ impl Controls {
                     Drives::Stop => job.stop = stops(&self.text(spec.control).get()),
                     Drives::Setting(_)
                     | Drives::Prompt
+                    | Drives::Chat
                     | Drives::View
                     | Drives::Lesson
                     | Drives::Engine => {}

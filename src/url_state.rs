@@ -60,8 +60,8 @@ impl Share {
                 continue;
             }
             match self.controls.value(spec.control) {
-                // A lesson's or the engine's own control travels only when it was set.
-                _ if matches!(spec.drives, Drives::Lesson | Drives::Engine) => {
+                // A lesson's, the engine's or chat's own control travels only when it was set.
+                _ if matches!(spec.drives, Drives::Lesson | Drives::Engine | Drives::Chat) => {
                     if let Some(v) = self.lesson_value(spec) {
                         params.append(spec.name, &v);
                     }

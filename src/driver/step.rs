@@ -7,6 +7,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use engine::generate::Crop;
+use engine::model::ChatPrompt;
 use engine::run::{Done, Run, Step};
 use engine::sample::Settings;
 
@@ -21,24 +22,20 @@ impl Driver {
         let c = self.controls;
         let session = self.lab.with_value(|l| l.session())?;
         let job = c.job_untracked();
-        let run = match branch_at {
-            None => {
-                let tokenizer = self.lab.with_value(|l| l.tokenizer.clone());
-                let prompt = self.prompt.get_untracked();
-                Run::start(session, &tokenizer, &prompt, &job).await
-            }
-            Some(at) => {
-                let ids = self.chips.with_untracked(|chips| match chips.get(at) {
-                    Some(chip) => chip.input.history.to_vec(),
-                    None => chips
-                        .last()
-                        .map(|l| [&l.input.history[..], &[l.id]].concat())
-                        .unwrap_or_default(),
-                });
-                Run::start_ids(session, ids, &job).await
-            }
-        }
-        .map_err(|e| e.to_string())?;
+        let read = self.read_prompt()?;
+        let ids = match branch_at {
+            None => read.ids,
+            Some(at) => self.chips.with_untracked(|chips| match chips.get(at) {
+                Some(chip) => chip.input.history.to_vec(),
+                None => chips
+                    .last()
+                    .map(|l| [&l.input.history[..], &[l.id]].concat())
+                    .unwrap_or_default(),
+            }),
+        };
+        let mut run = Run::start_ids(session, ids, &job).await.map_err(|e| e.to_string())?;
+        // A chat's reply (and a branch of it) ends at the model's end of turn.
+        run.end_at(&read.end_of_turn);
         self.run_from.set_value(self.chips.with_untracked(Vec::len));
         if let Some(crop) = run.prompt_crop {
             self.notice.set(Some(crop_notice("the prompt is longer than the context", crop)));
@@ -61,8 +58,7 @@ impl Driver {
     /// run Reset or the page load started to show the first distribution, or
     /// the last generation): false, with nothing changed, when it cannot.
     pub(super) fn restart(self) -> Result<bool, String> {
-        let ids = self.lab.with_value(|l| l.tokenizer.encode(&self.prompt.get_untracked()));
-        let Ok(ids) = ids else { return Ok(false) }; // `start` says why
+        let Ok(ChatPrompt { ids, .. }) = self.read_prompt() else { return Ok(false) }; // `start` says why
         let job = self.controls.job_untracked();
         let mut taken = None;
         self.run.update_value(|r| taken = r.take());
@@ -83,6 +79,28 @@ impl Driver {
         }
         self.run.set_value(Some(run));
         restarted
+    }
+
+    /// The prompt as a run reads it: as typed, or with `chat=yes` in the
+    /// model's chat template ([`Lab::prompt`](crate::lab::Lab::prompt),
+    /// whose notice is shown).
+    fn read_prompt(self) -> Result<ChatPrompt, String> {
+        let chat = untrack(|| self.controls.chat());
+        let prompt = self.prompt.get_untracked();
+        let (read, notice) = self.lab.with_value(|l| l.prompt(&prompt, chat.as_deref()))?;
+        if notice.is_some() {
+            self.notice.set(notice);
+        }
+        Ok(read)
+    }
+
+    /// The prompt as the output echoes it: the conversation as the model
+    /// reads it in chat (tracked).
+    pub fn echo(self) -> String {
+        let Some(system) = self.controls.chat() else { return self.prompt.get() };
+        let prompt = self.prompt.get();
+        let read = self.lab.with_value(|l| l.prompt(&prompt, Some(&system)));
+        read.map_or(prompt, |(r, _)| r.text)
     }
 
     /// One step of the current run; returns why the run ended, if it did.

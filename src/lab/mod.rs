@@ -13,13 +13,13 @@ use engine::gpu::profile::Memory;
 use engine::gpu::selftest::{self, Report};
 use engine::gpu::GpuContext;
 use engine::kernels::Kernel;
-use engine::model::{Model, Tokenizer};
+use engine::model::{ChatPrompt, ChatTemplate, Model, Tokenizer};
 use engine::open::{open, Choice, Engine, EngineChoice};
 use engine::storage::format::Format;
 use engine::Session;
 
 use crate::browser::yield_to_browser;
-use crate::load::model_files::{fetch_files, parse, Fetched, ALL_FILES};
+use crate::load::model_files::{chat_template, fetch_files, parse, Fetched, ALL_FILES};
 pub use crate::load::model_files::{LoadError, Progress};
 use crate::load::source::ModelSource;
 use crate::load::times::{since_page_start, Laps, LoadTimes};
@@ -34,6 +34,9 @@ pub struct Lab {
     /// The model with its matrices in the chosen format (both engines run it).
     pub model: Arc<Model>,
     pub tokenizer: Rc<Tokenizer>,
+    /// An instruction-tuned model's chat template (`None`: it has none), or
+    /// why it could not be read (said when chat is asked for).
+    pub chat: Result<Option<ChatTemplate>, String>,
     pub backend: Backend,
     /// Whether the matrices hold the checkpoint's values exactly (f32, or
     /// f16 for an f16 checkpoint): [`Lab::variant`] starts from them.
@@ -47,6 +50,10 @@ pub struct Lab {
     /// How long the load took, by part (the device report's).
     pub times: LoadTimes,
 }
+
+/// Why `chat=yes` changes nothing on this model.
+const NO_TEMPLATE: &str = "chat: this model has no chat template (an instruction-tuned model's \
+    tokenizer_config.json holds one), so the prompt is read as it is";
 
 /// The engine on the page's thread: a CPU session there lets the page in
 /// during a long prefill.
@@ -90,6 +97,37 @@ impl Lab {
     /// The engine, to open sessions on other models with ([`open_like`]).
     pub fn engine(&self) -> Engine {
         self.engine.clone()
+    }
+
+    /// Whether chat means anything here: the model has a chat template (or
+    /// one that could not be read, which chat then names).
+    pub fn chats(&self) -> bool {
+        !matches!(self.chat, Ok(None))
+    }
+
+    /// `prompt` as a run starts from it: as it is, or with `chat` (the
+    /// system turn, empty for none) the user's turn in the model's chat
+    /// template. A model without a template reads the prompt as it is, and
+    /// the second value says so.
+    pub fn prompt(
+        &self,
+        prompt: &str,
+        chat: Option<&str>,
+    ) -> Result<(ChatPrompt, Option<String>), String> {
+        let plain = || -> Result<ChatPrompt, String> {
+            let ids = self.tokenizer.encode(prompt).map_err(|e| e.to_string())?;
+            Ok(ChatPrompt { text: prompt.to_string(), ids, end_of_turn: Vec::new() })
+        };
+        let Some(system) = chat else { return Ok((plain()?, None)) };
+        match &self.chat {
+            Ok(Some(template)) => {
+                let system = Some(system).filter(|s| !s.is_empty());
+                let chat = template.prompt(&self.tokenizer, system, prompt);
+                Ok((chat.map_err(|e| e.to_string())?, None))
+            }
+            Ok(None) => Ok((plain()?, Some(NO_TEMPLATE.to_string()))),
+            Err(why) => Err(format!("chat: {why}")),
+        }
     }
 
     /// Display text of one token (as the tokenizer decodes it alone).
@@ -243,11 +281,12 @@ pub async fn load(
             (engine, Backend::Cpu { reason, held, thread })
         }
     };
+    let chat = chat_template(&source, &fetched);
     drop(fetched);
     times.engine_ms = laps.lap();
     times.ready_at_ms = since_page_start();
     let tokenizer = Rc::new(tokenizer);
-    Ok(Lab { model, tokenizer, backend, lossless, source, engine, times })
+    Ok(Lab { model, tokenizer, chat, backend, lossless, source, engine, times })
 }
 
 /// Progress past the download: `done` bytes of `done`.

@@ -3,7 +3,7 @@
 //! with every error naming its file. Shared by every way a model is chosen
 //! (`model=`, the picker), since they all end in a [`ModelSource`].
 
-use engine::model::{Config, Model, Tokenizer, Weights, WeightsChoice};
+use engine::model::{ChatTemplate, Config, Family, Model, Tokenizer, Weights, WeightsChoice};
 
 use crate::load::download::{BigDownload, CONFIRM_BYTES};
 use crate::load::source::ModelSource;
@@ -38,13 +38,28 @@ impl From<String> for LoadError {
 pub const HELDOUT_FILE: &str = "heldout.txt";
 
 /// Every file [`fetch_files`] may fetch (what a failed parse evicts).
-pub const ALL_FILES: [&str; 5] =
-    ["config.json", "tokenizer.json", "vocab.json", "merges.txt", "model.safetensors"];
+pub const ALL_FILES: [&str; 7] = [
+    "config.json",
+    "tokenizer.json",
+    "vocab.json",
+    "merges.txt",
+    TOKENIZER_CONFIG,
+    CHAT_JINJA,
+    "model.safetensors",
+];
+
+/// Where an instruction-tuned model keeps its chat template: in its
+/// tokenizer's config, or (newer checkpoints) a file of its own.
+const TOKENIZER_CONFIG: &str = "tokenizer_config.json";
+const CHAT_JINJA: &str = "chat_template.jinja";
 
 /// A model folder's files as fetched.
 pub struct Fetched {
     pub config: Vec<u8>,
     tokenizer: TokenizerFiles,
+    /// `tokenizer_config.json` and `chat_template.jinja`, where there
+    /// (Llama-family models only).
+    chat: (Option<Vec<u8>>, Option<Vec<u8>>),
     /// `model.safetensors` (the CPU worker parses it too).
     pub weights: Vec<u8>,
     /// Bytes over every file.
@@ -82,15 +97,7 @@ pub async fn fetch_files(
         done += bytes.as_ref().map_or(0, |b| b.len() as u64);
         Ok(bytes)
     };
-    let missing = |name: &str| {
-        match source.is_local() {
-        false => format!("could not fetch {}: HTTP 404 Not Found. {NEEDED}", source.place(name)),
-        true => format!(
-            "{name} is not among the files picked for {} in this browser (pick the folder again). {NEEDED}",
-            source.label()
-        ),
-    }
-    };
+    let missing = |name: &str| missing(source, name);
     let config = get("config.json").await?.ok_or_else(|| missing("config.json"))?;
     // Fetched in this order: the small files first, so a wrong folder fails fast.
     let tokenizer = match get("tokenizer.json").await? {
@@ -100,6 +107,19 @@ pub async fn fetch_files(
             let merges = get("merges.txt").await?.ok_or_else(|| missing("merges.txt"))?;
             TokenizerFiles::VocabMerges(vocab, merges)
         }
+    };
+    // GPT-2 has no chat template: its pages ask for no more files.
+    let chat = match is_llama(&config) {
+        true => {
+            let tokenizer_config = get(TOKENIZER_CONFIG).await?;
+            let in_config = tokenizer_config.as_ref().is_some_and(|c| holds_template(c));
+            let jinja = match tokenizer_config.is_some() && !in_config {
+                true => get(CHAT_JINJA).await?,
+                false => None,
+            };
+            (tokenizer_config, jinja)
+        }
+        false => (None, None),
     };
     if !confirmed {
         ask_before_downloading(source, &config, weights, on_gpu).await?;
@@ -114,7 +134,46 @@ pub async fn fetch_files(
         }
         return Err(missing("model.safetensors").into());
     };
-    Ok(Fetched { config, tokenizer, weights, bytes: done })
+    Ok(Fetched { config, tokenizer, chat, weights, bytes: done })
+}
+
+/// Why a needed file is not there, in words.
+fn missing(source: &ModelSource, name: &str) -> String {
+    match source.is_local() {
+        false => format!("could not fetch {}: HTTP 404 Not Found. {NEEDED}", source.place(name)),
+        true => format!(
+            "{name} is not among the files picked for {} in this browser (pick the folder again). {NEEDED}",
+            source.label()
+        ),
+    }
+}
+
+/// Whether `config.json` is a Llama-family model's (one that may chat);
+/// an unreadable config is `parse`'s to report.
+fn is_llama(config: &[u8]) -> bool {
+    let config = std::str::from_utf8(config).ok().and_then(|t| Config::from_json(t).ok());
+    config.is_some_and(|c| matches!(c.family, Family::Llama(_)))
+}
+
+/// Whether a `tokenizer_config.json` holds the chat template itself (then
+/// `chat_template.jinja` is not asked for).
+fn holds_template(tokenizer_config: &[u8]) -> bool {
+    let json = serde_json::from_slice::<serde_json::Value>(tokenizer_config).ok();
+    json.is_some_and(|j| j.get("chat_template").is_some_and(|t| !t.is_null()))
+}
+
+/// The model's chat template, if it has one; an error names its file.
+pub fn chat_template(source: &ModelSource, f: &Fetched) -> Result<Option<ChatTemplate>, String> {
+    let (Some(config), jinja) = &f.chat else { return Ok(None) };
+    let jinja = match jinja {
+        Some(bytes) => Some(
+            std::str::from_utf8(bytes)
+                .map_err(|_| format!("{}: not UTF-8 text", source.place(CHAT_JINJA)))?,
+        ),
+        None => None,
+    };
+    let file = if jinja.is_some() { CHAT_JINJA } else { TOKENIZER_CONFIG };
+    ChatTemplate::from_config(config, jinja).map_err(|e| format!("{}: {e}", source.place(file)))
 }
 
 /// Stops for the user's yes when `model.safetensors` is not in the cache

@@ -91,6 +91,8 @@ for (const backend of ['webgpu', 'cpu']) {
     const page = await openWithHub(backend, '?model=decode-lab-test/gpt2-vocab-tiny', modelFiles());
     assert.ok(page.hub.includes('GET /decode-lab-test/gpt2-vocab-tiny/resolve/main/config.json'), page.hub.join('\n'));
     assert.ok(page.hub.some((r) => r.endsWith('/tokenizer.json')), 'tokenizer.json asked first');
+    assert.ok(!page.hub.some((r) => r.includes('chat_template') || r.endsWith('tokenizer_config.json')),
+      'GPT-2 has no chat template: nothing more is asked for');
     assert.equal(await page.getAttribute('[data-testid=backend]', 'data-backend'), backend);
     assert.match(await page.textContent('[data-testid=model-name]'), /huggingface\.co\/decode-lab-test\/gpt2-vocab-tiny/);
     await greedyEqualsCli(page, `hub on ${backend}`);
@@ -127,12 +129,17 @@ for (const backend of ['webgpu', 'cpu']) {
 // A Llama-shaped random model (RMSNorm, rotary positions, SwiGLU, 6 heads sharing 2 K/V
 // heads; tools/golden/make_llama_golden.py) with a Digits + ByteLevel tokenizer.json.
 const LLAMA = resolve('tests/fixtures/golden/llama_gqa');
+// transformers' greedy reply to "Hi" in its chat template (tools/golden/make_chat_golden.py).
+const CHAT_REPLY = JSON.parse(readFileSync('tests/fixtures/chat/llama_gqa_reply.json', 'utf8'));
 for (const backend of ['webgpu', 'cpu']) {
   test(`${backend}: a Llama-family model opens through model= on the CPU engine and writes the CLI's greedy text`, async () => {
-    const files = Object.fromEntries(['config.json', 'tokenizer.json', 'model.safetensors']
+    const files = Object.fromEntries(['config.json', 'tokenizer.json', 'tokenizer_config.json', 'model.safetensors']
       .map((f) => [f, readFileSync(join(LLAMA, f))]));
     const page = await openWithHub(backend, '?model=decode-lab-test/llama-tiny', files);
     assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'ready');
+    // Its chat template is in tokenizer_config.json: chat_template.jinja is not asked for.
+    assert.ok(page.hub.some((r) => r.endsWith('/tokenizer_config.json')), page.hub.join('\n'));
+    assert.ok(!page.hub.some((r) => r.endsWith('/chat_template.jinja')), page.hub.join('\n'));
     // The GPU engine's kernels are GPT-2's: with WebGPU there, the page says why the CPU runs it.
     assert.equal(await page.getAttribute('[data-testid=backend]', 'data-backend'), 'cpu');
     if (backend === 'webgpu') {
@@ -142,6 +149,22 @@ for (const backend of ['webgpu', 'cpu']) {
     await set(page, 'temperature', 0);
     await set(page, 'max-tokens', 8);
     assert.equal(await generate(page), cliGreedy(8, LLAMA), `llama on ${backend}`);
+    // Chat: the prompt is a user's turn in the model's template, shown as the model reads it, and
+    // the reply is transformers' (`generate` after `apply_chat_template`), token for token, as
+    // `generate --chat`'s is (crates/cli/tests/chat_cli.rs). Token ids, not text: a chip shows its
+    // token alone, and this random model's reply splits characters over tokens.
+    await page.selectOption('[data-testid=chat]', 'yes');
+    await set(page, 'prompt', 'Hi');
+    await set(page, 'max-tokens', 12);
+    await generate(page);
+    const ids = await page.$$eval('[data-testid=output] .chip', (els) => els.map((e) => Number(e.dataset.id)));
+    assert.deepEqual(ids, CHAT_REPLY.reply_ids, `llama chat on ${backend}`);
+    const turn = '<|im_start|>user\nHi<|endoftext|>\n<|im_start|>assistant\n';
+    assert.equal(await page.textContent('.prompt-echo'), turn);
+    await set(page, 'system', 'Be brief.');
+    await page.waitForFunction((t) => document.querySelector('.prompt-echo').textContent === t,
+      `<|im_start|>system\nBe brief.<|endoftext|>\n${turn}`);
+    await page.waitForURL(/[?&]chat=yes&system=Be\+brief\./); // the link holds the chat
     await page.screenshot({ path: `${ARTIFACTS}/model-llama-${backend}.png`, fullPage: true });
     await noFatal(page);
     await page.close();

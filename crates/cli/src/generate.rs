@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use engine::beam::{BeamSearch, BeamSettings, Ends, Scoring};
-use engine::model::{ChatTemplate, Role, Tokenizer, Turn};
+use engine::model::{ChatPrompt, ChatTemplate, Tokenizer};
 use engine::run::Run;
 use engine::run_batch::BatchRun;
 use engine::sample::{StopMatcher, Stopped};
@@ -150,13 +150,6 @@ async fn stream(mut run: Run, tokenizer: &Tokenizer, echo: &str, max_tokens: usi
     }
 }
 
-/// A chat's prompt: its ids (the template's text, which writes its own
-/// special tokens) and the ids that end the model's turn.
-struct ChatPrompt {
-    ids: Vec<u32>,
-    end_of_turn: Vec<u32>,
-}
-
 /// The user's `prompt` (after a `system` turn) in the model's chat template.
 fn chat_prompt(
     dir: &std::path::Path,
@@ -171,11 +164,7 @@ fn chat_prompt(
             dir.display()
         ))
     })?;
-    let system = system.map(|content| Turn { role: Role::System, content });
-    let user = Turn { role: Role::User, content: prompt.to_string() };
-    let text = template.render(&[system.into_iter().collect(), vec![user]].concat(), true)?;
-    let end_of_turn = template.end_of_turn(tokenizer);
-    Ok(ChatPrompt { ids: tokenizer.encode_plain(&text)?, end_of_turn })
+    template.prompt(tokenizer, system.as_deref(), prompt)
 }
 
 /// The model's reply to a chat prompt, printed as it becomes final.

@@ -40,6 +40,9 @@ pub enum Drives {
     Stop,
     /// The prompt.
     Prompt,
+    /// Whether the prompt is a user's turn in the model's chat template, and
+    /// the system turn before it: read when a run starts; in links only when set.
+    Chat,
     /// Only what the page shows.
     View,
     /// What one lesson's own panels read (its formats, its histogram, its
@@ -90,6 +93,11 @@ macro_rules! controls {
 controls! {
     /// the text the model continues
     Prompt: "prompt", "Prompt", Input::Text { default: DEFAULT_PROMPT }, Drives::Prompt;
+    /// yes: the prompt is a user's turn in the model's chat template (an instruction-tuned model's
+    /// tokenizer_config.json), and the reply ends at the model's end-of-turn token
+    Chat: "chat", "Chat", Input::Choice { options: &NO_YES, default: "no" }, Drives::Chat;
+    /// with chat: a system turn before the user's (empty: none, or the template's own default)
+    System: "system", "System turn", Input::Text { default: "" }, Drives::Chat;
     /// 0 = greedy (always the most likely token)
     Temperature: "temperature", "Temperature", real(0.0, 3.0, 0.05, 0.8),
         Drives::Setting(|s, v| s.temperature = v);

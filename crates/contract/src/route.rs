@@ -22,6 +22,14 @@ impl Shown {
         Shown { controls: Control::playground().map(|c| (c, false)).collect(), from_url: false }
     }
 
+    /// What a model shows: the chat controls only where it has a chat
+    /// template (`chat`) — on GPT-2 they would do nothing.
+    pub fn for_model(&self, chat: bool) -> Shown {
+        let keep = |c: &Control| chat || !matches!(c.spec().drives, Drives::Chat);
+        let controls = self.controls.iter().copied().filter(|(c, _)| keep(c)).collect();
+        Shown { controls, from_url: self.from_url }
+    }
+
     /// `None`: hidden; `Some(locked)`: on view.
     pub fn get(&self, control: Control) -> Option<bool> {
         self.controls.iter().find(|(c, _)| *c == control).map(|&(_, locked)| locked)
@@ -118,5 +126,25 @@ impl Route {
             },
         };
         Route { widget, embed, shown }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The playground shows chat and its system turn only on a model with a
+    /// chat template; what the URL locked stays locked.
+    #[test]
+    fn chat_controls_show_only_on_a_chat_model() {
+        let all = Shown::all();
+        assert_eq!(all.get(Control::Chat), Some(false));
+        assert_eq!(all.get(Control::System), Some(false));
+        let gpt2 = all.for_model(false);
+        assert_eq!((gpt2.get(Control::Chat), gpt2.get(Control::System)), (None, None));
+        assert_eq!(gpt2.controls.len(), all.controls.len() - 2);
+        let locked = Shown::parse("chat:locked,system,top_k", &mut Vec::new());
+        assert_eq!(locked.for_model(true), locked);
+        assert_eq!(locked.for_model(false).controls, [(Control::TopK, false)]);
     }
 }

@@ -279,7 +279,9 @@ impl Widget {
         match self.spec().shows {
             Shows::These(controls) => controls.to_vec(),
             Shows::Shaping => Control::playground()
-                .filter(|c| !matches!(c.spec().drives, Drives::Run(_) | Drives::Stop))
+                .filter(|c| {
+                    !matches!(c.spec().drives, Drives::Run(_) | Drives::Stop | Drives::Chat)
+                })
                 .collect(),
             Shows::Running => {
                 Control::playground().filter(|c| !matches!(c.spec().drives, Drives::View)).collect()

@@ -29,6 +29,17 @@ pub struct Turn {
     pub content: String,
 }
 
+/// A conversation as the model reads it ([`ChatTemplate::prompt`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChatPrompt {
+    /// The template's text.
+    pub text: String,
+    /// (tokens) its ids.
+    pub ids: Vec<u32>,
+    /// The ids that end the model's turn.
+    pub end_of_turn: Vec<u32>,
+}
+
 /// A model's chat template and the special tokens it may name.
 #[derive(Clone, Debug)]
 pub struct ChatTemplate {
@@ -97,6 +108,23 @@ impl ChatTemplate {
         context.insert("messages", minijinja::Value::from_serialize(turns));
         context.insert("add_generation_prompt", add_generation_prompt.into());
         template.render(context).map_err(jinja_error)
+    }
+
+    /// A chat's prompt: `user`'s turn (after a `system` turn, where given)
+    /// ending with the assistant's header, encoded without the tokenizer's
+    /// own special tokens (the template writes them), and the ids that end
+    /// the reply.
+    pub fn prompt(
+        &self,
+        tokenizer: &Tokenizer,
+        system: Option<&str>,
+        user: &str,
+    ) -> Result<ChatPrompt> {
+        let system = system.map(|s| Turn { role: Role::System, content: s.to_string() });
+        let user = Turn { role: Role::User, content: user.to_string() };
+        let text = self.render(&[system.into_iter().collect(), vec![user]].concat(), true)?;
+        let ids = tokenizer.encode_plain(&text)?;
+        Ok(ChatPrompt { text, ids, end_of_turn: self.end_of_turn(tokenizer) })
     }
 
     /// The ids that end the model's turn: its `eos_token` (`<|im_end|>`,

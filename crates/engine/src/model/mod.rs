@@ -23,7 +23,7 @@ mod weights;
 mod weights_llama;
 mod weights_read;
 
-pub use chat::{ChatTemplate, Role, Turn};
+pub use chat::{ChatPrompt, ChatTemplate, Role, Turn};
 pub use config::{Config, Family, Heads};
 pub use llama::{Llama, Llama3Scaling, LlamaBiases, Rope};
 pub use tokenizer::{TextStream, Tokenizer, VocabDiff};
