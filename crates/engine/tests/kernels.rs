@@ -215,6 +215,21 @@ fn gelu_matches_twin() {
 }
 
 #[test]
+fn rms_norm_matches_twin() {
+    check(Kernel::RmsNorm);
+}
+
+#[test]
+fn rope_matches_twin() {
+    check(Kernel::Rope);
+}
+
+#[test]
+fn swiglu_matches_twin() {
+    check(Kernel::Swiglu);
+}
+
+#[test]
 fn lm_head_matches_twin() {
     check(Kernel::LmHead);
 }

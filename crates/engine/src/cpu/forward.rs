@@ -4,10 +4,11 @@
 //! arithmetic is the same either way; only the K/V write and attention look
 //! at which sequence (cache, position) a row belongs to.
 
-use crate::family::{self, norm};
+use crate::family::norm;
 use crate::fast;
 use crate::kernels::{
-    attention, attention_probs, embedding, gelu, kv_mass, kv_write, residual_add, Heads,
+    attention, attention_probs, embedding, gelu, kv_mass, kv_write, residual_add, rope, swiglu,
+    Heads,
 };
 use crate::model::{Config, Family, LayerWeights, Model};
 use crate::step::Wanted;
@@ -96,12 +97,12 @@ fn attend(c: &Config, l: usize, seqs: &mut [Seq], qkv: &[f32], y: &mut [f32], se
     }
 }
 
-/// Each row's rotary turns, for every block's [`family::rope`] (empty: the
+/// Each row's rotary turns, for every block's [`rope::run_cpu`] (empty: the
 /// family has no rotary positions; GPT-2 added its own to `x`).
 fn turns(c: &Config, seqs: &[Seq]) -> Vec<(f32, f32)> {
     let Some(llama) = c.llama() else { return Vec::new() };
     let inv_freq = llama.rope.inv_freq(c.head_size);
-    seqs.iter().flat_map(|s| family::turns(&inv_freq, s.pos0, s.rows)).collect()
+    seqs.iter().flat_map(|s| rope::turns(&inv_freq, s.pos0, s.rows)).collect()
 }
 
 /// The block's MLP on the normed rows `xb` into `proj` (n, n_embd): GELU
@@ -119,7 +120,7 @@ fn mlp(c: &Config, lw: &LayerWeights, xb: &[f32], hidden: &mut Hidden, proj: &mu
         }
         Family::Llama(_) => {
             act.resize(n * c.n_inner, 0.0);
-            family::swiglu(fc, c.n_inner, act);
+            swiglu::run_cpu(fc, c.n_inner, act);
             fast::matmul::run(act, &lw.mlp_proj_weight, &lw.mlp_proj_bias, proj);
         }
     }
@@ -165,7 +166,7 @@ pub fn run(
         norm(c, &lw.ln_1_weight, &lw.ln_1_bias, &x, &mut xb);
         fast::matmul::run(&xb, &lw.c_attn_weight, &lw.c_attn_bias, &mut qkv);
         if !turns.is_empty() {
-            family::rope(&mut qkv, c.heads(), &turns);
+            rope::run_cpu(&mut qkv, c.heads(), &turns);
         }
         attend(c, l, seqs, &qkv, &mut y, seen);
         fast::matmul::run(&y, &lw.attn_proj_weight, &lw.attn_proj_bias, &mut proj);

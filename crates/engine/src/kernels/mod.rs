@@ -34,7 +34,12 @@ pub mod matvec_residual;
 pub mod matvec_residual_split;
 mod profile;
 pub mod residual_add;
+pub mod rms_norm;
+pub mod rope;
 mod snippets;
+pub mod swiglu;
+#[cfg(test)]
+mod testing;
 
 pub use cost::Cost;
 pub use profile::{KernelsChoice, Profile, Split};
@@ -148,6 +153,9 @@ kernels! {
     LnFcGelu => ln_fc_gelu, WG, -,
     LnFcGeluSplit => ln_fc_gelu_split, -, WG_SPLIT,
     Gelu => gelu, WG, WG,
+    RmsNorm => rms_norm, WG, WG_SPLIT,
+    Rope => rope, WG, WG,
+    Swiglu => swiglu, WG, WG,
     LmHead => lm_head, WG, -,
     LmHeadSplit => lm_head_split, -, WG_SPLIT,
     Argmax => argmax, WG_SPLIT, WG_SPLIT,

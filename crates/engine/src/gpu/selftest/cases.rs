@@ -12,6 +12,10 @@
 //!   [-1, 1]: the worst-case rounding gap between two summation orders of K
 //!   products;
 //! - ln_qkv, ln_fc_gelu: see `fused` (the LayerNorm's rounding scaled up by the dot);
+//! - rms_norm: 1e-5 abs + 1e-5 rel (tree vs sequential reductions, as layernorm);
+//! - rope: 1e-6 abs + 1e-6 rel (the same turns; a GPU may fuse a product and
+//!   a sum into one rounding);
+//! - swiglu: 1e-6 abs + 1e-5 rel (the driver's exp is not the CPU's);
 //! - attention: 1e-5 abs + 1e-4 rel (online vs two-pass softmax).
 //! - attention_probs: 1e-6 abs + 1e-4 rel (weights in [0, 1]; the GPU pre-scales q).
 //!
@@ -22,7 +26,7 @@
 //! fused into one multiply-add on a GPU and rounded once instead of twice.
 
 pub use super::inputs::{config, launch, random, Case, Tolerance};
-use super::{attention, fused, mass, prefill, rows, split};
+use super::{attention, family, fused, mass, prefill, rows, split};
 use crate::kernels::{Kernel, Split};
 use crate::storage::format::Format;
 
@@ -63,6 +67,9 @@ fn cases_in(kernel: Kernel, format: Format, split: Split) -> Vec<Case> {
         Kernel::KvMass => mass::kv_mass_cases(),
         Kernel::ResidualAdd => prefill::residual_add_cases(),
         Kernel::Gelu => prefill::gelu_cases(),
+        Kernel::RmsNorm => family::rms_norm_cases(),
+        Kernel::Rope => family::rope_cases(),
+        Kernel::Swiglu => family::swiglu_cases(),
         Kernel::LmHead => prefill::lm_head_cases(format, Kernel::LmHead),
         Kernel::LmHeadSplit => prefill::lm_head_cases(format, Kernel::LmHeadSplit),
         Kernel::BlockSum => split::block_sum_cases(),

@@ -6,6 +6,7 @@
 
 mod attention;
 pub mod cases;
+mod family;
 mod fused;
 mod inputs;
 mod mass;

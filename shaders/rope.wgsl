@@ -1,0 +1,39 @@
+// rope: rotary positions (Su et al. 2021) in "rotate half" form, in place:
+// each query and key head of a row turns dimension pair (i, i + head_size / 2)
+// by its position's angle for pair i; the values are not touched.
+// One invocation per pair of q and k (n_embd pairs a row). The angles' cosines
+// and sines come from a table made on the CPU when the model opens (f64
+// cos/sin of the f32 angle, as transformers forms it), so the GPU and the
+// CPU engine turn by the same numbers.
+
+struct Params {
+    n: u32,         // pairs: n_rows · n_embd
+    n_embd: u32,    // q (and each of k, v) columns of a row
+    head_size: u32,
+    pos0: u32,      // position of the pass's first row
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> qkv: array<f32>; // (n_rows, 3 * n_embd) q | k | v
+@group(0) @binding(2) var<storage, read> turns: array<vec2<f32>>; // (n_positions, head_size / 2) cos, sin
+
+override WG: u32 = 64u;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = grid_1d_index(gid, nwg);
+    if (i >= p.n) {
+        return;
+    }
+    let half = p.head_size / 2u;
+    let row = i / p.n_embd;
+    let pair = i % p.n_embd;      // over the 2 · n_head heads of q | k
+    let head = pair / half;
+    let d = pair % half;
+    let a = row * 3u * p.n_embd + head * p.head_size + d;
+    let t = turns[(p.pos0 + row) * half + d];
+    let x = qkv[a];
+    let y = qkv[a + half];
+    qkv[a] = faulted(x * t.x + -y * t.y);
+    qkv[a + half] = faulted(y * t.x + x * t.y);
+}

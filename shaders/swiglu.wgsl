@@ -1,0 +1,29 @@
+// swiglu: out[row, i] = silu(gate[row, i]) · up[row, i], silu(g) = g / (1 + e^-g):
+// the Llama family's MLP activation (Shazeer 2020), between its gate|up
+// projection (one matmul, gate then up in each row) and its down projection.
+// For a large negative gate e^-g overflows to inf and g / inf is -0: no NaN.
+
+struct Params {
+    n: u32,       // outputs: n_rows · n_inner
+    n_inner: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> gate_up: array<f32>;   // (n_rows, 2 * n_inner) gate | up
+@group(0) @binding(2) var<storage, read_write> out: array<f32>; // (n_rows, n_inner)
+
+override WG: u32 = 64u;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = grid_1d_index(gid, nwg);
+    if (i >= p.n) {
+        return;
+    }
+    let row = i / p.n_inner;
+    let g = gate_up[i + row * p.n_inner]; // row · 2 n_inner + column
+    let u = gate_up[i + (row + 1u) * p.n_inner];
+    out[i] = faulted(g / (1.0 + exp(-g)) * u);
+}
