@@ -74,6 +74,48 @@ async function openWithHub(backend, query, files, heads = {}, settle = true) {
   return page;
 }
 
+// The lessons that read inside the model, on a Llama-family one (rotary positions, grouped
+// K/V heads, RMSNorm): each runs, and the KV-budget lesson states this model's own grouping
+// and what evicting does under rotary positions. The CPU engine runs the family on both backends.
+test('a Llama-family model in the kv-budget, attention and logit-lens lessons', async () => {
+  const files = Object.fromEntries(['config.json', 'tokenizer.json', 'model.safetensors']
+    .map((f) => [f, readFileSync(join(LLAMA, f))]));
+  files['heldout.txt'] = Buffer.from('The capital of France is Paris, and the capital of Italy is Rome. '.repeat(4));
+  const open = (query) => openWithHub('cpu', `?model=decode-lab-test/llama-tiny&prompt=The%20capital&${query}`, files);
+  const budget = await open('widget=kv-budget&kv_policy=sinks&kv_budget=8&kv_sinks=2&max_tokens=6&heldout_tokens=40');
+  assert.match(await budget.textContent('[data-testid=kv-budget-legend]'),
+    /turns each key by its position.*3 query heads share each of its 2 K\/V heads.*evicting a token is exactly hiding it/s);
+  await budget.click('[data-testid=generate-kv-budget]');
+  await budget.waitForFunction(() => !document.querySelector('[data-testid=generate-kv-budget]').disabled
+    && document.querySelectorAll('[data-testid=kv-step]').length === 6, null, { timeout: 120_000 });
+  assert.equal(await budget.locator('[data-testid=error]').count(), 0);
+  assert.equal(await budget.getAttribute('[data-testid=kv-held]', 'data-kept'), '8');
+  await budget.click('[data-testid=kv-budget-preset][data-preset="this-model"]');
+  assert.match(await budget.textContent('[data-testid=kv-budget-calc]'),
+    /2 × 2 layers × 2 K\/V heads × 8 × 4 bytes × 64 tokens = .* 3 query heads share each K\/V head/);
+  // Every policy at every budget (8, 16, 32, 64); the K/V groups are the model's own, not swept.
+  await budget.click('[data-testid=measure-kv-budget]');
+  await budget.waitForSelector('[data-testid=kv-groups-note]', { timeout: 120_000 });
+  await budget.waitForFunction(() => !document.querySelector('[data-testid=measure-kv-budget]').disabled);
+  assert.equal(await budget.locator('[data-testid=kv-curve-row]').count(), 12);
+  assert.equal(await budget.locator('[data-testid=kv-groups-row]').count(), 0);
+  assert.match(await budget.textContent('[data-testid=kv-groups-note]'), /6 query heads already share 2 K\/V heads/);
+  assert.equal(await budget.locator('[data-testid=error]').count(), 0);
+  await noFatal(budget);
+  await budget.close();
+  const attention = await open('widget=attention&max_tokens=2');
+  await attention.waitForSelector('[data-testid=head-row]', { timeout: 120_000 });
+  assert.equal(await attention.locator('[data-testid=att-thumb]').count(), 12, '2 layers × 6 heads');
+  await noFatal(attention);
+  await attention.close();
+  const lens = await open('widget=logit-lens');
+  await lens.waitForSelector('[data-testid=lens-summary]', { timeout: 120_000 });
+  const n = await lens.locator('[data-testid=lens-grid] thead th.token').count();
+  assert.equal(await lens.locator('[data-testid=lens-cell]').count(), 3 * n, 'the embedding and 2 blocks');
+  await noFatal(lens);
+  await lens.close();
+});
+
 const modelFiles = (dir = MODEL) => Object.fromEntries(FILES.map((f) => [f, readFileSync(join(dir, f))]));
 
 async function greedyEqualsCli(page, label, model = MODEL) {

@@ -38,13 +38,14 @@ pub fn Calculator(driver: Driver) -> impl IntoView {
         }
     };
     let config = driver.lab.with_value(|l| l.model.config.clone());
-    // Both engines keep this model's cache in f32, a K/V head per query head.
-    let heads = config.n_head as f64;
+    // Both engines keep this model's cache in f32, with the model's own K/V
+    // heads: one per query head for GPT-2, grouped in training for the Llama
+    // family (SmolLM2-135M: 3 for 9).
     let this: Shape = [
         config.n_layer as f64,
-        heads,
-        heads,
-        (config.n_embd / config.n_head) as f64,
+        config.n_head as f64,
+        config.n_kv_head as f64,
+        config.head_size as f64,
         4.0,
         config.n_positions as f64,
     ];

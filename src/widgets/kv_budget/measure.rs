@@ -41,6 +41,8 @@ pub struct Sinks {
     pub points: RwSignal<Vec<Point>>,
     /// (G, its drift) for G = n_head … 1.
     pub groups: RwSignal<Vec<(usize, Drift)>>,
+    /// Why the K/V groups are not swept (a model grouped in training).
+    pub groups_note: RwSignal<Option<String>>,
     pub progress: RwSignal<Progress>,
     /// The passage as scored (tokens, bytes), or why there is none.
     pub heldout: RwSignal<Option<Result<(usize, usize), String>>>,
@@ -71,6 +73,7 @@ async fn passage(d: Driver) -> Result<String, String> {
 pub async fn measure(d: Driver, sinks: Sinks, n_sinks: usize, limit: usize) -> Result<(), String> {
     sinks.points.set(Vec::new());
     sinks.groups.set(Vec::new());
+    sinks.groups_note.set(None);
     sinks.heldout.set(None);
     let text = match passage(d).await {
         Ok(text) => text,
@@ -79,9 +82,8 @@ pub async fn measure(d: Driver, sinks: Sinks, n_sinks: usize, limit: usize) -> R
             return Ok(());
         }
     };
-    let (tokenizer, n_positions, n_head) = d
-        .lab
-        .with_value(|l| (l.tokenizer.clone(), l.model.config.n_positions, l.model.config.n_head));
+    let (tokenizer, config) = d.lab.with_value(|l| (l.tokenizer.clone(), l.model.config.clone()));
+    let (n_positions, n_head, n_kv_head) = (config.n_positions, config.n_head, config.n_kv_head);
     let mut tokens = tokenizer.encode(&text).map_err(|e| e.to_string())?;
     if limit > 0 {
         tokens.truncate(limit);
@@ -98,7 +100,16 @@ pub async fn measure(d: Driver, sinks: Sinks, n_sinks: usize, limit: usize) -> R
         .collect();
     let n_policies = cases.len();
     let mut grouped = Vec::new();
-    for g in divisors(n_head) {
+    // Pooling starts from a K/V head per query head: a model grouped in
+    // training (the Llama family's) is scored by policy alone.
+    let sweep = match n_kv_head == n_head {
+        true => divisors(n_head),
+        false => Vec::new(),
+    };
+    sinks.groups_note.set((n_kv_head != n_head).then(|| format!(
+        "K/V groups are not swept: this model's {n_head} query heads already share {n_kv_head} K/V heads, grouped in training (pooling starts from a K/V head per query head)."
+    )));
+    for g in sweep {
         let what = format!("pooling the K/V heads into {g} groups");
         sinks.progress.set(Progress { what, done: 0, total: 1 });
         grouped.push(grouped_engine(d, g).await?);
@@ -199,6 +210,7 @@ pub fn Curves(sinks: Sinks) -> impl IntoView {
         </div>
         {table}
         {groups}
+        {move || sinks.groups_note.get().map(|n| view! { <p class="note" data-testid="kv-groups-note">{n}</p> })}
     }
 }
 

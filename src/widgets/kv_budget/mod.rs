@@ -14,6 +14,7 @@ mod measure;
 
 use contract::{Control, Shown};
 use engine::kv_policy::KvPolicy;
+use engine::model::Family;
 use leptos::prelude::*;
 
 use crate::driver::Driver;
@@ -33,6 +34,19 @@ pub fn policy(kind: &str, budget: usize, sinks: usize) -> KvPolicy {
             let sinks = sinks.min(budget - 1);
             KvPolicy::SinksWindow { sinks, window: budget - sinks }
         }
+    }
+}
+
+/// What evicting a token does to the tokens kept, for this model's way of
+/// placing positions.
+fn legend(config: &engine::model::Config) -> String {
+    match config.family {
+        Family::Gpt2 => "GPT-2 adds a token's position to its embedding at the input, so a kept token's keys and values never change when others leave: evicting a token is exactly hiding it from every later query.".into(),
+        Family::Llama(_) => format!(
+            "This model turns each key by its position (rotary positions) before caching it, and {} query heads share each of its {} K/V heads (grouped in training). A kept token keeps the turn of its original position, so evicting a token is exactly hiding it, and a query sees each kept key at its true distance. StreamingLLM instead numbers the kept tokens by their place in the cache (distances a model saw in training); this lesson keeps the original positions.",
+            config.n_head / config.n_kv_head.max(1),
+            config.n_kv_head
+        ),
     }
 }
 
@@ -62,7 +76,7 @@ pub fn KvBudget(driver: Driver, shown: Shown) -> impl IntoView {
         let limit = c.number(Control::HeldOutTokens).get_untracked() as usize;
         d.launch(move |d| measure::measure(d, measured, sinks, limit));
     };
-    let backend = d.lab.with_value(|l| l.backend.label());
+    let (backend, legend) = d.lab.with_value(|l| (l.backend.label(), legend(&l.model.config)));
     view! {
         <div class="widget-body kv-budget">
             <MeasureEditor driver=d shown=shown progress=measured.progress testid="kv-budget-progress">
@@ -71,8 +85,8 @@ pub fn KvBudget(driver: Driver, shown: Shown) -> impl IntoView {
             </MeasureEditor>
             <section class="panel">
                 <h3>"Which tokens the cache holds"</h3>
-                <p class="legend">{format!(
-                    "Run on this page's engine ({backend}). GPT-2 adds a token's position to its embedding at the input, so a kept token's keys and values never change when others leave: evicting a token is exactly hiding it from every later query. Each step is compared with a full cache fed the same tokens."
+                <p class="legend" data-testid="kv-budget-legend">{format!(
+                    "Run on this page's engine ({backend}). {legend} Each step is compared with a full cache fed the same tokens."
                 )}</p>
                 <live::Strip sinks=live/>
                 <live::StepTable sinks=live/>

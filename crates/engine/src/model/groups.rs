@@ -30,9 +30,11 @@ impl Model {
             )));
         }
         if c.n_kv_head != c.n_head {
-            return Err(EngineError::Setting(
-                "the model's K/V heads are already grouped: convert the original checkpoint".into(),
-            ));
+            return Err(EngineError::Setting(format!(
+                "the model's K/V heads are already grouped ({} query heads share {} K/V heads): \
+                 pooling starts from a model with a K/V head per query head (kv_groups 0 keeps its own)",
+                c.n_head, c.n_kv_head
+            )));
         }
         let mut model = self.clone();
         if groups == c.n_head {
