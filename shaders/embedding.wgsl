@@ -1,4 +1,6 @@
-// embedding: x[row, c] = wte[tokens[row], c] + wpe[pos0 + row, c]
+// embedding: x[row, c] = wte[tokens[row], c] + wpe[pos0 + row, c] (GPT-2), or
+// wte[tokens[row], c] alone (`positions` 0: a model with rotary positions, whose
+// `wpe` binding is a placeholder)
 // First kernel of the forward pass. Token ids are checked on the CPU before upload.
 // `wte` may be split by vocabulary rows over several bindings (a GPU's binding
 // limit): this dispatch holds rows v0 .. v0 + n_vocab and writes only the rows
@@ -13,7 +15,7 @@ struct Params {
     v0: u32,     // first vocabulary row of this shard
     n_vocab: u32, // vocabulary rows in this shard
     row0: u32,   // first row of tokens and x this dispatch works on
-    _pad1: u32,
+    positions: u32, // 1: add the position table wpe; 0: none (rotary positions)
     _pad2: u32,
 }
 
@@ -39,5 +41,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         return; // another shard's row
     }
     let t = token - p.v0;
-    x[p.row0 * p.n_embd + i] = faulted(w_load(t * p.n_embd + c, t) + wpe[(p.pos0 + row) * p.n_embd + c]);
+    var pe = 0.0;
+    if (p.positions != 0u) {
+        pe = wpe[(p.pos0 + row) * p.n_embd + c];
+    }
+    x[p.row0 * p.n_embd + i] = faulted(w_load(t * p.n_embd + c, t) + pe);
 }

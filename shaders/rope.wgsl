@@ -11,10 +11,14 @@ struct Params {
     n_embd: u32,    // q (and each of k, v) columns of a row
     head_size: u32,
     pos0: u32,      // position of the pass's first row
+    row0: u32,      // first row of qkv this dispatch works on (a batch's sequence)
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read_write> qkv: array<f32>; // (n_rows, 3 * n_embd) q | k | v
+@group(0) @binding(1) var<storage, read_write> qkv: array<f32>; // (row0 + n_rows, 3 * n_embd) q | k | v
 @group(0) @binding(2) var<storage, read> turns: array<vec2<f32>>; // (n_positions, head_size / 2) cos, sin
 
 override WG: u32 = 64u;
@@ -30,7 +34,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let pair = i % p.n_embd;      // over the 2 · n_head heads of q | k
     let head = pair / half;
     let d = pair % half;
-    let a = row * 3u * p.n_embd + head * p.head_size + d;
+    let a = (p.row0 + row) * 3u * p.n_embd + head * p.head_size + d;
     let t = turns[(p.pos0 + row) * half + d];
     let x = qkv[a];
     let y = qkv[a + half];

@@ -130,7 +130,6 @@ pub fn App() -> impl IntoView {
                 {match b {
                     Backend::Cpu { reason: CpuReason::NoWebGpu(why), .. } => Some(view! { <NoWebGpuBanner reason=why/> }.into_any()),
                     Backend::Cpu { reason: CpuReason::Asked, .. } => Some(view! { <CpuAskedBanner/> }.into_any()),
-                    Backend::Cpu { reason: CpuReason::NoKernels(why), .. } => Some(view! { <NoKernelsBanner reason=why/> }.into_any()),
                     _ => None,
                 }}
                 {move || driver.get().map(|d| {
@@ -395,18 +394,6 @@ fn NoWebGpuBanner(reason: String) -> impl IntoView {
                 <li>"Firefox 141+ (Windows) or Nightly: set dom.webgpu.enabled in about:config."</li>
                 <li>"Safari 26+: on by default; earlier, enable WebGPU under Develop → Feature Flags."</li>
             </ul>
-        </div>
-    }
-}
-
-/// WebGPU works, but this model's layers have no GPU kernels: say so, not
-/// that WebGPU is missing.
-#[component]
-fn NoKernelsBanner(reason: String) -> impl IntoView {
-    view! {
-        <div class="banner" role="status" data-testid="cpu-no-kernels">
-            <strong>"This model's layers have no GPU kernels yet, so it runs on the CPU engine (slower, same results). "</strong>
-            <details class="reason"><summary>"technical detail"</summary>{reason}</details>
         </div>
     }
 }

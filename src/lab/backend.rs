@@ -21,9 +21,6 @@ pub enum CpuReason {
     Asked,
     /// No usable WebGPU (absent, refused the model, lost, failed its self-test): how.
     NoWebGpu(String),
-    /// WebGPU is there, but the GPU engine has no kernels for this model's
-    /// layers (a Llama-family model): the engine's sentence.
-    NoKernels(String),
 }
 
 impl CpuReason {
@@ -31,7 +28,7 @@ impl CpuReason {
     pub fn text(&self) -> String {
         match self {
             CpuReason::Asked => "the CPU engine was asked for (backend=cpu)".into(),
-            CpuReason::NoWebGpu(why) | CpuReason::NoKernels(why) => why.clone(),
+            CpuReason::NoWebGpu(why) => why.clone(),
         }
     }
 }

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use contract::{KernelsChoice, WeightsChoice};
 use engine::cpu::Pause;
-use engine::error::EngineError;
 use engine::gpu::profile::Memory;
 use engine::gpu::selftest::{self, Report};
 use engine::gpu::GpuContext;
@@ -347,8 +346,6 @@ async fn open_gpu(
             let chosen = chose.kernels.expect("the GPU engine chooses its kernels");
             Ok((engine, Backend::WebGpu { adapter, held, kernels: chosen }))
         }
-        // WebGPU works; the engine has no kernels for this model's layers.
-        Err(e @ EngineError::FamilyOnGpu) => Err(CpuReason::NoKernels(e.to_string())),
         Err(e) => Err(CpuReason::NoWebGpu(format!("the GPU could not take this model: {e}"))),
     }
 }

@@ -199,9 +199,6 @@ async fn ask_before_downloading(
         return Ok(());
     }
     let Ok(Some(Some(bytes))) = source.size(name).await else { return Ok(()) };
-    // A model the GPU engine has no kernels for (the Llama family) runs in
-    // the CPU worker even where WebGPU is present: state that memory.
-    let on_gpu = on_gpu && engine::gpu::GpuModel::check_family(&config).is_ok();
     let coworker =
         crate::worker::no_coworker().is_none() && engine::cpu::coworker::worth_sharing(&config);
     let download = BigDownload::estimate(bytes, &config, weights, on_gpu, coworker);

@@ -291,7 +291,6 @@ fn bad_input_sweep_cases_are_clear_errors() {
     std::fs::write(neox.join("config.json"), config.replace("\"gpt2\"", "\"gpt_neox\"")).unwrap();
     std::fs::copy(golden_dir("tiny_odd").join("model.safetensors"), neox.join("model.safetensors"))
         .unwrap();
-    let llama = golden_dir("llama_gqa").display().to_string();
     let (zero, fifo, neox) =
         (zero.display().to_string(), fifo.display().to_string(), neox.display().to_string());
     let not_a_dir = scratch("not-a-dir").join("file");
@@ -313,7 +312,6 @@ fn bad_input_sweep_cases_are_clear_errors() {
         (vec!["random-model", "--out", &inside_file, "--n-layer", "1", "--n-embd", "8", "--n-head", "2", "--vocab-size", "16", "--n-positions", "8"], "cannot write"),
         (vec!["logits", "--model", &zero, "--tokens", "1", "--backend", "cpu"], "not a regular file"),
         (vec!["logits", "--model", &fifo, "--tokens", "1", "--backend", "cpu"], "not a regular file"),
-        (vec!["logits", "--model", &llama, "--tokens", "1"], "runs on the CPU engine (the CLI's `--backend cpu`"),
         (vec!["logits", "--model", &neox, "--tokens", "1", "--backend", "cpu"], "`model_type` is \"gpt_neox\": Decode Lab runs GPT-2 (\"gpt2\") and the Llama family"),
         (vec!["logits", "--model", m, "--backend", "cpu"], "no token ids: give them with --tokens"),
         (vec!["logits", "--model", m, "--tokens", "1", "--backend", "cpu", "--kernels", "gpu"], "--kernels chooses the GPU's kernels: leave it out with --backend cpu"),

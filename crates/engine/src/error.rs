@@ -79,14 +79,6 @@ pub enum EngineError {
     #[error("cannot rewind to position {to}: the session is only at {pos}")]
     Rewind { to: usize, pos: usize },
 
-    /// A Llama-family model offered to the GPU engine, whose kernels are GPT-2's.
-    #[error(
-        "the GPU engine's kernels are GPT-2's (LayerNorm, learned positions, GELU): a \
-         Llama-family model (RMSNorm, rotary positions, SwiGLU) runs on the CPU engine (the \
-         CLI's `--backend cpu`; the page moves to it by itself)"
-    )]
-    FamilyOnGpu,
-
     /// No WebGPU / Vulkan / Metal adapter is available.
     #[error("no GPU adapter is available: {0}")]
     NoAdapter(String),

@@ -92,8 +92,6 @@ pub async fn open(model: SharedModel, choice: Choice) -> Result<(Engine, Chose)>
         }
         #[cfg(feature = "gpu")]
         EngineChoice::Gpu { ctx, kernels, memory } => {
-            // Said once, before any profile is tried (each would fail alike).
-            GpuModel::check_family(&model.config)?;
             let (gpu, chosen) = profile::open(*ctx, model, kernels, memory.as_deref()).await?;
             chosen_kernels = Some(chosen);
             Engine::Gpu(gpu)

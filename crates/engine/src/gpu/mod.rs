@@ -2,6 +2,7 @@
 //! a WGSL kernel from `shaders/`, with the KV cache resident in GPU memory.
 
 mod batch;
+mod buf;
 mod context;
 pub mod device_probe;
 mod inspect;

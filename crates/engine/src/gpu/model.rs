@@ -10,7 +10,7 @@ use crate::gpu::readback::{buffer, upload, STORAGE};
 use crate::gpu::{GpuContext, Pipelines};
 use crate::kernels::attention::MAX_HEAD_SIZE;
 use crate::kernels::ln_qkv::LN_MAX_EMBD;
-use crate::kernels::{attention_split, lm_head_split, Profile, WG};
+use crate::kernels::{attention_split, lm_head_split, rope, Profile, WG};
 use crate::model::{Config, LayerWeights};
 use crate::step::SharedModel;
 use crate::storage::format::Format;
@@ -98,7 +98,8 @@ pub struct Scratch {
     pub qkv: wgpu::Buffer,    // (n_positions, 3 * n_embd)
     pub y: wgpu::Buffer,      // (n_positions, n_embd) attention output
     pub proj: wgpu::Buffer,   // (n_positions, n_embd) block output before the residual add
-    pub fc: wgpu::Buffer,     // (n_positions, n_inner) MLP hidden layer
+    pub fc: wgpu::Buffer, // (n_positions, n_inner) MLP hidden layer, or (n_positions, 2 * n_inner) gate | up
+    pub act: wgpu::Buffer, // (n_positions, n_inner) SwiGLU's output (the Llama family; else a placeholder)
     /// Flash-decoding's softmax partials of one query (the gpu profile's attention_split).
     pub parts: wgpu::Buffer, // (chunks of n_positions, n_head, 2 + head_size)
 }
@@ -106,10 +107,12 @@ pub struct Scratch {
 /// The model's weights on the device, uploaded once and shared by every
 /// kernel profile's pipelines (the profiles are timed on the same upload).
 pub struct GpuWeights {
-    pub wte: Vec<GpuShard>,    // (vocab_size, n_embd) format, in shards
-    pub wpe: wgpu::Buffer,     // (n_positions, n_embd)
+    pub wte: Vec<GpuShard>, // (vocab_size, n_embd) format, in shards
+    pub wpe: wgpu::Buffer,  // (n_positions, n_embd), a placeholder for rotary models
+    /// Every position's rotary turns (the Llama family; else a placeholder).
+    pub turns: wgpu::Buffer, // (n_positions, head_size / 2) cos, sin
     pub layers: Vec<GpuLayer>, // (n_layer)
-    pub ln_f: wgpu::Buffer,    // (2, n_embd) weight, then bias
+    pub ln_f: wgpu::Buffer, // (2, n_embd) weight, then bias
     /// `Some` only when untied; else the LM head is `wte`.
     pub lm_head: Option<Vec<GpuShard>>, // (vocab_size, n_embd) format, in shards
 }
@@ -155,15 +158,6 @@ impl GpuModel {
         }))
     }
 
-    /// Refuses a model whose layers the GPU engine has no kernels for (the
-    /// Llama family's: its kernels are GPT-2's), before anything is uploaded.
-    pub fn check_family(c: &Config) -> Result<()> {
-        match c.llama() {
-            Some(_) => Err(EngineError::FamilyOnGpu),
-            None => Ok(()),
-        }
-    }
-
     /// Checks the model against the device's limits, then uploads it, the
     /// weight matrices in the format the model holds them in, with the
     /// kernels of `profile`.
@@ -173,7 +167,6 @@ impl GpuModel {
         profile: Profile,
     ) -> Result<Rc<GpuModel>> {
         let format = model.format();
-        GpuModel::check_family(&model.config)?;
         if model.weights.matrices().any(Matrix::cpu_only) {
             return Err(EngineError::Gpu(
                 "these weights were laid out for the CPU engine (lifted, in panels); load the model again for the GPU"
@@ -192,7 +185,8 @@ impl GpuModel {
         };
         let weights = GpuWeights {
             wte: GpuShard::upload(&ctx, "the token embedding wte", &w.wte)?,
-            wpe: f("wpe", &w.wpe),
+            wpe: f("wpe", or_placeholder(&w.wpe)),
+            turns: f("turns", or_placeholder(&turns_table(&model.config))),
             layers: w.layers.iter().map(|l| upload_layer(&ctx, l)).collect(),
             ln_f: layernorm_buffer(&ctx, "ln_f", &w.ln_f_weight, &w.ln_f_bias),
             lm_head,
@@ -240,7 +234,7 @@ impl GpuModel {
 
 impl GpuWeights {
     fn buffers(&self) -> impl Iterator<Item = &wgpu::Buffer> {
-        let fixed = [&self.wpe, &self.ln_f];
+        let fixed = [&self.wpe, &self.turns, &self.ln_f];
         let shards = self.wte.iter().chain(self.lm_head.iter().flatten());
         let matrices = shards.flat_map(|s| s.matrix.buffers());
         let layers = self.layers.iter().flat_map(GpuLayer::buffers);
@@ -265,8 +259,9 @@ impl GpuLayer {
 }
 
 impl Scratch {
-    fn buffers(&self) -> [&wgpu::Buffer; 8] {
-        [&self.tokens, &self.x, &self.xb, &self.qkv, &self.y, &self.proj, &self.fc, &self.parts]
+    fn buffers(&self) -> [&wgpu::Buffer; 9] {
+        let s = self;
+        [&s.tokens, &s.x, &s.xb, &s.qkv, &s.y, &s.proj, &s.fc, &s.act, &s.parts]
     }
 }
 
@@ -308,9 +303,29 @@ fn layernorm_buffer(ctx: &GpuContext, label: &str, weight: &[f32], bias: &[f32])
     upload(ctx, label, bytemuck::cast_slice(&[weight, bias].concat()))
 }
 
+/// A buffer a model without the part binds in its place (zero-sized
+/// bindings are invalid): one zero.
+fn or_placeholder(v: &[f32]) -> &[f32] {
+    match v.is_empty() {
+        true => &[0.0],
+        false => v,
+    }
+}
+
+/// (n_positions, head_size / 2) every position's rotary turns, cosine then
+/// sine, as the CPU engine makes them ([`rope::turns`]); empty without
+/// rotary positions.
+fn turns_table(c: &Config) -> Vec<f32> {
+    let Some(llama) = c.llama() else { return Vec::new() };
+    let inv_freq = llama.rope.inv_freq(c.head_size);
+    let turns = rope::turns(&inv_freq, 0, c.n_positions);
+    turns.into_iter().flat_map(|(cos, sin)| [cos, sin]).collect()
+}
+
 fn make_scratch(ctx: &GpuContext, c: &Config) -> Scratch {
     let rows = c.n_positions as u64;
     let f = |label: &str, cols: usize| buffer(ctx, label, rows * cols as u64 * 4, STORAGE);
+    let gated = c.llama().is_some(); // SwiGLU: gate | up, then its output
     Scratch {
         tokens: f("tokens", 1),
         x: f("x", c.n_embd),
@@ -318,7 +333,8 @@ fn make_scratch(ctx: &GpuContext, c: &Config) -> Scratch {
         qkv: f("qkv", 3 * c.n_embd),
         y: f("y", c.n_embd),
         proj: f("proj", c.n_embd),
-        fc: f("fc", c.n_inner),
+        fc: f("fc", if gated { 2 * c.n_inner } else { c.n_inner }),
+        act: f("act", if gated { c.n_inner } else { 0 }),
         parts: buffer(ctx, "parts", floats_of_parts(c) * 4, STORAGE),
     }
 }
@@ -372,6 +388,8 @@ fn check_limits(ctx: &GpuContext, c: &Config, format: Format) -> Result<()> {
     let (e, i, p) = (c.n_embd as u64, c.n_inner as u64, c.n_positions as u64);
     let matrix = |rows: u64, cols: u64| format.bytes((rows * cols) as usize);
     // The embedding and LM head are split by rows instead (`GpuShard`).
+    // SwiGLU's gate and up projections are one matrix, twice as wide.
+    let i = if c.llama().is_some() { 2 * i } else { i };
     ctx.check_binding("the position embedding wpe", p * e * 4)?;
     ctx.check_binding("the MLP weights c_fc", matrix(e, i))?;
     ctx.check_binding("the MLP activations", p * i * 4)?;

@@ -11,57 +11,14 @@ use crate::kernels::{
     attention, attention_combine, attention_probs, attention_proj_split, attention_split,
     embedding, gelu, kv_mass, kv_write, layernorm, lm_head, lm_head_split, ln_fc_gelu,
     ln_fc_gelu_split, ln_qkv, ln_qkv_split, matmul, matmul_split, matmul_tiled, matvec_residual,
-    matvec_residual_split, residual_add, At, Cost, Dispatch, Kernel, Profile, Split,
+    matvec_residual_split, residual_add, rms_norm, rope, swiglu, At, Cost, Dispatch, Kernel,
+    Profile, Split,
 };
 use crate::model::Config;
 use crate::storage::format::Format;
 use crate::storage::matrix::{shard_rows, shards};
 
-/// A buffer a dispatch binds, by its role in the forward pass.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Buf {
-    /// The activations (`Scratch`).
-    Tokens,
-    X,
-    Xb,
-    Qkv,
-    Y,
-    Proj,
-    Fc,
-    Parts,
-    /// A heavy-hitter session's attention weights of a pass and its
-    /// running totals per slot (`kv_mass`).
-    Probs,
-    Mass,
-    /// The position embedding, `ln_f`, and shard `i` of the token embedding
-    /// and of the LM head (the embedding's own when tied).
-    Wpe,
-    LnF,
-    Wte(usize),
-    Head(usize),
-    /// Layer `l`'s weight of this role.
-    Layer(usize, Weight),
-    /// Sequence `s`'s cache of layer `l` (`s` is 0 in a single session's pass).
-    Key(usize, usize),
-    Value(usize, usize),
-    /// The session's logits.
-    Logits,
-}
-
-/// A block's weights, by role.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Weight {
-    Ln1,
-    CAttn,
-    CAttnBias,
-    AttnProj,
-    AttnProjBias,
-    Ln2,
-    CFc,
-    CFcBias,
-    MlpProj,
-    MlpProjBias,
-}
+pub use super::buf::{Buf, Weight};
 
 /// What a plan depends on: the model's shape, its weights' format, the
 /// kernel profile and the vocabulary rows of each shard of the embedding and
@@ -245,11 +202,11 @@ pub fn batch(layout: &Layout, n_seqs: usize) -> Vec<Spec> {
 }
 
 /// How a block runs over the rows of a pass (prefill's, or a batch's): its
-/// linear layers' kernel, its LayerNorms' workgroup size, and its attention.
+/// linear layers' kernel, its norms' profile, and its attention.
 #[derive(Clone, Copy)]
 struct Rows {
     linear: Linear,
-    ln_wg: u32,
+    profile: Profile,
     /// One query row per sequence: flash-decoding (the gpu profile's batch).
     split_attention: bool,
     /// Each block adds its attention to the heavy-hitter totals (a single session's).
@@ -271,7 +228,7 @@ impl Rows {
             Profile::Cpu => Linear::Matmul,
             Profile::Gpu(_) => Linear::Tiled,
         };
-        Rows { linear, ln_wg: profile.wg(Kernel::Layernorm), split_attention: false, mass: false }
+        Rows { linear, profile, split_attention: false, mass: false }
     }
 
     /// A batch of `n` sequences' (one row each): on real GPUs the weights
@@ -295,8 +252,9 @@ impl Rows {
         }
     }
 
-    fn layernorm(self, ops: &mut Ops, buffers: &[Buf]) {
-        ops.op(layernorm::Shape { wg: self.ln_wg }, buffers);
+    /// The family's norm: GPT-2's LayerNorm, the Llama family's RMSNorm.
+    fn norm(self, ops: &mut Ops, c: &Config, buffers: &[Buf]) {
+        norm(ops, c, self.profile, buffers);
     }
 }
 
@@ -308,10 +266,14 @@ fn block_by_rows(layout: &Layout, ops: &mut Ops, l: usize, seqs: &[Option<usize>
     let c = layout.config;
     let (e, inner) = (c.n_embd as u32, c.n_inner as u32);
     let w = |role| Layer(l, role);
-    rows.layernorm(ops, &[X, w(Weight::Ln1), Xb]);
+    let rotary = c.llama().is_some();
+    rows.norm(ops, c, &[X, w(Weight::Ln1), Xb]);
     rows.linear(ops, e, 3 * e, &[Xb, w(Weight::CAttn), w(Weight::CAttnBias), Qkv]);
     for &seq in seqs {
         let (kc, vc) = (Key(seq.unwrap_or(0), l), Value(seq.unwrap_or(0), l));
+        if rotary {
+            ops.op_for(seq, rope::Shape, &[Qkv, Turns]);
+        }
         ops.op_for(seq, kv_write::Shape, &[Qkv, kc, vc]);
         let scale = c.attn_scale(l);
         if rows.split_attention {
@@ -326,10 +288,21 @@ fn block_by_rows(layout: &Layout, ops: &mut Ops, l: usize, seqs: &[Option<usize>
     }
     rows.linear(ops, e, e, &[Y, w(Weight::AttnProj), w(Weight::AttnProjBias), Proj]);
     ops.op(residual_add::Shape { cols: e }, &[Proj, X]);
-    rows.layernorm(ops, &[X, w(Weight::Ln2), Xb]);
-    rows.linear(ops, e, inner, &[Xb, w(Weight::CFc), w(Weight::CFcBias), Fc]);
-    ops.op(gelu::Shape { cols: inner }, &[Fc]);
-    rows.linear(ops, inner, e, &[Fc, w(Weight::MlpProj), w(Weight::MlpProjBias), Proj]);
+    rows.norm(ops, c, &[X, w(Weight::Ln2), Xb]);
+    let act = match rotary {
+        // SwiGLU: the gate | up pair in one matmul, then silu(gate) · up.
+        true => {
+            rows.linear(ops, e, 2 * inner, &[Xb, w(Weight::CFc), w(Weight::CFcBias), Fc]);
+            ops.op(swiglu::Shape { n_inner: inner }, &[Fc, Act]);
+            Act
+        }
+        false => {
+            rows.linear(ops, e, inner, &[Xb, w(Weight::CFc), w(Weight::CFcBias), Fc]);
+            ops.op(gelu::Shape { cols: inner }, &[Fc]);
+            Fc
+        }
+    };
+    rows.linear(ops, inner, e, &[act, w(Weight::MlpProj), w(Weight::MlpProjBias), Proj]);
     ops.op(residual_add::Shape { cols: e }, &[Proj, X]);
 }
 
@@ -340,6 +313,12 @@ fn block_by_rows(layout: &Layout, ops: &mut Ops, l: usize, seqs: &[Option<usize>
 pub fn decode(layout: &Layout, mass: bool) -> Built {
     use Buf::*;
     let c = layout.config;
+    // The Llama family's blocks are not fused yet: a one-row pass of the
+    // prefill's kernels (the batch's shapes: the split matmul on real GPUs).
+    if c.llama().is_some() {
+        let rows = Rows { mass, ..Rows::batch(layout.profile, 1) };
+        return pass(layout, |ops, l| block_by_rows(layout, ops, l, &[None], rows));
+    }
     let (e, inner) = (c.n_embd as u32, c.n_inner as u32);
     pass(layout, |ops, l| {
         let w = |role| Layer(l, role);
@@ -411,8 +390,15 @@ fn embedding(layout: &Layout) -> Vec<Spec> {
 /// `ln_f`, then the LM head.
 fn final_layernorm_and_lm_head(layout: &Layout) -> Vec<Spec> {
     let mut ops = Ops(Vec::new());
-    let wg = layout.profile.wg(Kernel::Layernorm);
-    ops.op(layernorm::Shape { wg }, &[Buf::X, Buf::LnF, Buf::Xb]);
+    norm(&mut ops, layout.config, layout.profile, &[Buf::X, Buf::LnF, Buf::Xb]);
     ops.0.extend(lm_head(layout));
     ops.0
+}
+
+/// The family's norm over every row, a workgroup a row.
+fn norm(ops: &mut Ops, c: &Config, profile: Profile, buffers: &[Buf]) {
+    match c.llama() {
+        Some(_) => ops.op(rms_norm::Shape { wg: profile.wg(Kernel::RmsNorm) }, buffers),
+        None => ops.op(layernorm::Shape { wg: profile.wg(Kernel::Layernorm) }, buffers),
+    }
 }

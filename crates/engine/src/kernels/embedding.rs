@@ -20,7 +20,8 @@ pub struct Params {
     pub n_vocab: u32,
     /// First row of `tokens` and `x` the dispatch works on (a batch's sequence).
     pub row0: u32,
-    pub _pad1: u32,
+    /// 1: add the position table (GPT-2); 0: rotary positions, none.
+    pub positions: u32,
     pub _pad2: u32,
 }
 
@@ -70,7 +71,7 @@ impl Launch for Shape {
             v0: self.v0,
             n_vocab: self.n_vocab,
             row0: at.row0,
-            _pad1: 0,
+            positions: u32::from(at.config.llama().is_none()),
             _pad2: 0,
         }
     }

@@ -15,6 +15,9 @@ pub struct Params {
     pub n_embd: u32,
     pub head_size: u32,
     pub pos0: u32,
+    /// First row of qkv this dispatch works on (a batch's sequence).
+    pub row0: u32,
+    pub _pad: [u32; 3],
 }
 
 /// Each position's turns: pair i of position `pos` turns by the angle
@@ -60,7 +63,8 @@ pub struct Shape;
 impl Launch for Shape {
     fn params(&self, at: &At) -> Params {
         let n_embd = at.n_embd();
-        Params { n: at.n_rows * n_embd, n_embd, head_size: at.head_size(), pos0: at.pos0 }
+        let (head_size, pos0, row0) = (at.head_size(), at.pos0, at.row0);
+        Params { n: at.n_rows * n_embd, n_embd, head_size, pos0, row0, _pad: [0; 3] }
     }
 
     /// One invocation per pair ([`grid_1d`]).
