@@ -28,8 +28,8 @@ fn model() -> Arc<Model> {
 }
 
 /// Prompt `i`: its own tokens and its own length, so positions differ.
-fn prompt(i: usize) -> Vec<u32> {
-    (0..3 + 5 * i).map(|j| ((j * 389 + i * 97 + 11) % 2000) as u32).collect()
+fn prompt(i: usize, vocab: usize) -> Vec<u32> {
+    (0..3 + 5 * i).map(|j| ((j * 389 + i * 97 + 11) % vocab.min(2000)) as u32).collect()
 }
 
 /// `b` fresh sessions of one model on the engine `name` (forks of one empty
@@ -41,7 +41,7 @@ async fn prefilled(model: &Arc<Model>, name: &str, b: usize) -> (Vec<Session>, V
     let mut logits = Vec::new();
     for i in 0..b {
         let mut s = empty.fork().unwrap();
-        logits.push(s.prefill(&prompt(i), Wanted::Last).await.unwrap());
+        logits.push(s.prefill(&prompt(i, model.config.vocab_size), Wanted::Last).await.unwrap());
         sessions.push(s);
     }
     (sessions, logits)
@@ -90,16 +90,26 @@ async fn compare(
     worst
 }
 
+/// The bundled GPT-2, and a Llama-family model (each sequence's rotary
+/// turns at its own position, its K/V heads grouped).
+fn models() -> [(&'static str, Arc<Model>); 2] {
+    let llama = common::fixtures().join("golden").join("llama_gqa");
+    [("gpt2", model()), ("llama", Arc::new(Model::from_dir(&llama).unwrap()))]
+}
+
 #[test]
 fn every_sequence_of_a_batch_gets_its_unbatched_logits() {
-    let model = model();
-    for (name, _) in sessions_on_both(&model) {
-        // The gpu profile's kernels at the other sizes: their cases (1 to 8 rows).
-        let sizes: &[usize] = if name == "gpu-split" { &[3] } else { &[1, 3, 8] };
-        for &b in sizes {
-            let steps = steps_on(name, 24);
-            let worst = pollster::block_on(compare(&model, name, b, steps, |_, _| false));
-            eprintln!("{name} B={b}: worst relative error {worst:e} over {steps} steps");
+    for (family, model) in models() {
+        for (name, _) in sessions_on_both(&model) {
+            // The gpu profile's kernels at the other sizes: their cases (1 to 8 rows).
+            let sizes: &[usize] = if name == "gpu-split" { &[3] } else { &[1, 3, 8] };
+            for &b in sizes {
+                let steps = steps_on(name, 24);
+                let worst = pollster::block_on(compare(&model, name, b, steps, |_, _| false));
+                eprintln!(
+                    "{family} on {name} B={b}: worst relative error {worst:e} over {steps} steps"
+                );
+            }
         }
     }
 }
@@ -138,7 +148,7 @@ fn a_batch_that_cannot_run_is_an_error() {
             let full = batch.decode(&[Some(1), Some(1)]).await;
             assert!(matches!(full, Err(EngineError::ContextOverflow { .. })), "{name}: {full:?}");
             // Nothing moved: the failed steps changed no position.
-            assert_eq!(batch.sessions()[1].pos(), prompt(1).len());
+            assert_eq!(batch.sessions()[1].pos(), prompt(1, 2000).len());
             assert!(batch.prefill(2, &[1], Wanted::Last).await.is_err());
         });
     }
@@ -197,7 +207,7 @@ fn each_batched_continuation_is_its_seeded_run_alone() {
     for (name, session) in sessions_on_both(&model) {
         // The gpu profile's long prefills crawl on lavapipe: its crop is
         // `bundled.rs`'s, its batch the short prompt's.
-        let prompts = [(prompt(2), steps_on(name, 40)), (long.clone(), 12)];
+        let prompts = [(prompt(2, 2000), steps_on(name, 40)), (long.clone(), 12)];
         let prompts = if name == "gpu-split" { &prompts[..1] } else { &prompts[..] };
         for (prompt, max_tokens) in prompts.iter().cloned() {
             let job = Job { settings: settings.clone(), seed: 7, stop: vec![], max_tokens };
