@@ -254,17 +254,17 @@ fn the_parameter_count_is_the_checkpoints() {
     }
 }
 
-/// A decode step of the family on the GPU is the prefill's block over one
-/// row, not yet fused: the family's kernels in place of GPT-2's, 12
-/// dispatches a block in the cpu profile and 13 in the gpu profile (its
-/// attention in two halves), against GPT-2's 5.
+/// A decode step of the family on the GPU: its norm, rotation and SwiGLU
+/// as dispatches of their own, the projections back into the residual
+/// stream GPT-2's fused matvec_residual — 10 dispatches a block in both
+/// profiles (GPT-2's fused blocks: 5).
 #[test]
 fn a_gpu_decode_step_runs_the_family_kernels_block_by_block() {
     use decode_lab_engine::gpu::plan::{self, Layout};
     use decode_lab_engine::kernels::{Kernel, Profile, Split};
     use decode_lab_engine::model::Config;
     let c = Config::from_json(&hub_config(serde_json::json!({}))).unwrap();
-    for (profile, per_block) in [(Profile::Cpu, 12), (Profile::Gpu(Split::DEFAULT), 13)] {
+    for (profile, per_block) in [(Profile::Cpu, 10), (Profile::Gpu(Split::DEFAULT), 10)] {
         let layout = Layout::of(&c, Format::F32, profile, 128 << 20);
         let kernels: Vec<Kernel> =
             plan::decode(&layout, false).specs.iter().map(|s| s.dispatch.kernel()).collect();
@@ -273,7 +273,7 @@ fn a_gpu_decode_step_runs_the_family_kernels_block_by_block() {
         for k in [Kernel::RmsNorm, Kernel::Rope, Kernel::Swiglu] {
             assert!(kernels.contains(&k), "{}: {}", profile.name(), k.name());
         }
-        for k in [Kernel::Layernorm, Kernel::Gelu, Kernel::LnQkv, Kernel::LnQkvSplit] {
+        for k in [Kernel::Layernorm, Kernel::Gelu, Kernel::LnQkv, Kernel::ResidualAdd] {
             assert!(!kernels.contains(&k), "{}: {}", profile.name(), k.name());
         }
     }

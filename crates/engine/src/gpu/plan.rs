@@ -8,17 +8,16 @@
 //! step is the profile's choice: the lists below are written once for both.
 
 use crate::kernels::{
-    attention, attention_combine, attention_probs, attention_proj_split, attention_split,
-    embedding, gelu, kv_mass, kv_write, layernorm, lm_head, lm_head_split, ln_fc_gelu,
-    ln_fc_gelu_split, ln_qkv, ln_qkv_split, matmul, matmul_split, matmul_tiled, matvec_residual,
-    matvec_residual_split, residual_add, rms_norm, rope, swiglu, At, Cost, Dispatch, Kernel,
-    Profile, Split,
+    attention, attention_combine, attention_probs, attention_split, embedding, gelu, kv_mass,
+    kv_write, layernorm, lm_head, lm_head_split, matmul, matmul_split, matmul_tiled, residual_add,
+    rms_norm, rope, swiglu, At, Cost, Dispatch, Kernel, Profile, Split,
 };
 use crate::model::Config;
 use crate::storage::format::Format;
 use crate::storage::matrix::{shard_rows, shards};
 
 pub use super::buf::{Buf, Weight};
+pub use super::plan_decode::decode;
 
 /// What a plan depends on: the model's shape, its weights' format, the
 /// kernel profile and the vocabulary rows of each shard of the embedding and
@@ -137,11 +136,11 @@ pub struct Built {
 }
 
 /// The op list a pass is building.
-struct Ops(Vec<Spec>);
+pub(super) struct Ops(Vec<Spec>);
 
 impl Ops {
     /// Appends one dispatch over `buffers` (bindings 1.. in order) for every row.
-    fn op(&mut self, dispatch: impl Dispatch + 'static, buffers: &[Buf]) {
+    pub(super) fn op(&mut self, dispatch: impl Dispatch + 'static, buffers: &[Buf]) {
         self.op_for(None, dispatch, buffers);
     }
 
@@ -306,67 +305,17 @@ fn block_by_rows(layout: &Layout, ops: &mut Ops, l: usize, seqs: &[Option<usize>
     ops.op(residual_add::Shape { cols: e }, &[Proj, X]);
 }
 
-/// The dispatches of a decode step: one token, each block fused (cpu
-/// profile: ln_qkv, attention, matvec_residual, ln_fc_gelu, matvec_residual;
-/// gpu profile: their split shapes, attention in two halves, the second
-/// folded into the output projection: five dispatches a block in both).
-pub fn decode(layout: &Layout, mass: bool) -> Built {
-    use Buf::*;
-    let c = layout.config;
-    // The Llama family's blocks are not fused yet: a one-row pass of the
-    // prefill's kernels (the batch's shapes: the split matmul on real GPUs).
-    if c.llama().is_some() {
-        let rows = Rows { mass, ..Rows::batch(layout.profile, 1) };
-        return pass(layout, |ops, l| block_by_rows(layout, ops, l, &[None], rows));
-    }
-    let (e, inner) = (c.n_embd as u32, c.n_inner as u32);
-    pass(layout, |ops, l| {
-        let w = |role| Layer(l, role);
-        let (kc, vc, scale) = (Key(0, l), Value(0, l), c.attn_scale(l));
-        let qkv = [X, w(Weight::Ln1), w(Weight::CAttn), w(Weight::CAttnBias), Qkv, kc, vc];
-        let proj = [Y, w(Weight::AttnProj), w(Weight::AttnProjBias), X];
-        let fc = [X, w(Weight::Ln2), w(Weight::CFc), w(Weight::CFcBias), Fc];
-        let mlp = [Fc, w(Weight::MlpProj), w(Weight::MlpProjBias), X];
-        match layout.profile {
-            Profile::Cpu => {
-                ops.op(ln_qkv::Shape, &qkv);
-                ops.op(attention::Shape { scale }, &[Qkv, kc, vc, Y]);
-                ops.op(matvec_residual::Shape { k: e, n: e }, &proj);
-                ops.op(ln_fc_gelu::Shape { n: inner }, &fc);
-                ops.op(matvec_residual::Shape { k: inner, n: e }, &mlp);
-            }
-            Profile::Gpu(split) => {
-                ops.op(ln_qkv_split::Shape { split }, &qkv);
-                ops.op(attention_split::Shape { scale }, &[Qkv, kc, vc, Parts]);
-                // The chunks merged in the projection's prologue: one dispatch fewer.
-                if c.n_head <= attention_proj_split::MAX_HEADS {
-                    let proj = [Parts, w(Weight::AttnProj), w(Weight::AttnProjBias), X];
-                    ops.op(attention_proj_split::Shape { split }, &proj);
-                } else {
-                    ops.op(attention_combine::Shape, &[Parts, Y]);
-                    ops.op(matvec_residual_split::Shape { k: e, n: e, split }, &proj);
-                }
-                ops.op(ln_fc_gelu_split::Shape { n: inner, split }, &fc);
-                ops.op(matvec_residual_split::Shape { k: inner, n: e, split }, &mlp);
-            }
-        }
-        if mass {
-            add_mass(ops, kc, scale);
-        }
-    })
-}
-
 /// A heavy-hitter session's block adds the attention its rows gave each
 /// held slot to that slot's total, on the device (`attention_probs`, then
 /// `kv_mass`). Placed after the block: the weights are the attention's own
 /// (the same query and keys), and the block's other ops never read them.
-fn add_mass(ops: &mut Ops, key_cache: Buf, scale: f32) {
+pub(super) fn add_mass(ops: &mut Ops, key_cache: Buf, scale: f32) {
     ops.op(attention_probs::Shape { scale }, &[Buf::Qkv, key_cache, Buf::Probs]);
     ops.op(kv_mass::Shape, &[Buf::Probs, Buf::Mass]);
 }
 
 /// A whole pass: the embedding, `block` for each layer, then ln_f and the LM head.
-fn pass(layout: &Layout, mut block: impl FnMut(&mut Ops, usize)) -> Built {
+pub(super) fn pass(layout: &Layout, mut block: impl FnMut(&mut Ops, usize)) -> Built {
     let mut ops = Ops(embedding(layout));
     let mut residual_ends = vec![ops.0.len()];
     for l in 0..layout.config.n_layer {

@@ -1,0 +1,114 @@
+//! The dispatches of a decode step: one token. GPT-2's blocks are fused
+//! (cpu profile: ln_qkv, attention, matvec_residual, ln_fc_gelu,
+//! matvec_residual; gpu profile: their split shapes, attention in two halves,
+//! the second folded into the output projection: five dispatches a block in
+//! both). The Llama family's norm, rotation and SwiGLU are their own
+//! dispatches (not fused into the matvecs yet), its projections back into the
+//! residual stream GPT-2's fused ones: ten a block in both profiles.
+
+use super::plan::{add_mass, pass, Buf, Built, Layout, Ops, Weight};
+use crate::kernels::{
+    attention, attention_combine, attention_proj_split, attention_split, kv_write, ln_fc_gelu,
+    ln_fc_gelu_split, ln_qkv, ln_qkv_split, matmul, matmul_split, matvec_residual,
+    matvec_residual_split, rms_norm, rope, swiglu, Kernel, Profile,
+};
+
+/// The dispatches of a decode step (`mass`: each block also adds its
+/// attention to the heavy-hitter totals).
+pub fn decode(layout: &Layout, mass: bool) -> Built {
+    let rotary = layout.config.llama().is_some();
+    pass(layout, |ops, l| {
+        match rotary {
+            true => rotary_block(layout, ops, l),
+            false => fused_block(layout, ops, l),
+        }
+        if mass {
+            let c = layout.config;
+            add_mass(ops, Buf::Key(0, l), c.attn_scale(l));
+        }
+    })
+}
+
+/// GPT-2's block: the LayerNorms fused into the matvecs that follow them.
+fn fused_block(layout: &Layout, ops: &mut Ops, l: usize) {
+    use Buf::*;
+    let (c, w) = (layout.config, |role| Layer(l, role));
+    let inner = c.n_inner as u32;
+    let qkv =
+        [X, w(Weight::Ln1), w(Weight::CAttn), w(Weight::CAttnBias), Qkv, Key(0, l), Value(0, l)];
+    let fc = [X, w(Weight::Ln2), w(Weight::CFc), w(Weight::CFcBias), Fc];
+    match layout.profile {
+        Profile::Cpu => ops.op(ln_qkv::Shape, &qkv),
+        Profile::Gpu(split) => ops.op(ln_qkv_split::Shape { split }, &qkv),
+    }
+    attend_and_project(layout, ops, l);
+    match layout.profile {
+        Profile::Cpu => ops.op(ln_fc_gelu::Shape { n: inner }, &fc),
+        Profile::Gpu(split) => ops.op(ln_fc_gelu_split::Shape { n: inner, split }, &fc),
+    }
+    project_into_x(layout, ops, inner, &[Fc, w(Weight::MlpProj), w(Weight::MlpProjBias), X]);
+}
+
+/// The Llama family's block over the one row: the norm, the QKV matvec, the
+/// rotation and the K/V write, attention and its projection; the norm, the
+/// gate | up matvec, SwiGLU and the down projection.
+fn rotary_block(layout: &Layout, ops: &mut Ops, l: usize) {
+    use Buf::*;
+    let (c, w) = (layout.config, |role| Layer(l, role));
+    let (e, inner) = (c.n_embd as u32, c.n_inner as u32);
+    norm(layout, ops, &[X, w(Weight::Ln1), Xb]);
+    linear(layout, ops, e, 3 * e, &[Xb, w(Weight::CAttn), w(Weight::CAttnBias), Qkv]);
+    ops.op(rope::Shape, &[Qkv, Turns]);
+    ops.op(kv_write::Shape, &[Qkv, Key(0, l), Value(0, l)]);
+    attend_and_project(layout, ops, l);
+    norm(layout, ops, &[X, w(Weight::Ln2), Xb]);
+    linear(layout, ops, e, 2 * inner, &[Xb, w(Weight::CFc), w(Weight::CFcBias), Fc]);
+    ops.op(swiglu::Shape { n_inner: inner }, &[Fc, Act]);
+    project_into_x(layout, ops, inner, &[Act, w(Weight::MlpProj), w(Weight::MlpProjBias), X]);
+}
+
+/// Attention over the cache and its output projection added into x: the
+/// cpu profile's attention, then matvec_residual; the gpu profile's split
+/// attention, its chunks merged in the projection's prologue where the heads
+/// fit (one dispatch fewer).
+fn attend_and_project(layout: &Layout, ops: &mut Ops, l: usize) {
+    use Buf::*;
+    let (c, w) = (layout.config, |role| Layer(l, role));
+    let (kc, vc, scale, e) = (Key(0, l), Value(0, l), c.attn_scale(l), c.n_embd as u32);
+    let proj = [Y, w(Weight::AttnProj), w(Weight::AttnProjBias), X];
+    match layout.profile {
+        Profile::Cpu => ops.op(attention::Shape { scale }, &[Qkv, kc, vc, Y]),
+        Profile::Gpu(split) => {
+            ops.op(attention_split::Shape { scale }, &[Qkv, kc, vc, Parts]);
+            if c.n_head <= attention_proj_split::MAX_HEADS {
+                let proj = [Parts, w(Weight::AttnProj), w(Weight::AttnProjBias), X];
+                return ops.op(attention_proj_split::Shape { split }, &proj);
+            }
+            ops.op(attention_combine::Shape, &[Parts, Y]);
+        }
+    }
+    project_into_x(layout, ops, e, &proj);
+}
+
+/// x += input · W + b over `k` inputs (a block's projection into the residual stream).
+fn project_into_x(layout: &Layout, ops: &mut Ops, k: u32, buffers: &[Buf]) {
+    let n = layout.config.n_embd as u32;
+    match layout.profile {
+        Profile::Cpu => ops.op(matvec_residual::Shape { k, n }, buffers),
+        Profile::Gpu(split) => ops.op(matvec_residual_split::Shape { k, n, split }, buffers),
+    }
+}
+
+/// One row's linear layer `[k] → [n]` (no residual): the prefill's matmul in
+/// the cpu profile, the split matmul on real GPUs.
+fn linear(layout: &Layout, ops: &mut Ops, k: u32, n: u32, buffers: &[Buf]) {
+    match layout.profile {
+        Profile::Cpu => ops.op(matmul::Shape { k, n }, buffers),
+        Profile::Gpu(split) => ops.op(matmul_split::Shape { k, n, split }, buffers),
+    }
+}
+
+/// RMSNorm of the one row.
+fn norm(layout: &Layout, ops: &mut Ops, buffers: &[Buf]) {
+    ops.op(rms_norm::Shape { wg: layout.profile.wg(Kernel::RmsNorm) }, buffers);
+}
