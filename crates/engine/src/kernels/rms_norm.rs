@@ -1,21 +1,14 @@
 //! `shaders/rms_norm.wgsl`: RMSNorm over each row (the Llama family's norm).
 
-use bytemuck::{Pod, Zeroable};
-
 use super::cost::{floats, rounds};
 use super::layernorm::norm_rounds;
 use super::{At, Cost, Launch};
 use crate::storage::format::Format;
 
-/// Mirror of the WGSL `Params`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Pod, Zeroable)]
-pub struct Params {
-    pub n_rows: u32,
-    pub n_embd: u32,
-    pub eps: f32,
-    pub _pad: u32,
-}
+/// Its uniform: LayerNorm's (rows, width, eps), the WGSL `Params` of both.
+pub use super::layernorm::Params;
+/// Its dispatch is LayerNorm's too: a workgroup a row.
+use super::layernorm::Shape as LayerShape;
 
 /// out[row, :] = x[row, :] / sqrt(mean(x[row, :]²) + eps) · weight (RMSNorm,
 /// Zhang & Sennrich 2019, as `LlamaRMSNorm` computes it in f32).
@@ -44,12 +37,11 @@ pub struct Shape {
 
 impl Launch for Shape {
     fn params(&self, at: &At) -> Params {
-        Params { n_rows: at.n_rows, n_embd: at.n_embd(), eps: at.eps(), _pad: 0 }
+        LayerShape { wg: self.wg }.params(at)
     }
 
-    /// Dispatch size: one workgroup per row.
-    fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
-        [p.n_rows, 1, 1]
+    fn workgroups(&self, p: &Params, format: Format) -> [u32; 3] {
+        LayerShape { wg: self.wg }.workgroups(p, format)
     }
 
     /// One pass over the row (staged on real GPUs, as LayerNorm's weight
