@@ -6,6 +6,7 @@
 //! tables (the cpu profile's for comparison).
 
 use decode_lab_engine::gpu::plan::{self, Layout, Pass, Place};
+use decode_lab_engine::gpu::plan_decode;
 use decode_lab_engine::kernels::{Cost, Kernel, Profile, Split};
 use decode_lab_engine::model::Config;
 use decode_lab_engine::storage::format::{Channels, Format};
@@ -48,7 +49,7 @@ fn must_read(c: &Config, format: Format, pos: usize) -> u64 {
 /// The cost records of one decode step at `pos`.
 fn decode_costs(c: &Config, format: Format, profile: Profile, pos: usize) -> Vec<(Kernel, Cost)> {
     let layout = Layout::of(c, format, profile, BINDING);
-    let built = plan::decode(&layout, false);
+    let built = plan_decode::decode(&layout, false);
     plan::costs(&layout, &built.specs, &Pass::single(1, Place::at(pos), 0, 1))
 }
 

@@ -260,14 +260,15 @@ fn the_parameter_count_is_the_checkpoints() {
 /// profiles (GPT-2's fused blocks: 5).
 #[test]
 fn a_gpu_decode_step_runs_the_family_kernels_block_by_block() {
-    use decode_lab_engine::gpu::plan::{self, Layout};
+    use decode_lab_engine::gpu::plan::Layout;
+    use decode_lab_engine::gpu::plan_decode;
     use decode_lab_engine::kernels::{Kernel, Profile, Split};
     use decode_lab_engine::model::Config;
     let c = Config::from_json(&hub_config(serde_json::json!({}))).unwrap();
     for (profile, per_block) in [(Profile::Cpu, 10), (Profile::Gpu(Split::DEFAULT), 10)] {
         let layout = Layout::of(&c, Format::F32, profile, 128 << 20);
         let kernels: Vec<Kernel> =
-            plan::decode(&layout, false).specs.iter().map(|s| s.dispatch.kernel()).collect();
+            plan_decode::decode(&layout, false).specs.iter().map(|s| s.dispatch.kernel()).collect();
         // The embedding, the blocks, the final norm and the LM head.
         assert_eq!(kernels.len(), 1 + per_block * c.n_layer + 2, "{}", profile.name());
         for k in [Kernel::RmsNorm, Kernel::Rope, Kernel::Swiglu] {

@@ -11,7 +11,7 @@ pub mod ops;
 mod pass;
 mod pipelines;
 pub mod plan;
-mod plan_decode;
+pub mod plan_decode;
 mod probe;
 pub mod profile;
 pub mod readback;

@@ -17,7 +17,6 @@ use crate::storage::format::Format;
 use crate::storage::matrix::{shard_rows, shards};
 
 pub use super::buf::{Buf, Weight};
-pub use super::plan_decode::decode;
 
 /// What a plan depends on: the model's shape, its weights' format, the
 /// kernel profile and the vocabulary rows of each shard of the embedding and

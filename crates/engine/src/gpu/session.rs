@@ -11,6 +11,7 @@ use crate::error::{EngineError, Result};
 use crate::gpu::inspect;
 use crate::gpu::ops::{self, Caches, Op, SessionBuffers, Totals};
 use crate::gpu::plan::{self, Pass};
+use crate::gpu::plan_decode;
 use crate::gpu::probe::{Probe, Source};
 use crate::gpu::readback::{buffer, STORAGE};
 use crate::gpu::runner::{Logits, Runner, MAX_LOGITS_BYTES};
@@ -108,7 +109,7 @@ impl GpuSession {
         let layout = gpu.layout();
         let with_mass = mass.is_some();
         let (prefill, decode) =
-            (plan::prefill(&layout, with_mass), plan::decode(&layout, with_mass));
+            (plan::prefill(&layout, with_mass), plan_decode::decode(&layout, with_mass));
         let residual_ends = prefill.residual_ends;
         let short = plan::short_prefill(&layout, with_mass).map(|b| b.specs);
         let (prefill, decode) = (prefill.specs, decode.specs);
