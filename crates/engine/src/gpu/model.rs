@@ -221,9 +221,15 @@ impl GpuModel {
         self.pipelines.profile
     }
 
-    /// Bytes of every weight buffer on the GPU (matrices in the format, the rest f32).
+    /// Bytes of every weight buffer on the GPU (matrices in the format, the
+    /// rest f32): the model's weights as uploaded, not the rotary table made
+    /// from its config nor a placeholder bound where it has no position table.
     pub fn weight_bytes(&self) -> u64 {
-        self.weights.buffers().map(wgpu::Buffer::size).sum()
+        let w = &self.weights;
+        let placeholder = self.model.weights.wpe.is_empty().then_some(&w.wpe);
+        let derived = std::iter::once(&w.turns).chain(placeholder);
+        let all: u64 = w.buffers().map(wgpu::Buffer::size).sum();
+        all - derived.map(wgpu::Buffer::size).sum::<u64>()
     }
 
     /// The LM head: `lm_head` when untied, else the token embedding.
