@@ -95,12 +95,11 @@ impl Driver {
     }
 
     /// The prompt as the output echoes it: the conversation as the model
-    /// reads it in chat (tracked).
+    /// reads it in chat (tracked; rendered, not encoded, as the user types).
     pub fn echo(self) -> String {
         let Some(system) = self.controls.chat() else { return self.prompt.get() };
         let prompt = self.prompt.get();
-        let read = self.lab.with_value(|l| l.prompt(&prompt, Some(&system)));
-        read.map_or(prompt, |(r, _)| r.text)
+        self.lab.with_value(|l| l.conversation(&prompt, &system)).unwrap_or(prompt)
     }
 
     /// One step of the current run; returns why the run ended, if it did.

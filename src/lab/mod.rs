@@ -129,6 +129,14 @@ impl Lab {
         }
     }
 
+    /// The conversation the model reads for `prompt` after the system turn
+    /// `system` (empty for none), without encoding it: `None` where the
+    /// model has no readable chat template.
+    pub fn conversation(&self, prompt: &str, system: &str) -> Option<String> {
+        let Ok(Some(template)) = &self.chat else { return None };
+        template.conversation(Some(system).filter(|s| !s.is_empty()), prompt).ok()
+    }
+
     /// Display text of one token (as the tokenizer decodes it alone).
     pub fn token_text(&self, id: u32) -> String {
         self.tokenizer.decode(&[id]).unwrap_or_else(|_| format!("<{id}>"))

@@ -110,19 +110,24 @@ impl ChatTemplate {
         template.render(context).map_err(jinja_error)
     }
 
-    /// A chat's prompt: `user`'s turn (after a `system` turn, where given)
-    /// ending with the assistant's header, encoded without the tokenizer's
-    /// own special tokens (the template writes them), and the ids that end
-    /// the reply.
+    /// The text of `user`'s turn (after a `system` turn, where given)
+    /// ending with the assistant's header: what the model reads.
+    pub fn conversation(&self, system: Option<&str>, user: &str) -> Result<String> {
+        let system = system.map(|s| Turn { role: Role::System, content: s.to_string() });
+        let user = Turn { role: Role::User, content: user.to_string() };
+        self.render(&[system.into_iter().collect(), vec![user]].concat(), true)
+    }
+
+    /// A chat's prompt: its [`conversation`](Self::conversation) encoded
+    /// without the tokenizer's own special tokens (the template writes
+    /// them), and the ids that end the reply.
     pub fn prompt(
         &self,
         tokenizer: &Tokenizer,
         system: Option<&str>,
         user: &str,
     ) -> Result<ChatPrompt> {
-        let system = system.map(|s| Turn { role: Role::System, content: s.to_string() });
-        let user = Turn { role: Role::User, content: user.to_string() };
-        let text = self.render(&[system.into_iter().collect(), vec![user]].concat(), true)?;
+        let text = self.conversation(system, user)?;
         let ids = tokenizer.encode_plain(&text)?;
         Ok(ChatPrompt { text, ids, end_of_turn: self.end_of_turn(tokenizer) })
     }
