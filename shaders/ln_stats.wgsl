@@ -1,7 +1,8 @@
 // ln_stats: the mean and 1/std of one row of `x`, for every kernel that starts
 // with a LayerNorm (layernorm, ln_qkv, ln_fc_gelu and their _split shapes); they declare `x`, `ln`
 // (weight, then bias) and `WG`. The fused decode kernels also normalise the
-// token's row into workgroup memory here (`normalise_row`).
+// token's row into workgroup memory here (`normalise_row`; the Llama
+// family's, whose `ln` starts with the RMSNorm's weight, `rms_row`).
 // One workgroup per row; the mean first, then the variance of the centred
 // values (two passes over the row: more accurate than E[x²] - E[x]² in f32).
 // CPU twin: the statistics in `layernorm::run_cpu`.
@@ -142,4 +143,24 @@ fn normalise(c: u32, n: u32, s: vec2<f32>, gain: f32, shift: f32) {
     if (c < n) {
         xn[c] = (xn[c] - s.x) * s.y * gain + shift;
     }
+}
+
+// xn = rms_norm(x[0 .. n]) · weight (`ln[0 .. n]`), for the whole workgroup:
+// normalise_row's RMSNorm, as rms_norm.wgsl computes it (one reduction; the
+// row staged on real GPUs, each invocation rewriting its own elements). Call
+// from uniform control flow.
+fn rms_row(tid: u32, n: u32, eps: f32) {
+    if (WG > 64u) {
+        stage_row(tid, 0u, n);
+    }
+    var sq = 0.0;
+    for (var c = tid; c < n; c = c + WG) {
+        let v = row_at(0u, c);
+        sq = sq + v * v;
+    }
+    let rstd = inverseSqrt(workgroup_sum(tid, sq) / f32(n) + eps);
+    for (var c = tid; c < n; c = c + WG) {
+        xn[c] = ln[c] * (row_at(0u, c) * rstd);
+    }
+    workgroupBarrier();
 }

@@ -1,6 +1,7 @@
-// rope: rotary positions (Su et al. 2021) in "rotate half" form, in place:
-// each query and key head of a row turns dimension pair (i, i + head_size / 2)
-// by its position's angle for pair i; the values are not touched.
+// rope: rotary positions (Su et al. 2021), in place: each query and key head
+// of a row turns dimension pair (2i, 2i + 1) by its position's angle for pair
+// i; the values are not touched. "Rotate half"'s pair (i, i + head_size / 2)
+// are neighbours in the model's weights (model/weights_llama.rs).
 // One invocation per pair of q and k (n_embd pairs a row). The angles' cosines
 // and sines come from a table made on the CPU when the model opens (f64
 // cos/sin of the f32 angle, as transformers forms it), so the GPU and the
@@ -34,10 +35,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let pair = i % p.n_embd;      // over the 2 · n_head heads of q | k
     let head = pair / half;
     let d = pair % half;
-    let a = (p.row0 + row) * 3u * p.n_embd + head * p.head_size + d;
+    let a = (p.row0 + row) * 3u * p.n_embd + head * p.head_size + 2u * d;
     let t = turns[(p.pos0 + row) * half + d];
     let x = qkv[a];
-    let y = qkv[a + half];
+    let y = qkv[a + 1u];
     qkv[a] = faulted(x * t.x + -y * t.y);
-    qkv[a + half] = faulted(y * t.x + x * t.y);
+    qkv[a + 1u] = faulted(y * t.x + x * t.y);
 }

@@ -67,3 +67,14 @@ fn reduce_slices(tid: u32, wide: u32, acc: array<f32, PER_WORD>) -> array<f32, P
     }
     return total;
 }
+
+// The first sum of invocation tid ^ 1, its column group's neighbour (`wide`
+// even): the other column of a neighbouring pair (rms_qkv_split's rotary
+// pairs, rms_swiglu_split's gate and up) when a word holds one weight.
+// After `reduce_slices` (which leaves `slice_sums` free). Call from uniform
+// control flow.
+fn neighbour_sum(tid: u32, v: f32) -> f32 {
+    slice_sums[tid].x = v;
+    workgroupBarrier();
+    return slice_sums[tid ^ 1u].x;
+}

@@ -1,6 +1,7 @@
 // swiglu: out[row, i] = silu(gate[row, i]) · up[row, i], silu(g) = g / (1 + e^-g):
 // the Llama family's MLP activation (Shazeer 2020), between its gate|up
-// projection (one matmul, gate then up in each row) and its down projection.
+// projection (one matmul, gate and up in turn in each row: g0, u0, g1, u1, …,
+// as model/weights_llama.rs lays the weights out) and its down projection.
 // For a large negative gate e^-g overflows to inf and g / inf is -0: no NaN.
 
 struct Params {
@@ -11,7 +12,7 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> gate_up: array<f32>;   // (n_rows, 2 * n_inner) gate | up
+@group(0) @binding(1) var<storage, read> gate_up: array<f32>;   // (n_rows, 2 * n_inner) gate, up in turn
 @group(0) @binding(2) var<storage, read_write> out: array<f32>; // (n_rows, n_inner)
 
 override WG: u32 = 64u;
@@ -22,8 +23,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (i >= p.n) {
         return;
     }
-    let row = i / p.n_inner;
-    let g = gate_up[i + row * p.n_inner]; // row · 2 n_inner + column
-    let u = gate_up[i + (row + 1u) * p.n_inner];
+    let g = gate_up[2u * i]; // row · 2 n_inner + 2 · column
+    let u = gate_up[2u * i + 1u];
     out[i] = faulted(g / (1.0 + exp(-g)) * u);
 }

@@ -230,6 +230,16 @@ fn swiglu_matches_twin() {
 }
 
 #[test]
+fn rms_qkv_matches_twin() {
+    check(Kernel::RmsQkv);
+}
+
+#[test]
+fn rms_swiglu_matches_twin() {
+    check(Kernel::RmsSwiglu);
+}
+
+#[test]
 fn lm_head_matches_twin() {
     check(Kernel::LmHead);
 }
@@ -266,6 +276,16 @@ fn matvec_residual_split_matches_twin() {
 #[test]
 fn ln_fc_gelu_split_matches_twin() {
     check(Kernel::LnFcGeluSplit);
+}
+
+#[test]
+fn rms_qkv_split_matches_twin() {
+    check(Kernel::RmsQkvSplit);
+}
+
+#[test]
+fn rms_swiglu_split_matches_twin() {
+    check(Kernel::RmsSwigluSplit);
 }
 
 #[test]

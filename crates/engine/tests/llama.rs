@@ -254,10 +254,10 @@ fn the_parameter_count_is_the_checkpoints() {
     }
 }
 
-/// A decode step of the family on the GPU: its norm, rotation and SwiGLU
-/// as dispatches of their own, the projections back into the residual
-/// stream GPT-2's fused matvec_residual — 10 dispatches a block in both
-/// profiles (GPT-2's fused blocks: 5).
+/// A decode step of the family on the GPU: as many dispatches a block as
+/// GPT-2's fused blocks (5 in both profiles): rms_qkv (or its split shape)
+/// and rms_swiglu in place of ln_qkv and ln_fc_gelu, and none of the
+/// family's unfused kernels.
 #[test]
 fn a_gpu_decode_step_runs_the_family_kernels_block_by_block() {
     use decode_lab_engine::gpu::plan::Layout;
@@ -265,16 +265,23 @@ fn a_gpu_decode_step_runs_the_family_kernels_block_by_block() {
     use decode_lab_engine::kernels::{Kernel, Profile, Split};
     use decode_lab_engine::model::Config;
     let c = Config::from_json(&hub_config(serde_json::json!({}))).unwrap();
-    for (profile, per_block) in [(Profile::Cpu, 10), (Profile::Gpu(Split::DEFAULT), 10)] {
+    let gpu = Profile::Gpu(Split::DEFAULT);
+    let fused = [
+        (Profile::Cpu, [Kernel::RmsQkv, Kernel::RmsSwiglu]),
+        (gpu, [Kernel::RmsQkvSplit, Kernel::RmsSwigluSplit]),
+    ];
+    for (profile, family) in fused {
         let layout = Layout::of(&c, Format::F32, profile, 128 << 20);
         let kernels: Vec<Kernel> =
             plan_decode::decode(&layout, false).specs.iter().map(|s| s.dispatch.kernel()).collect();
         // The embedding, the blocks, the final norm and the LM head.
-        assert_eq!(kernels.len(), 1 + per_block * c.n_layer + 2, "{}", profile.name());
-        for k in [Kernel::RmsNorm, Kernel::Rope, Kernel::Swiglu] {
-            assert!(kernels.contains(&k), "{}: {}", profile.name(), k.name());
+        assert_eq!(kernels.len(), 1 + 5 * c.n_layer + 2, "{}", profile.name());
+        for k in family {
+            let blocks = kernels.iter().filter(|&&d| d == k).count();
+            assert_eq!(blocks, c.n_layer, "{}: {}", profile.name(), k.name());
         }
-        for k in [Kernel::Layernorm, Kernel::Gelu, Kernel::LnQkv, Kernel::ResidualAdd] {
+        let unfused = [Kernel::Rope, Kernel::Swiglu, Kernel::KvWrite, Kernel::Matmul];
+        for k in unfused.into_iter().chain([Kernel::Layernorm, Kernel::Gelu, Kernel::LnQkv]) {
             assert!(!kernels.contains(&k), "{}: {}", profile.name(), k.name());
         }
     }

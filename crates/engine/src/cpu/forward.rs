@@ -111,7 +111,7 @@ fn turns(c: &Config, seqs: &[Seq]) -> Vec<(f32, f32)> {
 fn mlp(c: &Config, lw: &LayerWeights, xb: &[f32], hidden: &mut Hidden, proj: &mut [f32]) {
     let Hidden { fc, act } = hidden;
     let n = xb.len() / c.n_embd;
-    fc.resize(n * lw.c_fc_weight.cols, 0.0); // (n, n_inner), or (n, 2 * n_inner) gate | up
+    fc.resize(n * lw.c_fc_weight.cols, 0.0); // (n, n_inner), or (n, 2 * n_inner) gate, up in turn
     fast::matmul::run(xb, &lw.c_fc_weight, &lw.c_fc_bias, fc);
     match c.family {
         Family::Gpt2 => {
@@ -120,7 +120,7 @@ fn mlp(c: &Config, lw: &LayerWeights, xb: &[f32], hidden: &mut Hidden, proj: &mu
         }
         Family::Llama(_) => {
             act.resize(n * c.n_inner, 0.0);
-            swiglu::run_cpu(fc, c.n_inner, act);
+            swiglu::run_cpu(fc, act);
             fast::matmul::run(act, &lw.mlp_proj_weight, &lw.mlp_proj_bias, proj);
         }
     }
@@ -129,7 +129,7 @@ fn mlp(c: &Config, lw: &LayerWeights, xb: &[f32], hidden: &mut Hidden, proj: &mu
 /// The MLP's hidden rows of a pass.
 #[derive(Default)]
 struct Hidden {
-    fc: Vec<f32>,  // (n, n_inner), or (n, 2 * n_inner): gate | up
+    fc: Vec<f32>,  // (n, n_inner), or (n, 2 * n_inner): gate, up in turn
     act: Vec<f32>, // (n, n_inner) SwiGLU's output (the Llama family)
 }
 

@@ -22,16 +22,16 @@ use crate::storage::matrix::Matrix;
 /// A LayerNorm's weight and bias share one buffer: one binding fewer keeps
 /// the fused `ln_qkv` within WebGPU's 8 storage buffers per stage.
 pub struct GpuLayer {
-    pub ln_1: wgpu::Buffer,           // (2, n_embd) weight, then bias
-    pub c_attn_weight: GpuMatrix,     // (n_embd, 3 * n_embd) format
-    pub c_attn_bias: wgpu::Buffer,    // (3 * n_embd)
-    pub attn_proj_weight: GpuMatrix,  // (n_embd, n_embd) format
+    pub ln_1: wgpu::Buffer, // (2, n_embd) weight, then bias; RMSNorm: (4 * n_embd) weight, then c_attn's bias
+    pub c_attn_weight: GpuMatrix, // (n_embd, 3 * n_embd) format
+    pub c_attn_bias: wgpu::Buffer, // (3 * n_embd)
+    pub attn_proj_weight: GpuMatrix, // (n_embd, n_embd) format
     pub attn_proj_bias: wgpu::Buffer, // (n_embd)
-    pub ln_2: wgpu::Buffer,           // (2, n_embd) weight, then bias
-    pub c_fc_weight: GpuMatrix,       // (n_embd, n_inner) format
-    pub c_fc_bias: wgpu::Buffer,      // (n_inner)
-    pub mlp_proj_weight: GpuMatrix,   // (n_inner, n_embd) format
-    pub mlp_proj_bias: wgpu::Buffer,  // (n_embd)
+    pub ln_2: wgpu::Buffer, // (2, n_embd) weight, then bias; RMSNorm: (n_embd + 2 * n_inner) weight, then c_fc's bias
+    pub c_fc_weight: GpuMatrix, // (n_embd, n_inner) format
+    pub c_fc_bias: wgpu::Buffer, // (n_inner)
+    pub mlp_proj_weight: GpuMatrix, // (n_inner, n_embd) format
+    pub mlp_proj_bias: wgpu::Buffer, // (n_embd)
 }
 
 /// A weight matrix on the GPU: its packed words (the kernels' `w` binding)
@@ -98,7 +98,7 @@ pub struct Scratch {
     pub qkv: wgpu::Buffer,    // (n_positions, 3 * n_embd)
     pub y: wgpu::Buffer,      // (n_positions, n_embd) attention output
     pub proj: wgpu::Buffer,   // (n_positions, n_embd) block output before the residual add
-    pub fc: wgpu::Buffer, // (n_positions, n_inner) MLP hidden layer, or (n_positions, 2 * n_inner) gate | up
+    pub fc: wgpu::Buffer, // (n_positions, n_inner) MLP hidden layer, or (n_positions, 2 * n_inner) gate, up in turn
     pub act: wgpu::Buffer, // (n_positions, n_inner) SwiGLU's output (the Llama family; else a placeholder)
     /// Flash-decoding's softmax partials of one query (the gpu profile's attention_split).
     pub parts: wgpu::Buffer, // (chunks of n_positions, n_head, 2 + head_size)
@@ -188,7 +188,7 @@ impl GpuModel {
             wpe: f("wpe", or_placeholder(&w.wpe)),
             turns: f("turns", or_placeholder(&turns_table(&model.config))),
             layers: w.layers.iter().map(|l| upload_layer(&ctx, l)).collect(),
-            ln_f: layernorm_buffer(&ctx, "ln_f", &w.ln_f_weight, &w.ln_f_bias),
+            ln_f: norm_buffer(&ctx, "ln_f", &w.ln_f_weight, &w.ln_f_bias, &[]),
             lm_head,
         };
         let gpu = GpuModel {
@@ -229,7 +229,16 @@ impl GpuModel {
         let placeholder = self.model.weights.wpe.is_empty().then_some(&w.wpe);
         let derived = std::iter::once(&w.turns).chain(placeholder);
         let all: u64 = w.buffers().map(wgpu::Buffer::size).sum();
-        all - derived.map(wgpu::Buffer::size).sum::<u64>()
+        all - derived.map(wgpu::Buffer::size).sum::<u64>() - self.bias_copies()
+    }
+
+    /// Bytes of the biases an RMSNorm's buffer repeats ([`norm_buffer`]).
+    fn bias_copies(&self) -> u64 {
+        let copied = |l: &LayerWeights| match l.ln_1_bias.is_empty() {
+            true => l.c_attn_bias.len() + l.c_fc_bias.len(),
+            false => 0,
+        };
+        self.model.weights.layers.iter().map(|l| 4 * copied(l) as u64).sum()
     }
 
     /// The LM head: `lm_head` when untied, else the token embedding.
@@ -291,12 +300,12 @@ fn upload_layer(ctx: &GpuContext, l: &LayerWeights) -> GpuLayer {
     let f = |label: &str, v: &[f32]| upload(ctx, label, bytemuck::cast_slice(v));
     let m = |label: &str, v: &Matrix| GpuMatrix::upload(ctx, label, v);
     GpuLayer {
-        ln_1: layernorm_buffer(ctx, "ln_1", &l.ln_1_weight, &l.ln_1_bias),
+        ln_1: norm_buffer(ctx, "ln_1", &l.ln_1_weight, &l.ln_1_bias, &l.c_attn_bias),
         c_attn_weight: m("c_attn.weight", &l.c_attn_weight),
         c_attn_bias: f("c_attn.bias", &l.c_attn_bias),
         attn_proj_weight: m("attn.c_proj.weight", &l.attn_proj_weight),
         attn_proj_bias: f("attn.c_proj.bias", &l.attn_proj_bias),
-        ln_2: layernorm_buffer(ctx, "ln_2", &l.ln_2_weight, &l.ln_2_bias),
+        ln_2: norm_buffer(ctx, "ln_2", &l.ln_2_weight, &l.ln_2_bias, &l.c_fc_bias),
         c_fc_weight: m("c_fc.weight", &l.c_fc_weight),
         c_fc_bias: f("c_fc.bias", &l.c_fc_bias),
         mlp_proj_weight: m("mlp.c_proj.weight", &l.mlp_proj_weight),
@@ -304,9 +313,18 @@ fn upload_layer(ctx: &GpuContext, l: &LayerWeights) -> GpuLayer {
     }
 }
 
-/// A LayerNorm's `(2, n_embd)` buffer: weight, then bias.
-fn layernorm_buffer(ctx: &GpuContext, label: &str, weight: &[f32], bias: &[f32]) -> wgpu::Buffer {
-    upload(ctx, label, bytemuck::cast_slice(&[weight, bias].concat()))
+/// A LayerNorm's `(2, n_embd)` weight, then bias; an RMSNorm's weight, then
+/// the bias of the projection after it (`next`): rms_qkv and rms_swiglu read
+/// both from one binding (rms_qkv binds WebGPU's 8 storage buffers).
+fn norm_buffer(
+    ctx: &GpuContext,
+    label: &str,
+    weight: &[f32],
+    bias: &[f32],
+    next: &[f32],
+) -> wgpu::Buffer {
+    let after = if bias.is_empty() { next } else { bias };
+    upload(ctx, label, bytemuck::cast_slice(&[weight, after].concat()))
 }
 
 /// A buffer a model without the part binds in its place (zero-sized

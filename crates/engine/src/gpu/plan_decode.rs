@@ -2,15 +2,15 @@
 //! (cpu profile: ln_qkv, attention, matvec_residual, ln_fc_gelu,
 //! matvec_residual; gpu profile: their split shapes, attention in two halves,
 //! the second folded into the output projection: five dispatches a block in
-//! both). The Llama family's norm, rotation and SwiGLU are their own
-//! dispatches (not fused into the matvecs yet), its projections back into the
-//! residual stream GPT-2's fused ones: ten a block in both profiles.
+//! both). The Llama family's blocks have the same shape: rms_qkv (RMSNorm,
+//! QKV, RoPE and the K/V write) and rms_swiglu (RMSNorm, gate and up,
+//! SwiGLU) in place of ln_qkv and ln_fc_gelu, five dispatches a block too.
 
 use super::plan::{add_mass, pass, Buf, Built, Layout, Ops, Weight};
 use crate::kernels::{
-    attention, attention_combine, attention_proj_split, attention_split, kv_write, ln_fc_gelu,
-    ln_fc_gelu_split, ln_qkv, ln_qkv_split, matmul, matmul_split, matvec_residual,
-    matvec_residual_split, rms_norm, rope, swiglu, Kernel, Profile,
+    attention, attention_combine, attention_proj_split, attention_split, ln_fc_gelu,
+    ln_fc_gelu_split, ln_qkv, ln_qkv_split, matvec_residual, matvec_residual_split, rms_qkv,
+    rms_qkv_split, rms_swiglu, rms_swiglu_split, Profile,
 };
 
 /// The dispatches of a decode step (`mass`: each block also adds its
@@ -49,21 +49,24 @@ fn fused_block(layout: &Layout, ops: &mut Ops, l: usize) {
     project_into_x(layout, ops, inner, &[Fc, w(Weight::MlpProj), w(Weight::MlpProjBias), X]);
 }
 
-/// The Llama family's block over the one row: the norm, the QKV matvec, the
-/// rotation and the K/V write, attention and its projection; the norm, the
-/// gate | up matvec, SwiGLU and the down projection.
+/// The Llama family's block over the one row: its norms' weights share a
+/// binding with the bias after them (`GpuLayer`), the rotary turns are bound
+/// for rms_qkv.
 fn rotary_block(layout: &Layout, ops: &mut Ops, l: usize) {
     use Buf::*;
     let (c, w) = (layout.config, |role| Layer(l, role));
-    let (e, inner) = (c.n_embd as u32, c.n_inner as u32);
-    norm(layout, ops, &[X, w(Weight::Ln1), Xb]);
-    linear(layout, ops, e, 3 * e, &[Xb, w(Weight::CAttn), w(Weight::CAttnBias), Qkv]);
-    ops.op(rope::Shape, &[Qkv, Turns]);
-    ops.op(kv_write::Shape, &[Qkv, Key(0, l), Value(0, l)]);
+    let inner = c.n_inner as u32;
+    let qkv = [X, w(Weight::Ln1), w(Weight::CAttn), Qkv, Key(0, l), Value(0, l), Turns];
+    let gate_up = [X, w(Weight::Ln2), w(Weight::CFc), Act];
+    match layout.profile {
+        Profile::Cpu => ops.op(rms_qkv::Shape, &qkv),
+        Profile::Gpu(split) => ops.op(rms_qkv_split::Shape { split }, &qkv),
+    }
     attend_and_project(layout, ops, l);
-    norm(layout, ops, &[X, w(Weight::Ln2), Xb]);
-    linear(layout, ops, e, 2 * inner, &[Xb, w(Weight::CFc), w(Weight::CFcBias), Fc]);
-    ops.op(swiglu::Shape { n_inner: inner }, &[Fc, Act]);
+    match layout.profile {
+        Profile::Cpu => ops.op(rms_swiglu::Shape { n: inner }, &gate_up),
+        Profile::Gpu(split) => ops.op(rms_swiglu_split::Shape { n: inner, split }, &gate_up),
+    }
     project_into_x(layout, ops, inner, &[Act, w(Weight::MlpProj), w(Weight::MlpProjBias), X]);
 }
 
@@ -97,18 +100,4 @@ fn project_into_x(layout: &Layout, ops: &mut Ops, k: u32, buffers: &[Buf]) {
         Profile::Cpu => ops.op(matvec_residual::Shape { k, n }, buffers),
         Profile::Gpu(split) => ops.op(matvec_residual_split::Shape { k, n, split }, buffers),
     }
-}
-
-/// One row's linear layer `[k] → [n]` (no residual): the prefill's matmul in
-/// the cpu profile, the split matmul on real GPUs.
-fn linear(layout: &Layout, ops: &mut Ops, k: u32, n: u32, buffers: &[Buf]) {
-    match layout.profile {
-        Profile::Cpu => ops.op(matmul::Shape { k, n }, buffers),
-        Profile::Gpu(split) => ops.op(matmul_split::Shape { k, n, split }, buffers),
-    }
-}
-
-/// RMSNorm of the one row.
-fn norm(layout: &Layout, ops: &mut Ops, buffers: &[Buf]) {
-    ops.op(rms_norm::Shape { wg: layout.profile.wg(Kernel::RmsNorm) }, buffers);
 }

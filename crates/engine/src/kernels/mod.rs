@@ -35,6 +35,10 @@ pub mod matvec_residual_split;
 mod profile;
 pub mod residual_add;
 pub mod rms_norm;
+pub mod rms_qkv;
+pub mod rms_qkv_split;
+pub mod rms_swiglu;
+pub mod rms_swiglu_split;
 pub mod rope;
 mod snippets;
 pub mod swiglu;
@@ -77,7 +81,8 @@ macro_rules! kernels {
         /// block layernorm, matmul, kv_write, attention, matmul,
         /// residual_add, layernorm, matmul, gelu, matmul, residual_add, then
         /// layernorm and lm_head; decode fuses each block into ln_qkv,
-        /// attention, matvec_residual, ln_fc_gelu, matvec_residual. The
+        /// attention, matvec_residual, ln_fc_gelu, matvec_residual (the
+        /// Llama family: rms_qkv and rms_swiglu for the first and fourth). The
         /// `_split` and `_tiled` kernels are the same steps shaped for real
         /// GPUs ([`Profile::Gpu`]); attention_probs runs only when a view asks
         /// for the attention weights (and, with kv_mass, for a heavy-hitter
@@ -140,6 +145,8 @@ kernels! {
     MatmulSplit => matmul_split, -, WG_SPLIT,
     LnQkv => ln_qkv, WG, -,
     LnQkvSplit => ln_qkv_split, -, WG_SPLIT,
+    RmsQkv => rms_qkv, WG, -,
+    RmsQkvSplit => rms_qkv_split, -, WG_SPLIT,
     KvWrite => kv_write, WG, WG,
     Attention => attention, WG, WG,
     AttentionSplit => attention_split, -, WG_SPLIT,
@@ -152,6 +159,8 @@ kernels! {
     ResidualAdd => residual_add, WG, WG,
     LnFcGelu => ln_fc_gelu, WG, -,
     LnFcGeluSplit => ln_fc_gelu_split, -, WG_SPLIT,
+    RmsSwiglu => rms_swiglu, WG, -,
+    RmsSwigluSplit => rms_swiglu_split, -, WG_SPLIT,
     Gelu => gelu, WG, WG,
     RmsNorm => rms_norm, WG, WG_SPLIT,
     Rope => rope, WG, WG,

@@ -35,25 +35,28 @@ pub fn turns(
     (0..rows).flat_map(|r| inv_freq.iter().map(move |&f| turn(angle(r, f)))).collect()
 }
 
-/// Rotates each query and key head of `qkv`'s rows by its row's `turns`
-/// (RoPE in "rotate half" form: dimension i pairs with i + head_size / 2).
+/// Rotates each query and key head of `qkv`'s rows by its row's `turns`:
+/// pair i is dimensions (2i, 2i + 1), "rotate half"'s (i, i + head_size / 2)
+/// as the model's weights are laid out (`model/weights_llama.rs`).
 pub fn run_cpu(
     qkv: &mut [f32], // (n_rows, 3 * n_embd): q | k | v, v untouched
     heads: Heads,
     turns: &[(f32, f32)], // (n_rows, head_size / 2) from [`turns`]
 ) {
     let (e, hs) = (heads.n_embd, heads.head_size);
-    let half = hs / 2;
-    for (row, turn) in qkv.chunks_exact_mut(3 * e).zip(turns.chunks_exact(half)) {
+    for (row, turn) in qkv.chunks_exact_mut(3 * e).zip(turns.chunks_exact(hs / 2)) {
         for head in row[..2 * e].chunks_exact_mut(hs) {
-            let (lo, hi) = head.split_at_mut(half);
-            for ((a, b), &(cos, sin)) in lo.iter_mut().zip(hi).zip(turn) {
-                let (x, y) = (*a, *b);
-                *a = x * cos + -y * sin;
-                *b = y * cos + x * sin;
+            for (pair, &t) in head.chunks_exact_mut(2).zip(turn) {
+                let (x, y) = turned(pair[0], pair[1], t);
+                (pair[0], pair[1]) = (x, y);
             }
         }
     }
+}
+
+/// The pair (x, y) turned by (cos, sin), as every kernel that rotates forms it.
+pub fn turned(x: f32, y: f32, (cos, sin): (f32, f32)) -> (f32, f32) {
+    (x * cos + -y * sin, y * cos + x * sin)
 }
 
 /// One dispatch over every row of the pass, at its positions.
@@ -99,7 +102,7 @@ mod tests {
                 for h in 0..2 * n_head {
                     for (i, &f) in inv.iter().enumerate() {
                         let a = f64::from((pos0 + r) as f32 * f);
-                        let (j, k) = (r * 3 * e + h * hs + i, r * 3 * e + h * hs + i + hs / 2);
+                        let (j, k) = (r * 3 * e + h * hs + 2 * i, r * 3 * e + h * hs + 2 * i + 1);
                         let (u, v) = (f64::from(x[j]), f64::from(x[k]));
                         want[j] = u * a.cos() - v * a.sin();
                         want[k] = v * a.cos() + u * a.sin();

@@ -1,7 +1,7 @@
 //! The WGSL a kernel is compiled from: its own file, preceded by the shared
 //! snippets it calls — the weight format's (`shaders/format_*.wgsl`: `Word`,
 //! `w_load`, `w_unpack`), `shaders/ln_stats.wgsl`, `shaders/split_k.wgsl`,
-//! `shaders/split_dot.wgsl`, `shaders/kv_slot.wgsl`, `shaders/grid_1d.wgsl`,
+//! `shaders/split_dot.wgsl`, `shaders/qkv_pair.wgsl`, `shaders/kv_slot.wgsl`, `shaders/grid_1d.wgsl`,
 //! the uniforms kernels share (`shaders/lm_head_params.wgsl`,
 //! `shaders/attention_params.wgsl`) and the self-test's fault hook,
 //! `shaders/fault.wgsl`.
@@ -20,6 +20,9 @@ const SPLIT_K: &str = include_str!("../../../../shaders/split_k.wgsl");
 
 /// The single-row split kernels' dot products (which call the kernel's `input`).
 const SPLIT_DOT: &str = include_str!("../../../../shaders/split_dot.wgsl");
+
+/// How rms_qkv and rms_qkv_split turn a rotary pair and store a qkv column.
+const QKV_PAIR: &str = include_str!("../../../../shaders/qkv_pair.wgsl");
 
 /// Where a decode kernel that computes qkv writes a K/V column in the cache.
 const KV_SLOT: &str = include_str!("../../../../shaders/kv_slot.wgsl");
@@ -106,13 +109,14 @@ pub fn assemble(kernel: &str, format: Format) -> String {
         LN_STATS,
         SPLIT_K,
         SPLIT_DOT,
+        QKV_PAIR,
         KV_SLOT,
         GRID_1D,
         LM_HEAD_PARAMS,
         ATTENTION_PARAMS,
         FAULT,
     ];
-    let mut taken = [false; 9];
+    let mut taken = [false; 10];
     let mut source = kernel.to_string();
     loop {
         let next = (0..snippets.len()).find(|&i| !taken[i] && needs(&source, snippets[i]));

@@ -1,8 +1,20 @@
 //! A Llama-family `model.safetensors` → [`Weights`] in the layout every
 //! kernel already reads: per block one `[in, out]` QKV matrix (`q | k | v`),
-//! one output projection, one MLP input matrix (`gate | up`) and one MLP
+//! one output projection, one MLP input matrix (gate and up) and one MLP
 //! output matrix, in the format the engine packs. The checkpoint's
 //! `nn.Linear` weights are `[out, in]`; they are transposed here, once.
+//!
+//! Two column orders differ from the checkpoint's, so that each pair a
+//! kernel combines sits in neighbouring columns (one invocation, or one
+//! weight word, computes both: the fused decode kernels rotate and gate
+//! without a second pass):
+//! - each q and k head's dimensions are interleaved, `d0, d0 + half, d1,
+//!   d1 + half, …` (`paired`): RoPE's "rotate half" pairs become neighbours,
+//!   the form Meta's checkpoints had before `transformers` permuted them.
+//!   Attention scores are sums over a head's dimensions, so the same
+//!   permutation of q and k changes none of them, and v keeps its order;
+//! - the MLP input's columns are gate and up in turn, `g0, u0, g1, u1, …`
+//!   (`interleaved`).
 //!
 //! K/V heads grouped in training (`num_key_value_heads` < heads) are
 //! written out once per query head of their group, as a converted GPT-2's
@@ -75,14 +87,15 @@ fn read_layer(t: &Reader, c: &Config, llama: &Llama, l: usize) -> Result<LayerWe
     };
     let b = llama.biases;
     let [q, k, v, o, gate, up, down] = LINEARS;
-    let q = linear(q, e, e, b.qkv)?;
-    let (k, v) = (linear(k, kv, e, b.qkv)?, linear(v, kv, e, b.qkv)?);
+    let hs = c.head_size;
+    let q = paired(linear(q, e, e, b.qkv)?, hs);
+    let (k, v) = (paired(linear(k, kv, e, b.qkv)?, hs), linear(v, kv, e, b.qkv)?);
     let o = linear(o, e, e, b.o)?;
-    let (gate, up) = (linear(gate, i, e, b.mlp)?, linear(up, i, e, b.mlp)?);
+    let gate_up = interleaved(&linear(gate, i, e, b.mlp)?, &linear(up, i, e, b.mlp)?, e);
     let down = linear(down, e, i, b.mlp)?;
     let shared = Rows::Shared(c.heads());
     let qkv = [(&q, e, Rows::Own), (&k, e, shared), (&v, e, shared)];
-    let mlp_in = [(&gate, i, Rows::Own), (&up, i, Rows::Own)];
+    let mlp_in = [(&gate_up, 2 * i, Rows::Own)];
     Ok(LayerWeights {
         ln_1_weight: t.get(&name("input_layernorm.weight"), &[e])?,
         ln_1_bias: Vec::new(),
@@ -97,6 +110,29 @@ fn read_layer(t: &Reader, c: &Config, llama: &Llama, l: usize) -> Result<LayerWe
         mlp_proj_weight: stacked(&[(&down, e, Rows::Own)], i),
         mlp_proj_bias: down.1,
     })
+}
+
+/// An `(out, in)` linear layer and its bias.
+type Linear = (Vec<f32>, Vec<f32>);
+
+/// `linear` with each head's output rows interleaved: row `2j` is the
+/// head's row `j`, row `2j + 1` its row `j + head_size / 2`.
+fn paired((w, b): Linear, head_size: usize) -> Linear {
+    let inp = w.len() / b.len();
+    let half = head_size / 2;
+    let source = |r: usize| r - r % head_size + (r % head_size) / 2 + (r % 2) * half;
+    let rows = (0..b.len()).map(source);
+    (
+        rows.clone().flat_map(|r| w[r * inp..][..inp].to_vec()).collect(),
+        rows.map(|r| b[r]).collect(),
+    )
+}
+
+/// Two `(n, in)` linear layers as one `(2n, in)`, their rows in turn.
+fn interleaved((wa, ba): &Linear, (wb, bb): &Linear, inp: usize) -> Linear {
+    let rows = wa.chunks_exact(inp).zip(wb.chunks_exact(inp));
+    let w = rows.flat_map(|(a, b)| a.iter().chain(b).copied()).collect();
+    (w, ba.iter().zip(bb).flat_map(|(&a, &b)| [a, b]).collect())
 }
 
 /// Which row of its layer column c of a stacked part reads.
@@ -120,7 +156,7 @@ impl Rows {
 
 /// One part of a stacked matrix: an `(out, in)` linear layer with its bias,
 /// the columns it gives, and which of its rows each column reads.
-type Part<'a> = (&'a (Vec<f32>, Vec<f32>), usize, Rows);
+type Part<'a> = (&'a Linear, usize, Rows);
 
 /// The `[inp, Σ cols]` matrix of `parts` side by side, each transposed.
 fn stacked(parts: &[Part], inp: usize) -> Matrix {

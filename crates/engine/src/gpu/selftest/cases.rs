@@ -12,6 +12,7 @@
 //!   [-1, 1]: the worst-case rounding gap between two summation orders of K
 //!   products;
 //! - ln_qkv, ln_fc_gelu: see `fused` (the LayerNorm's rounding scaled up by the dot);
+//! - rms_qkv, rms_swiglu: see `family_fused` (as ln_qkv's, through a turn or the gate);
 //! - rms_norm: 1e-5 abs + 1e-5 rel (tree vs sequential reductions, as layernorm);
 //! - rope: 1e-6 abs + 1e-6 rel (the same turns; a GPU may fuse a product and
 //!   a sum into one rounding);
@@ -26,7 +27,7 @@
 //! fused into one multiply-add on a GPU and rounded once instead of twice.
 
 pub use super::inputs::{config, launch, random, Case, Tolerance};
-use super::{attention, family, fused, mass, prefill, rows, split};
+use super::{attention, family, family_fused, fused, mass, prefill, rows, split};
 use crate::kernels::{Kernel, Split};
 use crate::storage::format::Format;
 
@@ -50,6 +51,10 @@ fn cases_in(kernel: Kernel, format: Format, split: Split) -> Vec<Case> {
         Kernel::MatmulSplit => prefill::matmul_cases(format, Kernel::MatmulSplit, split),
         Kernel::LnQkv => fused::ln_qkv_cases(format, None),
         Kernel::LnQkvSplit => fused::ln_qkv_cases(format, Some(split)),
+        Kernel::RmsQkv => family_fused::rms_qkv_cases(format, None),
+        Kernel::RmsQkvSplit => family_fused::rms_qkv_cases(format, Some(split)),
+        Kernel::RmsSwiglu => family_fused::rms_swiglu_cases(format, None),
+        Kernel::RmsSwigluSplit => family_fused::rms_swiglu_cases(format, Some(split)),
         Kernel::MatvecResidual => fused::matvec_residual_cases(format, None),
         Kernel::MatvecResidualSplit => fused::matvec_residual_cases(format, Some(split)),
         Kernel::LnFcGelu => fused::ln_fc_gelu_cases(format, None),

@@ -19,7 +19,7 @@ fn ln_inputs(n_embd: usize, seed: u64) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
 }
 
 /// The tolerance of a K-term dot product of LayerNorm outputs `xn`.
-fn ln_dot(xn: &[f32]) -> Tolerance {
+pub(super) fn ln_dot(xn: &[f32]) -> Tolerance {
     let k = xn.len() as f32;
     let largest = xn.iter().fold(1.0f32, |m, v| m.max(v.abs()));
     Tolerance { atol: (largest + 1.0) * k * f32::EPSILON, rtol: 1e-5 }

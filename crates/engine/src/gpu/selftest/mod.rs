@@ -7,6 +7,7 @@
 mod attention;
 pub mod cases;
 mod family;
+mod family_fused;
 mod fused;
 mod inputs;
 mod mass;

@@ -1,0 +1,59 @@
+// rms_qkv (decode, the Llama family): the block's first RMSNorm, the QKV
+// projection, RoPE and the K/V write in one dispatch (four in prefill:
+// rms_norm, matmul, rope, kv_write).
+//   xn = rms_norm(x) · weight                          (every workgroup, into workgroup memory)
+//   qkv[col] = sum_k xn[k] * w[k, col] + bias[col]    (one invocation per column)
+//   q and k pairs turned by this position's angles; key_cache[slot], value_cache[slot] = k, v
+// A rotary pair is two neighbouring columns (model/weights_llama.rs lays
+// "rotate half"'s dimensions d and d + head_size / 2 side by side): the
+// invocations of a pair, tid and tid ^ 1, meet in workgroup memory. The norm's weight and the
+// qkv bias share one binding: with the cache, the turns and a scaled
+// format's scales this kernel binds WebGPU's 8 storage buffers.
+// `Word` and `w_load` come from the weight format's snippet, `rms_row` (into
+// workgroup `xn`) from shaders/ln_stats.wgsl, `cache_at` from
+// shaders/kv_slot.wgsl, `pair_turned` and `store_qkv` from shaders/qkv_pair.wgsl.
+// CPU twin: rms_norm, matmul, rope and kv_write in a row.
+
+struct Params {
+    n_embd: u32,
+    slot: u32, // cache slot of this token (its position, unless a policy evicted)
+    eps: f32,
+    group: u32, // query heads per K/V head: the cache keeps the first head of each group
+    head_size: u32,
+    pos: u32, // this token's position: its row of `turns`
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;                 // (n_embd) residual stream
+@group(0) @binding(2) var<storage, read> ln: array<f32>;                // (4 * n_embd) the norm's weight, then the qkv bias
+@group(0) @binding(3) var<storage, read> w: array<Word>;                // (n_embd, 3 * n_embd) in the weight format
+@group(0) @binding(4) var<storage, read_write> qkv: array<f32>;         // (3 * n_embd): q | k | v
+@group(0) @binding(5) var<storage, read_write> key_cache: array<f32>;   // (n_positions, n_embd / group)
+@group(0) @binding(6) var<storage, read_write> value_cache: array<f32>; // (n_positions, n_embd / group)
+@group(0) @binding(7) var<storage, read> turns: array<vec2<f32>>;       // (n_positions, head_size / 2) cos, sin
+
+override WG: u32 = 64u;
+
+var<workgroup> pair: array<f32, WG>; // (WG) each invocation's sum, for its pair's other half
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
+    rms_row(tid, p.n_embd, p.eps);
+    let n = 3u * p.n_embd;
+    let col = wid.x * WG + tid;
+    var acc = 0.0;
+    if (col < n) {
+        for (var kk = 0u; kk < p.n_embd; kk = kk + 1u) {
+            acc = acc + xn[kk] * w_load(kk * n + col, col);
+        }
+        acc = acc + ln[p.n_embd + col];
+    }
+    pair[tid] = acc;
+    workgroupBarrier();
+    if (col >= n) {
+        return;
+    }
+    store_qkv(col, pair_turned(col, acc, pair[tid ^ 1u]));
+}
