@@ -8,7 +8,7 @@
 // batch, over that sequence's own cache.
 
 @group(0) @binding(0) var<uniform> p: AttentionParams;
-@group(0) @binding(1) var<storage, read> qkv: array<f32>;         // (row0 + n_rows, 3 * n_embd): q | k | v
+@group(0) @binding(1) var<storage, read> qkv: array<f32>;         // (row0 + n_rows, n_embd + 2 * kv_dim): q | k | v
 @group(0) @binding(2) var<storage, read> key_cache: array<f32>;   // (n_positions, n_embd / group)
 @group(0) @binding(3) var<storage, read> value_cache: array<f32>; // (n_positions, n_embd / group)
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;     // (row0 + n_rows, n_embd)
@@ -31,7 +31,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let kv_dim = p.n_embd / p.group;
     let k0 = (head / p.group) * hs;
     for (var d = tid; d < hs; d = d + WG) {
-        q[d] = qkv[(p.row0 + row) * 3u * p.n_embd + h0 + d] * p.scale;
+        q[d] = qkv[(p.row0 + row) * (p.n_embd + 2u * kv_dim) + h0 + d] * p.scale;
     }
     workgroupBarrier();
 

@@ -7,7 +7,7 @@
 // across the workgroup, then each thread normalises its own entries.
 
 @group(0) @binding(0) var<uniform> p: AttentionParams;
-@group(0) @binding(1) var<storage, read> qkv: array<f32>;         // (n_rows, 3 * n_embd): q | k | v
+@group(0) @binding(1) var<storage, read> qkv: array<f32>;         // (n_rows, n_embd + 2 * kv_dim): q | k | v
 @group(0) @binding(2) var<storage, read> key_cache: array<f32>;   // (n_positions, n_embd / group)
 @group(0) @binding(3) var<storage, read_write> probs: array<f32>; // (n_head, n_rows, keys0 + n_rows)
 
@@ -44,7 +44,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let hs = p.head_size;
     let h0 = head * hs;
     for (var d = tid; d < hs; d = d + WG) {
-        q[d] = qkv[row * 3u * p.n_embd + h0 + d] * p.scale;
+        q[d] = qkv[row * (p.n_embd + 2u * (p.n_embd / p.group)) + h0 + d] * p.scale;
     }
     workgroupBarrier();
 

@@ -11,7 +11,7 @@
 // CPU twin: `attention_split::run_cpu`.
 
 @group(0) @binding(0) var<uniform> p: AttentionParams;
-@group(0) @binding(1) var<storage, read> qkv: array<f32>;         // (row0 + 1, 3 * n_embd): q | k | v
+@group(0) @binding(1) var<storage, read> qkv: array<f32>;         // (row0 + 1, n_embd + 2 * kv_dim): q | k | v
 @group(0) @binding(2) var<storage, read> key_cache: array<f32>;   // (n_positions, n_embd / group)
 @group(0) @binding(3) var<storage, read> value_cache: array<f32>; // (n_positions, n_embd / group)
 @group(0) @binding(4) var<storage, read_write> parts: array<f32>; // (chunks, n_head, 2 + head_size)
@@ -39,7 +39,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let first = chunk * CHUNK;
     let n_keys = p.keys0 + 1u;
     for (var d = tid; d < hs; d = d + WG) {
-        q[d] = qkv[p.row0 * 3u * p.n_embd + h0 + d] * p.scale;
+        q[d] = qkv[p.row0 * (p.n_embd + 2u * (p.n_embd / p.group)) + h0 + d] * p.scale;
     }
     workgroupBarrier();
 

@@ -1,7 +1,7 @@
 // kv_write: copies the k and v parts of each qkv row into the layer's KV cache
-// at its slot, where they stay for the rest of the session (with grouped K/V
-// heads, the first head of each group: see `group`). `row0` offsets
-// the rows read from `qkv` (a batched decode step: one dispatch per sequence).
+// at its slot, where they stay for the rest of the session (a row of qkv holds
+// one K and one V head per group of query heads). `row0` offsets the rows
+// read from `qkv` (a batched decode step: one dispatch per sequence).
 
 struct Params {
     n_rows: u32,
@@ -9,13 +9,13 @@ struct Params {
     slot0: u32, // cache slot of the first qkv row (its position, unless a policy evicted)
     row0: u32, // first row of qkv this dispatch reads
     head_size: u32,
-    group: u32, // query heads per K/V head: the cache keeps the first head of each group
+    group: u32, // query heads per K/V head
     _pad0: u32,
     _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> qkv: array<f32>;                // (row0 + n_rows, 3 * n_embd): q | k | v
+@group(0) @binding(1) var<storage, read> qkv: array<f32>;                // (row0 + n_rows, n_embd + 2 * kv_dim): q | k | v
 @group(0) @binding(2) var<storage, read_write> key_cache: array<f32>;   // (n_positions, n_embd / group)
 @group(0) @binding(3) var<storage, read_write> value_cache: array<f32>; // (n_positions, n_embd / group)
 
@@ -30,11 +30,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
     let row = i / kv_dim;
     let c = i % kv_dim;
-    // K/V head c / head_size is query head (c / head_size) · group's (a grouped
-    // model's heads of one group have the same K and V: their pooled weights).
-    let col = (c / p.head_size) * p.group * p.head_size + c % p.head_size;
-    let src = (p.row0 + row) * 3u * p.n_embd;
+    let src = (p.row0 + row) * (p.n_embd + 2u * kv_dim) + p.n_embd + c;
     let dst = (p.slot0 + row) * kv_dim + c;
-    key_cache[dst] = faulted(qkv[src + p.n_embd + col]);
-    value_cache[dst] = faulted(qkv[src + 2u * p.n_embd + col]);
+    key_cache[dst] = faulted(qkv[src]);
+    value_cache[dst] = faulted(qkv[src + kv_dim]);
 }

@@ -2,7 +2,7 @@
 // write in one dispatch (three in prefill: layernorm, matmul, kv_write).
 //   xn = layernorm(x) · weight + bias           (every workgroup, into workgroup memory)
 //   qkv[col] = sum_k xn[k] * w[k, col] + bias[col]   (one thread per column)
-//   key_cache[slot] = qkv[n_embd ..], value_cache[slot] = qkv[2 n_embd ..]
+//   key_cache[slot] = qkv[n_embd ..], value_cache[slot] = qkv[n_embd + kv_dim ..]
 // Each workgroup normalises the token's row itself: n_embd reads and two
 // reductions, small next to the n_embd × WG weights it reads after.
 // `Word` and `w_load` come from the weight format's snippet, `normalise_row`
@@ -12,7 +12,7 @@ struct Params {
     n_embd: u32,
     slot: u32, // cache slot of this token (its position, unless a policy evicted)
     eps: f32,
-    group: u32,     // query heads per K/V head: the cache keeps the first head of each group
+    group: u32,     // query heads per K/V head
     head_size: u32,
     _pad0: u32,
     _pad1: u32,
@@ -22,9 +22,9 @@ struct Params {
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;                 // (n_embd) residual stream
 @group(0) @binding(2) var<storage, read> ln: array<f32>;                // (2, n_embd) ln_1 weight, then bias
-@group(0) @binding(3) var<storage, read> w: array<Word>;                // (n_embd, 3 * n_embd) in the weight format
-@group(0) @binding(4) var<storage, read> bias: array<f32>;              // (3 * n_embd)
-@group(0) @binding(5) var<storage, read_write> qkv: array<f32>;         // (3 * n_embd): q | k | v
+@group(0) @binding(3) var<storage, read> w: array<Word>;                // (n_embd, n_embd + 2 * kv_dim) in the weight format
+@group(0) @binding(4) var<storage, read> bias: array<f32>;              // (n_embd + 2 * kv_dim)
+@group(0) @binding(5) var<storage, read_write> qkv: array<f32>;         // (n_embd + 2 * kv_dim): q | k | v, kv_dim = n_embd / group
 @group(0) @binding(6) var<storage, read_write> key_cache: array<f32>;   // (n_positions, n_embd / group)
 @group(0) @binding(7) var<storage, read_write> value_cache: array<f32>; // (n_positions, n_embd / group)
 
@@ -33,7 +33,8 @@ override WG: u32 = 64u;
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     normalise_row(tid, p.n_embd, p.eps);
-    let n = 3u * p.n_embd;
+    let kv_dim = p.n_embd / p.group;
+    let n = p.n_embd + 2u * kv_dim;
     let col = wid.x * WG + tid;
     if (col >= n) {
         return;
@@ -44,9 +45,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     let v = acc + bias[col];
     qkv[col] = faulted(v);
-    let at = cache_at(col, p.n_embd, p.head_size, p.group, p.slot);
+    let at = cache_at(col, p.n_embd, kv_dim, p.slot);
     if (at >= 0) {
-        if (col >= 2u * p.n_embd) {
+        if (col >= p.n_embd + kv_dim) {
             value_cache[u32(at)] = faulted(v);
         } else {
             key_cache[u32(at)] = faulted(v);

@@ -8,7 +8,7 @@
 // Column col's value, `other` the rest of its pair: q's and k's turned by
 // this position's angle for the pair, v's as they are.
 fn pair_turned(col: u32, own: f32, other: f32) -> f32 {
-    if (col >= 2u * p.n_embd) {
+    if (col >= p.n_embd + p.n_embd / p.group) {
         return own;
     }
     let t = turns[p.pos * (p.head_size / 2u) + (col % p.head_size) / 2u];
@@ -20,9 +20,10 @@ fn pair_turned(col: u32, own: f32, other: f32) -> f32 {
 
 fn store_qkv(col: u32, v: f32) {
     qkv[col] = faulted(v);
-    let at = cache_at(col, p.n_embd, p.head_size, p.group, p.slot);
+    let kv_dim = p.n_embd / p.group;
+    let at = cache_at(col, p.n_embd, kv_dim, p.slot);
     if (at >= 0) {
-        if (col >= 2u * p.n_embd) {
+        if (col >= p.n_embd + kv_dim) {
             value_cache[u32(at)] = faulted(v);
         } else {
             key_cache[u32(at)] = faulted(v);

@@ -18,7 +18,7 @@ struct Params {
     n_embd: u32,
     slot: u32, // cache slot of this token (its position, unless a policy evicted)
     eps: f32,
-    group: u32, // query heads per K/V head: the cache keeps the first head of each group
+    group: u32, // query heads per K/V head
     head_size: u32,
     pos: u32, // this token's position: its row of `turns`
     _pad0: u32,
@@ -27,9 +27,9 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;                 // (n_embd) residual stream
-@group(0) @binding(2) var<storage, read> ln: array<f32>;                // (4 * n_embd) the norm's weight, then the qkv bias
-@group(0) @binding(3) var<storage, read> w: array<Word>;                // (n_embd, 3 * n_embd) in the weight format
-@group(0) @binding(4) var<storage, read_write> qkv: array<f32>;         // (3 * n_embd): q | k | v
+@group(0) @binding(2) var<storage, read> ln: array<f32>;                // (2 * n_embd + 2 * kv_dim) the norm's weight, then the qkv bias
+@group(0) @binding(3) var<storage, read> w: array<Word>;                // (n_embd, n_embd + 2 * kv_dim) in the weight format
+@group(0) @binding(4) var<storage, read_write> qkv: array<f32>;         // (n_embd + 2 * kv_dim): q | k | v, kv_dim = n_embd / group
 @group(0) @binding(5) var<storage, read_write> key_cache: array<f32>;   // (n_positions, n_embd / group)
 @group(0) @binding(6) var<storage, read_write> value_cache: array<f32>; // (n_positions, n_embd / group)
 @group(0) @binding(7) var<storage, read> turns: array<vec2<f32>>;       // (n_positions, head_size / 2) cos, sin
@@ -41,7 +41,7 @@ var<workgroup> pair: array<f32, WG>; // (WG) each invocation's sum, for its pair
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     rms_row(tid, p.n_embd, p.eps);
-    let n = 3u * p.n_embd;
+    let n = p.n_embd + 2u * (p.n_embd / p.group);
     let col = wid.x * WG + tid;
     var acc = 0.0;
     if (col < n) {

@@ -106,7 +106,9 @@ fn big(rows: usize, cols: usize) -> bool {
 /// its weights are: the download question counts the coworker's memory).
 pub fn worth_sharing(config: &Config) -> bool {
     let (e, i) = (config.n_embd, config.n_inner);
-    [(e, 3 * e), (e, e), (e, i), (i, e), (config.vocab_size, e)].iter().any(|&(r, c)| big(r, c))
+    [(e, config.qkv_width()), (e, e), (e, i), (i, e), (config.vocab_size, e)]
+        .iter()
+        .any(|&(r, c)| big(r, c))
 }
 
 /// Whether every matrix of the model can be cut into panels (f32, and f16

@@ -50,14 +50,14 @@ impl Seen {
 /// policy ranks by (H2O's accumulated attention), summed as the GPU sums it
 /// (`attention_probs`, then `kv_mass`).
 fn add_mass(
-    qkv: &[f32],       // (rows, 3 * n_embd)
+    qkv: &[f32],       // (rows, n_embd + 2 * kv_dim)
     key_cache: &[f32], // (held, kv_dim)
     heads: Heads,
     keys0: usize,
     scale: f32,
     mass: &mut Vec<f32>,
 ) {
-    let rows = qkv.len() / (3 * heads.n_embd);
+    let rows = qkv.len() / heads.qkv_width();
     let (n_head, n_cols) = (heads.n_embd / heads.head_size, keys0 + rows);
     let mut probs = vec![0.0; n_head * rows * n_cols]; // (n_head, rows, n_cols)
     attention_probs::run_cpu(qkv, key_cache, heads, keys0, scale, &mut probs);
@@ -67,14 +67,14 @@ fn add_mass(
 
 /// Block `l`'s attention for every sequence over its own cache: each row's
 /// k and v written into its slot, then `y` (n, n_embd) from `qkv`
-/// (n, 3 · n_embd); the heavy-hitter totals and the probabilities `seen`
+/// (n, n_embd + 2 · kv_dim); the heavy-hitter totals and the probabilities `seen`
 /// asks for are added.
 fn attend(c: &Config, l: usize, seqs: &mut [Seq], qkv: &[f32], y: &mut [f32], seen: &mut Seen) {
-    let e = c.n_embd;
+    let (e, width) = (c.n_embd, c.qkv_width());
     let (scale, heads) = (c.attn_scale(l), c.heads());
     let mut row0 = 0;
     for s in seqs.iter_mut() {
-        let (q, yr) = (&qkv[row0 * 3 * e..][..s.rows * 3 * e], &mut y[row0 * e..][..s.rows * e]);
+        let (q, yr) = (&qkv[row0 * width..][..s.rows * width], &mut y[row0 * e..][..s.rows * e]);
         let (kc, vc) = (&mut s.key_cache[l], &mut s.value_cache[l]);
         // The cache holds exactly the rows written: its length is the
         // bytes in use (within the capacity reserved at open, no allocation;
@@ -149,7 +149,7 @@ pub fn run(
     let w = &model.weights;
     let mut x = vec![0.0; n * e]; // (n, n_embd) residual stream
     let mut xb = vec![0.0; n * e]; // (n, n_embd) norm output
-    let mut qkv = vec![0.0; n * 3 * e]; // (n, 3 * n_embd)
+    let mut qkv = vec![0.0; n * c.qkv_width()]; // (n, n_embd + 2 * kv_dim)
     let mut y = vec![0.0; n * e]; // (n, n_embd) attention output
     let mut proj = vec![0.0; n * e]; // (n, n_embd) block output
     let mut hidden = Hidden::default(); // the MLP's hidden rows

@@ -16,7 +16,7 @@ use crate::kernels::{attention_probs, At, Kernel, Launch};
 pub async fn attention(
     gpu: &GpuModel,
     key_cache: &[wgpu::Buffer], // (n_layer) × (n_positions, n_embd)
-    qkv: &Tap,                  // (n_layer) × stride: (n_rows, 3 * n_embd)
+    qkv: &Tap,                  // (n_layer) × stride: (n_rows, n_embd + 2 * kv_dim)
     n_rows: usize,
     pos0: usize,
 ) -> Result<Vec<f32>> {
@@ -32,7 +32,7 @@ pub async fn attention(
     let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
     let params = buffer(ctx, "attention probs params", SLOT * n_layer as u64, uniform);
     let layout = gpu.pipelines.get(Kernel::AttentionProbs).get_bind_group_layout(0);
-    let qkv_bytes = (n_rows * 3 * c.n_embd * 4) as u64;
+    let qkv_bytes = (n_rows * c.qkv_width() * 4) as u64;
     let mut groups = Vec::with_capacity(n_layer);
     let rows = At { keys0: pos0 as u32, ..At::rows(c, n_rows as u32) };
     let mut workgroups = [0; 3];

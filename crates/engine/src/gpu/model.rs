@@ -22,9 +22,9 @@ use crate::storage::matrix::Matrix;
 /// A LayerNorm's weight and bias share one buffer: one binding fewer keeps
 /// the fused `ln_qkv` within WebGPU's 8 storage buffers per stage.
 pub struct GpuLayer {
-    pub ln_1: wgpu::Buffer, // (2, n_embd) weight, then bias; RMSNorm: (4 * n_embd) weight, then c_attn's bias
-    pub c_attn_weight: GpuMatrix, // (n_embd, 3 * n_embd) format
-    pub c_attn_bias: wgpu::Buffer, // (3 * n_embd)
+    pub ln_1: wgpu::Buffer, // (2, n_embd) weight, then bias; RMSNorm: (2 * n_embd + 2 * kv_dim) weight, then c_attn's bias
+    pub c_attn_weight: GpuMatrix, // (n_embd, n_embd + 2 * kv_dim) format
+    pub c_attn_bias: wgpu::Buffer, // (n_embd + 2 * kv_dim)
     pub attn_proj_weight: GpuMatrix, // (n_embd, n_embd) format
     pub attn_proj_bias: wgpu::Buffer, // (n_embd)
     pub ln_2: wgpu::Buffer, // (2, n_embd) weight, then bias; RMSNorm: (n_embd + 2 * n_inner) weight, then c_fc's bias
@@ -95,7 +95,7 @@ pub struct Scratch {
     pub tokens: wgpu::Buffer, // (n_positions) u32 ids of this pass
     pub x: wgpu::Buffer,      // (n_positions, n_embd) residual stream
     pub xb: wgpu::Buffer,     // (n_positions, n_embd) layernorm output
-    pub qkv: wgpu::Buffer,    // (n_positions, 3 * n_embd)
+    pub qkv: wgpu::Buffer,    // (n_positions, n_embd + 2 * kv_dim)
     pub y: wgpu::Buffer,      // (n_positions, n_embd) attention output
     pub proj: wgpu::Buffer,   // (n_positions, n_embd) block output before the residual add
     pub fc: wgpu::Buffer, // (n_positions, n_inner) MLP hidden layer, or (n_positions, 2 * n_inner) gate, up in turn
@@ -354,7 +354,7 @@ fn make_scratch(ctx: &GpuContext, c: &Config) -> Scratch {
         tokens: f("tokens", 1),
         x: f("x", c.n_embd),
         xb: f("xb", c.n_embd),
-        qkv: f("qkv", 3 * c.n_embd),
+        qkv: f("qkv", c.qkv_width()),
         y: f("y", c.n_embd),
         proj: f("proj", c.n_embd),
         fc: f("fc", if gated { 2 * c.n_inner } else { c.n_inner }),
@@ -417,7 +417,7 @@ fn check_limits(ctx: &GpuContext, c: &Config, format: Format) -> Result<()> {
     ctx.check_binding("the position embedding wpe", p * e * 4)?;
     ctx.check_binding("the MLP weights c_fc", matrix(e, i))?;
     ctx.check_binding("the MLP activations", p * i * 4)?;
-    ctx.check_binding("the qkv activations", p * 3 * e * 4)?;
+    ctx.check_binding("the qkv activations", p * c.qkv_width() as u64 * 4)?;
     ctx.check_groups("one row per workgroup over n_positions", c.n_positions as u32)?;
     Ok(())
 }

@@ -266,7 +266,8 @@ fn block_by_rows(layout: &Layout, ops: &mut Ops, l: usize, seqs: &[Option<usize>
     let w = |role| Layer(l, role);
     let rotary = c.llama().is_some();
     rows.norm(ops, c, &[X, w(Weight::Ln1), Xb]);
-    rows.linear(ops, e, 3 * e, &[Xb, w(Weight::CAttn), w(Weight::CAttnBias), Qkv]);
+    let width = c.qkv_width() as u32;
+    rows.linear(ops, e, width, &[Xb, w(Weight::CAttn), w(Weight::CAttnBias), Qkv]);
     for &seq in seqs {
         let (kc, vc) = (Key(seq.unwrap_or(0), l), Value(seq.unwrap_or(0), l));
         if rotary {

@@ -237,9 +237,12 @@ impl GpuSession {
             false => None,
         };
         let qkv = match look.attention {
-            true => {
-                Some(probe.tap(&ctx, Source::Qkv, (1, c.n_layer), (n * 3 * c.n_embd * 4) as u64)?)
-            }
+            true => Some(probe.tap(
+                &ctx,
+                Source::Qkv,
+                (1, c.n_layer),
+                (n * c.qkv_width() * 4) as u64,
+            )?),
             false => None,
         };
         let logits = self.forward_probed(tokens, wanted, &probe).await?;

@@ -31,7 +31,7 @@ pub struct Params {
 /// The shader's `row0` is the caller's slicing here: pass rows `row0..` of `qkv` and `y`.
 #[allow(clippy::too_many_arguments)] // mirrors the shader's bindings one to one
 pub fn run_cpu(
-    qkv: &[f32],         // (n_rows, 3 * n_embd)
+    qkv: &[f32],         // (n_rows, n_embd + 2 * kv_dim)
     key_cache: &[f32],   // (n_positions, kv_dim)
     value_cache: &[f32], // (n_positions, kv_dim)
     heads: Heads,
@@ -42,7 +42,7 @@ pub fn run_cpu(
     let Heads { n_embd, head_size, .. } = heads;
     let kv_dim = heads.kv_dim();
     let mut att = Vec::new(); // (n_keys) scores, then weights
-    for (row, r) in qkv.chunks_exact(3 * n_embd).enumerate() {
+    for (row, r) in qkv.chunks_exact(heads.qkv_width()).enumerate() {
         let n_keys = keys0 + row + 1;
         for (h, h0) in (0..n_embd).step_by(head_size).enumerate() {
             let q = &r[h0..h0 + head_size];

@@ -11,7 +11,7 @@ pub use super::attention::Params;
 /// probs[h, row, j] = softmax over j ≤ keys0 + row of (q · k_j · scale); 0 for later j.
 #[allow(clippy::too_many_arguments)] // mirrors the shader's bindings one to one
 pub fn run_cpu(
-    qkv: &[f32],       // (n_rows, 3 * n_embd)
+    qkv: &[f32],       // (n_rows, n_embd + 2 * kv_dim)
     key_cache: &[f32], // (n_positions, kv_dim)
     heads: Heads,
     keys0: usize,
@@ -19,10 +19,10 @@ pub fn run_cpu(
     probs: &mut [f32], // (n_head, n_rows, keys0 + n_rows)
 ) {
     let Heads { n_embd, head_size, .. } = heads;
-    let n_rows = qkv.len() / (3 * n_embd);
+    let n_rows = qkv.len() / heads.qkv_width();
     let n_cols = keys0 + n_rows;
     let mut att = Vec::new(); // (n_keys) weights
-    for (row, r) in qkv.chunks_exact(3 * n_embd).enumerate() {
+    for (row, r) in qkv.chunks_exact(heads.qkv_width()).enumerate() {
         let n_keys = keys0 + row + 1;
         for (head, h0) in (0..n_embd).step_by(head_size).enumerate() {
             let q = &r[h0..h0 + head_size];

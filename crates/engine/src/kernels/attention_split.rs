@@ -36,7 +36,7 @@ pub fn part_len(head_size: usize) -> usize {
 /// `acc = Σ exp(s_j − m) v_j`, at `parts[(c · n_head + h) · (2 + head_size)..]`.
 #[allow(clippy::too_many_arguments)] // mirrors the shader's bindings one to one
 pub fn run_cpu(
-    q_row: &[f32],       // (3 * n_embd) the query's row of qkv
+    q_row: &[f32],       // (n_embd + 2 * kv_dim) the query's row of qkv
     key_cache: &[f32],   // (n_positions, kv_dim)
     value_cache: &[f32], // (n_positions, kv_dim)
     heads: Heads,

@@ -16,32 +16,27 @@ pub struct Params {
     /// First row of `qkv` the dispatch reads (a batch's sequence).
     pub row0: u32,
     pub head_size: u32,
-    /// Query heads per K/V head: the cache keeps the first head of each group.
+    /// Query heads per K/V head.
     pub group: u32,
     pub _pad0: u32,
     pub _pad1: u32,
 }
 
-/// key_cache[slot0 + row] = k(row); value_cache[slot0 + row] = v(row): of
-/// each group of query heads, the first head's (a grouped model's heads of
-/// one group have the same K and V: their pooled weights).
+/// key_cache[slot0 + row] = k(row); value_cache[slot0 + row] = v(row): a
+/// row of qkv holds one K and one V head per group of query heads.
 /// The shader's `row0` is the caller's slicing here: pass rows `row0..` of `qkv`.
 pub fn run_cpu(
-    qkv: &[f32], // (n_rows, 3 * n_embd)
+    qkv: &[f32], // (n_rows, n_embd + 2 * kv_dim): q | k | v
     heads: Heads,
     slot0: usize,
     key_cache: &mut [f32],   // (n_positions, kv_dim)
     value_cache: &mut [f32], // (n_positions, kv_dim)
 ) {
-    let Heads { n_embd, head_size, group } = heads;
-    let kv_dim = heads.kv_dim();
-    for (row, r) in qkv.chunks_exact(3 * n_embd).enumerate() {
+    let (e, kv_dim) = (heads.n_embd, heads.kv_dim());
+    for (row, r) in qkv.chunks_exact(heads.qkv_width()).enumerate() {
         let dst = (slot0 + row) * kv_dim;
-        for (g, at) in (dst..dst + kv_dim).step_by(head_size).enumerate() {
-            let from = g * group * head_size;
-            key_cache[at..at + head_size].copy_from_slice(&r[n_embd + from..][..head_size]);
-            value_cache[at..at + head_size].copy_from_slice(&r[2 * n_embd + from..][..head_size]);
-        }
+        key_cache[dst..dst + kv_dim].copy_from_slice(&r[e..e + kv_dim]);
+        value_cache[dst..dst + kv_dim].copy_from_slice(&r[e + kv_dim..]);
     }
 }
 

@@ -6,7 +6,7 @@ use bytemuck::{Pod, Zeroable};
 use super::cost::{floats, invocations, matrix_bytes, neighbouring, rounds};
 use super::layernorm::{norm_rounds, stats_rounds};
 use super::{kv_write, layernorm, matmul};
-use super::{At, Cost, Heads, Launch, WG};
+use super::{qkv_cols, At, Cost, Heads, Launch, WG};
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
 
@@ -21,7 +21,7 @@ pub struct Params {
     pub n_embd: u32,
     pub slot: u32,
     pub eps: f32,
-    /// Query heads per K/V head: the cache keeps the first head of each group.
+    /// Query heads per K/V head.
     pub group: u32,
     pub head_size: u32,
     pub _pad0: u32,
@@ -43,11 +43,11 @@ pub fn run_cpu(
     ln_weight: &[f32], // (n_embd)
     ln_bias: &[f32],   // (n_embd)
     eps: f32,
-    w: &Matrix,   // (n_embd, 3 * n_embd) in its format
-    bias: &[f32], // (3 * n_embd)
+    w: &Matrix,   // (n_embd, n_embd + 2 * kv_dim) in its format
+    bias: &[f32], // (n_embd + 2 * kv_dim)
     heads: Heads,
     slot: usize,
-    qkv: &mut [f32],         // (3 * n_embd)
+    qkv: &mut [f32],         // (n_embd + 2 * kv_dim)
     key_cache: &mut [f32],   // (n_positions, kv_dim)
     value_cache: &mut [f32], // (n_positions, kv_dim)
 ) {
@@ -75,13 +75,13 @@ impl Launch for Shape {
 
     /// Dispatch size: one thread per column of qkv.
     fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
-        [(3 * p.n_embd).div_ceil(super::WG), 1, 1]
+        [qkv_cols(p.n_embd, p.group).div_ceil(super::WG), 1, 1]
     }
 
     /// The LayerNorm's staged row, then one round per row of k.
     fn cost(&self, p: &Params, format: Format) -> Cost {
-        let e = u64::from(p.n_embd);
-        fused_cost(e, 3 * e, self.workgroups(p, format), WG, rounds(e, 1), format)
+        let (e, n) = (u64::from(p.n_embd), u64::from(qkv_cols(p.n_embd, p.group)));
+        fused_cost(e, n, self.workgroups(p, format), WG, rounds(e, 1), format)
     }
 }
 

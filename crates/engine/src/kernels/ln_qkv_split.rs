@@ -4,7 +4,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::ln_qkv::fused_cost;
-use super::{At, Cost, Launch, Split, WG_SPLIT};
+use super::{qkv_cols, At, Cost, Launch, Split, WG_SPLIT};
 use crate::storage::format::Format;
 
 /// Mirror of the WGSL `Params`.
@@ -16,7 +16,7 @@ pub struct Params {
     pub eps: f32,
     /// Column groups side by side ([`Split::wide`]).
     pub wide: u32,
-    /// Query heads per K/V head: the cache keeps the first head of each group.
+    /// Query heads per K/V head.
     pub group: u32,
     pub head_size: u32,
     pub _pad0: u32,
@@ -48,13 +48,14 @@ impl Launch for Shape {
     }
 
     fn workgroups(&self, p: &Params, format: Format) -> [u32; 3] {
-        self.split.groups(3 * p.n_embd, format)
+        self.split.groups(qkv_cols(p.n_embd, p.group), format)
     }
 
     /// The LayerNorm's three passes (256 wide), then the slice's rows,
     /// `UNROLL` a round.
     fn cost(&self, p: &Params, format: Format) -> Cost {
         let (e, groups) = (u64::from(p.n_embd), self.workgroups(p, format));
-        fused_cost(e, 3 * e, groups, WG_SPLIT, self.split.dot_rounds(p.n_embd), format)
+        let n = u64::from(qkv_cols(p.n_embd, p.group));
+        fused_cost(e, n, groups, WG_SPLIT, self.split.dot_rounds(p.n_embd), format)
     }
 }

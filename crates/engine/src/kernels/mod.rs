@@ -201,6 +201,12 @@ impl Kernel {
     }
 }
 
+/// Columns of qkv for a uniform's `n_embd` and `group`: the queries, then
+/// one K and one V head per group ([`Heads::qkv_width`]).
+pub fn qkv_cols(n_embd: u32, group: u32) -> u32 {
+    n_embd + 2 * (n_embd / group.max(1))
+}
+
 /// Where one dispatch runs: the rows and positions of its pass and the
 /// model's shape. A batch's own-sequence op sees its one row (`n_rows` 1,
 /// `row0` its row, `pos0` its position).

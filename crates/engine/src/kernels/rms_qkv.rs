@@ -7,7 +7,7 @@ use bytemuck::{Pod, Zeroable};
 use super::cost::{floats, invocations, matrix_bytes, neighbouring, rounds};
 use super::layernorm::norm_rounds;
 use super::{kv_write, matmul, rms_norm, rope};
-use super::{At, Cost, Heads, Launch, WG};
+use super::{qkv_cols, At, Cost, Heads, Launch, WG};
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
 
@@ -18,7 +18,7 @@ pub struct Params {
     pub n_embd: u32,
     pub slot: u32,
     pub eps: f32,
-    /// Query heads per K/V head: the cache keeps the first head of each group.
+    /// Query heads per K/V head.
     pub group: u32,
     pub head_size: u32,
     /// This token's position: its row of the turns table.
@@ -41,12 +41,12 @@ pub fn run_cpu(
     x: &[f32],      // (n_embd)
     weight: &[f32], // (n_embd) the norm's
     eps: f32,
-    w: &Matrix,   // (n_embd, 3 * n_embd) in its format
-    bias: &[f32], // (3 * n_embd)
+    w: &Matrix,   // (n_embd, n_embd + 2 * kv_dim) in its format
+    bias: &[f32], // (n_embd + 2 * kv_dim)
     heads: Heads,
     turn: &[(f32, f32)], // (head_size / 2)
     slot: usize,
-    qkv: &mut [f32],         // (3 * n_embd)
+    qkv: &mut [f32],         // (n_embd + 2 * kv_dim)
     key_cache: &mut [f32],   // (n_positions, kv_dim)
     value_cache: &mut [f32], // (n_positions, kv_dim)
 ) {
@@ -74,16 +74,16 @@ impl Launch for Shape {
 
     /// Dispatch size: one invocation per column of qkv.
     fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
-        [(3 * p.n_embd).div_ceil(WG), 1, 1]
+        [qkv_cols(p.n_embd, p.group).div_ceil(WG), 1, 1]
     }
 
     /// The RMSNorm's passes, then one round per row of k, then the turn.
     fn cost(&self, p: &Params, format: Format) -> Cost {
         let (e, hs) = (u64::from(p.n_embd), u64::from(p.head_size));
-        let groups = self.workgroups(p, format);
+        let (n, groups) = (u64::from(qkv_cols(p.n_embd, p.group)), self.workgroups(p, format));
         // x, the norm's weight, the bias, qkv written, this position's turns.
-        let io = floats(2 * e + 6 * e + hs);
-        rms_fused_cost((e, 3 * e, io), groups, WG, rounds(e, 1) + 1, format)
+        let io = floats(2 * e + 2 * n + hs);
+        rms_fused_cost((e, n, io), groups, WG, rounds(e, 1) + 1, format)
     }
 }
 

@@ -5,7 +5,7 @@ use bytemuck::{Pod, Zeroable};
 
 use super::cost::floats;
 use super::rms_qkv::rms_fused_cost;
-use super::{At, Cost, Launch, Split, WG_SPLIT};
+use super::{qkv_cols, At, Cost, Launch, Split, WG_SPLIT};
 use crate::storage::format::Format;
 
 /// Mirror of the WGSL `Params`.
@@ -17,7 +17,7 @@ pub struct Params {
     pub eps: f32,
     /// Column groups side by side ([`paired`]).
     pub wide: u32,
-    /// Query heads per K/V head: the cache keeps the first head of each group.
+    /// Query heads per K/V head.
     pub group: u32,
     pub head_size: u32,
     /// This token's position: its row of the turns table.
@@ -56,7 +56,7 @@ impl Launch for Shape {
     }
 
     fn workgroups(&self, p: &Params, format: Format) -> [u32; 3] {
-        paired(self.split).groups(3 * p.n_embd, format)
+        paired(self.split).groups(qkv_cols(p.n_embd, p.group), format)
     }
 
     /// The RMSNorm's two passes (256 wide), then the slice's rows,
@@ -65,7 +65,8 @@ impl Launch for Shape {
         let (e, hs, groups) =
             (u64::from(p.n_embd), u64::from(p.head_size), self.workgroups(p, format));
         let dot = paired(self.split).dot_rounds(p.n_embd) + 1;
-        let io = floats(2 * e + 6 * e + hs);
-        rms_fused_cost((e, 3 * e, io), groups, WG_SPLIT, dot, format)
+        let n = u64::from(qkv_cols(p.n_embd, p.group));
+        let io = floats(2 * e + 2 * n + hs);
+        rms_fused_cost((e, n, io), groups, WG_SPLIT, dot, format)
     }
 }

@@ -10,14 +10,16 @@ use crate::storage::format::Format;
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 pub struct Params {
-    /// Pairs turned: n_rows · n_embd (q's and k's).
+    /// Pairs turned: n_rows · (n_embd + kv_dim) / 2 (q's and k's).
     pub n: u32,
     pub n_embd: u32,
     pub head_size: u32,
     pub pos0: u32,
     /// First row of qkv this dispatch works on (a batch's sequence).
     pub row0: u32,
-    pub _pad: [u32; 3],
+    /// Numbers in a key row (one K head per group of query heads).
+    pub kv_dim: u32,
+    pub _pad: [u32; 2],
 }
 
 /// Each position's turns: pair i of position `pos` turns by the angle
@@ -39,13 +41,13 @@ pub fn turns(
 /// pair i is dimensions (2i, 2i + 1), "rotate half"'s (i, i + head_size / 2)
 /// as the model's weights are laid out (`model/weights_llama.rs`).
 pub fn run_cpu(
-    qkv: &mut [f32], // (n_rows, 3 * n_embd): q | k | v, v untouched
+    qkv: &mut [f32], // (n_rows, n_embd + 2 * kv_dim): q | k | v, v untouched
     heads: Heads,
     turns: &[(f32, f32)], // (n_rows, head_size / 2) from [`turns`]
 ) {
-    let (e, hs) = (heads.n_embd, heads.head_size);
-    for (row, turn) in qkv.chunks_exact_mut(3 * e).zip(turns.chunks_exact(hs / 2)) {
-        for head in row[..2 * e].chunks_exact_mut(hs) {
+    let (rotated, hs) = (heads.n_embd + heads.kv_dim(), heads.head_size);
+    for (row, turn) in qkv.chunks_exact_mut(heads.qkv_width()).zip(turns.chunks_exact(hs / 2)) {
+        for head in row[..rotated].chunks_exact_mut(hs) {
             for (pair, &t) in head.chunks_exact_mut(2).zip(turn) {
                 let (x, y) = turned(pair[0], pair[1], t);
                 (pair[0], pair[1]) = (x, y);
@@ -65,9 +67,10 @@ pub struct Shape;
 
 impl Launch for Shape {
     fn params(&self, at: &At) -> Params {
-        let n_embd = at.n_embd();
+        let (n_embd, kv_dim) = (at.n_embd(), at.config.kv_dim() as u32);
         let (head_size, pos0, row0) = (at.head_size(), at.pos0, at.row0);
-        Params { n: at.n_rows * n_embd, n_embd, head_size, pos0, row0, _pad: [0; 3] }
+        let n = at.n_rows * (n_embd + kv_dim) / 2;
+        Params { n, n_embd, head_size, pos0, row0, kv_dim, _pad: [0; 2] }
     }
 
     /// One invocation per pair ([`grid_1d`]).

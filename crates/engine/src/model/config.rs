@@ -148,6 +148,11 @@ impl Config {
         self.n_kv_head * self.head_size
     }
 
+    /// Numbers in a row of qkv ([`Heads::qkv_width`]).
+    pub fn qkv_width(&self) -> usize {
+        self.heads().qkv_width()
+    }
+
     /// The factor attention scores of `layer` are multiplied by.
     pub fn attn_scale(&self, layer: usize) -> f32 {
         let mut scale = 1.0f32;
@@ -228,6 +233,12 @@ impl Heads {
     /// Numbers in a cached key (or value) row.
     pub fn kv_dim(self) -> usize {
         self.n_embd / self.group
+    }
+
+    /// Numbers in a row of qkv: the queries, then one K and one V head per
+    /// group (`n_embd + 2 · kv_dim`; GPT-2's `3 · n_embd`).
+    pub fn qkv_width(self) -> usize {
+        self.n_embd + 2 * self.kv_dim()
     }
 
     /// The first column of query head `h`'s K/V head in a cache row.

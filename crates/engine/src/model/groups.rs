@@ -4,15 +4,13 @@
 //! and biases — become the mean of its heads'. G = n_head changes nothing;
 //! G = 1 is multi-query attention.
 //!
-//! The pooled K and V are written back for every head of the group, so the
-//! QKV projection keeps GPT-2's shape (every kernel, format and checkpoint
-//! reader stays as it is, and `transformers` GPT-2 loaded with these very
-//! weights is the peer check). What shrinks is the cache: it keeps one K/V
-//! head per group (`Config::n_kv_head`; `kv_write` stores the first head of
-//! each group), and attention reads query head h's keys from K/V head
-//! `h / (n_head / G)`. The projection still computes the repeated columns:
-//! a checkpoint trained with GQA would have narrower K/V projections, and its
-//! decode would read fewer weight bytes too.
+//! The QKV projection narrows to `q | k | v` with one K and one V head per
+//! group (`n_embd + 2 · kv_dim` columns, as a checkpoint trained with GQA
+//! has them), so both the cache (one K/V head per group,
+//! `Config::n_kv_head`) and the weights a decode step reads shrink, and
+//! attention reads query head h's keys from K/V head `h / (n_head / G)`.
+//! `transformers` GPT-2 loaded with the pooled weights written back for
+//! every head of the group is the peer check.
 
 use crate::error::{EngineError, Result};
 use crate::model::Model;
@@ -43,32 +41,31 @@ impl Model {
         let (e, hs, group) = (c.n_embd, c.head_size, c.n_head / groups);
         for layer in &mut model.weights.layers {
             let w = &layer.c_attn_weight;
-            let mut values = w.to_f32(); // (n_embd, 3 * n_embd)
-            for row in values.chunks_exact_mut(3 * e) {
-                pool(row, e, hs, group);
-            }
-            let pooled = Matrix::new(w.format, w.rows, w.cols, Channels::Cols, &values);
-            layer.c_attn_weight = pooled;
-            pool(&mut layer.c_attn_bias, e, hs, group);
+            let values = w.to_f32(); // (n_embd, 3 * n_embd)
+            let pooled: Vec<f32> =
+                values.chunks_exact(3 * e).flat_map(|r| pool(r, e, hs, group)).collect();
+            let width = pooled.len() / w.rows; // n_embd + 2 · kv_dim
+            layer.c_attn_weight = Matrix::new(w.format, w.rows, width, Channels::Cols, &pooled);
+            layer.c_attn_bias = pool(&layer.c_attn_bias, e, hs, group);
         }
         model.config.n_kv_head = groups;
         Ok(model)
     }
 }
 
-/// One row of the QKV projection (`q | k | v`, 3 · n_embd): each group's K
-/// columns, and its V columns, replaced by their mean over the group's heads.
-fn pool(row: &mut [f32], n_embd: usize, head_size: usize, group: usize) {
+/// One row of the QKV projection (`q | k | v`, 3 · n_embd) narrowed to
+/// `q | k | v` with one K and one V head per group: the mean of the group's
+/// heads' columns.
+fn pool(row: &[f32], n_embd: usize, head_size: usize, group: usize) -> Vec<f32> {
+    let mut out = row[..n_embd].to_vec();
     for part in [n_embd, 2 * n_embd] {
-        let heads = &mut row[part..part + n_embd];
-        for chunk in heads.chunks_exact_mut(group * head_size) {
-            for d in 0..head_size {
-                let sum: f32 = (0..group).map(|h| chunk[h * head_size + d]).sum();
-                let mean = sum / group as f32;
-                (0..group).for_each(|h| chunk[h * head_size + d] = mean);
-            }
+        for chunk in row[part..part + n_embd].chunks_exact(group * head_size) {
+            let mean =
+                |d: usize| (0..group).map(|h| chunk[h * head_size + d]).sum::<f32>() / group as f32;
+            out.extend((0..head_size).map(mean));
         }
     }
+    out
 }
 
 #[cfg(test)]
@@ -78,10 +75,10 @@ mod tests {
     #[test]
     fn pooling_averages_each_groups_k_and_v_and_leaves_q() {
         // n_embd 4: two heads of 2, one group of both.
-        let mut row: Vec<f32> = (0..12).map(|v| v as f32).collect();
-        pool(&mut row, 4, 2, 2);
-        assert_eq!(&row[..4], &[0.0, 1.0, 2.0, 3.0]); // q untouched
-        assert_eq!(&row[4..8], &[5.0, 6.0, 5.0, 6.0]); // k: heads (4, 5) and (6, 7)
-        assert_eq!(&row[8..], &[9.0, 10.0, 9.0, 10.0]);
+        let row: Vec<f32> = (0..12).map(|v| v as f32).collect();
+        let pooled = pool(&row, 4, 2, 2);
+        assert_eq!(&pooled[..4], &[0.0, 1.0, 2.0, 3.0]); // q untouched
+        assert_eq!(&pooled[4..6], &[5.0, 6.0]); // k: the mean of heads (4, 5) and (6, 7)
+        assert_eq!(&pooled[6..], &[9.0, 10.0]);
     }
 }

@@ -11,8 +11,8 @@ use crate::storage::matrix::Matrix;
 pub struct LayerWeights {
     pub ln_1_weight: Vec<f32>,    // (n_embd)
     pub ln_1_bias: Vec<f32>,      // (n_embd)
-    pub c_attn_weight: Matrix,    // (n_embd, 3 * n_embd): q | k | v
-    pub c_attn_bias: Vec<f32>,    // (3 * n_embd)
+    pub c_attn_weight: Matrix,    // (n_embd, n_embd + 2 * kv_dim): q | k | v
+    pub c_attn_bias: Vec<f32>,    // (n_embd + 2 * kv_dim)
     pub attn_proj_weight: Matrix, // (n_embd, n_embd)
     pub attn_proj_bias: Vec<f32>, // (n_embd)
     pub ln_2_weight: Vec<f32>,    // (n_embd)

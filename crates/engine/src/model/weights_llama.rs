@@ -16,16 +16,14 @@
 //! - the MLP input's columns are gate and up in turn, `g0, u0, g1, u1, …`
 //!   (`interleaved`).
 //!
-//! K/V heads grouped in training (`num_key_value_heads` < heads) are
-//! written out once per query head of their group, as a converted GPT-2's
-//! pooled heads are (`groups.rs`): the QKV projection keeps GPT-2's width,
-//! and the cache still keeps one K/V head per group (`Config::n_kv_head`).
-//! The repeated columns cost a decode `2 · (n_embd − kv_dim) · n_embd`
-//! weights per block that narrow K/V projections would not read.
+//! K/V heads grouped in training (`num_key_value_heads` < heads) stay as
+//! narrow as the checkpoint has them: the QKV matrix is `q | k | v` with
+//! `n_embd + 2 · kv_dim` columns, as a converted GPT-2's pooled one is
+//! (`groups.rs`), and the cache keeps one K/V head per group.
 
 use super::reader::Reader;
 use super::weights::{LayerWeights, Weights};
-use super::{Config, Heads, Llama};
+use super::{Config, Llama};
 use crate::error::Result;
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
@@ -93,21 +91,19 @@ fn read_layer(t: &Reader, c: &Config, llama: &Llama, l: usize) -> Result<LayerWe
     let o = linear(o, e, e, b.o)?;
     let gate_up = interleaved(&linear(gate, i, e, b.mlp)?, &linear(up, i, e, b.mlp)?, e);
     let down = linear(down, e, i, b.mlp)?;
-    let shared = Rows::Shared(c.heads());
-    let qkv = [(&q, e, Rows::Own), (&k, e, shared), (&v, e, shared)];
-    let mlp_in = [(&gate_up, 2 * i, Rows::Own)];
+    let qkv = [&q, &k, &v];
     Ok(LayerWeights {
         ln_1_weight: t.get(&name("input_layernorm.weight"), &[e])?,
         ln_1_bias: Vec::new(),
         c_attn_weight: stacked(&qkv, e),
         c_attn_bias: stacked_bias(&qkv),
-        attn_proj_weight: stacked(&[(&o, e, Rows::Own)], e),
+        attn_proj_weight: stacked(&[&o], e),
         attn_proj_bias: o.1,
         ln_2_weight: t.get(&name("post_attention_layernorm.weight"), &[e])?,
         ln_2_bias: Vec::new(),
-        c_fc_weight: stacked(&mlp_in, e),
-        c_fc_bias: stacked_bias(&mlp_in),
-        mlp_proj_weight: stacked(&[(&down, e, Rows::Own)], i),
+        c_fc_weight: stacked(&[&gate_up], e),
+        c_fc_bias: gate_up.1,
+        mlp_proj_weight: stacked(&[&down], i),
         mlp_proj_bias: down.1,
     })
 }
@@ -135,47 +131,21 @@ fn interleaved((wa, ba): &Linear, (wb, bb): &Linear, inp: usize) -> Linear {
     (w, ba.iter().zip(bb).flat_map(|(&a, &b)| [a, b]).collect())
 }
 
-/// Which row of its layer column c of a stacked part reads.
-#[derive(Clone, Copy)]
-enum Rows {
-    /// Row c.
-    Own,
-    /// The row of K/V head (c / head_size) / group: a K/V head shared by a
-    /// group of query heads, repeated for each.
-    Shared(Heads),
-}
-
-impl Rows {
-    fn of(self, c: usize) -> usize {
-        match self {
-            Rows::Own => c,
-            Rows::Shared(h) => h.kv0(c / h.head_size) + c % h.head_size,
-        }
-    }
-}
-
-/// One part of a stacked matrix: an `(out, in)` linear layer with its bias,
-/// the columns it gives, and which of its rows each column reads.
-type Part<'a> = (&'a Linear, usize, Rows);
-
-/// The `[inp, Σ cols]` matrix of `parts` side by side, each transposed.
-fn stacked(parts: &[Part], inp: usize) -> Matrix {
-    let width: usize = parts.iter().map(|p| p.1).sum();
+/// The `[inp, Σ out]` matrix of `(out, inp)` linear layers side by side, each transposed.
+fn stacked(parts: &[&Linear], inp: usize) -> Matrix {
+    let width: usize = parts.iter().map(|(_, b)| b.len()).sum();
     let mut values = vec![0.0; inp * width]; // (inp, width)
     let mut col0 = 0;
-    for &((w, _), cols, source) in parts {
-        for c in 0..cols {
-            let row = &w[source.of(c) * inp..][..inp];
+    for (w, b) in parts {
+        for (c, row) in w.chunks_exact(inp).enumerate() {
             row.iter().enumerate().for_each(|(r, &x)| values[r * width + col0 + c] = x);
         }
-        col0 += cols;
+        col0 += b.len();
     }
     Matrix::from_f32(inp, width, Channels::Cols, values)
 }
 
 /// The biases of [`stacked`]'s parts, side by side.
-fn stacked_bias(parts: &[Part]) -> Vec<f32> {
-    let column =
-        |&((_, b), cols, source): &Part| (0..cols).map(|c| b[source.of(c)]).collect::<Vec<_>>();
-    parts.iter().flat_map(column).collect()
+fn stacked_bias(parts: &[&Linear]) -> Vec<f32> {
+    parts.iter().flat_map(|(_, b)| b.iter().copied()).collect()
 }

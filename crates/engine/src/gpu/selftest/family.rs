@@ -3,7 +3,7 @@
 //! Tolerances: see `cases.rs`.
 
 use super::inputs::{at, bytes, config, launch, poisoned, random, Case, Tolerance, SIZES};
-use crate::kernels::{rms_norm, rope, swiglu, At, Heads, Kernel, WG};
+use crate::kernels::{rms_norm, rope, swiglu, At, Kernel, WG};
 use crate::storage::format::Format;
 
 pub fn rms_norm_cases() -> Vec<Case> {
@@ -33,32 +33,35 @@ pub fn rms_norm_cases() -> Vec<Case> {
     out
 }
 
-/// (query heads, head size, rows, first position): one pair a head, odd
-/// head counts, a pass of 65 rows, and positions past 1,024.
-const ROPE_SHAPES: [(usize, usize, usize, usize); 5] =
-    [(1, 2, 1, 0), (3, 8, 5, 61), (2, 64, 65, 3), (9, 64, 1, 1757), (1, 128, 63, 0)];
+/// (query heads, head size, rows, first position, query heads per K/V
+/// head): one pair a head, odd head counts, a pass of 65 rows, positions
+/// past 1,024, and narrow K heads (one for 3, for 2).
+const ROPE_SHAPES: [(usize, usize, usize, usize, usize); 5] =
+    [(1, 2, 1, 0, 1), (3, 8, 5, 61, 3), (2, 64, 65, 3, 2), (9, 64, 1, 1757, 3), (1, 128, 63, 0, 1)];
 
 pub fn rope_cases() -> Vec<Case> {
     ROPE_SHAPES
         .iter()
         .enumerate()
-        .map(|(i, &(n_head, hs, n_rows, pos0))| {
-            let c = config(n_head, hs, 1, 1);
-            let e = c.n_embd;
+        .map(|(i, &(n_head, hs, n_rows, pos0, group))| {
+            let c = config(n_head, hs, group, 1);
+            let heads = c.heads();
             let inv: Vec<f32> =
                 (0..hs / 2).map(|i| 10_000f32.powf(-2.0 * i as f32 / hs as f32)).collect();
             // (n_positions, hs / 2): every position up to the pass's last, as the GPU holds it.
             let table = rope::turns(&inv, 0, pos0 + n_rows);
-            let qkv = random(n_rows * 3 * e, 92 + i as u64);
+            let qkv = random(n_rows * heads.qkv_width(), 92 + i as u64);
             let mut want = qkv.clone();
-            rope::run_cpu(&mut want, Heads::each(e, hs), &table[pos0 * hs / 2..]);
+            rope::run_cpu(&mut want, heads, &table[pos0 * hs / 2..]);
             let flat: Vec<f32> = table.iter().flat_map(|&(cos, sin)| [cos, sin]).collect();
             let at = At { pos0: pos0 as u32, ..at(&c, n_rows) };
             let (params, groups) = launch(&rope::Shape, &at, Format::F32);
             Case {
                 kernel: Kernel::Rope,
                 format: Format::F32,
-                shape: format!("{n_rows} rows of {n_head} heads of {hs} from position {pos0}"),
+                shape: format!(
+                    "{n_rows} rows of {n_head} heads of {hs} (per K head {group}) from position {pos0}"
+                ),
                 params,
                 buffers: vec![bytes(&qkv), bytes(&flat)],
                 scales: None,

@@ -50,12 +50,13 @@ fn rms_qkv_case(
     let heads = Heads { n_embd: n_head * hs, head_size: hs, group };
     let (e, kv_dim, seed) = (heads.n_embd, heads.kv_dim(), 300 + 10 * i as u64);
     let (x, lw) = rms_inputs(e, seed);
-    let (w, words, scales) = weights(format, (e, 3 * e), Channels::Cols, seed + 3);
-    let bias = random(3 * e, seed + 4);
+    let width = heads.qkv_width();
+    let (w, words, scales) = weights(format, (e, width), Channels::Cols, seed + 3);
+    let bias = random(width, seed + 4);
     let inv: Vec<f32> = (0..hs / 2).map(|i| 10_000f32.powf(-2.0 * i as f32 / hs as f32)).collect();
     let table = rope::turns(&inv, 0, pos + 1); // (pos + 1, hs / 2), as the GPU holds it
     let (k0, v0) = (random(slots * kv_dim, seed + 5), random(slots * kv_dim, seed + 6));
-    let (mut kc, mut vc, mut qkv) = (k0.clone(), v0.clone(), poisoned(3 * e));
+    let (mut kc, mut vc, mut qkv) = (k0.clone(), v0.clone(), poisoned(width));
     let turn = &table[pos * hs / 2..];
     rms_qkv::run_cpu(&x, &lw, EPS, &w, &bias, heads, turn, slot, &mut qkv, &mut kc, &mut vc);
     let c = config(n_head, hs, group, 1);
@@ -78,7 +79,7 @@ fn rms_qkv_case(
             bytes(&x),
             bytes(&[lw, bias].concat()),
             words,
-            bytes(&poisoned(3 * e)),
+            bytes(&poisoned(width)),
             bytes(&k0),
             bytes(&v0),
             bytes(&flat),

@@ -63,11 +63,12 @@ pub fn ln_qkv_cases(format: Format, split: Option<Split>) -> Vec<Case> {
         let kv_dim = heads.kv_dim();
         let seed = 200 + 10 * i as u64;
         let (x, lw, lb) = ln_inputs(n_embd, seed);
-        let (w, words, scales) = weights(format, (n_embd, 3 * n_embd), Channels::Cols, seed + 3);
-        let bias = random(3 * n_embd, seed + 4);
+        let width = heads.qkv_width();
+        let (w, words, scales) = weights(format, (n_embd, width), Channels::Cols, seed + 3);
+        let bias = random(width, seed + 4);
         let (k0, v0) =
             (random(n_positions * kv_dim, seed + 5), random(n_positions * kv_dim, seed + 6));
-        let (mut kc, mut vc, mut qkv) = (k0.clone(), v0.clone(), poisoned(3 * n_embd));
+        let (mut kc, mut vc, mut qkv) = (k0.clone(), v0.clone(), poisoned(width));
         ln_qkv::run_cpu(&x, &lw, &lb, EPS, &w, &bias, heads, pos, &mut qkv, &mut kc, &mut vc);
         let c = config(n_embd / hs, hs, group, 1);
         let row = At { slot0: pos as u32, ..at(&c, 1) };
@@ -85,11 +86,8 @@ pub fn ln_qkv_cases(format: Format, split: Option<Split>) -> Vec<Case> {
                 wide(split)
             ),
             params,
-            buffers: [
-                ln_buffers(&x, &lw, &lb, words, &bias, 3 * n_embd),
-                vec![bytes(&k0), bytes(&v0)],
-            ]
-            .concat(),
+            buffers: [ln_buffers(&x, &lw, &lb, words, &bias, width), vec![bytes(&k0), bytes(&v0)]]
+                .concat(),
             scales,
             groups,
             want: vec![(4, "qkv", qkv), (5, "keys", kc), (6, "values", vc)],

@@ -123,8 +123,8 @@ pub fn attention_inputs(
     let n_embd = n_head * hs;
     let kv_dim = n_embd / group;
     let n_positions = keys0 + n_rows + 3;
-    let qkv: Vec<f32> =
-        random(n_rows * 3 * n_embd, 100 + i as u64).iter().map(|v| v * 2.0).collect();
+    let width = n_embd + 2 * kv_dim; // q | k | v
+    let qkv: Vec<f32> = random(n_rows * width, 100 + i as u64).iter().map(|v| v * 2.0).collect();
     let mut kc: Vec<f32> =
         random(n_positions * kv_dim, 110 + i as u64).iter().map(|v| v * 2.0).collect();
     let mut vc = random(n_positions * kv_dim, 120 + i as u64);

@@ -164,7 +164,7 @@ pub fn kv_write_cases() -> Vec<Case> {
         let (n_positions, n_embd) = (64, n_head * hs);
         let heads = Heads { n_embd, head_size: hs, group };
         let kv_dim = heads.kv_dim();
-        let qkv = random(n_rows * 3 * n_embd, 90);
+        let qkv = random(n_rows * heads.qkv_width(), 90);
         // Rows outside [slot0, slot0 + n_rows) must survive untouched.
         let (mut kc, mut vc) = (random(n_positions * kv_dim, 91), random(n_positions * kv_dim, 92));
         let (k0, v0) = (kc.clone(), vc.clone());

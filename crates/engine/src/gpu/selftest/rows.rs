@@ -97,8 +97,9 @@ pub fn attention_cases() -> Vec<Case> {
         let n_embd = n_head * hs;
         // The sequence's own row (and keys up to `pos`) as one pass makes them.
         let (row_qkv, kc, vc, scale) = attention_inputs(20 + i, (1, n_head, hs, pos), group);
-        let mut qkv = random(batch * 3 * n_embd, 130 + i as u64);
-        qkv[row0 * 3 * n_embd..][..3 * n_embd].copy_from_slice(&row_qkv);
+        let width = row_qkv.len(); // n_embd + 2 · kv_dim
+        let mut qkv = random(batch * width, 130 + i as u64);
+        qkv[row0 * width..][..width].copy_from_slice(&row_qkv);
         let before = sentinel_outside(batch, n_embd, row0, 1);
         let mut want = before.clone();
         let y = &mut want[row0 * n_embd..][..n_embd];

@@ -35,8 +35,9 @@ fn split_inputs(i: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>, f32, Vec<f32>) {
     let (n_head, hs, pos, batch, row0, group) = SHAPES[i];
     let n_embd = n_head * hs;
     let (row, kc, vc, scale) = attention_inputs(40 + i, (1, n_head, hs, pos), group);
-    let mut qkv = random(batch * 3 * n_embd, 150 + i as u64);
-    qkv[row0 * 3 * n_embd..][..3 * n_embd].copy_from_slice(&row);
+    let width = row.len(); // n_embd + 2 · kv_dim
+    let mut qkv = random(batch * width, 150 + i as u64);
+    qkv[row0 * width..][..width].copy_from_slice(&row);
     let mut parts = poisoned(attention_split::chunks(pos) * n_head * attention_split::part_len(hs));
     let heads = Heads { n_embd, head_size: hs, group };
     attention_split::run_cpu(&row, &kc, &vc, heads, pos, scale, &mut parts);
