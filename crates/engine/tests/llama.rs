@@ -152,6 +152,30 @@ fn every_format_runs_the_family_near_its_f32_logits() {
     }
 }
 
+/// The GPU engine runs the family in every format and profile as the CPU
+/// engine does on the same packed weights (the fused decode kernels
+/// included): the self-test's whole-model check, 16 greedy steps through the
+/// cache, on every case (narrow K/V heads 1, 2 and 3 of 6 or 9).
+#[test]
+fn the_gpu_equals_the_cpu_on_the_family_in_every_format() {
+    use decode_lab_engine::gpu::{selftest, GpuModel};
+    let Some((ctx, _)) = common::gpu() else { return };
+    for case in CASES {
+        let model = Arc::new(Model::from_dir(&dir(case)).unwrap());
+        let prompt = &golden(case).tokens[..4];
+        for format in Format::ALL {
+            for (name, profile) in common::PROFILES {
+                let open = GpuModel::with_format(ctx.clone(), model.clone(), format, profile);
+                let gpu_model = block_on(open).unwrap();
+                assert_eq!(gpu_model.weight_bytes(), gpu_model.model.weights.bytes());
+                let check = block_on(selftest::check_model(gpu_model, prompt, 16));
+                let what = format!("{case} in {} on {name}", format.name());
+                assert!(check.passed(), "{what}: {check:?}");
+            }
+        }
+    }
+}
+
 /// A Llama config as the Hub's checkpoints write it (`rope_theta` and
 /// `rope_scaling` at the top level), with `extra` fields merged in.
 fn hub_config(extra: serde_json::Value) -> String {
