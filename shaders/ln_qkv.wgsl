@@ -43,14 +43,5 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var kk = 0u; kk < p.n_embd; kk = kk + 1u) {
         acc = acc + xn[kk] * w_load(kk * n + col, col);
     }
-    let v = acc + bias[col];
-    qkv[col] = faulted(v);
-    let at = cache_at(col, p.n_embd, kv_dim, p.slot);
-    if (at >= 0) {
-        if (col >= p.n_embd + kv_dim) {
-            value_cache[u32(at)] = faulted(v);
-        } else {
-            key_cache[u32(at)] = faulted(v);
-        }
-    }
+    store_qkv(col, acc + bias[col]);
 }

@@ -46,16 +46,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var t = 0u; t < PER_WORD; t = t + 1u) {
         let col = col0 + t;
         if (col < n) {
-            let v = sums[t] + bias[col];
-            qkv[col] = faulted(v);
-            let at = cache_at(col, p.n_embd, kv_dim, p.slot);
-            if (at >= 0) {
-                if (col >= p.n_embd + kv_dim) {
-                    value_cache[u32(at)] = faulted(v);
-                } else {
-                    key_cache[u32(at)] = faulted(v);
-                }
-            }
+            store_qkv(col, sums[t] + bias[col]);
         }
     }
 }

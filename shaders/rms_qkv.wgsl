@@ -10,8 +10,8 @@
 // qkv bias share one binding: with the cache, the turns and a scaled
 // format's scales this kernel binds WebGPU's 8 storage buffers.
 // `Word` and `w_load` come from the weight format's snippet, `rms_row` (into
-// workgroup `xn`) from shaders/ln_stats.wgsl, `cache_at` from
-// shaders/kv_slot.wgsl, `pair_turned` and `store_qkv` from shaders/qkv_pair.wgsl.
+// workgroup `xn`) from shaders/ln_stats.wgsl, `store_qkv` from
+// shaders/kv_slot.wgsl, `pair_turned` from shaders/qkv_pair.wgsl.
 // CPU twin: rms_norm, matmul, rope and kv_write in a row.
 
 struct Params {

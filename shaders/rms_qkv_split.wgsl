@@ -5,8 +5,8 @@
 // (f32) the sums of invocations tid and tid ^ 1, met in workgroup memory.
 // `rms_row` (a tree reduction at WG 256) comes from shaders/ln_stats.wgsl,
 // `split_dot` from shaders/split_k.wgsl, `Word`, `w_load`, `w_unpack` and
-// `PER_WORD` from the weight format's snippet, `pair_turned` and `store_qkv` from
-// shaders/qkv_pair.wgsl. CPU twin: rms_qkv's.
+// `PER_WORD` from the weight format's snippet, `store_qkv` from shaders/kv_slot.wgsl,
+// `pair_turned` from shaders/qkv_pair.wgsl. CPU twin: rms_qkv's.
 
 struct Params {
     n_embd: u32,

@@ -21,10 +21,10 @@ const SPLIT_K: &str = include_str!("../../../../shaders/split_k.wgsl");
 /// The single-row split kernels' dot products (which call the kernel's `input`).
 const SPLIT_DOT: &str = include_str!("../../../../shaders/split_dot.wgsl");
 
-/// How rms_qkv and rms_qkv_split turn a rotary pair and store a qkv column.
+/// How rms_qkv and rms_qkv_split turn a rotary pair.
 const QKV_PAIR: &str = include_str!("../../../../shaders/qkv_pair.wgsl");
 
-/// Where a decode kernel that computes qkv writes a K/V column in the cache.
+/// Where a decode kernel that computes qkv writes a column (and a K/V column in the cache).
 const KV_SLOT: &str = include_str!("../../../../shaders/kv_slot.wgsl");
 
 /// The flat index (and uniform) of the kernels with one invocation per element.
