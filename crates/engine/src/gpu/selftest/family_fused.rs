@@ -24,21 +24,20 @@ fn rms_inputs(n_embd: usize, seed: u64) -> (Vec<f32>, Vec<f32>) {
 
 /// (query heads, head size, query heads per K/V head, position, cache
 /// slot, slots): one pair, 66 columns across a 64-wide workgroup, three
-/// heads sharing one, a position past 1,757 in an evicted slot, and (split
-/// only) the SmolLM2 shape's row.
-const QKV_SHAPES: [(usize, usize, usize, usize, usize, usize); 6] = [
+/// heads sharing one, a position past 1,757 in an evicted slot. (No
+/// model-sized row: the page's self-test runs this table on SwiftShader
+/// under WebGPU's default limits, in every format.)
+const QKV_SHAPES: [(usize, usize, usize, usize, usize, usize); 5] = [
     (1, 2, 1, 0, 0, 1),
     (1, 22, 1, 5, 5, 8),
     (9, 8, 3, 61, 61, 64),
     (5, 26, 5, 9, 2, 12),
     (2, 64, 2, 1760, 3, 4),
-    (9, 64, 3, 7, 7, 9),
 ];
 
 /// The cases of rms_qkv, or with a split layout, of rms_qkv_split.
 pub fn rms_qkv_cases(format: Format, split: Option<Split>) -> Vec<Case> {
-    let shapes = &QKV_SHAPES[..QKV_SHAPES.len() - usize::from(split.is_none())];
-    shapes.iter().enumerate().map(|(i, &shape)| rms_qkv_case(format, split, shape, i)).collect()
+    QKV_SHAPES.iter().enumerate().map(|(i, &shape)| rms_qkv_case(format, split, shape, i)).collect()
 }
 
 fn rms_qkv_case(
@@ -91,11 +90,9 @@ fn rms_qkv_case(
     }
 }
 
-/// The cases of rms_swiglu, or with a split layout, of rms_swiglu_split
-/// (adding the SmolLM2 shape's MLP, 576 → 2 · 1536).
+/// The cases of rms_swiglu, or with a split layout, of rms_swiglu_split.
 pub fn rms_swiglu_cases(format: Format, split: Option<Split>) -> Vec<Case> {
-    let shapes = [(1, 1), (63, 65), (64, 1757), (65, 32), (200, 63), (576, 1536)];
-    let shapes = &shapes[..shapes.len() - usize::from(split.is_none())];
+    let shapes = [(1, 1), (63, 65), (64, 1757), (65, 32), (200, 63)];
     let mut out = Vec::new();
     for (i, &(e, n)) in shapes.iter().enumerate() {
         let seed = 400 + 10 * i as u64;
