@@ -97,6 +97,12 @@ fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>) -> Vec<f32> {
         unsafe { super::quant_avx512::head(x, lm_head, vr, combine, &mut out) };
         return out;
     }
+    #[cfg(target_arch = "x86_64")]
+    if x.len() == n_embd && super::quant_avx2::takes_head(lm_head) && parallel::avx2() {
+        // SAFETY: the CPU has AVX2 (just checked).
+        unsafe { super::quant_avx2::head(x, lm_head, vr, combine, &mut out) };
+        return out;
+    }
     #[cfg(target_arch = "wasm32")]
     if x.len() == n_embd && super::quant_simd128::takes_head(lm_head) {
         super::quant_simd128::int4_head(x, lm_head, vr, combine, &mut out);

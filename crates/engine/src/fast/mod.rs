@@ -1,7 +1,7 @@
 //! The CPU engine's fast paths behind the twins of `matmul` and `lm_head`:
 //! f16 read straight from its words, column panels, bf16 and int8 and int4
-//! decoded in registers (int4 and int8 in AVX-512 intrinsics where the CPU
-//! has it), SIMD (AVX2 natively, SIMD128 in wasm), threads and the browser's
+//! decoded in registers (int4 and int8 in AVX-512 or AVX2 intrinsics,
+//! whichever the CPU has), SIMD (AVX2 natively, SIMD128 in wasm), threads and the browser's
 //! coworker. Each computes
 //! exactly the twin's sums in the twin's order, so every path gives the same
 //! bits (tests: `cpu_paths.rs`, `tests/shared/f16_paths.rs`, `coworker.rs`).
@@ -12,6 +12,8 @@ pub mod matmul;
 pub mod matmul_panels;
 pub mod matmul_quant;
 pub mod parallel;
+#[cfg(target_arch = "x86_64")]
+mod quant_avx2;
 #[cfg(target_arch = "x86_64")]
 mod quant_avx512;
 #[cfg(target_arch = "wasm32")]

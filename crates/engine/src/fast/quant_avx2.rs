@@ -1,0 +1,262 @@
+//! int4 and int8 decode steps in AVX2, eight columns a register: the CPUs
+//! without AVX-512 (`quant_avx512` has the sixteen-lane ones), where the
+//! compiler's AVX2 copy of the portable loops measured slower than f16.
+//!
+//! int4: a word's eight fields are one register's eight lanes, the word
+//! broadcast and shifted lane by lane (`vpsllvd`) so that field t sits at
+//! the top of lane t, then shifted down with its sign: two instructions,
+//! no multiply. int8: eight bytes widened with their sign in one. Then the
+//! twin's arithmetic: the field converted, times its scale
+//! ([`Format::load`](crate::storage::format::Format::load)), times x, added
+//! in order of k, so the bits are the twin's (`cpu_paths.rs`). Eight rows of
+//! the matrix go through each register of outputs.
+
+use std::arch::x86_64::*;
+use std::ops::Range;
+
+use crate::storage::format::{Channels, Format, GROUP};
+use crate::storage::matrix::Matrix;
+
+/// Eight f32s from `v` (at least eight long).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn load(v: &[f32]) -> __m256 {
+    assert!(v.len() >= 8);
+    // SAFETY: eight floats are there, read unaligned.
+    unsafe { _mm256_loadu_ps(v.as_ptr()) }
+}
+
+/// `v` into `o[..8]`.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn store(o: &mut [f32], v: __m256) {
+    assert!(o.len() >= 8);
+    // SAFETY: eight floats are there, written unaligned.
+    unsafe { _mm256_storeu_ps(o.as_mut_ptr(), v) }
+}
+
+/// Asks for the cache line at `p` ahead of its reads: the next rows' bytes
+/// while these rows are read, so that the rows of a matrix (short streams,
+/// one per row, that the hardware's prefetcher starts late) arrive as one.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn prefetch(p: *const i8) {
+    // A prefetch reads nothing the program sees, at any address.
+    _mm_prefetch::<_MM_HINT_T0>(p)
+}
+
+/// The eight fields of `word` as signed integers, lane t field t.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn fields(word: u32) -> __m256i {
+    let tops = _mm256_setr_epi32(28, 24, 20, 16, 12, 8, 4, 0);
+    _mm256_srai_epi32::<28>(_mm256_sllv_epi32(_mm256_set1_epi32(word as i32), tops))
+}
+
+/// The weights of a word's eight fields in a group of scale `s`.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn int4_weights(word: u32, s: __m256) -> __m256 {
+    _mm256_mul_ps(_mm256_cvtepi32_ps(fields(word)), s)
+}
+
+/// The weights of eight int8 fields (`q[..8]`) with scales `s`.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn int8_weights(q: &[i8], s: __m256) -> __m256 {
+    assert!(q.len() >= 8);
+    // SAFETY: eight bytes are there (just checked), read unaligned.
+    let q = _mm256_cvtepi8_epi32(unsafe { _mm_loadl_epi64(q.as_ptr().cast()) });
+    _mm256_mul_ps(_mm256_cvtepi32_ps(q), s)
+}
+
+/// `matmul_quant`'s int4 decode step: out[j] = bias[j] + Σ_k x[k] · w[k, j]
+/// for columns `c` (whole groups), each output adding its k products one
+/// by one in order 0..k, as the twin. Eight rows of w go through each
+/// group's 32 outputs while they sit in four registers.
+#[target_feature(enable = "avx2")]
+pub fn int4_matmul(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
+    let row = |r: usize| w.int4_part(r, c.clone());
+    out.copy_from_slice(bias);
+    let mut kk = 0;
+    while kk + 8 <= x.len() {
+        let next = std::array::from_fn(|i| row((kk + 8 + i).min(x.len() - 1)).0.as_ptr().cast());
+        add_int4::<8>(out, std::array::from_fn(|i| (x[kk + i], row(kk + i))), next);
+        kk += 8;
+    }
+    for (kk, &xk) in x.iter().enumerate().skip(kk) {
+        add_int4::<1>(out, [(xk, row(kk))], [row(kk).0.as_ptr().cast()]);
+    }
+}
+
+/// A row's part of an int4 matrix: its words and its groups' scales.
+type Row<'a> = (&'a [u32], &'a [f32]);
+
+/// out[j] += x_i · w_i[j] for each (x_i, w_i) in order.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn add_int4<const N: usize>(out: &mut [f32], rows: [(f32, Row); N], next: [*const i8; N]) {
+    const WORDS: usize = GROUP / 8;
+    for (g, o) in out.chunks_exact_mut(GROUP).enumerate() {
+        if g % 4 == 0 {
+            for p in next {
+                prefetch(p.wrapping_add(16 * g)); // a group is sixteen bytes
+            }
+        }
+        let mut acc: [__m256; WORDS] = std::array::from_fn(|h| load(&o[8 * h..]));
+        for &(xk, (ws, ss)) in &rows {
+            let (xv, s, ws) = (_mm256_set1_ps(xk), _mm256_set1_ps(ss[g]), &ws[g * WORDS..]);
+            for (a, &word) in acc.iter_mut().zip(&ws[..WORDS]) {
+                *a = _mm256_add_ps(*a, _mm256_mul_ps(xv, int4_weights(word, s)));
+            }
+        }
+        for (h, a) in acc.into_iter().enumerate() {
+            store(&mut o[8 * h..], a);
+        }
+    }
+}
+
+/// `matmul_quant`'s int8 decode step (a scale per column, or `per_tensor`'s
+/// one): out[j] = bias[j] + Σ_k x[k] · (q[k, j] · scale[j]) for columns `c`
+/// (a multiple of eight), in order of k, as the twin.
+#[target_feature(enable = "avx2")]
+pub fn int8_matmul(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
+    let (n, cols) = (w.cols, c.len());
+    let q: &[i8] = bytemuck::cast_slice(w.words()); // (k, n) the fields
+    let row = |r: usize| &q[r * n + c.start..][..cols];
+    out.copy_from_slice(bias);
+    let mut kk = 0;
+    while kk + 8 <= x.len() {
+        let next = std::array::from_fn(|i| row((kk + 8 + i).min(x.len() - 1)).as_ptr());
+        add_int8::<8>(out, w, c.start, std::array::from_fn(|i| (x[kk + i], row(kk + i))), next);
+        kk += 8;
+    }
+    for (kk, &xk) in x.iter().enumerate().skip(kk) {
+        add_int8::<1>(out, w, c.start, [(xk, row(kk))], [row(kk).as_ptr()]);
+    }
+}
+
+/// out[j] += x_i · (q_i[j] · scale[j]) for each (x_i, q_i) in order; the
+/// scales are `w`'s from column `c0` (or its one per-tensor scale).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn add_int8<const N: usize>(
+    out: &mut [f32],
+    w: &Matrix,
+    c0: usize,
+    rows: [(f32, &[i8]); N],
+    next: [*const i8; N],
+) {
+    let per_tensor = w.format == Format::Int8PerTensor;
+    for (j, o) in out.chunks_exact_mut(8).enumerate() {
+        if j % 8 == 0 {
+            for p in next {
+                prefetch(p.wrapping_add(8 * j));
+            }
+        }
+        let scale = match per_tensor {
+            true => _mm256_set1_ps(w.scales()[0]),
+            false => load(&w.scales()[c0 + 8 * j..]),
+        };
+        let mut acc = load(o);
+        for &(xk, q) in &rows {
+            let weight = int8_weights(&q[8 * j..], scale);
+            acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(xk), weight));
+        }
+        store(o, acc);
+    }
+}
+
+/// Whether [`head`] takes this head: int4 or int8, whole groups a row.
+pub fn takes_head(head: &Matrix) -> bool {
+    let quant = matches!(head.format, Format::Int4 | Format::Int8 | Format::Int8PerTensor);
+    quant && head.cols.is_multiple_of(GROUP)
+}
+
+/// `lm_head`'s dot products for one row of x and an int4 or int8 head
+/// ([`takes_head`]): out[v] is x · row `vr.start + v` of the head, each as
+/// the twin's sixteen lanes (lane j adds the products k ≡ j (mod 16), in
+/// order of k: two registers) put together by `combine`.
+#[target_feature(enable = "avx2")]
+pub fn head(
+    x: &[f32], // (n_embd)
+    head: &Matrix,
+    vr: Range<usize>,
+    combine: fn([f32; 16]) -> f32,
+    out: &mut [f32], // (vr.len())
+) {
+    let (n_embd, words, scales) = (head.cols, head.words(), head.scales());
+    let q: &[i8] = bytemuck::cast_slice(words); // int8: (n_vocab, n_embd) the fields
+    let at = |v: usize, p: usize| v * n_embd + 16 * p; // the sixteen's first weight
+    let bytes = |v: usize, p: usize, s: [__m256; 2]| {
+        let q = &q[at(v, p)..][..16];
+        [int8_weights(q, s[0]), int8_weights(&q[8..], s[1])]
+    };
+    // Where the weights of sixteen p of row v start, for `dot_rows`'s prefetch.
+    let ahead = |v: usize, p: usize| match head.format {
+        Format::Int4 => words[at(v, p) / 8..].as_ptr().cast::<i8>(),
+        _ => q[at(v, p)..].as_ptr(),
+    };
+    let (v0, rows) = (vr.start, vr.len());
+    let wrap = |v: usize| v0 + (v - v0) % rows; // a row of the head, for any v
+    let ahead = |v: usize, p: usize| ahead(wrap(v), p);
+    match (head.format, head.channels) {
+        (Format::Int4, _) => dot_rows(x, vr, combine, out, ahead, |v, p| {
+            let s = _mm256_set1_ps(scales[at(v, p) / GROUP]);
+            let w = &words[at(v, p) / 8..][..2];
+            [int4_weights(w[0], s), int4_weights(w[1], s)]
+        }),
+        (Format::Int8, Channels::Cols) => dot_rows(x, vr, combine, out, ahead, |v, p| {
+            let s = &scales[16 * p..];
+            bytes(v, p, [load(s), load(&s[8..])])
+        }),
+        (format, channels) => {
+            let row_scale = format == Format::Int8 && channels == Channels::Rows;
+            dot_rows(x, vr, combine, out, ahead, |v, p| {
+                let s = _mm256_set1_ps(scales[if row_scale { v } else { 0 }]);
+                bytes(v, p, [s, s])
+            })
+        }
+    }
+}
+
+/// out[v] = x · row `vr.start + v`, whose sixteen weights p are
+/// `sixteen(row, p)` (two registers) and start at `ahead(row, p)`. Four rows
+/// at a time, so that four chains of adds are in flight, not one, while the
+/// next four rows are prefetched.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn dot_rows(
+    x: &[f32],
+    vr: Range<usize>,
+    combine: fn([f32; 16]) -> f32,
+    out: &mut [f32],
+    ahead: impl Fn(usize, usize) -> *const i8,
+    sixteen: impl Fn(usize, usize) -> [__m256; 2],
+) {
+    let mut v = vr.start;
+    for o in out.chunks_mut(4) {
+        let rows: [usize; 4] = std::array::from_fn(|i| (v + i).min(vr.end - 1));
+        let mut acc = [[_mm256_setzero_ps(); 2]; 4];
+        for (p, xp) in x.chunks_exact(16).enumerate() {
+            if p % 4 == 0 {
+                for &r in &rows {
+                    prefetch(ahead(r + 4, p));
+                }
+            }
+            let (x0, x1) = (load(xp), load(&xp[8..]));
+            for (a, &r) in acc.iter_mut().zip(&rows) {
+                let [w0, w1] = sixteen(r, p);
+                a[0] = _mm256_add_ps(a[0], _mm256_mul_ps(x0, w0));
+                a[1] = _mm256_add_ps(a[1], _mm256_mul_ps(x1, w1));
+            }
+        }
+        for (o, [a0, a1]) in o.iter_mut().zip(acc) {
+            let mut lanes = [0.0f32; 16];
+            store(&mut lanes, a0);
+            store(&mut lanes[8..], a1);
+            *o = combine(lanes);
+        }
+        v += 4;
+    }
+}
