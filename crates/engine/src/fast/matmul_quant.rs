@@ -4,7 +4,7 @@
 //! output at once (one core of this project's machine, 124M shape: int8 64 →
 //! 27 ms/token, int4 43 → 26, bf16 36 → 30; in AVX-512, `quant_avx512`: int8
 //! 19, int4 14; on an AVX2-only core, `quant_avx2`, against f16's 23.7:
-//! int8 27 → 18, int4 26 → 20). Every output still starts from its bias and adds its k
+//! int8 27 → 17, int4 26 → 18). Every output still starts from its bias and adds its k
 //! products one by one in order 0..k, each weight the value the twin
 //! computes with ([`Format::load`]: the field times its scale), so the bits
 //! are the twin's. A prefill (more rows of x) unpacks each row of the matrix

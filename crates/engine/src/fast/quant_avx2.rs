@@ -185,67 +185,68 @@ pub fn head(
     combine: fn([f32; 16]) -> f32,
     out: &mut [f32], // (vr.len())
 ) {
-    let (n_embd, words, scales) = (head.cols, head.words(), head.scales());
-    let q: &[i8] = bytemuck::cast_slice(words); // int8: (n_vocab, n_embd) the fields
-    let at = |v: usize, p: usize| v * n_embd + 16 * p; // the sixteen's first weight
-    let bytes = |v: usize, p: usize, s: [__m256; 2]| {
-        let q = &q[at(v, p)..][..16];
-        [int8_weights(q, s[0]), int8_weights(&q[8..], s[1])]
-    };
-    // Where the weights of sixteen p of row v start, for `dot_rows`'s prefetch.
-    let ahead = |v: usize, p: usize| match head.format {
-        Format::Int4 => words[at(v, p) / 8..].as_ptr().cast::<i8>(),
-        _ => q[at(v, p)..].as_ptr(),
-    };
-    let (v0, rows) = (vr.start, vr.len());
-    let wrap = |v: usize| v0 + (v - v0) % rows; // a row of the head, for any v
-    let ahead = |v: usize, p: usize| ahead(wrap(v), p);
+    let (n_embd, scales) = (head.cols, head.scales());
+    let q: &[i8] = bytemuck::cast_slice(head.words()); // int8: (n_vocab, n_embd) the fields
+    let (v0, n) = (vr.start, vr.len());
+    let wrap = |v: usize| v0 + (v - v0) % n; // a row of the head for any v (the prefetch's)
+    let bytes = |v: usize| &q[wrap(v) * n_embd..][..n_embd];
+    let start = |r: &[i8]| r.as_ptr();
     match (head.format, head.channels) {
-        (Format::Int4, _) => dot_rows(x, vr, combine, out, ahead, |v, p| {
-            let s = _mm256_set1_ps(scales[at(v, p) / GROUP]);
-            let w = &words[at(v, p) / 8..][..2];
-            [int4_weights(w[0], s), int4_weights(w[1], s)]
-        }),
-        (Format::Int8, Channels::Cols) => dot_rows(x, vr, combine, out, ahead, |v, p| {
-            let s = &scales[16 * p..];
-            bytes(v, p, [load(s), load(&s[8..])])
-        }),
+        (Format::Int4, _) => {
+            let row = |v: usize| head.int4_part(wrap(v), 0..n_embd);
+            let start = |(w, _): Row| w.as_ptr().cast();
+            dot_rows(x, vr, combine, out, (row, start, 8), |(w, s): Row, p| {
+                let s = _mm256_set1_ps(s[p / 2]);
+                [int4_weights(w[2 * p], s), int4_weights(w[2 * p + 1], s)]
+            })
+        }
+        (Format::Int8, Channels::Cols) => {
+            dot_rows(x, vr, combine, out, (bytes, start, 16), |r: &[i8], p| {
+                let s = &scales[16 * p..];
+                [int8_weights(&r[16 * p..], load(s)), int8_weights(&r[16 * p + 8..], load(&s[8..]))]
+            })
+        }
         (format, channels) => {
             let row_scale = format == Format::Int8 && channels == Channels::Rows;
-            dot_rows(x, vr, combine, out, ahead, |v, p| {
-                let s = _mm256_set1_ps(scales[if row_scale { v } else { 0 }]);
-                bytes(v, p, [s, s])
+            let scaled = |v: usize| (bytes(v), scales[if row_scale { wrap(v) } else { 0 }]);
+            let start = |(r, _): (&[i8], f32)| r.as_ptr();
+            dot_rows(x, vr, combine, out, (scaled, start, 16), |(r, s), p| {
+                let s = _mm256_set1_ps(s);
+                [int8_weights(&r[16 * p..], s), int8_weights(&r[16 * p + 8..], s)]
             })
         }
     }
 }
 
 /// out[v] = x · row `vr.start + v`, whose sixteen weights p are
-/// `sixteen(row, p)` (two registers) and start at `ahead(row, p)`. Four rows
-/// at a time, so that four chains of adds are in flight, not one, while the
-/// next four rows are prefetched.
+/// `sixteen(rows.0(row), p)` (two registers). Four rows at a time, so that
+/// four chains of adds are in flight, not one, while the next four rows are
+/// prefetched: `rows` is (a row's state, where its weights start, their
+/// bytes per sixteen).
 #[inline]
 #[target_feature(enable = "avx2")]
-fn dot_rows(
+fn dot_rows<R: Copy>(
     x: &[f32],
     vr: Range<usize>,
     combine: fn([f32; 16]) -> f32,
     out: &mut [f32],
-    ahead: impl Fn(usize, usize) -> *const i8,
-    sixteen: impl Fn(usize, usize) -> [__m256; 2],
+    rows: (impl Fn(usize) -> R, impl Fn(R) -> *const i8, usize),
+    sixteen: impl Fn(R, usize) -> [__m256; 2],
 ) {
+    let (row, start, stride) = rows;
     let mut v = vr.start;
     for o in out.chunks_mut(4) {
-        let rows: [usize; 4] = std::array::from_fn(|i| (v + i).min(vr.end - 1));
+        let these: [R; 4] = std::array::from_fn(|i| row((v + i).min(vr.end - 1)));
+        let next: [*const i8; 4] = std::array::from_fn(|i| start(row(v + 4 + i)));
         let mut acc = [[_mm256_setzero_ps(); 2]; 4];
         for (p, xp) in x.chunks_exact(16).enumerate() {
-            if p % 4 == 0 {
-                for &r in &rows {
-                    prefetch(ahead(r + 4, p));
+            if (stride * p).is_multiple_of(64) {
+                for n in next {
+                    prefetch(n.wrapping_add(stride * p));
                 }
             }
             let (x0, x1) = (load(xp), load(&xp[8..]));
-            for (a, &r) in acc.iter_mut().zip(&rows) {
+            for (a, &r) in acc.iter_mut().zip(&these) {
                 let [w0, w1] = sixteen(r, p);
                 a[0] = _mm256_add_ps(a[0], _mm256_mul_ps(x0, w0));
                 a[1] = _mm256_add_ps(a[1], _mm256_mul_ps(x1, w1));
