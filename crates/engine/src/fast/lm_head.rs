@@ -157,8 +157,14 @@ fn dot_words<const RAW: bool>(x_even: &[f32], x_odd: &[f32], words: &[u32], scal
     const HALF: usize = LANES / 2;
     #[cfg(target_arch = "wasm32")]
     let (mut even, mut odd) = simd128::lane_sums::<RAW>(x_even, x_odd, words, scale);
+    // SAFETY: the CPU has AVX2 (just checked).
+    #[cfg(target_arch = "x86_64")]
+    let avx2 = (parallel::avx2() && !parallel::avx512())
+        .then(|| unsafe { avx2::lane_sums::<RAW>(x_even, x_odd, words, scale) });
+    #[cfg(not(target_arch = "x86_64"))]
+    let avx2 = None;
     #[cfg(not(target_arch = "wasm32"))]
-    let (mut even, mut odd) = {
+    let (mut even, mut odd) = avx2.unwrap_or_else(|| {
         let (mut even, mut odd) = ([0.0f32; HALF], [0.0f32; HALF]);
         let chunks = x_even.chunks_exact(HALF).zip(x_odd.chunks_exact(HALF));
         for ((xe, xo), ws) in chunks.zip(words.chunks_exact(HALF)) {
@@ -169,7 +175,7 @@ fn dot_words<const RAW: bool>(x_even: &[f32], x_odd: &[f32], words: &[u32], scal
             }
         }
         (even, odd)
-    };
+    });
     let tail = x_even.len() / HALF * HALF;
     let rest = x_even[tail..].iter().zip(&x_odd[tail..]).zip(&words[tail..]);
     for (j, ((&xe, &xo), &w)) in rest.enumerate() {
@@ -182,6 +188,52 @@ fn dot_words<const RAW: bool>(x_even: &[f32], x_odd: &[f32], words: &[u32], scal
         (pair[0], pair[1]) = (e, o);
     }
     combine(lanes)
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    /// The eight even and eight odd lanes of [`super::dot_words`] over the
+    /// whole chunks of eight words, in AVX2 (the compiler's vectorisation of
+    /// the portable loop moved lanes one by one: one core, a 50257 × 768
+    /// head, 12.2 → 4.7 ms). Each lane's products added in order.
+    #[target_feature(enable = "avx2")]
+    pub fn lane_sums<const RAW: bool>(
+        x_even: &[f32],
+        x_odd: &[f32],
+        words: &[u32],
+        scale: f32,
+    ) -> ([f32; 8], [f32; 8]) {
+        let keep = _mm256_set1_epi32(0x8fff_e000_u32 as i32); // f16_pair_raw's
+        let rescale = _mm256_set1_ps(scale);
+        let (mut even, mut odd) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        let chunks = x_even.chunks_exact(8).zip(x_odd.chunks_exact(8));
+        for ((xe, xo), ws) in chunks.zip(words.chunks_exact(8)) {
+            // SAFETY: eight of each are there (whole chunks), read unaligned.
+            let (w, xe, xo) = unsafe {
+                let w = _mm256_loadu_si256(ws.as_ptr().cast());
+                (w, _mm256_loadu_ps(xe.as_ptr()), _mm256_loadu_ps(xo.as_ptr()))
+            };
+            let lo = _mm256_srai_epi32::<3>(_mm256_slli_epi32::<16>(w));
+            let hi = _mm256_srai_epi32::<3>(w);
+            let lo = _mm256_castsi256_ps(_mm256_and_si256(lo, keep));
+            let hi = _mm256_castsi256_ps(_mm256_and_si256(hi, keep));
+            let (lo, hi) = match RAW {
+                true => (lo, hi),
+                false => (_mm256_mul_ps(lo, rescale), _mm256_mul_ps(hi, rescale)),
+            };
+            even = _mm256_add_ps(even, _mm256_mul_ps(xe, lo));
+            odd = _mm256_add_ps(odd, _mm256_mul_ps(xo, hi));
+        }
+        let (mut e, mut o) = ([0.0f32; 8], [0.0f32; 8]);
+        // SAFETY: eight floats each, written unaligned.
+        unsafe {
+            _mm256_storeu_ps(e.as_mut_ptr(), even);
+            _mm256_storeu_ps(o.as_mut_ptr(), odd);
+        }
+        (e, o)
+    }
 }
 
 #[cfg(target_arch = "wasm32")]
