@@ -161,8 +161,8 @@ fn dot_words<const RAW: bool>(x_even: &[f32], x_odd: &[f32], words: &[u32], scal
     #[cfg(target_arch = "x86_64")]
     let avx2 = (parallel::avx2() && !parallel::avx512())
         .then(|| unsafe { avx2::lane_sums::<RAW>(x_even, x_odd, words, scale) });
-    #[cfg(not(target_arch = "x86_64"))]
-    let avx2 = None;
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "wasm32")))]
+    let avx2: Option<([f32; HALF], [f32; HALF])> = None;
     #[cfg(not(target_arch = "wasm32"))]
     let (mut even, mut odd) = avx2.unwrap_or_else(|| {
         let (mut even, mut odd) = ([0.0f32; HALF], [0.0f32; HALF]);
