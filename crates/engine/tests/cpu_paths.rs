@@ -47,6 +47,36 @@ fn a_weight_of_128_or_more_is_not_lifted() {
     f16_paths::lift_refuses_128();
 }
 
+/// An int8 matrix in column panels (the CPU layout on x86-64) holds every
+/// value, and its decode steps and prefills give the twin's bits on the
+/// row-major matrix, in AVX2 and the portable loops, on any number of
+/// threads, at awkward sizes.
+#[test]
+fn int8_in_panels_gives_the_twins_bits() {
+    use decode_lab_engine::fast::parallel;
+    use decode_lab_engine::kernels::matmul;
+    for format in [Format::Int8, Format::Int8PerTensor] {
+        for (m, k, n) in [(1, 1, 32), (1, 63, 64), (1, 65, 160), (2, 3, 96), (17, 130, 64)] {
+            let rows = Matrix::new(format, k, n, Channels::Cols, &cases::random(k * n, 21));
+            let mut p = rows.clone();
+            assert!(p.into_panels() && p.cpu_only());
+            assert_eq!(bits(&p.to_f32()), bits(&rows.to_f32()), "panels keep every value");
+            let (x, bias) = (cases::random(m * k, 22), cases::random(n, 23));
+            let mut want = vec![0.0; m * n];
+            matmul::run_cpu(&x, &rows, &bias, &mut want);
+            let run = || {
+                let mut out = vec![0.0; m * n];
+                fast::matmul::run(&x, &p, &bias, &mut out);
+                bits(&out)
+            };
+            let what = format!("{} m {m} k {k} n {n}", format.name());
+            assert_eq!(run(), bits(&want), "{what}");
+            assert_eq!(parallel::without_avx2(run), bits(&want), "{what} portable");
+            assert_eq!(on_threads(3, run), bits(&want), "{what} threads");
+        }
+    }
+}
+
 /// The f16 head's logits are x · w to f32 precision, and only its shard's are written.
 #[test]
 fn lm_head_f16_logits_are_dot_products() {

@@ -99,6 +99,9 @@ fn run_part_here(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut
             None => matmul_panels::run::<false>(x, words, scale, k, c, bias, out),
         };
     }
+    if w.int8_panels().is_some() {
+        return matmul_quant::int8_panels(x, w, c, bias, out);
+    }
     if x.len() == w.rows && matmul_quant::run(x, w, c.clone(), bias, out) {
         return;
     }

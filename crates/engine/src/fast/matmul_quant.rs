@@ -14,6 +14,7 @@ use std::ops::Range;
 
 use crate::storage::format::{nibble, Channels, Format, GROUP};
 use crate::storage::matrix::{split, Matrix};
+use crate::storage::panels::PANEL;
 
 // The words are read as bytes: element t of a word is its byte t (int8) or
 // nibble t (int4) only on a little-endian machine (x86-64, wasm32, ARM).
@@ -201,4 +202,70 @@ fn add_bf16<const N: usize>(even: &mut [f32], odd: &mut [f32], xv: [f32; N], row
         }
         (even[j], odd[j]) = (e, o);
     }
+}
+
+/// `out = x @ w + bias` for columns `c` (whole panels) of an int8 matrix in
+/// column panels ([`Matrix::into_panels`]) and any rows of x: each panel's
+/// k rows are one stream of bytes, its outputs in registers for all of k;
+/// each output from its bias adds its k products in order, as the twin. A
+/// decode step decodes each weight as it multiplies it; a prefill decodes a
+/// panel once ([`Format::load`]'s values) for all its rows of x.
+#[inline(always)]
+pub fn int8_panels(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
+    let (k, cols) = (w.rows, c.len());
+    let q: &[i8] = bytemuck::cast_slice(w.int8_panels().unwrap_or_default()); // (n / PANEL, k, PANEL)
+    let scales: Vec<f32> = match w.format {
+        Format::Int8PerTensor => vec![w.scales().first().copied().unwrap_or(0.0); cols],
+        _ => w.scales()[c.clone()].to_vec(),
+    }; // (cols)
+    let prefill = x.len() > k;
+    let mut weights = Vec::new(); // (k, PANEL) a prefill's panel, decoded
+    for (p, (s, b)) in scales.chunks_exact(PANEL).zip(bias.chunks_exact(PANEL)).enumerate() {
+        let panel = &q[(c.start / PANEL + p) * k * PANEL..][..k * PANEL]; // (k, PANEL)
+        if prefill {
+            weights.clear();
+            let row = |row: &'_ [i8]| {
+                row.iter().zip(s).map(|(&q, &s)| f32::from(q) * s).collect::<Vec<_>>()
+            };
+            panel.chunks_exact(PANEL).for_each(|r| weights.extend(row(r)));
+        }
+        for (xr, or) in x.chunks_exact(k).zip(out.chunks_exact_mut(cols)) {
+            let o = &mut or[p * PANEL..][..PANEL];
+            if prefill {
+                f32_panel(xr, &weights, b, o);
+                continue;
+            }
+            #[cfg(target_arch = "x86_64")]
+            if super::parallel::avx2() {
+                // SAFETY: the CPU has AVX2 (just checked).
+                unsafe { super::quant_avx2::int8_panel(xr, panel, s, b, o) };
+                continue;
+            }
+            int8_panel(xr, panel, s, b, o);
+        }
+    }
+}
+
+/// One panel's outputs for one row of x: `o[j] = b[j] + Σ_r x[r] · (panel[r, j] · s[j])`.
+#[inline(always)]
+fn int8_panel(x: &[f32], panel: &[i8], s: &[f32], b: &[f32], o: &mut [f32]) {
+    let mut acc: [f32; PANEL] = std::array::from_fn(|j| b[j]);
+    for (&xr, row) in x.iter().zip(panel.chunks_exact(PANEL)) {
+        for ((a, &q), &s) in acc.iter_mut().zip(row).zip(s) {
+            *a += xr * (f32::from(q) * s);
+        }
+    }
+    o.copy_from_slice(&acc);
+}
+
+/// [`int8_panel`] over weights already decoded: `o[j] = b[j] + Σ_r x[r] · w[r, j]`.
+#[inline(always)]
+fn f32_panel(x: &[f32], w: &[f32], b: &[f32], o: &mut [f32]) {
+    let mut acc: [f32; PANEL] = std::array::from_fn(|j| b[j]);
+    for (&xr, row) in x.iter().zip(w.chunks_exact(PANEL)) {
+        for (a, &w) in acc.iter_mut().zip(row) {
+            *a += xr * w;
+        }
+    }
+    o.copy_from_slice(&acc);
 }

@@ -261,3 +261,21 @@ fn dot_rows<R: Copy>(
         v += 4;
     }
 }
+
+/// `matmul_quant::int8_panels`'s loop for one panel (32 columns) and one row
+/// of x: o[j] = b[j] + Σ_r x[r] · (panel[r, j] · s[j]), in order of r, the
+/// 32 outputs in four registers for all of k.
+#[target_feature(enable = "avx2")]
+pub fn int8_panel(x: &[f32], panel: &[i8], s: &[f32], b: &[f32], o: &mut [f32]) {
+    let s: [__m256; 4] = std::array::from_fn(|h| load(&s[8 * h..]));
+    let mut acc: [__m256; 4] = std::array::from_fn(|h| load(&b[8 * h..]));
+    for (&xr, row) in x.iter().zip(panel.chunks_exact(32)) {
+        let xv = _mm256_set1_ps(xr);
+        for (h, a) in acc.iter_mut().enumerate() {
+            *a = _mm256_add_ps(*a, _mm256_mul_ps(xv, int8_weights(&row[8 * h..], s[h])));
+        }
+    }
+    for (h, a) in acc.into_iter().enumerate() {
+        store(&mut o[8 * h..], a);
+    }
+}

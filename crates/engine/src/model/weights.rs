@@ -114,7 +114,11 @@ impl Weights {
             ];
             for m in blocks {
                 m.lift_f16();
-                m.into_panels();
+                // int8 panels have their AVX2 loop; wasm keeps int8 row-major,
+                // whose SIMD128 loops were measured in the page's worker.
+                if m.format == Format::F16 || cfg!(target_arch = "x86_64") {
+                    m.into_panels();
+                }
             }
         }
         self.wte.lift_f16();

@@ -29,7 +29,7 @@ pub struct Matrix {
     scales: Vec<f32>, // (format.scale_count) empty for f32 and f16
     /// f16 words whose exponents were raised by [`F16_LIFT`] ([`Matrix::lift_f16`]).
     lifted: bool,
-    /// f16 words in column panels ([`Matrix::into_panels`]), not row-major.
+    /// f16 or int8 words in column panels ([`Matrix::into_panels`]), not row-major.
     panels: bool,
 }
 
@@ -95,9 +95,15 @@ impl Matrix {
     /// Element `i` (row-major) as the kernels compute with it.
     pub fn get(&self, i: usize) -> f32 {
         if self.panels {
-            let (word, high) = panels::locate(i / self.cols, i % self.cols, self.rows);
-            let (lo, hi) = f16_pair_as::<false>(self.words[word], self.f16_scale());
-            return if high { hi } else { lo };
+            let (r, c, per) = (i / self.cols, i % self.cols, self.format.per_word());
+            let (word, t) = panels::locate(r, c, self.rows, per);
+            if self.format == Format::F16 {
+                let (lo, hi) = f16_pair_as::<false>(self.words[word], self.f16_scale());
+                return if t == 1 { hi } else { lo };
+            }
+            // int8: the byte, times its column's scale, as Format::load.
+            let q = (self.words[word] >> (8 * t)) as u8 as i8;
+            return f32::from(q) * self.scales[if self.format == Format::Int8 { c } else { 0 }];
         }
         if self.lifted {
             let (lo, hi) = f16_pair_as::<false>(self.words[i / 2], self.f16_scale());
@@ -151,17 +157,27 @@ impl Matrix {
     /// and its columns a whole number of panels (at least one row).
     pub fn into_panels(&mut self) -> bool {
         let whole = self.rows > 0 && self.cols > 0 && self.cols.is_multiple_of(PANEL);
-        if self.format != Format::F16 || self.panels || !whole {
+        let int8 = match self.format {
+            Format::Int8 => self.channels == Channels::Cols,
+            Format::Int8PerTensor => true,
+            _ => false,
+        };
+        if !(self.format == Format::F16 || int8) || self.panels || !whole {
             return false;
         }
-        self.words = panels::from_rows(&self.words, self.rows, self.cols);
+        self.words = panels::from_rows(&self.words, self.rows, self.cols, self.format.per_word());
         self.panels = true;
         true
     }
 
     /// The words of an f16 matrix in column panels (`None` when row-major).
     pub fn f16_panels(&self) -> Option<&[u32]> {
-        self.panels.then_some(&self.words)
+        (self.panels && self.format == Format::F16).then_some(&self.words)
+    }
+
+    /// The words of an int8 matrix in column panels (`None` when row-major).
+    pub fn int8_panels(&self) -> Option<&[u32]> {
+        (self.panels && self.format != Format::F16).then_some(&self.words)
     }
 
     /// Whether the words are in a layout only the CPU engine reads (lifted

@@ -159,12 +159,24 @@ pub fn panels_hold_the_matrix() {
         assert_eq!(bits(&cut.to_f32()), bits(&want.to_f32()), "columns {c:?}");
     }
     assert!(p.columns(16..48).is_none(), "not at a panel boundary");
-    for (format, rows, cols) in
-        [(Format::F16, 3, 48), (Format::F32, 3, 64), (Format::Int8, 3, 64), (Format::F16, 0, 64)]
-    {
+    let refused = [
+        (Format::F16, 3, 48, Channels::Cols),
+        (Format::F32, 3, 64, Channels::Cols),
+        (Format::Bf16, 3, 64, Channels::Cols),
+        (Format::Int4, 3, 64, Channels::Cols),
+        (Format::Int8, 3, 48, Channels::Cols),
+        (Format::Int8, 3, 64, Channels::Rows), // a scale per row: not a panel's columns
+        (Format::F16, 0, 64, Channels::Cols),
+    ];
+    for (format, rows, cols, channels) in refused {
         let values = cases::random(rows * cols, 9);
-        let mut m = Matrix::new(format, rows, cols, Channels::Cols, &values);
+        let mut m = Matrix::new(format, rows, cols, channels, &values);
         assert!(!m.into_panels(), "{} of {rows} x {cols}", format.name());
+    }
+    for format in [Format::Int8, Format::Int8PerTensor] {
+        let mut m = Matrix::new(format, 3, 64, Channels::Cols, &cases::random(3 * 64, 9));
+        assert!(m.into_panels() && m.int8_panels().is_some() && m.f16_panels().is_none());
+        assert!(m.columns(0..32).is_none(), "int8 is never cut by columns");
     }
 }
 
