@@ -131,8 +131,10 @@ fn f16_part<const RAW: bool>(x: &[f32], words: &[u32], scale: f32, n_embd: usize
     }
     if halves.len() == n_embd {
         let (even, odd) = halves.split_at(h);
+        // Chosen once for the head's rows: AVX2's own loop where AVX-512 is absent.
+        let avx2 = parallel::avx2() && !parallel::avx512();
         for (o, ws) in out.iter_mut().zip(words.chunks_exact(h)) {
-            *o = dot_words::<RAW>(even, odd, ws, scale);
+            *o = dot_words::<RAW>(even, odd, ws, scale, avx2);
         }
         return;
     }
@@ -151,16 +153,24 @@ fn f16_part<const RAW: bool>(x: &[f32], words: &[u32], scale: f32, n_embd: usize
 /// [`dot_halves`] with the weights' halves taken from their words as they
 /// are widened (never stored): the same lanes, the same sums. In wasm the
 /// lanes are written as SIMD128 vectors (the compiler's own vectorisation of
-/// this loop shuffled lane by lane and ran slower than widening first).
+/// this loop shuffled lane by lane and ran slower than widening first);
+/// natively, with `avx2`, in AVX2 intrinsics ([`avx2::lane_sums`]).
 #[inline(always)]
-fn dot_words<const RAW: bool>(x_even: &[f32], x_odd: &[f32], words: &[u32], scale: f32) -> f32 {
+fn dot_words<const RAW: bool>(
+    x_even: &[f32],
+    x_odd: &[f32],
+    words: &[u32],
+    scale: f32,
+    avx2: bool,
+) -> f32 {
     const HALF: usize = LANES / 2;
     #[cfg(target_arch = "wasm32")]
     let (mut even, mut odd) = simd128::lane_sums::<RAW>(x_even, x_odd, words, scale);
-    // SAFETY: the CPU has AVX2 (just checked).
+    // SAFETY: `avx2` only where the CPU has AVX2 (the caller checked).
     #[cfg(target_arch = "x86_64")]
-    let avx2 = (parallel::avx2() && !parallel::avx512())
-        .then(|| unsafe { avx2::lane_sums::<RAW>(x_even, x_odd, words, scale) });
+    let avx2 = avx2.then(|| unsafe { avx2::lane_sums::<RAW>(x_even, x_odd, words, scale) });
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = avx2; // false: parallel::avx2 is x86-64's
     #[cfg(not(any(target_arch = "x86_64", target_arch = "wasm32")))]
     let avx2: Option<([f32; HALF], [f32; HALF])> = None;
     #[cfg(not(target_arch = "wasm32"))]

@@ -214,20 +214,20 @@ fn add_bf16<const N: usize>(even: &mut [f32], odd: &mut [f32], xv: [f32; N], row
 pub fn int8_panels(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
     let (k, cols) = (w.rows, c.len());
     let q: &[i8] = bytemuck::cast_slice(w.int8_panels().unwrap_or_default()); // (n / PANEL, k, PANEL)
-    let scales: Vec<f32> = match w.format {
-        Format::Int8PerTensor => vec![w.scales().first().copied().unwrap_or(0.0); cols],
-        _ => w.scales()[c.clone()].to_vec(),
-    }; // (cols)
+                                                                              // (cols) the columns' scales; the matrix's one, per column, for int8-tensor.
+    let scales: std::borrow::Cow<[f32]> = match w.format {
+        Format::Int8PerTensor => vec![w.scales().first().copied().unwrap_or(0.0); cols].into(),
+        _ => w.scales()[c.clone()].into(),
+    };
     let prefill = x.len() > k;
     let mut weights = Vec::new(); // (k, PANEL) a prefill's panel, decoded
     for (p, (s, b)) in scales.chunks_exact(PANEL).zip(bias.chunks_exact(PANEL)).enumerate() {
         let panel = &q[(c.start / PANEL + p) * k * PANEL..][..k * PANEL]; // (k, PANEL)
         if prefill {
             weights.clear();
-            let row = |row: &'_ [i8]| {
-                row.iter().zip(s).map(|(&q, &s)| f32::from(q) * s).collect::<Vec<_>>()
-            };
-            panel.chunks_exact(PANEL).for_each(|r| weights.extend(row(r)));
+            for row in panel.chunks_exact(PANEL) {
+                weights.extend(row.iter().zip(s).map(|(&q, &s)| f32::from(q) * s));
+            }
         }
         for (xr, or) in x.chunks_exact(k).zip(out.chunks_exact_mut(cols)) {
             let o = &mut or[p * PANEL..][..PANEL];
