@@ -47,15 +47,15 @@ fn a_weight_of_128_or_more_is_not_lifted() {
     f16_paths::lift_refuses_128();
 }
 
-/// An int8 matrix in column panels (the CPU layout on x86-64) holds every
-/// value, and its decode steps and prefills give the twin's bits on the
-/// row-major matrix, in AVX2 and the portable loops, on any number of
-/// threads, at awkward sizes.
+/// An int8 or bf16 matrix in column panels (the CPU layout; int8's on
+/// x86-64 only) holds every value, and its decode steps and prefills give
+/// the twin's bits on the row-major matrix, in AVX2 and the portable loops,
+/// on any number of threads, at awkward sizes.
 #[test]
-fn int8_in_panels_gives_the_twins_bits() {
+fn int8_and_bf16_in_panels_give_the_twins_bits() {
     use decode_lab_engine::fast::parallel;
     use decode_lab_engine::kernels::matmul;
-    for format in [Format::Int8, Format::Int8PerTensor] {
+    for format in [Format::Int8, Format::Int8PerTensor, Format::Bf16] {
         for (m, k, n) in [(1, 1, 32), (1, 63, 64), (1, 65, 160), (2, 3, 96), (17, 130, 64)] {
             let rows = Matrix::new(format, k, n, Channels::Cols, &cases::random(k * n, 21));
             let mut p = rows.clone();

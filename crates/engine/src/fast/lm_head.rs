@@ -6,8 +6,9 @@
 use std::ops::Range;
 
 use super::{coworker, parallel};
-use crate::storage::f16_bits::{f16_pair_as, raw_inputs};
+use crate::storage::f16_bits::raw_inputs;
 use crate::storage::matrix::{split, Matrix};
+use crate::storage::pair::{Bf16, Pair, F16};
 
 /// Partial sums of one dot product: lane j adds the products k ≡ j (mod 16).
 const LANES: usize = 16;
@@ -60,35 +61,51 @@ fn part(x: &[f32], lm_head: &Matrix, vr: Range<usize>) -> Vec<f32> {
         // SAFETY: the CPU has AVX2 (just checked).
         return unsafe { part_avx2(x, lm_head, vr) };
     }
-    part_here(x, lm_head, vr)
+    part_here(x, lm_head, vr, false)
 }
 
 /// [`part_here`] compiled for AVX-512: the same loops, sixteen lanes wide.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx2")]
 fn part_avx512(x: &[f32], lm_head: &Matrix, vr: Range<usize>) -> Vec<f32> {
-    part_here(x, lm_head, vr)
+    part_here(x, lm_head, vr, false)
 }
 
-/// [`part_here`] compiled for AVX2: the same loops, eight lanes wide.
+/// [`part_here`] compiled for AVX2: the same loops, eight lanes wide, and
+/// the two-weights-a-word dot in AVX2 intrinsics ([`avx2::lane_sums`]).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn part_avx2(x: &[f32], lm_head: &Matrix, vr: Range<usize>) -> Vec<f32> {
-    part_here(x, lm_head, vr)
+    part_here(x, lm_head, vr, true)
 }
 
 /// Row-outer: each packed row of the head is read once for all n_out rows.
+/// `avx2`: compiled for AVX2 (and not AVX-512), where [`dot_words`] has its
+/// own intrinsics.
 #[inline(always)]
-fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>) -> Vec<f32> {
+fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>, avx2: bool) -> Vec<f32> {
     let (n_embd, n) = (lm_head.cols, vr.len());
     let mut out = vec![0.0; x.len() / n_embd * n]; // (n_out, n)
+    let rows = vr.start * n_embd / 2..vr.end * n_embd / 2; // words of head rows vr: (n, n_embd / 2)
     if let Some(words) = lm_head.f16_words() {
-        let words = &words[vr.start * n_embd / 2..vr.end * n_embd / 2]; // (n, n_embd / 2)
         let scale = lm_head.f16_scale();
         match raw_inputs(x, scale) {
-            Some(scaled) => f16_part::<true>(&scaled, words, scale, n_embd, &mut out), // (n_out, n_embd)
-            None => f16_part::<false>(x, words, scale, n_embd, &mut out),
+            Some(scaled) => pair_part(
+                &scaled,
+                &words[rows.clone()],
+                F16::<true> { scale },
+                n_embd,
+                avx2,
+                &mut out,
+            ), // (n_out, n_embd)
+            None => {
+                pair_part(x, &words[rows.clone()], F16::<false> { scale }, n_embd, avx2, &mut out)
+            }
         }
+        return out;
+    }
+    if let Some(words) = lm_head.bf16_words() {
+        pair_part(x, &words[rows.clone()], Bf16, n_embd, avx2, &mut out);
         return out;
     }
     #[cfg(target_arch = "x86_64")]
@@ -118,12 +135,19 @@ fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>) -> Vec<f32> {
     out
 }
 
-/// [`part_here`] for an f16 head (`words`: `(n, n_embd / 2)`, n_embd even),
-/// with the words read raw and x scaled (`RAW`, [`raw_inputs`]) or
-/// widened. One row of x (a decode step) dots each row of words as it
-/// widens them; more rows share one widening of each head row.
+/// [`part_here`] for a head of two weights a word (`words`: `(n, n_embd /
+/// 2)`, n_embd even; f16 read raw with x scaled by [`raw_inputs`], or
+/// widened; bf16). One row of x (a decode step) dots each row of words as
+/// it widens them; more rows share one widening of each head row.
 #[inline(always)]
-fn f16_part<const RAW: bool>(x: &[f32], words: &[u32], scale: f32, n_embd: usize, out: &mut [f32]) {
+fn pair_part<P: Pair>(
+    x: &[f32],
+    words: &[u32],
+    pair: P,
+    n_embd: usize,
+    avx2: bool,
+    out: &mut [f32],
+) {
     let (h, n) = (n_embd / 2, words.len() / (n_embd / 2).max(1));
     let mut halves = vec![0.0; x.len()]; // (n_out, 2, n_embd / 2) x's even, odd elements
     for (xr, xh) in x.chunks_exact(n_embd).zip(halves.chunks_exact_mut(n_embd)) {
@@ -131,17 +155,15 @@ fn f16_part<const RAW: bool>(x: &[f32], words: &[u32], scale: f32, n_embd: usize
     }
     if halves.len() == n_embd {
         let (even, odd) = halves.split_at(h);
-        // Chosen once for the head's rows: AVX2's own loop where AVX-512 is absent.
-        let avx2 = parallel::avx2() && !parallel::avx512();
         for (o, ws) in out.iter_mut().zip(words.chunks_exact(h)) {
-            *o = dot_words::<RAW>(even, odd, ws, scale, avx2);
+            *o = dot_words(even, odd, ws, pair, avx2);
         }
         return;
     }
     let (mut lo, mut hi) = (vec![0.0; h], vec![0.0; h]); // (n_embd / 2) even, odd elements
     for (v, ws) in words.chunks_exact(h).enumerate() {
         for ((l, r), &word) in lo.iter_mut().zip(hi.iter_mut()).zip(ws) {
-            (*l, *r) = f16_pair_as::<RAW>(word, scale);
+            (*l, *r) = pair.pair(word);
         }
         for (r, xh) in halves.chunks_exact(n_embd).enumerate() {
             let (even, odd) = xh.split_at(h);
@@ -156,19 +178,13 @@ fn f16_part<const RAW: bool>(x: &[f32], words: &[u32], scale: f32, n_embd: usize
 /// this loop shuffled lane by lane and ran slower than widening first);
 /// natively, with `avx2`, in AVX2 intrinsics ([`avx2::lane_sums`]).
 #[inline(always)]
-fn dot_words<const RAW: bool>(
-    x_even: &[f32],
-    x_odd: &[f32],
-    words: &[u32],
-    scale: f32,
-    avx2: bool,
-) -> f32 {
+fn dot_words<P: Pair>(x_even: &[f32], x_odd: &[f32], words: &[u32], pair: P, avx2: bool) -> f32 {
     const HALF: usize = LANES / 2;
     #[cfg(target_arch = "wasm32")]
-    let (mut even, mut odd) = simd128::lane_sums::<RAW>(x_even, x_odd, words, scale);
+    let (mut even, mut odd) = simd128::lane_sums(x_even, x_odd, words, pair);
     // SAFETY: `avx2` only where the CPU has AVX2 (the caller checked).
     #[cfg(target_arch = "x86_64")]
-    let avx2 = avx2.then(|| unsafe { avx2::lane_sums::<RAW>(x_even, x_odd, words, scale) });
+    let avx2 = avx2.then(|| unsafe { avx2::lane_sums(x_even, x_odd, words, pair) });
     #[cfg(not(target_arch = "x86_64"))]
     let _ = avx2; // false: parallel::avx2 is x86-64's
     #[cfg(not(any(target_arch = "x86_64", target_arch = "wasm32")))]
@@ -179,7 +195,7 @@ fn dot_words<const RAW: bool>(
         let chunks = x_even.chunks_exact(HALF).zip(x_odd.chunks_exact(HALF));
         for ((xe, xo), ws) in chunks.zip(words.chunks_exact(HALF)) {
             for j in 0..HALF {
-                let (a, b) = f16_pair_as::<RAW>(ws[j], scale);
+                let (a, b) = pair.pair(ws[j]);
                 even[j] += xe[j] * a;
                 odd[j] += xo[j] * b;
             }
@@ -189,7 +205,7 @@ fn dot_words<const RAW: bool>(
     let tail = x_even.len() / HALF * HALF;
     let rest = x_even[tail..].iter().zip(&x_odd[tail..]).zip(&words[tail..]);
     for (j, ((&xe, &xo), &w)) in rest.enumerate() {
-        let (a, b) = f16_pair_as::<RAW>(w, scale);
+        let (a, b) = pair.pair(w);
         even[j] += xe * a;
         odd[j] += xo * b;
     }
@@ -204,19 +220,19 @@ fn dot_words<const RAW: bool>(
 mod avx2 {
     use std::arch::x86_64::*;
 
+    use crate::storage::pair::Pair;
+
     /// The eight even and eight odd lanes of [`super::dot_words`] over the
     /// whole chunks of eight words, in AVX2 (the compiler's vectorisation of
     /// the portable loop moved lanes one by one: one core, a 50257 × 768
     /// head, 12.2 → 4.7 ms). Each lane's products added in order.
     #[target_feature(enable = "avx2")]
-    pub fn lane_sums<const RAW: bool>(
+    pub fn lane_sums<P: Pair>(
         x_even: &[f32],
         x_odd: &[f32],
         words: &[u32],
-        scale: f32,
+        pair: P,
     ) -> ([f32; 8], [f32; 8]) {
-        let keep = _mm256_set1_epi32(0x8fff_e000_u32 as i32); // f16_pair_raw's
-        let rescale = _mm256_set1_ps(scale);
         let (mut even, mut odd) = (_mm256_setzero_ps(), _mm256_setzero_ps());
         let chunks = x_even.chunks_exact(8).zip(x_odd.chunks_exact(8));
         for ((xe, xo), ws) in chunks.zip(words.chunks_exact(8)) {
@@ -225,14 +241,8 @@ mod avx2 {
                 let w = _mm256_loadu_si256(ws.as_ptr().cast());
                 (w, _mm256_loadu_ps(xe.as_ptr()), _mm256_loadu_ps(xo.as_ptr()))
             };
-            let lo = _mm256_srai_epi32::<3>(_mm256_slli_epi32::<16>(w));
-            let hi = _mm256_srai_epi32::<3>(w);
-            let lo = _mm256_castsi256_ps(_mm256_and_si256(lo, keep));
-            let hi = _mm256_castsi256_ps(_mm256_and_si256(hi, keep));
-            let (lo, hi) = match RAW {
-                true => (lo, hi),
-                false => (_mm256_mul_ps(lo, rescale), _mm256_mul_ps(hi, rescale)),
-            };
+            // SAFETY: this function is compiled for AVX2.
+            let (lo, hi) = unsafe { pair.pair8(w) };
             even = _mm256_add_ps(even, _mm256_mul_ps(xe, lo));
             odd = _mm256_add_ps(odd, _mm256_mul_ps(xo, hi));
         }
@@ -250,26 +260,18 @@ mod avx2 {
 mod simd128 {
     use core::arch::wasm32::*;
 
+    use crate::storage::pair::Pair;
+
     /// The eight even and eight odd lanes of [`super::dot_words`] over the
     /// whole chunks of eight words: each lane's products added in order.
     #[inline(always)]
-    pub fn lane_sums<const RAW: bool>(
+    pub fn lane_sums<P: Pair>(
         x_even: &[f32],
         x_odd: &[f32],
         words: &[u32],
-        scale: f32,
+        pair: P,
     ) -> ([f32; 8], [f32; 8]) {
-        let keep = u32x4_splat(0x8fff_e000);
-        let rescale = f32x4_splat(scale);
-        let widen = |w: v128| {
-            let lo = v128_and(i32x4_shr(i32x4_shl(w, 16), 3), keep);
-            let hi = v128_and(i32x4_shr(w, 3), keep);
-            if RAW {
-                (lo, hi)
-            } else {
-                (f32x4_mul(lo, rescale), f32x4_mul(hi, rescale))
-            }
-        };
+        let widen = |w: v128| pair.pair4(w);
         let load = |v: &[f32]| -> v128 { f32x4(v[0], v[1], v[2], v[3]) };
         let load_u = |v: &[u32]| -> v128 { u32x4(v[0], v[1], v[2], v[3]) };
         let [mut e0, mut e1, mut o0, mut o1] = [f32x4_splat(0.0); 4];

@@ -9,6 +9,7 @@ use super::{coworker, matmul_panels, matmul_quant, parallel};
 use crate::storage::f16_bits::{f16_pair_as, raw_inputs};
 use crate::storage::format::SHARD_ALIGN;
 use crate::storage::matrix::{split, Matrix};
+use crate::storage::pair::{Bf16, F16};
 
 /// Rows of `x` that share one unpacking of a row of `w` (a packed row is
 /// unpacked once per block, not once per token of a prefill).
@@ -95,9 +96,14 @@ fn run_part_here(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut
     if let Some(words) = w.f16_panels() {
         let (scale, k) = (w.f16_scale(), w.rows);
         return match raw_inputs(x, scale) {
-            Some(scaled) => matmul_panels::run::<true>(&scaled, words, scale, k, c, bias, out), // (m, k) scaled
-            None => matmul_panels::run::<false>(x, words, scale, k, c, bias, out),
+            Some(scaled) => {
+                matmul_panels::run(&scaled, words, F16::<true> { scale }, k, c, bias, out)
+            } // (m, k) scaled
+            None => matmul_panels::run(x, words, F16::<false> { scale }, k, c, bias, out),
         };
+    }
+    if let Some(words) = w.bf16_panels() {
+        return matmul_panels::run(x, words, Bf16, w.rows, c, bias, out);
     }
     if w.int8_panels().is_some() {
         return matmul_quant::int8_panels(x, w, c, bias, out);

@@ -1,5 +1,5 @@
-//! The CPU engine's decode and prefill loops over an f16 matrix in column
-//! panels (the layout: [`storage::panels`](crate::storage::panels)). A
+//! The CPU engine's decode and prefill loops over an f16 or bf16 matrix in
+//! column panels (the layout: [`storage::panels`](crate::storage::panels)). A
 //! decode step reads the matrix as one sequential stream and keeps a panel's
 //! outputs in registers for all of k. Each output still sums its k products
 //! one by one in order after its bias, so the numbers are the row-major
@@ -7,21 +7,21 @@
 
 use std::ops::Range;
 
-use crate::storage::f16_bits::f16_pair_as;
+use crate::storage::pair::Pair;
 use crate::storage::panels::{columns, PANEL, ROW};
 
 /// A panel's outputs (or one row's values), halves apart: `[even columns, odd columns]`.
 type Sums = [[f32; ROW]; 2];
 
-/// `out = x @ w + bias` for columns `c` of a `(k, n)` f16 matrix in panels
-/// (`c` whole panels; `bias` and `out` hold only those columns: `(c.len())`,
-/// `(m, c.len())`). `RAW`: x is scaled by `scale` and the weights are read
-/// raw, as [`matmul`](super::matmul)'s row-major path does.
+/// `out = x @ w + bias` for columns `c` of a `(k, n)` matrix of two weights
+/// a word (`pair`) in panels (`c` whole panels; `bias` and `out` hold only
+/// those columns: `(c.len())`, `(m, c.len())`). For f16 read raw, x is
+/// already scaled, as [`matmul`](super::matmul)'s row-major path does.
 #[inline(always)]
-pub fn run<const RAW: bool>(
+pub fn run<P: Pair>(
     x: &[f32], // (m, k)
     words: &[u32],
-    scale: f32,
+    pair: P,
     k: usize,
     c: Range<usize>,
     bias: &[f32],
@@ -33,7 +33,7 @@ pub fn run<const RAW: bool>(
     if x.len() == k {
         // A decode step: each weight is read once, straight into the sums.
         for ((panel, b), o) in panels.zip(biases).zip(out.chunks_exact_mut(PANEL)) {
-            interleave(&add_words::<RAW>(start(b), x, panel, scale), o);
+            interleave(&add_words(start(b), x, panel, pair), o);
         }
         return;
     }
@@ -45,7 +45,7 @@ pub fn run<const RAW: bool>(
         sums.fill(start(b));
         for (kb, block) in panel.chunks(K_BLOCK * ROW).enumerate() {
             for (w, r) in wide.iter_mut().zip(block.chunks_exact(ROW)) {
-                *w = widen::<RAW>(words_of(r), scale);
+                *w = widen(words_of(r), pair);
             }
             let rows = &wide[..block.len() / ROW];
             for (s, xr) in sums.iter_mut().zip(x.chunks_exact(k)) {
@@ -75,9 +75,9 @@ fn start(bias: &[f32]) -> Sums {
 /// `sums` plus each row's products, in order, the rows of the panel
 /// (`panel`: `(x.len(), ROW)` words) widened as they are read.
 #[inline(always)]
-fn add_words<const RAW: bool>(sums: Sums, x: &[f32], panel: &[u32], scale: f32) -> Sums {
+fn add_words<P: Pair>(sums: Sums, x: &[f32], panel: &[u32], pair: P) -> Sums {
     #[cfg(target_arch = "wasm32")]
-    return simd128::add_words::<RAW>(sums, x, panel, scale);
+    return simd128::add_words(sums, x, panel, pair);
     // Plain loops, no iterator handed down: inside the AVX2 copy of the
     // kernel a call the compiler does not inline runs without AVX2 (a
     // `Zip::next` per row made the decode step 2.4x slower natively).
@@ -85,7 +85,7 @@ fn add_words<const RAW: bool>(sums: Sums, x: &[f32], panel: &[u32], scale: f32) 
     {
         let mut sums = sums;
         for (row, &xv) in panel.chunks_exact(ROW).zip(x) {
-            add(&mut sums, xv, &widen::<RAW>(words_of(row), scale));
+            add(&mut sums, xv, &widen(words_of(row), pair));
         }
         sums
     }
@@ -123,7 +123,7 @@ fn add(sums: &mut Sums, xv: f32, [lo, hi]: &Sums) {
 mod simd128 {
     use core::arch::wasm32::*;
 
-    use super::{Sums, ROW};
+    use super::{Pair, Sums, ROW};
 
     /// Four vectors of a panel's eight outputs of one half.
     type Half = [v128; ROW / 4];
@@ -149,19 +149,13 @@ mod simd128 {
     }
 
     #[inline(always)]
-    pub fn add_words<const RAW: bool>(sums: Sums, x: &[f32], panel: &[u32], scale: f32) -> Sums {
-        let keep = u32x4_splat(0x8fff_e000);
-        let rescale = f32x4_splat(scale);
+    pub fn add_words<P: Pair>(sums: Sums, x: &[f32], panel: &[u32], pair: P) -> Sums {
         let [mut even, mut odd] = load(&sums);
         for (row, &xv) in panel.chunks_exact(ROW).zip(x) {
             let xs = f32x4_splat(xv);
             for q in 0..ROW / 4 {
                 let w = u32x4(row[4 * q], row[4 * q + 1], row[4 * q + 2], row[4 * q + 3]);
-                let mut lo = v128_and(i32x4_shr(i32x4_shl(w, 16), 3), keep);
-                let mut hi = v128_and(i32x4_shr(w, 3), keep);
-                if !RAW {
-                    (lo, hi) = (f32x4_mul(lo, rescale), f32x4_mul(hi, rescale));
-                }
+                let (lo, hi) = pair.pair4(w);
                 even[q] = f32x4_add(even[q], f32x4_mul(xs, lo));
                 odd[q] = f32x4_add(odd[q], f32x4_mul(xs, hi));
             }
@@ -184,12 +178,12 @@ mod simd128 {
     }
 }
 
-/// A panel row's values, even columns then odd ([`f16_pair_as`]).
+/// A panel row's values, even columns then odd ([`Pair::pair`]).
 #[inline(always)]
-fn widen<const RAW: bool>(row: &[u32; ROW], scale: f32) -> Sums {
+fn widen<P: Pair>(row: &[u32; ROW], pair: P) -> Sums {
     let mut halves = [[0.0; ROW]; 2];
     for (i, &w) in row.iter().enumerate() {
-        (halves[0][i], halves[1][i]) = f16_pair_as::<RAW>(w, scale);
+        (halves[0][i], halves[1][i]) = pair.pair(w);
     }
     halves
 }

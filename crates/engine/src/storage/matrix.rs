@@ -7,6 +7,7 @@ use std::ops::Range;
 use super::panels::{self, PANEL};
 use crate::storage::f16_bits::{f16_pair_as, lifted, F16_LIFT, F16_RAW_SCALE};
 use crate::storage::format::{channel, nibble, Channels, Format, GROUP, SHARD_ALIGN};
+use crate::storage::pair::{Bf16, Pair, F16};
 
 /// `row`'s even then odd elements into `halves` (the layout of an f16 row's
 /// two halves, [`f16_pair_as`]).
@@ -97,8 +98,14 @@ impl Matrix {
         if self.panels {
             let (r, c, per) = (i / self.cols, i % self.cols, self.format.per_word());
             let (word, t) = panels::locate(r, c, self.rows, per);
-            if self.format == Format::F16 {
-                let (lo, hi) = f16_pair_as::<false>(self.words[word], self.f16_scale());
+            let pair = match self.format {
+                Format::F16 => {
+                    Some(F16::<false> { scale: self.f16_scale() }.pair(self.words[word]))
+                }
+                Format::Bf16 => Some(Bf16.pair(self.words[word])),
+                _ => None,
+            };
+            if let Some((lo, hi)) = pair {
                 return if t == 1 { hi } else { lo };
             }
             // int8: the byte, times its column's scale, as Format::load.
@@ -150,11 +157,12 @@ impl Matrix {
         self.lifted
     }
 
-    /// Lays an f16 matrix's words out in column panels ([`panels`]): the
-    /// CPU engine's decode step then reads it as one stream. The values are
-    /// the same ([`get`](Self::get)); the GPU, which reads row-major words,
-    /// refuses it. False (nothing changed) unless the matrix is f16, row-major,
-    /// and its columns a whole number of panels (at least one row).
+    /// Lays an f16, bf16 or int8 (per column or per tensor) matrix's words
+    /// out in column panels ([`panels`]): the CPU engine's decode step then
+    /// reads it as one stream. The values are the same ([`get`](Self::get));
+    /// the GPU, which reads row-major words, refuses it. False (nothing
+    /// changed) unless the matrix is one of those, row-major, and its
+    /// columns a whole number of panels (at least one row).
     pub fn into_panels(&mut self) -> bool {
         let whole = self.rows > 0 && self.cols > 0 && self.cols.is_multiple_of(PANEL);
         let int8 = match self.format {
@@ -162,7 +170,8 @@ impl Matrix {
             Format::Int8PerTensor => true,
             _ => false,
         };
-        if !(self.format == Format::F16 || int8) || self.panels || !whole {
+        let halves = matches!(self.format, Format::F16 | Format::Bf16);
+        if !(halves || int8) || self.panels || !whole {
             return false;
         }
         self.words = panels::from_rows(&self.words, self.rows, self.cols, self.format.per_word());
@@ -175,9 +184,15 @@ impl Matrix {
         (self.panels && self.format == Format::F16).then_some(&self.words)
     }
 
+    /// The words of a bf16 matrix in column panels (`None` when row-major).
+    pub fn bf16_panels(&self) -> Option<&[u32]> {
+        (self.panels && self.format == Format::Bf16).then_some(&self.words)
+    }
+
     /// The words of an int8 matrix in column panels (`None` when row-major).
     pub fn int8_panels(&self) -> Option<&[u32]> {
-        (self.panels && self.format != Format::F16).then_some(&self.words)
+        let int8 = matches!(self.format, Format::Int8 | Format::Int8PerTensor);
+        (self.panels && int8).then_some(&self.words)
     }
 
     /// Whether the words are in a layout only the CPU engine reads (lifted
@@ -206,6 +221,13 @@ impl Matrix {
     /// element (which the compiler does not vectorise).
     pub fn f16_words(&self) -> Option<&[u32]> {
         let rows = self.format == Format::F16 && !self.panels;
+        (rows && self.cols.is_multiple_of(2)).then_some(&self.words)
+    }
+
+    /// [`f16_words`](Self::f16_words) for bf16: `(rows, cols / 2)`, the
+    /// same places ([`Bf16`]).
+    pub fn bf16_words(&self) -> Option<&[u32]> {
+        let rows = self.format == Format::Bf16 && !self.panels;
         (rows && self.cols.is_multiple_of(2)).then_some(&self.words)
     }
 
@@ -362,11 +384,12 @@ impl Matrix {
     }
 
     /// Elements per word when columns can be cut out of this matrix whole
-    /// words at a time ([`columns`](Self::columns)): f32, and f16 of even width.
+    /// words at a time ([`columns`](Self::columns)): f32, f16 of even width,
+    /// and f16 or bf16 in panels (whole panels).
     pub fn column_step(&self) -> Option<usize> {
         match self.format {
             Format::F32 => Some(1),
-            Format::F16 if self.panels => Some(PANEL),
+            Format::F16 | Format::Bf16 if self.panels => Some(PANEL),
             Format::F16 if self.cols.is_multiple_of(2) => Some(2),
             _ => None,
         }

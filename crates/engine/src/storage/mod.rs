@@ -1,9 +1,11 @@
 //! How weight matrices are stored, below the model and every engine: the
 //! formats (f32, f16, bf16, int8 per tensor and per channel, int4; each with
 //! its WGSL snippet and CPU twin), a packed [`matrix::Matrix`], f16's bits,
+//! the two-weights-a-word [`pair::Pair`] (f16, bf16),
 //! and the CPU engine's column-panel layout.
 
 pub mod f16_bits;
 pub mod format;
 pub mod matrix;
+pub mod pair;
 pub mod panels;

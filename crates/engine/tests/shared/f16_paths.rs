@@ -144,25 +144,35 @@ pub fn matmul_in_panels_equals_f32() {
     }
 }
 
-/// Only an f16 matrix of whole panels (32 columns) is laid out in panels,
-/// once; its columns cut at panel boundaries are panels of the same values.
+/// Only an f16 or bf16 matrix of whole panels (32 columns; int8's own
+/// layout aside) is laid out in panels, once; its columns cut at panel
+/// boundaries are panels of the same values.
 pub fn panels_hold_the_matrix() {
     let values = cases::random(5 * 96, 8);
-    let rows = Matrix::new(Format::F16, 5, 96, Channels::Cols, &values);
-    let mut p = rows.clone();
-    assert!(p.into_panels() && !p.into_panels(), "laid out once");
-    assert!(p.f16_words().is_none(), "no row-major words to misread");
-    assert!(p.cpu_only() && !rows.cpu_only());
-    for c in [0..32, 32..96, 0..96] {
-        let (cut, want) = (p.columns(c.clone()).unwrap(), rows.columns(c.clone()).unwrap());
-        assert!(cut.f16_panels().is_some());
-        assert_eq!(bits(&cut.to_f32()), bits(&want.to_f32()), "columns {c:?}");
+    for format in [Format::F16, Format::Bf16] {
+        let rows = Matrix::new(format, 5, 96, Channels::Cols, &values);
+        let mut p = rows.clone();
+        assert!(p.into_panels() && !p.into_panels(), "laid out once");
+        assert!(p.f16_words().is_none() && p.bf16_words().is_none(), "no row-major words");
+        assert!(p.cpu_only() && !rows.cpu_only() && p.int8_panels().is_none());
+        assert_eq!(bits(&p.to_f32()), bits(&rows.to_f32()), "{}", format.name());
+        for c in [0..32, 32..96, 0..96] {
+            let cut = p.columns(c.clone()).unwrap();
+            assert!(cut.f16_panels().is_some() == (format == Format::F16));
+            assert!(cut.bf16_panels().is_some() == (format == Format::Bf16));
+            let want = rows
+                .to_f32()
+                .chunks_exact(96)
+                .flat_map(|r| r[c.clone()].to_vec())
+                .collect::<Vec<_>>();
+            assert_eq!(bits(&cut.to_f32()), bits(&want), "{} columns {c:?}", format.name());
+        }
+        assert!(p.columns(16..48).is_none(), "not at a panel boundary");
     }
-    assert!(p.columns(16..48).is_none(), "not at a panel boundary");
     let refused = [
         (Format::F16, 3, 48, Channels::Cols),
+        (Format::Bf16, 3, 48, Channels::Cols),
         (Format::F32, 3, 64, Channels::Cols),
-        (Format::Bf16, 3, 64, Channels::Cols),
         (Format::Int4, 3, 64, Channels::Cols),
         (Format::Int8, 3, 48, Channels::Cols),
         (Format::Int8, 3, 64, Channels::Rows), // a scale per row: not a panel's columns
