@@ -77,9 +77,9 @@ export async function startLab() {
   return lab;
 }
 
-/** Waits until the page (or frame) reports ready or error (`timeout`: ms). */
-export async function waitSettled(page, timeout = 180_000) {
-  await page.waitForSelector('[data-testid=status][data-state=ready], [data-testid=status][data-state=error]', { timeout });
+/** Waits until the page (or frame) reports ready or error. */
+export async function waitSettled(page) {
+  await page.waitForSelector('[data-testid=status][data-state=ready], [data-testid=status][data-state=error]', { timeout: 180_000 });
 }
 
 /** Records Content-Security-Policy violations (see server.mjs) in `window.__csp`. */

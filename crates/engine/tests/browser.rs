@@ -81,12 +81,17 @@ async fn gpu_engine_matches_transformers_on_webgpu() {
 
 /// The gpu profile's kernels against their CPU twins on the browser's
 /// adapter, compiled by the browser's own WGSL compiler, in every weight
-/// format (the case table, default layout: lavapipe runs every layout); the
-/// cpu profile's run in the page's self-test (tests/e2e/selftest.test.mjs).
+/// format (the case table, default layout: lavapipe runs every layout), on a
+/// device with no more than the WebGPU spec's default limits (8 storage
+/// buffers per stage, 16 KiB of workgroup memory, 256 invocations), which
+/// Chromium enforces on every pipeline and binding: what a modest laptop's
+/// browser offers. The cpu profile's run in the page's self-test, under the
+/// same limits too (tests/e2e/selftest.test.mjs, limits.test.mjs).
 #[wasm_bindgen_test]
 async fn gpu_profile_kernels_match_their_twins_on_webgpu() {
     use decode_lab_engine::gpu::selftest::check_kernels;
-    let ctx = GpuContext::new().await.expect("an adapter");
+    let ctx = GpuContext::within(Some(wgpu::Limits::default())).await.expect("an adapter");
+    assert_eq!(ctx.limits.max_storage_buffers_per_shader_stage, 8, "the spec's default");
     let started = web_time::Instant::now();
     let results = check_kernels(&ctx, Profile::Gpu(Split::DEFAULT), None).await;
     for r in &results {
