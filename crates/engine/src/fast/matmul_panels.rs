@@ -60,7 +60,7 @@ pub fn run<P: Pair>(
 
 /// Rows of a panel a prefill widens at a time: 8 KB of f32, which stay in
 /// L1 while every row of x goes through them.
-const K_BLOCK: usize = 64;
+pub(super) const K_BLOCK: usize = 64;
 
 /// A panel's bias, halves apart: where its sums start.
 #[inline(always)]

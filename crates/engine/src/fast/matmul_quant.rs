@@ -12,6 +12,7 @@
 
 use std::ops::Range;
 
+use super::matmul_panels::K_BLOCK;
 use crate::storage::format::{nibble, Channels, Format, GROUP};
 use crate::storage::matrix::{split, Matrix};
 use crate::storage::panels::PANEL;
@@ -209,7 +210,8 @@ fn add_bf16<const N: usize>(even: &mut [f32], odd: &mut [f32], xv: [f32; N], row
 /// k rows are one stream of bytes, its outputs in registers for all of k;
 /// each output from its bias adds its k products in order, as the twin. A
 /// decode step decodes each weight as it multiplies it; a prefill decodes a
-/// panel once ([`Format::load`]'s values) for all its rows of x.
+/// panel a block of rows at a time ([`Format::load`]'s values, in L1) for
+/// all its rows of x.
 #[inline(always)]
 pub fn int8_panels(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
     let (k, cols) = (w.rows, c.len());
@@ -219,29 +221,49 @@ pub fn int8_panels(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &m
         Format::Int8PerTensor => vec![w.scales().first().copied().unwrap_or(0.0); cols].into(),
         _ => w.scales()[c.clone()].into(),
     };
-    let prefill = x.len() > k;
-    let mut weights = Vec::new(); // (k, PANEL) a prefill's panel, decoded
-    for (p, (s, b)) in scales.chunks_exact(PANEL).zip(bias.chunks_exact(PANEL)).enumerate() {
+    let panels = scales.chunks_exact(PANEL).zip(bias.chunks_exact(PANEL));
+    if x.len() > k {
+        return int8_prefill(x, &q[c.start * k..][..cols * k], &scales, bias, out);
+    }
+    for (p, (s, b)) in panels.enumerate() {
         let panel = &q[(c.start / PANEL + p) * k * PANEL..][..k * PANEL]; // (k, PANEL)
-        if prefill {
-            weights.clear();
-            for row in panel.chunks_exact(PANEL) {
-                weights.extend(row.iter().zip(s).map(|(&q, &s)| f32::from(q) * s));
+        let o = &mut out[p * PANEL..][..PANEL];
+        #[cfg(target_arch = "x86_64")]
+        if super::parallel::avx2() {
+            // SAFETY: the CPU has AVX2 (just checked).
+            unsafe { super::quant_avx2::int8_panel(x, panel, s, b, o) };
+            continue;
+        }
+        int8_panel(x, panel, s, b, o);
+    }
+}
+
+/// [`int8_panels`] for a prefill (`q`: the parts' panels, `(cols / PANEL, k,
+/// PANEL)`; `scales`, `bias`: `(cols)`; `out`: `(m, cols)`): each panel
+/// decoded [`K_BLOCK`] rows at a time into L1 and every row of x sent
+/// through the block, its sums carried from block to block (where decoding
+/// a whole panel first streamed up to 384 KB from L2 per row of x).
+#[inline(always)]
+fn int8_prefill(x: &[f32], q: &[i8], scales: &[f32], bias: &[f32], out: &mut [f32]) {
+    let (cols, m) = (bias.len(), out.len() / bias.len());
+    let k = x.len() / m;
+    let mut block = Vec::with_capacity(K_BLOCK * PANEL); // (≤ K_BLOCK, PANEL) decoded rows
+    let mut sums = vec![[0.0; PANEL]; m]; // (m, PANEL) one panel's outputs
+    let parts =
+        q.chunks_exact(k * PANEL).zip(scales.chunks_exact(PANEL)).zip(bias.chunks_exact(PANEL));
+    for (p, ((panel, s), b)) in parts.enumerate() {
+        sums.fill(b.try_into().expect("PANEL biases"));
+        for (kb, rows) in panel.chunks(K_BLOCK * PANEL).enumerate() {
+            block.clear();
+            for row in rows.chunks_exact(PANEL) {
+                block.extend(row.iter().zip(s).map(|(&q, &s)| f32::from(q) * s));
+            }
+            for (acc, xr) in sums.iter_mut().zip(x.chunks_exact(k)) {
+                add_rows(acc, &xr[kb * K_BLOCK..][..rows.len() / PANEL], &block);
             }
         }
-        for (xr, or) in x.chunks_exact(k).zip(out.chunks_exact_mut(cols)) {
-            let o = &mut or[p * PANEL..][..PANEL];
-            if prefill {
-                f32_panel(xr, &weights, b, o);
-                continue;
-            }
-            #[cfg(target_arch = "x86_64")]
-            if super::parallel::avx2() {
-                // SAFETY: the CPU has AVX2 (just checked).
-                unsafe { super::quant_avx2::int8_panel(xr, panel, s, b, o) };
-                continue;
-            }
-            int8_panel(xr, panel, s, b, o);
+        for (acc, or) in sums.iter().zip(out.chunks_exact_mut(cols)) {
+            or[p * PANEL..][..PANEL].copy_from_slice(acc);
         }
     }
 }
@@ -258,14 +280,16 @@ fn int8_panel(x: &[f32], panel: &[i8], s: &[f32], b: &[f32], o: &mut [f32]) {
     o.copy_from_slice(&acc);
 }
 
-/// [`int8_panel`] over weights already decoded: `o[j] = b[j] + Σ_r x[r] · w[r, j]`.
+/// `acc[j] += Σ_r x[r] · w[r, j]`, r in order (`w`: `(x.len(), PANEL)` decoded rows).
 #[inline(always)]
-fn f32_panel(x: &[f32], w: &[f32], b: &[f32], o: &mut [f32]) {
-    let mut acc: [f32; PANEL] = std::array::from_fn(|j| b[j]);
+fn add_rows(acc: &mut [f32; PANEL], x: &[f32], w: &[f32]) {
+    // A local copy: summed through the reference, the compiler kept every
+    // output in memory and multiplied lane by lane (a prefill 10x slower).
+    let mut sums = *acc;
     for (&xr, row) in x.iter().zip(w.chunks_exact(PANEL)) {
-        for (a, &w) in acc.iter_mut().zip(row) {
+        for (a, &w) in sums.iter_mut().zip(row) {
             *a += xr * w;
         }
     }
-    o.copy_from_slice(&acc);
+    *acc = sums;
 }
