@@ -88,19 +88,13 @@ fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>, avx2: bool) -> Vec<f
     let mut out = vec![0.0; x.len() / n_embd * n]; // (n_out, n)
     let rows = vr.start * n_embd / 2..vr.end * n_embd / 2; // words of head rows vr: (n, n_embd / 2)
     if let Some(words) = lm_head.f16_words() {
-        let scale = lm_head.f16_scale();
+        let (words, scale) = (&words[rows.clone()], lm_head.f16_scale());
+        // x scaled for raw weights where every scaled input is finite: (n_out, n_embd)
         match raw_inputs(x, scale) {
-            Some(scaled) => pair_part(
-                &scaled,
-                &words[rows.clone()],
-                F16::<true> { scale },
-                n_embd,
-                avx2,
-                &mut out,
-            ), // (n_out, n_embd)
-            None => {
-                pair_part(x, &words[rows.clone()], F16::<false> { scale }, n_embd, avx2, &mut out)
+            Some(scaled) => {
+                pair_part(&scaled, words, F16::<true> { scale }, n_embd, avx2, &mut out)
             }
+            None => pair_part(x, words, F16::<false> { scale }, n_embd, avx2, &mut out),
         }
         return out;
     }

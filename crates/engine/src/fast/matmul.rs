@@ -95,10 +95,11 @@ fn run_part_avx2(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut
 fn run_part_here(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
     if let Some(words) = w.f16_panels() {
         let (scale, k) = (w.f16_scale(), w.rows);
+        // x scaled for raw weights where every scaled input is finite: (m, k)
         return match raw_inputs(x, scale) {
             Some(scaled) => {
                 matmul_panels::run(&scaled, words, F16::<true> { scale }, k, c, bias, out)
-            } // (m, k) scaled
+            }
             None => matmul_panels::run(x, words, F16::<false> { scale }, k, c, bias, out),
         };
     }

@@ -15,6 +15,7 @@ use std::ops::Range;
 use super::matmul_panels::K_BLOCK;
 use crate::storage::format::{nibble, Channels, Format, GROUP};
 use crate::storage::matrix::{split, Matrix};
+use crate::storage::pair::{Bf16, Pair};
 use crate::storage::panels::PANEL;
 
 // The words are read as bytes: element t of a word is its byte t (int8) or
@@ -197,9 +198,9 @@ fn add_bf16<const N: usize>(even: &mut [f32], odd: &mut [f32], xv: [f32; N], row
     for j in 0..h {
         let (mut e, mut o) = (even[j], odd[j]);
         for i in 0..N {
-            let word = rows[i][j];
-            e += xv[i] * f32::from_bits(word << 16);
-            o += xv[i] * f32::from_bits(word & 0xffff_0000);
+            let (lo, hi) = Bf16.pair(rows[i][j]);
+            e += xv[i] * lo;
+            o += xv[i] * hi;
         }
         (even[j], odd[j]) = (e, o);
     }
@@ -215,17 +216,17 @@ fn add_bf16<const N: usize>(even: &mut [f32], odd: &mut [f32], xv: [f32; N], row
 #[inline(always)]
 pub fn int8_panels(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
     let (k, cols) = (w.rows, c.len());
-    let q: &[i8] = bytemuck::cast_slice(w.int8_panels().unwrap_or_default()); // (n / PANEL, k, PANEL)
-                                                                              // (cols) the columns' scales; the matrix's one, per column, for int8-tensor.
+    // (n / PANEL, k, PANEL) the panels' bytes
+    let q: &[i8] = bytemuck::cast_slice(w.int8_panels().unwrap_or_default());
+    // (cols) the columns' scales; the matrix's one, per column, for int8-tensor.
     let scales: std::borrow::Cow<[f32]> = match w.format {
         Format::Int8PerTensor => vec![w.scales().first().copied().unwrap_or(0.0); cols].into(),
         _ => w.scales()[c.clone()].into(),
     };
-    let panels = scales.chunks_exact(PANEL).zip(bias.chunks_exact(PANEL));
     if x.len() > k {
         return int8_prefill(x, &q[c.start * k..][..cols * k], &scales, bias, out);
     }
-    for (p, (s, b)) in panels.enumerate() {
+    for (p, (s, b)) in scales.chunks_exact(PANEL).zip(bias.chunks_exact(PANEL)).enumerate() {
         let panel = &q[(c.start / PANEL + p) * k * PANEL..][..k * PANEL]; // (k, PANEL)
         let o = &mut out[p * PANEL..][..PANEL];
         #[cfg(target_arch = "x86_64")]

@@ -220,14 +220,19 @@ impl Matrix {
     /// keeping even and odd columns apart instead of interleaving them per
     /// element (which the compiler does not vectorise).
     pub fn f16_words(&self) -> Option<&[u32]> {
-        let rows = self.format == Format::F16 && !self.panels;
-        (rows && self.cols.is_multiple_of(2)).then_some(&self.words)
+        self.pair_rows(Format::F16)
     }
 
     /// [`f16_words`](Self::f16_words) for bf16: `(rows, cols / 2)`, the
     /// same places ([`Bf16`]).
     pub fn bf16_words(&self) -> Option<&[u32]> {
-        let rows = self.format == Format::Bf16 && !self.panels;
+        self.pair_rows(Format::Bf16)
+    }
+
+    /// The row-major words of a matrix in `format` (two values a word) whose
+    /// every row starts on a word.
+    fn pair_rows(&self, format: Format) -> Option<&[u32]> {
+        let rows = self.format == format && !self.panels;
         (rows && self.cols.is_multiple_of(2)).then_some(&self.words)
     }
 
@@ -279,8 +284,7 @@ impl Matrix {
             }
             Format::Bf16 => {
                 for (o, &word) in buf.chunks_exact_mut(2).zip(words) {
-                    o[0] = f32::from_bits(word << 16);
-                    o[1] = f32::from_bits(word & 0xffff_0000);
+                    (o[0], o[1]) = Bf16.pair(word);
                 }
             }
             Format::Int8 | Format::Int8PerTensor => {
