@@ -29,6 +29,16 @@ pub struct KernelArgs {
     /// GPU kernels: auto (the cpu profile on a software adapter, else every profile timed and the fastest kept), cpu, gpu (its layout timed), or a layout by name (gpu-1, gpu-2, gpu-4, gpu-8, gpu-16; timed: gpu-2, gpu-4, gpu-8).
     #[arg(long, value_parser = kernels_choice, default_value = "auto")]
     pub kernels: KernelsChoice,
+    /// What the CPU engine multiplies int8 and int8-tensor weights by: f32 (the twins' numbers, as the GPU), or int8 (each input row quantised to 8 bits in blocks of 32 and multiplied in integers, as llama.cpp's Q8_0: faster, slightly other numbers).
+    #[arg(long, value_enum, default_value = "f32")]
+    pub activations: Activations,
+}
+
+/// What the CPU engine multiplies int8 weights by (`--activations`).
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq)]
+pub enum Activations {
+    F32,
+    Int8,
 }
 
 /// A model folder and the engine that runs it.
@@ -95,9 +105,18 @@ pub async fn open_engine(
     kernels: KernelArgs,
 ) -> Result<(Engine, Chose)> {
     let engine = match backend {
-        // The same values, read faster (`Weights::use_cpu_layout`).
         Backend::Cpu if kernels.kernels == KernelsChoice::Auto => {
-            EngineChoice::Cpu { layout: CpuLayout::Fast, pause: None }
+            let layout = match kernels.activations {
+                // The same values, read faster (`Weights::use_cpu_layout`).
+                Activations::F32 => CpuLayout::Fast,
+                Activations::Int8 => CpuLayout::Int8Activations,
+            };
+            EngineChoice::Cpu { layout, pause: None }
+        }
+        Backend::Gpu if kernels.activations == Activations::Int8 => {
+            return Err(EngineError::Setting(
+                "--activations int8 is the CPU engine's: the GPU's kernels multiply f32 inputs (add --backend cpu, or leave --activations out)".into(),
+            ))
         }
         Backend::Cpu => {
             return Err(EngineError::Setting(

@@ -11,7 +11,7 @@ use engine::model::{Tokenizer, WeightsChoice};
 use engine::sample::{explain, Sampler, Settings};
 use engine::{EngineError, Result};
 
-use crate::engine_args::{Backend, EngineArgs, KernelArgs, PipelineArgs};
+use crate::engine_args::{Activations, Backend, EngineArgs, KernelArgs, PipelineArgs};
 
 /// The most draws one call makes (40 MB of token ids); a statistical check
 /// needs 100k, so this leaves room without letting a typo exhaust memory.
@@ -73,7 +73,8 @@ async fn from_model(
     if ids.is_empty() {
         return Err(EngineError::Setting("--prompt is empty: give the model some text".into()));
     }
-    let kernels = KernelArgs { weights: WeightsChoice::Auto, kernels: KernelsChoice::Auto };
+    let (weights, kernels) = (WeightsChoice::Auto, KernelsChoice::Auto);
+    let kernels = KernelArgs { weights, kernels, activations: Activations::F32 };
     let on = EngineArgs { model: dir, backend, kernels };
     let (engine, _) = on.engine_for(std::sync::Arc::new(on.load()?)).await?;
     let logits = engine.session()?.prefill(&ids, engine::Wanted::Last).await?;

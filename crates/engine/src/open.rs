@@ -8,7 +8,7 @@
 use std::rc::Rc;
 
 use crate::cpu::{CpuSession, Pause};
-use crate::error::Result;
+use crate::error::{EngineError, Result};
 #[cfg(feature = "gpu")]
 use crate::gpu::profile::{self, Chosen, Memory};
 #[cfg(feature = "gpu")]
@@ -30,6 +30,10 @@ pub enum CpuLayout {
     /// Lifted and in column panels (`Weights::use_cpu_layout`): the same
     /// values, read faster, and read by no GPU (the CLI, the worker).
     Fast,
+    /// [`Fast`](Self::Fast), and int8 weights multiply 8-bit activations
+    /// (`Weights::use_int8_activations`, `--activations int8`): faster,
+    /// slightly other numbers; int8 and int8-tensor weights only.
+    Int8Activations,
 }
 
 /// Which engine runs the model, with the choices that engine has.
@@ -87,6 +91,17 @@ pub async fn open(model: SharedModel, choice: Choice) -> Result<(Engine, Chose)>
         EngineChoice::Cpu { layout: CpuLayout::AsLoaded, pause } => Engine::Cpu { model, pause },
         EngineChoice::Cpu { layout: CpuLayout::Fast, pause } => {
             let mut model = std::sync::Arc::unwrap_or_clone(model);
+            model.weights.use_cpu_layout();
+            Engine::Cpu { model: SharedModel::new(model), pause }
+        }
+        EngineChoice::Cpu { layout: CpuLayout::Int8Activations, pause } => {
+            let mut model = std::sync::Arc::unwrap_or_clone(model);
+            if !model.weights.use_int8_activations() {
+                return Err(EngineError::Setting(format!(
+                    "8-bit activations multiply int8 weights: these are {} (add --weights int8 or int8-tensor)",
+                    format.name()
+                )));
+            }
             model.weights.use_cpu_layout();
             Engine::Cpu { model: SharedModel::new(model), pause }
         }

@@ -289,4 +289,12 @@ fn the_gpu_refuses_weights_laid_out_for_the_cpu_engine() {
         Ok(_) => panic!("a model laid out for the CPU went to the GPU"),
         Err(e) => assert!(e.to_string().contains("laid out for the CPU engine"), "{e}"),
     }
+    // int8 weights for the CPU engine's 8-bit activations: refused too.
+    let choice = WeightsChoice::Exactly(Format::Int8);
+    let mut model = Model::from_bytes_as(&config, &file, choice).unwrap();
+    assert!(model.weights.use_int8_activations());
+    match pollster::block_on(GpuModel::new(ctx.clone(), Arc::new(model), Profile::Cpu)) {
+        Ok(_) => panic!("int8 weights for 8-bit activations went to the GPU"),
+        Err(e) => assert!(e.to_string().contains("8-bit activations"), "{e}"),
+    }
 }

@@ -92,6 +92,37 @@ fn formats_stay_close_to_f32_on_the_held_out_passage() {
     assert!(int8_tensor.kl_mean > int8.kl_mean, "{} vs {}", int8_tensor.kl_mean, int8.kl_mean);
 }
 
+/// The CPU engine's 8-bit activations (`--activations int8`) on int8
+/// weights: their own figures against f32, printed beside the f32 path's,
+/// within the lesson's int8 bar (mean KL ≤ 0.01 nats, same top-1 ≥ 95 %)
+/// and at most a little further from f32 than int8 with f32 activations.
+#[test]
+fn int8_activations_stay_close_to_f32_on_the_held_out_passage() {
+    let (f32_model, tokenizer, text) = load();
+    let tokens = tokenizer.encode(&text).expect("encode");
+    let int8 = f32_model.to_format(Format::Int8).unwrap();
+    let mut activations8 = int8.clone();
+    assert!(activations8.weights.use_int8_activations());
+    let blocks = activations8.weights.layers.iter().flat_map(|l| l.matrices());
+    assert!(blocks.chain([activations8.weights.lm_head()]).all(|m| m.int8_activations().is_some()));
+    let models = [f32_model, Arc::new(int8), Arc::new(activations8)];
+    let d = drifts(&models, &tokenizer, &tokens);
+    for (name, d) in ["int8, f32 activations", "int8, int8 activations"].iter().zip(&d) {
+        println!(
+            "{name}: KL mean {:.5} p99.9 {:.4} nats, same top-1 {:.2} %, {:.4} bits/byte",
+            d.kl_mean,
+            d.kl_p999,
+            100.0 * d.same_top1,
+            d.bits_per_byte()
+        );
+    }
+    let (f32_acts, int8_acts) = (d[0], d[1]);
+    assert!(int8_acts.kl_mean <= 0.01, "mean KL {}", int8_acts.kl_mean);
+    assert!(int8_acts.same_top1 >= 0.95, "same top-1 {}", int8_acts.same_top1);
+    assert!(int8_acts.kl_mean > f32_acts.kl_mean, "x rounded to 8 bits moves the model further");
+    assert!(int8_acts.kl_mean < 3.0 * f32_acts.kl_mean, "{int8_acts:?} vs {f32_acts:?}");
+}
+
 /// Weight bytes per format, exact: the matrices packed, the rest f32.
 #[test]
 fn weight_bytes_shrink_with_the_format() {

@@ -9,6 +9,7 @@ use super::{coworker, parallel};
 use crate::storage::f16_bits::raw_inputs;
 use crate::storage::matrix::{split, Matrix};
 use crate::storage::pair::{Bf16, Pair, F16};
+use crate::storage::quads::Dot8;
 
 /// Partial sums of one dot product: lane j adds the products k ≡ j (mod 16).
 const LANES: usize = 16;
@@ -50,6 +51,9 @@ pub fn run(
 
 /// The logits of head rows `vr` for each row of `x`: `(n_out, vr.len())`.
 fn part(x: &[f32], lm_head: &Matrix, vr: Range<usize>) -> Vec<f32> {
+    if lm_head.int8_activations() == Some(Dot8::Rows) {
+        return super::int8_dot::head(x, lm_head, vr);
+    }
     // AVX-512 for f16 only, as the matmul's (fast::matmul::run_part).
     #[cfg(target_arch = "x86_64")]
     if parallel::avx512() && lm_head.format == crate::storage::format::Format::F16 {

@@ -5,8 +5,12 @@
 //! coworker. Each computes
 //! exactly the twin's sums in the twin's order, so every path gives the same
 //! bits (tests: `cpu_paths.rs`, `tests/shared/f16_paths.rs`, `coworker.rs`).
+//! The one path with other numbers is named: `int8_dot`, 8-bit activations.
 
 pub mod coworker;
+pub mod int8_dot;
+#[cfg(target_arch = "x86_64")]
+mod int8_dot_avx2;
 pub mod lm_head;
 pub mod matmul;
 pub mod matmul_panels;

@@ -5,6 +5,7 @@
 
 use crate::storage::format::Format;
 use crate::storage::matrix::Matrix;
+use crate::storage::quads::Dot8;
 
 /// The weights of one transformer block. Linear weights are `[in, out]` (Conv1D).
 #[derive(Debug, Clone)]
@@ -125,6 +126,32 @@ impl Weights {
         if let Some(head) = &mut self.lm_head {
             head.lift_f16();
         }
+    }
+
+    /// The CPU engine's 8-bit activations for int8 weights
+    /// ([`fast::int8_dot`](crate::fast::int8_dot), `--activations int8`):
+    /// the blocks' matrices in quad panels and the LM head row-major, each
+    /// multiplying its input quantised to 8 bits, in integers. Other numbers
+    /// than the f32 path's; the GPU engine refuses these weights. False
+    /// (nothing changed) unless the weights are int8 or int8-tensor; a
+    /// matrix whose columns are not whole panels keeps the f32 path.
+    pub fn use_int8_activations(&mut self) -> bool {
+        if !matches!(self.format(), Format::Int8 | Format::Int8PerTensor) {
+            return false;
+        }
+        for layer in &mut self.layers {
+            let blocks = [
+                &mut layer.c_attn_weight,
+                &mut layer.attn_proj_weight,
+                &mut layer.c_fc_weight,
+                &mut layer.mlp_proj_weight,
+            ];
+            for m in blocks {
+                m.use_int8_activations(Dot8::Quads);
+            }
+        }
+        self.lm_head.as_mut().unwrap_or(&mut self.wte).use_int8_activations(Dot8::Rows);
+        true
     }
 
     /// The format the matrices are stored in.

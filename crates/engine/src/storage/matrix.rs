@@ -5,6 +5,7 @@
 use std::ops::Range;
 
 use super::panels::{self, PANEL};
+use super::quads::Dot8;
 use crate::storage::f16_bits::{f16_pair_as, lifted, F16_LIFT, F16_RAW_SCALE};
 use crate::storage::format::{channel, nibble, Channels, Format, GROUP, SHARD_ALIGN};
 use crate::storage::pair::{Bf16, Pair, F16};
@@ -26,12 +27,15 @@ pub struct Matrix {
     pub cols: usize,
     /// The output-channel axis (per-channel scales, see [`Channels`]).
     pub channels: Channels,
-    words: Vec<u32>,  // (rows · cols / per_word) packed weights
-    scales: Vec<f32>, // (format.scale_count) empty for f32 and f16
+    pub(super) words: Vec<u32>,  // (rows · cols / per_word) packed weights
+    pub(super) scales: Vec<f32>, // (format.scale_count) empty for f32 and f16
     /// f16 words whose exponents were raised by [`F16_LIFT`] ([`Matrix::lift_f16`]).
-    lifted: bool,
+    pub(super) lifted: bool,
     /// f16 or int8 words in column panels ([`Matrix::into_panels`]), not row-major.
-    panels: bool,
+    pub(super) panels: bool,
+    /// int8 words that the CPU engine multiplies by 8-bit activations
+    /// ([`Matrix::use_int8_activations`]), and how.
+    pub(super) int8_activations: Option<Dot8>,
 }
 
 impl Matrix {
@@ -57,7 +61,8 @@ impl Matrix {
         words: Vec<u32>,
         scales: Vec<f32>,
     ) -> Matrix {
-        Matrix { format, rows, cols, channels, words, scales, lifted: false, panels: false }
+        let (lifted, panels, int8_activations) = (false, false, None);
+        Matrix { format, rows, cols, channels, words, scales, lifted, panels, int8_activations }
     }
 
     /// An f32 matrix that takes `values` over (no copy).
@@ -95,6 +100,9 @@ impl Matrix {
 
     /// Element `i` (row-major) as the kernels compute with it.
     pub fn get(&self, i: usize) -> f32 {
+        if self.int8_activations == Some(Dot8::Quads) {
+            return self.quads_get(i);
+        }
         if self.panels {
             let (r, c, per) = (i / self.cols, i % self.cols, self.format.per_word());
             let (word, t) = panels::locate(r, c, self.rows, per);
@@ -171,7 +179,7 @@ impl Matrix {
             _ => false,
         };
         let halves = matches!(self.format, Format::F16 | Format::Bf16);
-        if !(halves || int8) || self.panels || !whole {
+        if !(halves || int8) || self.reordered() || !whole {
             return false;
         }
         self.words = panels::from_rows(&self.words, self.rows, self.cols, self.format.per_word());
@@ -195,10 +203,16 @@ impl Matrix {
         (self.panels && int8).then_some(&self.words)
     }
 
-    /// Whether the words are in a layout only the CPU engine reads (lifted
-    /// or in panels): the GPU engine refuses such a matrix.
+    /// Whether the words are in a layout only the CPU engine reads (lifted,
+    /// in panels or quad panels) or multiply 8-bit activations: the GPU
+    /// engine refuses such a matrix.
     pub fn cpu_only(&self) -> bool {
-        self.lifted || self.panels
+        self.lifted || self.reordered() || self.int8_activations.is_some()
+    }
+
+    /// Whether the words are out of row-major order (panels or quad panels).
+    fn reordered(&self) -> bool {
+        self.panels || self.int8_activations == Some(Dot8::Quads)
     }
 
     /// Every element as f32.
@@ -232,7 +246,7 @@ impl Matrix {
     /// The row-major words of a matrix in `format` (two values a word) whose
     /// every row starts on a word.
     fn pair_rows(&self, format: Format) -> Option<&[u32]> {
-        let rows = self.format == format && !self.panels;
+        let rows = self.format == format && !self.reordered();
         (rows && self.cols.is_multiple_of(2)).then_some(&self.words)
     }
 
@@ -270,7 +284,7 @@ impl Matrix {
     fn unpack_words(&self, r: usize, c0: usize, buf: &mut [f32]) -> bool {
         let (start, per) = (r * self.cols + c0, self.format.per_word());
         let group = if self.format == Format::Int4 { GROUP } else { per };
-        if self.panels || !start.is_multiple_of(group) || !buf.len().is_multiple_of(per) {
+        if self.reordered() || !start.is_multiple_of(group) || !buf.len().is_multiple_of(per) {
             return false;
         }
         let words = &self.words[start / per..][..buf.len() / per];
@@ -326,7 +340,7 @@ impl Matrix {
         let start = r * self.cols + c0;
         let ch = |c: usize| if self.channels == Channels::Rows { r } else { c0 + c };
         for (c, o) in buf.iter_mut().enumerate() {
-            *o = match self.lifted || self.panels {
+            *o = match self.lifted || self.reordered() {
                 true => self.get(start + c),
                 false => self.format.load(&self.words, &self.scales, start + c, ch(c)),
             };
@@ -374,7 +388,7 @@ impl Matrix {
     /// vocabulary rows).
     pub fn shard(&self, r0: usize, r1: usize) -> Matrix {
         assert!(r0.is_multiple_of(SHARD_ALIGN) && r0 < r1 && r1 <= self.rows);
-        assert!(!self.panels, "a matrix in panels is split by columns");
+        assert!(!self.reordered(), "a matrix in panels is split by columns");
         assert_eq!(self.channels, Channels::Rows, "only row channels are split by rows");
         let (start, end) = (r0 * self.cols, r1 * self.cols);
         let per = self.format.per_word();
@@ -385,33 +399,6 @@ impl Matrix {
             Format::Int4 => self.scales[start / GROUP..end.div_ceil(GROUP)].to_vec(),
         };
         Matrix { words, scales, rows: r1 - r0, ..*self }
-    }
-
-    /// Elements per word when columns can be cut out of this matrix whole
-    /// words at a time ([`columns`](Self::columns)): f32, f16 of even width,
-    /// and f16 or bf16 in panels (whole panels).
-    pub fn column_step(&self) -> Option<usize> {
-        match self.format {
-            Format::F32 => Some(1),
-            Format::F16 | Format::Bf16 if self.panels => Some(PANEL),
-            Format::F16 if self.cols.is_multiple_of(2) => Some(2),
-            _ => None,
-        }
-    }
-
-    /// Columns `c` as a matrix of their own, the same words copied row by
-    /// row (a coworker's part of a matmul); `None` unless [`column_step`]
-    /// (Self::column_step) divides both ends of `c`.
-    pub fn columns(&self, c: Range<usize>) -> Option<Matrix> {
-        let per =
-            self.column_step().filter(|&p| c.start.is_multiple_of(p) && c.end.is_multiple_of(p))?;
-        if self.panels {
-            let words = panels::columns(&self.words, self.rows, c.clone()).to_vec();
-            return Some(Matrix { words, scales: Vec::new(), cols: c.len(), ..*self });
-        }
-        let row = |r: usize| &self.words[(r * self.cols + c.start) / per..][..c.len() / per];
-        let words = (0..self.rows).flat_map(row).copied().collect();
-        Some(Matrix { words, scales: Vec::new(), cols: c.len(), ..*self })
     }
 
     /// Whether `format` holds every weight exactly (an f16 checkpoint in f16).

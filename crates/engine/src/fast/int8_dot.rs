@@ -1,0 +1,152 @@
+//! int8 weights times 8-bit activations: the CPU engine's integer dot
+//! products (`--activations int8`), as llama.cpp multiplies its Q8_0 weights.
+//!
+//! The f32 path decodes every weight to f32 and multiplies it by an f32
+//! input: four float operations a weight, whatever the weight's size, so on
+//! a core without AVX-512 int8 decodes barely faster than f16. Here each
+//! row of x is first quantised in blocks of [`BLOCK`] inputs (a scale
+//! `d = max|x| / 127` a block, as Q8_0), and a block's products are summed
+//! as integers (AVX2: 32 products in five instructions, from the matrix's
+//! quad panels, [`quads`](crate::storage::quads)). The results are not the
+//! f32 path's (x is rounded to 8 bits): a named option with its own quality
+//! figures (`tests/formats.rs`), never a silent change to a format, and
+//! the GPU engine refuses such weights.
+//!
+//! The arithmetic, which every path here keeps bit for bit (integer sums are
+//! exact in any order, and the float steps are the same IEEE operations in
+//! the same order, native and wasm): for output j,
+//! `acc = Σ_b d_b · isum_b(j)` in order of the blocks b from 0.0, where
+//! `isum_b(j) = Σ_{k ∈ b} qx[k] · q[k, j]` as an integer, then
+//! `out[j] = bias[j] + acc · scale(j)` (the head: no bias).
+
+use std::ops::Range;
+
+use crate::storage::format::Format;
+use crate::storage::matrix::Matrix;
+use crate::storage::panels::PANEL;
+use crate::storage::quads::QUAD;
+
+/// Inputs per activation scale (llama.cpp's Q8_0 block).
+pub const BLOCK: usize = 32;
+
+/// One row of x quantised: `(qx, d)`.
+pub type Quantised = (Vec<i8>, Vec<f32>);
+
+/// `x` in blocks of [`BLOCK`]: the 8-bit values `round(x / d)`, padded with
+/// zeros to whole quads, and a scale `d = max|x| / 127` per block (0 for a
+/// block of zeros, whose values are 0; a NaN input counts as 0).
+pub fn quantise(x: &[f32]) -> Quantised {
+    let mut q = vec![0i8; x.len().next_multiple_of(QUAD)]; // (⌈k / 4⌉ · 4)
+    let mut d = Vec::with_capacity(x.len().div_ceil(BLOCK)); // (⌈k / BLOCK⌉)
+    for (xb, qb) in x.chunks(BLOCK).zip(q.chunks_mut(BLOCK)) {
+        let max = xb.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+        let scale = max / 127.0;
+        let inverse = if scale > 0.0 { 1.0 / scale } else { 0.0 };
+        for (q, &v) in qb.iter_mut().zip(xb) {
+            // |v · inverse| ≤ 127 up to rounding; `as` saturates, NaN → 0.
+            *q = (v * inverse).round() as i8;
+        }
+        d.push(scale);
+    }
+    (q, d)
+}
+
+/// `acc + d · isum`: one block's step of every output's sum.
+#[inline(always)]
+pub fn step(acc: f32, d: f32, isum: i32) -> f32 {
+    acc + d * isum as f32
+}
+
+/// The scales of outputs `c`: the columns' (int8) or the matrix's one, per output.
+fn scales(w: &Matrix, c: Range<usize>) -> Vec<f32> {
+    match w.format {
+        Format::Int8PerTensor => vec![w.scales().first().copied().unwrap_or(0.0); c.len()],
+        _ => w.scales()[c].to_vec(),
+    }
+}
+
+/// `out = x @ w + bias` for columns `c` (whole panels) of an int8 matrix in
+/// quad panels: x (m, k), bias (c.len()), out (m, c.len()). Each panel's
+/// quads are read once per row of x (a prefill's rows re-read it from L2).
+pub fn matmul(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
+    let (k, cols) = (w.rows, c.len());
+    let quads = w.int8_quads().expect("a matrix in quad panels"); // (n / PANEL, ⌈k / 4⌉, PANEL)
+    let len = k.div_ceil(QUAD) * PANEL; // words of one panel
+    let rows: Vec<Quantised> = x.chunks_exact(k).map(quantise).collect(); // (m)
+    let s = scales(w, c.clone());
+    let parts = s.chunks_exact(PANEL).zip(bias.chunks_exact(PANEL)).enumerate();
+    for (p, (s, b)) in parts {
+        let panel = &quads[(c.start / PANEL + p) * len..][..len]; // (⌈k / 4⌉, PANEL)
+        for ((qx, d), o) in rows.iter().zip(out.chunks_exact_mut(cols)) {
+            let o = &mut o[p * PANEL..][..PANEL];
+            #[cfg(target_arch = "x86_64")]
+            if super::parallel::avx2() {
+                // SAFETY: the CPU has AVX2 (just checked).
+                unsafe { super::int8_dot_avx2::panel(qx, d, panel, s, b, o) };
+                continue;
+            }
+            panel_here(qx, d, panel, s, b, o);
+        }
+    }
+}
+
+/// One panel's outputs for one quantised row: the definition, in plain
+/// loops (whose 32 integer sums a quad the compiler vectorises).
+fn panel_here(qx: &[i8], d: &[f32], panel: &[u32], s: &[f32], b: &[f32], o: &mut [f32]) {
+    let mut acc = [0.0f32; PANEL];
+    let quads = panel.chunks_exact(PANEL).zip(qx.chunks_exact(QUAD));
+    let per_block = BLOCK / QUAD;
+    let mut blocks = d.iter();
+    let mut isum = [0i32; PANEL];
+    for (r4, (words, x4)) in quads.enumerate() {
+        for (sum, &word) in isum.iter_mut().zip(words) {
+            let w = word.to_le_bytes();
+            *sum += (0..QUAD).map(|t| i32::from(x4[t]) * i32::from(w[t] as i8)).sum::<i32>();
+        }
+        let last = (r4 + 1) * QUAD >= qx.len();
+        if (r4 + 1) % per_block == 0 || last {
+            let db = *blocks.next().expect("a scale per block");
+            for (a, sum) in acc.iter_mut().zip(&mut isum) {
+                *a = step(*a, db, *sum);
+                *sum = 0;
+            }
+        }
+    }
+    for (j, o) in o.iter_mut().enumerate() {
+        *o = b[j] + acc[j] * s[j];
+    }
+}
+
+/// The logits of head rows `vr` for each row of x (n_out, n_embd) of an
+/// int8 head multiplying 8-bit activations (`Dot8::Rows`): `(n_out,
+/// vr.len())`, each `acc · scale(v)`.
+pub fn head(x: &[f32], head: &Matrix, vr: Range<usize>) -> Vec<f32> {
+    let (n_embd, n) = (head.cols, vr.len());
+    let s = scales(head, vr.clone());
+    let mut out = vec![0.0; x.len() / n_embd * n]; // (n_out, n)
+    for (xr, or) in x.chunks_exact(n_embd).zip(out.chunks_exact_mut(n)) {
+        let (qx, d) = quantise(xr);
+        #[cfg(target_arch = "x86_64")]
+        if super::parallel::avx2() && n_embd.is_multiple_of(BLOCK) {
+            // SAFETY: the CPU has AVX2 (just checked).
+            unsafe { super::int8_dot_avx2::head(&qx, &d, head, vr.clone(), &s, or) };
+            continue;
+        }
+        head_here(&qx, &d, head, vr.clone(), &s, or);
+    }
+    out
+}
+
+/// [`head`] for one quantised row, plain loops: the definition.
+fn head_here(qx: &[i8], d: &[f32], head: &Matrix, vr: Range<usize>, s: &[f32], out: &mut [f32]) {
+    let q: &[i8] = bytemuck::cast_slice(head.words()); // (n_vocab, n_embd) the fields
+    for ((o, v), &s) in out.iter_mut().zip(vr).zip(s) {
+        let row = &q[v * head.cols..][..head.cols];
+        let mut acc = 0.0f32;
+        for ((qb, wb), &db) in qx.chunks(BLOCK).zip(row.chunks(BLOCK)).zip(d) {
+            let isum: i32 = qb.iter().zip(wb).map(|(&a, &b)| i32::from(a) * i32::from(b)).sum();
+            acc = step(acc, db, isum);
+        }
+        *o = acc * s;
+    }
+}

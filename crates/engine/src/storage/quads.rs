@@ -1,0 +1,114 @@
+//! The CPU engine's layout for an int8 matrix that multiplies 8-bit
+//! activations (`--activations int8`, [`fast::int8_dot`](crate::fast::int8_dot)):
+//! quad panels. An integer dot product instruction (AVX2's `vpmaddubsw` and
+//! `vpmaddwd`) multiplies four bytes of a lane by four bytes and adds them,
+//! so each 32-bit word holds four consecutive rows of one column, and a
+//! panel's [`PANEL`] columns of a quad of rows are one run of 128 bytes
+//! (four AVX2 registers) read as one stream, the next quad right after.
+//!
+//! Layout of a `(k, n)` matrix's words (`n` a multiple of [`PANEL`]):
+//! `(n / PANEL, ⌈k / 4⌉, PANEL)`: panel `p`, quad `r4`, word `j` holds
+//! column `PANEL · p + j` of rows `4 · r4 + t` in its bytes `t` (rows past
+//! `k`: zeros).
+
+use super::format::{Channels, Format};
+use super::matrix::Matrix;
+use super::panels::PANEL;
+
+/// Rows of a column in one word.
+pub const QUAD: usize = 4;
+
+/// How a matrix is multiplied by 8-bit activations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dot8 {
+    /// Words in quad panels; its outputs are its columns (the blocks' matrices).
+    Quads,
+    /// Words row-major; its outputs are its rows, each a dot product along
+    /// its contiguous bytes (the LM head).
+    Rows,
+}
+
+/// The quad panels of a row-major `(k, n)` int8 matrix's bytes.
+pub fn from_rows(bytes: &[i8], k: usize, n: usize) -> Vec<u32> {
+    let quads = k.div_ceil(QUAD);
+    let mut words = Vec::with_capacity(n / PANEL * quads * PANEL); // (n / PANEL, quads, PANEL)
+    for p in 0..n / PANEL {
+        for r4 in 0..quads {
+            for j in PANEL * p..PANEL * (p + 1) {
+                let byte = |t: usize| {
+                    let r = QUAD * r4 + t;
+                    if r < k {
+                        bytes[r * n + j] as u8
+                    } else {
+                        0
+                    }
+                };
+                words.push(u32::from_le_bytes(std::array::from_fn(byte)));
+            }
+        }
+    }
+    words
+}
+
+/// Where element `(r, c)` of a `(k, n)` matrix in quad panels is: its word
+/// and its byte.
+pub fn locate(r: usize, c: usize, k: usize) -> (usize, usize) {
+    let (p, j) = (c / PANEL, c % PANEL);
+    ((p * k.div_ceil(QUAD) + r / QUAD) * PANEL + j, r % QUAD)
+}
+
+/// Whether an int8 matrix has one scale per output along `outputs`, so its
+/// integer sums can be scaled once per output: int8 with its channels
+/// there, or int8-tensor.
+pub fn one_scale_an_output(w: &Matrix, outputs: Channels) -> bool {
+    match w.format {
+        Format::Int8 => w.channels == outputs,
+        Format::Int8PerTensor => true,
+        _ => false,
+    }
+}
+
+impl Matrix {
+    /// Has the CPU engine multiply this int8 matrix by 8-bit activations
+    /// ([`fast::int8_dot`](crate::fast::int8_dot)), its words laid out for
+    /// `dot`: other results than the f32 path's, so the GPU engine refuses
+    /// it. The values held are the same ([`get`](Matrix::get)). False
+    /// (nothing changed) unless the matrix is int8 with one scale per
+    /// output (its columns for [`Dot8::Quads`], its rows for [`Dot8::Rows`]),
+    /// row-major, at least one row and, for quads, whole panels wide.
+    pub fn use_int8_activations(&mut self, dot: Dot8) -> bool {
+        let outputs = match dot {
+            Dot8::Quads => Channels::Cols,
+            Dot8::Rows => Channels::Rows,
+        };
+        let whole = dot == Dot8::Rows || self.cols.is_multiple_of(PANEL);
+        let row_major = !self.panels && self.int8_activations.is_none();
+        if !one_scale_an_output(self, outputs) || !row_major || self.rows == 0 || !whole {
+            return false;
+        }
+        if dot == Dot8::Quads {
+            self.words = from_rows(bytemuck::cast_slice(&self.words), self.rows, self.cols);
+        }
+        self.int8_activations = Some(dot);
+        true
+    }
+
+    /// How this matrix multiplies 8-bit activations, if it does.
+    pub fn int8_activations(&self) -> Option<Dot8> {
+        self.int8_activations
+    }
+
+    /// The words in quad panels (`None` unless [`Dot8::Quads`]).
+    pub fn int8_quads(&self) -> Option<&[u32]> {
+        (self.int8_activations == Some(Dot8::Quads)).then_some(&self.words)
+    }
+
+    /// Element `i` (row-major) of a matrix in quad panels: its byte times
+    /// its column's scale, as [`Format::load`].
+    pub(super) fn quads_get(&self, i: usize) -> f32 {
+        let (r, c) = (i / self.cols, i % self.cols);
+        let (word, t) = locate(r, c, self.rows);
+        let q = (self.words[word] >> (8 * t)) as u8 as i8;
+        f32::from(q) * self.scales()[if self.format == Format::Int8 { c } else { 0 }]
+    }
+}

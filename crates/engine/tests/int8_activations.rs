@@ -1,0 +1,178 @@
+//! The CPU engine's 8-bit activations (`--activations int8`,
+//! `fast::int8_dot`): the quad panels hold the matrix; the AVX2 loops, the
+//! portable ones (wasm's) and any number of threads give the bits of the
+//! definition, written here again from the row-major matrix at awkward
+//! sizes; and the products stay within the rounding of x to 8 bits of the
+//! f32 path's. Its effect on a whole model: `formats.rs`.
+#![cfg(not(target_arch = "wasm32"))]
+
+use decode_lab_engine::fast::{self, int8_dot, parallel};
+use decode_lab_engine::gpu::selftest::cases;
+use decode_lab_engine::storage::format::{Channels, Format};
+use decode_lab_engine::storage::matrix::Matrix;
+use decode_lab_engine::storage::quads::Dot8;
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+fn on_threads<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
+    rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool").install(f)
+}
+
+/// The int8 field of element `i` of a row-major int8 matrix.
+fn field(w: &Matrix, i: usize) -> i32 {
+    i32::from(bytemuck::cast_slice::<u32, i8>(w.words())[i])
+}
+
+/// The scale of output `j` (a column's, a row's, or the matrix's one).
+fn scale(w: &Matrix, j: usize) -> f32 {
+    w.scales()[if w.format == Format::Int8PerTensor { 0 } else { j }]
+}
+
+/// The definition: `Σ_b d_b · isum_b` over x's blocks of 32, in order from
+/// 0.0, each `isum_b` the integer sum of its products with `weight(r)`.
+fn acc(x: &[f32], weight: impl Fn(usize) -> i32) -> f32 {
+    let (qx, d) = int8_dot::quantise(x);
+    let mut acc = 0.0f32;
+    for (b, &db) in d.iter().enumerate() {
+        let rows = 32 * b..x.len().min(32 * (b + 1));
+        let isum: i32 = rows.map(|r| i32::from(qx[r]) * weight(r)).sum();
+        acc += db * isum as f32;
+    }
+    acc
+}
+
+#[test]
+fn quantised_inputs_round_to_the_nearest_step_of_their_block() {
+    let x: Vec<f32> = cases::random(70, 3).iter().map(|v| v * 5.0).collect();
+    let (q, d) = int8_dot::quantise(&x);
+    assert_eq!((q.len(), d.len()), (72, 3), "padded to quads; a scale per block of 32");
+    for (i, &v) in x.iter().enumerate() {
+        let db = d[i / 32];
+        assert!((f32::from(q[i]) * db - v).abs() <= db * 0.5001, "x[{i}] = {v}");
+    }
+    for (b, block) in x.chunks(32).enumerate() {
+        let max = block.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+        assert_eq!(d[b], max / 127.0);
+        assert!(q[32 * b..][..block.len()].iter().any(|q| q.abs() == 127), "the largest is ±127");
+    }
+    assert_eq!(&q[70..], &[0, 0], "the padding is zeros");
+    let (q, d) = int8_dot::quantise(&[0.0, f32::NAN, 0.0]);
+    assert_eq!((q, d), (vec![0; 4], vec![0.0]), "zeros and NaN quantise to 0");
+}
+
+#[test]
+fn quad_panels_hold_the_matrix_and_only_int8_per_output_is_taken() {
+    for format in [Format::Int8, Format::Int8PerTensor] {
+        for (k, n) in [(1, 32), (3, 64), (65, 96), (130, 32)] {
+            let rows = Matrix::new(format, k, n, Channels::Cols, &cases::random(k * n, 4));
+            let mut q = rows.clone();
+            assert!(q.use_int8_activations(Dot8::Quads) && q.cpu_only());
+            assert_eq!(q.int8_activations(), Some(Dot8::Quads));
+            assert_eq!(bits(&q.to_f32()), bits(&rows.to_f32()), "{} {k}x{n}", format.name());
+            assert!(!q.clone().use_int8_activations(Dot8::Quads), "laid out once");
+            assert!(!q.into_panels(), "quads are not column panels");
+        }
+    }
+    let values = cases::random(4 * 64, 5);
+    let refused = [
+        (Format::F16, 64, Channels::Cols, Dot8::Quads),
+        (Format::Int4, 64, Channels::Cols, Dot8::Quads),
+        (Format::Int8, 64, Channels::Rows, Dot8::Quads), // a scale per input row
+        (Format::Int8, 64, Channels::Cols, Dot8::Rows),  // a scale per input column
+        (Format::Int8, 48, Channels::Cols, Dot8::Quads), // not whole panels
+    ];
+    for (format, n, channels, dot) in refused {
+        let mut w = Matrix::new(format, 4, n, channels, &values[..4 * n]);
+        let before = w.clone();
+        assert!(!w.use_int8_activations(dot), "{} {n} {channels:?} {dot:?}", format.name());
+        assert_eq!(w, before, "nothing changed");
+    }
+    let mut panels = Matrix::new(Format::Int8, 4, 64, Channels::Cols, &values);
+    assert!(panels.into_panels() && !panels.use_int8_activations(Dot8::Quads));
+}
+
+/// Decode steps and prefills over quad panels: the definition's bits in
+/// AVX2, in the portable loops and on three threads, at awkward sizes (k
+/// not a whole quad or block; m > 1).
+#[test]
+fn matmul_gives_the_definitions_bits_on_every_path() {
+    for format in [Format::Int8, Format::Int8PerTensor] {
+        for (m, k, n) in [
+            (1, 1, 32),
+            (1, 3, 64),
+            (1, 63, 64),
+            (1, 65, 160),
+            (2, 130, 96),
+            (17, 130, 64),
+            (1, 768, 2304),
+        ] {
+            let rows = Matrix::new(format, k, n, Channels::Cols, &cases::random(k * n, 21));
+            let mut w = rows.clone();
+            assert!(w.use_int8_activations(Dot8::Quads));
+            let x: Vec<f32> = cases::random(m * k, 22).iter().map(|v| v * 3.0).collect();
+            let bias = cases::random(n, 23);
+            let mut want = vec![0.0; m * n];
+            for (xr, or) in x.chunks_exact(k).zip(want.chunks_exact_mut(n)) {
+                for (j, o) in or.iter_mut().enumerate() {
+                    *o = bias[j] + acc(xr, |r| field(&rows, r * n + j)) * scale(&rows, j);
+                }
+            }
+            let run = || {
+                let mut out = vec![0.0; m * n];
+                fast::matmul::run(&x, &w, &bias, &mut out);
+                bits(&out)
+            };
+            let what = format!("{} m {m} k {k} n {n}", format.name());
+            assert_eq!(run(), bits(&want), "{what}");
+            assert_eq!(parallel::without_avx2(run), bits(&want), "{what} portable");
+            assert_eq!(on_threads(3, run), bits(&want), "{what} threads");
+            // Within x's rounding of the f32 path: |Δx| ≤ d / 2 an input.
+            let mut f32_path = vec![0.0; m * n];
+            fast::matmul::run(&x, &rows, &bias, &mut f32_path);
+            for (r, xr) in x.chunks_exact(k).enumerate() {
+                let (_, d) = int8_dot::quantise(xr);
+                for j in 0..n {
+                    let bound: f32 =
+                        (0..k).map(|i| d[i / 32] * 0.5 * rows.get(i * n + j).abs()).sum();
+                    let (got, f) = (want[r * n + j], f32_path[r * n + j]);
+                    assert!((got - f).abs() <= bound * 1.01 + 1e-5, "{what} ({r}, {j})");
+                }
+            }
+        }
+    }
+}
+
+/// The head (row-major rows, a scale per row or one): the definition's bits
+/// in AVX2 (rows of whole blocks), the portable loops and on three threads,
+/// only its shard's logits written.
+#[test]
+fn lm_head_gives_the_definitions_bits_on_every_path() {
+    for format in [Format::Int8, Format::Int8PerTensor] {
+        for (rows, cols) in [(301, 96), (301, 130), (1757, 64)] {
+            let values = cases::random(rows * cols, 15);
+            let plain = Matrix::new(format, rows, cols, Channels::Rows, &values);
+            let mut head = plain.clone();
+            assert!(head.use_int8_activations(Dot8::Rows) && head.cpu_only());
+            let x = cases::random(3 * cols, 16);
+            let (vocab, v0) = (rows + 200, 100);
+            let mut want = vec![f32::NAN; 2 * vocab]; // rows 1 and 2 of x
+            for (r, xr) in x.chunks_exact(cols).skip(1).enumerate() {
+                for v in 0..rows {
+                    let a = acc(xr, |i| field(&plain, v * cols + i));
+                    want[r * vocab + v0 + v] = a * scale(&plain, v);
+                }
+            }
+            let run = || {
+                let mut logits = vec![f32::NAN; 2 * vocab];
+                fast::lm_head::run(&x, &head, v0, vocab, 1, 2, &mut logits);
+                bits(&logits)
+            };
+            let what = format!("{} head {rows}x{cols}", format.name());
+            assert_eq!(run(), bits(&want), "{what}");
+            assert_eq!(parallel::without_avx2(run), bits(&want), "{what} portable");
+            assert_eq!(on_threads(3, run), bits(&want), "{what} threads");
+        }
+    }
+}
