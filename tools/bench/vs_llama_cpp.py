@@ -1,6 +1,8 @@
 """Our CPU engine against llama.cpp's (npm node-llama-cpp) on the same
 GPT-2-shaped weights, format by format: ours f32 / f16 / int8 / int4 against
-GGUF F32 / F16 / Q8_0 / Q4_0 (tools/bench/to_gguf.py), one thread each and
+GGUF F32 / F16 / Q8_0 / Q4_0 (tools/bench/to_gguf.py), and int8 with
+`--activations int8` against Q8_0 again (both quantise the activations to 8
+bits in blocks of 32: the like-for-like row), one thread each and
 then every thread, round by round (A B A B …: the machine's drift falls on
 both), medians. Before anything is timed, the greedy ids of ours in f32 and
 llama.cpp's F32 must agree.
@@ -19,13 +21,20 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-PAIRS = [("f32", "F32"), ("f16", "F16"), ("int8", "Q8_0"), ("int4", "Q4_0")]
+# (our row's name, our flags, llama.cpp's format)
+ROWS = [
+    ("f32", ["--weights", "f32"], "F32"),
+    ("f16", ["--weights", "f16"], "F16"),
+    ("int8", ["--weights", "int8"], "Q8_0"),
+    ("int8, int8 activations", ["--weights", "int8", "--activations", "int8"], "Q8_0"),
+    ("int4", ["--weights", "int4"], "Q4_0"),
+]
 
 
-def ours(a, weights, threads):
+def ours(a, flags, threads):
     """decode-lab bench on the CPU engine: (prefill ms, decode ms/token, greedy ids)."""
     env = dict(os.environ, RAYON_NUM_THREADS=str(threads))
-    cmd = [a.bin, "bench", "--model", a.model, "--backend", "cpu", "--weights", weights,
+    cmd = [a.bin, "bench", "--model", a.model, "--backend", "cpu", *flags,
            "--prompt-len", str(a.prompt_len), "--tokens", str(a.tokens)]
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
     prefill = float(re.search(r"^prefill +([\d.]+) ms", out, re.M).group(1))
@@ -54,33 +63,35 @@ def gguf(a, kind):
 
 def check(a):
     """Greedy ids of ours in f32 against llama.cpp's F32 (and, told, F16): the same model?"""
-    _, _, mine = ours(a, "f32", 1)
+    _, _, mine = ours(a, ["--weights", "f32"], 1)
     _, _, peer = theirs(a, "F32", 1)
     print(f"greedy ids, ours f32:       {' '.join(map(str, mine))}")
     print(f"greedy ids, llama.cpp F32:  {' '.join(map(str, peer))}")
     if mine != peer:
         sys.exit("the greedy ids differ in f32: not the same model, so nothing is timed")
-    _, _, mine16 = ours(a, "f16", 1)
+    _, _, mine16 = ours(a, ["--weights", "f16"], 1)
     _, _, peer16 = theirs(a, "F16", 1)
     print(f"f16 / F16 greedy ids {'agree' if mine16 == peer16 else 'differ'} too")
 
 
 def table(a, threads):
-    """Every format, `a.rounds` rounds, ours then theirs within each: the medians."""
-    runs = {(f, side): [] for f, _ in PAIRS for side in ("ours", "theirs")}
+    """Every row, `a.rounds` rounds, ours then theirs within each (llama.cpp
+    once a format a round): the medians."""
+    runs = {}
     for r in range(a.rounds):
-        for weights, kind in PAIRS:
-            runs[(weights, "ours")].append(ours(a, weights, threads)[:2])
-            runs[(weights, "theirs")].append(theirs(a, kind, threads)[:2])
+        for name, flags, kind in ROWS:
+            runs.setdefault(name, []).append(ours(a, flags, threads)[:2])
+            if len(runs.setdefault(kind, [])) <= r:
+                runs[kind].append(theirs(a, kind, threads)[:2])
         print(f"  round {r + 1} of {a.rounds} done", file=sys.stderr)
     med = lambda xs, i: statistics.median(x[i] for x in xs)
     print(f"\n{threads} thread(s), {a.rounds} rounds, medians (ms; load average before: {os.getloadavg()[0]:.2f})")
     print("| format | ours decode | llama.cpp decode | llama.cpp ÷ ours | ours prefill | llama.cpp prefill | llama.cpp ÷ ours |")
     print("|---|---|---|---|---|---|---|")
-    for weights, kind in PAIRS:
-        o, t = runs[(weights, "ours")], runs[(weights, "theirs")]
+    for name, _, kind in ROWS:
+        o, t = runs[name], runs[kind]
         od, td, op, tp = med(o, 1), med(t, 1), med(o, 0), med(t, 0)
-        print(f"| {weights} / {kind} | {od:.2f} | {td:.2f} | {td / od:.2f} | {op:.1f} | {tp:.1f} | {tp / op:.2f} |")
+        print(f"| {name} / {kind} | {od:.2f} | {td:.2f} | {td / od:.2f} | {op:.1f} | {tp:.1f} | {tp / op:.2f} |")
 
 
 def main():

@@ -226,8 +226,9 @@ fn header(session: &Session, chose: &Chose, plan: &Plan) -> String {
     );
     let (format, weight_bytes) = session.weights();
     let mb = weight_bytes as f64 / 1e6;
-    let _ =
-        writeln!(out, "weights            {}, {weight_bytes} bytes ({mb:.1} MB)", format.name());
+    let acts = if chose.int8_activations { "; int8 activations (--activations int8)" } else { "" };
+    let name = format.name();
+    let _ = writeln!(out, "weights            {name}, {weight_bytes} bytes ({mb:.1} MB){acts}");
     let (prompt_len, tokens) = (plan.prompt_len, plan.tokens);
     let _ = writeln!(out, "prompt             {prompt_len} tokens; decoded {tokens} tokens");
     let path = match (plan.prefill_by_decode, plan.no_cache) {

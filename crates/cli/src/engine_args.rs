@@ -29,12 +29,12 @@ pub struct KernelArgs {
     /// GPU kernels: auto (the cpu profile on a software adapter, else every profile timed and the fastest kept), cpu, gpu (its layout timed), or a layout by name (gpu-1, gpu-2, gpu-4, gpu-8, gpu-16; timed: gpu-2, gpu-4, gpu-8).
     #[arg(long, value_parser = kernels_choice, default_value = "auto")]
     pub kernels: KernelsChoice,
-    /// What the CPU engine multiplies int8 and int8-tensor weights by: f32 (the twins' numbers, as the GPU), or int8 (each input row quantised to 8 bits in blocks of 32 and multiplied in integers, as llama.cpp's Q8_0: faster, slightly other numbers).
+    /// What the CPU engine multiplies int8, int8-tensor and int4 weights by: f32 (the twins' numbers, as the GPU), or int8 (each input row quantised to 8 bits in blocks of 32 and multiplied in integers, as llama.cpp's Q8_0: faster, slightly other numbers).
     #[arg(long, value_enum, default_value = "f32")]
     pub activations: Activations,
 }
 
-/// What the CPU engine multiplies int8 weights by (`--activations`).
+/// What the CPU engine multiplies int8 and int4 weights by (`--activations`).
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq)]
 pub enum Activations {
     F32,

@@ -63,7 +63,10 @@ fn int8_activations_refuse_other_weights_and_the_gpu() {
         String::from_utf8_lossy(&out.stderr).to_string()
     };
     let err = run(&["--backend", "cpu", "--weights", "f16"]);
-    assert!(err.contains("8-bit activations multiply int8 weights: these are f16"), "{err}");
+    assert!(
+        err.contains("8-bit activations multiply int8 or int4 weights: these are f16"),
+        "{err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
     let err = run(&["--backend", "gpu", "--weights", "int8"]);
     assert!(err.contains("--activations int8 is the CPU engine's"), "{err}");

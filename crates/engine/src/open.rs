@@ -32,7 +32,7 @@ pub enum CpuLayout {
     Fast,
     /// [`Fast`](Self::Fast), and int8 weights multiply 8-bit activations
     /// (`Weights::use_int8_activations`, `--activations int8`): faster,
-    /// slightly other numbers; int8 and int8-tensor weights only.
+    /// slightly other numbers; int8, int8-tensor and int4 weights only.
     Int8Activations,
 }
 
@@ -72,6 +72,9 @@ pub enum Engine {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Chose {
     pub format: Format,
+    /// Whether the CPU engine multiplies the weights by 8-bit activations
+    /// ([`CpuLayout::Int8Activations`]).
+    pub int8_activations: bool,
     #[cfg(feature = "gpu")]
     pub kernels: Option<Chosen>,
 }
@@ -87,6 +90,8 @@ pub async fn open(model: SharedModel, choice: Choice) -> Result<(Engine, Chose)>
     };
     #[cfg(feature = "gpu")]
     let mut chosen_kernels = None;
+    let int8_activations =
+        matches!(choice.engine, EngineChoice::Cpu { layout: CpuLayout::Int8Activations, .. });
     let engine = match choice.engine {
         EngineChoice::Cpu { layout: CpuLayout::AsLoaded, pause } => Engine::Cpu { model, pause },
         EngineChoice::Cpu { layout: CpuLayout::Fast, pause } => {
@@ -98,7 +103,7 @@ pub async fn open(model: SharedModel, choice: Choice) -> Result<(Engine, Chose)>
             let mut model = std::sync::Arc::unwrap_or_clone(model);
             if !model.weights.use_int8_activations() {
                 return Err(EngineError::Setting(format!(
-                    "8-bit activations multiply int8 weights: these are {} (add --weights int8 or int8-tensor)",
+                    "8-bit activations multiply int8 or int4 weights: these are {} (add --weights int8, int8-tensor or int4)",
                     format.name()
                 )));
             }
@@ -115,6 +120,7 @@ pub async fn open(model: SharedModel, choice: Choice) -> Result<(Engine, Chose)>
     };
     let chose = Chose {
         format,
+        int8_activations,
         #[cfg(feature = "gpu")]
         kernels: chosen_kernels,
     };

@@ -92,22 +92,32 @@ fn formats_stay_close_to_f32_on_the_held_out_passage() {
     assert!(int8_tensor.kl_mean > int8.kl_mean, "{} vs {}", int8_tensor.kl_mean, int8.kl_mean);
 }
 
-/// The CPU engine's 8-bit activations (`--activations int8`) on int8
-/// weights: their own figures against f32, printed beside the f32 path's,
-/// within the lesson's int8 bar (mean KL ≤ 0.01 nats, same top-1 ≥ 95 %)
-/// and at most a little further from f32 than int8 with f32 activations.
+/// The CPU engine's 8-bit activations (`--activations int8`) on int8 and
+/// int4 weights: their own figures against f32, printed beside the f32
+/// activations' for the same weights. int8's stay within the lesson's int8
+/// bar (mean KL ≤ 0.01 nats, same top-1 ≥ 95 %); each is at most a little
+/// further from f32 than its weights with f32 activations.
 #[test]
 fn int8_activations_stay_close_to_f32_on_the_held_out_passage() {
     let (f32_model, tokenizer, text) = load();
     let tokens = tokenizer.encode(&text).expect("encode");
-    let int8 = f32_model.to_format(Format::Int8).unwrap();
-    let mut activations8 = int8.clone();
-    assert!(activations8.weights.use_int8_activations());
-    let blocks = activations8.weights.layers.iter().flat_map(|l| l.matrices());
-    assert!(blocks.chain([activations8.weights.lm_head()]).all(|m| m.int8_activations().is_some()));
-    let models = [f32_model, Arc::new(int8), Arc::new(activations8)];
+    let mut models = vec![f32_model.clone()];
+    for format in [Format::Int8, Format::Int4] {
+        let weights = f32_model.to_format(format).unwrap();
+        let mut activations8 = weights.clone();
+        assert!(activations8.weights.use_int8_activations());
+        let blocks = activations8.weights.layers.iter().flat_map(|l| l.matrices());
+        assert!(blocks.into_iter().all(|m| m.int8_activations().is_some()));
+        models.extend([Arc::new(weights), Arc::new(activations8)]);
+    }
     let d = drifts(&models, &tokenizer, &tokens);
-    for (name, d) in ["int8, f32 activations", "int8, int8 activations"].iter().zip(&d) {
+    let names = [
+        "int8, f32 activations",
+        "int8, int8 activations",
+        "int4, f32 activations",
+        "int4, int8 activations",
+    ];
+    for (name, d) in names.iter().zip(&d) {
         println!(
             "{name}: KL mean {:.5} p99.9 {:.4} nats, same top-1 {:.2} %, {:.4} bits/byte",
             d.kl_mean,
@@ -116,11 +126,17 @@ fn int8_activations_stay_close_to_f32_on_the_held_out_passage() {
             d.bits_per_byte()
         );
     }
-    let (f32_acts, int8_acts) = (d[0], d[1]);
-    assert!(int8_acts.kl_mean <= 0.01, "mean KL {}", int8_acts.kl_mean);
-    assert!(int8_acts.same_top1 >= 0.95, "same top-1 {}", int8_acts.same_top1);
-    assert!(int8_acts.kl_mean > f32_acts.kl_mean, "x rounded to 8 bits moves the model further");
-    assert!(int8_acts.kl_mean < 3.0 * f32_acts.kl_mean, "{int8_acts:?} vs {f32_acts:?}");
+    let int8 = d[1];
+    assert!(int8.kl_mean <= 0.01, "mean KL {}", int8.kl_mean);
+    assert!(int8.same_top1 >= 0.95, "same top-1 {}", int8.same_top1);
+    for pair in d.chunks_exact(2) {
+        let (f32_acts, int8_acts) = (pair[0], pair[1]);
+        assert!(
+            int8_acts.kl_mean > f32_acts.kl_mean,
+            "x rounded to 8 bits moves the model further"
+        );
+        assert!(int8_acts.kl_mean < 3.0 * f32_acts.kl_mean, "{int8_acts:?} vs {f32_acts:?}");
+    }
 }
 
 /// Weight bytes per format, exact: the matrices packed, the rest f32.

@@ -47,7 +47,7 @@ fn acc(x: &[f32], weight: impl Fn(usize) -> i32) -> f32 {
 fn quantised_inputs_round_to_the_nearest_step_of_their_block() {
     let x: Vec<f32> = cases::random(70, 3).iter().map(|v| v * 5.0).collect();
     let (q, d) = int8_dot::quantise(&x);
-    assert_eq!((q.len(), d.len()), (72, 3), "padded to quads; a scale per block of 32");
+    assert_eq!((q.len(), d.len()), (72, 3), "padded to octs; a scale per block of 32");
     for (i, &v) in x.iter().enumerate() {
         let db = d[i / 32];
         assert!((f32::from(q[i]) * db - v).abs() <= db * 0.5001, "x[{i}] = {v}");
@@ -59,7 +59,7 @@ fn quantised_inputs_round_to_the_nearest_step_of_their_block() {
     }
     assert_eq!(&q[70..], &[0, 0], "the padding is zeros");
     let (q, d) = int8_dot::quantise(&[0.0, f32::NAN, 0.0]);
-    assert_eq!((q, d), (vec![0; 4], vec![0.0]), "zeros and NaN quantise to 0");
+    assert_eq!((q, d), (vec![0; 8], vec![0.0]), "zeros and NaN quantise to 0");
 }
 
 #[test]
@@ -79,8 +79,10 @@ fn quad_panels_hold_the_matrix_and_only_int8_per_output_is_taken() {
     let refused = [
         (Format::F16, 64, Channels::Cols, Dot8::Quads),
         (Format::Int4, 64, Channels::Cols, Dot8::Quads),
+        (Format::Int8, 64, Channels::Cols, Dot8::Octs),
+        (Format::Int4, 48, Channels::Cols, Dot8::Octs), // not whole panels
         (Format::Int8, 64, Channels::Rows, Dot8::Quads), // a scale per input row
-        (Format::Int8, 64, Channels::Cols, Dot8::Rows),  // a scale per input column
+        (Format::Int8, 64, Channels::Cols, Dot8::Rows), // a scale per input column
         (Format::Int8, 48, Channels::Cols, Dot8::Quads), // not whole panels
     ];
     for (format, n, channels, dot) in refused {
@@ -141,6 +143,52 @@ fn matmul_gives_the_definitions_bits_on_every_path() {
                 }
             }
         }
+    }
+}
+
+/// int4 in oct panels: every value held (fields and their scales), and its
+/// decode steps and prefills the definition's bits on every path: each
+/// panel's input scaled by its rows' group scales, quantised, multiplied in
+/// integers (k not a whole oct or block; a NaN input and an infinite one).
+#[test]
+fn int4_matmul_gives_the_definitions_bits_on_every_path() {
+    for (m, k, n) in [
+        (1, 1, 32),
+        (1, 7, 64),
+        (1, 63, 64),
+        (1, 65, 160),
+        (3, 130, 96),
+        (17, 40, 64),
+        (1, 768, 2304),
+    ] {
+        let rows = Matrix::new(Format::Int4, k, n, Channels::Cols, &cases::random(k * n, 31));
+        let mut w = rows.clone();
+        assert!(w.use_int8_activations(Dot8::Octs) && w.cpu_only());
+        assert_eq!(bits(&w.to_f32()), bits(&rows.to_f32()), "octs hold int4 {k}x{n}");
+        let mut x: Vec<f32> = cases::random(m * k, 32).iter().map(|v| v * 3.0).collect();
+        if k == 130 {
+            (x[5], x[k + 40]) = (f32::NAN, f32::INFINITY);
+        }
+        let bias = cases::random(n, 33);
+        let mut want = vec![0.0; m * n];
+        for (xr, or) in x.chunks_exact(k).zip(want.chunks_exact_mut(n)) {
+            for (j, o) in or.iter_mut().enumerate() {
+                // The group scale of (r, j) and the field: the value is their product.
+                let scale = |r: usize| rows.scales()[(r * n + j) / 32];
+                let y: Vec<f32> = (0..k).map(|r| xr[r] * scale(r)).collect();
+                let field = |r: usize| (rows.get(r * n + j) / scale(r)).round() as i32;
+                *o = bias[j] + acc(&y, field);
+            }
+        }
+        let run = || {
+            let mut out = vec![0.0; m * n];
+            fast::matmul::run(&x, &w, &bias, &mut out);
+            bits(&out)
+        };
+        let what = format!("int4 m {m} k {k} n {n}");
+        assert_eq!(run(), bits(&want), "{what}");
+        assert_eq!(parallel::without_avx2(run), bits(&want), "{what} portable");
+        assert_eq!(on_threads(3, run), bits(&want), "{what} threads");
     }
 }
 

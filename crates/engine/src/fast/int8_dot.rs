@@ -18,13 +18,18 @@
 //! `acc = Σ_b d_b · isum_b(j)` in order of the blocks b from 0.0, where
 //! `isum_b(j) = Σ_{k ∈ b} qx[k] · q[k, j]` as an integer, then
 //! `out[j] = bias[j] + acc · scale(j)` (the head: no bias).
+//!
+//! int4 weights have a scale per row and panel of 32 columns (a group), so
+//! it cannot wait until the end: each panel's input is first scaled row by
+//! row, `y[r] = x[r] · s(r, panel)`, and `y` is quantised (per panel); then
+//! `acc` as above over the int4 fields, and `out[j] = bias[j] + acc`.
 
 use std::ops::Range;
 
 use crate::storage::format::Format;
 use crate::storage::matrix::Matrix;
 use crate::storage::panels::PANEL;
-use crate::storage::quads::QUAD;
+use crate::storage::quads::{OCT, QUAD};
 
 /// Inputs per activation scale (llama.cpp's Q8_0 block).
 pub const BLOCK: usize = 32;
@@ -32,23 +37,27 @@ pub const BLOCK: usize = 32;
 /// One row of x quantised: `(qx, d)`.
 pub type Quantised = (Vec<i8>, Vec<f32>);
 
-/// `x` in blocks of [`BLOCK`]: the 8-bit values `round(x / d)`, padded with
-/// zeros to whole quads, and a scale `d = max|x| / 127` per block (0 for a
-/// block of zeros, whose values are 0; a NaN input counts as 0).
+/// `x` in blocks of [`BLOCK`]: the 8-bit values `round(x / d)` (ties to
+/// even, as SIMD rounds), padded with zeros to whole octs, and a scale
+/// `d = max|x| / 127` per block (0 for a block of zeros, whose values are
+/// 0; a NaN input counts as 0).
 pub fn quantise(x: &[f32]) -> Quantised {
-    let mut q = vec![0i8; x.len().next_multiple_of(QUAD)]; // (⌈k / 4⌉ · 4)
-    let mut d = Vec::with_capacity(x.len().div_ceil(BLOCK)); // (⌈k / BLOCK⌉)
-    for (xb, qb) in x.chunks(BLOCK).zip(q.chunks_mut(BLOCK)) {
-        let max = xb.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-        let scale = max / 127.0;
-        let inverse = if scale > 0.0 { 1.0 / scale } else { 0.0 };
-        for (q, &v) in qb.iter_mut().zip(xb) {
-            // |v · inverse| ≤ 127 up to rounding; `as` saturates, NaN → 0.
-            *q = (v * inverse).round() as i8;
-        }
-        d.push(scale);
-    }
+    let mut q = vec![0i8; x.len().next_multiple_of(OCT)]; // (⌈k / 8⌉ · 8)
+    let d = x.chunks(BLOCK).zip(q.chunks_mut(BLOCK)).map(|(xb, qb)| quantise_block(xb, qb));
+    let d = d.collect(); // (⌈k / BLOCK⌉)
     (q, d)
+}
+
+/// One block of [`quantise`]: its values into `q`, its scale returned.
+pub fn quantise_block(x: &[f32], q: &mut [i8]) -> f32 {
+    let max = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    let scale = max / 127.0;
+    let inverse = if scale > 0.0 { 1.0 / scale } else { 0.0 };
+    for (q, &v) in q.iter_mut().zip(x) {
+        // |v · inverse| ≤ 127 up to rounding; `as` saturates, NaN → 0.
+        *q = (v * inverse).round_ties_even() as i8;
+    }
+    scale
 }
 
 /// `acc + d · isum`: one block's step of every output's sum.
@@ -94,7 +103,7 @@ pub fn matmul(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f
 /// loops (whose 32 integer sums a quad the compiler vectorises).
 fn panel_here(qx: &[i8], d: &[f32], panel: &[u32], s: &[f32], b: &[f32], o: &mut [f32]) {
     let mut acc = [0.0f32; PANEL];
-    let quads = panel.chunks_exact(PANEL).zip(qx.chunks_exact(QUAD));
+    let quads = panel.chunks_exact(PANEL).zip(qx.chunks_exact(QUAD)).take(panel.len() / PANEL);
     let per_block = BLOCK / QUAD;
     let mut blocks = d.iter();
     let mut isum = [0i32; PANEL];
@@ -103,7 +112,7 @@ fn panel_here(qx: &[i8], d: &[f32], panel: &[u32], s: &[f32], b: &[f32], o: &mut
             let w = word.to_le_bytes();
             *sum += (0..QUAD).map(|t| i32::from(x4[t]) * i32::from(w[t] as i8)).sum::<i32>();
         }
-        let last = (r4 + 1) * QUAD >= qx.len();
+        let last = r4 + 1 == panel.len() / PANEL;
         if (r4 + 1) % per_block == 0 || last {
             let db = *blocks.next().expect("a scale per block");
             for (a, sum) in acc.iter_mut().zip(&mut isum) {
@@ -148,5 +157,64 @@ fn head_here(qx: &[i8], d: &[f32], head: &Matrix, vr: Range<usize>, s: &[f32], o
             acc = step(acc, db, isum);
         }
         *o = acc * s;
+    }
+}
+
+/// `out = x @ w + bias` for columns `c` (whole panels) of an int4 matrix in
+/// oct panels: x (m, k), bias (c.len()), out (m, c.len()). Each row of x is
+/// scaled and quantised once per panel, then multiplied in integers.
+pub fn matmul_int4(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
+    let (k, cols) = (w.rows, c.len());
+    let (octs, scales) = w.int4_octs().expect("a matrix in oct panels"); // (n / PANEL, ⌈k / 8⌉, PANEL), (n / PANEL, k)
+    let len = k.div_ceil(OCT) * PANEL; // words of one panel
+    let mut qy = vec![0i8; k.next_multiple_of(OCT)]; // (⌈k / 8⌉ · 8) one panel's y, quantised
+    let mut d = vec![0.0f32; k.div_ceil(BLOCK)]; // (⌈k / BLOCK⌉) its scales
+    for (p, b) in bias.chunks_exact(PANEL).enumerate() {
+        let at = c.start / PANEL + p;
+        let (panel, s) = (&octs[at * len..][..len], &scales[at * k..][..k]); // (⌈k / 8⌉, PANEL), (k)
+        for (xr, o) in x.chunks_exact(k).zip(out.chunks_exact_mut(cols)) {
+            let o = &mut o[p * PANEL..][..PANEL];
+            #[cfg(target_arch = "x86_64")]
+            if super::parallel::avx2() {
+                use super::int8_dot_avx2::{int4_panel, quantise_scaled};
+                // SAFETY (both): the CPU has AVX2 (just checked).
+                unsafe { quantise_scaled(xr, s, &mut qy, &mut d) };
+                unsafe { int4_panel(&qy, &d, panel, b, o) };
+                continue;
+            }
+            let y = scaled(xr, s);
+            for ((yb, qb), d) in y.chunks(BLOCK).zip(qy.chunks_mut(BLOCK)).zip(&mut d) {
+                *d = quantise_block(yb, qb);
+            }
+            int4_panel_here(&qy, &d, panel, b, o);
+        }
+    }
+}
+
+/// `y[r] = x[r] · s[r]`: a row of x in one panel's int4 scales.
+pub fn scaled(x: &[f32], s: &[f32]) -> Vec<f32> {
+    x.iter().zip(s).map(|(&x, &s)| x * s).collect()
+}
+
+/// One int4 panel's outputs for one quantised, scaled row: the definition.
+fn int4_panel_here(qy: &[i8], d: &[f32], panel: &[u32], b: &[f32], o: &mut [f32]) {
+    let mut acc = [0.0f32; PANEL];
+    let mut isum = [0i32; PANEL];
+    let octs = panel.len() / PANEL;
+    for (o8, (words, x8)) in panel.chunks_exact(PANEL).zip(qy.chunks_exact(OCT)).enumerate() {
+        for (sum, &word) in isum.iter_mut().zip(words) {
+            let field = |t: usize| ((word >> (8 * (t % 4) + 4 * (t / 4))) & 0xf) as i32 - 8;
+            *sum += (0..OCT).map(|t| i32::from(x8[t]) * field(t)).sum::<i32>();
+        }
+        if (o8 + 1) % (BLOCK / OCT) == 0 || o8 + 1 == octs {
+            let db = d[o8 / (BLOCK / OCT)];
+            for (a, sum) in acc.iter_mut().zip(&mut isum) {
+                *a = step(*a, db, *sum);
+                *sum = 0;
+            }
+        }
+    }
+    for ((o, &b), a) in o.iter_mut().zip(b).zip(acc) {
+        *o = b + a;
     }
 }

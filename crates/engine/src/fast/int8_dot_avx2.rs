@@ -8,10 +8,10 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::int8_dot::BLOCK;
+use super::int8_dot::{quantise_block, BLOCK};
 use crate::storage::matrix::Matrix;
 use crate::storage::panels::PANEL;
-use crate::storage::quads::QUAD;
+use crate::storage::quads::{OCT, QUAD};
 
 /// `acc` plus, in each 32-bit lane, Σ over its four byte pairs of
 /// `x[i] · w[i]` (x, w signed, x never −128).
@@ -47,7 +47,7 @@ fn load(v: &[f32]) -> __m256 {
 pub fn panel(qx: &[i8], d: &[f32], panel: &[u32], s: &[f32], b: &[f32], o: &mut [f32]) {
     const QUADS: usize = BLOCK / QUAD; // quads a block
     let mut acc = [_mm256_setzero_ps(); PANEL / 8];
-    let n_quads = qx.len() / QUAD;
+    let n_quads = panel.len() / PANEL;
     for (blk, &db) in d.iter().enumerate() {
         let mut isum = [_mm256_setzero_si256(); PANEL / 8];
         for r4 in blk * QUADS..n_quads.min((blk + 1) * QUADS) {
@@ -101,5 +101,89 @@ pub fn head(qx: &[i8], d: &[f32], head: &Matrix, vr: Range<usize>, s: &[f32], ou
             *o = sum * s;
         }
         v += 4;
+    }
+}
+
+/// [`quantise_block`] of `y = x · s` (a row of x in one int4 panel's
+/// scales) into `q` and `d`, whole blocks eight lanes at a time: the same
+/// products, the same maximum (NaN passed over), the same scale, and
+/// `vcvtps2dq`'s rounding, ties to even, with NaN lanes zeroed as `as`
+/// does; a last short block through `quantise_block` itself.
+#[target_feature(enable = "avx2")]
+pub fn quantise_scaled(x: &[f32], s: &[f32], q: &mut [i8], d: &mut [f32]) {
+    let whole = x.len() / BLOCK;
+    let abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fff_ffff));
+    for (b, d) in d.iter_mut().enumerate().take(whole) {
+        let y: [__m256; 4] = std::array::from_fn(|h| {
+            _mm256_mul_ps(load(&x[BLOCK * b + 8 * h..]), load(&s[BLOCK * b + 8 * h..]))
+        });
+        let mut m = _mm256_setzero_ps();
+        for &v in &y {
+            m = _mm256_max_ps(_mm256_and_ps(v, abs), m); // a NaN lane keeps m
+        }
+        let mut lanes = [0.0f32; 8];
+        // SAFETY: eight floats, written unaligned.
+        unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), m) };
+        let max = lanes.iter().fold(0.0f32, |m, &v| m.max(v));
+        let scale = max / 127.0;
+        let inverse = _mm256_set1_ps(if scale > 0.0 { 1.0 / scale } else { 0.0 });
+        let [q0, q1, q2, q3] = y.map(|v| {
+            let v = _mm256_mul_ps(v, inverse);
+            let ordered = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_ORD_Q>(v, v));
+            _mm256_and_si256(_mm256_cvtps_epi32(v), ordered)
+        });
+        let bytes = _mm256_packs_epi16(_mm256_packs_epi32(q0, q1), _mm256_packs_epi32(q2, q3));
+        let bytes = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        // SAFETY: 32 bytes are there (the slice is checked), written unaligned.
+        unsafe { _mm256_storeu_si256(q[BLOCK * b..][..BLOCK].as_mut_ptr().cast(), bytes) };
+        *d = scale;
+    }
+    if whole < d.len() {
+        let y: Vec<f32> =
+            x[BLOCK * whole..].iter().zip(&s[BLOCK * whole..]).map(|(&x, &s)| x * s).collect();
+        d[whole] = quantise_block(&y, &mut q[BLOCK * whole..]);
+    }
+}
+
+/// One int4 panel's outputs from one scaled, quantised row (`qy`, `d`;
+/// `panel`: `(⌈k / 8⌉, PANEL)` words of octs): `o[j] = b[j] + acc(j)`. The
+/// fields are stored plus 8, so `vpmaddubsw` takes them as unsigned bytes
+/// against the signed inputs, and 8 · Σ qy of the block comes off each
+/// sum. Each sixteen-bit half of a column's lane adds sixteen of its
+/// block's products (16 · 15 · 127 < 2¹⁵), so they are added as such and
+/// widened once a block.
+#[target_feature(enable = "avx2")]
+pub fn int4_panel(qy: &[i8], d: &[f32], panel: &[u32], b: &[f32], o: &mut [f32]) {
+    const OCTS: usize = BLOCK / OCT; // octs a block
+    let (low, ones) = (_mm256_set1_epi8(0x0f), _mm256_set1_epi16(1));
+    let mut acc = [_mm256_setzero_ps(); PANEL / 8];
+    let n_octs = panel.len() / PANEL;
+    for (blk, &db) in d.iter().enumerate() {
+        let mut sums = [_mm256_setzero_si256(); PANEL / 8]; // sixteen bits a pair
+        let mut xsum = 0i32;
+        for o8 in blk * OCTS..n_octs.min((blk + 1) * OCTS) {
+            let (words, x8) = (&panel[o8 * PANEL..][..PANEL], &qy[o8 * OCT..][..OCT]);
+            xsum += x8.iter().map(|&v| i32::from(v)).sum::<i32>();
+            let four = |h: usize| i32::from_le_bytes(std::array::from_fn(|t| x8[4 * h + t] as u8));
+            let (xlo, xhi) = (_mm256_set1_epi32(four(0)), _mm256_set1_epi32(four(1)));
+            for (h, sum) in sums.iter_mut().enumerate() {
+                let w = load_bytes(words, 8 * h);
+                let lo = _mm256_and_si256(w, low);
+                let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(w), low);
+                let both =
+                    _mm256_add_epi16(_mm256_maddubs_epi16(lo, xlo), _mm256_maddubs_epi16(hi, xhi));
+                *sum = _mm256_add_epi16(*sum, both);
+            }
+        }
+        let (dv, offset) = (_mm256_set1_ps(db), _mm256_set1_epi32(8 * xsum));
+        for (a, sum) in acc.iter_mut().zip(sums) {
+            let isum = _mm256_sub_epi32(_mm256_madd_epi16(sum, ones), offset);
+            *a = _mm256_add_ps(*a, _mm256_mul_ps(dv, _mm256_cvtepi32_ps(isum)));
+        }
+    }
+    for (h, a) in acc.into_iter().enumerate() {
+        let v = _mm256_add_ps(load(&b[8 * h..]), a);
+        // SAFETY: eight floats are there (the slice is checked), written unaligned.
+        unsafe { _mm256_storeu_ps(o[8 * h..][..8].as_mut_ptr(), v) };
     }
 }

@@ -60,6 +60,9 @@ fn run_part(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32
     if w.int8_quads().is_some() {
         return super::int8_dot::matmul(x, w, c, bias, out);
     }
+    if w.int4_octs().is_some() {
+        return super::int8_dot::matmul_int4(x, w, c, bias, out);
+    }
     // This copy compiled for AVX-512 for a prefill and for f16: measured
     // faster there (one core, 124M: decode step in f16 60 → 51 ms, 64-token
     // prefill in f32 328 → 300, int8 293 → 258), slower for decode steps in

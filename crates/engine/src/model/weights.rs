@@ -128,26 +128,29 @@ impl Weights {
         }
     }
 
-    /// The CPU engine's 8-bit activations for int8 weights
+    /// The CPU engine's 8-bit activations for int8 and int4 weights
     /// ([`fast::int8_dot`](crate::fast::int8_dot), `--activations int8`):
-    /// the blocks' matrices in quad panels and the LM head row-major, each
-    /// multiplying its input quantised to 8 bits, in integers. Other numbers
-    /// than the f32 path's; the GPU engine refuses these weights. False
-    /// (nothing changed) unless the weights are int8 or int8-tensor; a
-    /// matrix whose columns are not whole panels keeps the f32 path.
+    /// the blocks' matrices in quad (int8) or oct (int4) panels and an int8
+    /// LM head row-major, each multiplying its input quantised to 8 bits, in
+    /// integers. Other numbers than the f32 path's; the GPU engine refuses
+    /// these weights. False (nothing changed) unless the weights are int8,
+    /// int8-tensor or int4; a matrix whose columns are not whole panels, and
+    /// an int4 head (its groups run along the dot product), keep the f32 path.
     pub fn use_int8_activations(&mut self) -> bool {
-        if !matches!(self.format(), Format::Int8 | Format::Int8PerTensor) {
-            return false;
-        }
+        let blocks = match self.format() {
+            Format::Int8 | Format::Int8PerTensor => Dot8::Quads,
+            Format::Int4 => Dot8::Octs,
+            _ => return false,
+        };
         for layer in &mut self.layers {
-            let blocks = [
+            let matrices = [
                 &mut layer.c_attn_weight,
                 &mut layer.attn_proj_weight,
                 &mut layer.c_fc_weight,
                 &mut layer.mlp_proj_weight,
             ];
-            for m in blocks {
-                m.use_int8_activations(Dot8::Quads);
+            for m in matrices {
+                m.use_int8_activations(blocks);
             }
         }
         self.lm_head.as_mut().unwrap_or(&mut self.wte).use_int8_activations(Dot8::Rows);

@@ -100,7 +100,7 @@ impl Matrix {
 
     /// Element `i` (row-major) as the kernels compute with it.
     pub fn get(&self, i: usize) -> f32 {
-        if self.int8_activations == Some(Dot8::Quads) {
+        if matches!(self.int8_activations, Some(Dot8::Quads | Dot8::Octs)) {
             return self.quads_get(i);
         }
         if self.panels {
@@ -212,7 +212,7 @@ impl Matrix {
 
     /// Whether the words are out of row-major order (panels or quad panels).
     fn reordered(&self) -> bool {
-        self.panels || self.int8_activations == Some(Dot8::Quads)
+        self.panels || matches!(self.int8_activations, Some(Dot8::Quads | Dot8::Octs))
     }
 
     /// Every element as f32.

@@ -10,19 +10,32 @@
 //! `(n / PANEL, ⌈k / 4⌉, PANEL)`: panel `p`, quad `r4`, word `j` holds
 //! column `PANEL · p + j` of rows `4 · r4 + t` in its bytes `t` (rows past
 //! `k`: zeros).
+//!
+//! An int4 matrix's are oct panels: `(n / PANEL, ⌈k / 8⌉, PANEL)` words,
+//! byte `t` of word `(p, o, j)` holding rows `8o + t` (low nibble) and
+//! `8o + 4 + t` (high nibble) of column `PANEL · p + j`, each field plus 8
+//! (0..=15: `vpmaddubsw` takes them as unsigned bytes once masked out; rows
+//! past `k`: 8, a zero field), and its scales by panel: `(n / PANEL, k)`,
+//! the scale of row `r`'s group in panel `p` (a panel is one group).
 
-use super::format::{Channels, Format};
+use super::format::{nibble, Channels, Format, GROUP};
 use super::matrix::Matrix;
 use super::panels::PANEL;
 
 /// Rows of a column in one word.
 pub const QUAD: usize = 4;
 
+/// Rows of a column in one word of an int4 matrix's oct panels.
+pub const OCT: usize = 8;
+const _: () = assert!(PANEL == GROUP, "a panel of an int4 matrix's row is one group");
+
 /// How a matrix is multiplied by 8-bit activations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dot8 {
-    /// Words in quad panels; its outputs are its columns (the blocks' matrices).
+    /// int8 words in quad panels; its outputs are its columns (the blocks' matrices).
     Quads,
+    /// int4 words in oct panels, the scales by panel; its outputs are its columns.
+    Octs,
     /// Words row-major; its outputs are its rows, each a dot product along
     /// its contiguous bytes (the LM head).
     Rows,
@@ -50,6 +63,34 @@ pub fn from_rows(bytes: &[i8], k: usize, n: usize) -> Vec<u32> {
     words
 }
 
+/// The oct panels of a row-major `(k, n)` int4 matrix (words and scales).
+pub fn octs_from_rows(words: &[u32], scales: &[f32], k: usize, n: usize) -> (Vec<u32>, Vec<f32>) {
+    let field = |r: usize, j: usize| match r < k {
+        true => (nibble(words[(r * n + j) / 8], (r * n + j) % 8) + 8) as u32,
+        false => 8,
+    };
+    let octs = k.div_ceil(OCT);
+    let mut out = Vec::with_capacity(n / PANEL * octs * PANEL); // (n / PANEL, octs, PANEL)
+    let mut by_panel = Vec::with_capacity(k * n / PANEL); // (n / PANEL, k)
+    for p in 0..n / PANEL {
+        for o in 0..octs {
+            for j in PANEL * p..PANEL * (p + 1) {
+                let byte = |t: usize| field(OCT * o + t, j) | field(OCT * o + 4 + t, j) << 4;
+                out.push((0..4).fold(0, |w, t| w | byte(t) << (8 * t)));
+            }
+        }
+        by_panel.extend((0..k).map(|r| scales[(r * n + PANEL * p) / GROUP]));
+    }
+    (out, by_panel)
+}
+
+/// Where element `(r, c)` of a `(k, n)` int4 matrix in oct panels is: its
+/// word and the bit its nibble starts at.
+pub fn locate_oct(r: usize, c: usize, k: usize) -> (usize, usize) {
+    let (p, j, t) = (c / PANEL, c % PANEL, r % OCT);
+    ((p * k.div_ceil(OCT) + r / OCT) * PANEL + j, 8 * (t % 4) + 4 * (t / 4))
+}
+
 /// Where element `(r, c)` of a `(k, n)` matrix in quad panels is: its word
 /// and its byte.
 pub fn locate(r: usize, c: usize, k: usize) -> (usize, usize) {
@@ -74,20 +115,29 @@ impl Matrix {
     /// `dot`: other results than the f32 path's, so the GPU engine refuses
     /// it. The values held are the same ([`get`](Matrix::get)). False
     /// (nothing changed) unless the matrix is int8 with one scale per
-    /// output (its columns for [`Dot8::Quads`], its rows for [`Dot8::Rows`]),
-    /// row-major, at least one row and, for quads, whole panels wide.
+    /// output (its columns for [`Dot8::Quads`], its rows for [`Dot8::Rows`])
+    /// or int4 ([`Dot8::Octs`]), row-major, at least one row and, for quads
+    /// and octs, whole panels wide.
     pub fn use_int8_activations(&mut self, dot: Dot8) -> bool {
-        let outputs = match dot {
-            Dot8::Quads => Channels::Cols,
-            Dot8::Rows => Channels::Rows,
+        let takes = match dot {
+            Dot8::Quads => one_scale_an_output(self, Channels::Cols),
+            Dot8::Octs => self.format == Format::Int4,
+            Dot8::Rows => one_scale_an_output(self, Channels::Rows),
         };
         let whole = dot == Dot8::Rows || self.cols.is_multiple_of(PANEL);
         let row_major = !self.panels && self.int8_activations.is_none();
-        if !one_scale_an_output(self, outputs) || !row_major || self.rows == 0 || !whole {
+        if !takes || !row_major || self.rows == 0 || !whole {
             return false;
         }
-        if dot == Dot8::Quads {
-            self.words = from_rows(bytemuck::cast_slice(&self.words), self.rows, self.cols);
+        match dot {
+            Dot8::Quads => {
+                self.words = from_rows(bytemuck::cast_slice(&self.words), self.rows, self.cols)
+            }
+            Dot8::Octs => {
+                (self.words, self.scales) =
+                    octs_from_rows(&self.words, &self.scales, self.rows, self.cols)
+            }
+            Dot8::Rows => {}
         }
         self.int8_activations = Some(dot);
         true
@@ -103,10 +153,20 @@ impl Matrix {
         (self.int8_activations == Some(Dot8::Quads)).then_some(&self.words)
     }
 
+    /// The words in oct panels and the scales by panel (`None` unless [`Dot8::Octs`]).
+    pub fn int4_octs(&self) -> Option<(&[u32], &[f32])> {
+        (self.int8_activations == Some(Dot8::Octs)).then_some((&self.words, &self.scales))
+    }
+
     /// Element `i` (row-major) of a matrix in quad panels: its byte times
     /// its column's scale, as [`Format::load`].
     pub(super) fn quads_get(&self, i: usize) -> f32 {
         let (r, c) = (i / self.cols, i % self.cols);
+        if self.int8_activations == Some(Dot8::Octs) {
+            let (word, bit) = locate_oct(r, c, self.rows);
+            let q = ((self.words[word] >> bit) & 0xf) as i32 - 8;
+            return q as f32 * self.scales[c / PANEL * self.rows + r];
+        }
         let (word, t) = locate(r, c, self.rows);
         let q = (self.words[word] >> (8 * t)) as u8 as i8;
         f32::from(q) * self.scales()[if self.format == Format::Int8 { c } else { 0 }]
