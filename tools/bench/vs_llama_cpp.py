@@ -1,8 +1,9 @@
 """Our CPU engine against llama.cpp's (npm node-llama-cpp) on the same
 GPT-2-shaped weights, format by format: ours f32 / f16 / int8 / int4 against
 GGUF F32 / F16 / Q8_0 / Q4_0 (tools/bench/to_gguf.py), and int8 with
-`--activations int8` against Q8_0 again (both quantise the activations to 8
-bits in blocks of 32: the like-for-like row), one thread each and
+`--activations int8` against Q8_0 and int4 with it against Q4_0 again (both
+sides then quantise the activations to 8 bits in blocks of 32: the
+like-for-like rows), one thread each and
 then every thread, round by round (A B A B …: the machine's drift falls on
 both), medians. Before anything is timed, the greedy ids of ours in f32 and
 llama.cpp's F32 must agree.
@@ -28,6 +29,7 @@ ROWS = [
     ("int8", ["--weights", "int8"], "Q8_0"),
     ("int8, int8 activations", ["--weights", "int8", "--activations", "int8"], "Q8_0"),
     ("int4", ["--weights", "int4"], "Q4_0"),
+    ("int4, int8 activations", ["--weights", "int4", "--activations", "int8"], "Q4_0"),
 ]
 
 

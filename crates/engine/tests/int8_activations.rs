@@ -224,3 +224,45 @@ fn lm_head_gives_the_definitions_bits_on_every_path() {
         }
     }
 }
+
+/// An int4 head (groups of 32 along its rows, as Q4_0's): each block's step
+/// `acc + (d_b · s(v, b)) · isum_b`, the same bits in AVX2, the portable
+/// loops and on three threads; a head whose rows are not whole groups is
+/// refused (it keeps the f32 path).
+#[test]
+fn int4_lm_head_gives_the_definitions_bits_on_every_path() {
+    for (rows, cols) in [(301, 96), (1757, 64), (5, 768)] {
+        let plain =
+            Matrix::new(Format::Int4, rows, cols, Channels::Rows, &cases::random(rows * cols, 41));
+        let mut head = plain.clone();
+        assert!(head.use_int8_activations(Dot8::Rows) && head.cpu_only());
+        let x: Vec<f32> = cases::random(3 * cols, 42).iter().map(|v| v * 2.0).collect();
+        let (vocab, v0) = (rows + 200, 100);
+        let mut want = vec![f32::NAN; 2 * vocab]; // rows 1 and 2 of x
+        for (r, xr) in x.chunks_exact(cols).skip(1).enumerate() {
+            let (qx, d) = int8_dot::quantise(xr);
+            for v in 0..rows {
+                let mut acc = 0.0f32;
+                for (b, &db) in d.iter().enumerate() {
+                    let s = plain.scales()[(v * cols) / 32 + b];
+                    let field = |i: usize| (plain.get(v * cols + i) / s).round() as i32;
+                    let isum: i32 =
+                        (32 * b..32 * (b + 1)).map(|i| i32::from(qx[i]) * field(i)).sum();
+                    acc += (db * s) * isum as f32;
+                }
+                want[r * vocab + v0 + v] = acc;
+            }
+        }
+        let run = || {
+            let mut logits = vec![f32::NAN; 2 * vocab];
+            fast::lm_head::run(&x, &head, v0, vocab, 1, 2, &mut logits);
+            bits(&logits)
+        };
+        let what = format!("int4 head {rows}x{cols}");
+        assert_eq!(run(), bits(&want), "{what}");
+        assert_eq!(parallel::without_avx2(run), bits(&want), "{what} portable");
+        assert_eq!(on_threads(3, run), bits(&want), "{what} threads");
+    }
+    let mut odd = Matrix::new(Format::Int4, 4, 40, Channels::Rows, &cases::random(160, 43));
+    assert!(!odd.use_int8_activations(Dot8::Rows), "groups across rows");
+}

@@ -17,7 +17,9 @@
 //! the same order, native and wasm): for output j,
 //! `acc = Σ_b d_b · isum_b(j)` in order of the blocks b from 0.0, where
 //! `isum_b(j) = Σ_{k ∈ b} qx[k] · q[k, j]` as an integer, then
-//! `out[j] = bias[j] + acc · scale(j)` (the head: no bias).
+//! `out[j] = bias[j] + acc · scale(j)` (the head: no bias). An int4 head's
+//! groups of 32 run along its rows, the dot products, as Q4_0's: there each
+//! block's step is `acc + (d_b · s(v, b)) · isum_b`, and the logit is `acc`.
 //!
 //! int4 weights have a scale per row and panel of 32 columns (a group), so
 //! it cannot wait until the end: each panel's input is first scaled row by
@@ -26,7 +28,7 @@
 
 use std::ops::Range;
 
-use crate::storage::format::Format;
+use crate::storage::format::{nibble, Format};
 use crate::storage::matrix::Matrix;
 use crate::storage::panels::PANEL;
 use crate::storage::quads::{OCT, QUAD};
@@ -130,6 +132,9 @@ fn panel_here(qx: &[i8], d: &[f32], panel: &[u32], s: &[f32], b: &[f32], o: &mut
 /// int8 head multiplying 8-bit activations (`Dot8::Rows`): `(n_out,
 /// vr.len())`, each `acc · scale(v)`.
 pub fn head(x: &[f32], head: &Matrix, vr: Range<usize>) -> Vec<f32> {
+    if head.format == Format::Int4 {
+        return head_int4(x, head, vr);
+    }
     let (n_embd, n) = (head.cols, vr.len());
     let s = scales(head, vr.clone());
     let mut out = vec![0.0; x.len() / n_embd * n]; // (n_out, n)
@@ -217,4 +222,32 @@ fn int4_panel_here(qy: &[i8], d: &[f32], panel: &[u32], b: &[f32], o: &mut [f32]
     for ((o, &b), a) in o.iter_mut().zip(b).zip(acc) {
         *o = b + a;
     }
+}
+
+/// [`head`] for an int4 head (its groups along the rows, whole groups a
+/// row): `(n_out, vr.len())` logits, each `Σ_b (d_b · s(v, b)) · isum_b`.
+fn head_int4(x: &[f32], head: &Matrix, vr: Range<usize>) -> Vec<f32> {
+    let (n_embd, n) = (head.cols, vr.len());
+    let mut out = vec![0.0; x.len() / n_embd * n]; // (n_out, n)
+    for (xr, or) in x.chunks_exact(n_embd).zip(out.chunks_exact_mut(n)) {
+        let (qx, d) = quantise(xr);
+        #[cfg(target_arch = "x86_64")]
+        if super::parallel::avx2() {
+            // SAFETY: the CPU has AVX2 (just checked).
+            unsafe { super::int8_dot_avx2::head_int4(&qx, &d, head, vr.clone(), or) };
+            continue;
+        }
+        for (o, v) in or.iter_mut().zip(vr.clone()) {
+            let (words, scales) = head.int4_part(v, 0..n_embd); // (n_embd / 8), (n_embd / GROUP)
+            let mut acc = 0.0f32;
+            for (b, (&db, &s)) in d.iter().zip(scales).enumerate() {
+                let field = |i: usize| nibble(words[i / 8], i % 8);
+                let isum: i32 =
+                    (BLOCK * b..BLOCK * (b + 1)).map(|i| i32::from(qx[i]) * field(i)).sum();
+                acc = step(acc, db * s, isum);
+            }
+            *o = acc;
+        }
+    }
+    out
 }

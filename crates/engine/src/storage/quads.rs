@@ -37,7 +37,8 @@ pub enum Dot8 {
     /// int4 words in oct panels, the scales by panel; its outputs are its columns.
     Octs,
     /// Words row-major; its outputs are its rows, each a dot product along
-    /// its contiguous bytes (the LM head).
+    /// its contiguous weights (the LM head; int8 with a scale per row or one,
+    /// or int4, whose groups of 32 then run along the dot as Q4_0's).
     Rows,
 }
 
@@ -122,7 +123,11 @@ impl Matrix {
         let takes = match dot {
             Dot8::Quads => one_scale_an_output(self, Channels::Cols),
             Dot8::Octs => self.format == Format::Int4,
-            Dot8::Rows => one_scale_an_output(self, Channels::Rows),
+            // int4: its groups along the rows, as Q4_0's.
+            Dot8::Rows => {
+                let int4 = self.format == Format::Int4 && self.cols.is_multiple_of(GROUP);
+                int4 || one_scale_an_output(self, Channels::Rows)
+            }
         };
         let whole = dot == Dot8::Rows || self.cols.is_multiple_of(PANEL);
         let row_major = !self.panels && self.int8_activations.is_none();
