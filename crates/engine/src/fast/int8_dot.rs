@@ -89,16 +89,19 @@ pub fn matmul(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f
     for (p, (s, b)) in parts {
         let panel = &quads[(c.start / PANEL + p) * len..][..len]; // (⌈k / 4⌉, PANEL)
         for ((qx, d), o) in rows.iter().zip(out.chunks_exact_mut(cols)) {
-            let o = &mut o[p * PANEL..][..PANEL];
-            #[cfg(target_arch = "x86_64")]
-            if super::parallel::avx2() {
-                // SAFETY: the CPU has AVX2 (just checked).
-                unsafe { super::int8_dot_avx2::panel(qx, d, panel, s, b, o) };
-                continue;
-            }
-            panel_here(qx, d, panel, s, b, o);
+            run_panel(qx, d, panel, s, b, &mut o[p * PANEL..][..PANEL]);
         }
     }
+}
+
+/// One panel's outputs for one quantised row, in AVX2 where the CPU has it.
+fn run_panel(qx: &[i8], d: &[f32], panel: &[u32], s: &[f32], b: &[f32], o: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if super::parallel::avx2() {
+        // SAFETY: the CPU has AVX2 (just checked).
+        return unsafe { super::int8_dot_avx2::panel(qx, d, panel, s, b, o) };
+    }
+    panel_here(qx, d, panel, s, b, o)
 }
 
 /// One panel's outputs for one quantised row: the definition, in plain
@@ -128,40 +131,40 @@ fn panel_here(qx: &[i8], d: &[f32], panel: &[u32], s: &[f32], b: &[f32], o: &mut
     }
 }
 
-/// The logits of head rows `vr` for each row of x (n_out, n_embd) of an
-/// int8 head multiplying 8-bit activations (`Dot8::Rows`): `(n_out,
-/// vr.len())`, each `acc · scale(v)`.
+/// The logits of head rows `vr` for each row of x (n_out, n_embd) of a head
+/// multiplying 8-bit activations (`Dot8::Rows`): `(n_out, vr.len())`. int8:
+/// each `acc · scale(v)`, through the matmul's panel loop over the head's
+/// quad panels (32 rows' logits at once, from a zero bias: `0 + acc · s`
+/// is the same number, `acc` never being −0); int4: [`head_int4`].
 pub fn head(x: &[f32], head: &Matrix, vr: Range<usize>) -> Vec<f32> {
-    if head.format == Format::Int4 {
+    let Some(quads) = head.int8_head_quads() else {
         return head_int4(x, head, vr);
-    }
+    };
     let (n_embd, n) = (head.cols, vr.len());
-    let s = scales(head, vr.clone());
-    let mut out = vec![0.0; x.len() / n_embd * n]; // (n_out, n)
-    for (xr, or) in x.chunks_exact(n_embd).zip(out.chunks_exact_mut(n)) {
-        let (qx, d) = quantise(xr);
-        #[cfg(target_arch = "x86_64")]
-        if super::parallel::avx2() && n_embd.is_multiple_of(BLOCK) {
-            // SAFETY: the CPU has AVX2 (just checked).
-            unsafe { super::int8_dot_avx2::head(&qx, &d, head, vr.clone(), &s, or) };
-            continue;
+    let len = n_embd.div_ceil(QUAD) * PANEL; // words of one panel
+    let rows: Vec<Quantised> = x.chunks_exact(n_embd).map(quantise).collect(); // (n_out)
+    let mut out = vec![0.0; rows.len() * n]; // (n_out, n)
+    let zeros = [0.0f32; PANEL];
+    for p in vr.start / PANEL..vr.end.div_ceil(PANEL) {
+        let panel = &quads[p * len..][..len]; // (⌈n_embd / 4⌉, PANEL)
+        let s: Vec<f32> = (PANEL * p..PANEL * (p + 1)).map(|v| scale_of(head, v)).collect();
+        let (first, last) = ((PANEL * p).max(vr.start), (PANEL * (p + 1)).min(vr.end));
+        for ((qx, d), or) in rows.iter().zip(out.chunks_exact_mut(n)) {
+            let mut o = [0.0f32; PANEL];
+            run_panel(qx, d, panel, &s, &zeros, &mut o);
+            let from = first - PANEL * p;
+            or[first - vr.start..last - vr.start].copy_from_slice(&o[from..from + last - first]);
         }
-        head_here(&qx, &d, head, vr.clone(), &s, or);
     }
     out
 }
 
-/// [`head`] for one quantised row, plain loops: the definition.
-fn head_here(qx: &[i8], d: &[f32], head: &Matrix, vr: Range<usize>, s: &[f32], out: &mut [f32]) {
-    let q: &[i8] = bytemuck::cast_slice(head.words()); // (n_vocab, n_embd) the fields
-    for ((o, v), &s) in out.iter_mut().zip(vr).zip(s) {
-        let row = &q[v * head.cols..][..head.cols];
-        let mut acc = 0.0f32;
-        for ((qb, wb), &db) in qx.chunks(BLOCK).zip(row.chunks(BLOCK)).zip(d) {
-            let isum: i32 = qb.iter().zip(wb).map(|(&a, &b)| i32::from(a) * i32::from(b)).sum();
-            acc = step(acc, db, isum);
-        }
-        *o = acc * s;
+/// The scale of head row `v` (0 past the last row: a panel's padding).
+fn scale_of(head: &Matrix, v: usize) -> f32 {
+    match (v < head.rows, head.format) {
+        (false, _) => 0.0,
+        (true, Format::Int8PerTensor) => head.scales().first().copied().unwrap_or(0.0),
+        (true, _) => head.scales()[v],
     }
 }
 

@@ -69,41 +69,6 @@ pub fn panel(qx: &[i8], d: &[f32], panel: &[u32], s: &[f32], b: &[f32], o: &mut 
     }
 }
 
-/// The head's logits for rows `vr` from one quantised row (`qx`, `d`;
-/// n_embd a multiple of [`BLOCK`]): out[v] = acc(v) · s[v]. Four rows at a
-/// time; each block's 32 products a row are one register, and the four
-/// rows' registers are summed lane-wise together (three horizontal adds).
-#[target_feature(enable = "avx2")]
-pub fn head(qx: &[i8], d: &[f32], head: &Matrix, vr: Range<usize>, s: &[f32], out: &mut [f32]) {
-    let n_embd = head.cols;
-    let q: &[i8] = bytemuck::cast_slice(head.words()); // (n_vocab, n_embd) the fields
-    let xs: Vec<__m256i> = (0..n_embd / BLOCK).map(|b| load_bytes(qx, BLOCK * b)).collect();
-    let last = vr.end - 1;
-    let mut v = vr.start;
-    for (o, s) in out.chunks_mut(4).zip(s.chunks(4)) {
-        let rows: [&[i8]; 4] = std::array::from_fn(|i| &q[(v + i).min(last) * n_embd..][..n_embd]);
-        let mut acc = _mm_setzero_ps(); // the four rows' Σ_b d_b · isum_b
-        for (b, (&x, &db)) in xs.iter().zip(d).enumerate() {
-            for r in &rows {
-                // The rows four ahead, while these are read.
-                _mm_prefetch::<_MM_HINT_T0>(r.as_ptr().wrapping_add(4 * n_embd + BLOCK * b));
-            }
-            let sums = rows.map(|r| dot4(_mm256_setzero_si256(), x, load_bytes(r, BLOCK * b)));
-            let [s0, s1, s2, s3] = sums;
-            let s = _mm256_hadd_epi32(_mm256_hadd_epi32(s0, s1), _mm256_hadd_epi32(s2, s3));
-            let isum = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s));
-            acc = _mm_add_ps(acc, _mm_mul_ps(_mm_set1_ps(db), _mm_cvtepi32_ps(isum)));
-        }
-        let mut sums = [0.0f32; 4];
-        // SAFETY: four floats, written unaligned.
-        unsafe { _mm_storeu_ps(sums.as_mut_ptr(), acc) };
-        for ((o, sum), s) in o.iter_mut().zip(sums).zip(s) {
-            *o = sum * s;
-        }
-        v += 4;
-    }
-}
-
 /// [`quantise_block`] of `y = x · s` (a row of x in one int4 panel's
 /// scales) into `q` and `d`, whole blocks eight lanes at a time: the same
 /// products, the same maximum (NaN passed over), the same scale, and

@@ -100,7 +100,7 @@ impl Matrix {
 
     /// Element `i` (row-major) as the kernels compute with it.
     pub fn get(&self, i: usize) -> f32 {
-        if matches!(self.int8_activations, Some(Dot8::Quads | Dot8::Octs)) {
+        if self.reordered() && !self.panels {
             return self.quads_get(i);
         }
         if self.panels {
@@ -212,7 +212,8 @@ impl Matrix {
 
     /// Whether the words are out of row-major order (panels or quad panels).
     fn reordered(&self) -> bool {
-        self.panels || matches!(self.int8_activations, Some(Dot8::Quads | Dot8::Octs))
+        let head_quads = self.int8_activations == Some(Dot8::Rows) && self.format != Format::Int4;
+        self.panels || head_quads || matches!(self.int8_activations, Some(Dot8::Quads | Dot8::Octs))
     }
 
     /// Every element as f32.

@@ -36,9 +36,10 @@ pub enum Dot8 {
     Quads,
     /// int4 words in oct panels, the scales by panel; its outputs are its columns.
     Octs,
-    /// Words row-major; its outputs are its rows, each a dot product along
-    /// its contiguous weights (the LM head; int8 with a scale per row or one,
-    /// or int4, whose groups of 32 then run along the dot as Q4_0's).
+    /// Its outputs are its rows, each a dot product along a row (the LM
+    /// head): int8 (a scale per row or one) in head quad panels, its rows
+    /// taken as the columns of quad panels ([`head_quads_from_rows`]); int4
+    /// row-major, its groups of 32 then along the dot as Q4_0's.
     Rows,
 }
 
@@ -92,6 +93,31 @@ pub fn locate_oct(r: usize, c: usize, k: usize) -> (usize, usize) {
     ((p * k.div_ceil(OCT) + r / OCT) * PANEL + j, 8 * (t % 4) + 4 * (t / 4))
 }
 
+/// The quad panels of a row-major `(rows, cols)` int8 head's transpose:
+/// `(⌈rows / PANEL⌉, ⌈cols / 4⌉, PANEL)` words, byte `t` of word `(p, q,
+/// j)` element `(PANEL · p + j, 4q + t)` (zeros past either end), so that
+/// 32 rows' logits take the matmul's panel loop.
+pub fn head_quads_from_rows(bytes: &[i8], rows: usize, cols: usize) -> Vec<u32> {
+    let (panels, quads) = (rows.div_ceil(PANEL), cols.div_ceil(QUAD));
+    let mut words = Vec::with_capacity(panels * quads * PANEL);
+    for p in 0..panels {
+        for q in 0..quads {
+            for v in PANEL * p..PANEL * (p + 1) {
+                let byte = |t: usize| {
+                    let c = QUAD * q + t;
+                    if v < rows && c < cols {
+                        bytes[v * cols + c] as u8
+                    } else {
+                        0
+                    }
+                };
+                words.push(u32::from_le_bytes(std::array::from_fn(byte)));
+            }
+        }
+    }
+    words
+}
+
 /// Where element `(r, c)` of a `(k, n)` matrix in quad panels is: its word
 /// and its byte.
 pub fn locate(r: usize, c: usize, k: usize) -> (usize, usize) {
@@ -135,6 +161,10 @@ impl Matrix {
             return false;
         }
         match dot {
+            Dot8::Rows if self.format != Format::Int4 => {
+                let bytes = bytemuck::cast_slice(&self.words);
+                self.words = head_quads_from_rows(bytes, self.rows, self.cols)
+            }
             Dot8::Quads => {
                 self.words = from_rows(bytemuck::cast_slice(&self.words), self.rows, self.cols)
             }
@@ -158,6 +188,13 @@ impl Matrix {
         (self.int8_activations == Some(Dot8::Quads)).then_some(&self.words)
     }
 
+    /// The words of an int8 head in head quad panels (`None` unless
+    /// [`Dot8::Rows`] on int8).
+    pub fn int8_head_quads(&self) -> Option<&[u32]> {
+        let int8 = self.format != Format::Int4;
+        (self.int8_activations == Some(Dot8::Rows) && int8).then_some(&self.words)
+    }
+
     /// The words in oct panels and the scales by panel (`None` unless [`Dot8::Octs`]).
     pub fn int4_octs(&self) -> Option<(&[u32], &[f32])> {
         (self.int8_activations == Some(Dot8::Octs)).then_some((&self.words, &self.scales))
@@ -167,6 +204,12 @@ impl Matrix {
     /// its column's scale, as [`Format::load`].
     pub(super) fn quads_get(&self, i: usize) -> f32 {
         let (r, c) = (i / self.cols, i % self.cols);
+        if self.int8_activations == Some(Dot8::Rows) {
+            // An int8 head in head quads: (r, c) is (c, r) of quad panels of its transpose.
+            let (word, t) = locate(c, r, self.cols);
+            let q = (self.words[word] >> (8 * t)) as u8 as i8;
+            return f32::from(q) * self.scales()[if self.format == Format::Int8 { r } else { 0 }];
+        }
         if self.int8_activations == Some(Dot8::Octs) {
             let (word, bit) = locate_oct(r, c, self.rows);
             let q = ((self.words[word] >> bit) & 0xf) as i32 - 8;
