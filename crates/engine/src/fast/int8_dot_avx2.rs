@@ -8,7 +8,7 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::int8_dot::{quantise_block, BLOCK};
+use super::int8_quantise::{quantise_block, BLOCK};
 use crate::storage::matrix::Matrix;
 use crate::storage::panels::PANEL;
 use crate::storage::quads::{OCT, QUAD};

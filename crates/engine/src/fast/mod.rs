@@ -11,6 +11,7 @@ pub mod coworker;
 pub mod int8_dot;
 #[cfg(target_arch = "x86_64")]
 mod int8_dot_avx2;
+mod int8_quantise;
 pub mod lm_head;
 pub mod matmul;
 pub mod matmul_panels;

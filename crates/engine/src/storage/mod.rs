@@ -7,6 +7,7 @@
 
 pub mod f16_bits;
 pub mod format;
+mod layouts;
 pub mod matrix;
 pub mod pair;
 pub mod panels;

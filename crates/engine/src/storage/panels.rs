@@ -19,8 +19,7 @@
 
 use std::ops::Range;
 
-use super::format::{Format, SHARD_ALIGN};
-use super::matrix::Matrix;
+use super::format::SHARD_ALIGN;
 
 /// Columns per panel. It divides [`SHARD_ALIGN`], where threads and the
 /// coworker split a product, so every part of a product is whole panels.
@@ -54,33 +53,4 @@ pub fn locate(r: usize, c: usize, k: usize, per: usize) -> (usize, usize) {
 pub fn columns(words: &[u32], k: usize, c: Range<usize>) -> &[u32] {
     debug_assert!(c.start.is_multiple_of(PANEL) && c.end.is_multiple_of(PANEL));
     &words[c.start / PANEL * k * ROW..c.end / PANEL * k * ROW]
-}
-
-impl Matrix {
-    /// Elements per word when columns can be cut out of this matrix whole
-    /// words at a time ([`columns`](Self::columns)): f32, f16 of even width,
-    /// and f16 or bf16 in panels (whole panels).
-    pub fn column_step(&self) -> Option<usize> {
-        match self.format {
-            Format::F32 => Some(1),
-            Format::F16 | Format::Bf16 if self.panels => Some(PANEL),
-            Format::F16 if self.cols.is_multiple_of(2) => Some(2),
-            _ => None,
-        }
-    }
-
-    /// Columns `c` as a matrix of their own, the same words copied row by
-    /// row (a coworker's part of a matmul); `None` unless
-    /// [`column_step`](Self::column_step) divides both ends of `c`.
-    pub fn columns(&self, c: Range<usize>) -> Option<Matrix> {
-        let per =
-            self.column_step().filter(|&p| c.start.is_multiple_of(p) && c.end.is_multiple_of(p))?;
-        if self.panels {
-            let words = columns(&self.words, self.rows, c.clone()).to_vec();
-            return Some(Matrix { words, scales: Vec::new(), cols: c.len(), ..*self });
-        }
-        let row = |r: usize| &self.words[(r * self.cols + c.start) / per..][..c.len() / per];
-        let words = (0..self.rows).flat_map(row).copied().collect();
-        Some(Matrix { words, scales: Vec::new(), cols: c.len(), ..*self })
-    }
 }

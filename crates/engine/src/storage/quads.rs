@@ -18,8 +18,7 @@
 //! past `k`: 8, a zero field), and its scales by panel: `(n / PANEL, k)`,
 //! the scale of row `r`'s group in panel `p` (a panel is one group).
 
-use super::format::{nibble, Channels, Format, GROUP};
-use super::matrix::Matrix;
+use super::format::{nibble, GROUP};
 use super::panels::PANEL;
 
 /// Rows of a column in one word.
@@ -123,100 +122,4 @@ pub fn head_quads_from_rows(bytes: &[i8], rows: usize, cols: usize) -> Vec<u32> 
 pub fn locate(r: usize, c: usize, k: usize) -> (usize, usize) {
     let (p, j) = (c / PANEL, c % PANEL);
     ((p * k.div_ceil(QUAD) + r / QUAD) * PANEL + j, r % QUAD)
-}
-
-/// Whether an int8 matrix has one scale per output along `outputs`, so its
-/// integer sums can be scaled once per output: int8 with its channels
-/// there, or int8-tensor.
-pub fn one_scale_an_output(w: &Matrix, outputs: Channels) -> bool {
-    match w.format {
-        Format::Int8 => w.channels == outputs,
-        Format::Int8PerTensor => true,
-        _ => false,
-    }
-}
-
-impl Matrix {
-    /// Has the CPU engine multiply this int8 matrix by 8-bit activations
-    /// ([`fast::int8_dot`](crate::fast::int8_dot)), its words laid out for
-    /// `dot`: other results than the f32 path's, so the GPU engine refuses
-    /// it. The values held are the same ([`get`](Matrix::get)). False
-    /// (nothing changed) unless the matrix is int8 with one scale per
-    /// output (its columns for [`Dot8::Quads`], its rows for [`Dot8::Rows`])
-    /// or int4 ([`Dot8::Octs`]), row-major, at least one row and, for quads
-    /// and octs, whole panels wide.
-    pub fn use_int8_activations(&mut self, dot: Dot8) -> bool {
-        let takes = match dot {
-            Dot8::Quads => one_scale_an_output(self, Channels::Cols),
-            Dot8::Octs => self.format == Format::Int4,
-            // int4: its groups along the rows, as Q4_0's.
-            Dot8::Rows => {
-                let int4 = self.format == Format::Int4 && self.cols.is_multiple_of(GROUP);
-                int4 || one_scale_an_output(self, Channels::Rows)
-            }
-        };
-        let whole = dot == Dot8::Rows || self.cols.is_multiple_of(PANEL);
-        let row_major = !self.panels && self.int8_activations.is_none();
-        if !takes || !row_major || self.rows == 0 || !whole {
-            return false;
-        }
-        match dot {
-            Dot8::Rows if self.format != Format::Int4 => {
-                let bytes = bytemuck::cast_slice(&self.words);
-                self.words = head_quads_from_rows(bytes, self.rows, self.cols)
-            }
-            Dot8::Quads => {
-                self.words = from_rows(bytemuck::cast_slice(&self.words), self.rows, self.cols)
-            }
-            Dot8::Octs => {
-                (self.words, self.scales) =
-                    octs_from_rows(&self.words, &self.scales, self.rows, self.cols)
-            }
-            Dot8::Rows => {}
-        }
-        self.int8_activations = Some(dot);
-        true
-    }
-
-    /// How this matrix multiplies 8-bit activations, if it does.
-    pub fn int8_activations(&self) -> Option<Dot8> {
-        self.int8_activations
-    }
-
-    /// The words in quad panels (`None` unless [`Dot8::Quads`]).
-    pub fn int8_quads(&self) -> Option<&[u32]> {
-        (self.int8_activations == Some(Dot8::Quads)).then_some(&self.words)
-    }
-
-    /// The words of an int8 head in head quad panels (`None` unless
-    /// [`Dot8::Rows`] on int8).
-    pub fn int8_head_quads(&self) -> Option<&[u32]> {
-        let int8 = self.format != Format::Int4;
-        (self.int8_activations == Some(Dot8::Rows) && int8).then_some(&self.words)
-    }
-
-    /// The words in oct panels and the scales by panel (`None` unless [`Dot8::Octs`]).
-    pub fn int4_octs(&self) -> Option<(&[u32], &[f32])> {
-        (self.int8_activations == Some(Dot8::Octs)).then_some((&self.words, &self.scales))
-    }
-
-    /// Element `i` (row-major) of a matrix in quad panels: its byte times
-    /// its column's scale, as [`Format::load`].
-    pub(super) fn quads_get(&self, i: usize) -> f32 {
-        let (r, c) = (i / self.cols, i % self.cols);
-        if self.int8_activations == Some(Dot8::Rows) {
-            // An int8 head in head quads: (r, c) is (c, r) of quad panels of its transpose.
-            let (word, t) = locate(c, r, self.cols);
-            let q = (self.words[word] >> (8 * t)) as u8 as i8;
-            return f32::from(q) * self.scales()[if self.format == Format::Int8 { r } else { 0 }];
-        }
-        if self.int8_activations == Some(Dot8::Octs) {
-            let (word, bit) = locate_oct(r, c, self.rows);
-            let q = ((self.words[word] >> bit) & 0xf) as i32 - 8;
-            return q as f32 * self.scales[c / PANEL * self.rows + r];
-        }
-        let (word, t) = locate(r, c, self.rows);
-        let q = (self.words[word] >> (8 * t)) as u8 as i8;
-        f32::from(q) * self.scales()[if self.format == Format::Int8 { c } else { 0 }]
-    }
 }
