@@ -114,7 +114,7 @@ pub fn head(x: &[f32], head: &Matrix, vr: Range<usize>) -> Vec<f32> {
     let zeros = [0.0f32; PANEL];
     for p in vr.start / PANEL..vr.end.div_ceil(PANEL) {
         let panel = &quads[p * len..][..len]; // (⌈n_embd / 4⌉, PANEL)
-        let s: Vec<f32> = (PANEL * p..PANEL * (p + 1)).map(|v| scale_of(head, v)).collect();
+        let s: [f32; PANEL] = std::array::from_fn(|j| scale_of(head, PANEL * p + j));
         let (first, last) = ((PANEL * p).max(vr.start), (PANEL * (p + 1)).min(vr.end));
         for ((qx, d), or) in rows.iter().zip(out.chunks_exact_mut(n)) {
             let mut o = [0.0f32; PANEL];

@@ -34,6 +34,13 @@ impl LayerWeights {
         [&self.c_attn_weight, &self.attn_proj_weight, &self.c_fc_weight, &self.mlp_proj_weight]
     }
 
+    /// [`matrices`](Self::matrices), to lay out in place.
+    pub fn matrices_mut(&mut self) -> [&mut Matrix; 4] {
+        let LayerWeights { c_attn_weight, attn_proj_weight, c_fc_weight, mlp_proj_weight, .. } =
+            self;
+        [c_attn_weight, attn_proj_weight, c_fc_weight, mlp_proj_weight]
+    }
+
     /// The same block with `f` applied to each of its matrices.
     pub fn map_matrices(self, f: impl Fn(Matrix) -> Matrix) -> LayerWeights {
         LayerWeights {
@@ -107,13 +114,7 @@ impl Weights {
     /// weights in this layout.
     pub fn use_cpu_layout(&mut self) {
         for layer in &mut self.layers {
-            let blocks = [
-                &mut layer.c_attn_weight,
-                &mut layer.attn_proj_weight,
-                &mut layer.c_fc_weight,
-                &mut layer.mlp_proj_weight,
-            ];
-            for m in blocks {
+            for m in layer.matrices_mut() {
                 m.lift_f16();
                 // int8 panels have their AVX2 loop; wasm keeps int8 row-major,
                 // whose SIMD128 loops were measured in the page's worker.
@@ -130,12 +131,13 @@ impl Weights {
 
     /// The CPU engine's 8-bit activations for int8 and int4 weights
     /// ([`fast::int8_dot`](crate::fast::int8_dot), `--activations int8`):
-    /// the blocks' matrices in quad (int8) or oct (int4) panels and an int8
-    /// LM head row-major, each multiplying its input quantised to 8 bits, in
-    /// integers. Other numbers than the f32 path's; the GPU engine refuses
-    /// these weights. False (nothing changed) unless the weights are int8,
-    /// int8-tensor or int4; a matrix whose columns are not whole panels, and
-    /// an int4 head (its groups run along the dot product), keep the f32 path.
+    /// the blocks' matrices in quad (int8) or oct (int4) panels, an int8 LM
+    /// head in head quad panels and an int4 one row-major, each multiplying
+    /// its input quantised to 8 bits, in integers. Other numbers than the f32
+    /// path's; the GPU engine refuses these weights. False (nothing changed)
+    /// unless the weights are int8, int8-tensor or int4; a matrix whose
+    /// columns are not whole panels, and an int4 head whose rows are not
+    /// whole groups, keep the f32 path.
     pub fn use_int8_activations(&mut self) -> bool {
         let blocks = match self.format() {
             Format::Int8 | Format::Int8PerTensor => Dot8::Quads,
@@ -143,13 +145,7 @@ impl Weights {
             _ => return false,
         };
         for layer in &mut self.layers {
-            let matrices = [
-                &mut layer.c_attn_weight,
-                &mut layer.attn_proj_weight,
-                &mut layer.c_fc_weight,
-                &mut layer.mlp_proj_weight,
-            ];
-            for m in matrices {
+            for m in layer.matrices_mut() {
                 m.use_int8_activations(blocks);
             }
         }
