@@ -40,7 +40,7 @@ function parseCsv(text) {
   return rows;
 }
 
-const QUERY = '?widget=batching&prompt=ROMEO%3A&max_tokens=12&seed=5';
+const QUERY = '?widget=batching&prompt=ROMEO%3A&max_tokens=8&seed=5';
 
 for (const backend of ['cpu', 'webgpu']) {
   test(`batching on ${backend}: B = 1, 2, 4, 8 measured both ways, texts equal their runs alone and the CLI, matrix experiment, verdict, Stop, URL round-trip`, async () => {
@@ -95,7 +95,7 @@ for (const backend of ['cpu', 'webgpu']) {
     const texts = await page.$$eval('[data-testid=batch-text]', (ls) => ls.map((l) => [l.dataset.same, l.querySelector('.text').textContent]));
     assert.equal(texts.length, 8);
     assert.ok(texts.every(([same]) => same === 'true'));
-    assert.deepEqual(texts.map(([, t]) => t), cliBatch('ROMEO:', 12, 5));
+    assert.deepEqual(texts.map(([, t]) => t), cliBatch('ROMEO:', 8, 5));
     assert.ok(new Set(texts.map(([, t]) => t)).size > 1, 'the seeds differ');
     const passes = await page.$$eval('[data-testid=pass-row]', (rs) => rs.map((r) => Number(r.children[0].textContent)));
     assert.deepEqual(passes, [1, 8, 32, 128]);
@@ -114,12 +114,12 @@ for (const backend of ['cpu', 'webgpu']) {
     const code = await page.inputValue('[data-testid=embed-code]');
     const src = code.match(/src="([^"]+)"/)[1].replaceAll('&amp;', '&');
     assert.match(src, /widget=batching/);
-    assert.match(src, /max_tokens=12/);
+    assert.match(src, /max_tokens=8/);
     assert.match(src, /seed=5/);
     await noFatal(page);
     await page.close();
     const again = await lab.open(backend, src.slice(src.indexOf('?')));
-    assert.equal(await again.inputValue('[data-testid=max-tokens]'), '12');
+    assert.equal(await again.inputValue('[data-testid=max-tokens]'), '8');
     // Stop mid-measurement: a long run, stopped once the first rows are in.
     await again.fill('[data-testid=max-tokens]', '200');
     await again.click('[data-testid=measure-batch]');

@@ -18,7 +18,7 @@ const idle = (page, button) => page.waitForFunction((b) => !document.querySelect
 
 for (const backend of ['cpu', 'webgpu']) {
   test(`kv-budget on ${backend}: the strip holds the budget, a budget past the sequence gives KL 0, curves filled, calculator, URL round-trip`, async () => {
-    const page = await lab.open(backend, '?widget=kv-budget&prompt=ROMEO%3A&kv_policy=sinks&kv_budget=8&kv_sinks=2&max_tokens=12&heldout_tokens=40');
+    const page = await lab.open(backend, '?widget=kv-budget&prompt=ROMEO%3A&kv_policy=sinks&kv_budget=8&kv_sinks=2&max_tokens=12&heldout_tokens=24');
     // The engine asked for, not a fallback (a kernel that fails to compile
     // on WebGPU would put the page on the CPU engine).
     const onBackend = async (p) => assert.equal(await p.getAttribute('[data-testid=backend]', 'data-backend'), backend);
@@ -62,18 +62,19 @@ for (const backend of ['cpu', 'webgpu']) {
     assert.ok(grouped.some((kl) => kl > 0), `KL per step with 2 groups ${grouped}`);
     await set(page, 'kv-groups', 0);
 
-    // Every policy over budgets 8 … 256 on the passage's first 40 tokens.
+    // Every policy over budgets 8 … 256 on the passage's first 24 tokens (a
+    // WebGPU step on CI's software GPU is slow: two budgets that evict suffice).
     await page.click('[data-testid=measure-kv-budget]');
     await idle(page, 'measure-kv-budget');
     assert.equal(await page.locator('[data-testid=error]').count(), 0);
-    assert.match(await page.textContent('[data-testid=kv-heldout]'), /first 40 tokens/);
+    assert.match(await page.textContent('[data-testid=kv-heldout]'), /first 24 tokens/);
     const rows = await page.$$eval('[data-testid=kv-curve-row]', (rs) => rs.map((r) => ({
       kind: r.dataset.kind, budget: Number(r.dataset.budget), bits: Number(r.dataset.bits), kl: Number(r.dataset.kl) })));
     assert.equal(rows.length, 18, JSON.stringify(rows));
     for (const r of rows) {
       assert.ok(Number.isFinite(r.bits) && r.bits > 0, JSON.stringify(r));
-      // A budget that holds the whole 40-token window changes nothing.
-      if (r.budget >= 40) assert.equal(r.kl, 0, JSON.stringify(r));
+      // A budget that holds the whole 24-token window changes nothing.
+      if (r.budget >= 24) assert.equal(r.kl, 0, JSON.stringify(r));
       else assert.ok(r.kl > 0, JSON.stringify(r));
     }
     // G = 4 (the model's own heads) changes nothing; 2 and 1 do.

@@ -3,7 +3,7 @@
 // Run by `./tools/dev test` next to playground.test.mjs (same environment).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startLab, waitSettled, noFatal, set, generate, bars, cliGreedy, ARTIFACTS, WIDGET_TABLE } from './helpers.mjs';
+import { startLab, waitSettled, noFatal, noSeriousA11y, set, generate, bars, cliGreedy, ARTIFACTS, WIDGET_TABLE } from './helpers.mjs';
 
 const lab = await startLab();
 let server;
@@ -24,6 +24,8 @@ for (const name of WIDGETS) {
     assert.equal(await full.locator('header.header').count(), 1);
     assert.ok((await full.textContent('.widget-title')).length > 0);
     if (WITH_BARS.includes(name)) await full.waitForSelector('[data-testid=bar]');
+    // The WebGPU half of a11y.test.mjs's audit, on the page already loaded.
+    await noSeriousA11y(full, `webgpu ${name}`);
     await noFatal(full);
     await full.close();
 
@@ -236,7 +238,7 @@ test('quantization on cpu: bits/byte stopped midway are the rate over the bytes 
 // GPU; the full passage is ./tools/dev bench's (and the closing note's) figure.
 for (const backend of ['cpu', 'webgpu']) {
   test(`quantization on ${backend}: every column measured, f16 drift exactly zero, two texts compared, histogram, calculator, URL round-trip`, async () => {
-    const page = await lab.open(backend, '?widget=quantization&max_tokens=12&heldout_tokens=200&prompt=ROMEO%3A&tensor=h.1.mlp.c_fc.weight');
+    const page = await lab.open(backend, '?widget=quantization&max_tokens=12&heldout_tokens=100&prompt=ROMEO%3A&tensor=h.1.mlp.c_fc.weight');
     await page.click('[data-testid=measure]');
     await page.waitForFunction(() => {
       const rows = [...document.querySelectorAll('[data-testid=quant-row]')];
@@ -271,7 +273,7 @@ for (const backend of ['cpu', 'webgpu']) {
       assert.ok(Number(table[f].bpb) > 1 && Number(table[f].bpb) < 5, `${f} bits/byte ${table[f].bpb}`);
     }
     assert.match(await page.textContent('[data-testid=f16-verdict]'), /exactly zero drift/);
-    assert.match(await page.textContent('[data-testid=quant-heldout]'), /200 tokens/);
+    assert.match(await page.textContent('[data-testid=quant-heldout]'), /100 tokens/);
 
     // Text A (f32, greedy by the widget's preset) is the CLI's greedy text; B is int4.
     await page.click('[data-testid=write-texts]');
@@ -299,7 +301,7 @@ for (const backend of ['cpu', 'webgpu']) {
     const src = code.match(/src="([^"]+)"/)[1].replaceAll('&amp;', '&');
     assert.match(src, /variant_a=bf16/);
     assert.match(src, /tensor=h\.1\.mlp\.c_fc\.weight/);
-    assert.match(src, /heldout_tokens=200/);
+    assert.match(src, /heldout_tokens=100/);
     assert.doesNotMatch(src, /variant_b=/, 'a choice at its default stays out of the link');
     await noFatal(page);
     await page.close();
@@ -413,11 +415,11 @@ for (const backend of ['cpu', 'webgpu']) {
   });
 }
 
-// The KV-cache lesson times every step both ways; up_to=24 keeps it quick on
+// The KV-cache lesson times every step both ways; up_to=16 keeps it quick on
 // CI's software GPU (the whole context is the closing note's figure).
 for (const backend of ['cpu', 'webgpu']) {
   test(`kv-cache on ${backend}: every step timed with and without the cache, curves and fits, badge green, bytes three ways, projections, calculator, Stop, URL round-trip`, async () => {
-    const page = await lab.open(backend, '?widget=kv-cache&up_to=24&prompt=ROMEO%3A');
+    const page = await lab.open(backend, '?widget=kv-cache&up_to=16&prompt=ROMEO%3A');
     const idle = () => page.waitForFunction(() => !document.querySelector('[data-testid=measure-kv]').disabled
       && document.querySelector('[data-testid=stop-generation]').disabled, null, { timeout: 300_000 });
     await page.click('[data-testid=measure-kv]');
@@ -425,17 +427,17 @@ for (const backend of ['cpu', 'webgpu']) {
     assert.equal(await page.locator('[data-testid=error]').count(), 0);
     const series = (id) => page.$$eval(`[data-testid=${id}] .series`, (ss) => Object.fromEntries(ss.map((s) =>
       [s.dataset.series, s.querySelectorAll('circle').length])));
-    assert.deepEqual(await series('kv-per-step'), { 'with the cache': 24, 'without the cache': 24 });
-    assert.deepEqual(await series('kv-cumulative'), { 'with the cache': 24, 'without the cache': 24 });
+    assert.deepEqual(await series('kv-per-step'), { 'with the cache': 16, 'without the cache': 16 });
+    assert.deepEqual(await series('kv-cumulative'), { 'with the cache': 16, 'without the cache': 16 });
     assert.equal(await page.locator('[data-testid=kv-fit]').count(), 2);
     // Both paths chose the same token at every step, logits within rounding.
     assert.equal(await page.getAttribute('[data-testid=kv-check]', 'data-same'), 'true');
     const diff = Number(await page.getAttribute('[data-testid=kv-check]', 'data-max-diff'));
     assert.ok(diff < 1e-3, `max |Δlogit| ${diff}`);
-    assert.match(await page.textContent('[data-testid=kv-check]'), /all 24 compared steps/);
+    assert.match(await page.textContent('[data-testid=kv-check]'), /all 16 compared steps/);
     // The bundled model: 2 · 4 layers · 256 · 4 bytes per position; 256 positions allocated.
     const bytes = await page.$$eval('[data-testid=kv-bytes-row]', (rows) => Object.fromEntries(rows.map((r) => [r.dataset.row, Number(r.dataset.bytes)])));
-    assert.deepEqual(bytes, { formula: 8192 * 24, 'in-use': 8192 * 24, allocated: 8192 * 256 });
+    assert.deepEqual(bytes, { formula: 8192 * 16, 'in-use': 8192 * 16, allocated: 8192 * 256 });
     // The projection table is the formula's.
     const l1000 = await page.$eval('[data-testid=kv-projections][data-context="1000"]', (r) =>
       [r.querySelector('[data-col=with]').textContent, r.querySelector('[data-col=without]').textContent]);
@@ -454,7 +456,7 @@ for (const backend of ['cpu', 'webgpu']) {
     const code = await page.inputValue('[data-testid=embed-code]');
     const src = code.match(/src="([^"]+)"/)[1].replaceAll('&amp;', '&');
     assert.match(src, /widget=kv-cache/);
-    assert.match(src, /up_to=24/);
+    assert.match(src, /up_to=16/);
     assert.match(src, /kv_heads=8/);
     assert.match(src, /context=8192/);
     await noFatal(page);
