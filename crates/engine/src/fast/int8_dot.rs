@@ -35,6 +35,19 @@ use crate::storage::quads::{OCT, QUAD};
 
 pub use super::int8_quantise::{quantise, quantise_block, step, Quantised, BLOCK};
 
+/// [`quantise`] of a row of x, in AVX2 where the CPU has it (the same bits).
+fn quantised(x: &[f32]) -> Quantised {
+    #[cfg(target_arch = "x86_64")]
+    if super::parallel::avx2() {
+        let mut q = vec![0i8; x.len().next_multiple_of(OCT)]; // (⌈k / 8⌉ · 8)
+        let mut d = vec![0.0f32; x.len().div_ceil(BLOCK)]; // (⌈k / BLOCK⌉)
+                                                           // SAFETY: the CPU has AVX2 (just checked).
+        unsafe { super::int8_dot_avx2::quantise(x, None, &mut q, &mut d) };
+        return (q, d);
+    }
+    quantise(x)
+}
+
 /// The scales of outputs `c`: the columns' (int8) or the matrix's one, per output.
 fn scales(w: &Matrix, c: Range<usize>) -> Vec<f32> {
     match w.format {
@@ -45,19 +58,47 @@ fn scales(w: &Matrix, c: Range<usize>) -> Vec<f32> {
 
 /// `out = x @ w + bias` for columns `c` (whole panels) of an int8 matrix in
 /// quad panels: x (m, k), bias (c.len()), out (m, c.len()). Each panel's
-/// quads are read once per row of x (a prefill's rows re-read it from L2).
+/// quads are read once per two rows of x (a prefill's pairs re-read it from
+/// L2): a pair shares each weight's load and magnitude.
 pub fn matmul(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
     let (k, cols) = (w.rows, c.len());
     let quads = w.int8_quads().expect("a matrix in quad panels"); // (n / PANEL, ⌈k / 4⌉, PANEL)
     let len = k.div_ceil(QUAD) * PANEL; // words of one panel
-    let rows: Vec<Quantised> = x.chunks_exact(k).map(quantise).collect(); // (m)
+    let rows: Vec<Quantised> = x.chunks_exact(k).map(quantised).collect(); // (m)
     let s = scales(w, c.clone());
     let parts = s.chunks_exact(PANEL).zip(bias.chunks_exact(PANEL)).enumerate();
     for (p, (s, b)) in parts {
         let panel = &quads[(c.start / PANEL + p) * len..][..len]; // (⌈k / 4⌉, PANEL)
-        for ((qx, d), o) in rows.iter().zip(out.chunks_exact_mut(cols)) {
-            run_panel(qx, d, panel, s, b, &mut o[p * PANEL..][..PANEL]);
+        for (two, o) in rows.chunks(2).zip(out.chunks_mut(2 * cols)) {
+            let (o0, o1) = o.split_at_mut(cols);
+            let o0 = &mut o0[p * PANEL..][..PANEL];
+            match two {
+                [(qa, da), (qb, db)] => {
+                    let o1 = &mut o1[p * PANEL..][..PANEL];
+                    run_panel_pair([(qa, da), (qb, db)], panel, s, b, [o0, o1]);
+                }
+                [(qx, d)] => run_panel(qx, d, panel, s, b, o0),
+                _ => unreachable!("chunks of two"),
+            }
         }
+    }
+}
+
+/// [`run_panel`] for two rows at once: the same sums, each row's bits.
+fn run_panel_pair(
+    x: [(&[i8], &[f32]); 2],
+    panel: &[u32],
+    s: &[f32],
+    b: &[f32],
+    o: [&mut [f32]; 2],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if super::parallel::avx2() {
+        // SAFETY: the CPU has AVX2 (just checked).
+        return unsafe { super::int8_dot_avx2::panel_pair(x, panel, s, b, o) };
+    }
+    for ((qx, d), o) in x.into_iter().zip(o) {
+        panel_here(qx, d, panel, s, b, o);
     }
 }
 
@@ -109,7 +150,7 @@ pub fn head(x: &[f32], head: &Matrix, vr: Range<usize>) -> Vec<f32> {
     };
     let (n_embd, n) = (head.cols, vr.len());
     let len = n_embd.div_ceil(QUAD) * PANEL; // words of one panel
-    let rows: Vec<Quantised> = x.chunks_exact(n_embd).map(quantise).collect(); // (n_out)
+    let rows: Vec<Quantised> = x.chunks_exact(n_embd).map(quantised).collect(); // (n_out)
     let mut out = vec![0.0; rows.len() * n]; // (n_out, n)
     let zeros = [0.0f32; PANEL];
     for p in vr.start / PANEL..vr.end.div_ceil(PANEL) {
@@ -151,10 +192,10 @@ pub fn matmul_int4(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &m
             let o = &mut o[p * PANEL..][..PANEL];
             #[cfg(target_arch = "x86_64")]
             if super::parallel::avx2() {
-                use super::int8_dot_avx2::{int4_panel, quantise_scaled};
+                use super::int8_dot_avx2 as avx2;
                 // SAFETY (both): the CPU has AVX2 (just checked).
-                unsafe { quantise_scaled(xr, s, &mut qy, &mut d) };
-                unsafe { int4_panel(&qy, &d, panel, b, o) };
+                unsafe { avx2::quantise(xr, Some(s), &mut qy, &mut d) };
+                unsafe { avx2::int4_panel(&qy, &d, panel, b, o) };
                 continue;
             }
             let y = scaled(xr, s);
@@ -200,7 +241,7 @@ fn head_int4(x: &[f32], head: &Matrix, vr: Range<usize>) -> Vec<f32> {
     let (n_embd, n) = (head.cols, vr.len());
     let mut out = vec![0.0; x.len() / n_embd * n]; // (n_out, n)
     for (xr, or) in x.chunks_exact(n_embd).zip(out.chunks_exact_mut(n)) {
-        let (qx, d) = quantise(xr);
+        let (qx, d) = quantised(xr);
         #[cfg(target_arch = "x86_64")]
         if super::parallel::avx2() {
             // SAFETY: the CPU has AVX2 (just checked).

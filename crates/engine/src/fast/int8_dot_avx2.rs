@@ -22,6 +22,15 @@ fn dot4(acc: __m256i, x: __m256i, w: __m256i) -> __m256i {
     _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)))
 }
 
+/// Four 8-bit inputs from `q` at `at` as one word, broadcast to every
+/// lane: one load (assembling it byte by byte cost as much as the sums).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn broadcast4(q: &[i8], at: usize) -> __m256i {
+    let bytes: &[u8] = bytemuck::cast_slice(&q[at..at + 4]);
+    _mm256_set1_epi32(i32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+}
+
 /// 32 bytes from `v` at `at` (`v` at least that long).
 #[inline]
 #[target_feature(enable = "avx2")]
@@ -51,8 +60,7 @@ pub fn panel(qx: &[i8], d: &[f32], panel: &[u32], s: &[f32], b: &[f32], o: &mut 
     for (blk, &db) in d.iter().enumerate() {
         let mut isum = [_mm256_setzero_si256(); PANEL / 8];
         for r4 in blk * QUADS..n_quads.min((blk + 1) * QUADS) {
-            let (words, x4) = (&panel[r4 * PANEL..][..PANEL], &qx[r4 * QUAD..][..QUAD]);
-            let x4 = _mm256_set1_epi32(i32::from_le_bytes(std::array::from_fn(|t| x4[t] as u8)));
+            let (words, x4) = (&panel[r4 * PANEL..][..PANEL], broadcast4(qx, r4 * QUAD));
             for (h, sum) in isum.iter_mut().enumerate() {
                 *sum = dot4(*sum, x4, load_bytes(words, 8 * h));
             }
@@ -69,18 +77,70 @@ pub fn panel(qx: &[i8], d: &[f32], panel: &[u32], s: &[f32], b: &[f32], o: &mut 
     }
 }
 
-/// [`quantise_block`] of `y = x · s` (a row of x in one int4 panel's
-/// scales) into `q` and `d`, whole blocks eight lanes at a time: the same
-/// products, the same maximum (NaN passed over), the same scale, and
-/// `vcvtps2dq`'s rounding, ties to even, with NaN lanes zeroed as `as`
-/// does; a last short block through `quantise_block` itself.
+/// [`panel`] for two quantised rows of x at once (a prefill's): each
+/// weight is loaded and its magnitude taken once for both rows, the rest
+/// is each row's own [`dot4`], so each row's sums and bits are `panel`'s.
 #[target_feature(enable = "avx2")]
-pub fn quantise_scaled(x: &[f32], s: &[f32], q: &mut [i8], d: &mut [f32]) {
+pub fn panel_pair(
+    x: [(&[i8], &[f32]); 2],
+    panel: &[u32],
+    s: &[f32],
+    b: &[f32],
+    o: [&mut [f32]; 2],
+) {
+    const QUADS: usize = BLOCK / QUAD; // quads a block
+    let ones = _mm256_set1_epi16(1);
+    let [(qa, da), (qb, db)] = x;
+    let mut acc = [[_mm256_setzero_ps(); PANEL / 8]; 2];
+    let n_quads = panel.len() / PANEL;
+    for (blk, (&d0, &d1)) in da.iter().zip(db).enumerate() {
+        let mut isum = [[_mm256_setzero_si256(); PANEL / 8]; 2];
+        for r4 in blk * QUADS..n_quads.min((blk + 1) * QUADS) {
+            let words = &panel[r4 * PANEL..][..PANEL];
+            let xs = [broadcast4(qa, r4 * QUAD), broadcast4(qb, r4 * QUAD)];
+            for h in 0..PANEL / 8 {
+                let w = load_bytes(words, 8 * h);
+                let magnitude = _mm256_abs_epi8(w);
+                for (sums, &x4) in isum.iter_mut().zip(&xs) {
+                    let pairs = _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(x4, w));
+                    sums[h] = _mm256_add_epi32(sums[h], _mm256_madd_epi16(pairs, ones));
+                }
+            }
+        }
+        for ((acc, sums), d) in acc.iter_mut().zip(isum).zip([d0, d1]) {
+            let dv = _mm256_set1_ps(d);
+            for (a, sum) in acc.iter_mut().zip(sums) {
+                *a = _mm256_add_ps(*a, _mm256_mul_ps(dv, _mm256_cvtepi32_ps(sum)));
+            }
+        }
+    }
+    for (acc, o) in acc.into_iter().zip(o) {
+        for (h, a) in acc.into_iter().enumerate() {
+            let v = _mm256_add_ps(load(&b[8 * h..]), _mm256_mul_ps(a, load(&s[8 * h..])));
+            // SAFETY: eight floats are there (the slice is checked), written unaligned.
+            unsafe { _mm256_storeu_ps(o[8 * h..][..8].as_mut_ptr(), v) };
+        }
+    }
+}
+
+/// [`quantise_block`] of a row of x (`s`: None), or of `y = x · s` (a row
+/// of x in one int4 panel's scales), into `q` and `d`, whole blocks eight
+/// lanes at a time: the same products, the same maximum (NaN passed over),
+/// the same scale, and `vcvtps2dq`'s rounding, ties to even, with NaN
+/// lanes zeroed as `as` does; a last short block through `quantise_block`
+/// itself. (The portable rounding is a libm call a value: a quarter of a
+/// prefill's matmul time before this.)
+#[target_feature(enable = "avx2")]
+pub fn quantise(x: &[f32], s: Option<&[f32]>, q: &mut [i8], d: &mut [f32]) {
     let whole = x.len() / BLOCK;
     let abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fff_ffff));
     for (b, d) in d.iter_mut().enumerate().take(whole) {
         let y: [__m256; 4] = std::array::from_fn(|h| {
-            _mm256_mul_ps(load(&x[BLOCK * b + 8 * h..]), load(&s[BLOCK * b + 8 * h..]))
+            let at = BLOCK * b + 8 * h;
+            match s {
+                Some(s) => _mm256_mul_ps(load(&x[at..]), load(&s[at..])),
+                None => load(&x[at..]),
+            }
         });
         let mut m = _mm256_setzero_ps();
         for &v in &y {
@@ -104,8 +164,11 @@ pub fn quantise_scaled(x: &[f32], s: &[f32], q: &mut [i8], d: &mut [f32]) {
         *d = scale;
     }
     if whole < d.len() {
-        let y: Vec<f32> =
-            x[BLOCK * whole..].iter().zip(&s[BLOCK * whole..]).map(|(&x, &s)| x * s).collect();
+        let rest = &x[BLOCK * whole..];
+        let y: Vec<f32> = match s {
+            Some(s) => rest.iter().zip(&s[BLOCK * whole..]).map(|(&x, &s)| x * s).collect(),
+            None => rest.to_vec(),
+        };
         d[whole] = quantise_block(&y, &mut q[BLOCK * whole..]);
     }
 }
@@ -129,8 +192,7 @@ pub fn int4_panel(qy: &[i8], d: &[f32], panel: &[u32], b: &[f32], o: &mut [f32])
         for o8 in blk * OCTS..n_octs.min((blk + 1) * OCTS) {
             let (words, x8) = (&panel[o8 * PANEL..][..PANEL], &qy[o8 * OCT..][..OCT]);
             xsum += x8.iter().map(|&v| i32::from(v)).sum::<i32>();
-            let four = |h: usize| i32::from_le_bytes(std::array::from_fn(|t| x8[4 * h + t] as u8));
-            let (xlo, xhi) = (_mm256_set1_epi32(four(0)), _mm256_set1_epi32(four(1)));
+            let (xlo, xhi) = (broadcast4(x8, 0), broadcast4(x8, QUAD));
             for (h, sum) in sums.iter_mut().enumerate() {
                 let w = load_bytes(words, 8 * h);
                 let lo = _mm256_and_si256(w, low);
