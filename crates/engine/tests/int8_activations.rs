@@ -229,10 +229,11 @@ fn lm_head_gives_the_definitions_bits_on_every_path() {
     }
 }
 
-/// An int4 head (groups of 32 along its rows, as Q4_0's): each block's step
-/// `acc + (d_b · s(v, b)) · isum_b`, the same bits in AVX2, the portable
-/// loops and on three threads; a head whose rows are not whole groups is
-/// refused (it keeps the f32 path).
+/// An int4 head (groups of 32 along its rows, as Q4_0's) in head oct
+/// panels, every value held: each block's step `acc + (d_b · s(v, b)) ·
+/// isum_b`, the same bits in AVX2, the portable loops and on three threads
+/// (rows not whole panels, split mid-panel); a head whose rows are not
+/// whole groups is refused (it keeps the f32 path).
 #[test]
 fn int4_lm_head_gives_the_definitions_bits_on_every_path() {
     for (rows, cols) in [(301, 96), (1757, 64), (5, 768), (3001, 256)] {
@@ -240,6 +241,8 @@ fn int4_lm_head_gives_the_definitions_bits_on_every_path() {
             Matrix::new(Format::Int4, rows, cols, Channels::Rows, &cases::random(rows * cols, 41));
         let mut head = plain.clone();
         assert!(head.use_int8_activations(Dot8::Rows) && head.cpu_only());
+        assert!(head.int4_head_octs().is_some(), "an int4 head in head octs");
+        assert_eq!(bits(&head.to_f32()), bits(&plain.to_f32()), "head octs hold the head");
         let x: Vec<f32> = cases::random(3 * cols, 42).iter().map(|v| v * 2.0).collect();
         let (vocab, v0) = (rows + 200, 100);
         let mut want = vec![f32::NAN; 2 * vocab]; // rows 1 and 2 of x

@@ -28,7 +28,7 @@
 
 use std::ops::Range;
 
-use crate::storage::format::{nibble, Format};
+use crate::storage::format::Format;
 use crate::storage::matrix::Matrix;
 use crate::storage::panels::PANEL;
 use crate::storage::quads::{OCT, QUAD};
@@ -39,9 +39,10 @@ pub use super::int8_quantise::{quantise, quantise_block, step, Quantised, BLOCK}
 fn quantised(x: &[f32]) -> Quantised {
     #[cfg(target_arch = "x86_64")]
     if super::parallel::avx2() {
-        let mut q = vec![0i8; x.len().next_multiple_of(OCT)]; // (⌈k / 8⌉ · 8)
-        let mut d = vec![0.0f32; x.len().div_ceil(BLOCK)]; // (⌈k / BLOCK⌉)
-                                                           // SAFETY: the CPU has AVX2 (just checked).
+        // q: (⌈k / 8⌉ · 8), d: (⌈k / BLOCK⌉), as `quantise` makes them.
+        let (mut q, mut d) =
+            (vec![0i8; x.len().next_multiple_of(OCT)], vec![0.0; x.len().div_ceil(BLOCK)]);
+        // SAFETY: the CPU has AVX2 (just checked).
         unsafe { super::int8_dot_avx2::quantise(x, None, &mut q, &mut d) };
         return (q, d);
     }
@@ -140,26 +141,47 @@ fn panel_here(qx: &[i8], d: &[f32], panel: &[u32], s: &[f32], b: &[f32], o: &mut
 }
 
 /// The logits of head rows `vr` for each row of x (n_out, n_embd) of a head
-/// multiplying 8-bit activations (`Dot8::Rows`): `(n_out, vr.len())`. int8:
-/// each `acc · scale(v)`, through the matmul's panel loop over the head's
-/// quad panels (32 rows' logits at once, from a zero bias: `0 + acc · s`
-/// is the same number, `acc` never being −0); int4: [`head_int4`].
+/// multiplying 8-bit activations (`Dot8::Rows`): `(n_out, vr.len())`, 32
+/// rows' logits at once from a zero bias (`0 + acc` is `acc`, which is
+/// never −0). int8: each `acc · scale(v)`, through the matmul's panel loop
+/// over the head's quad panels; int4: each `Σ_b (d_b · s(v, b)) · isum_b`
+/// (its groups along the dot, as Q4_0's), through the int4 panel loop over
+/// its head oct panels, each lane with its row's scales.
 pub fn head(x: &[f32], head: &Matrix, vr: Range<usize>) -> Vec<f32> {
-    let Some(quads) = head.int8_head_quads() else {
-        return head_int4(x, head, vr);
-    };
-    let (n_embd, n) = (head.cols, vr.len());
-    let len = n_embd.div_ceil(QUAD) * PANEL; // words of one panel
+    let n_embd = head.cols;
     let rows: Vec<Quantised> = x.chunks_exact(n_embd).map(quantised).collect(); // (n_out)
-    let mut out = vec![0.0; rows.len() * n]; // (n_out, n)
     let zeros = [0.0f32; PANEL];
+    if let Some(quads) = head.int8_head_quads() {
+        let len = n_embd.div_ceil(QUAD) * PANEL; // words of one panel
+        return head_panels(&rows, vr, |p, (qx, d), o| {
+            let panel = &quads[p * len..][..len]; // (⌈n_embd / 4⌉, PANEL)
+            let s: [f32; PANEL] = std::array::from_fn(|j| scale_of(head, PANEL * p + j));
+            run_panel(qx, d, panel, &s, &zeros, o);
+        });
+    }
+    let (octs, scales) =
+        head.int4_head_octs().expect("an int8 or int4 head laid out for 8-bit activations");
+    let (len, per) = (n_embd / OCT * PANEL, n_embd / BLOCK * PANEL); // words, scales of one panel
+    head_panels(&rows, vr, |p, (qx, d), o| {
+        let (panel, s) = (&octs[p * len..][..len], &scales[p * per..][..per]); // (n_embd / 8, PANEL), (n_embd / 32, PANEL)
+        run_int4_panel(qx, d, panel, Some(s), &zeros, o);
+    })
+}
+
+/// Head rows `vr` for each quantised row of x, a panel of 32 rows at a time
+/// (`logits(p, row, out)` writes panel `p`'s): `(rows.len(), vr.len())`.
+fn head_panels(
+    rows: &[Quantised],
+    vr: Range<usize>,
+    logits: impl Fn(usize, &Quantised, &mut [f32]),
+) -> Vec<f32> {
+    let n = vr.len();
+    let mut out = vec![0.0; rows.len() * n]; // (n_out, n)
     for p in vr.start / PANEL..vr.end.div_ceil(PANEL) {
-        let panel = &quads[p * len..][..len]; // (⌈n_embd / 4⌉, PANEL)
-        let s: [f32; PANEL] = std::array::from_fn(|j| scale_of(head, PANEL * p + j));
         let (first, last) = ((PANEL * p).max(vr.start), (PANEL * (p + 1)).min(vr.end));
-        for ((qx, d), or) in rows.iter().zip(out.chunks_exact_mut(n)) {
+        for (row, or) in rows.iter().zip(out.chunks_exact_mut(n)) {
             let mut o = [0.0f32; PANEL];
-            run_panel(qx, d, panel, &s, &zeros, &mut o);
+            logits(p, row, &mut o);
             let from = first - PANEL * p;
             or[first - vr.start..last - vr.start].copy_from_slice(&o[from..from + last - first]);
         }
@@ -195,14 +217,14 @@ pub fn matmul_int4(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &m
                 use super::int8_dot_avx2 as avx2;
                 // SAFETY (both): the CPU has AVX2 (just checked).
                 unsafe { avx2::quantise(xr, Some(s), &mut qy, &mut d) };
-                unsafe { avx2::int4_panel(&qy, &d, panel, b, o) };
+                unsafe { avx2::int4_panel(&qy, &d, panel, None, b, o) };
                 continue;
             }
             let y = scaled(xr, s);
             for ((yb, qb), d) in y.chunks(BLOCK).zip(qy.chunks_mut(BLOCK)).zip(&mut d) {
                 *d = quantise_block(yb, qb);
             }
-            int4_panel_here(&qy, &d, panel, b, o);
+            int4_panel_here(&qy, &d, panel, None, b, o);
         }
     }
 }
@@ -212,8 +234,34 @@ pub fn scaled(x: &[f32], s: &[f32]) -> Vec<f32> {
     x.iter().zip(s).map(|(&x, &s)| x * s).collect()
 }
 
-/// One int4 panel's outputs for one quantised, scaled row: the definition.
-fn int4_panel_here(qy: &[i8], d: &[f32], panel: &[u32], b: &[f32], o: &mut [f32]) {
+/// One int4 panel's outputs for one quantised row, in AVX2 where the CPU has it.
+fn run_int4_panel(
+    qy: &[i8],
+    d: &[f32],
+    panel: &[u32],
+    s: Option<&[f32]>,
+    b: &[f32],
+    o: &mut [f32],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if super::parallel::avx2() {
+        // SAFETY: the CPU has AVX2 (just checked).
+        return unsafe { super::int8_dot_avx2::int4_panel(qy, d, panel, s, b, o) };
+    }
+    int4_panel_here(qy, d, panel, s, b, o)
+}
+
+/// One int4 panel's outputs for one quantised row (a matrix's, scaled:
+/// `s` None; or a head's, `s` its lanes' scales by block, `(blocks,
+/// PANEL)`): the definition, `o[j] = b[j] + Σ_b (d_b [· s(b, j)]) · isum_b`.
+fn int4_panel_here(
+    qy: &[i8],
+    d: &[f32],
+    panel: &[u32],
+    s: Option<&[f32]>,
+    b: &[f32],
+    o: &mut [f32],
+) {
     let mut acc = [0.0f32; PANEL];
     let mut isum = [0i32; PANEL];
     let octs = panel.len() / PANEL;
@@ -223,8 +271,9 @@ fn int4_panel_here(qy: &[i8], d: &[f32], panel: &[u32], b: &[f32], o: &mut [f32]
             *sum += (0..OCT).map(|t| i32::from(x8[t]) * field(t)).sum::<i32>();
         }
         if (o8 + 1) % (BLOCK / OCT) == 0 || o8 + 1 == octs {
-            let db = d[o8 / (BLOCK / OCT)];
-            for (a, sum) in acc.iter_mut().zip(&mut isum) {
+            let blk = o8 / (BLOCK / OCT);
+            for (j, (a, sum)) in acc.iter_mut().zip(&mut isum).enumerate() {
+                let db = s.map_or(d[blk], |s| d[blk] * s[blk * PANEL + j]);
                 *a = step(*a, db, *sum);
                 *sum = 0;
             }
@@ -233,32 +282,4 @@ fn int4_panel_here(qy: &[i8], d: &[f32], panel: &[u32], b: &[f32], o: &mut [f32]
     for ((o, &b), a) in o.iter_mut().zip(b).zip(acc) {
         *o = b + a;
     }
-}
-
-/// [`head`] for an int4 head (its groups along the rows, whole groups a
-/// row): `(n_out, vr.len())` logits, each `Σ_b (d_b · s(v, b)) · isum_b`.
-fn head_int4(x: &[f32], head: &Matrix, vr: Range<usize>) -> Vec<f32> {
-    let (n_embd, n) = (head.cols, vr.len());
-    let mut out = vec![0.0; x.len() / n_embd * n]; // (n_out, n)
-    for (xr, or) in x.chunks_exact(n_embd).zip(out.chunks_exact_mut(n)) {
-        let (qx, d) = quantised(xr);
-        #[cfg(target_arch = "x86_64")]
-        if super::parallel::avx2() {
-            // SAFETY: the CPU has AVX2 (just checked).
-            unsafe { super::int8_dot_avx2::head_int4(&qx, &d, head, vr.clone(), or) };
-            continue;
-        }
-        for (o, v) in or.iter_mut().zip(vr.clone()) {
-            let (words, scales) = head.int4_part(v, 0..n_embd); // (n_embd / 8), (n_embd / GROUP)
-            let mut acc = 0.0f32;
-            for (b, (&db, &s)) in d.iter().zip(scales).enumerate() {
-                let field = |i: usize| nibble(words[i / 8], i % 8);
-                let isum: i32 =
-                    (BLOCK * b..BLOCK * (b + 1)).map(|i| i32::from(qx[i]) * field(i)).sum();
-                acc = step(acc, db * s, isum);
-            }
-            *o = acc;
-        }
-    }
-    out
 }

@@ -6,10 +6,8 @@
 //! block's float step is the definition's, so the bits are its.
 
 use std::arch::x86_64::*;
-use std::ops::Range;
 
 use super::int8_quantise::{quantise_block, BLOCK};
-use crate::storage::matrix::Matrix;
 use crate::storage::panels::PANEL;
 use crate::storage::quads::{OCT, QUAD};
 
@@ -173,15 +171,24 @@ pub fn quantise(x: &[f32], s: Option<&[f32]>, q: &mut [i8], d: &mut [f32]) {
     }
 }
 
-/// One int4 panel's outputs from one scaled, quantised row (`qy`, `d`;
-/// `panel`: `(⌈k / 8⌉, PANEL)` words of octs): `o[j] = b[j] + acc(j)`. The
+/// One int4 panel's outputs from one quantised row (`qy`, `d`; `panel`:
+/// `(⌈k / 8⌉, PANEL)` words of octs): `o[j] = b[j] + acc(j)`, each block's
+/// step `d_b` (a matrix's, its row scaled) or `d_b · s(b, j)` (a head's:
+/// `s` its lanes' scales by block, `(blocks, PANEL)`), as the definition. The
 /// fields are stored plus 8, so `vpmaddubsw` takes them as unsigned bytes
 /// against the signed inputs, and 8 · Σ qy of the block comes off each
 /// sum. Each sixteen-bit half of a column's lane adds sixteen of its
 /// block's products (16 · 15 · 127 < 2¹⁵), so they are added as such and
 /// widened once a block.
 #[target_feature(enable = "avx2")]
-pub fn int4_panel(qy: &[i8], d: &[f32], panel: &[u32], b: &[f32], o: &mut [f32]) {
+pub fn int4_panel(
+    qy: &[i8],
+    d: &[f32],
+    panel: &[u32],
+    s: Option<&[f32]>,
+    b: &[f32],
+    o: &mut [f32],
+) {
     const OCTS: usize = BLOCK / OCT; // octs a block
     let (low, ones) = (_mm256_set1_epi8(0x0f), _mm256_set1_epi16(1));
     let mut acc = [_mm256_setzero_ps(); PANEL / 8];
@@ -203,65 +210,18 @@ pub fn int4_panel(qy: &[i8], d: &[f32], panel: &[u32], b: &[f32], o: &mut [f32])
             }
         }
         let (dv, offset) = (_mm256_set1_ps(db), _mm256_set1_epi32(8 * xsum));
-        for (a, sum) in acc.iter_mut().zip(sums) {
+        for (h, (a, sum)) in acc.iter_mut().zip(sums).enumerate() {
             let isum = _mm256_sub_epi32(_mm256_madd_epi16(sum, ones), offset);
-            *a = _mm256_add_ps(*a, _mm256_mul_ps(dv, _mm256_cvtepi32_ps(isum)));
+            let ds = match s {
+                Some(s) => _mm256_mul_ps(dv, load(&s[blk * PANEL + 8 * h..])),
+                None => dv,
+            };
+            *a = _mm256_add_ps(*a, _mm256_mul_ps(ds, _mm256_cvtepi32_ps(isum)));
         }
     }
     for (h, a) in acc.into_iter().enumerate() {
         let v = _mm256_add_ps(load(&b[8 * h..]), a);
         // SAFETY: eight floats are there (the slice is checked), written unaligned.
         unsafe { _mm256_storeu_ps(o[8 * h..][..8].as_mut_ptr(), v) };
-    }
-}
-
-/// [`int8_dot`](super::int8_dot)'s int4 head for rows `vr` from one
-/// quantised row (`qx`, `d`): out[v] = Σ_b (d_b · s(v, b)) · isum_b. Four
-/// rows at a time; a block of a row is sixteen bytes of nibbles, widened to
-/// one register (even columns in the low half, odd in the high: the
-/// inputs are rearranged the same way once), each field plus 8 (its sign
-/// bit flipped) so that `vpmaddubsw` takes it unsigned, and 8 · Σ qx of the
-/// block taken off.
-#[target_feature(enable = "avx2")]
-pub fn head_int4(qx: &[i8], d: &[f32], head: &Matrix, vr: Range<usize>, out: &mut [f32]) {
-    let n_embd = head.cols;
-    let (low, eight) = (_mm256_set1_epi8(0x0f), _mm256_set1_epi8(8));
-    let halves = _mm256_setr_epi64x(0, 0, 4, 4); // the high half's nibbles shifted down
-                                                 // Each block's inputs as its weights will be: even columns, then odd.
-    let blocks = qx[..n_embd].chunks_exact(BLOCK);
-    let xs: Vec<(__m256i, i32)> = blocks
-        .map(|b| {
-            let split: [i8; BLOCK] = std::array::from_fn(|i| b[(2 * i) % BLOCK + i / 16]);
-            (load_bytes(&split, 0), 8 * b.iter().map(|&v| i32::from(v)).sum::<i32>())
-        })
-        .collect();
-    let last = vr.end - 1;
-    let mut v = vr.start;
-    for o in out.chunks_mut(4) {
-        let rows: [_; 4] = std::array::from_fn(|i| head.int4_part((v + i).min(last), 0..n_embd));
-        let mut acc = _mm_setzero_ps(); // the four rows' sums
-        for (b, (&(x, offset), &db)) in xs.iter().zip(d).enumerate() {
-            let sums = rows.map(|(words, _)| {
-                // SAFETY: sixteen bytes (four words) are there (the slice is checked), read unaligned.
-                let w = unsafe { _mm_loadu_si128(words[4 * b..][..4].as_ptr().cast()) };
-                let w = _mm256_srlv_epi64(_mm256_broadcastsi128_si256(w), halves);
-                let fields = _mm256_xor_si256(_mm256_and_si256(w, low), eight);
-                _mm256_madd_epi16(_mm256_maddubs_epi16(fields, x), _mm256_set1_epi16(1))
-            });
-            let [s0, s1, s2, s3] = sums;
-            let s = _mm256_hadd_epi32(_mm256_hadd_epi32(s0, s1), _mm256_hadd_epi32(s2, s3));
-            let isum = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s));
-            let isum = _mm_sub_epi32(isum, _mm_set1_epi32(offset));
-            let scales = _mm_setr_ps(rows[0].1[b], rows[1].1[b], rows[2].1[b], rows[3].1[b]);
-            let ds = _mm_mul_ps(_mm_set1_ps(db), scales);
-            acc = _mm_add_ps(acc, _mm_mul_ps(ds, _mm_cvtepi32_ps(isum)));
-        }
-        let mut sums = [0.0f32; 4];
-        // SAFETY: four floats, written unaligned.
-        unsafe { _mm_storeu_ps(sums.as_mut_ptr(), acc) };
-        for (o, sum) in o.iter_mut().zip(sums) {
-            *o = sum;
-        }
-        v += 4;
     }
 }

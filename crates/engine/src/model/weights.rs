@@ -132,7 +132,7 @@ impl Weights {
     /// The CPU engine's 8-bit activations for int8 and int4 weights
     /// ([`fast::int8_dot`](crate::fast::int8_dot), `--activations int8`):
     /// the blocks' matrices in quad (int8) or oct (int4) panels, an int8 LM
-    /// head in head quad panels and an int4 one row-major, each multiplying
+    /// head in head quad panels and an int4 one in head oct panels, each multiplying
     /// its input quantised to 8 bits, in integers. Other numbers than the f32
     /// path's; the GPU engine refuses these weights. False (nothing changed)
     /// unless the weights are int8, int8-tensor or int4; a matrix whose

@@ -9,7 +9,8 @@ use std::ops::Range;
 use super::format::{Channels, Format, GROUP};
 use super::matrix::Matrix;
 use super::panels::{columns, PANEL};
-use super::quads::{from_rows, head_quads_from_rows, locate, locate_oct, octs_from_rows, Dot8};
+use super::quads::{from_rows, head_octs_from_rows, head_quads_from_rows, locate, locate_oct};
+use super::quads::{octs_from_rows, Dot8};
 
 /// Whether an int8 matrix has one scale per output along `outputs`, so its
 /// integer sums can be scaled once per output: int8 with its channels
@@ -85,7 +86,10 @@ impl Matrix {
                 (self.words, self.scales) =
                     octs_from_rows(&self.words, &self.scales, self.rows, self.cols)
             }
-            Dot8::Rows => {}
+            Dot8::Rows => {
+                (self.words, self.scales) =
+                    head_octs_from_rows(&self.words, &self.scales, self.rows, self.cols)
+            }
         }
         self.int8_activations = Some(dot);
         true
@@ -108,6 +112,13 @@ impl Matrix {
         (self.int8_activations == Some(Dot8::Rows) && int8).then_some(&self.words)
     }
 
+    /// The words of an int4 head in head oct panels and its scales by panel
+    /// (`None` unless [`Dot8::Rows`] on int4).
+    pub fn int4_head_octs(&self) -> Option<(&[u32], &[f32])> {
+        let int4 = self.format == Format::Int4;
+        (self.int8_activations == Some(Dot8::Rows) && int4).then_some((&self.words, &self.scales))
+    }
+
     /// The words in oct panels and the scales by panel (`None` unless [`Dot8::Octs`]).
     pub fn int4_octs(&self) -> Option<(&[u32], &[f32])> {
         (self.int8_activations == Some(Dot8::Octs)).then_some((&self.words, &self.scales))
@@ -117,6 +128,13 @@ impl Matrix {
     /// its column's scale, as [`Format::load`].
     pub(super) fn quads_get(&self, i: usize) -> f32 {
         let (r, c) = (i / self.cols, i % self.cols);
+        if self.int8_activations == Some(Dot8::Rows) && self.format == Format::Int4 {
+            // An int4 head in head octs: (r, c) is (c, r) of oct panels of its transpose.
+            let (word, bit) = locate_oct(c, r, self.cols);
+            let q = ((self.words[word] >> bit) & 0xf) as i32 - 8;
+            let groups = self.cols / GROUP;
+            return q as f32 * self.scales[(r / PANEL * groups + c / GROUP) * PANEL + r % PANEL];
+        }
         if self.int8_activations == Some(Dot8::Rows) {
             // An int8 head in head quads: (r, c) is (c, r) of quad panels of its transpose.
             let (word, t) = locate(c, r, self.cols);

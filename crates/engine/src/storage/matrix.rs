@@ -207,13 +207,13 @@ impl Matrix {
     /// in panels or quad panels) or multiply 8-bit activations: the GPU
     /// engine refuses such a matrix.
     pub fn cpu_only(&self) -> bool {
-        self.lifted || self.reordered() || self.int8_activations.is_some()
+        self.lifted || self.reordered()
     }
 
-    /// Whether the words are out of row-major order (panels or quad panels).
+    /// Whether the words are out of row-major order (panels, or any layout
+    /// for 8-bit activations).
     fn reordered(&self) -> bool {
-        let head_quads = self.int8_activations == Some(Dot8::Rows) && self.format != Format::Int4;
-        self.panels || head_quads || matches!(self.int8_activations, Some(Dot8::Quads | Dot8::Octs))
+        self.panels || self.int8_activations.is_some()
     }
 
     /// Every element as f32.

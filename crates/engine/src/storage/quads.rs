@@ -36,9 +36,10 @@ pub enum Dot8 {
     /// int4 words in oct panels, the scales by panel; its outputs are its columns.
     Octs,
     /// Its outputs are its rows, each a dot product along a row (the LM
-    /// head): int8 (a scale per row or one) in head quad panels, its rows
-    /// taken as the columns of quad panels ([`head_quads_from_rows`]); int4
-    /// row-major, its groups of 32 then along the dot as Q4_0's.
+    /// head), its rows taken as the columns of panels: int8 (a scale per
+    /// row or one) in head quad panels ([`head_quads_from_rows`]); int4 in
+    /// head oct panels, its groups of 32 along the dot as Q4_0's
+    /// ([`head_octs_from_rows`]).
     Rows,
 }
 
@@ -115,6 +116,41 @@ pub fn head_quads_from_rows(bytes: &[i8], rows: usize, cols: usize) -> Vec<u32> 
         }
     }
     words
+}
+
+/// The oct panels of a row-major `(rows, cols)` int4 head's transpose
+/// (`cols` whole groups): `(⌈rows / PANEL⌉, cols / 8, PANEL)` words, byte
+/// `t` of word `(p, o, j)` holding columns `8o + t` (low nibble) and
+/// `8o + 4 + t` (high) of row `PANEL · p + j`, plus 8 (rows past the end:
+/// 8, a zero field); and the scales `(⌈rows / PANEL⌉, cols / GROUP,
+/// PANEL)`, `s(v, b)` of row `v`'s group `b` (0 past the end). 32 rows'
+/// logits then take the int4 panel loop, each lane with its own scale.
+pub fn head_octs_from_rows(
+    words: &[u32],
+    scales: &[f32],
+    rows: usize,
+    cols: usize,
+) -> (Vec<u32>, Vec<f32>) {
+    let field = |v: usize, c: usize| match v < rows {
+        true => (nibble(words[(v * cols + c) / 8], (v * cols + c) % 8) + 8) as u32,
+        false => 8,
+    };
+    let (panels, groups) = (rows.div_ceil(PANEL), cols / GROUP);
+    let mut out = Vec::with_capacity(panels * cols / OCT * PANEL); // (panels, cols / 8, PANEL)
+    let mut by_panel = Vec::with_capacity(panels * groups * PANEL); // (panels, groups, PANEL)
+    for p in 0..panels {
+        for o in 0..cols / OCT {
+            for v in PANEL * p..PANEL * (p + 1) {
+                let byte = |t: usize| field(v, OCT * o + t) | field(v, OCT * o + 4 + t) << 4;
+                out.push((0..4).fold(0, |w, t| w | byte(t) << (8 * t)));
+            }
+        }
+        for b in 0..groups {
+            let s = |v: usize| if v < rows { scales[v * groups + b] } else { 0.0 };
+            by_panel.extend((PANEL * p..PANEL * (p + 1)).map(s));
+        }
+    }
+    (out, by_panel)
 }
 
 /// Where element `(r, c)` of a `(k, n)` matrix in quad panels is: its word
