@@ -37,16 +37,27 @@ pub use super::int8_quantise::{quantise, quantise_block, step, Quantised, BLOCK}
 
 /// [`quantise`] of a row of x, in AVX2 where the CPU has it (the same bits).
 fn quantised(x: &[f32]) -> Quantised {
+    // q: (⌈k / 8⌉ · 8), d: (⌈k / BLOCK⌉), as `quantise` makes them.
+    let (mut q, mut d) =
+        (vec![0i8; x.len().next_multiple_of(OCT)], vec![0.0; x.len().div_ceil(BLOCK)]);
+    quantise_into(x, None, &mut q, &mut d);
+    (q, d)
+}
+
+/// x, or `y = x · s` (a row of x in one int4 panel's scales), quantised into
+/// `q` and `d` block by block: AVX2 where the CPU has it, else the
+/// definition's [`quantise_block`] (the same bits).
+fn quantise_into(x: &[f32], s: Option<&[f32]>, q: &mut [i8], d: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if super::parallel::avx2() {
-        // q: (⌈k / 8⌉ · 8), d: (⌈k / BLOCK⌉), as `quantise` makes them.
-        let (mut q, mut d) =
-            (vec![0i8; x.len().next_multiple_of(OCT)], vec![0.0; x.len().div_ceil(BLOCK)]);
         // SAFETY: the CPU has AVX2 (just checked).
-        unsafe { super::int8_dot_avx2::quantise(x, None, &mut q, &mut d) };
-        return (q, d);
+        return unsafe { super::int8_dot_avx2::quantise(x, s, q, d) };
     }
-    quantise(x)
+    let y = s.map(|s| scaled(x, s));
+    let y = y.as_deref().unwrap_or(x);
+    for ((yb, qb), d) in y.chunks(BLOCK).zip(q.chunks_mut(BLOCK)).zip(d) {
+        *d = quantise_block(yb, qb);
+    }
 }
 
 /// The scales of outputs `c`: the columns' (int8) or the matrix's one, per output.
@@ -76,41 +87,32 @@ pub fn matmul(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f
             match two {
                 [(qa, da), (qb, db)] => {
                     let o1 = &mut o1[p * PANEL..][..PANEL];
-                    run_panel_pair([(qa, da), (qb, db)], panel, s, b, [o0, o1]);
+                    run_panel([(qa, da), (qb, db)], panel, s, b, [o0, o1]);
                 }
-                [(qx, d)] => run_panel(qx, d, panel, s, b, o0),
+                [(qx, d)] => run_panel([(qx, d)], panel, s, b, [o0]),
                 _ => unreachable!("chunks of two"),
             }
         }
     }
 }
 
-/// [`run_panel`] for two rows at once: the same sums, each row's bits.
-fn run_panel_pair(
-    x: [(&[i8], &[f32]); 2],
+/// One panel's outputs for `R` quantised rows of x (1, or a prefill's
+/// pairs), in AVX2 where the CPU has it: each row's bits the same for any `R`.
+fn run_panel<const R: usize>(
+    x: [(&[i8], &[f32]); R],
     panel: &[u32],
     s: &[f32],
     b: &[f32],
-    o: [&mut [f32]; 2],
+    o: [&mut [f32]; R],
 ) {
     #[cfg(target_arch = "x86_64")]
     if super::parallel::avx2() {
         // SAFETY: the CPU has AVX2 (just checked).
-        return unsafe { super::int8_dot_avx2::panel_pair(x, panel, s, b, o) };
+        return unsafe { super::int8_dot_avx2::panel(x, panel, s, b, o) };
     }
     for ((qx, d), o) in x.into_iter().zip(o) {
         panel_here(qx, d, panel, s, b, o);
     }
-}
-
-/// One panel's outputs for one quantised row, in AVX2 where the CPU has it.
-fn run_panel(qx: &[i8], d: &[f32], panel: &[u32], s: &[f32], b: &[f32], o: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    if super::parallel::avx2() {
-        // SAFETY: the CPU has AVX2 (just checked).
-        return unsafe { super::int8_dot_avx2::panel(qx, d, panel, s, b, o) };
-    }
-    panel_here(qx, d, panel, s, b, o)
 }
 
 /// One panel's outputs for one quantised row: the definition, in plain
@@ -153,35 +155,41 @@ pub fn head(x: &[f32], head: &Matrix, vr: Range<usize>) -> Vec<f32> {
     let zeros = [0.0f32; PANEL];
     if let Some(quads) = head.int8_head_quads() {
         let len = n_embd.div_ceil(QUAD) * PANEL; // words of one panel
-        return head_panels(&rows, vr, |p, (qx, d), o| {
+        let part = |p: usize| {
             let panel = &quads[p * len..][..len]; // (⌈n_embd / 4⌉, PANEL)
-            let s: [f32; PANEL] = std::array::from_fn(|j| scale_of(head, PANEL * p + j));
-            run_panel(qx, d, panel, &s, &zeros, o);
+            (panel, std::array::from_fn::<f32, PANEL, _>(|j| scale_of(head, PANEL * p + j)))
+        };
+        return head_panels(&rows, vr, part, |(panel, s), (qx, d), o| {
+            run_panel([(qx, d)], panel, s, &zeros, [o]);
         });
     }
     let (octs, scales) =
         head.int4_head_octs().expect("an int8 or int4 head laid out for 8-bit activations");
     let (len, per) = (n_embd / OCT * PANEL, n_embd / BLOCK * PANEL); // words, scales of one panel
-    head_panels(&rows, vr, |p, (qx, d), o| {
-        let (panel, s) = (&octs[p * len..][..len], &scales[p * per..][..per]); // (n_embd / 8, PANEL), (n_embd / 32, PANEL)
+                                                                     // (n_embd / 8, PANEL) words, (n_embd / 32, PANEL) scales
+    let part = |p: usize| (&octs[p * len..][..len], &scales[p * per..][..per]);
+    head_panels(&rows, vr, part, |(panel, s), (qx, d), o| {
         run_int4_panel(qx, d, panel, Some(s), &zeros, o);
     })
 }
 
 /// Head rows `vr` for each quantised row of x, a panel of 32 rows at a time
-/// (`logits(p, row, out)` writes panel `p`'s): `(rows.len(), vr.len())`.
-fn head_panels(
+/// (`part(p)`: what panel `p`'s logits read, made once a panel;
+/// `logits(part, row, out)` writes them): `(rows.len(), vr.len())`.
+fn head_panels<P>(
     rows: &[Quantised],
     vr: Range<usize>,
-    logits: impl Fn(usize, &Quantised, &mut [f32]),
+    part: impl Fn(usize) -> P,
+    logits: impl Fn(&P, &Quantised, &mut [f32]),
 ) -> Vec<f32> {
     let n = vr.len();
     let mut out = vec![0.0; rows.len() * n]; // (n_out, n)
     for p in vr.start / PANEL..vr.end.div_ceil(PANEL) {
+        let part = part(p);
         let (first, last) = ((PANEL * p).max(vr.start), (PANEL * (p + 1)).min(vr.end));
         for (row, or) in rows.iter().zip(out.chunks_exact_mut(n)) {
             let mut o = [0.0f32; PANEL];
-            logits(p, row, &mut o);
+            logits(&part, row, &mut o);
             let from = first - PANEL * p;
             or[first - vr.start..last - vr.start].copy_from_slice(&o[from..from + last - first]);
         }
@@ -211,20 +219,8 @@ pub fn matmul_int4(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &m
         let at = c.start / PANEL + p;
         let (panel, s) = (&octs[at * len..][..len], &scales[at * k..][..k]); // (⌈k / 8⌉, PANEL), (k)
         for (xr, o) in x.chunks_exact(k).zip(out.chunks_exact_mut(cols)) {
-            let o = &mut o[p * PANEL..][..PANEL];
-            #[cfg(target_arch = "x86_64")]
-            if super::parallel::avx2() {
-                use super::int8_dot_avx2 as avx2;
-                // SAFETY (both): the CPU has AVX2 (just checked).
-                unsafe { avx2::quantise(xr, Some(s), &mut qy, &mut d) };
-                unsafe { avx2::int4_panel(&qy, &d, panel, None, b, o) };
-                continue;
-            }
-            let y = scaled(xr, s);
-            for ((yb, qb), d) in y.chunks(BLOCK).zip(qy.chunks_mut(BLOCK)).zip(&mut d) {
-                *d = quantise_block(yb, qb);
-            }
-            int4_panel_here(&qy, &d, panel, None, b, o);
+            quantise_into(xr, Some(s), &mut qy, &mut d);
+            run_int4_panel(&qy, &d, panel, None, b, &mut o[p * PANEL..][..PANEL]);
         }
     }
 }

@@ -11,15 +11,6 @@ use super::int8_quantise::{quantise_block, BLOCK};
 use crate::storage::panels::PANEL;
 use crate::storage::quads::{OCT, QUAD};
 
-/// `acc` plus, in each 32-bit lane, Σ over its four byte pairs of
-/// `x[i] · w[i]` (x, w signed, x never −128).
-#[inline]
-#[target_feature(enable = "avx2")]
-fn dot4(acc: __m256i, x: __m256i, w: __m256i) -> __m256i {
-    let pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
-    _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)))
-}
-
 /// Four 8-bit inputs from `q` at `at` as one word, broadcast to every
 /// lane: one load (assembling it byte by byte cost as much as the sums).
 #[inline]
@@ -46,56 +37,31 @@ fn load(v: &[f32]) -> __m256 {
     unsafe { _mm256_loadu_ps(v[..8].as_ptr()) }
 }
 
-/// One panel's outputs for one quantised row (`qx`, `d`; `panel`: `(⌈k /
-/// 4⌉, PANEL)` words of quads): `o[j] = b[j] + acc(j) · s[j]`. A quad's 32
-/// columns are four registers of integer sums against its four inputs
-/// broadcast; each block's sums join the float sums when the block ends.
+/// One panel's outputs for `R` quantised rows of x at once (`x[r]`: `qx`,
+/// `d`; `panel`: `(⌈k / 4⌉, PANEL)` words of quads): `o[r][j] = b[j] +
+/// acc(j) · s[j]`. A quad's 32 columns are four registers of integer sums
+/// against its four inputs broadcast (`vpmaddubsw` of |w| and x with w's
+/// sign, x never −128); each block's sums join the float
+/// sums when the block ends. `R` = 2 (a prefill's pairs) loads each weight
+/// and takes its magnitude once for both rows; each row's sums and bits
+/// are its own, the same for any `R`.
 #[target_feature(enable = "avx2")]
-pub fn panel(qx: &[i8], d: &[f32], panel: &[u32], s: &[f32], b: &[f32], o: &mut [f32]) {
-    const QUADS: usize = BLOCK / QUAD; // quads a block
-    let mut acc = [_mm256_setzero_ps(); PANEL / 8];
-    let n_quads = panel.len() / PANEL;
-    for (blk, &db) in d.iter().enumerate() {
-        let mut isum = [_mm256_setzero_si256(); PANEL / 8];
-        for r4 in blk * QUADS..n_quads.min((blk + 1) * QUADS) {
-            let (words, x4) = (&panel[r4 * PANEL..][..PANEL], broadcast4(qx, r4 * QUAD));
-            for (h, sum) in isum.iter_mut().enumerate() {
-                *sum = dot4(*sum, x4, load_bytes(words, 8 * h));
-            }
-        }
-        let dv = _mm256_set1_ps(db);
-        for (a, sum) in acc.iter_mut().zip(isum) {
-            *a = _mm256_add_ps(*a, _mm256_mul_ps(dv, _mm256_cvtepi32_ps(sum)));
-        }
-    }
-    for (h, a) in acc.into_iter().enumerate() {
-        let v = _mm256_add_ps(load(&b[8 * h..]), _mm256_mul_ps(a, load(&s[8 * h..])));
-        // SAFETY: eight floats are there (the slice is checked), written unaligned.
-        unsafe { _mm256_storeu_ps(o[8 * h..][..8].as_mut_ptr(), v) };
-    }
-}
-
-/// [`panel`] for two quantised rows of x at once (a prefill's): each
-/// weight is loaded and its magnitude taken once for both rows, the rest
-/// is each row's own [`dot4`], so each row's sums and bits are `panel`'s.
-#[target_feature(enable = "avx2")]
-pub fn panel_pair(
-    x: [(&[i8], &[f32]); 2],
+pub fn panel<const R: usize>(
+    x: [(&[i8], &[f32]); R],
     panel: &[u32],
     s: &[f32],
     b: &[f32],
-    o: [&mut [f32]; 2],
+    o: [&mut [f32]; R],
 ) {
     const QUADS: usize = BLOCK / QUAD; // quads a block
     let ones = _mm256_set1_epi16(1);
-    let [(qa, da), (qb, db)] = x;
-    let mut acc = [[_mm256_setzero_ps(); PANEL / 8]; 2];
+    let mut acc = [[_mm256_setzero_ps(); PANEL / 8]; R];
     let n_quads = panel.len() / PANEL;
-    for (blk, (&d0, &d1)) in da.iter().zip(db).enumerate() {
-        let mut isum = [[_mm256_setzero_si256(); PANEL / 8]; 2];
+    for blk in 0..x[0].1.len() {
+        let mut isum = [[_mm256_setzero_si256(); PANEL / 8]; R];
         for r4 in blk * QUADS..n_quads.min((blk + 1) * QUADS) {
             let words = &panel[r4 * PANEL..][..PANEL];
-            let xs = [broadcast4(qa, r4 * QUAD), broadcast4(qb, r4 * QUAD)];
+            let xs: [__m256i; R] = std::array::from_fn(|r| broadcast4(x[r].0, r4 * QUAD));
             for h in 0..PANEL / 8 {
                 let w = load_bytes(words, 8 * h);
                 let magnitude = _mm256_abs_epi8(w);
@@ -105,8 +71,8 @@ pub fn panel_pair(
                 }
             }
         }
-        for ((acc, sums), d) in acc.iter_mut().zip(isum).zip([d0, d1]) {
-            let dv = _mm256_set1_ps(d);
+        for ((acc, sums), (_, d)) in acc.iter_mut().zip(isum).zip(&x) {
+            let dv = _mm256_set1_ps(d[blk]);
             for (a, sum) in acc.iter_mut().zip(sums) {
                 *a = _mm256_add_ps(*a, _mm256_mul_ps(dv, _mm256_cvtepi32_ps(sum)));
             }
