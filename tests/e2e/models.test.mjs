@@ -210,6 +210,41 @@ for (const backend of ['webgpu', 'cpu']) {
   });
 }
 
+const idle = (page, button) => page.waitForFunction((b) => !document.querySelector(`[data-testid=${b}]`).disabled
+  && document.querySelector('[data-testid=stop-generation]').disabled, button, { timeout: 300_000 });
+for (const backend of ['webgpu', 'cpu']) {
+  test(`${backend}: kv-budget on a rotary model numbers the sinks policy's cache by place (StreamingLLM) and measures both numberings`, async () => {
+    const files = Object.fromEntries(['config.json', 'tokenizer.json', 'tokenizer_config.json', 'model.safetensors']
+      .map((f) => [f, readFileSync(join(LLAMA, f))]));
+    files['heldout.txt'] = Buffer.from('3141592653 5897932384 6264338327 9502884197');
+    const query = '?model=decode-lab-test/llama-tiny&widget=kv-budget&prompt=12345&kv_policy=sinks&kv_budget=6'
+      + '&kv_sinks=2&kv_positions=cache&max_tokens=8&heldout_tokens=20';
+    const page = await openWithHub(backend, query, files);
+    assert.equal(await page.getAttribute('[data-testid=backend]', 'data-backend'), backend);
+    assert.match(await page.textContent('[data-testid=kv-budget-legend]'), /StreamingLLM numbers the kept tokens/);
+    await page.click('[data-testid=generate-kv-budget]');
+    await idle(page, 'generate-kv-budget');
+    assert.equal(await page.locator('[data-testid=error]').count(), 0);
+    // 13 tokens through a cache of 6: the sinks at places 0 and 1, the newest four after them.
+    const chips = await page.$$eval('[data-testid=kv-slot]', (cs) => cs.map((c) => [c.dataset.state, c.title]));
+    const places = chips.filter(([s]) => s === 'kept').map(([, t]) => Number(/turned as place (\d+)/.exec(t)?.[1]));
+    assert.deepEqual(places, [2, 3, 4, 5], JSON.stringify(chips));
+    const kls = await page.$$eval('[data-testid=kv-step]', (rows) => rows.map((r) => Number(r.dataset.kl)));
+    assert.ok(kls.some((kl) => kl > 0), `KL per step ${kls}`);
+    // Measured both ways: at a budget of 8 over 20 tokens the two numberings differ; past 20 they agree.
+    await page.click('[data-testid=measure-kv-budget]');
+    await idle(page, 'measure-kv-budget');
+    assert.equal(await page.locator('[data-testid=error]').count(), 0);
+    const bits = (kind, budget) => page.getAttribute(`[data-testid=kv-curve-row][data-kind=${kind}][data-budget="${budget}"]`, 'data-bits');
+    assert.notEqual(await bits('sinks-cache', 8), await bits('sinks', 8));
+    assert.ok(Math.abs(Number(await bits('sinks-cache', 32)) - Number(await bits('sinks', 32))) < 1e-4);
+    await page.locator('[data-testid=kv-positions-note]').waitFor();
+    await page.screenshot({ path: `${ARTIFACTS}/kv-budget-llama-${backend}.png`, fullPage: true });
+    await noFatal(page);
+    await page.close();
+  });
+}
+
 for (const backend of ['webgpu', 'cpu']) {
   test(`${backend}: a GPT-2-124M-shaped model (f16, 249 MB) opens through model=, writes the CLI's greedy text, and leaves the page's thread free`, async () => {
     // Served by the test server (same origin, as a course hosting its own copy would):

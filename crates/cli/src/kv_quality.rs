@@ -49,7 +49,8 @@ pub struct Job {
 pub struct Args {
     #[command(flatten)]
     engine: EngineArgs,
-    /// A policy to score (repeat for several): window:W, sinks:S,window:W or heavy:H,recent:R.
+    /// A policy to score (repeat for several): window:W, sinks:S,window:W[,positions:cache] or
+    /// heavy:H,recent:R.
     #[arg(long = "kv-policy", value_parser = kv_policy)]
     kv_policy: Vec<KvPolicy>,
     /// A number of K/V head groups to score, the model converted and its cache full (repeat for several).
@@ -170,16 +171,16 @@ impl Scored<'_> {
         let _ = writeln!(out, "text: {} ({tokens} tokens)", path.display());
         let _ = writeln!(
             out,
-            "{:<26} {:>14} {:>10} {:>12} {:>10}",
+            "{:<34} {:>14} {:>10} {:>12} {:>10}",
             "cache", "bytes at ctx", "bits/byte", "KL (nats)", "same top-1"
         );
         let (full, fb) = (self.full_bytes(), full_bits_per_byte(first));
         let _ =
-            writeln!(out, "{:<26} {full:>14.0} {fb:>10.4} {:>12} {:>10}", "full", "0", "100.0%");
+            writeln!(out, "{:<34} {full:>14.0} {fb:>10.4} {:>12} {:>10}", "full", "0", "100.0%");
         for (v, d) in self.variants.iter().zip(self.drifts) {
             let _ = writeln!(
                 out,
-                "{:<26} {:>14.0} {:>10.4} {:>12.6} {:>9.1}%",
+                "{:<34} {:>14.0} {:>10.4} {:>12.6} {:>9.1}%",
                 v.name(),
                 self.bytes(v),
                 d.bits_per_byte(),

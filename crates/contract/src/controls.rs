@@ -166,6 +166,10 @@ controls! {
     KvBudget: "kv_budget", "Budget (tokens)", whole(1.0, 100000.0, 32.0), Drives::Lesson;
     /// the first tokens the sinks policy always keeps (within the budget)
     KvSinks: "kv_sinks", "Sinks", whole(0.0, 1000.0, 4.0), Drives::Lesson;
+    /// original: a rotary model's kept tokens keep the positions they came in at (evicting is
+    /// masking); cache: the sinks policy numbers them by their place in the cache (StreamingLLM)
+    KvPositions: "kv_positions", "Positions", Input::Choice { options: &KV_POSITIONS, default: "original" },
+        Drives::Lesson;
     /// pool the model's K/V heads into this many groups (grouped-query attention; 1 = multi-query);
     /// 0 = the model's own heads
     KvGroups: "kv_groups", "K/V head groups", whole(0.0, 1000.0, 0.0), Drives::Lesson;
@@ -245,6 +249,9 @@ pub const FIRST_TOKEN: [&str; 2] = ["keep", "hide"];
 
 /// `kv_policy=`'s choices: which tokens the kv-budget lesson's cache keeps.
 pub const KV_POLICIES: [&str; 3] = ["window", "sinks", "heavy"];
+
+/// `kv_positions=`'s choices: which position a rotary model's kept key is turned by.
+pub const KV_POSITIONS: [&str; 2] = ["original", "cache"];
 
 /// `scheduler=`'s choices: which schedulers the serving lesson replays the trace under.
 pub const SCHEDULERS: [&str; 4] = ["all", "once", "static", "continuous"];

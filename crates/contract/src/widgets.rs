@@ -168,7 +168,7 @@ widgets! {
     KvBudget: "kv-budget", "The KV cache under a memory budget",
         model: true,
         presets: [(MaxTokens, Number(48.0)), (Temperature, Number(0.0)), (KvLayers, Number(80.0)), (KvHeads, Number(8.0)), (Context, Number(131072.0)), (HeldOutTokens, Number(600.0))],
-        shows: These(&[Prompt, KvPolicy, KvBudget, KvSinks, KvGroups, MaxTokens, Temperature, Seed, HeldOutTokens, KvLayers, QueryHeads, KvHeads, HeadSize, KvBytes, Context]),
+        shows: These(&[Prompt, KvPolicy, KvBudget, KvSinks, KvPositions, KvGroups, MaxTokens, Temperature, Seed, HeldOutTokens, KvLayers, QueryHeads, KvHeads, HeadSize, KvBytes, Context]),
         action: Press { button: "generate-kv-budget", fill: None },
         lesson: "Give the cache a budget and choose what it keeps: the most recent tokens, the first few as attention sinks and the most recent, or the tokens that received the most attention. Share K/V heads among query heads (pooled from the model's own). Generate to watch tokens leave, step by step, against the full cache fed the same tokens; measure what each policy and each number of K/V heads costs on a passage the model never saw; price a cache with fewer K/V heads.";
     Serving: "serving", "Serving: continuous batching under an arrival trace",

@@ -10,6 +10,16 @@
 //! is exactly masking it out of every later attention (the peer check runs
 //! `transformers` with that mask).
 //!
+//! A model with rotary positions (the Llama family) turns each key by its
+//! position before caching it. A kept key keeps that turn by default, so
+//! evicting is still exactly masking. StreamingLLM instead numbers the kept
+//! tokens by their place in the cache (`sinks:S,window:W,positions:cache`):
+//! when a token leaves, every kept key after it turns back one position and
+//! the newcomer takes the next place, so a query sees the sinks at the
+//! distances the model saw in training. For a window alone this changes no
+//! distance between a query and a key, which is why only the sinks policy
+//! offers it.
+
 //! This module is the rule alone, pure arithmetic: the engines ask it which
 //! of the positions they hold stay after each step.
 
@@ -23,10 +33,12 @@ pub enum KvPolicy {
     Window {
         window: usize,
     },
-    /// The first `sinks` tokens and the most recent `window`.
+    /// The first `sinks` tokens and the most recent `window`, at their
+    /// original rotary positions or renumbered by their place in the cache.
     SinksWindow {
         sinks: usize,
         window: usize,
+        positions: Positions,
     },
     /// The `heavy` tokens with the most attention received so far (summed
     /// over layers, heads and the queries that saw them), and the most
@@ -37,18 +49,33 @@ pub enum KvPolicy {
     },
 }
 
+/// Which position a kept key is turned by (rotary models only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Positions {
+    /// The position it had when it came in: evicting is exactly masking.
+    #[default]
+    Original,
+    /// Its place among the kept tokens (StreamingLLM).
+    Cache,
+}
+
 impl KvPolicy {
-    /// `full`, `window:W`, `sinks:S,window:W` or `heavy:H,recent:R`.
+    /// `full`, `window:W`, `sinks:S,window:W[,positions:cache]` or `heavy:H,recent:R`.
     pub fn parse(text: &str) -> Result<KvPolicy> {
         let text = text.trim();
         let bad = |why: &str| {
             EngineError::Setting(format!(
-                "kv policy {text:?}: {why} (full, window:W, sinks:S,window:W or heavy:H,recent:R)"
+                "kv policy {text:?}: {why} (full, window:W, sinks:S,window:W[,positions:cache] or heavy:H,recent:R)"
             ))
         };
         if text == "full" {
             return Ok(KvPolicy::Full);
         }
+        // StreamingLLM's numbering is the one field whose value is a word.
+        let (text, positions) = match text.strip_suffix(",positions:cache") {
+            Some(rest) => (rest, Positions::Cache),
+            None => (text, Positions::Original),
+        };
         let mut fields = Vec::new();
         for part in text.split(',') {
             let (key, value) =
@@ -59,10 +86,17 @@ impl KvPolicy {
         }
         let policy = match fields.as_slice() {
             [("window", w)] => KvPolicy::Window { window: *w },
-            [("sinks", s), ("window", w)] => KvPolicy::SinksWindow { sinks: *s, window: *w },
+            [("sinks", s), ("window", w)] => {
+                KvPolicy::SinksWindow { sinks: *s, window: *w, positions }
+            }
             [("heavy", h), ("recent", r)] => KvPolicy::Heavy { heavy: *h, recent: *r },
             _ => return Err(bad("not a policy")),
         };
+        if positions == Positions::Cache && !policy.renumbers() {
+            return Err(bad(
+                "only the sinks policy numbers its tokens by their place in the cache",
+            ));
+        }
         if policy.budget() == Some(0) || policy.recent() == 0 {
             return Err(bad("it must keep at least the newest token"));
         }
@@ -74,7 +108,10 @@ impl KvPolicy {
         match self {
             KvPolicy::Full => "full".into(),
             KvPolicy::Window { window } => format!("window:{window}"),
-            KvPolicy::SinksWindow { sinks, window } => format!("sinks:{sinks},window:{window}"),
+            KvPolicy::SinksWindow { sinks, window, positions } => {
+                let cache = if positions == Positions::Cache { ",positions:cache" } else { "" };
+                format!("sinks:{sinks},window:{window}{cache}")
+            }
             KvPolicy::Heavy { heavy, recent } => format!("heavy:{heavy},recent:{recent}"),
         }
     }
@@ -84,9 +121,28 @@ impl KvPolicy {
         match self {
             KvPolicy::Full => None,
             KvPolicy::Window { window } => Some(window),
-            KvPolicy::SinksWindow { sinks, window } => Some(sinks + window),
+            KvPolicy::SinksWindow { sinks, window, .. } => Some(sinks + window),
             KvPolicy::Heavy { heavy, recent } => Some(heavy + recent),
         }
+    }
+
+    /// Whether kept keys are turned by their place in the cache rather than
+    /// their original position (the engines then turn back, by one position,
+    /// the keys after each evicted token).
+    pub fn renumbers(self) -> bool {
+        matches!(self, KvPolicy::SinksWindow { positions: Positions::Cache, .. })
+    }
+
+    /// Refuses a policy `config`'s model cannot follow: numbering tokens by
+    /// their place in the cache needs rotary positions.
+    pub fn check(self, config: &crate::model::Config) -> Result<()> {
+        if self.renumbers() && config.llama().is_none() {
+            return Err(EngineError::Setting(format!(
+                "kv policy {:?}: positions within the cache need a model with rotary positions; GPT-2 adds each token's position to its embedding at the input, so its kept tokens keep their positions",
+                self.name()
+            )));
+        }
+        Ok(())
     }
 
     /// Whether it ranks tokens by the attention they received (the engines
@@ -139,7 +195,13 @@ mod tests {
 
     #[test]
     fn policies_read_back_their_names_and_refuse_the_rest() {
-        for text in ["full", "window:4", "sinks:4,window:60", "heavy:8,recent:8"] {
+        for text in [
+            "full",
+            "window:4",
+            "sinks:4,window:60",
+            "sinks:4,window:60,positions:cache",
+            "heavy:8,recent:8",
+        ] {
             assert_eq!(KvPolicy::parse(text).unwrap().name(), text);
         }
         for bad in [
@@ -150,6 +212,8 @@ mod tests {
             "sinks:4",
             "heavy:2,recent:0",
             "window:4,sinks:1",
+            "window:4,positions:cache",
+            "sinks:1,window:4,positions:original",
         ] {
             let e = KvPolicy::parse(bad).unwrap_err().to_string();
             assert!(e.contains("kv policy"), "{bad}: {e}");

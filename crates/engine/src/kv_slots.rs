@@ -29,6 +29,8 @@ pub struct Room {
     pub keys0: usize,
     /// Whether `slot0` was freed by an eviction (its attention mass starts again at 0).
     pub reused: bool,
+    /// The position of the token that left, if one did.
+    pub evicted: Option<usize>,
 }
 
 impl Slots {
@@ -63,7 +65,7 @@ impl Slots {
         let n = self.held.len();
         if self.fits(rows) {
             self.held.extend(pos..pos + rows);
-            return Room { slot0: n, keys0: n, reused: false };
+            return Room { slot0: n, keys0: n, reused: false, evicted: None };
         }
         assert_eq!(rows, 1, "past the budget tokens go in one at a time");
         // The policy reads positions ascending; `order` maps them back to slots.
@@ -78,8 +80,22 @@ impl Slots {
         // Full before this token, so exactly one held token leaves (the policy keeps the newest).
         let slot = order.iter().copied().find(|&s| kept.binary_search(&self.held[s]).is_err());
         let slot = slot.expect("a policy over its budget drops a held token");
+        let evicted = Some(self.held[slot]);
         self.held[slot] = pos;
-        Room { slot0: slot, keys0: n - 1, reused: true }
+        Room { slot0: slot, keys0: n - 1, reused: true, evicted }
+    }
+
+    /// The slots whose keys turn back one position after `room` was taken:
+    /// under a policy that numbers tokens by their place in the cache, every
+    /// kept token after the one that left moves one place down (the
+    /// newcomer, in `room.slot0`, comes in at its place already). Ascending
+    /// slots; empty when nothing left or positions stay original.
+    pub fn renumbered(&self, room: Room) -> Vec<usize> {
+        let Some(gone) = room.evicted.filter(|_| self.policy.renumbers()) else {
+            return Vec::new();
+        };
+        let later = |&s: &usize| s != room.slot0 && self.held[s] > gone;
+        (0..self.held.len()).filter(later).collect()
     }
 
     /// Forgets the tokens at positions `to..` (those evicted earlier stay
@@ -110,11 +126,11 @@ mod tests {
     #[test]
     fn a_window_reuses_the_slot_of_the_token_it_drops() {
         let mut s = slots("window:3");
-        assert_eq!(s.take(0, 3, &[]), Room { slot0: 0, keys0: 0, reused: false });
+        assert_eq!(s.take(0, 3, &[]), Room { slot0: 0, keys0: 0, reused: false, evicted: None });
         assert!(!s.fits(1));
         // Position 3 takes position 0's slot; every query still reads 3 slots.
-        assert_eq!(s.take(3, 1, &[]), Room { slot0: 0, keys0: 2, reused: true });
-        assert_eq!(s.take(4, 1, &[]), Room { slot0: 1, keys0: 2, reused: true });
+        assert_eq!(s.take(3, 1, &[]), Room { slot0: 0, keys0: 2, reused: true, evicted: Some(0) });
+        assert_eq!(s.take(4, 1, &[]), Room { slot0: 1, keys0: 2, reused: true, evicted: Some(1) });
         assert_eq!(s.held(), [3, 4, 2]);
         assert_eq!(s.capacity(1024), 3);
         assert_eq!(s.capacity(2), 2);
@@ -135,6 +151,24 @@ mod tests {
         // Position 2 (slot 0) now leads in mass; the newest (3) is always kept.
         assert_eq!(s.take(3, 1, &[0.9, 0.1]).slot0, 1);
         assert_eq!(s.held(), [2, 3]);
+    }
+
+    #[test]
+    fn renumbering_turns_back_the_keys_after_the_token_that_left() {
+        let mut s = slots("sinks:1,window:3,positions:cache");
+        s.take(0, 4, &[]);
+        // Position 1 leaves slot 1 to position 4: positions 2 and 3 move one place down.
+        let room = s.take(4, 1, &[]);
+        assert_eq!((room.slot0, room.keys0, room.evicted), (1, 3, Some(1)));
+        assert_eq!(s.renumbered(room), [2, 3]);
+        let room = s.take(5, 1, &[]); // position 2 (slot 2) leaves
+        assert_eq!(s.held(), [0, 4, 5, 3]);
+        assert_eq!(s.renumbered(room), [1, 3]);
+        // Original positions: nothing turns.
+        let mut kept = slots("sinks:1,window:3");
+        kept.take(0, 4, &[]);
+        let room = kept.take(4, 1, &[]);
+        assert_eq!(kept.renumbered(room), Vec::<usize>::new());
     }
 
     #[test]

@@ -78,6 +78,7 @@ impl Session {
                 "a cache policy is chosen before the first token".into(),
             ));
         }
+        policy.check(self.config())?;
         each!(self, s => EngineSession::under(s, policy).map(Session::from))
     }
 

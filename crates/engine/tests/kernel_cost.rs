@@ -49,7 +49,7 @@ fn must_read(c: &Config, format: Format, pos: usize) -> u64 {
 /// The cost records of one decode step at `pos`.
 fn decode_costs(c: &Config, format: Format, profile: Profile, pos: usize) -> Vec<(Kernel, Cost)> {
     let layout = Layout::of(c, format, profile, BINDING);
-    let built = plan_decode::decode(&layout, false);
+    let built = plan_decode::decode(&layout, Default::default());
     plan::costs(&layout, &built.specs, &Pass::single(1, Place::at(pos), 0, 1))
 }
 

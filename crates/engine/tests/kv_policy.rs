@@ -1,7 +1,10 @@
 //! A cache under a budget (issue 34), on the CPU engine and the GPU in both
 //! kernel profiles: tokens a policy evicts leave the cache, attention reads
 //! only what was kept, and the logits equal `transformers` GPT-2 run with an
-//! attention mask hiding the evicted tokens (tools/golden/make_kv_golden.py);
+//! attention mask hiding the evicted tokens (tools/golden/make_kv_golden.py),
+//! and a Llama-shaped model's likewise, or, numbering its kept tokens by
+//! their place in the cache (StreamingLLM), `transformers` with the keys
+//! after each evicted token turned back one position;
 //! every engine keeps the same tokens in the same slots (and, for heavy
 //! hitters, the same attention totals); a budget at least the sequence's
 //! length gives the full cache's logits bit for bit; the cache's bytes are
@@ -21,10 +24,13 @@ use decode_lab_engine::{Session, Wanted};
 use pollster::block_on;
 use safetensors::SafeTensors;
 
-/// The golden's token ids, its policies, and each policy's logits (tokens, vocab).
-fn golden() -> (Vec<u32>, Vec<(KvPolicy, Vec<f32>)>) {
-    let bytes =
-        std::fs::read(common::fixtures().join("golden/tiny_odd/kv_policy.safetensors")).unwrap();
+/// The models with a golden of their own: GPT-2 and a Llama with grouped K/V heads.
+const MODELS: [&str; 2] = ["tiny_odd", "llama_gqa"];
+
+/// A model's golden: its token ids, its policies, and each policy's logits (tokens, vocab).
+fn golden(name: &str) -> (Vec<u32>, Vec<(KvPolicy, Vec<f32>)>) {
+    let path = common::fixtures().join(format!("golden/{name}/kv_policy.safetensors"));
+    let bytes = std::fs::read(path).unwrap();
     let (_, meta) = SafeTensors::read_metadata(&bytes).unwrap();
     let names: Vec<String> =
         serde_json::from_str(&meta.metadata().as_ref().unwrap()["policies"]).unwrap();
@@ -39,8 +45,8 @@ fn golden() -> (Vec<u32>, Vec<(KvPolicy, Vec<f32>)>) {
 }
 
 /// A session in a CPU worker (the page's fallback), across the wire.
-fn worker(model: &Arc<Model>) -> Session {
-    let dir = common::fixtures().join("golden/tiny_odd");
+fn worker(model: &Arc<Model>, name: &str) -> Session {
+    let dir = common::fixtures().join("golden").join(name);
     let config = std::fs::read_to_string(dir.join("config.json")).unwrap();
     let file = std::fs::read(dir.join("model.safetensors")).unwrap();
     let host = Host::load(&config, &file, model.format()).unwrap();
@@ -50,20 +56,26 @@ fn worker(model: &Arc<Model>) -> Session {
 
 #[test]
 fn every_engine_keeps_the_same_slots_and_matches_transformers() {
-    let model = common::golden_model("tiny_odd");
-    let (tokens, policies) = golden();
+    for name in MODELS {
+        every_engine_matches(name);
+    }
+}
+
+fn every_engine_matches(model_name: &str) {
+    let model = common::golden_model(model_name);
+    let (tokens, policies) = golden(model_name);
     let (vocab, n) = (model.config.vocab_size, tokens.len());
-    let per_token = (2 * model.config.n_layer * model.config.n_embd * 4) as u64;
+    let per_token = (2 * model.config.n_layer * model.config.kv_dim() * 4) as u64;
     for (policy, want) in &policies {
         let name = policy.name();
         let budget = policy.budget().unwrap();
         let mut cpu = CpuSession::new(model.clone()).with_policy(*policy);
         cpu.forward(&tokens, Wanted::All).unwrap();
         let mut sessions = common::sessions_on_both(&model);
-        sessions.push(("worker", worker(&model)));
+        sessions.push(("worker", worker(&model, model_name)));
         for (engine, session) in sessions {
             let mut s = session.with_kv_policy(*policy).unwrap();
-            let what = format!("{engine} {name}");
+            let what = format!("{model_name} {engine} {name}");
             let bytes = block_on(s.kv_bytes()).unwrap();
             assert_eq!(bytes.allocated, budget as u64 * per_token, "{what}: allocates the budget");
             for (t, &token) in tokens.iter().enumerate() {
@@ -106,17 +118,24 @@ fn every_engine_keeps_the_same_slots_and_matches_transformers() {
 
 #[test]
 fn eviction_matches_transformers_with_the_evicted_tokens_masked() {
-    let model = common::golden_model("tiny_odd");
-    let (tokens, policies) = golden();
+    for model_name in MODELS {
+        eviction_matches(model_name);
+    }
+}
+
+fn eviction_matches(model_name: &str) {
+    let model = common::golden_model(model_name);
+    let (tokens, policies) = golden(model_name);
     for (policy, want) in policies {
-        let name = policy.name();
+        let name = format!("{model_name} {}", policy.name());
         let mut s = CpuSession::new(model.clone()).with_policy(policy);
         for &token in &tokens {
             s.forward(&[token], Wanted::Last).unwrap();
         }
-        if policy.ranks_by_mass() {
+        if policy.ranks_by_mass() && model_name == "tiny_odd" {
             // Kept by the attention received, not by position: with no mass
-            // (ties everywhere) the earliest would stay.
+            // (ties everywhere) the earliest would stay. (The Llama's first
+            // tokens do receive the most: attention sinks.)
             let positions: Vec<usize> = (0..tokens.len()).collect();
             let by_position = policy.keep(&positions, &vec![0.0; positions.len()]);
             let mut held = s.held().to_vec();
@@ -137,7 +156,7 @@ fn a_budget_as_long_as_the_sequence_changes_nothing() {
     let tokens: Vec<u32> = (0..30).map(|i| (i * 37 + 5) % 1000).collect();
     let sessions = || {
         let mut all = common::sessions_on_both(&model);
-        all.push(("worker", worker(&model)));
+        all.push(("worker", worker(&model, "tiny_odd")));
         all
     };
     // Prefill, then decode steps: each engine's own full cache, bit for bit.
@@ -155,5 +174,31 @@ fn a_budget_as_long_as_the_sequence_changes_nothing() {
             let got = run(&mut s);
             assert_eq!(common::bytes(&got), common::bytes(want), "{engine} {policy}");
         }
+    }
+}
+
+#[test]
+fn positions_within_the_cache_change_only_the_distances_to_the_sinks() {
+    let model = common::golden_model("llama_gqa");
+    let (tokens, _) = golden("llama_gqa");
+    let run = |text: &str| {
+        let mut s = CpuSession::new(model.clone()).with_policy(KvPolicy::parse(text).unwrap());
+        block_on(s.prefill(&tokens, Wanted::All)).unwrap()
+    };
+    // A window alone keeps every distance from a query to its keys either way.
+    let err = common::rel_max_err(&run("sinks:0,window:8,positions:cache"), &run("window:8"));
+    assert!(err <= 1e-5, "a window renumbered: rel err {err}");
+    // With sinks, the sinks come nearer: other logits.
+    let err =
+        common::rel_max_err(&run("sinks:2,window:6,positions:cache"), &run("sinks:2,window:6"));
+    assert!(err > 1e-2, "sinks renumbered changed nothing: rel err {err}");
+    // GPT-2's positions are in its embeddings: refused with the reason, on every engine.
+    let gpt2 = common::golden_model("tiny_odd");
+    let renumbering = KvPolicy::parse("sinks:2,window:6,positions:cache").unwrap();
+    let mut sessions = common::sessions_on_both(&gpt2);
+    sessions.push(("worker", worker(&gpt2, "tiny_odd")));
+    for (engine, session) in sessions {
+        let e = session.with_kv_policy(renumbering).err().expect("refused").to_string();
+        assert!(e.contains("rotary positions"), "{engine}: {e}");
     }
 }

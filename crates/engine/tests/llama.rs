@@ -296,8 +296,11 @@ fn a_gpu_decode_step_runs_the_family_kernels_block_by_block() {
     ];
     for (profile, family) in fused {
         let layout = Layout::of(&c, Format::F32, profile, 128 << 20);
-        let kernels: Vec<Kernel> =
-            plan_decode::decode(&layout, false).specs.iter().map(|s| s.dispatch.kernel()).collect();
+        let kernels: Vec<Kernel> = plan_decode::decode(&layout, Default::default())
+            .specs
+            .iter()
+            .map(|s| s.dispatch.kernel())
+            .collect();
         // The embedding, the blocks, the final norm and the LM head.
         assert_eq!(kernels.len(), 1 + 5 * c.n_layer + 2, "{}", profile.name());
         for k in family {

@@ -112,10 +112,14 @@ pub fn Strip(sinks: Sinks) -> impl IntoView {
         let step = at()?;
         let row = sinks.steps.with(|s| s[step].clone());
         let shown = sinks.prompt_len.get() + step + 1;
-        let sinks_kept = match sinks.policy.get() {
+        let policy = sinks.policy.get();
+        let sinks_kept = match policy {
             Some(KvPolicy::SinksWindow { sinks, .. }) => sinks,
             _ => 0,
         };
+        // Under StreamingLLM's numbering a kept key is turned by its place among the kept.
+        let renumbers = policy.is_some_and(KvPolicy::renumbers);
+        let place = |pos: usize| row.held.iter().filter(|&&p| p < pos).count();
         let top = row.mass.iter().copied().fold(0.0f32, f32::max);
         let chips = sinks.texts.with(|texts| {
             texts
@@ -127,6 +131,7 @@ pub fn Strip(sinks: Sinks) -> impl IntoView {
                     let (state, title) = match slot {
                         None => ("evicted", format!("position {pos}: evicted")),
                         Some(_) if pos < sinks_kept => ("sink", format!("position {pos}: a sink, always kept")),
+                        Some(_) if renumbers => ("kept", format!("position {pos}: kept, turned as place {} in the cache", place(pos))),
                         Some(s) => match row.mass.get(s) {
                             Some(m) => ("kept", format!("position {pos}: kept, attention received {m:.2}")),
                             None => ("kept", format!("position {pos}: kept")),

@@ -6,6 +6,7 @@
 //! context and G = n_head … 1. Progress per run; Stop keeps the windows
 //! finished.
 
+use engine::kv_policy::Positions;
 use engine::lessons::kv_quality::{measure as score, Progress as Done};
 use engine::lessons::quality::Drift;
 use leptos::prelude::*;
@@ -18,13 +19,27 @@ use crate::scroll::Scroll;
 use crate::widgets::chart::{LineChart, Series};
 use crate::widgets::measuring::Progress;
 
-/// The policies, by their `kv_policy=` names and their series' CSS classes.
-const KINDS: [(&str, &str); 3] = [("window", "window"), ("sinks", "sinks"), ("heavy", "heavy")];
+/// A policy as the lesson measures it: its `kv_policy=` name, its positions
+/// (`kv_positions=`), and its series' name and CSS class.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Kind {
+    policy: &'static str,
+    positions: Positions,
+    pub label: &'static str,
+}
+
+/// Every policy measured; StreamingLLM's numbering on rotary models only.
+const KINDS: [Kind; 4] = [
+    Kind { policy: "window", positions: Positions::Original, label: "window" },
+    Kind { policy: "sinks", positions: Positions::Original, label: "sinks" },
+    Kind { policy: "heavy", positions: Positions::Original, label: "heavy" },
+    Kind { policy: "sinks", positions: Positions::Cache, label: "sinks-cache" },
+];
 
 /// One policy at one budget.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Point {
-    pub kind: &'static str,
+    pub kind: Kind,
     pub budget: usize,
     pub drift: Drift,
 }
@@ -32,7 +47,7 @@ pub struct Point {
 /// What one scored run is: a policy at a budget, or G K/V groups (full cache).
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Case {
-    Policy(&'static str, usize),
+    Policy(Kind, usize),
     Groups(usize),
 }
 
@@ -94,9 +109,12 @@ pub async fn measure(d: Driver, sinks: Sinks, n_sinks: usize, limit: usize) -> R
     }
     let bytes = tokenizer.decode(&tokens).map_err(|e| e.to_string())?.len();
     sinks.heldout.set(Some(Ok((tokens.len(), bytes))));
+    let rotary = config.llama().is_some();
+    let kinds: Vec<Kind> =
+        KINDS.into_iter().filter(|k| rotary || k.positions == Positions::Original).collect();
     let mut cases: Vec<Case> = budgets(n_positions)
         .into_iter()
-        .flat_map(|b| KINDS.iter().map(move |&(kind, _)| Case::Policy(kind, b)))
+        .flat_map(|b| kinds.iter().map(move |&kind| Case::Policy(kind, b)))
         .collect();
     let n_policies = cases.len();
     let mut grouped = Vec::new();
@@ -119,7 +137,9 @@ pub async fn measure(d: Driver, sinks: Sinks, n_sinks: usize, limit: usize) -> R
     let open = |i: Option<usize>| match i {
         None => engine.session(),
         Some(i) => match cases[i] {
-            Case::Policy(kind, b) => engine.session()?.with_kv_policy(policy(kind, b, n_sinks)),
+            Case::Policy(k, b) => {
+                engine.session()?.with_kv_policy(policy(k.policy, b, n_sinks, k.positions))
+            }
             Case::Groups(_) => grouped[i - n_policies].session(),
         },
     };
@@ -152,20 +172,21 @@ fn full_bits(d: &Drift) -> f64 {
     d.reference_nats_per_token * d.positions as f64 / std::f64::consts::LN_2 / d.bytes.max(1) as f64
 }
 
-/// One chart's series: each policy's `y` over budgets.
+/// One chart's series: each policy's `y` over budgets (those measured).
 fn series(points: &[Point], y: impl Fn(&Drift) -> f64) -> Vec<Series> {
     KINDS
         .iter()
-        .map(|&(kind, class)| Series {
-            name: kind.into(),
-            class,
+        .map(|kind| Series {
+            name: kind.label.into(),
+            class: kind.label,
             points: points
                 .iter()
-                .filter(|p| p.kind == kind)
+                .filter(|p| p.kind == *kind)
                 .map(|p| (p.budget as f64, y(&p.drift)))
                 .collect(),
             fit: None,
         })
+        .filter(|s| !s.points.is_empty())
         .collect()
 }
 
@@ -201,6 +222,12 @@ pub fn Curves(sinks: Sinks) -> impl IntoView {
     };
     let table =
         move || sinks.points.with(|points| (!points.is_empty()).then(|| policy_table(points)));
+    let renumbered = move || {
+        let any = sinks.points.with(|p| p.iter().any(|q| q.kind.positions == Positions::Cache));
+        any.then(|| view! {
+            <p class="legend" data-testid="kv-positions-note">"sinks-cache: the sinks policy with StreamingLLM's positions within the cache (each kept key turned by its place among the kept tokens); sinks: the same tokens kept at their original positions. The gap between the two curves is what renumbering does on this model."</p>
+        })
+    };
     let groups = move || sinks.groups.with(|rows| (!rows.is_empty()).then(|| groups_table(rows)));
     view! {
         {about}
@@ -208,6 +235,7 @@ pub fn Curves(sinks: Sinks) -> impl IntoView {
             <div><h3>"Bits per byte"</h3><LineChart series=bits x_label="budget (tokens)" y_label="bits per byte" testid="kv-bits-chart"/></div>
             <div><h3>"KL from the full cache"</h3><LineChart series=kl x_label="budget (tokens)" y_label="KL (nats)" testid="kv-kl-chart"/></div>
         </div>
+        {renumbered}
         {table}
         {groups}
         {move || sinks.groups_note.get().map(|n| view! { <p class="note" data-testid="kv-groups-note">{n}</p> })}
@@ -221,9 +249,9 @@ fn policy_table(points: &[Point]) -> impl IntoView {
         .map(|p| {
             let d = &p.drift;
             view! {
-                <tr data-testid="kv-curve-row" data-kind=p.kind data-budget=p.budget.to_string()
+                <tr data-testid="kv-curve-row" data-kind=p.kind.label data-budget=p.budget.to_string()
                     data-bits=d.bits_per_byte().to_string() data-kl=d.kl_mean.to_string()>
-                    <td>{p.kind}</td><td>{p.budget}</td>
+                    <td>{p.kind.label}</td><td>{p.budget}</td>
                     <td>{format!("{:.4}", d.bits_per_byte())}</td>
                     <td>{format!("{:.4}", d.kl_mean)}</td>
                     <td>{format!("{:.1} %", d.same_top1 * 100.0)}</td>

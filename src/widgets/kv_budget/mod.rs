@@ -13,15 +13,16 @@ mod live;
 mod measure;
 
 use contract::{Control, Shown};
-use engine::kv_policy::KvPolicy;
+use engine::kv_policy::{KvPolicy, Positions};
 use engine::model::Family;
 use leptos::prelude::*;
 
 use crate::driver::Driver;
 use crate::widgets::measuring::MeasureEditor;
 
-/// The policy the controls describe, for a cache of `budget` tokens.
-pub fn policy(kind: &str, budget: usize, sinks: usize) -> KvPolicy {
+/// The policy the controls describe, for a cache of `budget` tokens
+/// (`positions` counts for the sinks policy alone).
+pub fn policy(kind: &str, budget: usize, sinks: usize, positions: Positions) -> KvPolicy {
     let budget = budget.max(1);
     match kind {
         "window" => KvPolicy::Window { window: budget },
@@ -32,7 +33,7 @@ pub fn policy(kind: &str, budget: usize, sinks: usize) -> KvPolicy {
         _ => {
             // At least the newest token is kept beside the sinks.
             let sinks = sinks.min(budget - 1);
-            KvPolicy::SinksWindow { sinks, window: budget - sinks }
+            KvPolicy::SinksWindow { sinks, window: budget - sinks, positions }
         }
     }
 }
@@ -41,12 +42,22 @@ pub fn policy(kind: &str, budget: usize, sinks: usize) -> KvPolicy {
 /// placing positions.
 fn legend(config: &engine::model::Config) -> String {
     match config.family {
-        Family::Gpt2 => "GPT-2 adds a token's position to its embedding at the input, so a kept token's keys and values never change when others leave: evicting a token is exactly hiding it from every later query.".into(),
+        Family::Gpt2 => "GPT-2 adds a token's position to its embedding at the input, so a kept token's keys and values never change when others leave: evicting a token is exactly hiding it from every later query (and Positions has nothing to renumber: it counts on models with rotary positions).".into(),
         Family::Llama(_) => format!(
-            "This model turns each key by its position (rotary positions) before caching it, and {} query heads share each of its {} K/V heads (grouped in training). A kept token keeps the turn of its original position, so evicting a token is exactly hiding it, and a query sees each kept key at its true distance. StreamingLLM instead numbers the kept tokens by their place in the cache (distances a model saw in training); this lesson keeps the original positions.",
+            "This model turns each key by its position (rotary positions) before caching it, and {} query heads share each of its {} K/V heads (grouped in training). With Positions at original, a kept token keeps the turn of its original position, so evicting a token is exactly hiding it, and a query sees each kept key at its true distance. With Positions at cache (the sinks policy), StreamingLLM numbers the kept tokens by their place in the cache: when a token leaves, every kept key after it turns back one position, so the sinks sit at distances the model saw in training; a window alone keeps every distance either way.",
             config.n_head / config.n_kv_head.max(1),
             config.n_kv_head
         ),
+    }
+}
+
+/// The positions the page's controls ask for, on a model that can renumber
+/// (GPT-2's positions are in its embeddings: original).
+fn positions(d: Driver) -> Positions {
+    let rotary = d.lab.with_value(|l| l.model.config.llama().is_some());
+    match d.controls.text(Control::KvPositions).get_untracked().as_str() {
+        "cache" if rotary => Positions::Cache,
+        _ => Positions::Original,
     }
 }
 
@@ -56,7 +67,7 @@ fn chosen(d: Driver) -> KvPolicy {
     let kind = c.text(Control::KvPolicy).get_untracked();
     let budget = c.number(Control::KvBudget).get_untracked() as usize;
     let sinks = c.number(Control::KvSinks).get_untracked() as usize;
-    policy(&kind, budget, sinks)
+    policy(&kind, budget, sinks, positions(d))
 }
 
 #[component]

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use super::forward::{self, Seen, Seq};
+use super::slots::Taken;
 use super::CpuSession;
 use crate::error::{EngineError, Result};
 use crate::step::{check_input, StepStats, Wanted};
@@ -25,17 +26,15 @@ impl CpuSession {
         for (s, t) in sessions.iter_mut().zip(tokens) {
             if let Some(t) = t {
                 ids.push(*t);
-                let room = s.slots.take(s.pos, 1, &s.mass);
+                let Taken { room, turn0 } = s.take_room(1);
                 let ranks = s.slots.policy().ranks_by_mass();
-                if ranks && room.reused {
-                    s.mass[room.slot0] = 0.0; // a newcomer's total starts again
-                }
                 seqs.push(Seq {
                     key_cache: &mut s.key_cache,
                     value_cache: &mut s.value_cache,
                     pos0: s.pos,
                     slot0: room.slot0,
                     keys0: room.keys0,
+                    turn0,
                     rows: 1,
                     mass: ranks.then_some(&mut s.mass),
                 });

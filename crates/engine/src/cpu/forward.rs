@@ -24,6 +24,9 @@ pub struct Seq<'a> {
     /// policy evicted tokens (`kv_slots`), whatever the held slots' positions.
     pub slot0: usize,
     pub keys0: usize,
+    /// The rotary position of the first row: `pos0`, or its place in the
+    /// cache under a policy that renumbers (`kv_policy`).
+    pub turn0: usize,
     pub rows: usize,
     /// (keys0 + rows) the attention each held slot has received, summed over
     /// layers, heads and queries (the heavy-hitter policy's; `None`: not kept).
@@ -102,7 +105,7 @@ fn attend(c: &Config, l: usize, seqs: &mut [Seq], qkv: &[f32], y: &mut [f32], se
 fn turns(c: &Config, seqs: &[Seq]) -> Vec<(f32, f32)> {
     let Some(llama) = c.llama() else { return Vec::new() };
     let inv_freq = llama.rope.inv_freq(c.head_size);
-    seqs.iter().flat_map(|s| rope::turns(&inv_freq, s.pos0, s.rows)).collect()
+    seqs.iter().flat_map(|s| rope::turns(&inv_freq, s.turn0, s.rows)).collect()
 }
 
 /// The block's MLP on the normed rows `xb` into `proj` (n, n_embd): GELU

@@ -4,6 +4,7 @@
 //! turn.
 
 use super::forward::{Seen, Seq};
+use super::slots::Taken;
 use super::{forward, CpuSession};
 use crate::step::Wanted;
 
@@ -36,15 +37,12 @@ impl CpuSession {
     ) -> Vec<f32> {
         let rows = tokens.len();
         let pos0 = self.pos;
-        let room = self.slots.take(pos0, rows, &self.mass);
+        let Taken { room, turn0 } = self.take_room(rows);
         let ranks = self.slots.policy().ranks_by_mass();
-        if ranks && room.reused {
-            self.mass[room.slot0] = 0.0; // a newcomer's total starts again
-        }
         let CpuSession { model, key_cache, value_cache, mass, .. } = self;
         let mass = ranks.then_some(mass);
         let (slot0, keys0) = (room.slot0, room.keys0);
-        let seq = Seq { key_cache, value_cache, pos0, slot0, keys0, rows, mass };
+        let seq = Seq { key_cache, value_cache, pos0, slot0, keys0, turn0, rows, mass };
         let logits = forward::run(model, &mut [seq], tokens, wanted, seen);
         self.pos += rows;
         logits

@@ -5,9 +5,39 @@
 //! drops (`pass.rs`), so the cache never holds more than the budget's rows.
 
 use super::CpuSession;
+use crate::kernels::{kv_renumber, rope};
 use crate::kv_policy::KvPolicy;
+use crate::kv_slots::Room;
+
+/// Where a pass's rows go (`Room`) and the rotary position of its first row.
+pub(super) struct Taken {
+    pub room: Room,
+    pub turn0: usize,
+}
 
 impl CpuSession {
+    /// Takes the slots of the next `rows` tokens (`Slots::take`): a heavy
+    /// hitter's newcomer starts its total again, and under a policy that
+    /// numbers tokens by their place in the cache the keys after the token
+    /// that left turn back one position (`kv_renumber`), and the rows turn
+    /// by their places.
+    pub(super) fn take_room(&mut self, rows: usize) -> Taken {
+        let room = self.slots.take(self.pos, rows, &self.mass);
+        if self.slots.policy().ranks_by_mass() && room.reused {
+            self.mass[room.slot0] = 0.0; // a newcomer's total starts again
+        }
+        let renumbered = self.slots.renumbered(room);
+        let c = &self.model.config;
+        if let (false, Some(llama)) = (renumbered.is_empty(), c.llama()) {
+            let one = rope::turns(&llama.rope.inv_freq(c.head_size), 1, 1);
+            for keys in &mut self.key_cache {
+                kv_renumber::run_cpu(keys, c.kv_dim(), c.head_size, &renumbered, &one);
+            }
+        }
+        let turn0 = if self.slots.policy().renumbers() { room.keys0 } else { self.pos };
+        Taken { room, turn0 }
+    }
+
     /// The policy this session's cache follows.
     pub fn policy(&self) -> KvPolicy {
         self.slots.policy()

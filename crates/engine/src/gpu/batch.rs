@@ -39,6 +39,12 @@ impl GpuBatch {
                     .into(),
             ));
         }
+        if sessions.iter().any(|s| s.policy().renumbers()) {
+            return Err(EngineError::Batch(
+                "a cache that numbers tokens by their place in it turns its keys back as tokens leave: it decodes alone, not in a GPU batch"
+                    .into(),
+            ));
+        }
         let n_positions = gpu.config().n_positions;
         if sessions.len() > n_positions {
             let n = sessions.len();
@@ -51,7 +57,12 @@ impl GpuBatch {
         let caches: Vec<_> = sessions.iter().map(|s| s.caches()).collect();
         let specs = plan::batch(&gpu.layout(), sessions.len());
         let runner = Runner::new(gpu.clone(), specs.len(), logits);
-        let s = SessionBuffers { caches: &caches, logits: &logits_buffer, mass: None };
+        let s = SessionBuffers {
+            caches: &caches,
+            logits: &logits_buffer,
+            mass: None,
+            renumbered: None,
+        };
         let ops = ops::bind_all(&gpu, &runner.params, 0, specs, &s);
         Ok(GpuBatch { gpu, runner, ops, n_seqs: sessions.len() })
     }

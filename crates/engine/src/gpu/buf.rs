@@ -20,6 +20,8 @@ pub enum Buf {
     /// running totals per slot (`kv_mass`).
     Probs,
     Mass,
+    /// A renumbering session's slots whose keys turn back one position (`kv_renumber`).
+    Renumbered,
     /// The position embedding, `ln_f`, and shard `i` of the token embedding
     /// and of the LM head (the embedding's own when tied).
     Wpe,

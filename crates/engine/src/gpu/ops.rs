@@ -58,6 +58,8 @@ pub struct SessionBuffers<'a> {
     /// A heavy-hitter session's (`Buf::Probs`, `Buf::Mass`); a plan binds
     /// them only when they are here (see [`plan::prefill`]).
     pub mass: Option<&'a Totals>,
+    /// A renumbering session's list of slots (`Buf::Renumbered`), likewise.
+    pub renumbered: Option<&'a wgpu::Buffer>,
 }
 
 /// A heavy-hitter session's attention weights of one pass and its running
@@ -136,6 +138,9 @@ fn resolve<'a>(
         Buf::Key(seq, l) => plain(&s.caches[seq].key_cache[l]),
         Buf::Value(seq, l) => plain(&s.caches[seq].value_cache[l]),
         Buf::Logits => plain(s.logits),
+        Buf::Renumbered => {
+            plain(s.renumbered.expect("a plan adds kv_renumber only for a session that renumbers"))
+        }
         Buf::Probs | Buf::Mass => {
             let t =
                 s.mass.expect("a plan adds the mass ops only for a session that has the totals");

@@ -9,8 +9,8 @@
 
 use crate::kernels::{
     attention, attention_combine, attention_probs, attention_split, embedding, gelu, kv_mass,
-    kv_write, layernorm, lm_head, lm_head_split, matmul, matmul_split, matmul_tiled, residual_add,
-    rms_norm, rope, swiglu, At, Cost, Dispatch, Kernel, Profile, Split,
+    kv_renumber, kv_write, layernorm, lm_head, lm_head_split, matmul, matmul_split, matmul_tiled,
+    residual_add, rms_norm, rope, swiglu, At, Cost, Dispatch, Kernel, Profile, Split,
 };
 use crate::model::Config;
 use crate::storage::format::Format;
@@ -72,13 +72,15 @@ pub struct Place {
     pub pos0: u32,
     pub slot0: u32,
     pub keys0: u32,
+    pub turn0: u32,
+    pub renumbered: u32,
 }
 
 impl Place {
     /// A cache that holds every token: slot = position.
     pub fn at(pos: usize) -> Place {
         let pos = pos as u32;
-        Place { pos0: pos, slot0: pos, keys0: pos }
+        Place { pos0: pos, slot0: pos, keys0: pos, turn0: pos, renumbered: 0 }
     }
 }
 
@@ -114,8 +116,8 @@ pub fn at<'c>(config: &'c Config, seq: Option<usize>, pass: &Pass) -> Option<At<
         }
     };
     let (lm_row0, lm_rows) = (pass.lm_row0, pass.lm_rows);
-    let Place { pos0, slot0, keys0 } = place;
-    Some(At { config, n_rows, pos0, slot0, keys0, row0, lm_row0, lm_rows })
+    let Place { pos0, slot0, keys0, turn0, renumbered } = place;
+    Some(At { config, n_rows, pos0, slot0, keys0, turn0, renumbered, row0, lm_row0, lm_rows })
 }
 
 /// The cost record of every dispatch of `specs` in `pass` (those that run).
@@ -162,10 +164,26 @@ pub fn lm_head(layout: &Layout) -> Vec<Spec> {
     ops.0
 }
 
-/// The dispatches of a prefill: one pass over every row of the prompt
-/// (`mass`: each block also adds its attention to the slots' totals).
-pub fn prefill(layout: &Layout, mass: bool) -> Built {
-    let rows = Rows { mass, ..Rows::prefill(layout.profile) };
+/// What a cache policy adds to a single session's blocks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PolicyOps {
+    /// Each block adds its attention to the slots' heavy-hitter totals.
+    pub mass: bool,
+    /// Each block first turns back the keys of the slots after an evicted
+    /// token (StreamingLLM's positions within the cache).
+    pub renumber: bool,
+}
+
+impl PolicyOps {
+    /// What `policy` needs.
+    pub fn of(policy: crate::kv_policy::KvPolicy) -> PolicyOps {
+        PolicyOps { mass: policy.ranks_by_mass(), renumber: policy.renumbers() }
+    }
+}
+
+/// The dispatches of a prefill: one pass over every row of the prompt.
+pub fn prefill(layout: &Layout, policy: PolicyOps) -> Built {
+    let rows = Rows { policy, ..Rows::prefill(layout.profile) };
     pass(layout, |ops, l| block_by_rows(layout, ops, l, &[None], rows))
 }
 
@@ -174,9 +192,9 @@ pub fn prefill(layout: &Layout, mass: bool) -> Built {
 /// linear layers read each weight once for every row (matmul_split), where
 /// matmul_tiled's 64-row blocks would be nearly empty. `None` in the cpu
 /// profile, whose prefill serves every length.
-pub fn short_prefill(layout: &Layout, mass: bool) -> Option<Built> {
+pub fn short_prefill(layout: &Layout, policy: PolicyOps) -> Option<Built> {
     let Profile::Gpu(split) = layout.profile else { return None };
-    let rows = Rows { mass, linear: Linear::Split(split), ..Rows::prefill(layout.profile) };
+    let rows = Rows { policy, linear: Linear::Split(split), ..Rows::prefill(layout.profile) };
     Some(pass(layout, |ops, l| block_by_rows(layout, ops, l, &[None], rows)))
 }
 
@@ -207,8 +225,8 @@ struct Rows {
     profile: Profile,
     /// One query row per sequence: flash-decoding (the gpu profile's batch).
     split_attention: bool,
-    /// Each block adds its attention to the heavy-hitter totals (a single session's).
-    mass: bool,
+    /// What a single session's cache policy adds to each block.
+    policy: PolicyOps,
 }
 
 /// The kernel of a block's linear layers over the rows of a pass.
@@ -226,7 +244,7 @@ impl Rows {
             Profile::Cpu => Linear::Matmul,
             Profile::Gpu(_) => Linear::Tiled,
         };
-        Rows { linear, profile, split_attention: false, mass: false }
+        Rows { linear, profile, split_attention: false, policy: PolicyOps::default() }
     }
 
     /// A batch of `n` sequences' (one row each): on real GPUs the weights
@@ -270,6 +288,9 @@ fn block_by_rows(layout: &Layout, ops: &mut Ops, l: usize, seqs: &[Option<usize>
     rows.linear(ops, e, width, &[Xb, w(Weight::CAttn), w(Weight::CAttnBias), Qkv]);
     for &seq in seqs {
         let (kc, vc) = (Key(seq.unwrap_or(0), l), Value(seq.unwrap_or(0), l));
+        if rows.policy.renumber {
+            ops.op_for(seq, kv_renumber::Shape, &[kc, Renumbered, Turns]);
+        }
         if rotary {
             ops.op_for(seq, rope::Shape, &[Qkv, Turns]);
         }
@@ -281,7 +302,7 @@ fn block_by_rows(layout: &Layout, ops: &mut Ops, l: usize, seqs: &[Option<usize>
         } else {
             ops.op_for(seq, attention::Shape { scale }, &[Qkv, kc, vc, Y]);
         }
-        if rows.mass {
+        if rows.policy.mass {
             add_mass(ops, kc, scale);
         }
     }

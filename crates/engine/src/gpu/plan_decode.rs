@@ -6,23 +6,25 @@
 //! QKV, RoPE and the K/V write) and rms_swiglu (RMSNorm, gate and up,
 //! SwiGLU) in place of ln_qkv and ln_fc_gelu, five dispatches a block too.
 
-use super::plan::{add_mass, pass, Buf, Built, Layout, Ops, Weight};
+use super::plan::{add_mass, pass, Buf, Built, Layout, Ops, PolicyOps, Weight};
 use crate::kernels::{
-    attention, attention_combine, attention_proj_split, attention_split, ln_fc_gelu,
+    attention, attention_combine, attention_proj_split, attention_split, kv_renumber, ln_fc_gelu,
     ln_fc_gelu_split, ln_qkv, ln_qkv_split, matvec_residual, matvec_residual_split, rms_qkv,
     rms_qkv_split, rms_swiglu, rms_swiglu_split, Profile,
 };
 
-/// The dispatches of a decode step (`mass`: each block also adds its
-/// attention to the heavy-hitter totals).
-pub fn decode(layout: &Layout, mass: bool) -> Built {
+/// The dispatches of a decode step, with what the session's cache policy adds.
+pub fn decode(layout: &Layout, policy: PolicyOps) -> Built {
     let rotary = layout.config.llama().is_some();
     pass(layout, |ops, l| {
+        if policy.renumber {
+            ops.op(kv_renumber::Shape, &[Buf::Key(0, l), Buf::Renumbered, Buf::Turns]);
+        }
         match rotary {
             true => rotary_block(layout, ops, l),
             false => fused_block(layout, ops, l),
         }
-        if mass {
+        if policy.mass {
             let c = layout.config;
             add_mass(ops, Buf::Key(0, l), c.attn_scale(l));
         }

@@ -217,8 +217,8 @@ impl Runner {
     fn at<'c>(&'c self, pass: &Pass<'_>) -> At<'c> {
         let config = self.gpu.config();
         let (n_rows, lm_row0, lm_rows) = (pass.n_rows, pass.lm_row0, pass.lm_rows);
-        let Place { pos0, slot0, keys0 } = pass.place;
-        At { config, n_rows, pos0, slot0, keys0, row0: 0, lm_row0, lm_rows }
+        let Place { pos0, slot0, keys0, turn0, renumbered } = pass.place;
+        At { config, n_rows, pos0, slot0, keys0, turn0, renumbered, row0: 0, lm_row0, lm_rows }
     }
 
     /// Resolves the timer into `enc`, submits it and reads `bytes` of

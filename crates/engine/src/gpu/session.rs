@@ -30,6 +30,8 @@ pub struct GpuSession {
     pub(super) slots: Slots,
     /// A heavy-hitter session's attention totals, on the device.
     pub(super) totals: Option<Box<Totals>>,
+    /// A renumbering session's slots whose keys turn back (`kv_renumber`).
+    pub(super) renumbered: Option<wgpu::Buffer>, // (slots) u32
     /// Parameter slots (prefill ops + LM head ops), logits, timer (boxed: a
     /// session is moved around by value).
     pub(super) runner: Box<Runner>,
@@ -103,15 +105,23 @@ impl GpuSession {
             true => Some(Box::new(Totals::new(&gpu, capacity)?)),
             false => None,
         };
+        let renumbered = policy
+            .renumbers()
+            .then(|| buffer(ctx, "renumbered", (capacity.max(1) * 4) as u64, STORAGE));
         let caches = [Caches { key_cache: &key_cache, value_cache: &value_cache }];
-        let mass = totals.as_deref();
-        let s = SessionBuffers { caches: &caches, logits: &logits_buffer, mass };
+        let (mass, renumbered_ref) = (totals.as_deref(), renumbered.as_ref());
+        let s = SessionBuffers {
+            caches: &caches,
+            logits: &logits_buffer,
+            mass,
+            renumbered: renumbered_ref,
+        };
         let layout = gpu.layout();
-        let with_mass = mass.is_some();
+        let extra = plan::PolicyOps::of(policy);
         let (prefill, decode) =
-            (plan::prefill(&layout, with_mass), plan_decode::decode(&layout, with_mass));
+            (plan::prefill(&layout, extra), plan_decode::decode(&layout, extra));
         let residual_ends = prefill.residual_ends;
-        let short = plan::short_prefill(&layout, with_mass).map(|b| b.specs);
+        let short = plan::short_prefill(&layout, extra).map(|b| b.specs);
         let (prefill, decode) = (prefill.specs, decode.specs);
         let lm_head = plan::lm_head(&layout);
         // Prefill and decode share slots (one pass at a time; decode has
@@ -132,6 +142,7 @@ impl GpuSession {
             value_cache,
             slots,
             totals,
+            renumbered,
             runner: Box::new(runner),
             ops: Box::new(ops),
             pos: 0,
@@ -363,6 +374,9 @@ impl Drop for GpuSession {
         if let Some(t) = &self.totals {
             t.probs.destroy();
             t.mass.destroy();
+        }
+        if let Some(r) = &self.renumbered {
+            r.destroy();
         }
     }
 }

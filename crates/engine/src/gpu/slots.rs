@@ -80,7 +80,17 @@ impl GpuSession {
     /// timer's pass): after the held slots.
     pub(super) fn next_place(&self) -> Place {
         let held = self.slots.held().len() as u32;
-        Place { pos0: self.pos as u32, slot0: held, keys0: held }
+        let turn0 = self.turn0(held);
+        Place { pos0: self.pos as u32, slot0: held, keys0: held, turn0, renumbered: 0 }
+    }
+
+    /// The rotary position of a pass's first row, `keys0` the slots held
+    /// before it: its place in the cache when the policy renumbers, else its position.
+    fn turn0(&self, keys0: u32) -> u32 {
+        match self.slots.policy().renumbers() {
+            true => keys0,
+            false => self.pos as u32,
+        }
     }
 
     /// The slots the next `rows` tokens take (the policy drops a held token
@@ -97,19 +107,29 @@ impl GpuSession {
             _ => Vec::new(),
         };
         let room = self.slots.take(self.pos, rows, &mass);
+        let queue = &self.model().ctx.queue;
         if let (Some(t), true) = (&self.totals, room.reused) {
             let at = (room.slot0 * 4) as u64;
-            self.model().ctx.queue.write_buffer(&t.mass, at, bytemuck::bytes_of(&0f32));
+            queue.write_buffer(&t.mass, at, bytemuck::bytes_of(&0f32));
             stats.bytes_written += 4;
         }
-        Ok(Place { pos0: self.pos as u32, slot0: room.slot0 as u32, keys0: room.keys0 as u32 })
+        let renumbered: Vec<u32> = self.slots.renumbered(room).iter().map(|&s| s as u32).collect();
+        if let (Some(list), false) = (&self.renumbered, renumbered.is_empty()) {
+            queue.write_buffer(list, 0, bytemuck::cast_slice(&renumbered));
+            stats.bytes_written += renumbered.len() * 4;
+        }
+        let (slot0, keys0) = (room.slot0 as u32, room.keys0 as u32);
+        let (turn0, renumbered) = (self.turn0(keys0), renumbered.len() as u32);
+        Ok(Place { pos0: self.pos as u32, slot0, keys0, turn0, renumbered })
     }
 
     /// The slot of this session's next token in a batched step (a batch
     /// has no heavy-hitter totals: `GpuBatch::new` refuses such a session).
     pub(super) fn take_slot(&mut self) -> Place {
         let room = self.slots.take(self.pos, 1, &[]);
-        Place { pos0: self.pos as u32, slot0: room.slot0 as u32, keys0: room.keys0 as u32 }
+        let (slot0, keys0) = (room.slot0 as u32, room.keys0 as u32);
+        let turn0 = self.turn0(keys0);
+        Place { pos0: self.pos as u32, slot0, keys0, turn0, renumbered: 0 }
     }
 
     /// Forgets the slots of positions `to..`: the held slots past the new

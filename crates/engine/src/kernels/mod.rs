@@ -19,6 +19,7 @@ mod cost;
 pub mod embedding;
 pub mod gelu;
 pub mod kv_mass;
+pub mod kv_renumber;
 pub mod kv_write;
 pub mod layernorm;
 pub mod lm_head;
@@ -147,6 +148,7 @@ kernels! {
     LnQkvSplit => ln_qkv_split, -, WG_SPLIT,
     RmsQkv => rms_qkv, WG, -,
     RmsQkvSplit => rms_qkv_split, -, WG_SPLIT,
+    KvRenumber => kv_renumber, WG, WG,
     KvWrite => kv_write, WG, WG,
     Attention => attention, WG, WG,
     AttentionSplit => attention_split, -, WG_SPLIT,
@@ -222,6 +224,13 @@ pub struct At<'a> {
     /// evicted token's slot below `keys0`.
     pub slot0: u32,
     pub keys0: u32,
+    /// The rotary position of the first row: `pos0`, or its place in the
+    /// cache (`keys0`) under a policy that renumbers (`kv_policy`).
+    pub turn0: u32,
+    /// Slots whose keys turn back one position before this pass (the first
+    /// of the list `kv_renumber` reads; 0 unless a renumbering policy
+    /// evicted a token for it).
+    pub renumbered: u32,
     /// First row of the shared buffers the dispatch works on.
     pub row0: u32,
     /// First row and row count of the logits to compute.
@@ -233,7 +242,19 @@ impl<'a> At<'a> {
     /// `n_rows` rows of `config`'s model at the start of everything:
     /// position, cache slot, keys and buffer row 0, the logits of every row.
     pub fn rows(config: &'a Config, n_rows: u32) -> At<'a> {
-        At { config, n_rows, pos0: 0, slot0: 0, keys0: 0, row0: 0, lm_row0: 0, lm_rows: n_rows }
+        let (pos0, slot0, keys0, turn0, renumbered) = (0, 0, 0, 0, 0);
+        At {
+            config,
+            n_rows,
+            pos0,
+            slot0,
+            keys0,
+            turn0,
+            renumbered,
+            row0: 0,
+            lm_row0: 0,
+            lm_rows: n_rows,
+        }
     }
 
     // The model's shape as the uniforms hold it (u32; eps as f32).

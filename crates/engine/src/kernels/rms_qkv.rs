@@ -67,7 +67,7 @@ impl Launch for Shape {
             eps: at.eps(),
             group: at.group(),
             head_size: at.head_size(),
-            pos: at.pos0,
+            pos: at.turn0,
             _pad: [0; 2],
         }
     }

@@ -50,7 +50,7 @@ impl Launch for Shape {
             wide: paired(self.split).wide,
             group: at.group(),
             head_size: at.head_size(),
-            pos: at.pos0,
+            pos: at.turn0,
             _pad: 0,
         }
     }

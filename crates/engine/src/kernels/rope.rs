@@ -68,7 +68,7 @@ pub struct Shape;
 impl Launch for Shape {
     fn params(&self, at: &At) -> Params {
         let (n_embd, kv_dim) = (at.n_embd(), at.config.kv_dim() as u32);
-        let (head_size, pos0, row0) = (at.head_size(), at.pos0, at.row0);
+        let (head_size, pos0, row0) = (at.head_size(), at.turn0, at.row0);
         let n = at.n_rows * (n_embd + kv_dim) / 2;
         Params { n, n_embd, head_size, pos0, row0, kv_dim, _pad: [0; 2] }
     }

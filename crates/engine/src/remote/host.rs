@@ -88,6 +88,7 @@ impl Host {
             Request::Open { id, format, policy, groups, layers } => {
                 let model = self.variant(&format, groups, layers)?;
                 let policy = crate::kv_policy::KvPolicy::parse(&policy)?;
+                policy.check(&model.config)?;
                 self.sessions.insert(id, CpuSession::new(model).with_policy(policy));
                 Ok(Answer::bare(Reply::Logits { stats: StepStats::default() }))
             }

@@ -70,6 +70,7 @@ fn cases_in(kernel: Kernel, format: Format, split: Split) -> Vec<Case> {
         Kernel::AttentionProjSplit => split::attention_proj_split_cases(format, split),
         Kernel::AttentionProbs => attention::attention_probs_cases(),
         Kernel::KvMass => mass::kv_mass_cases(),
+        Kernel::KvRenumber => mass::kv_renumber_cases(),
         Kernel::ResidualAdd => prefill::residual_add_cases(),
         Kernel::Gelu => prefill::gelu_cases(),
         Kernel::RmsNorm => family::rms_norm_cases(),

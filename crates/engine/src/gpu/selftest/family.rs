@@ -54,7 +54,7 @@ pub fn rope_cases() -> Vec<Case> {
             let mut want = qkv.clone();
             rope::run_cpu(&mut want, heads, &table[pos0 * hs / 2..]);
             let flat: Vec<f32> = table.iter().flat_map(|&(cos, sin)| [cos, sin]).collect();
-            let at = At { pos0: pos0 as u32, ..at(&c, n_rows) };
+            let at = At { pos0: pos0 as u32, turn0: pos0 as u32, ..at(&c, n_rows) };
             let (params, groups) = launch(&rope::Shape, &at, Format::F32);
             Case {
                 kernel: Kernel::Rope,

@@ -59,7 +59,7 @@ fn rms_qkv_case(
     let turn = &table[pos * hs / 2..];
     rms_qkv::run_cpu(&x, &lw, EPS, &w, &bias, heads, turn, slot, &mut qkv, &mut kc, &mut vc);
     let c = config(n_head, hs, group, 1);
-    let row = At { slot0: slot as u32, pos0: pos as u32, ..at(&c, 1) };
+    let row = At { slot0: slot as u32, pos0: pos as u32, turn0: pos as u32, ..at(&c, 1) };
     let (kernel, (params, groups)) = match split {
         None => (Kernel::RmsQkv, launch(&rms_qkv::Shape, &row, format)),
         Some(split) => (Kernel::RmsQkvSplit, launch(&rms_qkv_split::Shape { split }, &row, format)),
