@@ -46,8 +46,3 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         act[col / 2u] = faulted(gated(acc, pair[tid + 1u]));
     }
 }
-
-// silu(g) · u, as swiglu.wgsl forms it.
-fn gated(g: f32, u: f32) -> f32 {
-    return g / (1.0 + exp(-g)) * u;
-}

@@ -1,14 +1,13 @@
-// swiglu: out[row, i] = silu(gate[row, i]) · up[row, i], silu(g) = g / (1 + e^-g):
-// the Llama family's MLP activation (Shazeer 2020), between its gate|up
-// projection (one matmul, gate and up in turn in each row: g0, u0, g1, u1, …,
-// as model/weights_llama.rs lays the weights out) and its down projection.
-// For a large negative gate e^-g overflows to inf and g / inf is -0: no NaN.
+// swiglu: out[row, i] = silu(gate[row, i]) · up[row, i] (`gated`): the Llama
+// family's MLP activation, between its gate|up projection (one matmul, gate
+// and up in turn in each row: g0, u0, g1, u1, …, as model/weights_llama.rs
+// lays the weights out) and its down projection.
 
 struct Params {
     n: u32,       // outputs: n_rows · n_inner
-    n_inner: u32,
     _pad0: u32,
     _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -25,5 +24,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
     let g = gate_up[2u * i]; // row · 2 n_inner + 2 · column
     let u = gate_up[2u * i + 1u];
-    out[i] = faulted(g / (1.0 + exp(-g)) * u);
+    out[i] = faulted(gated(g, u));
 }

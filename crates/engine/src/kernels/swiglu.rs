@@ -12,8 +12,7 @@ use crate::storage::format::Format;
 pub struct Params {
     /// Outputs: n_rows · n_inner.
     pub n: u32,
-    pub n_inner: u32,
-    pub _pad: [u32; 2],
+    pub _pad: [u32; 3],
 }
 
 /// out[row, i] = silu(gate[row, i]) · up[row, i], where each row of
@@ -30,7 +29,7 @@ pub fn run_cpu(
     }
 }
 
-/// silu(g) · u, as every kernel that gates forms it.
+/// silu(g) · u, as every kernel that gates forms it (`shaders/gated.wgsl`).
 pub fn gated(g: f32, u: f32) -> f32 {
     g / (1.0 + libm::expf(-g)) * u
 }
@@ -43,7 +42,7 @@ pub struct Shape {
 
 impl Launch for Shape {
     fn params(&self, at: &At) -> Params {
-        Params { n: at.n_rows * self.n_inner, n_inner: self.n_inner, _pad: [0; 2] }
+        Params { n: at.n_rows * self.n_inner, _pad: [0; 3] }
     }
 
     /// One invocation per output ([`grid_1d`]).
