@@ -93,11 +93,13 @@ for (const backend of ['webgpu', 'cpu']) test(`${backend}: a Llama-family model 
   await budget.click('[data-testid=kv-budget-preset][data-preset="this-model"]');
   assert.match(await budget.textContent('[data-testid=kv-budget-calc]'),
     /2 × 2 layers × 2 K\/V heads × 8 × 4 bytes × 64 tokens = .* 3 query heads share each K\/V head/);
-  // Every policy at every budget (8, 16, 32, 64); the K/V groups are the model's own, not swept.
+  // Every policy at every budget (8, 16, 32, 64), and on this rotary model the sinks policy with
+  // positions within the cache too (sinks-cache); the K/V groups are the model's own, not swept.
   await budget.click('[data-testid=measure-kv-budget]');
   await budget.waitForSelector('[data-testid=kv-groups-note]', { timeout: 120_000 });
   await budget.waitForFunction(() => !document.querySelector('[data-testid=measure-kv-budget]').disabled);
-  assert.equal(await budget.locator('[data-testid=kv-curve-row]').count(), 12);
+  assert.equal(await budget.locator('[data-testid=kv-curve-row]').count(), 16);
+  assert.equal(await budget.locator('[data-testid=kv-curve-row][data-kind=sinks-cache]').count(), 4);
   assert.equal(await budget.locator('[data-testid=kv-groups-row]').count(), 0);
   assert.match(await budget.textContent('[data-testid=kv-groups-note]'), /6 query heads already share 2 K\/V heads/);
   assert.equal(await budget.locator('[data-testid=error]').count(), 0);

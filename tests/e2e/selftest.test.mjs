@@ -28,7 +28,7 @@ async function greedy8(page) {
 
 // The cpu profile's kernels (SwiftShader is a CPU; the Llama family's rms_norm, rope, swiglu, rms_qkv and rms_swiglu
 // among them), the device probe's and the greedy step's argmax.
-const KERNELS = ['embedding', 'layernorm', 'matmul', 'ln_qkv', 'rms_qkv', 'kv_write', 'attention', 'attention_probs', 'kv_mass', 'matvec_residual', 'ln_fc_gelu', 'rms_swiglu', 'gelu', 'rms_norm', 'rope', 'swiglu', 'lm_head', 'residual_add', 'block_sum', 'argmax'];
+const KERNELS = ['embedding', 'layernorm', 'matmul', 'ln_qkv', 'rms_qkv', 'kv_write', 'attention', 'attention_probs', 'kv_mass', 'kv_renumber', 'matvec_residual', 'ln_fc_gelu', 'rms_swiglu', 'gelu', 'rms_norm', 'rope', 'swiglu', 'lm_head', 'residual_add', 'block_sum', 'argmax'];
 
 test('webgpu: ?selftest=1 passes every kernel and the model, and copies a plain-text report', async () => {
   const page = await lab.open('webgpu', '?selftest=1');
