@@ -98,6 +98,17 @@ impl Slots {
         (0..self.held.len()).filter(later).collect()
     }
 
+    /// The rotary position of a pass's first row at position `pos`, with
+    /// `keys0` slots held before it: its place in the cache under a policy
+    /// that [renumbers](KvPolicy::renumbers), else its position.
+    pub fn turn0(&self, pos: usize, keys0: usize) -> usize {
+        if self.policy.renumbers() {
+            keys0
+        } else {
+            pos
+        }
+    }
+
     /// Forgets the tokens at positions `to..` (those evicted earlier stay
     /// gone). Returns the moves `(from, to)` of slots that fill the holes
     /// left below the new length, taken from the end: the engines copy those

@@ -34,8 +34,7 @@ impl CpuSession {
                 kv_renumber::run_cpu(keys, c.kv_dim(), c.head_size, &renumbered, &one);
             }
         }
-        let turn0 = if self.slots.policy().renumbers() { room.keys0 } else { self.pos };
-        Taken { room, turn0 }
+        Taken { room, turn0: self.slots.turn0(self.pos, room.keys0) }
     }
 
     /// The policy this session's cache follows.

@@ -85,12 +85,9 @@ impl GpuSession {
     }
 
     /// The rotary position of a pass's first row, `keys0` the slots held
-    /// before it: its place in the cache when the policy renumbers, else its position.
+    /// before it (`Slots::turn0`).
     fn turn0(&self, keys0: u32) -> u32 {
-        match self.slots.policy().renumbers() {
-            true => keys0,
-            false => self.pos as u32,
-        }
+        self.slots.turn0(self.pos, keys0 as usize) as u32
     }
 
     /// The slots the next `rows` tokens take (the policy drops a held token
