@@ -61,12 +61,28 @@ pub fn Buttons(driver: Driver, generate: bool, step: bool) -> impl IntoView {
                 <button data-testid="step" on:click=move |_| d.step_once(None) disabled=busy
                     title="one token: predict → choose → append">"Step"</button>
             })}
+            {generate.then(|| view! { <NextTurn driver=d/> })}
             <button data-testid="stop-generation" on:click=move |_| d.stop() disabled=move || !busy()>"Stop"</button>
             <button data-testid="reset" on:click=move |_| d.reset()
                 title="forget the output and read the prompt again">"Reset"</button>
         </div>
         {move || d.error.get().map(|e| view! { <p class="error" role="alert" data-testid="error">{e}</p> })}
         {move || d.notice.get().map(|n| view! { <p class="note notice" role="status" data-testid="run-notice">{n}</p> })}
+    }
+}
+
+/// Chat's Next turn (only in chat, on a model with a chat template): there
+/// is a reply to keep once the output has tokens.
+#[component]
+fn NextTurn(driver: Driver) -> impl IntoView {
+    let d = driver;
+    let chats = move || d.controls.chat().is_some() && d.lab.with_value(|l| l.chats());
+    let idle_with_reply = move || !d.generating.get() && d.chips.with(|c| !c.is_empty());
+    move || {
+        chats().then(|| view! {
+            <button data-testid="next-turn" on:click=move |_| d.next_turn() disabled=move || !idle_with_reply()
+                title="the prompt and the reply join the earlier turns; write the next user turn in the prompt">"Next turn"</button>
+        })
     }
 }
 

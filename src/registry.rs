@@ -2,6 +2,7 @@
 //! table (`contract::SPECS`), and the settings and run they describe.
 
 use contract::controls::stops;
+use contract::turns::{turns, Chat};
 use contract::{Control, Drives, Input, SPECS};
 use engine::run::Job;
 use engine::sample::Settings;
@@ -54,11 +55,14 @@ impl Controls {
         }
     }
 
-    /// With `chat=yes`, the system turn (empty for none); `None` without
-    /// (tracked).
-    pub fn chat(&self) -> Option<String> {
+    /// With `chat=yes`, the system turn (empty for none) and the earlier
+    /// turns; `None` without it (tracked).
+    pub fn chat(&self) -> Option<Chat> {
         let on = self.text(Control::Chat).with(|v| v == "yes");
-        on.then(|| self.text(Control::System).get())
+        on.then(|| Chat {
+            system: self.text(Control::System).get(),
+            turns: turns(&self.text(Control::Turns).get()),
+        })
     }
 
     /// The sampling settings the controls describe (tracks only the

@@ -182,6 +182,21 @@ impl Driver {
         });
     }
 
+    /// Chat: the prompt and the model's reply (the output as it reads) join
+    /// the earlier turns, and the prompt empties for the user's next turn;
+    /// the run then reads the whole conversation again, as Reset does.
+    pub fn next_turn(self) {
+        let ids: Vec<u32> = self.chips.with_untracked(|c| c.iter().map(|c| c.id).collect());
+        let stops = self.controls.job_untracked().stop;
+        let reply = self.lab.with_value(|l| l.reply_text(&ids, &stops));
+        let turns = self.controls.text(Control::Turns);
+        let mut all = contract::turns::turns(&turns.get_untracked());
+        all.extend([self.prompt.get_untracked(), reply]);
+        turns.set(contract::turns::turns_text(&all));
+        self.prompt.set(String::new());
+        self.reset();
+    }
+
     /// Generates up to max-tokens tokens from the prompt, streaming them.
     pub fn generate(self) {
         self.chips.set(Vec::new());

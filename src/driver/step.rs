@@ -87,7 +87,7 @@ impl Driver {
     fn read_prompt(self) -> Result<ChatPrompt, String> {
         let chat = untrack(|| self.controls.chat());
         let prompt = self.prompt.get_untracked();
-        let (read, notice) = self.lab.with_value(|l| l.prompt(&prompt, chat.as_deref()))?;
+        let (read, notice) = self.lab.with_value(|l| l.prompt(&prompt, chat.as_ref()))?;
         if notice.is_some() {
             self.notice.set(notice);
         }
@@ -97,9 +97,9 @@ impl Driver {
     /// The prompt as the output echoes it: the conversation as the model
     /// reads it in chat (tracked; rendered, not encoded, as the user types).
     pub fn echo(self) -> String {
-        let Some(system) = self.controls.chat() else { return self.prompt.get() };
+        let Some(chat) = self.controls.chat() else { return self.prompt.get() };
         let prompt = self.prompt.get();
-        self.lab.with_value(|l| l.conversation(&prompt, &system)).unwrap_or(prompt)
+        self.lab.with_value(|l| l.conversation(&prompt, &chat)).unwrap_or(prompt)
     }
 
     /// One step of the current run; returns why the run ended, if it did.

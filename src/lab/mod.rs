@@ -6,6 +6,7 @@
 use std::rc::Rc;
 use std::sync::Arc;
 
+use contract::turns::Chat;
 use contract::{KernelsChoice, WeightsChoice};
 use engine::cpu::Pause;
 use engine::gpu::profile::Memory;
@@ -105,36 +106,53 @@ impl Lab {
     }
 
     /// `prompt` as a run starts from it: as it is, or with `chat` (the
-    /// system turn, empty for none) the user's turn in the model's chat
+    /// system turn and the earlier turns) the user's turn in the model's chat
     /// template. A model without a template reads the prompt as it is, and
     /// the second value says so.
     pub fn prompt(
         &self,
         prompt: &str,
-        chat: Option<&str>,
+        chat: Option<&Chat>,
     ) -> Result<(ChatPrompt, Option<String>), String> {
         let plain = || -> Result<ChatPrompt, String> {
             let ids = self.tokenizer.encode(prompt).map_err(|e| e.to_string())?;
             Ok(ChatPrompt { text: prompt.to_string(), ids, end_of_turn: Vec::new() })
         };
-        let Some(system) = chat else { return Ok((plain()?, None)) };
+        let Some(chat) = chat else { return Ok((plain()?, None)) };
         match &self.chat {
             Ok(Some(template)) => {
-                let system = Some(system).filter(|s| !s.is_empty());
-                let chat = template.prompt(&self.tokenizer, system, prompt);
-                Ok((chat.map_err(|e| e.to_string())?, None))
+                let system = Some(chat.system.as_str()).filter(|s| !s.is_empty());
+                let read = template.prompt(&self.tokenizer, system, &chat.turns, prompt);
+                Ok((read.map_err(|e| e.to_string())?, None))
             }
             Ok(None) => Ok((plain()?, Some(NO_TEMPLATE.to_string()))),
             Err(why) => Err(format!("chat: {why}")),
         }
     }
 
-    /// The conversation the model reads for `prompt` after the system turn
-    /// `system` (empty for none), without encoding it: `None` where the
-    /// model has no readable chat template.
-    pub fn conversation(&self, prompt: &str, system: &str) -> Option<String> {
+    /// The conversation the model reads for `prompt` after `chat`'s turns,
+    /// without encoding it: `None` where the model has no readable chat
+    /// template (or the turns do not make a conversation, which a run says).
+    pub fn conversation(&self, prompt: &str, chat: &Chat) -> Option<String> {
         let Ok(Some(template)) = &self.chat else { return None };
-        template.conversation(Some(system).filter(|s| !s.is_empty()), prompt).ok()
+        let system = Some(chat.system.as_str()).filter(|s| !s.is_empty());
+        template.conversation(system, &chat.turns, prompt).ok()
+    }
+
+    /// A chat reply's text from its ids: without the end of turn the run
+    /// stopped at, and before the first of `stops` (as the output shows it).
+    pub fn reply_text(&self, ids: &[u32], stops: &[String]) -> String {
+        let ends = match &self.chat {
+            Ok(Some(template)) => template.end_of_turn(&self.tokenizer),
+            _ => Vec::new(),
+        };
+        let end = ids.iter().position(|id| ends.contains(id));
+        let ids = &ids[..end.unwrap_or(ids.len())];
+        let mut text = self.tokenizer.decode(ids).unwrap_or_default();
+        if let Some(at) = stops.iter().filter_map(|s| text.find(s.as_str())).min() {
+            text.truncate(at);
+        }
+        text
     }
 
     /// Display text of one token (as the tokenizer decodes it alone).

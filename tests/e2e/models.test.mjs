@@ -206,6 +206,30 @@ for (const backend of ['webgpu', 'cpu']) {
     await page.waitForFunction((t) => document.querySelector('.prompt-echo').textContent === t,
       `<|im_start|>system\nBe brief.<|endoftext|>\n${turn}`);
     await page.waitForURL(/[?&]chat=yes&system=Be\+brief\./); // the link holds the chat
+    // Next turn: the prompt and the reply (as transformers decodes it) join the earlier turns, one
+    // a line, which the link holds; the prompt empties, and the next reply reads the whole
+    // conversation, as `generate --chat --turn …` does (past this model's 64 positions, both crop).
+    await page.click('[data-testid=next-turn]');
+    const line = (t) => t.replaceAll('\\', '\\\\').replaceAll('\n', '\\n');
+    const turns = () => page.inputValue('[data-testid=turns]');
+    await page.waitForFunction((v) => document.querySelector('[data-testid=turns]').value === v,
+      `Hi\n${line(CHAT_REPLY.reply)}`);
+    assert.equal(await page.inputValue('[data-testid=prompt]'), '');
+    await page.waitForFunction(() => new URL(location.href).searchParams.get('turns')
+      === document.querySelector('[data-testid=turns]').value);
+    assert.ok((await page.textContent('.prompt-echo')).includes(
+      `<|im_start|>assistant\n${CHAT_REPLY.reply}<|endoftext|>\n<|im_start|>user\n<|endoftext|>`));
+    await set(page, 'prompt', 'Yo');
+    await generate(page);
+    await page.click('[data-testid=next-turn]');
+    await page.waitForFunction(() => document.querySelector('[data-testid=turns]').value.split('\n').length === 4);
+    const said = (await turns()).split('\n');
+    assert.equal(said[2], 'Yo');
+    const cli = execFileSync(CLI, ['generate', '--model', LLAMA, '--backend', 'cpu', '--chat', '--system', 'Be brief.',
+      '--turn', 'Hi', '--turn', CHAT_REPLY.reply, '--prompt', 'Yo', '--temperature', '0', '--max-tokens', '12'],
+    { encoding: 'utf8' }).slice(0, -1);
+    const held = (t) => t.replace(/\uFFFD+$/u, ''); // the CLI's stream holds back an unfinished last character
+    assert.equal(held(said[3]), held(line(cli)), `second turn on ${backend}`);
     await page.screenshot({ path: `${ARTIFACTS}/model-llama-${backend}.png`, fullPage: true });
     await noFatal(page);
     await page.close();

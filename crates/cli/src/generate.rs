@@ -28,6 +28,11 @@ pub struct Args {
     /// A system turn before the user's (with --chat).
     #[arg(long, requires = "chat")]
     system: Option<String>,
+    /// An earlier turn of the conversation, before the prompt (with --chat;
+    /// repeat: user, assistant, user, assistant … — the prompt is the next
+    /// user turn).
+    #[arg(long = "turn", requires = "chat")]
+    turns: Vec<String>,
     #[command(flatten)]
     cache: CacheArgs,
     #[arg(long, default_value_t = 100)]
@@ -82,7 +87,7 @@ pub async fn run(a: Args) -> Result<()> {
     }
     let tokenizer = Tokenizer::from_dir(&a.engine.model)?;
     let chat = match a.chat {
-        true => Some(chat_prompt(&a.engine.model, &tokenizer, a.system, &a.prompt)?),
+        true => Some(chat_prompt(&a.engine.model, &tokenizer, a.system, &a.turns, &a.prompt)?),
         false => None,
     };
     let settings = a.pipeline.settings();
@@ -150,11 +155,13 @@ async fn stream(mut run: Run, tokenizer: &Tokenizer, echo: &str, max_tokens: usi
     }
 }
 
-/// The user's `prompt` (after a `system` turn) in the model's chat template.
+/// The user's `prompt` (after a `system` turn and the `earlier` turns) in
+/// the model's chat template.
 fn chat_prompt(
     dir: &std::path::Path,
     tokenizer: &Tokenizer,
     system: Option<String>,
+    earlier: &[String],
     prompt: &str,
 ) -> Result<ChatPrompt> {
     let template = ChatTemplate::from_dir(dir)?.ok_or_else(|| {
@@ -164,7 +171,7 @@ fn chat_prompt(
             dir.display()
         ))
     })?;
-    template.prompt(tokenizer, system.as_deref(), prompt)
+    template.prompt(tokenizer, system.as_deref(), earlier, prompt)
 }
 
 /// The model's reply to a chat prompt, printed as it becomes final.

@@ -25,12 +25,13 @@ fn generate_chat_replies_as_transformers_does() {
 }
 
 /// `--chat` on a model without a template, or with a mode that is not one
-/// sampled reply, is a sentence and exit 1; `--system` needs `--chat`.
+/// sampled reply, is a sentence and exit 1, as are earlier turns that do not
+/// alternate (two user turns in a row); `--system` and `--turn` need `--chat`.
 #[test]
 fn chat_flags_that_cannot_work_are_clear_errors() {
     let gpt2 = golden_dir("tiny_odd").display().to_string();
     let llama = golden_dir("llama_gqa").display().to_string();
-    let cases: [(&[&str], &str); 3] = [
+    let cases: [(&[&str], &str); 5] = [
         (
             &["generate", "--model", &gpt2, "--prompt", "x", "--chat", "--backend", "cpu"],
             "has no chat template (tokenizer_config.json's chat_template or chat_template.jinja): \
@@ -41,6 +42,11 @@ fn chat_flags_that_cannot_work_are_clear_errors() {
             "--chat samples one reply: leave out --beams, --batch and --speculate",
         ),
         (&["generate", "--model", &llama, "--prompt", "x", "--system", "y"], "--chat"),
+        (&["generate", "--model", &llama, "--prompt", "x", "--turn", "y"], "--chat"),
+        (
+            &["generate", "--model", &llama, "--prompt", "x", "--chat", "--turn", "y"],
+            "chat template: 1 earlier turns: they alternate user and assistant",
+        ),
     ];
     for (args, want) in cases {
         let out = decode_lab(args);

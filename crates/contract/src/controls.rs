@@ -98,6 +98,9 @@ controls! {
     Chat: "chat", "Chat", Input::Choice { options: &NO_YES, default: "no" }, Drives::Chat;
     /// with chat: a system turn before the user's (empty: none, or the template's own default)
     System: "system", "System turn", Input::Text { default: "" }, Drives::Chat;
+    /// with chat: the conversation before the prompt, one turn per line, user and assistant in
+    /// turn (\n in a line: a newline); Next turn adds the prompt and the reply
+    Turns: "turns", "Earlier turns", Input::Text { default: "" }, Drives::Chat;
     /// 0 = greedy (always the most likely token)
     Temperature: "temperature", "Temperature", real(0.0, 3.0, 0.05, 0.8),
         Drives::Setting(|s, v| s.temperature = v);

@@ -16,6 +16,7 @@ pub mod query;
 pub mod quiz;
 pub mod read;
 pub mod route;
+pub mod turns;
 pub mod widgets;
 
 pub use controls::{echo, Control, Drives, Input, Range, Spec, Taken, DEFAULT_PROMPT, SPECS};

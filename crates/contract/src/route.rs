@@ -133,16 +133,17 @@ impl Route {
 mod tests {
     use super::*;
 
-    /// The playground shows chat and its system turn only on a model with a
-    /// chat template; what the URL locked stays locked.
+    /// The playground shows chat, its system turn and its earlier turns
+    /// only on a model with a chat template; what the URL locked stays locked.
     #[test]
     fn chat_controls_show_only_on_a_chat_model() {
         let all = Shown::all();
         assert_eq!(all.get(Control::Chat), Some(false));
         assert_eq!(all.get(Control::System), Some(false));
         let gpt2 = all.for_model(false);
-        assert_eq!((gpt2.get(Control::Chat), gpt2.get(Control::System)), (None, None));
-        assert_eq!(gpt2.controls.len(), all.controls.len() - 2);
+        let chat = [Control::Chat, Control::System, Control::Turns];
+        assert_eq!(chat.map(|c| gpt2.get(c)), [None; 3]);
+        assert_eq!(gpt2.controls.len(), all.controls.len() - chat.len());
         let locked = Shown::parse("chat:locked,system,top_k", &mut Vec::new());
         assert_eq!(locked.for_model(true), locked);
         assert_eq!(locked.for_model(false).controls, [(Control::TopK, false)]);

@@ -62,6 +62,33 @@ fn templates_render_as_transformers_renders_them() {
     }
 }
 
+/// A conversation with earlier turns (system, user, assistant, then the
+/// prompt's user turn) renders as transformers renders those messages; an
+/// odd number of earlier turns (two user turns in a row) is refused with a
+/// sentence, whatever the template would do.
+#[test]
+fn earlier_turns_render_as_transformers_renders_them() {
+    let mut checked = 0;
+    for case in cases() {
+        let chat = template(&case);
+        for render in case["renders"].as_array().unwrap() {
+            let turns = turns(&render["messages"]);
+            let roles: Vec<Role> = turns.iter().map(|t| t.role).collect();
+            let multi = [Role::System, Role::User, Role::Assistant, Role::User];
+            if roles != multi || !render["add_generation_prompt"].as_bool().unwrap() {
+                continue;
+            }
+            let earlier = [turns[1].content.clone(), turns[2].content.clone()];
+            let text = chat.conversation(Some(&turns[0].content), &earlier, &turns[3].content);
+            assert_eq!(text.unwrap(), render["text"].as_str().unwrap(), "{}", case["name"]);
+            let e = chat.conversation(None, &earlier[..1], "x").unwrap_err().to_string();
+            assert!(e.contains("1 earlier turns: they alternate user and assistant"), "{e}");
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, cases().len(), "every template has a multi-turn render");
+}
+
 /// A template's own `raise_exception` is the error, in its words; a
 /// template that does not parse is refused when the model opens.
 #[test]

@@ -110,24 +110,42 @@ impl ChatTemplate {
         template.render(context).map_err(jinja_error)
     }
 
-    /// The text of `user`'s turn (after a `system` turn, where given)
-    /// ending with the assistant's header: what the model reads.
-    pub fn conversation(&self, system: Option<&str>, user: &str) -> Result<String> {
+    /// The text of `user`'s turn (after a `system` turn, where given, and
+    /// the `earlier` turns of the conversation, user and assistant in
+    /// turn) ending with the assistant's header: what the model reads.
+    pub fn conversation(
+        &self,
+        system: Option<&str>,
+        earlier: &[String],
+        user: &str,
+    ) -> Result<String> {
+        if earlier.len() % 2 == 1 {
+            // Two user turns in a row: many templates raise, the others
+            // would run them together without saying so.
+            return Err(bad(format!(
+                "{} earlier turns: they alternate user and assistant, so there are two per \
+                 exchange (the prompt is the next user turn)",
+                earlier.len()
+            )));
+        }
+        let roles = [Role::User, Role::Assistant].into_iter().cycle();
+        let said = roles.zip(earlier).map(|(role, text)| Turn { role, content: text.clone() });
         let system = system.map(|s| Turn { role: Role::System, content: s.to_string() });
         let user = Turn { role: Role::User, content: user.to_string() };
-        self.render(&[system.into_iter().collect(), vec![user]].concat(), true)
+        let turns: Vec<Turn> = system.into_iter().chain(said).chain([user]).collect();
+        self.render(&turns, true)
     }
 
-    /// A chat's prompt: its [`conversation`](Self::conversation) encoded
-    /// without the tokenizer's own special tokens (the template writes
-    /// them), and the ids that end the reply.
+    /// [`conversation`](Self::conversation)'s text, its ids and the ids
+    /// that end the reply.
     pub fn prompt(
         &self,
         tokenizer: &Tokenizer,
         system: Option<&str>,
+        earlier: &[String],
         user: &str,
     ) -> Result<ChatPrompt> {
-        let text = self.conversation(system, user)?;
+        let text = self.conversation(system, earlier, user)?;
         let ids = tokenizer.encode_plain(&text)?;
         Ok(ChatPrompt { text, ids, end_of_turn: self.end_of_turn(tokenizer) })
     }
