@@ -32,9 +32,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let pair = i % per_slot;
     let a = slot * p.kv_dim + 2u * pair;
     let t = turns[half + pair % half]; // position 1
-    let back = -t.y;
-    let x = key_cache[a];
-    let y = key_cache[a + 1u];
-    key_cache[a] = faulted(x * t.x + -y * back);
-    key_cache[a + 1u] = faulted(y * t.x + x * back);
+    let turn = turned(key_cache[a], key_cache[a + 1u], vec2<f32>(t.x, -t.y)); // back by its angle
+    key_cache[a] = faulted(turn.x);
+    key_cache[a + 1u] = faulted(turn.y);
 }

@@ -12,7 +12,7 @@ fn pair_turned(col: u32, own: f32, other: f32) -> f32 {
     }
     let t = turns[p.pos * (p.head_size / 2u) + (col % p.head_size) / 2u];
     if (col % 2u == 0u) {
-        return own * t.x + -other * t.y;
+        return turned(own, other, t).x;
     }
-    return own * t.x + other * t.y;
+    return turned(other, own, t).y;
 }

@@ -37,9 +37,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let head = pair / half;
     let d = pair % half;
     let a = (p.row0 + row) * (p.n_embd + 2u * p.kv_dim) + head * p.head_size + 2u * d;
-    let t = turns[(p.pos0 + row) * half + d];
-    let x = qkv[a];
-    let y = qkv[a + 1u];
-    qkv[a] = faulted(x * t.x + -y * t.y);
-    qkv[a + 1u] = faulted(y * t.x + x * t.y);
+    let turn = turned(qkv[a], qkv[a + 1u], turns[(p.pos0 + row) * half + d]);
+    qkv[a] = faulted(turn.x);
+    qkv[a + 1u] = faulted(turn.y);
 }

@@ -56,7 +56,8 @@ pub fn run_cpu(
     }
 }
 
-/// The pair (x, y) turned by (cos, sin), as every kernel that rotates forms it.
+/// The pair (x, y) turned by (cos, sin), as every kernel that rotates forms it
+/// (`shaders/turned.wgsl`).
 pub fn turned(x: f32, y: f32, (cos, sin): (f32, f32)) -> (f32, f32) {
     (x * cos + -y * sin, y * cos + x * sin)
 }

@@ -3,7 +3,7 @@
 //! `w_load`, `w_unpack`), `shaders/ln_stats.wgsl`, `shaders/split_k.wgsl`,
 //! `shaders/split_dot.wgsl`, `shaders/qkv_pair.wgsl`, `shaders/kv_slot.wgsl`, `shaders/grid_1d.wgsl`,
 //! the uniforms kernels share (`shaders/lm_head_params.wgsl`,
-//! `shaders/attention_params.wgsl`), `shaders/gated.wgsl` and the self-test's fault hook,
+//! `shaders/attention_params.wgsl`), `shaders/turned.wgsl`, `shaders/gated.wgsl` and the self-test's fault hook,
 //! `shaders/fault.wgsl`.
 //! Which ones, and which pipeline constants (`override`s) the result
 //! declares, are read from the WGSL itself, so no list has to be kept in step
@@ -35,6 +35,9 @@ const LM_HEAD_PARAMS: &str = include_str!("../../../../shaders/lm_head_params.wg
 
 /// The uniform of attention, attention_probs and attention_split.
 const ATTENTION_PARAMS: &str = include_str!("../../../../shaders/attention_params.wgsl");
+
+/// A rotary pair turned by an angle: rope's, kv_renumber's and qkv_pair's.
+const TURNED: &str = include_str!("../../../../shaders/turned.wgsl");
 
 /// silu(g) · u: the SwiGLU kernels' activation.
 const GATED: &str = include_str!("../../../../shaders/gated.wgsl");
@@ -117,10 +120,11 @@ pub fn assemble(kernel: &str, format: Format) -> String {
         GRID_1D,
         LM_HEAD_PARAMS,
         ATTENTION_PARAMS,
+        TURNED,
         GATED,
         FAULT,
     ];
-    let mut taken = [false; 11];
+    let mut taken = [false; 12];
     let mut source = kernel.to_string();
     loop {
         let next = (0..snippets.len()).find(|&i| !taken[i] && needs(&source, snippets[i]));
@@ -162,6 +166,10 @@ mod tests {
         let gated = "fn gated";
         assert!(has(Kernel::Swiglu, gated) && has(Kernel::RmsSwigluSplit, gated));
         assert!(has(Kernel::RmsSwiglu, gated) && !has(Kernel::Gelu, gated));
+        let turned = "fn turned";
+        assert!(has(Kernel::Rope, turned) && has(Kernel::KvRenumber, turned));
+        assert!(has(Kernel::RmsQkv, turned) && has(Kernel::RmsQkvSplit, turned));
+        assert!(!has(Kernel::Attention, turned) && !has(Kernel::Swiglu, turned));
         let head = "struct LmHeadParams";
         assert!(has(Kernel::LmHead, head) && has(Kernel::LmHeadSplit, head));
         assert!(!has(Kernel::Matmul, head));
