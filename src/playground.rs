@@ -76,7 +76,8 @@ pub fn Buttons(driver: Driver, generate: bool, step: bool) -> impl IntoView {
 #[component]
 fn NextTurn(driver: Driver) -> impl IntoView {
     let d = driver;
-    let chats = move || d.controls.chat().is_some() && d.lab.with_value(|l| l.chats());
+    // Only chat=yes: typing in the system or turns box leaves the button be.
+    let chats = move || d.controls.chat_on() && d.lab.with_value(|l| l.chats());
     let idle_with_reply = move || !d.generating.get() && d.chips.with(|c| !c.is_empty());
     move || {
         chats().then(|| view! {

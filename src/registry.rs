@@ -55,11 +55,15 @@ impl Controls {
         }
     }
 
+    /// Whether `chat=yes` (tracks only that control).
+    pub fn chat_on(&self) -> bool {
+        self.text(Control::Chat).with(|v| v == "yes")
+    }
+
     /// With `chat=yes`, the system turn (empty for none) and the earlier
     /// turns; `None` without it (tracked).
     pub fn chat(&self) -> Option<Chat> {
-        let on = self.text(Control::Chat).with(|v| v == "yes");
-        on.then(|| Chat {
+        self.chat_on().then(|| Chat {
             system: self.text(Control::System).get(),
             turns: turns(&self.text(Control::Turns).get()),
         })

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use engine::generate::Crop;
 use engine::model::ChatPrompt;
 use engine::run::{Done, Run, Step};
-use engine::sample::Settings;
+use engine::sample::{first_stop, Settings};
 
 use leptos::prelude::*;
 
@@ -182,7 +182,7 @@ impl Driver {
         self.change_chips(|chips| {
             let text: String =
                 chips[from.min(chips.len())..].iter().map(|c| c.text.as_str()).collect();
-            let Some(at) = stops.iter().filter_map(|s| text.find(s.as_str())).min() else {
+            let Some(at) = first_stop(&text, &stops) else {
                 return; // the stop string spans tokens the chips show differently
             };
             let mut start = 0;

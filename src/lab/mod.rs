@@ -121,8 +121,8 @@ impl Lab {
         let Some(chat) = chat else { return Ok((plain()?, None)) };
         match &self.chat {
             Ok(Some(template)) => {
-                let system = Some(chat.system.as_str()).filter(|s| !s.is_empty());
-                let read = template.prompt(&self.tokenizer, system, &chat.turns, prompt);
+                let read =
+                    template.prompt(&self.tokenizer, chat.system_turn(), &chat.turns, prompt);
                 Ok((read.map_err(|e| e.to_string())?, None))
             }
             Ok(None) => Ok((plain()?, Some(NO_TEMPLATE.to_string()))),
@@ -135,8 +135,7 @@ impl Lab {
     /// template (or the turns do not make a conversation, which a run says).
     pub fn conversation(&self, prompt: &str, chat: &Chat) -> Option<String> {
         let Ok(Some(template)) = &self.chat else { return None };
-        let system = Some(chat.system.as_str()).filter(|s| !s.is_empty());
-        template.conversation(system, &chat.turns, prompt).ok()
+        template.conversation(chat.system_turn(), &chat.turns, prompt).ok()
     }
 
     /// A chat reply's text from its ids: without the end of turn the run
@@ -149,7 +148,7 @@ impl Lab {
         let end = ids.iter().position(|id| ends.contains(id));
         let ids = &ids[..end.unwrap_or(ids.len())];
         let mut text = self.tokenizer.decode(ids).unwrap_or_default();
-        if let Some(at) = stops.iter().filter_map(|s| text.find(s.as_str())).min() {
+        if let Some(at) = engine::sample::first_stop(&text, stops) {
             text.truncate(at);
         }
         text

@@ -11,6 +11,13 @@ pub struct Chat {
     pub turns: Vec<String>,
 }
 
+impl Chat {
+    /// The system turn, `None` where it is empty (the template's own default).
+    pub fn system_turn(&self) -> Option<&str> {
+        Some(self.system.as_str()).filter(|s| !s.is_empty())
+    }
+}
+
 /// The turns of `raw` (empty: none).
 pub fn turns(raw: &str) -> Vec<String> {
     if raw.is_empty() {

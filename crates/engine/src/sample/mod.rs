@@ -21,7 +21,7 @@ pub use pipeline::{explain, Explanation, Stage, StageKind};
 pub use processors::{Effect, Processor};
 pub use settings::Settings;
 pub use softmax::log_softmax;
-pub use stop::{StopMatcher, Stopped};
+pub use stop::{first_stop, StopMatcher, Stopped};
 
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;

@@ -2,6 +2,12 @@
 //! released only once it can no longer be the start of a stop string, and the
 //! stop string itself is never released.
 
+/// Where the first of `stops` begins in `text` (empty stops never match):
+/// the one search the stream, the page's chips and a chat's reply all cut at.
+pub fn first_stop(text: &str, stops: &[String]) -> Option<usize> {
+    stops.iter().filter(|s| !s.is_empty()).filter_map(|s| text.find(s.as_str())).min()
+}
+
 /// Holds back text that might still become a stop string.
 #[derive(Debug, Clone, Default)]
 pub struct StopMatcher {
@@ -28,8 +34,7 @@ impl StopMatcher {
     /// Adds newly decoded text.
     pub fn push(&mut self, text: &str) -> Stopped {
         self.pending.push_str(text);
-        let first = self.stops.iter().filter_map(|s| self.pending.find(s.as_str())).min();
-        if let Some(at) = first {
+        if let Some(at) = first_stop(&self.pending, &self.stops) {
             let out = self.pending[..at].to_string();
             self.pending.clear();
             return Stopped::Yes(out);
