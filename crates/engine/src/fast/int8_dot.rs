@@ -169,7 +169,7 @@ pub fn head(x: &[f32], head: &Matrix, vr: Range<usize>) -> Vec<f32> {
                                                                      // (n_embd / 8, PANEL) words, (n_embd / 32, PANEL) scales
     let part = |p: usize| (&octs[p * len..][..len], &scales[p * per..][..per]);
     head_panels(&rows, vr, part, |(panel, s), (qx, d), o| {
-        run_int4_panel(qx, d, panel, Some(s), &zeros, o);
+        run_int4_panel([(qx, d)], panel, Some(s), &zeros, [o]);
     })
 }
 
@@ -208,19 +208,30 @@ fn scale_of(head: &Matrix, v: usize) -> f32 {
 
 /// `out = x @ w + bias` for columns `c` (whole panels) of an int4 matrix in
 /// oct panels: x (m, k), bias (c.len()), out (m, c.len()). Each row of x is
-/// scaled and quantised once per panel, then multiplied in integers.
+/// scaled and quantised once per panel, then multiplied in integers, rows
+/// in pairs (a prefill's: each word unpacked once for both).
 pub fn matmul_int4(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
     let (k, cols) = (w.rows, c.len());
     let (octs, scales) = w.int4_octs().expect("a matrix in oct panels"); // (n / PANEL, ⌈k / 8⌉, PANEL), (n / PANEL, k)
     let len = k.div_ceil(OCT) * PANEL; // words of one panel
-    let mut qy = vec![0i8; k.next_multiple_of(OCT)]; // (⌈k / 8⌉ · 8) one panel's y, quantised
-    let mut d = vec![0.0f32; k.div_ceil(BLOCK)]; // (⌈k / BLOCK⌉) its scales
+                                       // Two rows' y in one panel's scales, quantised: (⌈k / 8⌉ · 8) and (⌈k / BLOCK⌉) each.
+    let mut qy = [vec![0i8; k.next_multiple_of(OCT)], vec![0i8; k.next_multiple_of(OCT)]];
+    let mut d = [vec![0.0f32; k.div_ceil(BLOCK)], vec![0.0f32; k.div_ceil(BLOCK)]];
     for (p, b) in bias.chunks_exact(PANEL).enumerate() {
         let at = c.start / PANEL + p;
         let (panel, s) = (&octs[at * len..][..len], &scales[at * k..][..k]); // (⌈k / 8⌉, PANEL), (k)
-        for (xr, o) in x.chunks_exact(k).zip(out.chunks_exact_mut(cols)) {
-            quantise_into(xr, Some(s), &mut qy, &mut d);
-            run_int4_panel(&qy, &d, panel, None, b, &mut o[p * PANEL..][..PANEL]);
+        for (two, o) in x.chunks(2 * k).zip(out.chunks_mut(2 * cols)) {
+            let (o0, o1) = o.split_at_mut(cols);
+            let o0 = &mut o0[p * PANEL..][..PANEL];
+            let ([qa, qb], [da, db]) = (&mut qy, &mut d);
+            quantise_into(&two[..k], Some(s), qa, da);
+            if two.len() == 2 * k {
+                quantise_into(&two[k..], Some(s), qb, db);
+                let o1 = &mut o1[p * PANEL..][..PANEL];
+                run_int4_panel([(qa, da), (qb, db)], panel, None, b, [o0, o1]);
+            } else {
+                run_int4_panel([(qa, da)], panel, None, b, [o0]);
+            }
         }
     }
 }
@@ -230,21 +241,23 @@ pub fn scaled(x: &[f32], s: &[f32]) -> Vec<f32> {
     x.iter().zip(s).map(|(&x, &s)| x * s).collect()
 }
 
-/// One int4 panel's outputs for one quantised row, in AVX2 where the CPU has it.
-fn run_int4_panel(
-    qy: &[i8],
-    d: &[f32],
+/// One int4 panel's outputs for `R` quantised rows (1, or a prefill's
+/// pairs), in AVX2 where the CPU has it: each row's bits the same for any `R`.
+fn run_int4_panel<const R: usize>(
+    x: [(&[i8], &[f32]); R],
     panel: &[u32],
     s: Option<&[f32]>,
     b: &[f32],
-    o: &mut [f32],
+    o: [&mut [f32]; R],
 ) {
     #[cfg(target_arch = "x86_64")]
     if super::parallel::avx2() {
         // SAFETY: the CPU has AVX2 (just checked).
-        return unsafe { super::int8_dot_avx2::int4_panel(qy, d, panel, s, b, o) };
+        return unsafe { super::int8_dot_avx2::int4_panel(x, panel, s, b, o) };
     }
-    int4_panel_here(qy, d, panel, s, b, o)
+    for ((qy, d), o) in x.into_iter().zip(o) {
+        int4_panel_here(qy, d, panel, s, b, o);
+    }
 }
 
 /// One int4 panel's outputs for one quantised row (a matrix's, scaled:

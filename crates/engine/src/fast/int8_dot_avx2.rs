@@ -110,10 +110,10 @@ pub fn quantise(x: &[f32], s: Option<&[f32]>, q: &mut [i8], d: &mut [f32]) {
         for &v in &y {
             m = _mm256_max_ps(_mm256_and_ps(v, abs), m); // a NaN lane keeps m
         }
-        let mut lanes = [0.0f32; 8];
-        // SAFETY: eight floats, written unaligned.
-        unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), m) };
-        let max = lanes.iter().fold(0.0f32, |m, &v| m.max(v));
+        // The lanes' maximum in three steps (all ≥ +0, none NaN: any order is exact).
+        let h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps::<1>(m));
+        let h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+        let max = _mm_cvtss_f32(_mm_max_ps(h, _mm_shuffle_ps::<1>(h, h)));
         let scale = max / 127.0;
         let inverse = _mm256_set1_ps(if scale > 0.0 { 1.0 / scale } else { 0.0 });
         let [q0, q1, q2, q3] = y.map(|v| {
@@ -137,57 +137,82 @@ pub fn quantise(x: &[f32], s: Option<&[f32]>, q: &mut [i8], d: &mut [f32]) {
     }
 }
 
-/// One int4 panel's outputs from one quantised row (`qy`, `d`; `panel`:
-/// `(⌈k / 8⌉, PANEL)` words of octs): `o[j] = b[j] + acc(j)`, each block's
+/// One int4 panel's outputs for `R` quantised rows (`x[r]`: `qy`, `d`;
+/// `panel`: `(⌈k / 8⌉, PANEL)` words of octs; 1, or a prefill's pairs, each
+/// row's bits the same for any `R`): `o[r][j] = b[j] + acc(j)`, each block's
 /// step `d_b` (a matrix's, its row scaled) or `d_b · s(b, j)` (a head's:
 /// `s` its lanes' scales by block, `(blocks, PANEL)`), as the definition. The
 /// fields are stored plus 8, so `vpmaddubsw` takes them as unsigned bytes
 /// against the signed inputs, and 8 · Σ qy of the block comes off each
 /// sum. Each sixteen-bit half of a column's lane adds sixteen of its
 /// block's products (16 · 15 · 127 < 2¹⁵), so they are added as such and
-/// widened once a block.
+/// widened once a block. A pair unpacks each word once for both rows.
 #[target_feature(enable = "avx2")]
-pub fn int4_panel(
-    qy: &[i8],
-    d: &[f32],
+pub fn int4_panel<const R: usize>(
+    x: [(&[i8], &[f32]); R],
     panel: &[u32],
     s: Option<&[f32]>,
     b: &[f32],
-    o: &mut [f32],
+    o: [&mut [f32]; R],
 ) {
     const OCTS: usize = BLOCK / OCT; // octs a block
     let (low, ones) = (_mm256_set1_epi8(0x0f), _mm256_set1_epi16(1));
-    let mut acc = [_mm256_setzero_ps(); PANEL / 8];
+    let mut acc = [[_mm256_setzero_ps(); PANEL / 8]; R];
     let n_octs = panel.len() / PANEL;
-    for (blk, &db) in d.iter().enumerate() {
-        let mut sums = [_mm256_setzero_si256(); PANEL / 8]; // sixteen bits a pair
-        let mut xsum = 0i32;
+    for blk in 0..x[0].1.len() {
+        let mut sums = [[_mm256_setzero_si256(); PANEL / 8]; R]; // sixteen bits a pair
         for o8 in blk * OCTS..n_octs.min((blk + 1) * OCTS) {
-            let (words, x8) = (&panel[o8 * PANEL..][..PANEL], &qy[o8 * OCT..][..OCT]);
-            xsum += x8.iter().map(|&v| i32::from(v)).sum::<i32>();
-            let (xlo, xhi) = (broadcast4(x8, 0), broadcast4(x8, QUAD));
-            for (h, sum) in sums.iter_mut().enumerate() {
+            let words = &panel[o8 * PANEL..][..PANEL];
+            let xs: [(__m256i, __m256i); R] = std::array::from_fn(|r| {
+                (broadcast4(x[r].0, o8 * OCT), broadcast4(x[r].0, o8 * OCT + QUAD))
+            });
+            for h in 0..PANEL / 8 {
                 let w = load_bytes(words, 8 * h);
                 let lo = _mm256_and_si256(w, low);
                 let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(w), low);
-                let both =
-                    _mm256_add_epi16(_mm256_maddubs_epi16(lo, xlo), _mm256_maddubs_epi16(hi, xhi));
-                *sum = _mm256_add_epi16(*sum, both);
+                for (sums, &(xlo, xhi)) in sums.iter_mut().zip(&xs) {
+                    let both = _mm256_add_epi16(
+                        _mm256_maddubs_epi16(lo, xlo),
+                        _mm256_maddubs_epi16(hi, xhi),
+                    );
+                    sums[h] = _mm256_add_epi16(sums[h], both);
+                }
             }
         }
-        let (dv, offset) = (_mm256_set1_ps(db), _mm256_set1_epi32(8 * xsum));
-        for (h, (a, sum)) in acc.iter_mut().zip(sums).enumerate() {
-            let isum = _mm256_sub_epi32(_mm256_madd_epi16(sum, ones), offset);
-            let ds = match s {
-                Some(s) => _mm256_mul_ps(dv, load(&s[blk * PANEL + 8 * h..])),
-                None => dv,
-            };
-            *a = _mm256_add_ps(*a, _mm256_mul_ps(ds, _mm256_cvtepi32_ps(isum)));
+        for ((acc, sums), &(qy, d)) in acc.iter_mut().zip(sums).zip(&x) {
+            let (dv, offset) = (_mm256_set1_ps(d[blk]), _mm256_set1_epi32(8 * block_sum(qy, blk)));
+            for (h, (a, sum)) in acc.iter_mut().zip(sums).enumerate() {
+                let isum = _mm256_sub_epi32(_mm256_madd_epi16(sum, ones), offset);
+                let ds = match s {
+                    Some(s) => _mm256_mul_ps(dv, load(&s[blk * PANEL + 8 * h..])),
+                    None => dv,
+                };
+                *a = _mm256_add_ps(*a, _mm256_mul_ps(ds, _mm256_cvtepi32_ps(isum)));
+            }
         }
     }
-    for (h, a) in acc.into_iter().enumerate() {
-        let v = _mm256_add_ps(load(&b[8 * h..]), a);
-        // SAFETY: eight floats are there (the slice is checked), written unaligned.
-        unsafe { _mm256_storeu_ps(o[8 * h..][..8].as_mut_ptr(), v) };
+    for (acc, o) in acc.into_iter().zip(o) {
+        for (h, a) in acc.into_iter().enumerate() {
+            let v = _mm256_add_ps(load(&b[8 * h..]), a);
+            // SAFETY: eight floats are there (the slice is checked), written unaligned.
+            unsafe { _mm256_storeu_ps(o[8 * h..][..8].as_mut_ptr(), v) };
+        }
     }
+}
+
+/// Σ qy over block `blk` as an integer: a whole block in four vector
+/// instructions and a horizontal sum, a last short one (its octs only, the
+/// padding zero) in a loop.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn block_sum(qy: &[i8], blk: usize) -> i32 {
+    let q = &qy[(BLOCK * blk).min(qy.len())..];
+    if q.len() < BLOCK {
+        return q.iter().map(|&v| i32::from(v)).sum();
+    }
+    let pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(1), load_bytes(q, 0));
+    let quads = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+    let s = _mm_add_epi32(_mm256_castsi256_si128(quads), _mm256_extracti128_si256::<1>(quads));
+    let s = _mm_hadd_epi32(s, s);
+    _mm_cvtsi128_si32(_mm_hadd_epi32(s, s))
 }

@@ -8,6 +8,7 @@
 //! The one path with other numbers is named: `int8_dot`, 8-bit activations.
 
 pub mod coworker;
+pub mod exp;
 pub mod int8_dot;
 #[cfg(target_arch = "x86_64")]
 mod int8_dot_avx2;

@@ -80,15 +80,14 @@ pub fn weights(
         let k = &key_cache[j * kv_dim + k0..][..head_size];
         q.iter().zip(k).map(|(a, b)| a * b).sum::<f32>() * scale
     }));
-    // Subtract the max so exp() cannot overflow; `libm`'s exp, the same bits
-    // natively and in wasm (the platform's differs in the last bit).
+    // Subtract the max so exp() cannot overflow; `fast::exp`, the same bits
+    // natively and in wasm (the platform's differs in the last bit), in its
+    // own loop so it vectorises, then summed in order.
     let max = att.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let mut sum = 0.0;
     for a in att.iter_mut() {
-        *a = libm::expf(*a - max);
-        sum += *a;
+        *a = crate::fast::exp::exp(*a - max);
     }
-    sum
+    att.iter().sum()
 }
 
 /// One dispatch over every row of the pass (a batch's sequence: its one row), at layer scale `scale`.

@@ -34,7 +34,7 @@ pub fn run_cpu(
         let (mut l, out) = (0.0, &mut y[h * head_size..][..head_size]);
         out.fill(0.0);
         for c in 0..chunks(keys0) {
-            let e = libm::expf(part(c)[0] - big);
+            let e = crate::fast::exp::exp(part(c)[0] - big);
             l += e * part(c)[1];
             for (o, a) in out.iter_mut().zip(&part(c)[2..]) {
                 *o += e * a;

@@ -61,7 +61,7 @@ pub fn run_cpu(
             out.fill(0.0);
             out[0] = m;
             for (j, s) in keys.clone().zip(&scores) {
-                let e = libm::expf(s - m);
+                let e = crate::fast::exp::exp(s - m);
                 out[1] += e;
                 let v = &value_cache[j * kv_dim + k0..][..head_size];
                 for (o, vv) in out[2..].iter_mut().zip(v) {

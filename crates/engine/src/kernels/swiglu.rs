@@ -31,7 +31,7 @@ pub fn run_cpu(
 
 /// silu(g) · u, as every kernel that gates forms it (`shaders/gated.wgsl`).
 pub fn gated(g: f32, u: f32) -> f32 {
-    g / (1.0 + libm::expf(-g)) * u
+    g / (1.0 + crate::fast::exp::exp(-g)) * u
 }
 
 /// One dispatch over every row of the pass, `n_inner` outputs a row.
