@@ -17,7 +17,7 @@ pub fn Playground(driver: Driver, shown: Shown) -> impl IntoView {
         <div class="playground">
             <section class="editor">
                 {prompt_locked.map(|locked| view! { <PromptEditor driver=d locked=locked/> })}
-                <Buttons driver=d generate=true step=true/>
+                <Buttons driver=d generate=true step=true typed={prompt_locked == Some(false)}/>
                 <Output driver=d/>
                 <StatsLine driver=d/>
             </section>
@@ -48,8 +48,11 @@ pub fn PromptEditor(driver: Driver, #[prop(optional)] locked: bool) -> impl Into
 }
 
 /// Generate / Step / Stop / Reset (the ones asked for), and the error line.
+/// `typed`: the prompt is shown and editable, so chat's Next turn (which
+/// empties it for the user's next turn) is offered; a hidden or
+/// `controls=prompt:locked` prompt could not take that turn.
 #[component]
-pub fn Buttons(driver: Driver, generate: bool, step: bool) -> impl IntoView {
+pub fn Buttons(driver: Driver, generate: bool, step: bool, typed: bool) -> impl IntoView {
     let d = driver;
     let busy = move || d.generating.get();
     view! {
@@ -61,7 +64,7 @@ pub fn Buttons(driver: Driver, generate: bool, step: bool) -> impl IntoView {
                 <button data-testid="step" on:click=move |_| d.step_once(None) disabled=busy
                     title="one token: predict → choose → append">"Step"</button>
             })}
-            {generate.then(|| view! { <NextTurn driver=d/> })}
+            {(generate && typed).then(|| view! { <NextTurn driver=d/> })}
             <button data-testid="stop-generation" on:click=move |_| d.stop() disabled=move || !busy()>"Stop"</button>
             <button data-testid="reset" on:click=move |_| d.reset()
                 title="forget the output and read the prompt again">"Reset"</button>

@@ -60,7 +60,7 @@ pub fn GreedyLoop(driver: Driver, shown: Shown) -> impl IntoView {
                         {move || format!("sampling (T = {})", if greedy() { last_sampling_t.get_value() } else { c.number(Control::Temperature).get() })}
                     </button>
                 </div>
-                <Buttons driver=d generate=true step=false/>
+                <Buttons driver=d generate=true step=false typed={shown.get(Control::Prompt) == Some(false)}/>
                 <Output driver=d highlight=highlight/>
                 <p class="readout" data-testid="loop-report"
                     data-loop-start=move || found.get().map(|l| l.start.to_string()).unwrap_or_default()

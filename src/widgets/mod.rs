@@ -263,7 +263,7 @@ fn LoopWidget(driver: Driver, shown: Shown, generate: bool) -> impl IntoView {
         <div class="widget-body">
             <section class="editor">
                 {shown.get(Control::Prompt).map(|locked| view! { <PromptEditor driver=d locked=locked/> })}
-                <Buttons driver=d generate=generate step=!generate/>
+                <Buttons driver=d generate=generate step=!generate typed={shown.get(Control::Prompt) == Some(false)}/>
                 <Output driver=d/>
                 <StatsLine driver=d/>
             </section>

@@ -233,6 +233,15 @@ for (const backend of ['webgpu', 'cpu']) {
     await page.screenshot({ path: `${ARTIFACTS}/model-llama-${backend}.png`, fullPage: true });
     await noFatal(page);
     await page.close();
+    if (backend !== 'cpu') return; // the buttons are the page's, not an engine's
+    // An embed whose prompt is locked (or hidden) cannot take the user's next turn: no Next turn.
+    const locked = await openWithHub(backend, '?model=decode-lab-test/llama-tiny&chat=yes&prompt=Hi'
+      + '&controls=prompt:locked,chat,temperature', files);
+    await locked.waitForFunction((t) => document.querySelector('.prompt-echo')?.textContent === t, turn);
+    assert.equal(await locked.locator('[data-testid=generate]').count(), 1);
+    assert.equal(await locked.locator('[data-testid=next-turn]').count(), 0, 'Next turn beside a locked prompt');
+    await noFatal(locked);
+    await locked.close();
   });
 }
 
