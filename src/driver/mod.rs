@@ -169,6 +169,12 @@ impl Driver {
     /// Forgets the output (the prompt stays) and reads the prompt again. A
     /// generation in flight is stopped first, so no late token reappears.
     pub fn reset(self) {
+        self.read_again(false);
+    }
+
+    /// Stops, forgets the output, then reads the prompt: from scratch, or
+    /// (`resume`, chat's next turn) keeping what the cache shares with it.
+    fn read_again(self, resume: bool) {
         self.stop();
         leptos::task::spawn_local(async move {
             while self.generating.get_untracked() {
@@ -176,15 +182,24 @@ impl Driver {
             }
             self.chips.set(Vec::new());
             self.selected.set(None);
-            self.run.set_value(None);
+            if !resume {
+                self.run.set_value(None);
+            }
             self.unfinished.set_value(false);
-            self.launch(|d| async move { d.start(None).await.map(|_| ()) });
+            self.launch(move |d| async move {
+                if !(resume && d.resume().await?) {
+                    d.start(None).await?;
+                }
+                Ok(())
+            });
         });
     }
 
     /// Chat: the prompt and the model's reply (the output as it reads) join
     /// the earlier turns, and the prompt empties for the user's next turn;
-    /// the run then reads the whole conversation again, as Reset does.
+    /// the run then reads the conversation, prefilling only what its KV
+    /// cache does not already hold (all of it, as Reset does, where the
+    /// conversation outgrew the context or the cache shares nothing).
     pub fn next_turn(self) {
         let ids: Vec<u32> = self.chips.with_untracked(|c| c.iter().map(|c| c.id).collect());
         let stops = self.controls.job_untracked().stop;
@@ -194,7 +209,7 @@ impl Driver {
         all.extend([self.prompt.get_untracked(), reply]);
         turns.set(contract::turns::turns_text(&all));
         self.prompt.set(String::new());
-        self.reset();
+        self.read_again(true);
     }
 
     /// Generates up to max-tokens tokens from the prompt, streaming them.

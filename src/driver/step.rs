@@ -81,6 +81,40 @@ impl Driver {
         restarted
     }
 
+    /// Chat's next turn: the current run made a fresh one from the grown
+    /// conversation, prefilling only the tokens its cache does not hold
+    /// ([`Run::resume`]; a notice says how many were kept): false, with
+    /// nothing changed, when it cannot (then [`start`](Self::start) reads it all).
+    pub(super) async fn resume(self) -> Result<bool, String> {
+        let Ok(read) = self.read_prompt() else { return Ok(false) }; // `start` says why
+        let job = self.controls.job_untracked();
+        let mut taken = None;
+        self.run.update_value(|r| taken = r.take());
+        let Some(mut run) = taken else { return Ok(false) };
+        // An error leaves the run spent (its cache part rewound): it is dropped.
+        let Some(kept) = run.resume(read.ids, &job).await.map_err(|e| e.to_string())? else {
+            self.run.set_value(Some(run));
+            return Ok(false);
+        };
+        run.end_at(&read.end_of_turn);
+        self.run_from.set_value(self.chips.with_untracked(Vec::len));
+        let stats = run.session().last_stats();
+        self.notice.set(Some(format!(
+            "the KV cache kept the conversation's first {kept} tokens: {} prefilled",
+            stats.tokens
+        )));
+        let stats = Stats {
+            prefill_ms: stats.wall_ms,
+            prompt_tokens: stats.tokens,
+            n_positions: run.session().config().n_positions,
+            ..self.stats_of(&run)
+        };
+        self.change_stats(|s| *s = stats);
+        self.change_next(input_of(&run));
+        self.run.set_value(Some(run));
+        Ok(true)
+    }
+
     /// The prompt as a run reads it: as typed, or with `chat=yes` in the
     /// model's chat template ([`Lab::prompt`](crate::lab::Lab::prompt),
     /// whose notice is shown).

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { startLab, waitSettled, watchCsp, noFatal, set, generate, ARTIFACTS } from './helpers.mjs';
+import { startLab, waitSettled, watchCsp, noFatal, set, generate, bars, ARTIFACTS } from './helpers.mjs';
 
 // `./tools/dev soak` (a quiet machine) asserts the page's long tasks; the test command reports them.
 const STRICT = process.env.SOAK_STRICT === '1';
@@ -242,6 +242,31 @@ for (const backend of ['webgpu', 'cpu']) {
     assert.equal(await locked.locator('[data-testid=next-turn]').count(), 0, 'Next turn beside a locked prompt');
     await noFatal(locked);
     await locked.close();
+    // Next turn keeps the conversation's KV cache and prefills only the new turn; the next
+    // token's distribution is then exactly what reading the whole conversation gives (Reset).
+    // A context of 256 (rotary positions need no table) so that the conversation fits.
+    const config = JSON.parse(files['config.json']);
+    const roomy = { ...files, 'config.json': Buffer.from(JSON.stringify({ ...config, max_position_embeddings: 256 })) };
+    const kept = await openWithHub(backend, '?model=decode-lab-test/llama-tiny&chat=yes&prompt=Hi'
+      + '&temperature=0&max_tokens=4', roomy);
+    await generate(kept);
+    await kept.click('[data-testid=next-turn]');
+    await kept.waitForFunction(() => !document.querySelector('[data-testid=generate]').disabled
+      && document.querySelector('[data-testid=run-notice]'));
+    const notice = await kept.textContent('[data-testid=run-notice]');
+    const [, cached, read] = notice.match(/the KV cache kept the conversation's first (\d+) tokens: (\d+) prefilled/)
+      ?? assert.fail(notice);
+    const idsOf = async () => (await bars(kept)).map((b) => `${b.id}:${b.pRaw}`);
+    const resumed = await idsOf();
+    assert.ok(Number(cached) > 10 && resumed.length > 0, `${cached} kept`);
+    assert.match(await kept.textContent('[data-testid=stats]'), new RegExp(`^prefill ${read} tokens`));
+    await kept.click('[data-testid=reset]');
+    const all = Number(cached) + Number(read);
+    await kept.waitForFunction((n) => document.querySelector('[data-testid=stats]').textContent
+      .startsWith(`prefill ${n} tokens`) && !document.querySelector('[data-testid=generate]').disabled, all);
+    assert.deepEqual(await idsOf(), resumed, "the resumed distribution is a whole reading's");
+    await noFatal(kept);
+    await kept.close();
   });
 }
 

@@ -72,6 +72,16 @@ impl Generator {
         Ok(())
     }
 
+    /// Back to the first `keep` tokens, then `tokens` prefilled after them in
+    /// one pass: the logits for the next token. The caller keeps `keep +
+    /// tokens.len()` within the context (no crop here).
+    pub async fn extend(&mut self, keep: usize, tokens: &[u32]) -> Result<Vec<f32>> {
+        self.rewind(keep)?;
+        let logits = self.session.prefill(tokens, Wanted::Last).await?;
+        self.context.extend_from_slice(tokens);
+        Ok(logits)
+    }
+
     /// Appends `token` and returns the logits after it: one decode step, or a
     /// crop and re-prefill when the context is full.
     pub async fn advance(&mut self, token: u32) -> Result<(Vec<f32>, Option<Crop>)> {

@@ -175,7 +175,11 @@ impl Run {
     /// The run also ends where the model chooses one of `ids`, as at its
     /// end-of-text token (a chat model's end of turn, such as `<|im_end|>`).
     pub fn end_at(&mut self, ids: &[u32]) {
-        self.ends.extend(ids);
+        for id in ids {
+            if !self.ends.contains(id) {
+                self.ends.push(*id);
+            }
+        }
     }
 
     /// The prompt this run can [`restart`](Run::restart) from (`None` once
@@ -202,6 +206,43 @@ impl Run {
         self.tail = Tail::new(job);
         self.logits = p.logits.clone();
         Ok(true)
+    }
+
+    /// Makes this run a new one from `prompt` with `job`, prefilling only
+    /// what its cache does not already hold: the cache goes back to the
+    /// longest start its tokens share with `prompt` (at least the last
+    /// prompt token is prefilled, for its logits) and the rest is prefilled
+    /// after it. A chat's next turn: the conversation so far, its reply
+    /// included, is in the cache, and only the new user turn is read. The
+    /// numbers are those of a fresh [`Run::start`] up to how the engine
+    /// computed the kept rows (the CPU engine: the same bits; a GPU's decode
+    /// and prefill kernels agree within their tolerance), and the draws
+    /// start afresh from `job.seed`. Returns the tokens kept, or `None`
+    /// with nothing changed where it cannot: nothing shared, a prompt longer
+    /// than the context (a fresh start crops it), or a cache policy that
+    /// evicts (a kept token may be gone).
+    pub async fn resume(&mut self, prompt: Vec<u32>, job: &Job) -> Result<Option<usize>> {
+        let session = self.generator.session();
+        let fits = !prompt.is_empty() && prompt.len() <= session.config().n_positions;
+        if !fits || session.kv_policy() != crate::kv_policy::KvPolicy::Full {
+            return Ok(None);
+        }
+        let context = self.generator.context();
+        let shared = context.iter().zip(&prompt).take_while(|(a, b)| a == b).count();
+        let keep = shared.min(prompt.len() - 1);
+        if keep == 0 {
+            return Ok(None);
+        }
+        let sampler = Sampler::new(job.settings.clone(), job.seed)?;
+        let logits = self.generator.extend(keep, &prompt[keep..]).await?;
+        self.prefilled = Some(Prefilled {
+            prompt: prompt.clone(),
+            context_len: self.generator.context().len(),
+            logits: logits.clone(),
+        });
+        (self.sampler, self.history, self.tail) = (sampler, prompt, Tail::new(job));
+        (self.logits, self.prompt_crop) = (logits, None);
+        Ok(Some(keep))
     }
 
     /// The session (stats, KV bytes, backend name).

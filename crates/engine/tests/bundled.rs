@@ -269,6 +269,65 @@ fn a_restarted_run_writes_what_a_fresh_run_writes() {
     }
 }
 
+/// Chat's next turn: a run resumed on a prompt that begins with everything
+/// its cache holds (the prompt and the reply, then a new turn) keeps that
+/// cache and prefills only the new tokens; its logits are a fresh start's
+/// (the CPU engine: the same bits and text; the GPU: within the model
+/// tolerance), and it declines, changing nothing, where the prompt shares
+/// nothing, outgrows the context or the cache may have evicted.
+#[test]
+fn a_resumed_run_prefills_only_what_its_cache_lacks() {
+    use decode_lab_engine::kv_policy::KvPolicy;
+    let (model, tokenizer) = load();
+    let settings = Settings { temperature: 1.0, top_k: 40, ..Settings::default() };
+    let job = |seed| Job { settings: settings.clone(), seed, stop: Vec::new(), max_tokens: 20 };
+    let mut engines: Vec<Box<dyn Fn() -> Session>> =
+        vec![Box::new(|| Session::Cpu(CpuSession::new(model.clone())))];
+    if let Some(gpu_model) = gpu_model(&model, Profile::Cpu) {
+        engines.push(Box::new(move || Session::Gpu(GpuSession::new(gpu_model.clone()).unwrap())));
+    }
+    for (e, session) in engines.iter().enumerate() {
+        pollster::block_on(async {
+            let mut run = Run::start(session(), &tokenizer, "ROMEO:", &job(5)).await.unwrap();
+            finish(&mut run, &tokenizer).await;
+            let held = run.context_len();
+            let next = [run.history(), &tokenizer.encode("\nJULIET:").unwrap()[..]].concat();
+            assert!(held > 2 && next.len() > held);
+            assert_eq!(run.resume(next.clone(), &job(7)).await.unwrap(), Some(held));
+            assert_eq!(run.session().last_stats().tokens, next.len() - held);
+            assert_eq!(
+                (run.context_len(), run.restartable_prompt()),
+                (next.len(), Some(&next[..]))
+            );
+            let mut fresh = Run::start_ids(session(), next.clone(), &job(7)).await.unwrap();
+            if e == 0 {
+                assert!(bits(run.logits()) == bits(fresh.logits()), "cpu: other logits");
+                let (a, b) =
+                    (finish(&mut run, &tokenizer).await, finish(&mut fresh, &tokenizer).await);
+                assert_eq!(a, b, "cpu: the same text");
+            } else {
+                let err = rel_max_err(run.logits(), fresh.logits());
+                assert!(err <= decode_lab_engine::gpu::selftest::MODEL_REL_TOL, "gpu: {err}");
+            }
+            // Declined, nothing changed: nothing shared; past the context (256); an evicting cache.
+            let held = run.context_len();
+            let other = tokenizer.encode("JULIET:").unwrap();
+            assert_ne!(other[0], run.history()[0]);
+            assert_eq!(run.resume(other, &job(7)).await.unwrap(), None);
+            assert_eq!(run.resume(vec![next[0]; 257], &job(7)).await.unwrap(), None);
+            assert_eq!(run.context_len(), held);
+            let windowed = session().with_kv_policy(KvPolicy::Window { window: 64 }).unwrap();
+            let mut run = Run::start_ids(windowed, next.clone(), &job(7)).await.unwrap();
+            let longer = [&next[..], &next[..2]].concat();
+            assert_eq!(run.resume(longer, &job(7)).await.unwrap(), None);
+        });
+    }
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
 /// Weights in the CPU engine's layout (`Weights::use_cpu_layout`: lifted,
 /// the blocks in panels) are not f16 words a GPU kernel can read: the GPU
 /// engine says so instead of computing nonsense.
