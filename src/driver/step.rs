@@ -33,13 +33,20 @@ impl Driver {
                     .unwrap_or_default(),
             }),
         };
-        let mut run = Run::start_ids(session, ids, &job).await.map_err(|e| e.to_string())?;
-        // A chat's reply (and a branch of it) ends at the model's end of turn.
-        run.end_at(&read.end_of_turn);
-        self.run_from.set_value(self.chips.with_untracked(Vec::len));
+        let run = Run::start_ids(session, ids, &job).await.map_err(|e| e.to_string())?;
         if let Some(crop) = run.prompt_crop {
             self.notice.set(Some(crop_notice("the prompt is longer than the context", crop)));
         }
+        self.read(run, &read.end_of_turn);
+        Ok(())
+    }
+
+    /// A run that has just read its prompt becomes the current one: it ends
+    /// at `end_of_turn` too (a chat's reply, and a branch of it), the stats
+    /// show that prefill, and the distribution its first choice.
+    fn read(self, mut run: Run, end_of_turn: &[u32]) {
+        run.end_at(end_of_turn);
+        self.run_from.set_value(self.chips.with_untracked(Vec::len));
         let stats = run.session().last_stats();
         let stats = Stats {
             prefill_ms: stats.wall_ms,
@@ -50,7 +57,6 @@ impl Driver {
         self.change_stats(|s| *s = stats);
         self.change_next(input_of(&run));
         self.run.set_value(Some(run));
-        Ok(())
     }
 
     /// The current run made a fresh one from the prompt without prefilling
@@ -96,22 +102,11 @@ impl Driver {
             self.run.set_value(Some(run));
             return Ok(false);
         };
-        run.end_at(&read.end_of_turn);
-        self.run_from.set_value(self.chips.with_untracked(Vec::len));
-        let stats = run.session().last_stats();
         self.notice.set(Some(format!(
             "the KV cache kept the conversation's first {kept} tokens: {} prefilled",
-            stats.tokens
+            run.session().last_stats().tokens
         )));
-        let stats = Stats {
-            prefill_ms: stats.wall_ms,
-            prompt_tokens: stats.tokens,
-            n_positions: run.session().config().n_positions,
-            ..self.stats_of(&run)
-        };
-        self.change_stats(|s| *s = stats);
-        self.change_next(input_of(&run));
-        self.run.set_value(Some(run));
+        self.read(run, &read.end_of_turn);
         Ok(true)
     }
 

@@ -239,13 +239,7 @@ fn a_restarted_run_writes_what_a_fresh_run_writes() {
     let (model, tokenizer) = load();
     let settings = Settings { temperature: 1.0, top_k: 40, ..Settings::default() };
     let job = |seed| Job { settings: settings.clone(), seed, stop: Vec::new(), max_tokens: 30 };
-    let mut engines: Vec<Box<dyn Fn() -> Session>> =
-        vec![Box::new(|| Session::Cpu(CpuSession::new(model.clone())))];
-    // The cpu profile's kernels: a restart is the run's logic, the same on any kernels.
-    if let Some(gpu_model) = gpu_model(&model, Profile::Cpu) {
-        engines.push(Box::new(move || Session::Gpu(GpuSession::new(gpu_model.clone()).unwrap())));
-    }
-    for session in engines {
+    for session in engines(&model) {
         let fresh = |seed| text(session(), &tokenizer, settings.clone(), seed, 30);
         pollster::block_on(async {
             let mut run = Run::start(session(), &tokenizer, "ROMEO:", &job(5)).await.unwrap();
@@ -281,12 +275,7 @@ fn a_resumed_run_prefills_only_what_its_cache_lacks() {
     let (model, tokenizer) = load();
     let settings = Settings { temperature: 1.0, top_k: 40, ..Settings::default() };
     let job = |seed| Job { settings: settings.clone(), seed, stop: Vec::new(), max_tokens: 20 };
-    let mut engines: Vec<Box<dyn Fn() -> Session>> =
-        vec![Box::new(|| Session::Cpu(CpuSession::new(model.clone())))];
-    if let Some(gpu_model) = gpu_model(&model, Profile::Cpu) {
-        engines.push(Box::new(move || Session::Gpu(GpuSession::new(gpu_model.clone()).unwrap())));
-    }
-    for (e, session) in engines.iter().enumerate() {
+    for (e, session) in engines(&model).iter().enumerate() {
         pollster::block_on(async {
             let mut run = Run::start(session(), &tokenizer, "ROMEO:", &job(5)).await.unwrap();
             finish(&mut run, &tokenizer).await;
@@ -322,6 +311,19 @@ fn a_resumed_run_prefills_only_what_its_cache_lacks() {
             assert_eq!(run.resume(longer, &job(7)).await.unwrap(), None);
         });
     }
+}
+
+/// Fresh sessions of the CPU engine, then of the GPU's (where there is
+/// one) in the cpu profile's kernels: a restart or a resume is the run's
+/// logic, the same on any kernels.
+fn engines(model: &Arc<Model>) -> Vec<Box<dyn Fn() -> Session>> {
+    let cpu = model.clone();
+    let mut engines: Vec<Box<dyn Fn() -> Session>> =
+        vec![Box::new(move || Session::Cpu(CpuSession::new(cpu.clone())))];
+    if let Some(gpu_model) = gpu_model(model, Profile::Cpu) {
+        engines.push(Box::new(move || Session::Gpu(GpuSession::new(gpu_model.clone()).unwrap())));
+    }
+    engines
 }
 
 fn bits(v: &[f32]) -> Vec<u32> {
