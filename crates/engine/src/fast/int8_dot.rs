@@ -214,7 +214,8 @@ pub fn matmul_int4(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &m
     let (k, cols) = (w.rows, c.len());
     let (octs, scales) = w.int4_octs().expect("a matrix in oct panels"); // (n / PANEL, ⌈k / 8⌉, PANEL), (n / PANEL, k)
     let len = k.div_ceil(OCT) * PANEL; // words of one panel
-                                       // Two rows' y in one panel's scales, quantised: (⌈k / 8⌉ · 8) and (⌈k / BLOCK⌉) each.
+
+    // Two rows' y in one panel's scales, quantised: (⌈k / 8⌉ · 8) and (⌈k / BLOCK⌉) each.
     let mut qy = [vec![0i8; k.next_multiple_of(OCT)], vec![0i8; k.next_multiple_of(OCT)]];
     let mut d = [vec![0.0f32; k.div_ceil(BLOCK)], vec![0.0f32; k.div_ceil(BLOCK)]];
     for (p, b) in bias.chunks_exact(PANEL).enumerate() {
