@@ -201,11 +201,16 @@ impl Run {
         };
         let sampler = Sampler::new(job.settings.clone(), job.seed)?;
         self.generator.rewind(p.context_len)?;
-        self.sampler = sampler;
-        self.history = p.prompt.clone();
-        self.tail = Tail::new(job);
-        self.logits = p.logits.clone();
+        let (prompt, logits) = (p.prompt.clone(), p.logits.clone());
+        self.begin(sampler, prompt, logits, job);
         Ok(true)
+    }
+
+    /// The run begins again from `prompt`, which the cache now ends with:
+    /// `job`'s fresh draw stream, nothing generated, `logits` for its first choice.
+    fn begin(&mut self, sampler: Sampler, prompt: Vec<u32>, logits: Vec<f32>, job: &Job) {
+        (self.sampler, self.history, self.tail) = (sampler, prompt, Tail::new(job));
+        self.logits = logits;
     }
 
     /// Makes this run a new one from `prompt` with `job`, prefilling only
@@ -240,8 +245,8 @@ impl Run {
             context_len: self.generator.context().len(),
             logits: logits.clone(),
         });
-        (self.sampler, self.history, self.tail) = (sampler, prompt, Tail::new(job));
-        (self.logits, self.prompt_crop) = (logits, None);
+        self.prompt_crop = None;
+        self.begin(sampler, prompt, logits, job);
         Ok(Some(keep))
     }
 
