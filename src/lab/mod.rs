@@ -94,6 +94,20 @@ impl Lab {
         }
     }
 
+    /// [`variant`](Self::variant) with its int8 or int4 matrices multiplying
+    /// 8-bit activations (the CLI's `--activations int8`), in the CPU
+    /// engine's layout: for the CPU engine only
+    /// ([`Engine::takes_int8_activations`]).
+    pub fn variant_int8_activations(&self, format: Format) -> Result<Arc<Model>, String> {
+        let mut model = Arc::unwrap_or_clone(self.variant(format)?);
+        if model.weights.int8_activations() || !model.weights.use_int8_activations() {
+            let name = format.name();
+            return Err(format!("8-bit activations multiply int8 or int4 weights, not {name}"));
+        }
+        model.weights.use_cpu_layout();
+        Ok(Arc::new(model))
+    }
+
     /// The engine, to open sessions on other models with ([`open_like`]).
     pub fn engine(&self) -> Engine {
         self.engine.clone()

@@ -230,7 +230,7 @@ test('quantization on cpu: bits/byte stopped midway are the rate over the bytes 
   await page.waitForFunction(() => !document.querySelector('[data-testid=measure]').disabled, null, { timeout: 120_000 });
   assert.match(await page.textContent('[data-testid=quant-heldout]'), /900 tokens/);
   const bpb = await page.$$eval('[data-testid=quant-row] [data-col=bpb]', (tds) => tds.map((td) => td.textContent.trim()));
-  assert.equal(bpb.length, 6);
+  assert.equal(bpb.length, 9, 'six formats, and int8-tensor, int8, int4 with 8-bit activations');
   for (const b of bpb) assert.ok(Number(b) > 1 && Number(b) < 5, `bits/byte after one window of several: ${bpb}`);
   await noFatal(page);
   await page.close();
@@ -243,15 +243,25 @@ for (const backend of ['cpu', 'webgpu']) {
   test(`quantization on ${backend}: every column measured, f16 drift exactly zero, two texts compared, histogram, calculator, URL round-trip`, async () => {
     const page = await lab.open(backend, '?widget=quantization&max_tokens=12&heldout_tokens=100&prompt=ROMEO%3A&tensor=h.1.mlp.c_fc.weight');
     await page.click('[data-testid=measure]');
-    await page.waitForFunction(() => {
+    // The CPU engine adds int8 and int4 multiplying 8-bit activations; the GPU's has no such kernels.
+    const acts8 = backend === 'cpu' ? ['int8-tensor a8', 'int8 a8', 'int4 a8'] : [];
+    await page.waitForFunction((want) => {
       const rows = [...document.querySelectorAll('[data-testid=quant-row]')];
-      return !document.querySelector('[data-testid=measure]').disabled && rows.length === 6
+      return !document.querySelector('[data-testid=measure]').disabled && rows.length === want
         && rows.every((r) => [...r.querySelectorAll('td')].every((td) => td.textContent.trim() !== '—'));
-    }, null, { timeout: 400_000 });
+    }, 6 + acts8.length, { timeout: 400_000 });
     assert.equal(await page.locator('[data-testid=error]').count(), 0);
     const table = await page.$$eval('[data-testid=quant-row]', (rows) => Object.fromEntries(rows.map((r) =>
-      [r.dataset.format, Object.fromEntries([...r.querySelectorAll('td')].map((td) => [td.dataset.col, td.textContent.trim()]))])));
-    assert.deepEqual(Object.keys(table), ['f32', 'f16', 'bf16', 'int8-tensor', 'int8', 'int4']);
+      [r.dataset.format + (r.dataset.activations === 'int8' ? ' a8' : ''),
+        Object.fromEntries([...r.querySelectorAll('td')].map((td) => [td.dataset.col, td.textContent.trim()]))])));
+    assert.deepEqual(Object.keys(table), ['f32', 'f16', 'bf16', 'int8-tensor', 'int8', 'int4', ...acts8]);
+    for (const f of acts8) {
+      // The same weights, other numbers: rounding the inputs to 8 bits adds drift.
+      const plain = f.replace(' a8', '');
+      assert.equal(table[f].bytes, table[plain].bytes, f);
+      assert.ok(Number(table[f].kl) > 0 && Number(table[f].kl) < 0.5, `${f} KL ${table[f].kl}`);
+      assert.notEqual(table[f].kl, table[plain].kl, f);
+    }
     // Bytes are the engine's own count (f32 = 4 bytes per parameter).
     assert.equal(table.f32.bytes, '15.00 MB');
     assert.equal(table.f16.bytes, '7.66 MB');

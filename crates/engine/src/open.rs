@@ -138,6 +138,17 @@ impl Engine {
         })
     }
 
+    /// Whether this engine runs weights laid out for 8-bit activations
+    /// (`Weights::use_int8_activations`): the CPU engine's, here or in the
+    /// worker; the GPU engine refuses them.
+    pub fn takes_int8_activations(&self) -> bool {
+        match self {
+            Engine::Cpu { .. } | Engine::Remote(_) => true,
+            #[cfg(feature = "gpu")]
+            Engine::Gpu(_) => false,
+        }
+    }
+
     /// A fresh CPU session, where this is the CPU engine on this thread.
     pub fn cpu_session(&self) -> Option<CpuSession> {
         let Engine::Cpu { model, pause } = self else { return None };

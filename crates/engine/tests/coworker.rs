@@ -164,6 +164,7 @@ fn the_worker_tries_its_coworker_then_keeps_the_faster_way_with_the_same_logits(
         host.handle(Request::Open {
             id: 1,
             format,
+            int8_activations: false,
             policy: "full".into(),
             groups: model.config.n_head,
             layers: model.config.n_layer,
@@ -221,6 +222,7 @@ fn settling_makes_every_later_step_run_the_chosen_way() {
     host.handle(Request::Open {
         id: 1,
         format,
+        int8_activations: false,
         policy: "full".into(),
         groups: model.config.n_head,
         layers: model.config.n_layer,

@@ -187,6 +187,36 @@ fn the_quantization_lessons_variants_run_in_the_worker_with_the_pages_weights() 
 }
 
 #[test]
+fn the_lessons_8_bit_activation_variants_run_in_the_worker_bit_for_bit() {
+    let (model, _, remote) = both();
+    for format in [Format::Int8PerTensor, Format::Int8, Format::Int4] {
+        // The page's variant, laid out for 8-bit activations as the CLI's
+        // `--activations int8`, and the worker's of its own copy.
+        let mut variant = model.to_format(format).unwrap();
+        assert!(variant.weights.use_int8_activations());
+        variant.weights.use_cpu_layout();
+        let variant = Arc::new(variant);
+        let mut far = Session::Remote(remote.variant(&variant).session());
+        let mut cpu = Session::Cpu(CpuSession::new(variant.clone()));
+        let plain = Arc::new(model.to_format(format).unwrap());
+        let mut f32_acts = Session::Cpu(CpuSession::new(plain));
+        let p = prompt();
+        let (a, b, c) = block_on(async {
+            (
+                cpu.prefill(&p, Wanted::All).await.unwrap(),
+                far.prefill(&p, Wanted::All).await.unwrap(),
+                f32_acts.prefill(&p, Wanted::All).await.unwrap(),
+            )
+        });
+        assert_eq!(bytes(&a), bytes(&b), "{format:?}, prefill");
+        assert_ne!(bytes(&a), bytes(&c), "{format:?}: other numbers than f32 activations'");
+        let (a, b) =
+            block_on(async { (cpu.decode(7).await.unwrap(), far.decode(7).await.unwrap()) });
+        assert_eq!(bytes(&a), bytes(&b), "{format:?}, decode");
+    }
+}
+
+#[test]
 fn errors_in_the_worker_are_the_cpu_engines_errors() {
     let (model, link, remote) = both();
     let mut cpu = Session::Cpu(CpuSession::new(model.clone()));
@@ -223,6 +253,7 @@ fn an_unawaited_request_that_failed_answers_the_sessions_next_request() {
     let open = |id, format: &str| Request::Open {
         id,
         format: format.to_string(),
+        int8_activations: false,
         policy: "full".into(),
         groups: model.config.n_head,
         layers: model.config.n_layer,
@@ -243,6 +274,23 @@ fn an_unawaited_request_that_failed_answers_the_sessions_next_request() {
     }
     // Told once; the session then works.
     assert!(matches!(answer(&mut host, decode), Some(Reply::Logits { .. })));
+    // 8-bit activations for weights they do not multiply (bf16), or for
+    // the loaded weights themselves (already in the CPU layout): said.
+    for (id, format) in [(3, "bf16"), (4, model.format().name())] {
+        let acts8 = match open(id, format) {
+            Request::Open { id, format, policy, groups, layers, .. } => {
+                Request::Open { id, format, int8_activations: true, policy, groups, layers }
+            }
+            _ => unreachable!("an Open"),
+        };
+        assert_eq!(answer(&mut host, acts8), None);
+        match answer(&mut host, Request::Decode { id, token: 3 }) {
+            Some(Reply::Failed { message }) => {
+                assert!(message.contains("8-bit activations"), "{format}: {message}")
+            }
+            other => panic!("{format}: {other:?}"),
+        }
+    }
     // A batch naming one session twice is refused and loses no session.
     let twice = Request::Batch { ids: vec![1, 1], tokens: vec![Some(1), Some(2)] };
     assert!(matches!(answer(&mut host, twice), Some(Reply::Failed { .. })));

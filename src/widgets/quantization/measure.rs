@@ -1,5 +1,6 @@
 //! The lesson's figures, measured on this page's engine: every weight format
-//! of the loaded model opened as its own session, then (1) its weight bytes,
+//! of the loaded model opened as its own session (and on the CPU engine
+//! int8 and int4 again, multiplying 8-bit activations), then (1) its weight bytes,
 //! (2) greedy decoding from the prompt, timed per token, and the first step
 //! where its text leaves f32's, (3) its next-token distributions over the
 //! held-out passage, window by window, against f32's. Rows fill in as the
@@ -7,6 +8,7 @@
 
 use engine::lessons::cost::median;
 use engine::lessons::quality::{windows, Drift, DriftAcc};
+use engine::open::Engine;
 use engine::sample::argmax;
 use engine::storage::format::Format;
 use engine::{Session, Wanted};
@@ -19,12 +21,42 @@ use crate::load::model_files::HELDOUT_FILE;
 use crate::widgets::measuring::{prompt_ids, settle, steps_in_room, Progress};
 
 /// The reference every figure is relative to.
-pub const REFERENCE: Format = Format::F32;
+pub const REFERENCE: Kind = Kind { format: Format::F32, int8_activations: false };
 
-/// One format's row of the table.
+/// What one row runs: the weights in a format, and whether its int8 or int4
+/// matrices multiply 8-bit activations (the CPU engine's `--activations
+/// int8`, as llama.cpp's Q8_0 and Q4_0: faster, other numbers).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Kind {
+    pub format: Format,
+    pub int8_activations: bool,
+}
+
+impl Kind {
+    /// Every row `engine` runs: each format, then (the CPU engine's) each
+    /// that 8-bit activations multiply.
+    pub fn all(engine: &Engine) -> Vec<Kind> {
+        let plain = Format::ALL.map(|format| Kind { format, int8_activations: false });
+        let acts8 = Format::ALL
+            .into_iter()
+            .filter(|f| engine.takes_int8_activations() && f.takes_int8_activations())
+            .map(|format| Kind { format, int8_activations: true });
+        plain.into_iter().chain(acts8).collect()
+    }
+
+    /// Its name in the table and the sentences.
+    pub fn name(self) -> String {
+        match self.int8_activations {
+            true => format!("{} · 8-bit activations", self.format.name()),
+            false => self.format.name().to_string(),
+        }
+    }
+}
+
+/// One row of the table.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
-    pub format: Format,
+    pub kind: Kind,
     /// Bytes of every weight (matrices in the format, the rest f32).
     pub bytes: u64,
     /// Median wall time of a decode step (the first, cold step left out).
@@ -55,22 +87,25 @@ pub struct Sinks {
     pub heldout: RwSignal<Option<Result<(usize, usize), String>>>,
 }
 
-/// The loaded model in every format, each with its session on this engine.
-async fn open_all(d: Driver, sinks: Sinks) -> Result<Vec<Session>, String> {
+/// The loaded model as each of `kinds`, each with its session on this engine.
+async fn open_all(d: Driver, sinks: Sinks, kinds: &[Kind]) -> Result<Vec<Session>, String> {
     let engine = d.lab.with_value(|l| l.engine());
     let mut sessions = Vec::new();
-    for (i, format) in Format::ALL.into_iter().enumerate() {
+    for (i, &kind) in kinds.iter().enumerate() {
         sinks.progress.set(Progress {
-            what: format!("packing and opening {}", format.name()),
+            what: format!("packing and opening {}", kind.name()),
             done: i,
-            total: Format::ALL.len(),
+            total: kinds.len(),
         });
         yield_to_browser().await;
-        let variant = d.lab.with_value(|l| l.variant(format))?;
+        let variant = d.lab.with_value(|l| match kind.int8_activations {
+            true => l.variant_int8_activations(kind.format),
+            false => l.variant(kind.format),
+        })?;
         let bytes = variant.weights.bytes();
         sinks.rows.update(|rows| {
             rows.push(Row {
-                format,
+                kind,
                 bytes,
                 ms_per_token: None,
                 prefill_ms: None,
@@ -88,13 +123,14 @@ async fn open_all(d: Driver, sinks: Sinks) -> Result<Vec<Session>, String> {
 async fn greedy(
     d: Driver,
     sinks: Sinks,
+    kinds: &[Kind],
     sessions: &mut [Session],
     prompt: &[u32],
     steps: usize,
 ) -> Result<(), String> {
     let mut reference: Vec<u32> = Vec::new();
     for (i, session) in sessions.iter_mut().enumerate() {
-        let name = Format::ALL[i].name();
+        let name = kinds[i].name();
         // Twice, the second timed: a session's first prefill is cold (pipelines, memory).
         let mut logits = Vec::new();
         for _ in 0..2 {
@@ -110,7 +146,7 @@ async fn greedy(
             sinks.progress.set(Progress {
                 what: format!("greedy decoding in {name}"),
                 done: i * steps + step,
-                total: Format::ALL.len() * steps,
+                total: kinds.len() * steps,
             });
             let token = argmax(&logits); // greedy decoding
             tokens.push(token);
@@ -140,6 +176,7 @@ async fn greedy(
 async fn held_out(
     d: Driver,
     sinks: Sinks,
+    kinds: &[Kind],
     sessions: &mut [Session],
     limit: usize,
 ) -> Result<(), String> {
@@ -185,10 +222,10 @@ async fn held_out(
                     "held-out window {} of {} in {}",
                     k + 1,
                     windows.len(),
-                    Format::ALL[i].name()
+                    kinds[i].name()
                 ),
-                done: k * Format::ALL.len() + i,
-                total: windows.len() * Format::ALL.len(),
+                done: k * kinds.len() + i,
+                total: windows.len() * kinds.len(),
             });
             session.rewind(0).map_err(|e| e.to_string())?;
             all.push(session.prefill(ids, Wanted::All).await.map_err(|e| e.to_string())?);
@@ -222,12 +259,13 @@ pub async fn measure(d: Driver, sinks: Sinks, steps: usize, limit: usize) -> Res
     sinks.heldout.set(None);
     let (ids, n_positions) = prompt_ids(d, "greedy decoding starts from it")?;
     let steps = steps_in_room(d, steps, n_positions - ids.len());
-    let mut sessions = open_all(d, sinks).await?;
+    let kinds = Kind::all(&d.lab.with_value(|l| l.engine()));
+    let mut sessions = open_all(d, sinks, &kinds).await?;
     if let Some(first) = sessions.first() {
         settle(first, sinks.progress).await?;
     }
-    greedy(d, sinks, &mut sessions, &ids, steps).await?;
-    held_out(d, sinks, &mut sessions, limit).await?;
+    greedy(d, sinks, &kinds, &mut sessions, &ids, steps).await?;
+    held_out(d, sinks, &kinds, &mut sessions, limit).await?;
     sinks.progress.set(Progress { what: "done".into(), done: 1, total: 1 });
     Ok(())
 }

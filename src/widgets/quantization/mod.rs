@@ -1,5 +1,6 @@
 //! `quantization`: the loaded model's weights in every format the engine
-//! has (f32, f16, bf16, int8 per tensor, int8 per channel, int4 per 32),
+//! has (f32, f16, bf16, int8 per tensor, int8 per channel, int4 per 32;
+//! on the CPU engine int8 and int4 with 8-bit activations too),
 //! measured on this device — bytes, decode speed, drift of the next-token
 //! distribution on a held-out passage, where greedy text parts — then two
 //! formats' texts side by side, one matrix's values on the grids, and the

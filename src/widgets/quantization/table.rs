@@ -1,9 +1,13 @@
-//! The table of measured figures, one row per weight format.
+//! The table of measured figures: a row per weight format, and on the CPU
+//! engine int8 and int4 again with 8-bit activations.
 
 use engine::storage::format::Format;
 use leptos::prelude::*;
 
-use super::measure::{Parting, Row, Sinks, REFERENCE};
+use super::measure::{Kind, Parting, Row, Sinks, REFERENCE};
+
+/// The row every speed is relative to: a converted checkpoint's bytes.
+const F16: Kind = Kind { format: Format::F16, int8_activations: false };
 
 use crate::scroll::FigureTable;
 
@@ -12,15 +16,19 @@ fn figure(v: Option<f64>, digits: usize) -> String {
     v.map_or("—".into(), |v| format!("{v:.digits$}"))
 }
 
-/// What each format is, in a few words.
-fn what(format: Format) -> &'static str {
-    match format {
+/// What each row runs, in a few words.
+fn what(kind: Kind) -> String {
+    let weights = match kind.format {
         Format::F32 => "4 bytes, the reference",
         Format::F16 => "2 bytes: 5-bit exponent, 10-bit mantissa",
         Format::Bf16 => "2 bytes: f32's exponent, 7-bit mantissa",
         Format::Int8PerTensor => "1 byte, one scale for the whole matrix",
         Format::Int8 => "1 byte, one scale per output channel",
         Format::Int4 => "½ byte, one scale per 32 weights",
+    };
+    match kind.int8_activations {
+        true => format!("{weights}; each input rounded to 8 bits (a scale per 32) and multiplied in integers, as llama.cpp's Q8_0 and Q4_0"),
+        false => weights.to_string(),
     }
 }
 
@@ -36,9 +44,10 @@ pub fn FiguresTable(sinks: Sinks) -> impl IntoView {
 
 #[component]
 fn FormatRow(row: Row) -> impl IntoView {
-    let Row { format, bytes, ms_per_token, prefill_ms, parts, drift } = row;
+    let Row { kind, bytes, ms_per_token, prefill_ms, parts, drift } = row;
     let bpb = move || drift.map(|d| d.bits_per_byte());
-    let is_reference = format == REFERENCE;
+    let is_reference = kind == REFERENCE;
+    let activations = if kind.int8_activations { "int8" } else { "f32" };
     let vs = |v: Option<f64>, digits: usize| match (is_reference, v) {
         (true, Some(_)) => "reference".to_string(),
         _ => figure(v, digits),
@@ -50,8 +59,8 @@ fn FormatRow(row: Row) -> impl IntoView {
         (_, None) => "—".into(),
     };
     view! {
-        <tr data-testid="quant-row" data-format=format.name()>
-            <th title=what(format)>{format.name()}</th>
+        <tr data-testid="quant-row" data-format=kind.format.name() data-activations=activations>
+            <th title=what(kind)>{kind.name()}</th>
             <td data-col="bytes">{format!("{:.2} MB", bytes as f64 / 1e6)}</td>
             <td data-col="ms">{figure(ms_per_token, 2)}</td>
             <td data-col="prefill">{figure(prefill_ms, 1)}</td>
@@ -71,8 +80,8 @@ fn FormatRow(row: Row) -> impl IntoView {
 pub fn F16Verdict(sinks: Sinks) -> impl IntoView {
     let line = move || {
         let rows = sinks.rows.get();
-        let f16 = rows.iter().find(|r| r.format == Format::F16)?;
-        let f32 = rows.iter().find(|r| r.format == REFERENCE)?;
+        let f16 = rows.iter().find(|r| r.kind == F16)?;
+        let f32 = rows.iter().find(|r| r.kind == REFERENCE)?;
         let d = f16.drift?;
         let exact = d.kl_mean == 0.0 && d.rms_dp == 0.0 && d.same_top1 == 1.0;
         Some(match exact {
@@ -89,36 +98,41 @@ pub fn F16Verdict(sinks: Sinks) -> impl IntoView {
     view! { <p class="readout" data-testid="f16-verdict">{line}</p> }
 }
 
-/// What this device measured: each format's decode and prefill time against
-/// f16's (the same bytes per weight as a converted checkpoint), and whether
-/// fewer bytes made tokens faster here. Said only once measured.
+/// What this device measured: each row's decode and prefill time against
+/// f16's (the same bytes per weight as a converted checkpoint), whether
+/// fewer bytes made tokens faster here, and where 8-bit activations did.
+/// Said only once measured.
 #[component]
 pub fn SpeedVerdict(sinks: Sinks) -> impl IntoView {
     let line = move || {
         let rows = sinks.rows.get();
-        let f16 = rows.iter().find(|r| r.format == Format::F16)?;
+        let f16 = rows.iter().find(|r| r.kind == F16)?;
         let (decode, prefill) = (f16.ms_per_token?, f16.prefill_ms?);
         let mut times = Vec::new();
         for r in &rows {
-            times.push((r.format, r.ms_per_token? / decode, r.prefill_ms? / prefill));
+            times.push((r.kind, r.ms_per_token? / decode, r.prefill_ms? / prefill));
         }
-        let ratios = |pick: fn(&(Format, f64, f64)) -> f64| {
-            let each = times.iter().filter(|t| t.0 != Format::F16);
+        let ratios = |pick: fn(&(Kind, f64, f64)) -> f64| {
+            let each = times.iter().filter(|t| t.0 != F16);
             each.map(|t| format!("{} {:.2}×", t.0.name(), pick(t))).collect::<Vec<_>>().join(", ")
         };
-        let slower: Vec<&str> = times
-            .iter()
-            .filter(|t| {
-                matches!(t.0, Format::Int8 | Format::Int8PerTensor | Format::Int4) && t.1 >= 1.0
-            })
-            .map(|t| t.0.name())
-            .collect();
+        let names = |keep: &dyn Fn(&(Kind, f64, f64)) -> bool| {
+            times.iter().filter(|t| keep(t)).map(|t| t.0.name()).collect::<Vec<_>>()
+        };
+        let slower = names(&|t| t.0.format.takes_int8_activations() && t.1 >= 1.0);
         let verdict = match slower.is_empty() {
             true => "fewer bytes per weight gave faster tokens here, as the bytes predict.".to_string(),
             false => format!("fewer bytes did not give faster tokens here for {}: unpacking, not reading, bounds those steps on this engine.", slower.join(", ")),
         };
+        let integers = match names(&|t| t.0.int8_activations && t.1 < 1.0) {
+            faster if faster.is_empty() => String::new(),
+            faster => format!(
+                " Multiplied in integers, with 8-bit activations, {} decoded faster than f16.",
+                faster.join(", ")
+            ),
+        };
         Some(format!(
-            "On this device, time per decode step against f16's {decode:.2} ms: {}. Prefill of the prompt against f16's {prefill:.1} ms: {}. So {verdict}",
+            "On this device, time per decode step against f16's {decode:.2} ms: {}. Prefill of the prompt against f16's {prefill:.1} ms: {}. So {verdict}{integers}",
             ratios(|t| t.1),
             ratios(|t| t.2)
         ))

@@ -140,8 +140,8 @@ impl Weights {
     /// whole groups, keep the f32 path.
     pub fn use_int8_activations(&mut self) -> bool {
         let blocks = match self.format() {
-            Format::Int8 | Format::Int8PerTensor => Dot8::Quads,
             Format::Int4 => Dot8::Octs,
+            f if f.takes_int8_activations() => Dot8::Quads,
             _ => return false,
         };
         for layer in &mut self.layers {
@@ -151,6 +151,12 @@ impl Weights {
         }
         self.lm_head.as_mut().unwrap_or(&mut self.wte).use_int8_activations(Dot8::Rows);
         true
+    }
+
+    /// Whether [`use_int8_activations`](Self::use_int8_activations) laid
+    /// any matrix out for 8-bit activations.
+    pub fn int8_activations(&self) -> bool {
+        self.matrices().any(|m| m.int8_activations().is_some())
     }
 
     /// The format the matrices are stored in.

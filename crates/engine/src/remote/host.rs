@@ -18,8 +18,9 @@ use crate::storage::format::Format;
 /// What the worker holds.
 pub struct Host {
     model: Arc<Model>,
-    /// The loaded model in other formats, made on first use.
-    variants: HashMap<(Format, usize, usize), Arc<Model>>,
+    /// The loaded model in other formats, made on first use: by (format,
+    /// 8-bit activations, K/V groups, blocks).
+    variants: HashMap<(Format, bool, usize, usize), Arc<Model>>,
     sessions: HashMap<SessionId, CpuSession>,
     /// An error met by a request nobody awaited, for the session's next awaited one.
     deferred: HashMap<SessionId, String>,
@@ -85,8 +86,8 @@ impl Host {
 
     fn run(&mut self, request: Request) -> Result<Answer> {
         match request {
-            Request::Open { id, format, policy, groups, layers } => {
-                let model = self.variant(&format, groups, layers)?;
+            Request::Open { id, format, int8_activations, policy, groups, layers } => {
+                let model = self.variant(&format, int8_activations, groups, layers)?;
                 let policy = crate::kv_policy::KvPolicy::parse(&policy)?;
                 policy.check(&model.config)?;
                 self.sessions.insert(id, CpuSession::new(model).with_policy(policy));
@@ -174,20 +175,35 @@ impl Host {
         }
     }
 
-    /// The loaded model with its matrices in the format named `name`.
     /// The loaded model in format `name` with its K/V heads in `groups`
-    /// groups and its first `layers` blocks, made as the page makes it (and
-    /// kept for the next session).
-    fn variant(&mut self, name: &str, groups: usize, layers: usize) -> Result<Arc<Model>> {
+    /// groups and its first `layers` blocks, its int8 or int4 matrices
+    /// multiplying 8-bit activations when `acts8`, made as the page makes
+    /// it, in the CPU engine's layout (kept for the next session).
+    fn variant(
+        &mut self,
+        name: &str,
+        acts8: bool,
+        groups: usize,
+        layers: usize,
+    ) -> Result<Arc<Model>> {
         let format = Format::from_name(name)
             .ok_or_else(|| EngineError::Remote(format!("no weight format {name}")))?;
         let c = &self.model.config;
         let (same_groups, same_layers) = (groups == c.n_kv_head, layers == c.n_layer);
-        if format == self.model.format() && same_groups && same_layers {
+        let same_format = format == self.model.format();
+        if same_format && same_groups && same_layers && !acts8 {
             return Ok(self.model.clone());
         }
-        if let Some(model) = self.variants.get(&(format, groups, layers)) {
+        if let Some(model) = self.variants.get(&(format, acts8, groups, layers)) {
             return Ok(model.clone());
+        }
+        if same_format && acts8 {
+            // Its matrices are already in the CPU layout, which 8-bit
+            // activations do not start from (the lesson's variants are
+            // made from the checkpoint's f32 or f16 values).
+            return Err(EngineError::Setting(format!(
+                "8-bit activations are made from other weights than the loaded {name} ones"
+            )));
         }
         let mut model = self.model.to_format(format)?;
         if !same_layers {
@@ -195,10 +211,17 @@ impl Host {
         }
         if !same_groups {
             model = model.with_kv_groups(groups)?;
-            model.weights.use_cpu_layout(); // the pooled matrices as the others
         }
+        if acts8 && !model.weights.use_int8_activations() {
+            return Err(EngineError::Setting(format!(
+                "8-bit activations multiply int8 or int4 weights: these are {name}"
+            )));
+        }
+        // A converted matrix is row-major (`Matrix::to_format`): the layout
+        // again, so that a variant's steps are timed as fast as they run.
+        model.weights.use_cpu_layout();
         let model = Arc::new(model);
-        self.variants.insert((format, groups, layers), model.clone());
+        self.variants.insert((format, acts8, groups, layers), model.clone());
         Ok(model)
     }
 

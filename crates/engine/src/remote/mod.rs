@@ -48,6 +48,8 @@ pub struct RemoteModel {
     link: Rc<dyn Link>,
     config: Config,
     format: Format,
+    /// Whether its int8 or int4 matrices multiply 8-bit activations.
+    int8_activations: bool,
     weight_bytes: u64,
     /// Of those, what a decode step reads (`Weights::decode_bytes`).
     decode_bytes: u64,
@@ -62,20 +64,23 @@ impl RemoteModel {
             link,
             config: model.config.clone(),
             format: model.format(),
+            int8_activations: model.weights.int8_activations(),
             weight_bytes: model.weights.bytes(),
             decode_bytes: model.weights.decode_bytes(),
             next_id: Rc::default(),
         })
     }
 
-    /// The same worker's model with its matrices in `model`'s format: `model`
-    /// is the page's variant of the loaded model (`Model::to_format` of it),
-    /// and the worker makes the same one from its own copy.
+    /// The same worker's model with its matrices in `model`'s format (and
+    /// multiplying 8-bit activations where `model`'s do): `model` is the
+    /// page's variant of the loaded model (`Model::to_format` of it), and
+    /// the worker makes the same one from its own copy.
     pub fn variant(&self, model: &Model) -> Rc<RemoteModel> {
         Rc::new(RemoteModel {
             link: self.link.clone(),
             config: model.config.clone(),
             format: model.format(),
+            int8_activations: model.weights.int8_activations(),
             weight_bytes: model.weights.bytes(),
             decode_bytes: model.weights.decode_bytes(),
             next_id: self.next_id.clone(),
@@ -92,7 +97,15 @@ impl RemoteModel {
         let id = self.fresh_id();
         let format = self.format.name().to_string();
         let (groups, layers) = (self.config.n_kv_head, self.config.n_layer);
-        self.link.send(Request::Open { id, format, policy: policy.name(), groups, layers });
+        let (int8_activations, policy_name) = (self.int8_activations, policy.name());
+        self.link.send(Request::Open {
+            id,
+            format,
+            int8_activations,
+            policy: policy_name,
+            groups,
+            layers,
+        });
         RemoteSession { model: self.clone(), id, policy, pos: 0, last: StepStats::default() }
     }
 

@@ -19,8 +19,17 @@ pub enum Request {
     /// cache keeping what `policy` keeps (by its `kv_policy` name), its K/V
     /// heads pooled into `groups` groups (`Model::with_kv_groups`; the
     /// model's head count: as loaded), cut after its first `layers` blocks
-    /// (`Model::first_blocks`, a self-speculation draft; all: as loaded).
-    Open { id: SessionId, format: String, policy: String, groups: usize, layers: usize },
+    /// (`Model::first_blocks`, a self-speculation draft; all: as loaded),
+    /// its int8 or int4 matrices multiplying 8-bit activations when
+    /// `int8_activations` (`Weights::use_int8_activations`).
+    Open {
+        id: SessionId,
+        format: String,
+        int8_activations: bool,
+        policy: String,
+        groups: usize,
+        layers: usize,
+    },
     /// `tokens` in one pass from the session's position.
     Prefill { id: SessionId, tokens: Vec<u32>, wanted: Wanted, look: Look },
     /// One token through the cached context.

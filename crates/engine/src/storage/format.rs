@@ -54,6 +54,12 @@ impl Format {
     pub const ALL: [Format; 6] =
         [Format::F32, Format::F16, Format::Bf16, Format::Int8PerTensor, Format::Int8, Format::Int4];
 
+    /// Whether the CPU engine can multiply matrices in this format by 8-bit
+    /// activations (`Weights::use_int8_activations`): int8 and int4.
+    pub fn takes_int8_activations(self) -> bool {
+        matches!(self, Format::Int8 | Format::Int8PerTensor | Format::Int4)
+    }
+
     /// The name on the command line (`--weights`), in URLs and in reports.
     pub const fn name(self) -> &'static str {
         match self {
