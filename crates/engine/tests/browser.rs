@@ -130,6 +130,13 @@ fn cpu_logits_are_bit_identical_to_native() {
     assert_eq!(portable_forward::forward_fingerprint(), portable_forward::FORWARD_FINGERPRINT);
 }
 
+/// As are those of int8 and int4 multiplying 8-bit activations (the
+/// quantization lesson's rows in the page's worker).
+#[wasm_bindgen_test]
+fn int8_activation_logits_are_bit_identical_to_native() {
+    assert_eq!(portable_forward::acts8_fingerprint(), portable_forward::ACTS8_FINGERPRINT);
+}
+
 /// The f16 fast paths in wasm (explicit SIMD128 in the head and the panels) give the bits
 /// of the path for any format, as natively.
 #[wasm_bindgen_test]

@@ -216,3 +216,13 @@ fn avx2_loops_give_the_bits_of_the_portable_loops() {
 fn cpu_logits_are_bit_identical_to_wasm() {
     assert_eq!(portable_forward::forward_fingerprint(), portable_forward::FORWARD_FINGERPRINT);
 }
+
+/// So do int8 and int4 multiplying 8-bit activations, whose AVX2 loops
+/// (here) and portable ones (wasm's, and here without AVX2) give one set of
+/// bits.
+#[test]
+fn int8_activation_logits_are_bit_identical_to_wasm() {
+    let native = portable_forward::acts8_fingerprint();
+    assert_eq!(native, fast::parallel::without_avx2(portable_forward::acts8_fingerprint));
+    assert_eq!(native, portable_forward::ACTS8_FINGERPRINT);
+}

@@ -1,7 +1,10 @@
-//! The CPU engine's logits as a fingerprint that the native tests
-//! (`cpu_paths.rs`) and the same test in Chromium (`browser.rs`) share:
+//! The CPU engine's logits as fingerprints that the native tests
+//! (`cpu_paths.rs`) and the same tests in Chromium (`browser.rs`) share:
 //! natively the loops run on several threads and in AVX2's eight lanes, in
 //! wasm on one thread in SIMD128's four; every logit must have the same bits.
+//! One for the formats' own paths, one for int8 and int4 multiplying 8-bit
+//! activations (`fast::int8_dot`: natively its AVX2 loops, in wasm the
+//! portable ones, which the page's worker runs in the quantization lesson).
 
 use std::sync::Arc;
 
@@ -9,6 +12,9 @@ use decode_lab_engine::cpu::CpuSession;
 use decode_lab_engine::model::Model;
 use decode_lab_engine::storage::format::Format;
 use decode_lab_engine::Wanted;
+
+/// [`acts8_fingerprint`] as computed natively.
+pub const ACTS8_FINGERPRINT: u64 = 15_556_010_831_858_752_014;
 
 /// [`forward_fingerprint`] as computed natively.
 pub const FORWARD_FINGERPRINT: u64 = 4_642_638_611_679_391_815;
@@ -44,6 +50,36 @@ pub fn forward_fingerprint() -> u64 {
             bits.extend(logits.iter().map(|l| u64::from(l.to_bits())));
         }
     }
-    // FNV-1a over the 64-bit words.
+    fnv(&bits)
+}
+
+/// Every bit of every logit of a 37-token prefill (all rows: the AVX2
+/// loops' row pairs and a lone last row) and 6 decode steps of
+/// `untied_f16` (64 wide: its matrices whole panels; an untied head of 515
+/// rows, a part panel at its end) in int8-tensor, int8 and int4, each
+/// multiplying 8-bit activations.
+pub fn acts8_fingerprint() -> u64 {
+    let config = include_str!("../../../../tests/fixtures/golden/untied_f16/config.json");
+    let weights = include_bytes!("../../../../tests/fixtures/golden/untied_f16/model.safetensors");
+    let model = Model::from_bytes(config, weights).expect("model loads");
+    let vocab = model.config.vocab_size as u32;
+    let prompt: Vec<u32> = (0..37).map(|i| i * 53 % vocab).collect();
+    let mut bits = Vec::new();
+    for format in [Format::Int8PerTensor, Format::Int8, Format::Int4] {
+        let mut acts8 = model.to_format(format).expect("quantises");
+        assert!(acts8.weights.use_int8_activations(), "{format:?} takes 8-bit activations");
+        acts8.weights.use_cpu_layout();
+        let mut session = CpuSession::new(Arc::new(acts8));
+        let mut logits = session.forward(&prompt, Wanted::All).expect("prefill");
+        for t in 0..6u32 {
+            logits.extend(session.forward(&[t * 89 % vocab], Wanted::Last).expect("decode"));
+        }
+        bits.extend(logits.iter().map(|l| u64::from(l.to_bits())));
+    }
+    fnv(&bits)
+}
+
+/// FNV-1a over the 64-bit words.
+fn fnv(bits: &[u64]) -> u64 {
     bits.iter().fold(0xcbf2_9ce4_8422_2325, |h, &w| (h ^ w).wrapping_mul(0x0100_0000_01b3))
 }
