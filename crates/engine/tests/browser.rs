@@ -135,6 +135,10 @@ fn cpu_logits_are_bit_identical_to_native() {
 #[wasm_bindgen_test]
 fn int8_activation_logits_are_bit_identical_to_native() {
     assert_eq!(portable_forward::acts8_fingerprint(), portable_forward::ACTS8_FINGERPRINT);
+    assert_eq!(
+        portable_forward::acts8_kernel_fingerprint(),
+        portable_forward::ACTS8_KERNEL_FINGERPRINT
+    );
 }
 
 /// The f16 fast paths in wasm (explicit SIMD128 in the head and the panels) give the bits

@@ -225,4 +225,7 @@ fn int8_activation_logits_are_bit_identical_to_wasm() {
     let native = portable_forward::acts8_fingerprint();
     assert_eq!(native, fast::parallel::without_avx2(portable_forward::acts8_fingerprint));
     assert_eq!(native, portable_forward::ACTS8_FINGERPRINT);
+    let kernels = portable_forward::acts8_kernel_fingerprint();
+    assert_eq!(kernels, fast::parallel::without_avx2(portable_forward::acts8_kernel_fingerprint));
+    assert_eq!(kernels, portable_forward::ACTS8_KERNEL_FINGERPRINT);
 }

@@ -97,7 +97,8 @@ pub fn matmul(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f
 }
 
 /// One panel's outputs for `R` quantised rows of x (1, or a prefill's
-/// pairs), in AVX2 where the CPU has it: each row's bits the same for any `R`.
+/// pairs), in AVX2 where the CPU has it and SIMD128 in wasm: each row's
+/// bits the same for any `R`.
 fn run_panel<const R: usize>(
     x: [(&[i8], &[f32]); R],
     panel: &[u32],
@@ -110,6 +111,9 @@ fn run_panel<const R: usize>(
         // SAFETY: the CPU has AVX2 (just checked).
         return unsafe { super::int8_dot_avx2::panel(x, panel, s, b, o) };
     }
+    #[cfg(target_arch = "wasm32")]
+    return super::int8_dot_simd128::panel(x, panel, s, b, o);
+    #[allow(unreachable_code)] // in wasm, where SIMD128 always runs
     for ((qx, d), o) in x.into_iter().zip(o) {
         panel_here(qx, d, panel, s, b, o);
     }
@@ -243,7 +247,8 @@ pub fn scaled(x: &[f32], s: &[f32]) -> Vec<f32> {
 }
 
 /// One int4 panel's outputs for `R` quantised rows (1, or a prefill's
-/// pairs), in AVX2 where the CPU has it: each row's bits the same for any `R`.
+/// pairs), in AVX2 where the CPU has it and SIMD128 in wasm: each row's
+/// bits the same for any `R`.
 fn run_int4_panel<const R: usize>(
     x: [(&[i8], &[f32]); R],
     panel: &[u32],
@@ -256,6 +261,9 @@ fn run_int4_panel<const R: usize>(
         // SAFETY: the CPU has AVX2 (just checked).
         return unsafe { super::int8_dot_avx2::int4_panel(x, panel, s, b, o) };
     }
+    #[cfg(target_arch = "wasm32")]
+    return super::int8_dot_simd128::int4_panel(x, panel, s, b, o);
+    #[allow(unreachable_code)] // in wasm, where SIMD128 always runs
     for ((qy, d), o) in x.into_iter().zip(o) {
         int4_panel_here(qy, d, panel, s, b, o);
     }

@@ -9,8 +9,12 @@
 use std::sync::Arc;
 
 use decode_lab_engine::cpu::CpuSession;
+use decode_lab_engine::fast;
+use decode_lab_engine::gpu::selftest::cases;
 use decode_lab_engine::model::Model;
-use decode_lab_engine::storage::format::Format;
+use decode_lab_engine::storage::format::{Channels, Format};
+use decode_lab_engine::storage::matrix::Matrix;
+use decode_lab_engine::storage::quads::Dot8;
 use decode_lab_engine::Wanted;
 
 /// [`acts8_fingerprint`] as computed natively.
@@ -75,6 +79,36 @@ pub fn acts8_fingerprint() -> u64 {
             logits.extend(session.forward(&[t * 89 % vocab], Wanted::Last).expect("decode"));
         }
         bits.extend(logits.iter().map(|l| u64::from(l.to_bits())));
+    }
+    fnv(&bits)
+}
+
+/// [`acts8_kernel_fingerprint`] as computed natively.
+pub const ACTS8_KERNEL_FINGERPRINT: u64 = 1_461_346_014_795_832_856;
+
+/// Every bit of 8-bit-activation matmuls at awkward sizes (k not a whole
+/// quad, oct or block; one row, pairs and a lone last row; a NaN and an
+/// infinite input) in int8-tensor, int8 (quad panels) and int4 (oct
+/// panels): natively AVX2's loops, in wasm SIMD128's.
+pub fn acts8_kernel_fingerprint() -> u64 {
+    let mut bits = Vec::new();
+    for format in [Format::Int8PerTensor, Format::Int8, Format::Int4] {
+        let dot = if format == Format::Int4 { Dot8::Octs } else { Dot8::Quads };
+        for (m, k, n) in
+            [(1, 1, 32), (1, 7, 64), (2, 63, 32), (3, 65, 64), (1, 100, 96), (5, 130, 32)]
+        {
+            let values = cases::random(k * n, (k * n) as u64);
+            let mut w = Matrix::new(format, k, n, Channels::Cols, &values);
+            assert!(w.use_int8_activations(dot), "{format:?} {k}x{n}");
+            let mut x: Vec<f32> = cases::random(m * k, 7).iter().map(|v| v * 3.0).collect();
+            if k == 130 {
+                (x[5], x[k + 40]) = (f32::NAN, f32::INFINITY);
+            }
+            let bias = cases::random(n, 9);
+            let mut out = vec![0.0; m * n];
+            fast::matmul::run(&x, &w, &bias, &mut out);
+            bits.extend(out.iter().map(|o| u64::from(o.to_bits())));
+        }
     }
     fnv(&bits)
 }
