@@ -45,14 +45,17 @@ fn quantised(x: &[f32]) -> Quantised {
 }
 
 /// x, or `y = x · s` (a row of x in one int4 panel's scales), quantised into
-/// `q` and `d` block by block: AVX2 where the CPU has it, else the
-/// definition's [`quantise_block`] (the same bits).
+/// `q` and `d` block by block: AVX2 where the CPU has it, SIMD128 in wasm,
+/// else the definition's [`quantise_block`] (the same bits).
 fn quantise_into(x: &[f32], s: Option<&[f32]>, q: &mut [i8], d: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if super::parallel::avx2() {
         // SAFETY: the CPU has AVX2 (just checked).
         return unsafe { super::int8_dot_avx2::quantise(x, s, q, d) };
     }
+    #[cfg(target_arch = "wasm32")]
+    return super::int8_dot_simd128::quantise(x, s, q, d);
+    #[allow(unreachable_code)] // in wasm, where SIMD128 always runs
     let y = s.map(|s| scaled(x, s));
     let y = y.as_deref().unwrap_or(x);
     for ((yb, qb), d) in y.chunks(BLOCK).zip(q.chunks_mut(BLOCK)).zip(d) {
