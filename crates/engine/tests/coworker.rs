@@ -234,6 +234,19 @@ fn settling_makes_every_later_step_run_the_chosen_way() {
             stats.coworker
         })
         .collect();
+    // Another format of the model (the quantization lesson's): the coworker
+    // holds no part of it, and its steps say they ran alone.
+    host.handle(Request::Open {
+        id: 2,
+        format: "f32".into(),
+        int8_activations: false,
+        policy: "full".into(),
+        groups: model.config.n_head,
+        layers: model.config.n_layer,
+    });
+    let answer = host.handle(Request::Decode { id: 2, token: 1 }).unwrap();
+    let Reply::Logits { stats } = answer.reply else { panic!("{:?}", answer.reply) };
     hook::uninstall();
     assert_eq!(ways, vec![chosen; 6], "every step after settling ran the chosen way");
+    assert!(!stats.coworker, "a variant's step ran alone");
 }

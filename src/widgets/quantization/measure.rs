@@ -63,6 +63,9 @@ pub struct Row {
     pub ms_per_token: Option<f64>,
     /// Wall time of the prompt's prefill (a second one: the first is cold).
     pub prefill_ms: Option<f64>,
+    /// Whether its decode steps shared their products with the CPU
+    /// worker's coworker (which holds parts of the loaded weights only).
+    pub coworker: Option<bool>,
     /// Where its greedy text leaves f32's.
     pub parts: Option<Parting>,
     /// Its drift from f32 over the held-out tokens scored so far.
@@ -109,6 +112,7 @@ async fn open_all(d: Driver, sinks: Sinks, kinds: &[Kind]) -> Result<Vec<Session
                 bytes,
                 ms_per_token: None,
                 prefill_ms: None,
+                coworker: None,
                 parts: None,
                 drift: None,
             })
@@ -138,7 +142,7 @@ async fn greedy(
             logits = session.prefill(prompt, Wanted::Last).await.map_err(|e| e.to_string())?;
         }
         let prefill_ms = session.last_stats().wall_ms;
-        let (mut tokens, mut ms) = (Vec::new(), Vec::new());
+        let (mut tokens, mut ms, mut coworker) = (Vec::new(), Vec::new(), false);
         for step in 0..steps {
             if d.stop_asked() {
                 return Ok(());
@@ -152,6 +156,7 @@ async fn greedy(
             tokens.push(token);
             logits = session.decode(token).await.map_err(|e| e.to_string())?;
             ms.push(session.last_stats().wall_ms);
+            coworker |= session.last_stats().coworker;
             yield_to_browser().await;
         }
         if i == 0 {
@@ -165,6 +170,7 @@ async fn greedy(
         sinks.rows.update(|rows| {
             rows[i].ms_per_token = median;
             rows[i].prefill_ms = Some(prefill_ms);
+            rows[i].coworker = Some(coworker);
             rows[i].parts = Some(parts);
         });
     }

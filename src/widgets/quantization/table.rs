@@ -44,7 +44,7 @@ pub fn FiguresTable(sinks: Sinks) -> impl IntoView {
 
 #[component]
 fn FormatRow(row: Row) -> impl IntoView {
-    let Row { kind, bytes, ms_per_token, prefill_ms, parts, drift } = row;
+    let Row { kind, bytes, ms_per_token, prefill_ms, parts, drift, .. } = row;
     let bpb = move || drift.map(|d| d.bits_per_byte());
     let is_reference = kind == REFERENCE;
     let activations = if kind.int8_activations { "int8" } else { "f32" };
@@ -100,7 +100,8 @@ pub fn F16Verdict(sinks: Sinks) -> impl IntoView {
 
 /// What this device measured: each row's decode and prefill time against
 /// f16's (the same bytes per weight as a converted checkpoint), whether
-/// fewer bytes made tokens faster here, and where 8-bit activations did.
+/// fewer bytes made tokens faster here, where 8-bit activations did, and
+/// which rows had the coworker.
 /// Said only once measured.
 #[component]
 pub fn SpeedVerdict(sinks: Sinks) -> impl IntoView {
@@ -124,6 +125,12 @@ pub fn SpeedVerdict(sinks: Sinks) -> impl IntoView {
             true => "fewer bytes per weight gave faster tokens here, as the bytes predict.".to_string(),
             false => format!("fewer bytes did not give faster tokens here for {}: unpacking, not reading, bounds those steps on this engine.", slower.join(", ")),
         };
+        let two = rows.iter().filter(|r| r.coworker == Some(true)).map(|r| r.kind.name());
+        let two: Vec<String> = two.collect();
+        let workers = match two.is_empty() {
+            true => String::new(),
+            false => format!(" Decode steps of {} ran on two workers (the CPU worker's coworker holds parts of the loaded weights only), the others' on one.", two.join(", ")),
+        };
         let integers = match names(&|t| t.0.int8_activations && t.1 < 1.0) {
             faster if faster.is_empty() => String::new(),
             faster => format!(
@@ -132,7 +139,7 @@ pub fn SpeedVerdict(sinks: Sinks) -> impl IntoView {
             ),
         };
         Some(format!(
-            "On this device, time per decode step against f16's {decode:.2} ms: {}. Prefill of the prompt against f16's {prefill:.1} ms: {}. So {verdict}{integers}",
+            "On this device, time per decode step against f16's {decode:.2} ms: {}. Prefill of the prompt against f16's {prefill:.1} ms: {}. So {verdict}{integers}{workers}",
             ratios(|t| t.1),
             ratios(|t| t.2)
         ))

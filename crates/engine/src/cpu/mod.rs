@@ -302,12 +302,12 @@ impl CpuSession {
     pub fn forward(&mut self, tokens: &[u32], wanted: Wanted) -> Result<Vec<f32>> {
         let start = web_time::Instant::now();
         check_input(&self.model, self.pos, tokens)?;
-        let coworker = crate::fast::coworker::installed();
+        let shared = crate::fast::coworker::shared();
         let logits = self.run_within_budget(tokens, wanted);
         self.last = StepStats {
             tokens: tokens.len(),
             wall_ms: start.elapsed().as_secs_f64() * 1e3,
-            coworker,
+            coworker: crate::fast::coworker::shared() > shared,
             ..StepStats::default()
         };
         Ok(logits)

@@ -47,6 +47,15 @@ thread_local! {
     static INSTALLED: RefCell<Option<Installed>> = const { RefCell::new(None) };
     /// An installed coworker set aside ([`set_active`]): kept, but not handed work.
     static PARKED: RefCell<Option<Installed>> = const { RefCell::new(None) };
+    /// Products the coworker has shared on this thread ([`shared`]).
+    static SHARED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many products the coworker has computed part of on this thread so
+/// far: a step shared its work when this grew (a model the coworker holds
+/// no part of, another format of it, runs here alone though one is installed).
+pub fn shared() -> u64 {
+    SHARED.get()
 }
 
 /// Puts `coworker` to work on this thread's products with the matrices
@@ -112,6 +121,9 @@ pub(crate) fn split_product(
         INSTALLED.with_borrow_mut(|cell| *cell = Some(i));
     }
     let (split, mine, theirs) = shared?;
+    if theirs.is_some() {
+        SHARED.set(SHARED.get() + 1);
+    }
     Some((split, mine, theirs.unwrap_or_else(|| theirs_here(split))))
 }
 
