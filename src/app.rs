@@ -55,6 +55,7 @@ pub fn App() -> impl IntoView {
     let choice = LoadChoice {
         force_cpu: page.force_cpu,
         weights: page.weights,
+        int8_activations: page.int8_activations,
         kernels: page.kernels,
         confirmed: false,
     };
@@ -129,7 +130,7 @@ pub fn App() -> impl IntoView {
                 {self_test.and_then(|s| s.get()).map(|(outcome, config)| view! { <SelfTestPanel outcome=outcome config=config/> })}
                 {match b {
                     Backend::Cpu { reason: CpuReason::NoWebGpu(why), .. } => Some(view! { <NoWebGpuBanner reason=why/> }.into_any()),
-                    Backend::Cpu { reason: CpuReason::Asked, .. } => Some(view! { <CpuAskedBanner/> }.into_any()),
+                    Backend::Cpu { reason: CpuReason::Asked, held, .. } => Some(view! { <CpuAskedBanner int8_activations=held.int8_activations/> }.into_any()),
                     _ => None,
                 }}
                 {move || driver.get().map(|d| {
@@ -398,14 +399,22 @@ fn NoWebGpuBanner(reason: String) -> impl IntoView {
     }
 }
 
-/// The link chose the CPU engine (`backend=cpu`): say so, not that WebGPU is
-/// missing, and offer the way back.
+/// The link chose the CPU engine (`backend=cpu`, or `activations=int8`,
+/// which only it multiplies): say so, not that WebGPU is missing, and offer
+/// the way back (without 8-bit activations).
 #[component]
-fn CpuAskedBanner() -> impl IntoView {
+fn CpuAskedBanner(int8_activations: bool) -> impl IntoView {
+    let why = match int8_activations {
+        true => "The CPU engine runs because this link asks for 8-bit activations (activations=int8), which only it multiplies: faster here, slightly other numbers. ",
+        false => "The CPU engine runs because this link asks for it (backend=cpu): slower, same results. ",
+    };
+    let back = |_| {
+        crate::picker::navigate_with(&[("backend", None), ("activations", None)]);
+    };
     view! {
         <div class="banner" role="status" data-testid="cpu-asked">
-            <strong>"The CPU engine runs because this link asks for it (backend=cpu): slower, same results. "</strong>
-            <button data-testid="use-webgpu" on:click=|_| crate::picker::navigate_with("backend", None)>
+            <strong>{why}</strong>
+            <button data-testid="use-webgpu" on:click=back>
                 "Run on WebGPU instead"
             </button>
         </div>

@@ -152,7 +152,7 @@ fn EngineControls() -> impl IntoView {
             .collect_view();
         let change = move |ev: web_sys::Event| {
             let value = event_target_value(&ev);
-            navigate_with(spec.name, (value != default).then_some(value.as_str()));
+            navigate_with(&[(spec.name, (value != default).then_some(value.as_str()))]);
         };
         view! {
             <label class="engine-control" title=spec.help>{spec.label}" "
@@ -167,18 +167,20 @@ fn EngineControls() -> impl IntoView {
 /// Reloads the page with `model=` set to `model` (or removed), every other
 /// parameter kept: the address names the model, so a link reproduces it.
 fn navigate_with_model(model: Option<&str>) {
-    navigate_with("model", model);
+    navigate_with(&[("model", model)]);
 }
 
-/// Reloads the page with parameter `name` set to `value` (or removed), every
-/// other parameter kept.
-pub fn navigate_with(name: &str, value: Option<&str>) {
+/// Reloads the page with each named parameter set to its value (or removed),
+/// every other parameter kept.
+pub fn navigate_with(changes: &[(&str, Option<&str>)]) {
     let Some(location) = web_sys::window().map(|w| w.location()) else { return };
     let search = location.search().unwrap_or_default();
     let Ok(params) = web_sys::UrlSearchParams::new_with_str(&search) else { return };
-    match value {
-        Some(v) => params.set(name, v),
-        None => params.delete(name),
+    for &(name, value) in changes {
+        match value {
+            Some(v) => params.set(name, v),
+            None => params.delete(name),
+        }
     }
     let _ = location.set_search(&String::from(params.to_string()));
 }

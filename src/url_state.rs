@@ -84,7 +84,7 @@ impl Share {
         for (name, value) in self.params.get() {
             params.append(&name, &value);
         }
-        for name in ["model", "backend", "weights"] {
+        for name in ["model", "backend", "weights", "activations"] {
             if let Some(v) = query(name) {
                 params.append(name, &v);
             }

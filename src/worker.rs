@@ -62,21 +62,30 @@ pub struct CpuWorker {
     _on_error: OnError,
 }
 
+/// How a worker packs the model's matrices (as the page did its own copy).
+#[derive(Clone, Copy)]
+struct Packing {
+    format: Format,
+    /// Multiplying 8-bit activations (`activations=int8`).
+    int8_activations: bool,
+}
+
 impl CpuWorker {
     /// Starts the worker and has it load the model from its files (the same
     /// bytes the page parsed into `model`, so both hold the same weights,
     /// packed in its format); then, where the page can share memory between
     /// workers and the model's products are big enough, a coworker for it.
     pub async fn start(config: &[u8], weights: &[u8], model: &Model) -> Result<CpuWorker, String> {
-        let format = model.format();
-        let (mut link, _) = CpuWorker::spawn(config, weights, format, "load")
+        let packing =
+            Packing { format: model.format(), int8_activations: model.weights.int8_activations() };
+        let (mut link, _) = CpuWorker::spawn(config, weights, packing, "load")
             .await
             .map_err(|e| format!("the CPU worker could not load the model: {e}"))?;
         // The page's reason first: it holds for every model.
         let alone =
             no_coworker().or_else(|| coworker::buffer_floats(model).err().map(|e| e.to_string()));
         link.coworker = match alone {
-            None => link.add_coworker(config, weights, format).await.map(Box::new),
+            None => link.add_coworker(config, weights, packing).await.map(Box::new),
             Some(why) => Err(why),
         };
         Ok(link)
@@ -96,9 +105,9 @@ impl CpuWorker {
         &self,
         config: &[u8],
         weights: &[u8],
-        format: Format,
+        packing: Packing,
     ) -> Result<CpuWorker, String> {
-        let (helper, answer) = CpuWorker::spawn(config, weights, format, "help")
+        let (helper, answer) = CpuWorker::spawn(config, weights, packing, "help")
             .await
             .map_err(|e| format!("the second CPU worker did not start: {e}"))?;
         let shared = Reflect::get(&answer, &"shared".into()).unwrap_or(JsValue::UNDEFINED);
@@ -114,11 +123,11 @@ impl CpuWorker {
     }
 
     /// A worker running the script, sent the model's files as `{role: {config,
-    /// format, weights}}` once it listens; its answer as it came.
+    /// format, int8_activations, weights}}` once it listens; its answer as it came.
     async fn spawn(
         config: &[u8],
         weights: &[u8],
-        format: Format,
+        packing: Packing,
         role: &str,
     ) -> Result<(CpuWorker, JsValue), String> {
         let script = script()?;
@@ -147,7 +156,7 @@ impl CpuWorker {
             Ok(Err(why)) => return Err(why),
             Err(_) => return Err("the CPU worker went away".into()),
         };
-        let (message, bytes) = files_message(config, weights, format, role);
+        let (message, bytes) = files_message(config, weights, packing, role);
         let answer = link.post_raw(&message, &Array::of1(&bytes.buffer()));
         let data = answer.map_err(|e| e.to_string())?.await?;
         match read(&data, None)?.reply {
@@ -267,19 +276,21 @@ fn read(data: &JsValue, spare: Option<&Spare>) -> Result<Answer, String> {
     Ok(Answer { reply, floats: floats.map(|f| f.to_vec()).unwrap_or_default() })
 }
 
-/// `{role: {config, format, weights}}`, and the weights' bytes (whose buffer
+/// `{role: {config, format, int8_activations, weights}}`, and the weights' bytes (whose buffer
 /// the message moves).
 fn files_message(
     config: &[u8],
     weights: &[u8],
-    format: Format,
+    packing: Packing,
     role: &str,
 ) -> (Object, Uint8Array) {
+    let Packing { format, int8_activations } = packing;
     let files = Object::new();
     let bytes = Uint8Array::from(weights);
     let config = String::from_utf8_lossy(config).into_owned();
     let _ = Reflect::set(&files, &"config".into(), &config.into());
     let _ = Reflect::set(&files, &"format".into(), &format.name().into());
+    let _ = Reflect::set(&files, &"int8_activations".into(), &int8_activations.into());
     let _ = Reflect::set(&files, &"weights".into(), &bytes);
     let message = Object::new();
     let _ = Reflect::set(&message, &role.into(), &files);

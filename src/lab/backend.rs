@@ -50,6 +50,9 @@ pub enum CpuThread {
 pub struct WeightsHeld {
     pub format: Format,
     pub bytes: u64,
+    /// Whether the CPU engine multiplies them by 8-bit activations
+    /// (`activations=int8`).
+    pub int8_activations: bool,
 }
 
 impl Backend {
@@ -129,8 +132,9 @@ impl Backend {
 
     /// In words, with the adapter's name and the weights' format and size.
     pub fn label(&self) -> String {
-        let WeightsHeld { format, bytes } = self.held();
-        let held = format!("{} weights, {:.1} MB", format.name(), bytes as f64 / 1e6);
+        let WeightsHeld { format, bytes, int8_activations } = self.held();
+        let acts8 = if int8_activations { " × 8-bit activations" } else { "" };
+        let held = format!("{} weights{acts8}, {:.1} MB", format.name(), bytes as f64 / 1e6);
         match self {
             Backend::WebGpu { adapter, kernels, .. } => {
                 format!("WebGPU · {adapter} · {} kernels · {held}", kernels.profile.name())

@@ -277,6 +277,9 @@ pub struct LoadChoice {
     pub force_cpu: bool,
     /// The `weights=` parameter.
     pub weights: WeightsChoice,
+    /// The `activations=int8` parameter (taken only with int8 or int4
+    /// weights, and then with `force_cpu`).
+    pub int8_activations: bool,
     /// The `kernels=` control.
     pub kernels: KernelsChoice,
     /// The user said yes to a download above [`CONFIRM_BYTES`].
@@ -291,7 +294,7 @@ pub async fn load(
     progress: impl Fn(Progress),
     on_lost: impl Fn(String) + Send + 'static,
 ) -> Result<Lab, LoadError> {
-    let LoadChoice { force_cpu, weights, kernels, confirmed } = choice;
+    let LoadChoice { force_cpu, weights, int8_activations, kernels, confirmed } = choice;
     let mut laps = Laps::start();
     let mut times = LoadTimes::default();
     progress(Progress { what: "probing WebGPU".into(), loaded: 0, total: None });
@@ -304,8 +307,19 @@ pub async fn load(
     let fetched = fetch_files(&source, confirmed, weights, ctx.is_ok(), &progress).await?;
     times.download_ms = laps.lap();
     let done = fetched.bytes;
-    let (model, tokenizer, lossless) = prepare(&source, &fetched, weights, &progress).await?;
-    let held = WeightsHeld { format: model.format(), bytes: model.weights.bytes() };
+    let (mut model, tokenizer, lossless) = prepare(&source, &fetched, weights, &progress).await?;
+    if int8_activations && force_cpu {
+        // The page's copy too (the lenses, the CPU engine here where no
+        // worker starts): one set of numbers on both sides.
+        let mut acts8 = Arc::unwrap_or_clone(model);
+        acts8.weights.use_int8_activations();
+        model = Arc::new(acts8);
+    }
+    let held = WeightsHeld {
+        format: model.format(),
+        bytes: model.weights.bytes(),
+        int8_activations: model.weights.int8_activations(),
+    };
     times.prepare_ms = laps.lap();
     let on_gpu = match ctx {
         Ok(ctx) => open_gpu(ctx, model.clone(), kernels, held, on_lost, &progress, done).await,

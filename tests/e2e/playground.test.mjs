@@ -308,6 +308,20 @@ test('weights=int8|int4: both engines run the packed weights and write the CLI\'
       await noFatal(page);
       await page.close();
     }
+    // activations=int8: the CPU worker multiplies 8-bit activations, the CLI's --activations int8 bit for bit.
+    const page = await open('cpu', `?weights=${weights}&activations=int8`);
+    assert.match(await page.textContent('[data-testid=backend]'), new RegExp(`${weights} weights × 8-bit activations`));
+    assert.equal(await page.getAttribute('[data-testid=backend]', 'data-cpu-thread'), 'worker');
+    assert.match(await page.textContent('[data-testid=cpu-asked]'), /asks for 8-bit activations \(activations=int8\)/);
+    await set(page, 'prompt', PROMPT);
+    await set(page, 'temperature', 0);
+    await set(page, 'max-tokens', 12);
+    const acts8 = cliGreedy(12, 'ROMEO:\n', ['--weights', weights, '--activations', 'int8']);
+    assert.equal(await generate(page), acts8, `${weights} with 8-bit activations`);
+    // The address the page rewrote as the controls changed keeps the choice.
+    assert.match(await page.evaluate(() => location.search), /temperature=.*&activations=int8/);
+    await noFatal(page);
+    await page.close();
   }
 });
 
@@ -326,8 +340,9 @@ test('weights=: the bundled f16 model is kept as f16 on the GPU by default, with
   await set(auto, 'temperature', 0);
   await set(auto, 'max-tokens', 12);
   assert.equal(await generate(auto), cliGreedy(12));
-  const bad = await open('cpu', '?weights=int3');
+  const bad = await open('cpu', '?weights=int3&activations=int8');
   assert.match(await bad.textContent('[data-testid=url-notices]'), /weights: “int3” is not a weight format/);
+  assert.match(await bad.textContent('[data-testid=url-notices]'), /activations: “int8” — 8-bit activations multiply int8 or int4 weights/);
   assert.equal(await bad.getAttribute('[data-testid=backend]', 'data-weights'), 'f16');
   assert.match(await bad.textContent('[data-testid=backend]'), /CPU \(wasm, worker\) · f16 weights, 7\.\d MB/);
   for (const p of [auto, f32, bad]) {

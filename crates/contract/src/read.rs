@@ -24,6 +24,11 @@ pub struct Page {
     pub selftest: bool,
     /// `weights=`: how the GPU engine stores the weight matrices.
     pub weights: WeightsChoice,
+    /// `activations=int8`: the CPU engine multiplies int8 or int4 weights by
+    /// 8-bit activations (the CLI's `--activations int8`), and so runs (as
+    /// `backend=cpu`); with such weights only, else a notice and f32
+    /// activations.
+    pub int8_activations: bool,
     /// `kernels=`: which shape of the kernels the GPU engine runs.
     pub kernels: KernelsChoice,
     /// `compare`'s columns: each column's values of
@@ -58,12 +63,26 @@ pub fn read_page(query: &Query) -> Page {
     let force_cpu = backend_cpu(query, &mut notices);
     let selftest = flag(query, "selftest", &mut notices, "no self-test");
     let weights = weights_choice(query, &mut notices);
+    let int8_activations = int8_activations(query, weights, &mut notices);
+    // The GPU engine has no such kernels.
+    let force_cpu = force_cpu || int8_activations;
     let kernels = kernels_choice(&values);
     let quiz = match route.widget {
         Some(Widget::Quiz) => crate::quiz::read(query, &mut notices),
         _ => Vec::new(),
     };
-    Page { route, values, force_cpu, selftest, weights, kernels, columns, quiz, notices }
+    Page {
+        route,
+        values,
+        force_cpu,
+        selftest,
+        weights,
+        int8_activations,
+        kernels,
+        columns,
+        quiz,
+        notices,
+    }
 }
 
 /// A control's value as read.
@@ -190,6 +209,25 @@ pub fn weights_choice(query: &Query, notices: &mut Vec<String>) -> WeightsChoice
         ));
         WeightsChoice::Auto
     })
+}
+
+/// Whether `activations=` asks for 8-bit activations (`int8`; `f32` or
+/// nothing: not), which the CPU engine multiplies int8 and int4 weights by;
+/// a notice for anything else, or for other weights.
+pub fn int8_activations(query: &Query, weights: WeightsChoice, notices: &mut Vec<String>) -> bool {
+    let value = match query.get("activations").map(str::trim) {
+        None | Some("" | "f32") => return false,
+        Some(value) => value,
+    };
+    let why = match (value, weights) {
+        ("int8", WeightsChoice::Exactly(f)) if f.takes_int8_activations() => return true,
+        ("int8", _) => {
+            "8-bit activations multiply int8 or int4 weights: add weights=int8, int8-tensor or int4"
+        }
+        _ => "not one of f32 or int8",
+    };
+    notices.push(format!("activations: {} — {why}; using f32 activations", echo(value)));
+    false
 }
 
 /// Whether `backend=` asks for the CPU engine (`cpu`); `webgpu` or nothing

@@ -117,6 +117,34 @@ fn every_issue_value_gets_a_specific_notice() {
 }
 
 #[test]
+fn int8_activations_are_taken_with_int8_or_int4_weights_only_and_choose_the_cpu_engine() {
+    let read = |q: &str| {
+        let page = read_page(&Query::parse(q));
+        (page.int8_activations, page.notices)
+    };
+    for weights in ["int8", "int8-tensor", "int4"] {
+        let q = format!("?weights={weights}&activations=int8");
+        assert_eq!(read(&q), (true, vec![]), "{q}");
+        assert!(read_page(&Query::parse(&q)).force_cpu, "the GPU engine has no such kernels");
+    }
+    assert!(!read_page(&Query::parse("?weights=int8&activations=f32")).force_cpu);
+    assert_eq!(read("?backend=cpu&weights=int8&activations=f32"), (false, vec![]));
+    assert_eq!(read("?backend=cpu&weights=int8"), (false, vec![]));
+    let said = |q: &str, why: &str| {
+        let (taken, notices) = read(q);
+        assert!(!taken, "{q}");
+        assert_eq!(notices, [format!("activations: {why}; using f32 activations")], "{q}");
+    };
+    for weights in ["", "&weights=f16", "&weights=auto"] {
+        said(
+            &format!("?backend=cpu{weights}&activations=int8"),
+            "“int8” — 8-bit activations multiply int8 or int4 weights: add weights=int8, int8-tensor or int4",
+        );
+    }
+    said("?backend=cpu&weights=int8&activations=int4", "“int4” — not one of f32 or int8");
+}
+
+#[test]
 fn compare_lists_say_when_they_are_clamped_or_the_wrong_length() {
     let q = Query::parse("?temperature=9,9,9,9,9&top_k=-7,2.5,abc");
     let mut n = Vec::new();

@@ -127,7 +127,9 @@ mod worker {
     /// Parses the model's files and packs the matrices in `format`.
     fn load(load: &JsValue) -> Result<(), String> {
         let (config, format, weights) = files(load)?;
-        let host = Host::load(&config, &weights, format).map_err(|e| e.to_string())?;
+        let acts8 = Reflect::get(load, &"int8_activations".into()).ok().and_then(|v| v.as_bool());
+        let host = Host::load_as(&config, &weights, format, acts8.unwrap_or(false));
+        let host = host.map_err(|e| e.to_string())?;
         HOST.with_borrow_mut(|h| *h = Some(host));
         Ok(())
     }

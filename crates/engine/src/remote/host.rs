@@ -34,8 +34,26 @@ impl Host {
     /// (in the CPU engine's layout, [`Weights::use_cpu_layout`](crate::model::Weights::use_cpu_layout):
     /// the same values, read faster).
     pub fn load(config_json: &str, safetensors: &[u8], format: Format) -> Result<Host> {
+        Host::load_as(config_json, safetensors, format, false)
+    }
+
+    /// [`load`](Self::load), its int8 or int4 matrices multiplying 8-bit
+    /// activations when `int8_activations` (the page's `activations=int8`,
+    /// `Weights::use_int8_activations`; other weights: an error).
+    pub fn load_as(
+        config_json: &str,
+        safetensors: &[u8],
+        format: Format,
+        int8_activations: bool,
+    ) -> Result<Host> {
         let mut model =
             Model::from_bytes_as(config_json, safetensors, WeightsChoice::Exactly(format))?;
+        if int8_activations && !model.weights.use_int8_activations() {
+            return Err(EngineError::Setting(format!(
+                "8-bit activations multiply int8 or int4 weights, not {}",
+                format.name()
+            )));
+        }
         // The fast layout: this model never goes to a GPU.
         model.weights.use_cpu_layout();
         Ok(Host::new(Arc::new(model)))
@@ -191,18 +209,18 @@ impl Host {
         let c = &self.model.config;
         let (same_groups, same_layers) = (groups == c.n_kv_head, layers == c.n_layer);
         let same_format = format == self.model.format();
-        if same_format && same_groups && same_layers && !acts8 {
+        let same_acts = acts8 == self.model.weights.int8_activations();
+        if same_format && same_groups && same_layers && same_acts {
             return Ok(self.model.clone());
         }
         if let Some(model) = self.variants.get(&(format, acts8, groups, layers)) {
             return Ok(model.clone());
         }
-        if same_format && acts8 {
-            // Its matrices are already in the CPU layout, which 8-bit
-            // activations do not start from (the lesson's variants are
-            // made from the checkpoint's f32 or f16 values).
+        if same_format && !same_acts {
+            // Its matrices are already laid out for one way (the lesson's
+            // variants are made from the checkpoint's f32 or f16 values).
             return Err(EngineError::Setting(format!(
-                "8-bit activations are made from other weights than the loaded {name} ones"
+                "8-bit activations or not are chosen at load for the loaded {name} weights"
             )));
         }
         let mut model = self.model.to_format(format)?;
