@@ -8,7 +8,9 @@
 // timed inside the page) and the ratio of medians. WEIGHTS is our page's
 // weight format (`weights=`), DTYPE transformers.js's: f32 against fp32, f16
 // against fp16 and int8-tensor against q8 (8-bit weights, one scale per
-// tensor) are like for like.
+// tensor) are like for like in the weights; ACTIVATIONS=int8 (`activations=`)
+// makes the last like for like in the products too (onnxruntime's dynamic
+// quantization rounds each matmul's input to 8 bits, as ours does).
 //   DIST=dist MODEL=gpt2-124m-shape ONNX=gpt2-124m-shape TOKENS=32 ROUNDS=3 WEIGHTS=f32 DTYPE=fp32 \
 //     TJS=... MODELS=... CHROMIUM=... PLAYWRIGHT_CORE=... node tools/bench/page_vs_tjs.mjs
 import { execFileSync } from 'node:child_process';
@@ -24,6 +26,7 @@ const rounds = Number(process.env.ROUNDS || 3);
 const generations = Number(process.env.GENERATIONS || 3);
 const weights = process.env.WEIGHTS || 'auto';
 const dtype = process.env.DTYPE || 'fp32';
+const activations = process.env.ACTIVATIONS ? `&activations=${process.env.ACTIVATIONS}` : '';
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fmt = (xs) => xs.map((x) => x.toFixed(1)).join(', ');
 
@@ -37,7 +40,7 @@ const browser = await chromium.launch({
 async function ours(base) {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const query = model === 'shakespeare' ? '' : `model=e2e-models/${model}/&`;
-  await page.goto(`${server.url}${base}?${query}backend=cpu&weights=${weights}&prompt=The%20capital%20of%20France%20is&max_tokens=${tokens}&temperature=0`);
+  await page.goto(`${server.url}${base}?${query}backend=cpu&weights=${weights}${activations}&prompt=The%20capital%20of%20France%20is&max_tokens=${tokens}&temperature=0`);
   await page.waitForSelector('[data-testid=confirm-yes], [data-testid=bar]', { timeout: 120_000 });
   if (await page.$('[data-testid=confirm-yes]')) await page.click('[data-testid=confirm-yes]');
   await page.waitForSelector('[data-testid=bar]', { timeout: 600_000 });
@@ -88,7 +91,7 @@ for (let r = 1; r <= rounds; r++) {
     `transformers.js ${t.perToken.toFixed(1)} ms/token, warm first token ${t.first} ms`);
 }
 const them = median(all.theirs);
-console.log(`${model}, ours ${weights} against transformers.js ${dtype}, ${tokens} greedy tokens, medians: ours isolated ${median(all.isolated).toFixed(1)} ms/token ` +
+console.log(`${model}, ours ${weights}${activations ? ` × ${process.env.ACTIVATIONS} activations` : ''} against transformers.js ${dtype}, ${tokens} greedy tokens, medians: ours isolated ${median(all.isolated).toFixed(1)} ms/token ` +
   `(${(them / median(all.isolated)).toFixed(2)}× transformers.js), sub-path ${median(all.subPath).toFixed(1)} ` +
   `(${(them / median(all.subPath)).toFixed(2)}×), transformers.js ${them.toFixed(1)}; ` +
   `worst round: ${(Math.min(...all.theirs) / Math.max(...all.isolated, ...all.subPath)).toFixed(2)}×`);
