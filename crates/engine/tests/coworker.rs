@@ -46,6 +46,18 @@ fn in_cpu_layout(model: Arc<Model>) -> Arc<Model> {
     Arc::new(model)
 }
 
+/// The worker's request for a fresh session `id` on `model` in `format`.
+fn open(model: &Model, id: u32, format: Format) -> decode_lab_engine::remote::wire::Request {
+    decode_lab_engine::remote::wire::Request::Open {
+        id,
+        format: format.name().into(),
+        int8_activations: false,
+        policy: "full".into(),
+        groups: model.config.n_head,
+        layers: model.config.n_layer,
+    }
+}
+
 fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
 }
@@ -160,15 +172,7 @@ fn the_worker_tries_its_coworker_then_keeps_the_faster_way_with_the_same_logits(
     use decode_lab_engine::remote::Host;
     let model = model(2, false, Format::F32);
     let steps = |host: &mut Host| -> Vec<(Vec<u32>, bool)> {
-        let format = model.format().name().to_string();
-        host.handle(Request::Open {
-            id: 1,
-            format,
-            int8_activations: false,
-            policy: "full".into(),
-            groups: model.config.n_head,
-            layers: model.config.n_layer,
-        });
+        host.handle(open(&model, 1, model.format()));
         let prefill = Request::Prefill {
             id: 1,
             tokens: vec![5, 9, 1],
@@ -209,7 +213,6 @@ fn settling_makes_every_later_step_run_the_chosen_way() {
     use decode_lab_engine::remote::wire::{Reply, Request};
     use decode_lab_engine::remote::Host;
     let model = in_cpu_layout(model(1, false, Format::F16));
-    let format = model.format().name().to_string();
     let settle = |host: &mut Host| match host.handle(Request::Settle).unwrap().reply {
         Reply::Settled { coworker } => coworker,
         other => panic!("{other:?}"),
@@ -219,14 +222,7 @@ fn settling_makes_every_later_step_run_the_chosen_way() {
     coworker::install(&model, Box::new(inner)).unwrap();
     let mut host = Host::new(model.clone());
     let chosen = settle(&mut host).expect("a coworker: a choice");
-    host.handle(Request::Open {
-        id: 1,
-        format,
-        int8_activations: false,
-        policy: "full".into(),
-        groups: model.config.n_head,
-        layers: model.config.n_layer,
-    });
+    host.handle(open(&model, 1, model.format()));
     let ways: Vec<bool> = (0..6)
         .map(|t| {
             let answer = host.handle(Request::Decode { id: 1, token: t }).unwrap();
@@ -236,14 +232,7 @@ fn settling_makes_every_later_step_run_the_chosen_way() {
         .collect();
     // Another format of the model (the quantization lesson's): the coworker
     // holds no part of it, and its steps say they ran alone.
-    host.handle(Request::Open {
-        id: 2,
-        format: "f32".into(),
-        int8_activations: false,
-        policy: "full".into(),
-        groups: model.config.n_head,
-        layers: model.config.n_layer,
-    });
+    host.handle(open(&model, 2, Format::F32));
     let answer = host.handle(Request::Decode { id: 2, token: 1 }).unwrap();
     let Reply::Logits { stats } = answer.reply else { panic!("{:?}", answer.reply) };
     hook::uninstall();
