@@ -20,11 +20,13 @@ const PER_WORD: u32 = 8u;
 // The PER_WORD weights of one word whose first element is i (channel ch,
 // the next ch + ch_step, …): what the split kernels read a word at a time.
 // A word's eight weights lie in one group of 32, so they share one scale.
+// Each nibble is shifted to the top of the word and arithmetic-shifted down
+// (sign-extended, as `extractBits` does), four lanes at a time: no private
+// array is filled in a loop, which a GPU's compiler may place in memory.
 fn w_unpack(word: Word, i: u32, ch: u32, ch_step: u32) -> array<f32, PER_WORD> {
-    var v: array<f32, PER_WORD>;
     let scale = scales[i >> 5u];
-    for (var t = 0u; t < PER_WORD; t = t + 1u) {
-        v[t] = f32(extractBits(bitcast<i32>(word), t * 4u, 4u)) * scale;
-    }
-    return v;
+    let w = vec4<i32>(bitcast<i32>(word));
+    let lo = vec4<f32>((w << vec4<u32>(28u, 24u, 20u, 16u)) >> vec4<u32>(28u)) * scale;
+    let hi = vec4<f32>((w << vec4<u32>(12u, 8u, 4u, 0u)) >> vec4<u32>(28u)) * scale;
+    return array<f32, PER_WORD>(lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w);
 }

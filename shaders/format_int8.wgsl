@@ -18,10 +18,12 @@ const PER_WORD: u32 = 4u;
 
 // The PER_WORD weights of one word whose first element is i (channel ch,
 // the next ch + ch_step, …): what the split kernels read a word at a time.
+// Each byte is shifted to the top of the word and arithmetic-shifted down
+// (sign-extended, as `extractBits` does), four lanes at once: no private
+// array is filled in a loop, which a GPU's compiler may place in memory.
 fn w_unpack(word: Word, i: u32, ch: u32, ch_step: u32) -> array<f32, PER_WORD> {
-    var v: array<f32, PER_WORD>;
-    for (var t = 0u; t < PER_WORD; t = t + 1u) {
-        v[t] = f32(extractBits(bitcast<i32>(word), t * 8u, 8u)) * scales[ch + t * ch_step];
-    }
-    return v;
+    let q = vec4<f32>((vec4<i32>(bitcast<i32>(word)) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
+    let s = vec4<f32>(scales[ch], scales[ch + ch_step], scales[ch + 2u * ch_step], scales[ch + 3u * ch_step]);
+    let v = q * s;
+    return array<f32, PER_WORD>(v.x, v.y, v.z, v.w);
 }

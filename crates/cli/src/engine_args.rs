@@ -26,7 +26,7 @@ pub struct KernelArgs {
     /// Weight storage on either engine: auto (f16 for an f16 checkpoint, else f32) or a format (f32, f16, bf16, int8-tensor, int8 = per output channel, int4 = groups of 32).
     #[arg(long, value_parser = weights_choice, default_value = "auto")]
     pub weights: WeightsChoice,
-    /// GPU kernels: auto (the cpu profile on a software adapter, else every profile timed and the fastest kept), cpu, gpu (its layout timed), or a layout by name (gpu-1, gpu-2, gpu-4, gpu-8, gpu-16; timed: gpu-2, gpu-4, gpu-8).
+    /// GPU kernels: auto (the cpu profile on a software adapter, else every profile timed and the fastest kept), cpu, gpu (its layout timed), or a layout by name (gpu-1, gpu-2, gpu-4, gpu-8, gpu-16; timed: gpu-2, gpu-4, gpu-8; gpu-1, gpu-2, gpu-4 for int8 and int4 weights).
     #[arg(long, value_parser = kernels_choice, default_value = "auto")]
     pub kernels: KernelsChoice,
     /// What the CPU engine multiplies int8, int8-tensor and int4 weights by: f32 (the twins' numbers, as the GPU), or int8 (each input row quantised to 8 bits in blocks of 32 and multiplied in integers, as llama.cpp's Q8_0: faster, slightly other numbers).

@@ -93,7 +93,7 @@ async fn profile_sessions(
     };
     let software = is_software(&gpu.ctx.adapter_info);
     let mut out = Vec::new();
-    for profile in candidates(KernelsChoice::Auto, software, None).0 {
+    for profile in candidates(KernelsChoice::Auto, software, gpu.format(), None).0 {
         let model = match profile == gpu.profile() {
             true => Ok(gpu.clone()),
             false => gpu.with_profile(profile).await.map_err(err),

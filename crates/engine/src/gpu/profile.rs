@@ -25,8 +25,16 @@ pub fn is_software(info: &wgpu::AdapterInfo) -> bool {
         || names.iter().any(|n| software.iter().any(|s| n.contains(s)))
 }
 
-/// Decode steps timed per candidate (after two untimed ones).
-const TIMED_STEPS: usize = 6;
+/// Decode steps timed per candidate, after the untimed rounds of the warm-up.
+const TIMED_STEPS: usize = 8;
+
+/// How long untimed rounds run before any is timed: a GPU's clocks climb
+/// from idle in tens to hundreds of milliseconds.
+const WARM_UP: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// The fewest and the most untimed rounds (a CPU adapter's step is slow, a
+/// tiny model's on a real GPU a fraction of a millisecond).
+const WARM_ROUNDS: (usize, usize) = (2, 400);
 
 /// Uploads `model` to `ctx` and opens it with the kernels `choice` asks for
 /// (the rules: [`choose`](crate::kernels::choose)); where the caller keeps
@@ -39,10 +47,11 @@ pub async fn open(
     memory: Option<&dyn Memory>,
 ) -> Result<(Rc<GpuModel>, Chosen)> {
     let software = is_software(&ctx.adapter_info);
-    let key = choose::key(&choose::build_id(), &ctx.adapter_name(), &model.config, model.format());
+    let format = model.format();
+    let key = choose::key(&choose::build_id(), &ctx.adapter_name(), &model.config, format);
     let mut trials = GpuTrials { ctx, model, opened: Vec::new() };
     let memory = memory.map(|m| (m, key.as_str()));
-    let chosen = choose::choose(choice, software, memory, &mut trials).await;
+    let chosen = choose::choose(choice, software, format, memory, &mut trials).await;
     let chosen = chosen.map_err(EngineError::Gpu)?;
     let gpu = trials.opened.into_iter().find(|g| g.profile() == chosen.profile);
     let gpu = gpu.ok_or_else(|| EngineError::Gpu("the chosen kernels were not opened".into()))?;
@@ -95,10 +104,14 @@ impl Trials for GpuTrials {
 
 /// Each candidate's median decode step after a short prompt: GPU time where
 /// the device has timestamps (what the kernels themselves cost), else wall
-/// time. The candidates take turns, one step each a round after two untimed
-/// rounds, so a GPU's clocks ramping up from idle or a passing stall fall on
-/// every candidate alike (timed one after another, the first candidate once
-/// measured 4× slow on an H200 and lost). A session whose context is full
+/// time. The candidates take turns, one step each a round, so a passing
+/// stall falls on every candidate alike (timed one after another, the first
+/// candidate once measured 4× slow on an H200 and lost). Untimed rounds run
+/// first for [`WARM_UP`]: a GPU that idled while the weights were read and
+/// quantised starts at its idle clocks, and on an H200 candidates timed
+/// straight away measured 3 to 5× their later steps (int8, int4) or in
+/// another order (Chromium kept gpu-8 at 1.46 ms of GPU time a step over
+/// gpu-2 at 0.93). A session whose context is full
 /// goes back to the end of its prompt, so a model with a short context (even
 /// one position) is timed on as many steps as any other.
 async fn time_decodes(gpus: &[Result<Rc<GpuModel>>]) -> Vec<Result<f64>> {
@@ -110,7 +123,10 @@ async fn time_decodes(gpus: &[Result<Rc<GpuModel>>]) -> Vec<Result<f64>> {
         });
     }
     let mut times = vec![Vec::new(); gpus.len()];
-    for step in 0..TIMED_STEPS + 2 {
+    let start = web_time::Instant::now();
+    let (mut step, mut timed) = (0, 0);
+    while timed < TIMED_STEPS {
+        let warm = step >= WARM_ROUNDS.1 || (step >= WARM_ROUNDS.0 && start.elapsed() >= WARM_UP);
         for (slot, times) in sessions.iter_mut().zip(&mut times) {
             let Ok((session, prompt)) = slot else { continue };
             let c = session.config();
@@ -123,7 +139,7 @@ async fn time_decodes(gpus: &[Result<Rc<GpuModel>>]) -> Vec<Result<f64>> {
                 },
             };
             match decoded {
-                Ok(_) if step >= 2 => {
+                Ok(_) if warm => {
                     let stats = session.last_stats();
                     times.push(stats.gpu_ms.unwrap_or(stats.wall_ms));
                 }
@@ -131,6 +147,8 @@ async fn time_decodes(gpus: &[Result<Rc<GpuModel>>]) -> Vec<Result<f64>> {
                 Err(e) => *slot = Err(e),
             }
         }
+        timed += usize::from(warm);
+        step += 1;
     }
     let median = |(slot, times): (Result<(GpuSession, usize)>, Vec<f64>)| {
         slot?;

@@ -88,13 +88,15 @@ pub trait Memory {
 }
 
 /// The candidates `choice` tries on an adapter (`software`: a CPU in
-/// disguise), given the profile `remembered` for it, and why.
+/// disguise) for weights in `format`, given the profile `remembered` for
+/// it, and why.
 pub fn candidates(
     choice: KernelsChoice,
     software: bool,
+    format: Format,
     remembered: Option<Profile>,
 ) -> (Vec<Profile>, Reason) {
-    let gpu_profiles = Split::CANDIDATES.map(Profile::Gpu).to_vec();
+    let gpu_profiles = Split::candidates(format).map(Profile::Gpu).to_vec();
     let remembered_gpu = remembered.filter(|p| *p != Profile::Cpu);
     match (choice, remembered) {
         (KernelsChoice::Exactly(p), _) => (vec![p], Reason::Asked),
@@ -136,21 +138,22 @@ fn no_profile_ran(trials: &[Trial]) -> String {
 }
 
 /// Chooses the profile `choice` asks for on an adapter (`software`: a CPU
-/// in disguise), trying candidates with `trials` and, where the page
+/// in disguise) for weights in `format`, trying candidates with `trials` and, where the page
 /// remembers choices, reading and keeping them in `memory` under `key`.
 pub async fn choose(
     choice: KernelsChoice,
     software: bool,
+    format: Format,
     memory: Option<(&dyn Memory, &str)>,
     trials: &mut impl Trials,
 ) -> Result<Chosen, String> {
     let remembered = memory.and_then(|(m, key)| Profile::from_name(&m.get(key)?));
-    let (mut profiles, mut reason) = candidates(choice, software, remembered);
+    let (mut profiles, mut reason) = candidates(choice, software, format, remembered);
     let mut results = trials.run(&profiles, profiles.len() > 1).await;
     if reason == Reason::Remembered && results.iter().all(Result::is_err) {
         // The remembered profile no longer opens (a driver update, other
         // limits): time the candidates again as if nothing were remembered.
-        (profiles, reason) = candidates(choice, software, None);
+        (profiles, reason) = candidates(choice, software, format, None);
         results = trials.run(&profiles, profiles.len() > 1).await;
     }
     let trials: Vec<Trial> = profiles
@@ -193,7 +196,9 @@ pub fn build_id() -> String {
             sources.push(kernel.source_for(format));
         }
     }
-    sources.extend(Split::CANDIDATES.map(|s| Profile::Gpu(s).name()));
+    for format in Format::ALL {
+        sources.extend(Split::candidates(format).map(|s| Profile::Gpu(s).name()));
+    }
     id_of(sources.iter().map(String::as_str))
 }
 

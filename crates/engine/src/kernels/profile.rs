@@ -31,11 +31,21 @@ pub struct Split {
 }
 
 impl Split {
-    /// The layouts a real GPU is timed with at load (with the cpu profile).
-    /// On an H200 (124M f16 decode, GPU ms/token): gpu-1 1.32, gpu-2 1.07,
-    /// gpu-4 1.15, gpu-8 1.66, gpu-16 slower still (f32 there prefers gpu-8);
-    /// a GPU with fewer multiprocessors fills them with fewer, wider workgroups.
-    pub const CANDIDATES: [Split; 3] = [Split { wide: 2 }, Split { wide: 4 }, Split { wide: 8 }];
+    /// The layouts a real GPU is timed with at load (with the cpu profile),
+    /// for weights in `format`. A workgroup covers `wide` words of a row, so
+    /// formats with more weights to a word (int8: 4, int4: 8) have fewer
+    /// workgroups at the same `wide`, and prefer narrower layouts. On an
+    /// H200 (decode, GPU ms/token): 124M f16 gpu-1 1.20, gpu-2 1.07, gpu-4
+    /// 1.15, gpu-8 1.66 (f32 prefers gpu-8); 124M int4 gpu-1 1.37, gpu-2 1.71,
+    /// and 355M 3.15 against 3.80 (int8: 1.16 against 1.18, 2.72 against
+    /// 2.84), gpu-8 slowest in every 8- and 4-bit format. A GPU with fewer
+    /// multiprocessors fills them with fewer, wider workgroups.
+    pub fn candidates(format: Format) -> [Split; 3] {
+        match format.per_word() {
+            1 | 2 => [Split { wide: 2 }, Split { wide: 4 }, Split { wide: 8 }],
+            _ => [Split { wide: 1 }, Split { wide: 2 }, Split { wide: 4 }],
+        }
+    }
 
     /// Every layout that can be asked for by name (`gpu-1` … `gpu-16`);
     /// the twin tests run them all.

@@ -57,7 +57,7 @@ fn choose_now(
     table: &mut Table,
 ) -> Result<Chosen, String> {
     // The table's trials never wait: one poll finishes the choice.
-    let mut choosing = std::pin::pin!(choose(choice, software, memory, table));
+    let mut choosing = std::pin::pin!(choose(choice, software, Format::F16, memory, table));
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
     match choosing.as_mut().poll(&mut cx) {
         std::task::Poll::Ready(chosen) => chosen,
@@ -195,4 +195,22 @@ fn a_new_build_of_the_kernels_forgets_and_a_remembered_profile_that_fails_is_tim
     let mut t = times(0.5, 1.0, 2.0, 3.0);
     let c = choose_now(KernelsChoice::Gpu, false, Some((&store, &here)), &mut t).unwrap();
     assert_eq!((c.profile, c.reason), (GPU2, Reason::Timed));
+}
+
+#[test]
+fn formats_with_more_weights_to_a_word_time_narrower_layouts() {
+    // A word holds 4 (int8) or 8 (int4) weights: gpu-1 has as many
+    // workgroups as f16's gpu-2 or more, and gpu-8 was the slowest on an H200.
+    let gpu1 = Profile::Gpu(Split { wide: 1 });
+    for format in [Format::Int8PerTensor, Format::Int8, Format::Int4] {
+        let (profiles, reason) = candidates(KernelsChoice::Auto, false, format, None);
+        assert_eq!((profiles, reason), (vec![CPU, gpu1, GPU2, GPU4], Reason::Timed));
+    }
+    for format in [Format::F32, Format::F16, Format::Bf16] {
+        let (profiles, _) = candidates(KernelsChoice::Gpu, false, format, None);
+        assert_eq!(profiles, vec![GPU2, GPU4, GPU8]);
+    }
+    // Remembered or asked for by name, a layout is taken in any format.
+    let (profiles, _) = candidates(KernelsChoice::Auto, false, Format::Int4, Some(GPU8));
+    assert_eq!(profiles, vec![GPU8]);
 }
