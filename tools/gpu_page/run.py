@@ -246,7 +246,16 @@ def prefill_decode(b, url):
     time.sleep(1)
     b.wait(f"{READY} === 'ready' && !document.querySelector('[data-testid=time-generation]').disabled",
            900, "the prefill-decode timing")
-    return {"figures": b.eval("document.querySelector('.prefill-decode .panel')?.innerText")}
+    # textContent, not innerText: innerText follows layout, and a machine
+    # without fonts (the GPU machine) lays out no text, so it read as empty cells.
+    return {"figures": b.eval("""(() => {
+      const panel = document.querySelector('.prefill-decode .panel');
+      if (!panel) return null;
+      const rows = [...panel.querySelectorAll('[data-testid=cost-table] tr')]
+        .map(tr => [...tr.cells].map(c => c.textContent.trim()).join('\\t'));
+      const said = [...panel.querySelectorAll('p.verdict, p.readout')].map(p => p.textContent.trim());
+      return [...rows, ...said].join('\\n');
+    })()""")}
 
 
 
