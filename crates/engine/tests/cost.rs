@@ -138,3 +138,35 @@ fn a_long_context_cpu_cache_reserves_a_part_and_grows_past_it() {
             && bytes.allocated > per_position * RESERVED_POSITIONS as u64
     );
 }
+
+/// A prompt longer than one GPU pass holds (`PASS_ROWS`): the GPU reads it
+/// in two passes, the second attending to the cache the first wrote, and
+/// every row's logits are the CPU engine's (which reads it in one).
+#[test]
+fn a_prompt_longer_than_a_gpu_pass_is_read_in_passes_with_the_cpu_logits() {
+    use decode_lab_engine::gpu::PASS_ROWS;
+    use decode_lab_engine::model::WeightsChoice;
+    let (e, vocab, n_pos) = (16, 16, PASS_ROWS + 80);
+    let shapes = common::gpt2_shapes(1, e, vocab, n_pos);
+    let file = common::random_safetensors(&shapes, 1.0);
+    let config = format!(
+        r#"{{"model_type": "gpt2", "n_layer": 1, "n_head": 2, "n_embd": {e}, "n_positions": {n_pos}, "vocab_size": {vocab}}}"#
+    );
+    let model = Arc::new(Model::from_bytes_as(&config, &file, WeightsChoice::Auto).unwrap());
+    let tokens: Vec<u32> = (0..PASS_ROWS + 40).map(|i| (i * 7 % vocab) as u32).collect();
+    let mut sessions = sessions_on_both(&model).into_iter();
+    let (_, mut cpu) = sessions.next().unwrap();
+    let want = pollster::block_on(cpu.prefill(&tokens, Wanted::All)).unwrap();
+    let want_next = pollster::block_on(cpu.decode(3)).unwrap();
+    for (name, mut s) in sessions {
+        let got = pollster::block_on(s.prefill(&tokens, Wanted::All)).unwrap();
+        assert_eq!(got.len(), want.len(), "{name}");
+        let err = rel_max_err(&got, &want);
+        assert!(err < LIMIT, "{name}: {err}");
+        assert_eq!(s.last_stats().submits, 2, "{name}: passes of at most {PASS_ROWS} rows");
+        // And it decodes on from there.
+        let next = pollster::block_on(s.decode(3)).unwrap();
+        let err = rel_max_err(&next, &want_next);
+        assert!(err < LIMIT, "{name} decode: {err}");
+    }
+}

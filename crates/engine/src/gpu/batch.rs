@@ -45,11 +45,11 @@ impl GpuBatch {
                     .into(),
             ));
         }
-        let n_positions = gpu.config().n_positions;
-        if sessions.len() > n_positions {
+        let rows = gpu.scratch.rows;
+        if sessions.len() > rows {
             let n = sessions.len();
             return Err(EngineError::Batch(format!(
-                "{n} sequences, but the model's buffers hold {n_positions} rows"
+                "{n} sequences, but the model's buffers hold {rows} rows"
             )));
         }
         let logits = Logits::new(&gpu, sessions.len())?;

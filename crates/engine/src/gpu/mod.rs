@@ -25,6 +25,6 @@ mod timer;
 
 pub use batch::GpuBatch;
 pub use context::GpuContext;
-pub use model::{GpuLayer, GpuModel, Scratch};
+pub use model::{GpuLayer, GpuModel, Scratch, PASS_ROWS};
 pub use pipelines::Pipelines;
 pub use session::{GpuSession, KernelTime};

@@ -90,16 +90,19 @@ impl GpuShard {
     }
 }
 
-/// Activations of one forward pass, sized for a full context of `n_positions` rows.
+/// Activations of one forward pass, sized for [`pass_rows`] rows (a longer
+/// prompt is read in several passes).
 pub struct Scratch {
-    pub tokens: wgpu::Buffer, // (n_positions) u32 ids of this pass
-    pub x: wgpu::Buffer,      // (n_positions, n_embd) residual stream
-    pub xb: wgpu::Buffer,     // (n_positions, n_embd) layernorm output
-    pub qkv: wgpu::Buffer,    // (n_positions, n_embd + 2 * kv_dim)
-    pub y: wgpu::Buffer,      // (n_positions, n_embd) attention output
-    pub proj: wgpu::Buffer,   // (n_positions, n_embd) block output before the residual add
-    pub fc: wgpu::Buffer, // (n_positions, n_inner) MLP hidden layer, or (n_positions, 2 * n_inner) gate, up in turn
-    pub act: wgpu::Buffer, // (n_positions, n_inner) SwiGLU's output (the Llama family; else a placeholder)
+    /// The most rows one pass holds: [`pass_rows`] of the model.
+    pub rows: usize,
+    pub tokens: wgpu::Buffer, // (rows) u32 ids of this pass
+    pub x: wgpu::Buffer,      // (rows, n_embd) residual stream
+    pub xb: wgpu::Buffer,     // (rows, n_embd) layernorm output
+    pub qkv: wgpu::Buffer,    // (rows, n_embd + 2 * kv_dim)
+    pub y: wgpu::Buffer,      // (rows, n_embd) attention output
+    pub proj: wgpu::Buffer,   // (rows, n_embd) block output before the residual add
+    pub fc: wgpu::Buffer, // (rows, n_inner) MLP hidden layer, or (rows, 2 * n_inner) gate, up in turn
+    pub act: wgpu::Buffer, // (rows, n_inner) SwiGLU's output (the Llama family; else a placeholder)
     /// Flash-decoding's softmax partials of one query (the gpu profile's attention_split).
     pub parts: wgpu::Buffer, // (chunks of n_positions, n_head, 2 + head_size)
 }
@@ -346,11 +349,24 @@ fn turns_table(c: &Config) -> Vec<f32> {
     turns.into_iter().flat_map(|(cos, sin)| [cos, sin]).collect()
 }
 
+/// The most tokens one pass reads: a longer prompt is read in passes of
+/// this many, each attending to the cache the earlier ones wrote.
+pub const PASS_ROWS: usize = 1024;
+
+/// The rows of `c`'s scratch: a pass's, not a context's. A 32k-context
+/// model's MLP activations for its whole context (Qwen2.5-0.5B: 1.27 GB)
+/// would exceed one storage binding and the memory of many GPUs; GPT-2's
+/// context is one pass.
+pub fn pass_rows(c: &Config) -> usize {
+    c.n_positions.min(PASS_ROWS)
+}
+
 fn make_scratch(ctx: &GpuContext, c: &Config) -> Scratch {
-    let rows = c.n_positions as u64;
+    let rows = pass_rows(c) as u64;
     let f = |label: &str, cols: usize| buffer(ctx, label, rows * cols as u64 * 4, STORAGE);
     let gated = c.llama().is_some(); // SwiGLU: gate | up, then its output
     Scratch {
+        rows: rows as usize,
         tokens: f("tokens", 1),
         x: f("x", c.n_embd),
         xb: f("xb", c.n_embd),
@@ -410,39 +426,21 @@ fn check_shapes(c: &Config) -> Result<()> {
 fn check_limits(ctx: &GpuContext, c: &Config, format: Format) -> Result<()> {
     check_shapes(c)?;
     let (e, i, p) = (c.n_embd as u64, c.n_inner as u64, c.n_positions as u64);
+    let rows = pass_rows(c) as u64;
     let matrix = |rows: u64, cols: u64| format.bytes((rows * cols) as usize);
     // The embedding and LM head are split by rows instead (`GpuShard`).
     // SwiGLU's gate and up projections are one matrix, twice as wide.
     let i = if c.llama().is_some() { 2 * i } else { i };
-    ctx.check_binding("the position embedding wpe", p * e * 4)?;
+    if c.llama().is_none() {
+        // Rotary models have no position embedding (a placeholder buffer).
+        ctx.check_binding("the position embedding wpe", p * e * 4)?;
+    }
     ctx.check_binding("the MLP weights c_fc", matrix(e, i))?;
-    ctx.check_binding("the MLP activations", p * i * 4)?;
-    ctx.check_binding("the qkv activations", p * c.qkv_width() as u64 * 4)?;
+    ctx.check_binding("the MLP activations", rows * i * 4)?;
+    ctx.check_binding("the qkv activations", rows * c.qkv_width() as u64 * 4)?;
     ctx.check_groups("one row per workgroup over n_positions", c.n_positions as u32)?;
     Ok(())
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn config(n_embd: usize, n_head: usize) -> Config {
-        let json = format!(
-            r#"{{"n_layer": 1, "n_head": {n_head}, "n_embd": {n_embd}, "n_positions": 8, "vocab_size": 8}}"#
-        );
-        Config::from_json(&json).unwrap()
-    }
-
-    #[test]
-    fn shapes_beyond_workgroup_memory_are_clear_errors() {
-        assert!(check_shapes(&config(1600, 25)).is_ok()); // GPT-2 XL
-        assert!(check_shapes(&config(2048, 32)).is_ok());
-        let wide = check_shapes(&config(2112, 33)).unwrap_err().to_string();
-        assert!(
-            wide.contains("n_embd") && wide.contains("2112") && wide.contains("2048"),
-            "{wide}"
-        );
-        let head = check_shapes(&config(512, 1)).unwrap_err().to_string();
-        assert!(head.contains("head_size") && head.contains("512"), "{head}");
-    }
-}
+mod tests;

@@ -11,9 +11,10 @@ use crate::error::{EngineError, Result};
 use crate::step::{check_input, StepStats, Wanted};
 
 impl GpuSession {
-    /// `tokens` through the model: in one pass when they fit the budget
-    /// (in chunks of [`MASS_ROWS`] for a heavy-hitter session), else one at
-    /// a time, each query seeing what was kept at its turn.
+    /// `tokens` through the model: in passes of at most the scratch's rows
+    /// ([`super::model::PASS_ROWS`]; [`MASS_ROWS`] for a heavy-hitter
+    /// session) when they fit the budget, else one at a time, each query
+    /// seeing what was kept at its turn.
     pub(super) async fn forward(
         &mut self,
         tokens: &[u32],
@@ -23,7 +24,8 @@ impl GpuSession {
         let start = web_time::Instant::now();
         check_input(&self.model().model, self.pos, tokens)?;
         let mut stats = StepStats { tokens: tokens.len(), ..StepStats::default() };
-        let max_rows = if self.totals.is_some() { MASS_ROWS } else { usize::MAX };
+        let pass_rows = self.gpu.scratch.rows;
+        let max_rows = if self.totals.is_some() { MASS_ROWS.min(pass_rows) } else { pass_rows };
         let mut logits = Vec::new();
         let mut done = 0;
         while done < tokens.len() {
@@ -72,6 +74,13 @@ impl GpuSession {
                 "the views that look inside the model read the full cache: use --kv-policy full"
                     .into(),
             ));
+        }
+        let pass_rows = self.gpu.scratch.rows;
+        if tokens.len() > pass_rows {
+            return Err(EngineError::Setting(format!(
+                "the views that look inside the model read one pass, at most {pass_rows} tokens on the GPU; this prompt has {}",
+                tokens.len()
+            )));
         }
         let mut stats = StepStats { tokens: tokens.len(), ..StepStats::default() };
         let place = self.take_room(tokens.len(), &mut stats).await?;

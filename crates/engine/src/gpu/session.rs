@@ -317,7 +317,8 @@ impl GpuSession {
     ) -> Result<Option<Vec<KernelTime>>> {
         let n = prefill.unwrap_or(1).max(1);
         let capacity = self.slots.capacity(self.config().n_positions);
-        if self.pos + n > self.config().n_positions || self.slots.held().len() + n > capacity {
+        let past = self.pos + n > self.config().n_positions || n > self.gpu.scratch.rows;
+        if past || self.slots.held().len() + n > capacity {
             return Ok(None);
         }
         let ops = if prefill.is_some() { self.ops.rows(n) } else { &self.ops.decode };
