@@ -14,7 +14,9 @@ no websocket library needed). In order:
   3. ?widget=device&report=… for the bundled model and for each extra model
      folder under dist/ given with --model (a GPT-2-124M-shaped f16 model the
      CLI made on the machine), confirming the big download as a user would;
-  4. the prefill-decode lesson (Time a generation) on the bundled model.
+  4. the prefill-decode lesson (Time a generation) on the bundled model;
+  5. the quantization lesson (Measure) on each --model: every format's
+     bytes, decode and prefill time, drift, on the GPU.
 
 Writes OUT/gpu-page.json (everything) and OUT/gpu-page.txt (a summary).
 
@@ -259,6 +261,36 @@ def prefill_decode(b, url):
 
 
 
+def quantization(b, url, model):
+    """The quantization lesson on `model` (a folder under dist/): Measure
+    every format on the page's engine (the GPU's), its rows and its speed
+    sentence as the table shows them."""
+    query = (f"?model={model}&" if model else "?") + \
+        "widget=quantization&max_tokens=16&heldout_tokens=64&prompt=The%20capital%20of%20France%20is"
+    b.goto(url + query)
+    end = time.time() + 900
+    while time.time() < end and not b.eval("Boolean(document.querySelector('[data-testid=measure]:not([disabled])'))"):
+        if b.eval("Boolean(document.querySelector('[data-testid=confirm-yes]'))"):
+            b.eval("document.querySelector('[data-testid=confirm-yes]').click()")
+        error = b.eval("document.querySelector('[data-testid=error]')?.textContent")
+        if error:
+            return {"model": model, "error": error}
+        time.sleep(1)
+    b.eval("document.querySelector('[data-testid=measure]').click()")
+    time.sleep(1)
+    b.wait("""!document.querySelector('[data-testid=measure]').disabled
+      && document.querySelectorAll('[data-testid=quant-row]').length > 0""", 1800, "the quantization lesson")
+    return {"model": model, **b.eval("""({
+      rows: [...document.querySelectorAll('[data-testid=quant-row]')].map((r) => ({
+        name: r.querySelector('th').textContent.trim(),
+        ...Object.fromEntries([...r.querySelectorAll('td')].map((td) => [td.dataset.col, td.textContent.trim()])),
+      })),
+      speed: document.querySelector('[data-testid=quant-speed]')?.textContent,
+      engine: document.querySelector('[data-testid=backend]')?.textContent,
+      errors: [...document.querySelectorAll('[data-testid=error]')].map((e) => e.textContent),
+    })""")}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dist", required=True)
@@ -284,6 +316,7 @@ def main():
             print(f"selftest {s['kernels']}: {s['result']}", flush=True)
         results["device"] = [device(b, url, reports, m) for m in [None, *args.model]]
         results["prefill_decode"] = prefill_decode(b, url)
+        results["quantization"] = [quantization(b, url, m) for m in args.model]
     finally:
         b.close()
         httpd.shutdown()
@@ -320,6 +353,16 @@ def summary(r):
     if pd:
         lines.append("prefill-decode lesson:")
         lines.extend("  " + l for l in (pd.get("figures") or "").splitlines()[:30])
+    for q in r.get("quantization", []):
+        if "error" in q:
+            lines.append(f"quantization lesson {q['model']}: error: {q['error']}")
+            continue
+        lines.append(f"quantization lesson {q['model']} ({q.get('engine')}):")
+        for row in q["rows"]:
+            lines.append(f"  {row['name']:<14} {row.get('bytes', ''):>10}  decode {row.get('ms', ''):>8} ms/token  "
+                         f"prefill {row.get('prefill', ''):>8} ms  KL {row.get('kl', '')}  top-1 {row.get('top1', '')}")
+        lines.append(f"  {q.get('speed')}")
+        lines.extend(f"  error: {e}" for e in q.get("errors", []))
     return "\n".join(lines) + "\n"
 
 
