@@ -109,7 +109,7 @@ impl Trials for GpuTrials {
 /// candidate once measured 4× slow on an H200 and lost). Untimed rounds run
 /// first for [`WARM_UP`]: a GPU that idled while the weights were read and
 /// quantised starts at its idle clocks, and on an H200 candidates timed
-/// straight away measured 3 to 5× their later steps (int8, int4) or in
+/// straight away measured 2.5 to 5× their later steps (bf16, int8, int4) or in
 /// another order (Chromium kept gpu-8 at 1.46 ms of GPU time a step over
 /// gpu-2 at 0.93). A session whose context is full
 /// goes back to the end of its prompt, so a model with a short context (even
