@@ -103,6 +103,17 @@ fn kv_bytes_read_from_the_cache_follow_the_formula_and_the_whole_context_is_allo
     }
 }
 
+/// A one-layer GPT-2 of seeded random f32 weights, 2 heads of `e / 2`.
+fn one_layer_model(e: usize, vocab: usize, n_pos: usize) -> Arc<Model> {
+    use decode_lab_engine::model::WeightsChoice;
+    let shapes = common::gpt2_shapes(1, e, vocab, n_pos);
+    let file = common::random_safetensors(&shapes, 1.0);
+    let config = format!(
+        r#"{{"model_type": "gpt2", "n_layer": 1, "n_head": 2, "n_embd": {e}, "n_positions": {n_pos}, "vocab_size": {vocab}}}"#
+    );
+    Arc::new(Model::from_bytes_as(&config, &file, WeightsChoice::Auto).unwrap())
+}
+
 /// A context longer than the CPU cache reserves at open (SmolLM2's 8,192
 /// positions, Qwen2.5's 32,768): the cache opens with
 /// `RESERVED_POSITIONS` rows and grows past them as tokens arrive, with the
@@ -110,14 +121,8 @@ fn kv_bytes_read_from_the_cache_follow_the_formula_and_the_whole_context_is_allo
 #[test]
 fn a_long_context_cpu_cache_reserves_a_part_and_grows_past_it() {
     use decode_lab_engine::cpu::{CpuSession, RESERVED_POSITIONS};
-    use decode_lab_engine::model::WeightsChoice;
     let (e, vocab, n_pos) = (8, 16, RESERVED_POSITIONS + 64);
-    let shapes = common::gpt2_shapes(1, e, vocab, n_pos);
-    let file = common::random_safetensors(&shapes, 1.0);
-    let config = format!(
-        r#"{{"model_type": "gpt2", "n_layer": 1, "n_head": 2, "n_embd": {e}, "n_positions": {n_pos}, "vocab_size": {vocab}}}"#
-    );
-    let model = Arc::new(Model::from_bytes_as(&config, &file, WeightsChoice::Auto).unwrap());
+    let model = one_layer_model(e, vocab, n_pos);
     let per_position = (2 * e * 4) as u64; // K and V, one layer, f32
     let tokens: Vec<u32> = (0..n_pos - 4).map(|i| (i * 7 % vocab) as u32).collect();
     let mut whole = CpuSession::new(model.clone());
@@ -145,14 +150,8 @@ fn a_long_context_cpu_cache_reserves_a_part_and_grows_past_it() {
 #[test]
 fn a_prompt_longer_than_a_gpu_pass_is_read_in_passes_with_the_cpu_logits() {
     use decode_lab_engine::gpu::PASS_ROWS;
-    use decode_lab_engine::model::WeightsChoice;
     let (e, vocab, n_pos) = (16, 16, PASS_ROWS + 80);
-    let shapes = common::gpt2_shapes(1, e, vocab, n_pos);
-    let file = common::random_safetensors(&shapes, 1.0);
-    let config = format!(
-        r#"{{"model_type": "gpt2", "n_layer": 1, "n_head": 2, "n_embd": {e}, "n_positions": {n_pos}, "vocab_size": {vocab}}}"#
-    );
-    let model = Arc::new(Model::from_bytes_as(&config, &file, WeightsChoice::Auto).unwrap());
+    let model = one_layer_model(e, vocab, n_pos);
     let tokens: Vec<u32> = (0..PASS_ROWS + 40).map(|i| (i * 7 % vocab) as u32).collect();
     let mut sessions = sessions_on_both(&model).into_iter();
     let (_, mut cpu) = sessions.next().unwrap();
