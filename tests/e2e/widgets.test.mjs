@@ -218,18 +218,33 @@ test('cpu: every value a widget cuts to the model gets a notice, in the same wor
   }
 });
 
-// Bits per byte while a run is partway: stopped after the first of several
-// held-out windows, each format's figure is the rate over the bytes scored so
-// far (it once divided by the whole passage's bytes, reading ~4× low here).
-test('quantization on cpu: bits/byte stopped midway are the rate over the bytes scored', async () => {
-  const page = await lab.open('cpu', '?widget=quantization&max_tokens=1&heldout_tokens=900&prompt=ROMEO%3A');
+// Stop partway, twice. (1) During the greedy steps: every row keeps the
+// speed and parting columns of the steps it took (they were once written only
+// after the last step, so Stop left them all empty). (2) After the first of
+// several held-out windows: each format's bits per byte is the rate over the
+// bytes scored so far (it once divided by the whole passage's bytes, reading
+// ~4× low here).
+test('quantization on cpu: stopped midway, the speed and bits/byte are those of the steps and bytes measured', async () => {
+  const page = await lab.open('cpu', '?widget=quantization&max_tokens=200&heldout_tokens=900&prompt=ROMEO%3A');
+  const idle = () => page.waitForFunction(() => !document.querySelector('[data-testid=measure]').disabled, null, { timeout: 120_000 });
+  await page.click('[data-testid=measure]');
+  await page.waitForFunction(() => /greedy decoding, step (?:[3-9]|\d{2,}) of/.test(document.querySelector('[data-testid=quant-progress]').textContent),
+    null, { timeout: 300_000 });
+  await page.click('[data-testid=stop-generation]');
+  await idle();
+  const col = (name) => page.$$eval(`[data-testid=quant-row] [data-col=${name}]`, (tds) => tds.map((td) => td.textContent.trim()));
+  const [ms, parts] = [await col('ms'), await col('parts')];
+  assert.equal(ms.length, 9, 'six formats, and int8-tensor, int8, int4 with 8-bit activations');
+  for (const m of ms) assert.ok(Number(m) > 0, `decode ms/token of the steps taken before Stop: ${ms}`);
+  for (const p of parts.slice(1)) assert.match(p, /^(step \d+|not in \d+ steps)$/, `where the text parts, of the steps taken: ${parts}`);
+  await set(page, 'max-tokens', 1);
   await page.click('[data-testid=measure]');
   await page.waitForFunction(() => document.querySelector('[data-testid=quant-progress]').textContent.includes('held-out window 2 of'),
     null, { timeout: 300_000 });
   await page.click('[data-testid=stop-generation]');
-  await page.waitForFunction(() => !document.querySelector('[data-testid=measure]').disabled, null, { timeout: 120_000 });
+  await idle();
   assert.match(await page.textContent('[data-testid=quant-heldout]'), /900 tokens/);
-  const bpb = await page.$$eval('[data-testid=quant-row] [data-col=bpb]', (tds) => tds.map((td) => td.textContent.trim()));
+  const bpb = await col('bpb');
   assert.equal(bpb.length, 9, 'six formats, and int8-tensor, int8, int4 with 8-bit activations');
   for (const b of bpb) assert.ok(Number(b) > 1 && Number(b) < 5, `bits/byte after one window of several: ${bpb}`);
   await noFatal(page);

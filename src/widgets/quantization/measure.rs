@@ -122,6 +122,44 @@ async fn open_all(d: Driver, sinks: Sinks, kinds: &[Kind]) -> Result<Vec<Session
     Ok(sessions)
 }
 
+/// What the greedy steps measured so far, per session: written into the
+/// rows when the steps end or Stop ends them, so a stopped run keeps its
+/// speed and parting columns for the steps it took.
+struct Greedy {
+    prefill_ms: Vec<f64>,
+    tokens: Vec<Vec<u32>>,
+    ms: Vec<Vec<f64>>,
+    coworker: Vec<bool>,
+}
+
+impl Greedy {
+    fn new(n: usize) -> Self {
+        Greedy {
+            prefill_ms: vec![0.0; n],
+            tokens: vec![Vec::new(); n],
+            ms: vec![Vec::new(); n],
+            coworker: vec![false; n],
+        }
+    }
+
+    /// The speed and parting columns of the first rows, one per session.
+    fn write(&self, rows: &mut [Row]) {
+        for (i, row) in rows.iter_mut().enumerate().take(self.ms.len()) {
+            // Stopped mid-round, a session may have one step fewer than the reference.
+            let (mine, reference) = (&self.tokens[i], &self.tokens[0]);
+            let common = mine.len().min(reference.len());
+            let parts = match mine.iter().zip(reference).position(|(a, b)| a != b) {
+                Some(at) => Some(Parting::At(at + 1)),
+                None => (common > 0).then_some(Parting::Never(common)),
+            };
+            row.ms_per_token = median(&self.ms[i][1.min(self.ms[i].len())..]);
+            row.prefill_ms = Some(self.prefill_ms[i]);
+            row.coworker = Some(self.coworker[i]);
+            row.parts = parts;
+        }
+    }
+}
+
 /// Greedy decoding of `steps` tokens after `prompt` on every session: the
 /// speed column and where each text parts from the reference's. The formats
 /// take turns, one prefill or step each a round, so a GPU's clocks climbing
@@ -138,44 +176,31 @@ async fn greedy(
 ) -> Result<(), String> {
     let err = |e: engine::EngineError| e.to_string();
     let n = sessions.len();
-    let (mut logits, mut prefill_ms) = (vec![Vec::new(); n], vec![0.0; n]);
+    let (mut logits, mut g) = (vec![Vec::new(); n], Greedy::new(n));
     // Twice, the second timed: a session's first prefill is cold (pipelines, memory).
     for _ in 0..2 {
         for (i, session) in sessions.iter_mut().enumerate() {
             session.rewind(0).map_err(err)?;
             logits[i] = session.prefill(prompt, Wanted::Last).await.map_err(err)?;
-            prefill_ms[i] = session.last_stats().wall_ms;
+            g.prefill_ms[i] = session.last_stats().wall_ms;
         }
     }
-    let (mut tokens, mut ms, mut coworker) =
-        (vec![Vec::new(); n], vec![Vec::new(); n], vec![false; n]);
-    for step in 0..steps {
+    'steps: for step in 0..steps {
         for (i, session) in sessions.iter_mut().enumerate() {
             if d.stop_asked() {
-                return Ok(());
+                break 'steps;
             }
             let what = format!("greedy decoding, step {} of {steps}", step + 1);
             sinks.progress.set(Progress { what, done: step * n + i, total: steps * n });
             let token = argmax(&logits[i]); // greedy decoding
-            tokens[i].push(token);
+            g.tokens[i].push(token);
             logits[i] = session.decode(token).await.map_err(err)?;
-            ms[i].push(session.last_stats().wall_ms);
-            coworker[i] |= session.last_stats().coworker;
+            g.ms[i].push(session.last_stats().wall_ms);
+            g.coworker[i] |= session.last_stats().coworker;
             yield_to_browser().await;
         }
     }
-    sinks.rows.update(|rows| {
-        for (i, row) in rows.iter_mut().enumerate().take(n) {
-            let parts = match tokens[i].iter().zip(&tokens[0]).position(|(a, b)| a != b) {
-                Some(at) => Parting::At(at + 1),
-                None => Parting::Never(steps),
-            };
-            row.ms_per_token = median(&ms[i][1.min(ms[i].len())..]);
-            row.prefill_ms = Some(prefill_ms[i]);
-            row.coworker = Some(coworker[i]);
-            row.parts = Some(parts);
-        }
-    });
+    sinks.rows.update(|rows| g.write(rows));
     Ok(())
 }
 

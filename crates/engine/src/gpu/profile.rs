@@ -32,9 +32,13 @@ const TIMED_STEPS: usize = 8;
 /// from idle in tens to hundreds of milliseconds.
 const WARM_UP: std::time::Duration = std::time::Duration::from_millis(250);
 
-/// The fewest and the most untimed rounds (a CPU adapter's step is slow, a
-/// tiny model's on a real GPU a fraction of a millisecond).
-const WARM_ROUNDS: (usize, usize) = (2, 400);
+/// The fewest untimed rounds: a CPU adapter's step is slow, so [`WARM_UP`]
+/// alone would leave it too few.
+const MIN_WARM_ROUNDS: usize = 2;
+
+/// The most untimed rounds: a tiny model's step on a real GPU takes a
+/// fraction of a millisecond, so rounds, not [`WARM_UP`], bound its warm-up.
+const MAX_WARM_ROUNDS: usize = 400;
 
 /// Uploads `model` to `ctx` and opens it with the kernels `choice` asks for
 /// (the rules: [`choose`](crate::kernels::choose)); where the caller keeps
@@ -126,7 +130,8 @@ async fn time_decodes(gpus: &[Result<Rc<GpuModel>>]) -> Vec<Result<f64>> {
     let start = web_time::Instant::now();
     let (mut step, mut timed) = (0, 0);
     while timed < TIMED_STEPS {
-        let warm = step >= WARM_ROUNDS.1 || (step >= WARM_ROUNDS.0 && start.elapsed() >= WARM_UP);
+        let warm =
+            step >= MAX_WARM_ROUNDS || (step >= MIN_WARM_ROUNDS && start.elapsed() >= WARM_UP);
         for (slot, times) in sessions.iter_mut().zip(&mut times) {
             let Ok((session, prompt)) = slot else { continue };
             let c = session.config();
