@@ -70,10 +70,10 @@ impl BigDownload {
             widened,
             gpu_bytes: held_bytes,
             worker_bytes: file_bytes + page_bytes,
-            // Only f32 and f16 weights are cut into the coworker's panels.
-            coworker_bytes: match held {
-                Format::F32 | Format::F16 if coworker && !on_gpu => file_bytes + page_bytes,
-                _ => 0,
+            // The coworker reads the file and holds its part of every format's matrices.
+            coworker_bytes: match coworker && !on_gpu {
+                true => file_bytes + page_bytes,
+                false => 0,
             },
             on_gpu,
         }

@@ -38,9 +38,9 @@ before(async () => {
 after(() => lab.stop());
 
 /** The CLI's greedy continuation on a test model (no echo of the prompt). */
-function cliGreedy(tokens, model = MODEL) {
+function cliGreedy(tokens, model = MODEL, extra = []) {
   const out = execFileSync(CLI, ['generate', '--model', model, '--prompt', PROMPT, '--temperature', '0',
-    '--max-tokens', String(tokens), '--backend', 'cpu'], { encoding: 'utf8' });
+    '--max-tokens', String(tokens), '--backend', 'cpu', ...extra], { encoding: 'utf8' });
   return out.slice(PROMPT.length, -1);
 }
 
@@ -120,12 +120,12 @@ for (const backend of ['webgpu', 'cpu']) test(`${backend}: a Llama-family model 
 
 const modelFiles = (dir = MODEL) => Object.fromEntries(FILES.map((f) => [f, readFileSync(join(dir, f))]));
 
-async function greedyEqualsCli(page, label, model = MODEL) {
+async function greedyEqualsCli(page, label, model = MODEL, extra = []) {
   assert.equal(await page.getAttribute('[data-testid=status]', 'data-state'), 'ready', label);
   await set(page, 'prompt', PROMPT);
   await set(page, 'temperature', 0);
   await set(page, 'max-tokens', 8);
-  assert.equal(await generate(page), cliGreedy(8, model), label);
+  assert.equal(await generate(page), cliGreedy(8, model, extra), label);
   // The distribution is over the whole 50,257-token vocabulary.
   assert.match(await page.textContent('body'), /50,?257/, `${label}: vocabulary size shown`);
 }
@@ -342,6 +342,19 @@ for (const backend of ['webgpu', 'cpu']) {
     await page.screenshot({ path: `${ARTIFACTS}/model-124m-${backend}.png`, fullPage: true });
     await noFatal(page);
     await page.close();
+    if (backend !== 'cpu') return;
+    // int4 weights × 8-bit activations: the coworker holds its part of the oct panels and of
+    // the head's (50,257 rows: the last panel partly past the end), and the first steps,
+    // alternately shared and alone, write the CLI's text.
+    const int4 = await openWithHub(backend, '?model=e2e-models/gpt2-124m-shape/&weights=int4&activations=int8', {}, {}, false);
+    await int4.waitForSelector('[data-testid=confirm-download]', { timeout: 60_000 });
+    await int4.click('[data-testid=confirm-yes]');
+    await waitSettled(int4);
+    assert.equal(await int4.getAttribute('[data-testid=backend]', 'data-cpu-workers'), '2');
+    await greedyEqualsCli(int4, '124M shape in int4 × 8-bit activations on two workers', GPT2,
+      ['--weights', 'int4', '--activations', 'int8']);
+    await noFatal(int4);
+    await int4.close();
   });
 }
 

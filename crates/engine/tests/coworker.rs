@@ -37,12 +37,15 @@ fn model(n_layer: usize, untied: bool, held: Format) -> Arc<Model> {
     Arc::new(Model::from_bytes_as(&config, &file, WeightsChoice::Exactly(held)).unwrap())
 }
 
-/// `model` in the CPU worker's layout (`Weights::use_cpu_layout`: lifted,
-/// the blocks' matrices in panels, which the coworker's parts are cut from).
-fn in_cpu_layout(model: Arc<Model>) -> Arc<Model> {
+/// `model` in the CPU worker's layout (`remote::cpu_model`: with 8-bit
+/// activations when `acts8`, the int8 and int4 matrices in quad or oct
+/// panels and the LM head in head panels; then `Weights::use_cpu_layout`:
+/// lifted, the blocks' f16 matrices in panels), which the coworker's parts
+/// are cut from.
+fn in_cpu_layout(model: Arc<Model>, acts8: bool) -> Arc<Model> {
     let mut model = Arc::unwrap_or_clone(model);
+    assert!(!acts8 || model.weights.use_int8_activations());
     model.weights.use_cpu_layout();
-    assert!(model.weights.layers[0].c_fc_weight.f16_panels().is_some());
     Arc::new(model)
 }
 
@@ -115,12 +118,27 @@ fn jobs_per_pass(model: &Model) -> usize {
 
 #[test]
 fn a_coworker_changes_no_logit_and_takes_every_big_product() {
-    for (name, model) in [
-        ("f16", model(2, false, Format::F16)),
-        ("f32", model(2, false, Format::F32)),
-        ("untied f16", model(1, true, Format::F16)),
-        ("f16 in the CPU layout", in_cpu_layout(model(2, false, Format::F16))),
-    ] {
+    let mut models = vec![
+        ("f16".to_string(), model(2, false, Format::F16)),
+        ("untied f16".to_string(), model(1, true, Format::F16)),
+    ];
+    for format in Format::ALL {
+        let name = format.name();
+        models.push((format!("{name} as stored"), model(1, false, format)));
+        models.push((
+            format!("{name} in the CPU layout"),
+            in_cpu_layout(model(2, false, format), false),
+        ));
+        if format.takes_int8_activations() {
+            for untied in [false, true] {
+                let m = in_cpu_layout(model(1, untied, format), true);
+                models.push((format!("{name} × 8-bit activations, untied {untied}"), m));
+            }
+        }
+    }
+    let f16 = models.iter().find(|(name, _)| name == "f16 in the CPU layout").unwrap();
+    assert!(f16.1.weights.layers[0].c_fc_weight.f16_panels().is_some(), "f16 panels are cut");
+    for (name, model) in models {
         let alone = run(&model);
         let (shared, started, still) = with_coworker(&model, usize::MAX);
         assert_eq!(shared, alone, "{name}: the same logits bit for bit");
@@ -142,10 +160,7 @@ fn a_failing_coworker_is_dropped_and_its_part_computed_here() {
 }
 
 #[test]
-fn only_big_f32_and_f16_products_are_shared_and_the_refusals_say_why() {
-    let int8 = model(1, false, Format::Int8);
-    let e = Panels::new(&int8, Side::Theirs).err().expect("int8 is not cut into panels");
-    assert!(e.to_string().contains("int8"), "{e}");
+fn only_big_products_are_shared_and_the_refusals_say_why() {
     let dir =
         std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../www/models/shakespeare");
     let bundled = Model::from_dir(&dir).unwrap();
@@ -212,7 +227,7 @@ fn the_worker_tries_its_coworker_then_keeps_the_faster_way_with_the_same_logits(
 fn settling_makes_every_later_step_run_the_chosen_way() {
     use decode_lab_engine::remote::wire::{Reply, Request};
     use decode_lab_engine::remote::Host;
-    let model = in_cpu_layout(model(1, false, Format::F16));
+    let model = in_cpu_layout(model(1, false, Format::F16), false);
     let settle = |host: &mut Host| match host.handle(Request::Settle).unwrap().reply {
         Reply::Settled { coworker } => coworker,
         other => panic!("{other:?}"),

@@ -273,3 +273,51 @@ fn int4_lm_head_gives_the_definitions_bits_on_every_path() {
     let mut odd = Matrix::new(Format::Int4, 4, 40, Channels::Rows, &cases::random(160, 43));
     assert!(!odd.use_int8_activations(Dot8::Rows), "groups across rows");
 }
+
+/// A second worker's part (`cpu::coworker`): columns cut from quad and oct
+/// panels, and head rows cut from head panels (the last one partly past the
+/// end), hold the same values, and their products give the whole
+/// product's bits for those outputs.
+#[test]
+fn cut_parts_hold_their_values_and_give_the_whole_products_bits() {
+    let (k, n, m) = (65, 96, 3);
+    let x: Vec<f32> = cases::random(m * k, 31).iter().map(|v| v * 2.0).collect();
+    let bias = cases::random(n, 32);
+    for (format, dot) in [
+        (Format::Int8, Dot8::Quads),
+        (Format::Int8PerTensor, Dot8::Quads),
+        (Format::Int4, Dot8::Octs),
+    ] {
+        let mut w = Matrix::new(format, k, n, Channels::Cols, &cases::random(k * n, 33));
+        assert!(w.use_int8_activations(dot));
+        let mut whole = vec![0.0; m * n]; // (m, n)
+        fast::matmul::run(&x, &w, &bias, &mut whole);
+        let c = 32..96;
+        let cut = w.columns(c.clone()).expect("whole panels");
+        assert_eq!(cut.int8_activations(), Some(dot));
+        let want: Vec<f32> =
+            w.to_f32().chunks_exact(n).flat_map(|r| r[c.clone()].to_vec()).collect();
+        assert_eq!(bits(&cut.to_f32()), bits(&want), "{} values", format.name());
+        let mut part = vec![0.0; m * c.len()]; // (m, 64)
+        fast::matmul::run(&x, &cut, &bias[c.clone()], &mut part);
+        let want: Vec<f32> = whole.chunks_exact(n).flat_map(|r| r[c.clone()].to_vec()).collect();
+        assert_eq!(bits(&part), bits(&want), "{} products", format.name());
+        assert!(w.columns(16..96).is_none(), "not on a panel");
+    }
+    let (vocab, e) = (70, 64);
+    let x = cases::random(m * e, 34);
+    for format in [Format::Int8, Format::Int8PerTensor, Format::Int4] {
+        let mut head = Matrix::new(format, vocab, e, Channels::Rows, &cases::random(vocab * e, 35));
+        assert!(head.use_int8_activations(Dot8::Rows));
+        let mut whole = vec![0.0; m * vocab]; // (m, vocab)
+        fast::lm_head::run(&x, &head, 0, vocab, 0, m, &mut whole);
+        let (r0, r1) = (32, vocab);
+        let shard = head.shard(r0, r1);
+        let want = head.to_f32()[r0 * e..].to_vec();
+        assert_eq!(bits(&shard.to_f32()), bits(&want), "{} head values", format.name());
+        let mut part = vec![0.0; m * (r1 - r0)]; // (m, 38)
+        fast::lm_head::run(&x, &shard, 0, r1 - r0, 0, m, &mut part);
+        let want: Vec<f32> = whole.chunks_exact(vocab).flat_map(|r| r[r0..].to_vec()).collect();
+        assert_eq!(bits(&part), bits(&want), "{} head logits", format.name());
+    }
+}

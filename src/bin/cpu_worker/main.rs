@@ -34,9 +34,8 @@ mod worker {
     use std::cell::RefCell;
 
     use engine::cpu::coworker::{self, Panels, Side};
-    use engine::model::{Model, WeightsChoice};
     use engine::remote::wire::{self, Answer, Reply, Request};
-    use engine::remote::Host;
+    use engine::remote::{cpu_model, Host};
     use engine::storage::format::Format;
     use js_sys::{ArrayBuffer, Float32Array, Object, Reflect, Uint8Array};
 
@@ -138,10 +137,11 @@ mod worker {
     /// to the page, then products served until the page ends this worker.
     fn help(help: &JsValue) -> Result<std::convert::Infallible, String> {
         let (config, format, weights) = files(help)?;
-        let model = Model::from_bytes_as(&config, &weights, WeightsChoice::Exactly(format));
+        let acts8 = Reflect::get(help, &"int8_activations".into()).ok().and_then(|v| v.as_bool());
+        // As the worker's host lays out its own (`Host::load_as`).
+        let model = cpu_model(&config, &weights, format, acts8.unwrap_or(false));
         drop(weights);
-        let mut model = model.map_err(|e| e.to_string())?;
-        model.weights.use_cpu_layout(); // as the worker's host lays out its own (`Host::load`)
+        let model = model.map_err(|e| e.to_string())?;
         let floats = coworker::buffer_floats(&model).map_err(|e| e.to_string())?;
         let panels = Panels::new(&model, Side::Theirs).map_err(|e| e.to_string())?;
         drop(model);

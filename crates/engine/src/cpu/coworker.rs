@@ -111,10 +111,14 @@ pub fn worth_sharing(config: &Config) -> bool {
         .any(|&(r, c)| big(r, c))
 }
 
-/// Whether every matrix of the model can be cut into panels (f32, and f16
-/// of even width).
-fn splittable(model: &Model) -> bool {
-    model.weights.matrices().all(|m| m.column_step().is_some())
+/// Whether each side's part of job `j` can be cut out of its matrix whole
+/// (`Matrix::columns`: whole words, int4 groups or panels of every row;
+/// `Matrix::shard`: head rows, the split on a shard boundary).
+fn cuts(j: &Job) -> bool {
+    match j.bias {
+        Some(_) => j.w.column_step().is_some_and(|s| j.split.is_multiple_of(s)),
+        None => j.split.is_multiple_of(SHARD_ALIGN),
+    }
 }
 
 /// Floats of the exchange buffer's two regions: x (`(ROWS_MAX, widest input)`)
@@ -122,13 +126,15 @@ fn splittable(model: &Model) -> bool {
 /// Both threads compute it from their model, so they agree on it. An error
 /// says why the model gets no coworker.
 pub fn buffer_floats(model: &Model) -> Result<(usize, usize)> {
-    if !splittable(model) {
+    let jobs = jobs(model);
+    if let Some(j) = jobs.iter().find(|j| !cuts(j)) {
         return Err(EngineError::Remote(format!(
-            "a second worker shares f32 and f16 weights, not {}",
-            model.format().name()
+            "a second worker takes whole words of each row, and a {} × {} {} matrix's rows are not",
+            j.w.rows,
+            j.w.cols,
+            j.w.format.name()
         )));
     }
-    let jobs = jobs(model);
     if jobs.is_empty() {
         return Err(EngineError::Remote(
             "the model is small enough that one worker computes each step faster than two".into(),
@@ -173,7 +179,7 @@ impl Panels {
                 let c = j.part(side);
                 match j.bias {
                     Some(bias) => {
-                        let panel = j.w.columns(c.clone()).expect("checked by splittable()");
+                        let panel = j.w.columns(c.clone()).expect("checked by cuts()");
                         (panel, Some(bias[c].to_vec()))
                     }
                     None => (j.w.shard(c.start, c.end), None),

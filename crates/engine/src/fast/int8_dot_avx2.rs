@@ -7,7 +7,7 @@
 
 use std::arch::x86_64::*;
 
-use super::int8_quantise::{quantise_block, BLOCK};
+use super::int8_quantise::{quantise_tail, BLOCK};
 use crate::storage::panels::PANEL;
 use crate::storage::quads::{OCT, QUAD};
 
@@ -87,8 +87,9 @@ pub fn panel<const R: usize>(
     }
 }
 
-/// [`quantise_block`] of a row of x (`s`: None), or of `y = x · s` (a row
-/// of x in one int4 panel's scales), into `q` and `d`, whole blocks eight
+/// [`quantise_block`](super::int8_quantise::quantise_block) of a row of x
+/// (`s`: None), or of `y = x · s` (a row of x in one int4 panel's scales),
+/// into `q` and `d`, whole blocks eight
 /// lanes at a time: the same products, the same maximum (NaN passed over),
 /// the same scale, and `vcvtps2dq`'s rounding, ties to even, with NaN
 /// lanes zeroed as `as` does; a last short block through `quantise_block`
@@ -127,14 +128,7 @@ pub fn quantise(x: &[f32], s: Option<&[f32]>, q: &mut [i8], d: &mut [f32]) {
         unsafe { _mm256_storeu_si256(q[BLOCK * b..][..BLOCK].as_mut_ptr().cast(), bytes) };
         *d = scale;
     }
-    if whole < d.len() {
-        let rest = &x[BLOCK * whole..];
-        let y: Vec<f32> = match s {
-            Some(s) => rest.iter().zip(&s[BLOCK * whole..]).map(|(&x, &s)| x * s).collect(),
-            None => rest.to_vec(),
-        };
-        d[whole] = quantise_block(&y, &mut q[BLOCK * whole..]);
-    }
+    quantise_tail(x, s, whole, q, d);
 }
 
 /// One int4 panel's outputs for `R` quantised rows (`x[r]`: `qy`, `d`;

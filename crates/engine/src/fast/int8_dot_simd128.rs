@@ -12,7 +12,7 @@
 
 use core::arch::wasm32::*;
 
-use super::int8_quantise::{quantise_block, BLOCK};
+use super::int8_quantise::{quantise_tail, BLOCK};
 use crate::storage::panels::PANEL;
 use crate::storage::quads::{OCT, QUAD};
 
@@ -207,14 +207,7 @@ pub fn quantise(x: &[f32], s: Option<&[f32]>, q: &mut [i8], d: &mut [f32]) {
         }
         *d = scale;
     }
-    if whole < d.len() {
-        let rest = &x[BLOCK * whole..];
-        let y: Vec<f32> = match s {
-            Some(s) => rest.iter().zip(&s[BLOCK * whole..]).map(|(&x, &s)| x * s).collect(),
-            None => rest.to_vec(),
-        };
-        d[whole] = quantise_block(&y, &mut q[BLOCK * whole..]);
-    }
+    quantise_tail(x, s, whole, q, d);
 }
 
 /// Σ qy over block `blk` (its padding zero) as an integer.

@@ -34,6 +34,21 @@ pub fn quantise_block(x: &[f32], q: &mut [i8]) -> f32 {
     scale
 }
 
+/// The last short block of a row whose first `whole` blocks the SIMD
+/// quantisers did: `x · s` (`s`: the per-input scales, if any) through
+/// [`quantise_block`], its values into `q` and its scale into `d`.
+pub fn quantise_tail(x: &[f32], s: Option<&[f32]>, whole: usize, q: &mut [i8], d: &mut [f32]) {
+    if whole >= d.len() {
+        return;
+    }
+    let rest = &x[BLOCK * whole..];
+    let y: Vec<f32> = match s {
+        Some(s) => rest.iter().zip(&s[BLOCK * whole..]).map(|(&x, &s)| x * s).collect(),
+        None => rest.to_vec(),
+    };
+    d[whole] = quantise_block(&y, &mut q[BLOCK * whole..]);
+}
+
 /// `acc + d · isum`: one block's step of every output's sum.
 #[inline(always)]
 pub fn step(acc: f32, d: f32, isum: i32) -> f32 {

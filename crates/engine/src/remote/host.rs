@@ -15,6 +15,29 @@ use crate::model::{Model, WeightsChoice};
 use crate::step::{Look, StepStats};
 use crate::storage::format::Format;
 
+/// The model from its files as the CPU worker lays it out: the matrices in
+/// `format`, its int8 or int4 matrices multiplying 8-bit activations when
+/// `int8_activations` (other weights: an error), in the CPU engine's layout.
+/// The worker's host and its coworker both load this way, so the coworker's
+/// parts are cut from the very words the host's matrices hold.
+pub fn cpu_model(
+    config_json: &str,
+    safetensors: &[u8],
+    format: Format,
+    int8_activations: bool,
+) -> Result<Model> {
+    let mut model = Model::from_bytes_as(config_json, safetensors, WeightsChoice::Exactly(format))?;
+    if int8_activations && !model.weights.use_int8_activations() {
+        return Err(EngineError::Setting(format!(
+            "8-bit activations multiply int8 or int4 weights, not {}",
+            format.name()
+        )));
+    }
+    // The fast layout: this model never goes to a GPU.
+    model.weights.use_cpu_layout();
+    Ok(model)
+}
+
 /// What the worker holds.
 pub struct Host {
     model: Arc<Model>,
@@ -46,16 +69,7 @@ impl Host {
         format: Format,
         int8_activations: bool,
     ) -> Result<Host> {
-        let mut model =
-            Model::from_bytes_as(config_json, safetensors, WeightsChoice::Exactly(format))?;
-        if int8_activations && !model.weights.use_int8_activations() {
-            return Err(EngineError::Setting(format!(
-                "8-bit activations multiply int8 or int4 weights, not {}",
-                format.name()
-            )));
-        }
-        // The fast layout: this model never goes to a GPU.
-        model.weights.use_cpu_layout();
+        let model = cpu_model(config_json, safetensors, format, int8_activations)?;
         Ok(Host::new(Arc::new(model)))
     }
 

@@ -22,7 +22,7 @@ use crate::kv_policy::KvPolicy;
 use crate::model::{Config, Model};
 use crate::step::{DeviceFigures, Inspection, KvBytes, Look, StepStats, Wanted};
 use crate::storage::format::Format;
-pub use host::Host;
+pub use host::{cpu_model, Host};
 use wire::{Answer, Reply, Request, SessionId};
 
 mod host;

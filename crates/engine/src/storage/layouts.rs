@@ -8,7 +8,7 @@ use std::ops::Range;
 
 use super::format::{Channels, Format, GROUP};
 use super::matrix::Matrix;
-use super::panels::{columns, PANEL};
+use super::panels::PANEL;
 use super::quads::{from_rows, head_octs_from_rows, head_quads_from_rows, locate, locate_oct};
 use super::quads::{octs_from_rows, Dot8};
 
@@ -24,31 +24,93 @@ pub fn one_scale_an_output(w: &Matrix, outputs: Channels) -> bool {
 }
 
 impl Matrix {
-    /// Elements per word when columns can be cut out of this matrix whole
-    /// words at a time ([`columns`](Self::columns)): f32, f16 of even width,
-    /// and f16 or bf16 in panels (whole panels).
+    /// The step columns can be cut out of this matrix at
+    /// ([`columns`](Self::columns)): whole panels (column panels, quad or
+    /// oct panels), whole int4 groups of a row, or whole words of a row
+    /// (f32, f16 and bf16 of even width, int8 of a width of whole words).
+    /// `None` for an LM head laid out for 8-bit activations, whose outputs are
+    /// its rows ([`shard`](Self::shard) cuts those), and for a row-major width
+    /// that does not start every row on a word (or an int4 group).
     pub fn column_step(&self) -> Option<usize> {
-        match self.format {
-            Format::F32 => Some(1),
-            Format::F16 | Format::Bf16 if self.panels => Some(PANEL),
-            Format::F16 if self.cols.is_multiple_of(2) => Some(2),
-            _ => None,
+        match self.int8_activations {
+            Some(Dot8::Rows) => return None,
+            Some(Dot8::Quads | Dot8::Octs) => return Some(PANEL),
+            None if self.panels => return Some(PANEL),
+            None => {}
+        }
+        let step = match self.format {
+            Format::Int4 => GROUP,
+            f => f.per_word(),
+        };
+        self.cols.is_multiple_of(step).then_some(step)
+    }
+
+    /// Columns `c` as a matrix of their own, the same words and scales
+    /// copied, not repacked (a coworker's part of a matmul: each output is
+    /// computed from the same bits as before); `None` unless
+    /// [`column_step`](Self::column_step) divides both ends of `c`.
+    pub fn columns(&self, c: Range<usize>) -> Option<Matrix> {
+        self.column_step().filter(|&s| c.start.is_multiple_of(s) && c.end.is_multiple_of(s))?;
+        let (k, n) = (self.rows, self.cols);
+        let (words, scales) = match self.reordered() {
+            // Panel-major layouts: whole panels are one run of words (and of
+            // an int4 matrix's scales by panel).
+            true => {
+                let panels = c.start / PANEL..c.end / PANEL;
+                let run = |v: &[f32], per: usize| v[panels.start * per..panels.end * per].to_vec();
+                let per_panel = self.words.len() / (n / PANEL);
+                let words = self.words[panels.start * per_panel..panels.end * per_panel].to_vec();
+                let scales = match self.int8_activations {
+                    Some(Dot8::Octs) => run(&self.scales, k),
+                    _ => self.column_scales(&c),
+                };
+                (words, scales)
+            }
+            false => {
+                let per = self.format.per_word();
+                let row = |r: usize| &self.words[(r * n + c.start) / per..][..c.len() / per];
+                let words = (0..k).flat_map(row).copied().collect();
+                let scales = match self.format {
+                    // Each row's groups of 32 columns.
+                    Format::Int4 => (0..k)
+                        .flat_map(|r| &self.scales[(r * n + c.start) / GROUP..][..c.len() / GROUP])
+                        .copied()
+                        .collect(),
+                    _ => self.column_scales(&c),
+                };
+                (words, scales)
+            }
+        };
+        Some(Matrix { words, scales, cols: c.len(), ..*self })
+    }
+
+    /// The scales of columns `c` of an f32, f16, bf16 or int8 matrix: its
+    /// per-column scales' slice, or all of them (per tensor, per row, none).
+    fn column_scales(&self, c: &Range<usize>) -> Vec<f32> {
+        match (self.format, self.channels) {
+            (Format::Int8, Channels::Cols) => self.scales[c.clone()].to_vec(),
+            _ => self.scales.clone(),
         }
     }
 
-    /// Columns `c` as a matrix of their own, the same words copied row by
-    /// row (a coworker's part of a matmul); `None` unless
-    /// [`column_step`](Self::column_step) divides both ends of `c`.
-    pub fn columns(&self, c: Range<usize>) -> Option<Matrix> {
-        let per =
-            self.column_step().filter(|&p| c.start.is_multiple_of(p) && c.end.is_multiple_of(p))?;
-        if self.panels {
-            let words = columns(&self.words, self.rows, c.clone()).to_vec();
-            return Some(Matrix { words, scales: Vec::new(), cols: c.len(), ..*self });
-        }
-        let row = |r: usize| &self.words[(r * self.cols + c.start) / per..][..c.len() / per];
-        let words = (0..self.rows).flat_map(row).copied().collect();
-        Some(Matrix { words, scales: Vec::new(), cols: c.len(), ..*self })
+    /// Rows `r0..r1` (`r0` on a panel) of an LM head laid out for 8-bit
+    /// activations: its panels are panels of rows, each one run of words
+    /// and (int4) of scales; an int8 head's scales are per row or one.
+    pub(super) fn head_rows(&self, r0: usize, r1: usize) -> Matrix {
+        let panels = r0 / PANEL..r1.div_ceil(PANEL);
+        let all = self.rows.div_ceil(PANEL);
+        let run = |v: &[f32]| {
+            let per = v.len() / all;
+            v[panels.start * per..panels.end * per].to_vec()
+        };
+        let scales = match (self.format, self.channels) {
+            (Format::Int4, _) => run(&self.scales),
+            (Format::Int8, Channels::Rows) => self.scales[r0..r1].to_vec(),
+            _ => self.scales.clone(),
+        };
+        let per = self.words.len() / all;
+        let words = self.words[panels.start * per..panels.end * per].to_vec();
+        Matrix { words, scales, rows: r1 - r0, ..*self }
     }
 
     /// Has the CPU engine multiply this int8 or int4 matrix by 8-bit activations

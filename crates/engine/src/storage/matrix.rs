@@ -212,7 +212,7 @@ impl Matrix {
 
     /// Whether the words are out of row-major order (panels, or any layout
     /// for 8-bit activations).
-    fn reordered(&self) -> bool {
+    pub(super) fn reordered(&self) -> bool {
         self.panels || self.int8_activations.is_some()
     }
 
@@ -386,9 +386,13 @@ impl Matrix {
     /// sliced, not repacked (a quantised matrix stays bit for bit what it
     /// was). `r0` must be a multiple of [`SHARD_ALIGN`]; the output channels
     /// must be the rows (the embedding and LM head, the matrices split by
-    /// vocabulary rows).
+    /// vocabulary rows). An LM head laid out for 8-bit activations is cut
+    /// by its panels of rows.
     pub fn shard(&self, r0: usize, r1: usize) -> Matrix {
         assert!(r0.is_multiple_of(SHARD_ALIGN) && r0 < r1 && r1 <= self.rows);
+        if self.int8_activations == Some(Dot8::Rows) {
+            return self.head_rows(r0, r1);
+        }
         assert!(!self.reordered(), "a matrix in panels is split by columns");
         assert_eq!(self.channels, Channels::Rows, "only row channels are split by rows");
         let (start, end) = (r0 * self.cols, r1 * self.cols);

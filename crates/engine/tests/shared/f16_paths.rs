@@ -184,10 +184,21 @@ pub fn panels_hold_the_matrix() {
         assert!(!m.into_panels(), "{} of {rows} x {cols}", format.name());
     }
     for format in [Format::Int8, Format::Int8PerTensor] {
-        let mut m = Matrix::new(format, 3, 64, Channels::Cols, &cases::random(3 * 64, 9));
+        let rows = Matrix::new(format, 3, 64, Channels::Cols, &cases::random(3 * 64, 9));
+        let mut m = rows.clone();
         assert!(m.into_panels() && m.int8_panels().is_some() && m.f16_panels().is_none());
-        assert!(m.columns(0..32).is_none(), "int8 is never cut by columns");
+        let cut = m.columns(32..64).unwrap();
+        assert!(cut.int8_panels().is_some(), "an int8 panel's cut is a panel");
+        let want: Vec<f32> =
+            rows.to_f32().chunks_exact(64).flat_map(|r| r[32..].to_vec()).collect();
+        assert_eq!(bits(&cut.to_f32()), bits(&want), "{} columns 32..64", format.name());
+        assert!(m.columns(0..48).is_none(), "not at a panel boundary");
     }
+    // Row-major, a cut must start every row on a word (an int4 group).
+    let odd = Matrix::new(Format::F16, 3, 47, Channels::Cols, &cases::random(3 * 47, 9));
+    assert!(odd.column_step().is_none(), "f16 rows of 47 columns");
+    let int4 = Matrix::new(Format::Int4, 3, 48, Channels::Cols, &cases::random(3 * 48, 9));
+    assert!(int4.column_step().is_none(), "int4 rows of one and a half groups");
 }
 
 /// The CPU engine's loops (`fast/`: k-outer streaming, panels, threads, SIMD)
