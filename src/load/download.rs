@@ -71,10 +71,7 @@ impl BigDownload {
             gpu_bytes: held_bytes,
             worker_bytes: file_bytes + page_bytes,
             // The coworker reads the file and holds its part of every format's matrices.
-            coworker_bytes: match coworker && !on_gpu {
-                true => file_bytes + page_bytes,
-                false => 0,
-            },
+            coworker_bytes: if coworker && !on_gpu { file_bytes + page_bytes } else { 0 },
             on_gpu,
         }
     }

@@ -32,8 +32,10 @@ mod exchange;
 #[cfg(target_arch = "wasm32")]
 mod worker {
     use std::cell::RefCell;
+    use std::sync::Arc;
 
     use engine::cpu::coworker::{self, Panels, Side};
+    use engine::model::Model;
     use engine::remote::wire::{self, Answer, Reply, Request};
     use engine::remote::{cpu_model, Host};
     use engine::storage::format::Format;
@@ -111,24 +113,24 @@ mod worker {
         answer.filter(|_| awaited)
     }
 
-    /// A model's files as posted: config.json's text, the weight format, the
-    /// safetensors bytes.
-    fn files(load: &JsValue) -> Result<(String, Format, Vec<u8>), String> {
-        let get = |key: &str| Reflect::get(load, &key.into()).unwrap_or(JsValue::UNDEFINED);
+    /// The model in a message's files (config.json's text, the weight
+    /// format, whether 8-bit activations, the safetensors bytes), laid out
+    /// as the CPU worker runs it (`remote::cpu_model`): the worker and its
+    /// coworker load the same way, so the coworker's parts are the worker's words.
+    fn model(message: &JsValue) -> Result<Model, String> {
+        let get = |key: &str| Reflect::get(message, &key.into()).unwrap_or(JsValue::UNDEFINED);
         let config = get("config").as_string().ok_or("no config.json given")?;
         let format = get("format").as_string().unwrap_or_default();
         let format = Format::from_name(&format).ok_or(format!("no weight format {format}"))?;
+        let acts8 = get("int8_activations").as_bool().unwrap_or(false);
         let weights = get("weights").dyn_into::<Uint8Array>().map_err(|_| "no weights given")?;
         // The bytes come into this thread's memory once, then are dropped.
-        Ok((config, format, weights.to_vec()))
+        cpu_model(&config, &weights.to_vec(), format, acts8).map_err(|e| e.to_string())
     }
 
     /// Parses the model's files and packs the matrices in `format`.
     fn load(load: &JsValue) -> Result<(), String> {
-        let (config, format, weights) = files(load)?;
-        let acts8 = Reflect::get(load, &"int8_activations".into()).ok().and_then(|v| v.as_bool());
-        let host = Host::load_as(&config, &weights, format, acts8.unwrap_or(false));
-        let host = host.map_err(|e| e.to_string())?;
+        let host = Host::new(Arc::new(model(load)?));
         HOST.with_borrow_mut(|h| *h = Some(host));
         Ok(())
     }
@@ -136,12 +138,7 @@ mod worker {
     /// The coworker's start: its half of the model, the shared buffer posted
     /// to the page, then products served until the page ends this worker.
     fn help(help: &JsValue) -> Result<std::convert::Infallible, String> {
-        let (config, format, weights) = files(help)?;
-        let acts8 = Reflect::get(help, &"int8_activations".into()).ok().and_then(|v| v.as_bool());
-        // As the worker's host lays out its own (`Host::load_as`).
-        let model = cpu_model(&config, &weights, format, acts8.unwrap_or(false));
-        drop(weights);
-        let model = model.map_err(|e| e.to_string())?;
+        let model = model(help)?;
         let floats = coworker::buffer_floats(&model).map_err(|e| e.to_string())?;
         let panels = Panels::new(&model, Side::Theirs).map_err(|e| e.to_string())?;
         drop(model);

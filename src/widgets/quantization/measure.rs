@@ -122,41 +122,32 @@ async fn open_all(d: Driver, sinks: Sinks, kinds: &[Kind]) -> Result<Vec<Session
     Ok(sessions)
 }
 
-/// What the greedy steps measured so far, per session: written into the
-/// rows when the steps end or Stop ends them, so a stopped run keeps its
+/// What the greedy steps measured so far on one session: written into its
+/// row when the steps end or Stop ends them, so a stopped run keeps its
 /// speed and parting columns for the steps it took.
-struct Greedy {
-    prefill_ms: Vec<f64>,
-    tokens: Vec<Vec<u32>>,
-    ms: Vec<Vec<f64>>,
-    coworker: Vec<bool>,
+#[derive(Clone, Default)]
+struct Track {
+    prefill_ms: f64,
+    tokens: Vec<u32>,
+    ms: Vec<f64>,
+    coworker: bool,
 }
 
-impl Greedy {
-    fn new(n: usize) -> Self {
-        Greedy {
-            prefill_ms: vec![0.0; n],
-            tokens: vec![Vec::new(); n],
-            ms: vec![Vec::new(); n],
-            coworker: vec![false; n],
-        }
-    }
-
-    /// The speed and parting columns of the first rows, one per session.
-    fn write(&self, rows: &mut [Row]) {
-        for (i, row) in rows.iter_mut().enumerate().take(self.ms.len()) {
-            // Stopped mid-round, a session may have one step fewer than the reference.
-            let (mine, reference) = (&self.tokens[i], &self.tokens[0]);
-            let common = mine.len().min(reference.len());
-            let parts = match mine.iter().zip(reference).position(|(a, b)| a != b) {
-                Some(at) => Some(Parting::At(at + 1)),
-                None => (common > 0).then_some(Parting::Never(common)),
-            };
-            row.ms_per_token = median(&self.ms[i][1.min(self.ms[i].len())..]);
-            row.prefill_ms = Some(self.prefill_ms[i]);
-            row.coworker = Some(self.coworker[i]);
-            row.parts = parts;
-        }
+/// The speed and parting columns of the first rows, one per track; the
+/// first track is the reference's.
+fn write(tracks: &[Track], rows: &mut [Row]) {
+    let Some(reference) = tracks.first().map(|t| &t.tokens) else { return };
+    for (t, row) in tracks.iter().zip(rows.iter_mut()) {
+        // Stopped mid-round, a session may have one step fewer than the reference.
+        let common = t.tokens.len().min(reference.len());
+        let parts = match t.tokens.iter().zip(reference).position(|(a, b)| a != b) {
+            Some(at) => Some(Parting::At(at + 1)),
+            None => (common > 0).then_some(Parting::Never(common)),
+        };
+        row.ms_per_token = median(&t.ms[1.min(t.ms.len())..]);
+        row.prefill_ms = Some(t.prefill_ms);
+        row.coworker = Some(t.coworker);
+        row.parts = parts;
     }
 }
 
@@ -176,13 +167,13 @@ async fn greedy(
 ) -> Result<(), String> {
     let err = |e: engine::EngineError| e.to_string();
     let n = sessions.len();
-    let (mut logits, mut g) = (vec![Vec::new(); n], Greedy::new(n));
+    let (mut logits, mut tracks) = (vec![Vec::new(); n], vec![Track::default(); n]);
     // Twice, the second timed: a session's first prefill is cold (pipelines, memory).
     for _ in 0..2 {
         for (i, session) in sessions.iter_mut().enumerate() {
             session.rewind(0).map_err(err)?;
             logits[i] = session.prefill(prompt, Wanted::Last).await.map_err(err)?;
-            g.prefill_ms[i] = session.last_stats().wall_ms;
+            tracks[i].prefill_ms = session.last_stats().wall_ms;
         }
     }
     'steps: for step in 0..steps {
@@ -193,14 +184,14 @@ async fn greedy(
             let what = format!("greedy decoding, step {} of {steps}", step + 1);
             sinks.progress.set(Progress { what, done: step * n + i, total: steps * n });
             let token = argmax(&logits[i]); // greedy decoding
-            g.tokens[i].push(token);
+            tracks[i].tokens.push(token);
             logits[i] = session.decode(token).await.map_err(err)?;
-            g.ms[i].push(session.last_stats().wall_ms);
-            g.coworker[i] |= session.last_stats().coworker;
+            tracks[i].ms.push(session.last_stats().wall_ms);
+            tracks[i].coworker |= session.last_stats().coworker;
             yield_to_browser().await;
         }
     }
-    sinks.rows.update(|rows| g.write(rows));
+    sinks.rows.update(|rows| write(&tracks, rows));
     Ok(())
 }
 

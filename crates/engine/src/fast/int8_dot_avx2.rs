@@ -89,11 +89,10 @@ pub fn panel<const R: usize>(
 
 /// [`quantise_block`](super::int8_quantise::quantise_block) of a row of x
 /// (`s`: None), or of `y = x · s` (a row of x in one int4 panel's scales),
-/// into `q` and `d`, whole blocks eight
-/// lanes at a time: the same products, the same maximum (NaN passed over),
-/// the same scale, and `vcvtps2dq`'s rounding, ties to even, with NaN
-/// lanes zeroed as `as` does; a last short block through `quantise_block`
-/// itself. (The portable rounding is a libm call a value: a quarter of a
+/// into `q` and `d`, whole blocks eight lanes at a time: the same products,
+/// the same maximum (NaN passed over), the same scale, and `vcvtps2dq`'s
+/// rounding, ties to even, with NaN lanes zeroed as `as` does; a last short
+/// block through `quantise_block` itself. (The portable rounding is a libm call a value: a quarter of a
 /// prefill's matmul time before this.)
 #[target_feature(enable = "avx2")]
 pub fn quantise(x: &[f32], s: Option<&[f32]>, q: &mut [i8], d: &mut [f32]) {

@@ -57,20 +57,7 @@ impl Host {
     /// (in the CPU engine's layout, [`Weights::use_cpu_layout`](crate::model::Weights::use_cpu_layout):
     /// the same values, read faster).
     pub fn load(config_json: &str, safetensors: &[u8], format: Format) -> Result<Host> {
-        Host::load_as(config_json, safetensors, format, false)
-    }
-
-    /// [`load`](Self::load), its int8 or int4 matrices multiplying 8-bit
-    /// activations when `int8_activations` (the page's `activations=int8`,
-    /// `Weights::use_int8_activations`; other weights: an error).
-    pub fn load_as(
-        config_json: &str,
-        safetensors: &[u8],
-        format: Format,
-        int8_activations: bool,
-    ) -> Result<Host> {
-        let model = cpu_model(config_json, safetensors, format, int8_activations)?;
-        Ok(Host::new(Arc::new(model)))
+        Ok(Host::new(Arc::new(cpu_model(config_json, safetensors, format, false)?)))
     }
 
     /// A host over an already loaded model.

@@ -23,6 +23,13 @@ pub fn one_scale_an_output(w: &Matrix, outputs: Channels) -> bool {
     }
 }
 
+/// Panels `panels` of `v`, which holds `all` panels one after another, each
+/// one run of the same length (a panel-major layout's words or scales).
+fn whole_panels<T: Copy>(v: &[T], panels: &Range<usize>, all: usize) -> Vec<T> {
+    let per = v.len() / all;
+    v[panels.start * per..panels.end * per].to_vec()
+}
+
 impl Matrix {
     /// The step columns can be cut out of this matrix at
     /// ([`columns`](Self::columns)): whole panels (column panels, quad or
@@ -56,15 +63,12 @@ impl Matrix {
             // Panel-major layouts: whole panels are one run of words (and of
             // an int4 matrix's scales by panel).
             true => {
-                let panels = c.start / PANEL..c.end / PANEL;
-                let run = |v: &[f32], per: usize| v[panels.start * per..panels.end * per].to_vec();
-                let per_panel = self.words.len() / (n / PANEL);
-                let words = self.words[panels.start * per_panel..panels.end * per_panel].to_vec();
+                let (panels, all) = (c.start / PANEL..c.end / PANEL, n / PANEL);
                 let scales = match self.int8_activations {
-                    Some(Dot8::Octs) => run(&self.scales, k),
+                    Some(Dot8::Octs) => whole_panels(&self.scales, &panels, all),
                     _ => self.column_scales(&c),
                 };
-                (words, scales)
+                (whole_panels(&self.words, &panels, all), scales)
             }
             false => {
                 let per = self.format.per_word();
@@ -97,19 +101,13 @@ impl Matrix {
     /// activations: its panels are panels of rows, each one run of words
     /// and (int4) of scales; an int8 head's scales are per row or one.
     pub(super) fn head_rows(&self, r0: usize, r1: usize) -> Matrix {
-        let panels = r0 / PANEL..r1.div_ceil(PANEL);
-        let all = self.rows.div_ceil(PANEL);
-        let run = |v: &[f32]| {
-            let per = v.len() / all;
-            v[panels.start * per..panels.end * per].to_vec()
-        };
+        let (panels, all) = (r0 / PANEL..r1.div_ceil(PANEL), self.rows.div_ceil(PANEL));
         let scales = match (self.format, self.channels) {
-            (Format::Int4, _) => run(&self.scales),
+            (Format::Int4, _) => whole_panels(&self.scales, &panels, all),
             (Format::Int8, Channels::Rows) => self.scales[r0..r1].to_vec(),
             _ => self.scales.clone(),
         };
-        let per = self.words.len() / all;
-        let words = self.words[panels.start * per..panels.end * per].to_vec();
+        let words = whole_panels(&self.words, &panels, all);
         Matrix { words, scales, rows: r1 - r0, ..*self }
     }
 
