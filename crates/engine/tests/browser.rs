@@ -141,8 +141,8 @@ fn int8_activation_logits_are_bit_identical_to_native() {
     );
 }
 
-/// The f16 fast paths in wasm (explicit SIMD128 in the head and the panels) give the bits
-/// of the path for any format, as natively.
+/// The f16 fast paths in wasm (explicit SIMD128 in the head and the panels), and f32's
+/// panels, give the bits of the path for any format, as natively.
 #[wasm_bindgen_test]
 fn f16_paths_equal_the_f32_path_bit_for_bit() {
     f16_paths::matmul_f16_equals_f32();
@@ -150,5 +150,6 @@ fn f16_paths_equal_the_f32_path_bit_for_bit() {
     f16_paths::lift_refuses_128();
     f16_paths::matmul_in_panels_equals_f32();
     f16_paths::panels_hold_the_matrix();
+    f16_paths::f32_panels_give_the_twins_bits();
     f16_paths::fast_equals_the_plain_twins();
 }

@@ -38,6 +38,11 @@ fn matmul_in_panels_equals_the_f32_path_bit_for_bit() {
 }
 
 #[test]
+fn matmul_on_f32_in_panels_gives_the_twins_bits() {
+    f16_paths::f32_panels_give_the_twins_bits();
+}
+
+#[test]
 fn panels_hold_the_matrix_and_only_whole_ones_are_made() {
     f16_paths::panels_hold_the_matrix();
 }
@@ -47,15 +52,15 @@ fn a_weight_of_128_or_more_is_not_lifted() {
     f16_paths::lift_refuses_128();
 }
 
-/// An int8 or bf16 matrix in column panels (the CPU layout; int8's on
+/// An int8, bf16 or f32 matrix in column panels (the CPU layout; int8's on
 /// x86-64 only) holds every value, and its decode steps and prefills give
 /// the twin's bits on the row-major matrix, in AVX2 and the portable loops,
 /// on any number of threads, at awkward sizes.
 #[test]
-fn int8_and_bf16_in_panels_give_the_twins_bits() {
+fn int8_bf16_and_f32_in_panels_give_the_twins_bits() {
     use decode_lab_engine::fast::parallel;
     use decode_lab_engine::kernels::matmul;
-    for format in [Format::Int8, Format::Int8PerTensor, Format::Bf16] {
+    for format in [Format::Int8, Format::Int8PerTensor, Format::Bf16, Format::F32] {
         for (m, k, n) in [(1, 1, 32), (1, 63, 64), (1, 65, 160), (2, 3, 96), (17, 130, 64)] {
             let rows = Matrix::new(format, k, n, Channels::Cols, &cases::random(k * n, 21));
             let mut p = rows.clone();

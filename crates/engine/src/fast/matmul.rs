@@ -5,7 +5,7 @@
 
 use std::ops::Range;
 
-use super::{coworker, matmul_panels, matmul_quant, parallel};
+use super::{coworker, matmul_panels, matmul_panels_f32, matmul_quant, parallel};
 use crate::storage::f16_bits::{f16_pair_as, raw_inputs};
 use crate::storage::format::SHARD_ALIGN;
 use crate::storage::matrix::{split, Matrix};
@@ -99,6 +99,9 @@ fn run_part_avx2(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut
 
 #[inline(always)]
 fn run_part_here(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
+    if let Some(values) = w.f32_panels() {
+        return matmul_panels_f32::run(x, values, w.rows, c, bias, out);
+    }
     if let Some(words) = w.f16_panels() {
         let (scale, k) = (w.f16_scale(), w.rows);
         // x scaled for raw weights where every scaled input is finite: (m, k)

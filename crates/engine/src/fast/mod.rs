@@ -1,5 +1,5 @@
 //! The CPU engine's fast paths behind the twins of `matmul` and `lm_head`:
-//! f16 read straight from its words, column panels, bf16 and int8 and int4
+//! f16 read straight from its words, column panels (f32, f16, bf16, int8), bf16 and int8 and int4
 //! decoded in registers (int4 and int8 in AVX-512 or AVX2 intrinsics,
 //! whichever the CPU has), SIMD (AVX2 natively, SIMD128 in wasm), threads and the browser's
 //! coworker. Each computes
@@ -18,6 +18,7 @@ mod int8_quantise;
 pub mod lm_head;
 pub mod matmul;
 pub mod matmul_panels;
+mod matmul_panels_f32;
 pub mod matmul_quant;
 pub mod parallel;
 #[cfg(target_arch = "x86_64")]

@@ -118,7 +118,8 @@ impl Weights {
                 m.lift_f16();
                 // int8 panels have their AVX2 loop; wasm keeps int8 row-major,
                 // whose SIMD128 loops were measured in the page's worker.
-                if matches!(m.format, Format::F16 | Format::Bf16) || cfg!(target_arch = "x86_64") {
+                let floats = matches!(m.format, Format::F32 | Format::F16 | Format::Bf16);
+                if floats || cfg!(target_arch = "x86_64") {
                     m.into_panels();
                 }
             }

@@ -107,6 +107,7 @@ impl Matrix {
             let (r, c, per) = (i / self.cols, i % self.cols, self.format.per_word());
             let (word, t) = panels::locate(r, c, self.rows, per);
             let pair = match self.format {
+                Format::F32 => return f32::from_bits(self.words[word]),
                 Format::F16 => {
                     Some(F16::<false> { scale: self.f16_scale() }.pair(self.words[word]))
                 }
@@ -165,9 +166,9 @@ impl Matrix {
         self.lifted
     }
 
-    /// Lays an f16, bf16 or int8 (per column or per tensor) matrix's words
-    /// out in column panels ([`panels`]): the CPU engine's decode step then
-    /// reads it as one stream. The values are the same ([`get`](Self::get));
+    /// Lays an f32, f16, bf16 or int8 (per column or per tensor) matrix's
+    /// words out in column panels ([`panels`]): the CPU engine's decode step
+    /// then reads it as one stream. The values are the same ([`get`](Self::get));
     /// the GPU, which reads row-major words, refuses it. False (nothing
     /// changed) unless the matrix is one of those, row-major, and its
     /// columns a whole number of panels (at least one row).
@@ -178,13 +179,18 @@ impl Matrix {
             Format::Int8PerTensor => true,
             _ => false,
         };
-        let halves = matches!(self.format, Format::F16 | Format::Bf16);
-        if !(halves || int8) || self.reordered() || !whole {
+        let floats = matches!(self.format, Format::F32 | Format::F16 | Format::Bf16);
+        if !(floats || int8) || self.reordered() || !whole {
             return false;
         }
         self.words = panels::from_rows(&self.words, self.rows, self.cols, self.format.per_word());
         self.panels = true;
         true
+    }
+
+    /// The values of an f32 matrix in column panels (`None` when row-major).
+    pub fn f32_panels(&self) -> Option<&[f32]> {
+        (self.panels && self.format == Format::F32).then(|| bytemuck::cast_slice(&self.words))
     }
 
     /// The words of an f16 matrix in column panels (`None` when row-major).
@@ -218,15 +224,20 @@ impl Matrix {
 
     /// Every element as f32.
     pub fn to_f32(&self) -> Vec<f32> {
+        if self.f32_panels().is_some() {
+            let words = panels::to_rows(&self.words, self.rows, self.cols, 1);
+            return words.into_iter().map(f32::from_bits).collect();
+        }
         match self.as_f32() {
             Some(v) => v.to_vec(),
             None => (0..self.rows * self.cols).map(|i| self.get(i)).collect(),
         }
     }
 
-    /// The values themselves when the format is f32.
+    /// The values themselves, row-major, when the format is f32 (`None` in
+    /// column panels: [`f32_panels`](Self::f32_panels)).
     pub fn as_f32(&self) -> Option<&[f32]> {
-        (self.format == Format::F32).then(|| bytemuck::cast_slice(&self.words))
+        (self.format == Format::F32 && !self.panels).then(|| bytemuck::cast_slice(&self.words))
     }
 
     /// The words of an f16 matrix whose every row starts on a word (even

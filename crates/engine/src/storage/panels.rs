@@ -1,4 +1,4 @@
-//! The CPU engine's layout of an f16 block matrix: column panels. Where
+//! The CPU engine's layout of an f32, f16, bf16 or int8 block matrix: column panels. Where
 //! `matmul`'s row-major path streams eight rows of `w` at once and loads and
 //! stores each output once per eight products, a panel holds [`PANEL`]
 //! columns of every row one after another, so a decode step reads the
@@ -15,7 +15,8 @@
 //! order holds at `(r · n + PANEL · p) / 2 + i`. An int8 matrix's panels
 //! are the same with four bytes a word (`(n / PANEL, k, PANEL / 4)`, byte t
 //! of word i column `PANEL · p + 4i + t`): on a core without AVX-512 its
-//! eight row-major streams read ~10 GB/s where one stream reads ~16.
+//! eight row-major streams read ~10 GB/s where one stream reads ~16. An
+//! f32 matrix's hold one value a word (`(n / PANEL, k, PANEL)`).
 
 use std::ops::Range;
 
@@ -29,8 +30,8 @@ const _: () = assert!(SHARD_ALIGN.is_multiple_of(PANEL));
 /// Words of one row of a panel (two f16 values per word).
 pub const ROW: usize = PANEL / 2;
 
-/// Row-major words of a `(k, n)` matrix (`per` elements a word: 2 for f16,
-/// 4 for int8) in panels: `(n / PANEL, k, PANEL / per)`.
+/// Row-major words of a `(k, n)` matrix (`per` elements a word: 1 for f32,
+/// 2 for f16, 4 for int8) in panels: `(n / PANEL, k, PANEL / per)`.
 pub fn from_rows(words: &[u32], k: usize, n: usize, per: usize) -> Vec<u32> {
     let (row, panel) = (n / per, PANEL / per);
     let mut panels = Vec::with_capacity(words.len());
@@ -40,6 +41,17 @@ pub fn from_rows(words: &[u32], k: usize, n: usize, per: usize) -> Vec<u32> {
         }
     }
     panels
+}
+
+/// [`from_rows`] undone: the row-major words of a `(k, n)` matrix in panels.
+pub fn to_rows(panels: &[u32], k: usize, n: usize, per: usize) -> Vec<u32> {
+    let (row, panel) = (n / per, PANEL / per);
+    let mut words = vec![0; panels.len()];
+    for (i, run) in panels.chunks_exact(panel).enumerate() {
+        let (p, r) = (i / k, i % k);
+        words[r * row + p * panel..][..panel].copy_from_slice(run);
+    }
+    words
 }
 
 /// Where element `(r, c)` of a `(k, n)` matrix in panels (`per` elements a

@@ -144,20 +144,43 @@ pub fn matmul_in_panels_equals_f32() {
     }
 }
 
-/// Only an f16 or bf16 matrix of whole panels (32 columns; int8's own
+/// An f32 matrix in column panels (the CPU layout) gives the twin's bits
+/// on the row-major matrix, decode steps and prefills (k across several of
+/// the prefill's blocks of 64 rows), at awkward sizes.
+pub fn f32_panels_give_the_twins_bits() {
+    let sizes = [(1, 1, 32), (1, 63, 64), (1, 65, 160), (2, 3, 96), (17, 130, 64), (3, 1757, 96)];
+    for (m, k, n) in sizes {
+        let rows = Matrix::new(Format::F32, k, n, Channels::Cols, &cases::random(k * n, 21));
+        let mut p = rows.clone();
+        assert!(p.into_panels() && p.f32_panels().is_some());
+        let bias = cases::random(n, 23);
+        for x in [cases::random(m * k, 22), cases::random(1, 24).repeat(m * k)] {
+            let (mut a, mut b) = (vec![0.0; m * n], vec![0.0; m * n]);
+            fast::matmul::run(&x, &p, &bias, &mut a);
+            matmul::run_cpu(&x, &rows, &bias, &mut b);
+            assert_eq!(bits(&a), bits(&b), "f32 panels m {m} k {k} n {n}");
+        }
+    }
+}
+
+/// Only an f32, f16 or bf16 matrix of whole panels (32 columns; int8's own
 /// layout aside) is laid out in panels, once; its columns cut at panel
 /// boundaries are panels of the same values.
 pub fn panels_hold_the_matrix() {
     let values = cases::random(5 * 96, 8);
-    for format in [Format::F16, Format::Bf16] {
+    for format in [Format::F32, Format::F16, Format::Bf16] {
         let rows = Matrix::new(format, 5, 96, Channels::Cols, &values);
         let mut p = rows.clone();
         assert!(p.into_panels() && !p.into_panels(), "laid out once");
         assert!(p.f16_words().is_none() && p.bf16_words().is_none(), "no row-major words");
+        assert!(p.as_f32().is_none(), "no row-major values");
         assert!(p.cpu_only() && !rows.cpu_only() && p.int8_panels().is_none());
         assert_eq!(bits(&p.to_f32()), bits(&rows.to_f32()), "{}", format.name());
+        let each: Vec<f32> = (0..5 * 96).map(|i| p.get(i)).collect();
+        assert_eq!(bits(&each), bits(&rows.to_f32()), "{} element by element", format.name());
         for c in [0..32, 32..96, 0..96] {
             let cut = p.columns(c.clone()).unwrap();
+            assert!(cut.f32_panels().is_some() == (format == Format::F32));
             assert!(cut.f16_panels().is_some() == (format == Format::F16));
             assert!(cut.bf16_panels().is_some() == (format == Format::Bf16));
             let want = rows
@@ -172,7 +195,7 @@ pub fn panels_hold_the_matrix() {
     let refused = [
         (Format::F16, 3, 48, Channels::Cols),
         (Format::Bf16, 3, 48, Channels::Cols),
-        (Format::F32, 3, 64, Channels::Cols),
+        (Format::F32, 3, 48, Channels::Cols),
         (Format::Int4, 3, 64, Channels::Cols),
         (Format::Int8, 3, 48, Channels::Cols),
         (Format::Int8, 3, 64, Channels::Rows), // a scale per row: not a panel's columns

@@ -1,0 +1,109 @@
+//! The CPU engine's decode and prefill loops over an f32 matrix in column
+//! panels ([`storage::panels`](crate::storage::panels), one value a word:
+//! `(n / PANEL, k, PANEL)`). A decode step reads the matrix as one sequential
+//! stream and keeps a panel's 32 outputs in registers for all of k, where the
+//! row-major loop streamed four rows at once and loaded and stored every
+//! output once per four products (one core, a 124M-shaped block's four
+//! matrices: 13–18 GB/s row-major, 25–27 GB/s in panels). Each output still
+//! sums its k products one by one in order after its bias, so the numbers
+//! are the row-major path's bit for bit.
+
+use std::ops::Range;
+
+use super::matmul_panels::K_BLOCK;
+use crate::storage::panels::PANEL;
+
+/// A panel's outputs, or one row of a panel.
+type Sums = [f32; PANEL];
+
+/// `out = x @ w + bias` for columns `c` (whole panels) of a `(k, n)` f32
+/// matrix in panels (`values`: `(n / PANEL, k, PANEL)`); `bias` and `out`
+/// hold only those columns: `(c.len())`, `(m, c.len())`.
+#[inline(always)]
+pub fn run(
+    x: &[f32], // (m, k)
+    values: &[f32],
+    k: usize,
+    c: Range<usize>,
+    bias: &[f32],
+    out: &mut [f32],
+) {
+    let width = c.len();
+    // (c.len() / PANEL, k, PANEL) the wanted panels
+    let panels = values[c.start * k..c.end * k].chunks_exact(k * PANEL);
+    let biases = bias.chunks_exact(PANEL).map(|b| -> Sums { b.try_into().expect("PANEL") });
+    if x.len() == k {
+        // A decode step: each weight is read once, straight into the sums.
+        for ((panel, b), o) in panels.zip(biases).zip(out.chunks_exact_mut(PANEL)) {
+            o.copy_from_slice(&add_rows(b, x, panel));
+        }
+        return;
+    }
+    // A prefill: a block of a panel's rows (8 KB, in L1) at a time, every
+    // row of x through it, its sums carried from block to block.
+    let mut sums = vec![[0.0; PANEL]; x.len() / k]; // (m, PANEL) one panel's outputs
+    for (p, (panel, b)) in panels.zip(biases).enumerate() {
+        sums.fill(b);
+        for (kb, block) in panel.chunks(K_BLOCK * PANEL).enumerate() {
+            let rows = block.len() / PANEL;
+            for (s, xr) in sums.iter_mut().zip(x.chunks_exact(k)) {
+                *s = add_rows(*s, &xr[kb * K_BLOCK..][..rows], block);
+            }
+        }
+        for (s, or) in sums.iter().zip(out.chunks_exact_mut(width)) {
+            or[p * PANEL..][..PANEL].copy_from_slice(s);
+        }
+    }
+}
+
+/// `sums` plus `x[i] · rows[i]` for each row i in order (`rows`: `(x.len(), PANEL)`).
+#[inline(always)]
+fn add_rows(sums: Sums, x: &[f32], rows: &[f32]) -> Sums {
+    #[cfg(target_arch = "wasm32")]
+    return simd128::add_rows(sums, x, rows);
+    // Indexed loops, no iterator handed down: inside the AVX2 copy of the
+    // kernel a call the compiler does not inline runs without AVX2.
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let mut sums = sums;
+        for (i, &xv) in x.iter().enumerate() {
+            let row: &Sums = rows[i * PANEL..][..PANEL].try_into().expect("PANEL");
+            for j in 0..PANEL {
+                sums[j] += xv * row[j];
+            }
+        }
+        sums
+    }
+}
+
+/// The same loop in SIMD128 intrinsics, the sums in eight vectors (the
+/// compiler's own code for the portable loop keeps them in memory).
+#[cfg(target_arch = "wasm32")]
+mod simd128 {
+    use core::arch::wasm32::*;
+
+    use super::{Sums, PANEL};
+
+    #[inline(always)]
+    fn load(s: &[f32]) -> [v128; PANEL / 4] {
+        std::array::from_fn(|q| f32x4(s[4 * q], s[4 * q + 1], s[4 * q + 2], s[4 * q + 3]))
+    }
+
+    #[inline(always)]
+    pub fn add_rows(sums: Sums, x: &[f32], rows: &[f32]) -> Sums {
+        let mut acc = load(&sums);
+        for (i, &xv) in x.iter().enumerate() {
+            let (xs, row) = (f32x4_splat(xv), load(&rows[i * PANEL..][..PANEL]));
+            for q in 0..PANEL / 4 {
+                acc[q] = f32x4_add(acc[q], f32x4_mul(xs, row[q]));
+            }
+        }
+        let lane = |v: v128, t: usize| match t {
+            0 => f32x4_extract_lane::<0>(v),
+            1 => f32x4_extract_lane::<1>(v),
+            2 => f32x4_extract_lane::<2>(v),
+            _ => f32x4_extract_lane::<3>(v),
+        };
+        std::array::from_fn(|j| lane(acc[j / 4], j % 4))
+    }
+}
