@@ -63,15 +63,20 @@ fn run_part(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32
     if w.int4_octs().is_some() {
         return super::int8_dot::matmul_int4(x, w, c, bias, out);
     }
-    // This copy compiled for AVX-512 for a prefill and for f16: measured
-    // faster there (one core, 124M: decode step in f16 60 → 51 ms, 64-token
-    // prefill in f32 328 → 300, int8 293 → 258), slower for decode steps in
-    // f32, bf16 and int4 (f32: 50 → 60 ms). int4 and int8 decode steps have
-    // their own AVX-512 intrinsics (fast::quant_avx512), through matmul_quant.
+    // This copy compiled for AVX-512 for a prefill and an f16 decode step
+    // of a row-major matrix (int4's groups; matrices outside the CPU
+    // layout), as measured before the column panels (one core, 124M: f16
+    // decode step 60 → 51 ms, f32 prefill 328 → 300). Not for matrices in
+    // column panels, whose loops the AVX2 copy runs faster (one core of a
+    // Zen 4-class EPYC, 124M, 64-token prefill: f16 316 → 189 ms, bf16 267
+    // → 187, f32 210 → 196; decode steps level). int4 and int8 decode steps
+    // have their own AVX-512 intrinsics (fast::quant_avx512), through
+    // matmul_quant.
     #[cfg(target_arch = "x86_64")]
-    let prefill = out.len() > c.len();
+    let (prefill, panels) = (out.len() > c.len(), in_panels(w));
     #[cfg(target_arch = "x86_64")]
-    if parallel::avx512() && (prefill || w.format == crate::storage::format::Format::F16) {
+    if parallel::avx512() && !panels && (prefill || w.format == crate::storage::format::Format::F16)
+    {
         // SAFETY: the CPU has AVX-512 F and BW (just checked).
         return unsafe { run_part_avx512(x, w, c, bias, out) };
     }
@@ -81,6 +86,13 @@ fn run_part(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32
         return unsafe { run_part_avx2(x, w, c, bias, out) };
     }
     run_part_here(x, w, c, bias, out)
+}
+
+/// Whether `w` is in column panels (f32, f16, bf16 or int8: the CPU layout).
+#[cfg(target_arch = "x86_64")]
+fn in_panels(w: &Matrix) -> bool {
+    let floats = w.f32_panels().is_some() || w.f16_panels().is_some();
+    floats || w.bf16_panels().is_some() || w.int8_panels().is_some()
 }
 
 /// [`run_part_here`] compiled for AVX-512: the same loops, sixteen lanes wide.

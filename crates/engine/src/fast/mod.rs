@@ -1,8 +1,8 @@
 //! The CPU engine's fast paths behind the twins of `matmul` and `lm_head`:
-//! f16 read straight from its words, column panels (f32, f16, bf16, int8), bf16 and int8 and int4
-//! decoded in registers (int4 and int8 in AVX-512 or AVX2 intrinsics,
-//! whichever the CPU has), SIMD (AVX2 natively, SIMD128 in wasm), threads and the browser's
-//! coworker. Each computes
+//! f16 read straight from its words; f32, f16, bf16 and int8 in column
+//! panels; bf16, int8 and int4 decoded in registers (natively in AVX-512 or
+//! AVX2 intrinsics, whichever measured faster for the loop; SIMD128 in
+//! wasm); threads and the browser's coworker. Each computes
 //! exactly the twin's sums in the twin's order, so every path gives the same
 //! bits (tests: `cpu_paths.rs`, `tests/shared/f16_paths.rs`, `coworker.rs`).
 //! The one path with other numbers is named: `int8_dot`, 8-bit activations.

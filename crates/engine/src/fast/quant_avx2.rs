@@ -169,7 +169,11 @@ fn add_int8<const N: usize>(
 
 /// Whether [`head`] takes this head: the AVX-512 head's rule (int4 or
 /// int8, whole groups a row).
-pub use super::quant_avx512::takes_head;
+/// Whether [`head`] takes this head: int4 or int8, whole groups a row.
+pub fn takes_head(head: &Matrix) -> bool {
+    let quant = matches!(head.format, Format::Int4 | Format::Int8 | Format::Int8PerTensor);
+    quant && head.cols.is_multiple_of(GROUP)
+}
 
 /// `lm_head`'s dot products for one row of x and an int4 or int8 head
 /// ([`takes_head`]): out[v] is x · row `vr.start + v` of the head, each as
