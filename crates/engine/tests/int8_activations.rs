@@ -60,6 +60,20 @@ fn quantised_inputs_round_to_the_nearest_step_of_their_block() {
     assert_eq!(&q[70..], &[0, 0], "the padding is zeros");
     let (q, d) = int8_dot::quantise(&[0.0, f32::NAN, 0.0]);
     assert_eq!((q, d), (vec![0; 8], vec![0.0]), "zeros and NaN quantise to 0");
+    // A block so small that its scale is subnormal and the inverse overflows:
+    // held to ±127 (never −128, which the AVX2 sums cannot negate).
+    let (q, _) = int8_dot::quantise(&[1e-39, -1e-39, 5e-40, 0.0]);
+    assert_eq!(&q[..4], &[127, -127, 127, 0], "a subnormal scale's values");
+}
+
+/// x with its row `r` (of `cols`) so small that every block's scale is
+/// subnormal, the inverse overflows and a SIMD quantiser must hand each
+/// block to the definition: a head's logits (no bias) keep the difference.
+fn with_tiny_row(mut x: Vec<f32>, cols: usize, r: usize) -> Vec<f32> {
+    for v in &mut x[r * cols..][..cols] {
+        *v *= 1e-39;
+    }
+    x
 }
 
 #[test]
@@ -129,6 +143,8 @@ fn matmul_gives_the_definitions_bits_on_every_path() {
             let what = format!("{} m {m} k {k} n {n}", format.name());
             assert_eq!(run(), bits(&want), "{what}");
             assert_eq!(parallel::without_avx2(run), bits(&want), "{what} portable");
+            // AVX2's sums where `run` took AVX-512 VNNI's (the CPU has it).
+            assert_eq!(parallel::without_avx512(run), bits(&want), "{what} avx2");
             assert_eq!(on_threads(3, run), bits(&want), "{what} threads");
             // Within x's rounding of the f32 path: |Δx| ≤ d / 2 an input.
             let mut f32_path = vec![0.0; m * n];
@@ -188,6 +204,8 @@ fn int4_matmul_gives_the_definitions_bits_on_every_path() {
         let what = format!("int4 m {m} k {k} n {n}");
         assert_eq!(run(), bits(&want), "{what}");
         assert_eq!(parallel::without_avx2(run), bits(&want), "{what} portable");
+        // AVX2's sums where `run` took AVX-512 VNNI's (the CPU has it).
+        assert_eq!(parallel::without_avx512(run), bits(&want), "{what} avx2");
         assert_eq!(on_threads(3, run), bits(&want), "{what} threads");
     }
 }
@@ -207,7 +225,7 @@ fn lm_head_gives_the_definitions_bits_on_every_path() {
             assert!(head.use_int8_activations(Dot8::Rows) && head.cpu_only());
             assert!(head.int8_head_quads().is_some(), "an int8 head in head quads");
             assert_eq!(bits(&head.to_f32()), bits(&plain.to_f32()), "head quads hold the head");
-            let x = cases::random(3 * cols, 16);
+            let x = with_tiny_row(cases::random(3 * cols, 16), cols, 2);
             let (vocab, v0) = (rows + 200, 100);
             let mut want = vec![f32::NAN; 2 * vocab]; // rows 1 and 2 of x
             for (r, xr) in x.chunks_exact(cols).skip(1).enumerate() {
@@ -224,6 +242,8 @@ fn lm_head_gives_the_definitions_bits_on_every_path() {
             let what = format!("{} head {rows}x{cols}", format.name());
             assert_eq!(run(), bits(&want), "{what}");
             assert_eq!(parallel::without_avx2(run), bits(&want), "{what} portable");
+            // AVX2's sums where `run` took AVX-512 VNNI's (the CPU has it).
+            assert_eq!(parallel::without_avx512(run), bits(&want), "{what} avx2");
             assert_eq!(on_threads(3, run), bits(&want), "{what} threads");
         }
     }
@@ -244,6 +264,7 @@ fn int4_lm_head_gives_the_definitions_bits_on_every_path() {
         assert!(head.int4_head_octs().is_some(), "an int4 head in head octs");
         assert_eq!(bits(&head.to_f32()), bits(&plain.to_f32()), "head octs hold the head");
         let x: Vec<f32> = cases::random(3 * cols, 42).iter().map(|v| v * 2.0).collect();
+        let x = with_tiny_row(x, cols, 2);
         let (vocab, v0) = (rows + 200, 100);
         let mut want = vec![f32::NAN; 2 * vocab]; // rows 1 and 2 of x
         for (r, xr) in x.chunks_exact(cols).skip(1).enumerate() {
@@ -268,6 +289,8 @@ fn int4_lm_head_gives_the_definitions_bits_on_every_path() {
         let what = format!("int4 head {rows}x{cols}");
         assert_eq!(run(), bits(&want), "{what}");
         assert_eq!(parallel::without_avx2(run), bits(&want), "{what} portable");
+        // AVX2's sums where `run` took AVX-512 VNNI's (the CPU has it).
+        assert_eq!(parallel::without_avx512(run), bits(&want), "{what} avx2");
         assert_eq!(on_threads(3, run), bits(&want), "{what} threads");
     }
     let mut odd = Matrix::new(Format::Int4, 4, 40, Channels::Rows, &cases::random(160, 43));

@@ -110,6 +110,11 @@ fn run_panel<const R: usize>(
     o: [&mut [f32]; R],
 ) {
     #[cfg(target_arch = "x86_64")]
+    if super::parallel::vnni() {
+        // SAFETY: the CPU has AVX2 and AVX-512 VNNI and VL (just checked).
+        return unsafe { super::int8_dot_avx2::panel_vnni(x, panel, s, b, o) };
+    }
+    #[cfg(target_arch = "x86_64")]
     if super::parallel::avx2() {
         // SAFETY: the CPU has AVX2 (just checked).
         return unsafe { super::int8_dot_avx2::panel(x, panel, s, b, o) };
@@ -259,6 +264,11 @@ fn run_int4_panel<const R: usize>(
     b: &[f32],
     o: [&mut [f32]; R],
 ) {
+    #[cfg(target_arch = "x86_64")]
+    if super::parallel::vnni() {
+        // SAFETY: the CPU has AVX2 and AVX-512 VNNI and VL (just checked).
+        return unsafe { super::int8_dot_avx2::int4_panel_vnni(x, panel, s, b, o) };
+    }
     #[cfg(target_arch = "x86_64")]
     if super::parallel::avx2() {
         // SAFETY: the CPU has AVX2 (just checked).

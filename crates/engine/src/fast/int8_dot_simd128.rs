@@ -12,7 +12,7 @@
 
 use core::arch::wasm32::*;
 
-use super::int8_quantise::{quantise_tail, BLOCK};
+use super::int8_quantise::{quantise_one, quantise_tail, simd_exact, BLOCK};
 use crate::storage::panels::PANEL;
 use crate::storage::quads::{OCT, QUAD};
 
@@ -177,8 +177,8 @@ pub fn int4_panel<const R: usize>(
 /// into `q` and `d` block by block, as the definition's `quantise_block`:
 /// the same maximum (`f32x4.pmax` keeps the running maximum against a NaN
 /// lane, as `f32::max` does), the same scale, rounding ties to even, NaN to
-/// 0 and saturating as `as` does; a last short block through
-/// `quantise_block` itself.
+/// 0 and saturating as `as` does; a last short block, and one whose scale
+/// is not `simd_exact`, through `quantise_block` itself.
 pub fn quantise(x: &[f32], s: Option<&[f32]>, q: &mut [i8], d: &mut [f32]) {
     let whole = x.len() / BLOCK;
     for (b, d) in d.iter_mut().enumerate().take(whole) {
@@ -194,6 +194,10 @@ pub fn quantise(x: &[f32], s: Option<&[f32]>, q: &mut [i8], d: &mut [f32]) {
         let m = f32x4_pmax(m, i32x4_shuffle::<2, 3, 0, 1>(m, m));
         let m = f32x4_pmax(m, i32x4_shuffle::<1, 0, 3, 2>(m, m));
         let scale = f32x4_extract_lane::<0>(m) / 127.0;
+        if !simd_exact(scale) {
+            *d = quantise_one(x, s, b, q);
+            continue;
+        }
         let inverse = f32x4_splat(if scale > 0.0 { 1.0 / scale } else { 0.0 });
         let ints = y.map(|v| i32x4_trunc_sat_f32x4(f32x4_nearest(f32x4_mul(v, inverse))));
         let halves: [v128; 4] =

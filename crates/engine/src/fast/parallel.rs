@@ -42,6 +42,21 @@ pub fn avx512() -> bool {
     }
 }
 
+/// Whether the 8-bit activations' integer sums run AVX-512 VNNI's
+/// `vpdpbusd` (on AVX2's registers; off with the AVX-512 copies).
+pub fn vnni() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let has = std::arch::is_x86_feature_detected!("avx512vnni")
+            && std::arch::is_x86_feature_detected!("avx512vl");
+        has && avx512()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// `f` with the AVX2 (and AVX-512) copies switched off (for a test comparing them).
 pub fn without_avx2<T>(f: impl FnOnce() -> T) -> T {
     PORTABLE.store(true, Ordering::Relaxed);
