@@ -136,15 +136,15 @@ unsafe fn dot4<const VNNI: bool>(acc: __m256i, u: __m256i, v: __m256i) -> __m256
 /// [`quantise_block`](super::int8_quantise::quantise_block) of a row of x
 /// (`s`: None), or of `y = x · s` (a row of x in one int4 panel's scales),
 /// into `q` and `d`, whole blocks eight lanes at a time: the same products,
-/// the same maximum (NaN passed over), the same scale, and `vcvtps2dq`'s
-/// rounding, ties to even, with NaN lanes zeroed as `as` does; a last short
-/// block, and one whose scale is not [`simd_exact`], through
-/// `quantise_block` itself. (The portable rounding is a libm call a value:
+/// the same maximum, the same scale, and `vcvtps2dq`'s rounding, ties to
+/// even; a last short block, one holding a NaN and one whose scale is not
+/// [`simd_exact`] through `quantise_block` itself (so no lane needs NaN's
+/// zeroing). (The portable rounding is a libm call a value:
 /// a quarter of a prefill's matmul time before this.)
 #[target_feature(enable = "avx2")]
 pub fn quantise(x: &[f32], s: Option<&[f32]>, q: &mut [i8], d: &mut [f32]) {
     let whole = x.len() / BLOCK;
-    let abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fff_ffff));
+    let abs = _mm256_set1_epi32(0x7fff_ffff);
     for (b, d) in d.iter_mut().enumerate().take(whole) {
         let y: [__m256; 4] = std::array::from_fn(|h| {
             let at = BLOCK * b + 8 * h;
@@ -153,25 +153,24 @@ pub fn quantise(x: &[f32], s: Option<&[f32]>, q: &mut [i8], d: &mut [f32]) {
                 None => load(&x[at..]),
             }
         });
-        let mut m = _mm256_setzero_ps();
+        // |v|'s bits, whose order as unsigned integers is the values' own,
+        // with NaN above infinity: the lanes' maximum in three steps.
+        let mut m = _mm256_setzero_si256();
         for &v in &y {
-            m = _mm256_max_ps(_mm256_and_ps(v, abs), m); // a NaN lane keeps m
+            m = _mm256_max_epu32(_mm256_and_si256(_mm256_castps_si256(v), abs), m);
         }
-        // The lanes' maximum in three steps (all ≥ +0, none NaN: any order is exact).
-        let h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps::<1>(m));
-        let h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-        let max = _mm_cvtss_f32(_mm_max_ps(h, _mm_shuffle_ps::<1>(h, h)));
-        let scale = max / 127.0;
-        if !simd_exact(scale) {
+        let h = _mm_max_epu32(_mm256_castsi256_si128(m), _mm256_extracti128_si256::<1>(m));
+        let h = _mm_max_epu32(h, _mm_shuffle_epi32::<0b01_00_11_10>(h));
+        let bits = _mm_cvtsi128_si32(_mm_max_epu32(h, _mm_shuffle_epi32::<0b10_11_00_01>(h)));
+        let scale = f32::from_bits(bits as u32) / 127.0;
+        // A NaN in the block, or a scale past `simd_exact` (an infinite one
+        // too): the definition's way. Else no product below is NaN.
+        if bits as u32 > f32::INFINITY.to_bits() || !simd_exact(scale) {
             *d = quantise_one(x, s, b, q);
             continue;
         }
         let inverse = _mm256_set1_ps(if scale > 0.0 { 1.0 / scale } else { 0.0 });
-        let [q0, q1, q2, q3] = y.map(|v| {
-            let v = _mm256_mul_ps(v, inverse);
-            let ordered = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_ORD_Q>(v, v));
-            _mm256_and_si256(_mm256_cvtps_epi32(v), ordered)
-        });
+        let [q0, q1, q2, q3] = y.map(|v| _mm256_cvtps_epi32(_mm256_mul_ps(v, inverse)));
         let bytes = _mm256_packs_epi16(_mm256_packs_epi32(q0, q1), _mm256_packs_epi32(q2, q3));
         let bytes = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
         // SAFETY: 32 bytes are there (the slice is checked), written unaligned.
