@@ -1,6 +1,7 @@
 //! int4 and int8 decode steps in AVX2, eight columns a register: the CPUs
-//! without AVX-512 (`quant_avx512` has the sixteen-lane ones), where the
-//! compiler's AVX2 copy of the portable loops measured slower than f16.
+//! without AVX-512 (`quant_avx512` has the sixteen-lane ones) and the int8
+//! LM head on every x86-64 CPU, where the compiler's AVX2 copy of the
+//! portable loops measured slower than f16.
 //!
 //! int4: a word's eight fields are one register's eight lanes, the word
 //! broadcast and shifted lane by lane (`vpsllvd`) so that field t sits at
@@ -167,9 +168,9 @@ fn add_int8<const N: usize>(
     }
 }
 
-/// Whether [`head`] takes this head: the AVX-512 head's rule (int4 or
-/// int8, whole groups a row).
-/// Whether [`head`] takes this head: int4 or int8, whole groups a row.
+/// Whether [`head`] takes this head: int4 or int8, whole groups a row (the
+/// int8 head on AVX-512 CPUs too, where it measured faster than
+/// `quant_avx512`'s).
 pub fn takes_head(head: &Matrix) -> bool {
     let quant = matches!(head.format, Format::Int4 | Format::Int8 | Format::Int8PerTensor);
     quant && head.cols.is_multiple_of(GROUP)
