@@ -245,7 +245,7 @@ unsafe fn int4_panel_in<const R: usize, const VNNI: bool>(
                 let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(w), low);
                 for (sums, &(xlo, xhi)) in sums.iter_mut().zip(&xs) {
                     sums[h] = match VNNI {
-                        true => _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(sums[h], lo, xlo), hi, xhi),
+                        true => dot4::<true>(dot4::<true>(sums[h], lo, xlo), hi, xhi),
                         false => _mm256_add_epi16(
                             sums[h],
                             _mm256_add_epi16(

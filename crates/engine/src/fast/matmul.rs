@@ -73,9 +73,11 @@ fn run_part(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32
     // have their own AVX-512 intrinsics (fast::quant_avx512), through
     // matmul_quant.
     #[cfg(target_arch = "x86_64")]
-    let (prefill, panels) = (out.len() > c.len(), in_panels(w));
+    let prefill = out.len() > c.len();
     #[cfg(target_arch = "x86_64")]
-    if parallel::avx512() && !panels && (prefill || w.format == crate::storage::format::Format::F16)
+    if parallel::avx512()
+        && (prefill || w.format == crate::storage::format::Format::F16)
+        && !in_panels(w)
     {
         // SAFETY: the CPU has AVX-512 F and BW (just checked).
         return unsafe { run_part_avx512(x, w, c, bias, out) };
