@@ -174,8 +174,9 @@ fn avx2_loops_give_the_bits_of_the_portable_loops() {
     if !parallel::avx2() {
         return; // nothing to compare on this CPU
     }
-    // A prefill block, a decode step, a decode step of whole int4 groups.
-    let shapes = [(17, 67, 258), (1, 67, 258), (1, 67, 256)];
+    // A prefill block, a decode step, a decode step and a prefill of whole
+    // int4 groups.
+    let shapes = [(17, 67, 258), (1, 67, 258), (1, 67, 256), (17, 130, 256)];
     for (format, (m, k, n)) in Format::ALL.into_iter().flat_map(|f| shapes.map(|s| (f, s))) {
         let w = Matrix::new(format, k, n, Channels::Cols, &cases::random(k * n, 12));
         let (x, bias) = (cases::random(m * k, 13), cases::random(n, 14));

@@ -269,6 +269,42 @@ fn int8_prefill(x: &[f32], q: &[i8], scales: &[f32], bias: &[f32], out: &mut [f3
     }
 }
 
+/// A prefill over a row-major int4 matrix (columns `c`, whole groups; `bias`:
+/// `(c.len())`, `out`: `(m, c.len())`), as [`int8_prefill`]: each group of
+/// columns is a panel, its rows decoded [`K_BLOCK`] at a time into L1 (each
+/// weight the twin's field times scale) and every row of x sent through
+/// them, its sums carried from block to block. The row-major loop unpacked
+/// every row once per sixteen rows of x and loaded and stored each output
+/// once per four products.
+#[inline(always)]
+pub fn int4_prefill(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
+    const _: () = assert!(GROUP == PANEL, "a group's columns are a panel");
+    let (k, cols) = (w.rows, c.len());
+    let mut block = vec![0.0; K_BLOCK * PANEL]; // (K_BLOCK, PANEL) decoded rows
+    let mut sums = vec![[0.0; PANEL]; out.len() / cols]; // (m, PANEL) one group's outputs
+    for (p, b) in bias.chunks_exact(GROUP).enumerate() {
+        let group = c.start + p * GROUP..c.start + (p + 1) * GROUP;
+        sums.fill(b.try_into().expect("GROUP biases"));
+        for kb in (0..k).step_by(K_BLOCK) {
+            let rows = (k - kb).min(K_BLOCK);
+            for (r, o) in (kb..kb + rows).zip(block.chunks_exact_mut(PANEL)) {
+                let (words, scale) = w.int4_part(r, group.clone());
+                for (o, &word) in o.chunks_exact_mut(8).zip(words) {
+                    for (t, o) in o.iter_mut().enumerate() {
+                        *o = nibble(word, t) as f32 * scale[0];
+                    }
+                }
+            }
+            for (acc, xr) in sums.iter_mut().zip(x.chunks_exact(k)) {
+                add_rows(acc, &xr[kb..][..rows], &block[..rows * PANEL]);
+            }
+        }
+        for (acc, or) in sums.iter().zip(out.chunks_exact_mut(cols)) {
+            or[p * GROUP..][..GROUP].copy_from_slice(acc);
+        }
+    }
+}
+
 /// One panel's outputs for one row of x: `o[j] = b[j] + Σ_r x[r] · (panel[r, j] · s[j])`.
 #[inline(always)]
 fn int8_panel(x: &[f32], panel: &[i8], s: &[f32], b: &[f32], o: &mut [f32]) {

@@ -232,12 +232,15 @@ pub fn fast_equals_the_plain_twins() {
     for format in Format::ALL {
         // Decode steps (m = 1) of whole int4 groups take the fused paths
         // (fast::matmul_quant), with rows past the last eight (k = 67, 9),
-        // and an LM head of whole int4 groups (k = 64).
+        // and an LM head of whole int4 groups (k = 64); prefills of whole
+        // int4 groups (fast::matmul_quant::int4_prefill) within one block of
+        // rows (k = 64) and across two and a tail (k = 130).
         for (m, k, n) in [
             (1, 1, 2),
             (3, 63, 65),
             (17, 65, 130),
             (2, 64, 96),
+            (17, 130, 96),
             (1, 67, 96),
             (1, 9, 64),
             (1, 64, 96),
