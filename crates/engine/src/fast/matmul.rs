@@ -7,7 +7,7 @@ use std::ops::Range;
 
 use super::{coworker, matmul_panels, matmul_panels_f32, matmul_quant, parallel};
 use crate::storage::f16_bits::{f16_pair_as, raw_inputs};
-use crate::storage::format::{Format, GROUP, SHARD_ALIGN};
+use crate::storage::format::{Format, SHARD_ALIGN};
 use crate::storage::matrix::{split, Matrix};
 use crate::storage::pair::{Bf16, F16};
 
@@ -137,8 +137,7 @@ fn run_part_here(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut
     }
     // An int4 prefill (a decode step took `matmul_quant::run` above); its
     // words are row-major here (8-bit activations' layouts went to int8_dot).
-    let groups = [w.cols, c.start, c.len()].iter().all(|v| v.is_multiple_of(GROUP));
-    if w.format == Format::Int4 && groups {
+    if w.format == Format::Int4 && matmul_quant::whole_groups(w, &c) {
         return matmul_quant::int4_prefill(x, w, c, bias, out);
     }
     let Some(words) = w.f16_words() else {

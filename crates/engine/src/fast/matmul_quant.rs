@@ -33,7 +33,7 @@ pub fn run(
     bias: &[f32],    // (c.len())
     out: &mut [f32], // (c.len())
 ) -> bool {
-    let whole_groups = [w.cols, c.start, c.len()].iter().all(|v| v.is_multiple_of(GROUP));
+    let whole_groups = whole_groups(w, &c);
     let bytes = w.format == Format::Int8PerTensor
         || (w.format == Format::Int8 && w.channels == Channels::Cols);
     // AVX-512 where the CPU has it (parallel::avx512), in whole registers.
@@ -267,6 +267,13 @@ fn int8_prefill(x: &[f32], q: &[i8], scales: &[f32], bias: &[f32], out: &mut [f3
             or[p * PANEL..][..PANEL].copy_from_slice(acc);
         }
     }
+}
+
+/// Whether columns `c` of `w` are whole groups of `GROUP` columns (and so
+/// are `w`'s rows): what the int4 and bf16 paths here take.
+#[inline(always)]
+pub fn whole_groups(w: &Matrix, c: &Range<usize>) -> bool {
+    [w.cols, c.start, c.len()].iter().all(|v| v.is_multiple_of(GROUP))
 }
 
 /// A prefill over a row-major int4 matrix (columns `c`, whole groups; `bias`:
