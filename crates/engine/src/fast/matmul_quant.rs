@@ -13,7 +13,7 @@
 use std::ops::Range;
 
 use super::matmul_panels::K_BLOCK;
-use crate::storage::format::{nibble, Channels, Format, GROUP};
+use crate::storage::format::{int4_weights, Channels, Format, GROUP};
 use crate::storage::matrix::{split, Matrix};
 use crate::storage::pair::{Bf16, Pair};
 use crate::storage::panels::PANEL;
@@ -156,10 +156,9 @@ fn add_int4<const N: usize>(out: &mut [f32], xv: [f32; N], rows: [(&[u32], &[f32
             // The word's eight outputs in a register for all N rows: lanes t.
             let mut acc: [f32; 8] = std::array::from_fn(|t| out[t]);
             for i in 0..N {
-                let word = words[i][j];
-                for (t, a) in acc.iter_mut().enumerate() {
-                    let field = nibble(word, t);
-                    *a += xv[i] * (field as f32 * scale[i]);
+                let w = int4_weights(words[i][j], scale[i]);
+                for (a, w) in acc.iter_mut().zip(w) {
+                    *a += xv[i] * w;
                 }
             }
             out.copy_from_slice(&acc);
@@ -297,9 +296,7 @@ pub fn int4_prefill(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &
             for (r, o) in (kb..kb + rows).zip(block.chunks_exact_mut(PANEL)) {
                 let (words, scale) = w.int4_part(r, group.clone());
                 for (o, &word) in o.chunks_exact_mut(8).zip(words) {
-                    for (t, o) in o.iter_mut().enumerate() {
-                        *o = nibble(word, t) as f32 * scale[0];
-                    }
+                    o.copy_from_slice(&int4_weights(word, scale[0]));
                 }
             }
             for (acc, xr) in sums.iter_mut().zip(x.chunks_exact(k)) {

@@ -212,6 +212,13 @@ pub fn nibble(word: u32, t: usize) -> i32 {
     top as i32 >> 28
 }
 
+/// The eight weights of an int4 word, field t times its group's `scale`
+/// (the twin's `field · scale`): how every CPU loop decodes a word.
+#[inline(always)]
+pub fn int4_weights(word: u32, scale: f32) -> [f32; 8] {
+    std::array::from_fn(|t| nibble(word, t) as f32 * scale)
+}
+
 /// The output channel of element `i` of a matrix with `cols` columns.
 pub fn channel(i: usize, cols: usize, channels: Channels) -> usize {
     match channels {

@@ -7,7 +7,7 @@ use std::ops::Range;
 use super::panels::{self, PANEL};
 use super::quads::Dot8;
 use crate::storage::f16_bits::{f16_pair_as, lifted, F16_LIFT, F16_RAW_SCALE};
-use crate::storage::format::{channel, nibble, Channels, Format, GROUP, SHARD_ALIGN};
+use crate::storage::format::{channel, int4_weights, Channels, Format, GROUP, SHARD_ALIGN};
 use crate::storage::pair::{Bf16, Pair, F16};
 
 /// `row`'s even then odd elements into `halves` (the layout of an f16 row's
@@ -337,9 +337,7 @@ impl Matrix {
                 let groups = buf.chunks_mut(GROUP).zip(words.chunks(GROUP / 8)).zip(scales);
                 for ((o, ws), &s) in groups {
                     for (o, &word) in o.chunks_exact_mut(8).zip(ws) {
-                        for (t, o) in o.iter_mut().enumerate() {
-                            *o = nibble(word, t) as f32 * s;
-                        }
+                        o.copy_from_slice(&int4_weights(word, s));
                     }
                 }
             }
