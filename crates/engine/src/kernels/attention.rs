@@ -60,6 +60,9 @@ pub fn run_cpu(
     }
 }
 
+/// Keys whose dot products [`weights`] sums side by side.
+const KEYS: usize = 8;
+
 /// One query's unnormalised softmax weights `exp(q · k_j · scale − max)` over
 /// keys `0..n_keys` of the K/V head starting at column `k0` of cache rows of
 /// `kv_dim`, into `att`; returns
@@ -75,11 +78,30 @@ pub fn weights(
     att: &mut Vec<f32>, // (n_keys) out
 ) -> f32 {
     let head_size = q.len();
+    let key = |j: usize| &key_cache[j * kv_dim + k0..][..head_size];
     att.clear();
-    att.extend((0..n_keys).map(|j| {
-        let k = &key_cache[j * kv_dim + k0..][..head_size];
-        q.iter().zip(k).map(|(a, b)| a * b).sum::<f32>() * scale
-    }));
+    att.resize(n_keys, 0.0);
+    // Eight keys at a time, each its own lane: every dot product is still
+    // summed in order of d (from −0.0, as `sum` does), so the same bits, but
+    // eight chains of adds are in flight, not one (a 256-token prefill spent
+    // as long here as in its int4 matmuls).
+    let mut blocks = att.chunks_exact_mut(KEYS);
+    for (b, out) in (&mut blocks).enumerate() {
+        let keys: [&[f32]; KEYS] = std::array::from_fn(|l| key(b * KEYS + l));
+        let mut acc = [-0.0f32; KEYS];
+        for (d, &qd) in q.iter().enumerate() {
+            for (a, k) in acc.iter_mut().zip(&keys) {
+                *a += qd * k[d];
+            }
+        }
+        for (o, a) in out.iter_mut().zip(acc) {
+            *o = a * scale;
+        }
+    }
+    let done = n_keys - blocks.into_remainder().len();
+    for (j, o) in att.iter_mut().enumerate().skip(done) {
+        *o = q.iter().zip(key(j)).map(|(a, b)| a * b).sum::<f32>() * scale;
+    }
     // Subtract the max so exp() cannot overflow; `fast::exp`, the same bits
     // natively and in wasm (the platform's differs in the last bit), in its
     // own loop so it vectorises, then summed in order.
