@@ -148,3 +148,62 @@ fn the_bytes_a_step_must_read_agree_with_the_weights() {
         );
     }
 }
+
+/// A model compiles the kernels its family's passes dispatch and no other
+/// family's: each pipeline is a compile of its own at load (a quarter of a
+/// second each on a software GPU). The lists come from the plans; this
+/// checks what they say against the families' definitions.
+#[test]
+fn a_model_compiles_its_own_familys_kernels_only() {
+    use decode_lab_engine::gpu::kernels_for;
+    let llama = Config::from_json(
+        r#"{"model_type": "llama", "hidden_size": 64, "intermediate_size": 96,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "vocab_size": 100, "max_position_embeddings": 128, "rms_norm_eps": 1e-5,
+        "rope_theta": 500000.0, "tie_word_embeddings": true}"#,
+    )
+    .unwrap();
+    let gpt2_only = [Kernel::Layernorm, Kernel::LnQkv, Kernel::LnFcGelu, Kernel::Gelu];
+    let llama_only =
+        [Kernel::RmsNorm, Kernel::RmsQkv, Kernel::RmsSwiglu, Kernel::Rope, Kernel::Swiglu];
+    // In every list: what every pass runs, the cache policies' kernels (any
+    // session may ask for a policy), and the kernels run outside a pass
+    // (greedy argmax, the device probe's, the attention lesson's weights).
+    let everywhere = [
+        Kernel::Embedding,
+        Kernel::KvWrite,
+        Kernel::Attention,
+        Kernel::Argmax,
+        Kernel::BlockSum,
+        Kernel::ResidualAdd,
+        Kernel::AttentionProbs,
+        Kernel::KvMass,
+        Kernel::KvRenumber,
+    ];
+    for profile in [Profile::Cpu, Profile::Gpu(Split::DEFAULT)] {
+        for format in Format::ALL {
+            let of = |c: &Config| kernels_for(c, format, profile, BINDING);
+            let (g, l) = (of(&gpt2_124m()), of(&llama));
+            let what = format!("{} {}", profile.name(), format.name());
+            for k in everywhere {
+                assert!(g.contains(&k) && l.contains(&k), "{what}: {} in both", k.name());
+            }
+            for k in llama_only {
+                assert!(!g.contains(&k), "{what}: GPT-2 compiles {}", k.name());
+            }
+            for k in gpt2_only.iter().filter(|k| k.wg_in(profile).is_some()) {
+                assert!(!l.contains(k), "{what}: Llama compiles {}", k.name());
+            }
+            // Nothing a profile does not compile, nothing twice.
+            let all = profile.kernels();
+            assert!(g.iter().chain(&l).all(|k| all.contains(k)), "{what}");
+            assert!(
+                g.len() < all.len() && l.len() < all.len(),
+                "{what}: {} and {} of {}",
+                g.len(),
+                l.len(),
+                all.len()
+            );
+        }
+    }
+}

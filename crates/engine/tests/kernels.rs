@@ -44,7 +44,7 @@ fn check(kernel: Kernel) {
 fn check_in(ctx: &GpuContext, kernel: Kernel, profile: Profile, all: &[cases::Case]) {
     let mut compiled = Vec::new();
     for format in Format::ALL {
-        let pipelines = pollster::block_on(Pipelines::new(ctx, format, profile));
+        let pipelines = pollster::block_on(Pipelines::of(ctx, format, profile, &profile.kernels()));
         compiled.push(pipelines.expect("compiles"));
     }
     for case in all {
@@ -109,7 +109,8 @@ fn every_kernel_runs_within_webgpu_default_limits() {
     assert_eq!(ctx.limits.max_compute_workgroup_storage_size, 16 << 10);
     for profile in [Profile::Cpu, Profile::Gpu(Split::DEFAULT)] {
         for format in Format::ALL {
-            let pipelines = pollster::block_on(Pipelines::new(&ctx, format, profile));
+            let pipelines =
+                pollster::block_on(Pipelines::of(&ctx, format, profile, &profile.kernels()));
             let pipelines = pipelines.expect("compiles within the default limits");
             for kernel in profile.kernels() {
                 let case = all_cases(kernel).into_iter().find(|c| c.format == format);

@@ -26,5 +26,5 @@ mod timer;
 pub use batch::GpuBatch;
 pub use context::GpuContext;
 pub use model::{GpuLayer, GpuModel, Scratch, PASS_ROWS};
-pub use pipelines::Pipelines;
+pub use pipelines::{kernels_for, Pipelines};
 pub use session::{GpuSession, KernelTime};

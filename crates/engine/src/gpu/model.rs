@@ -155,7 +155,7 @@ impl GpuModel {
         Ok(Rc::new(GpuModel {
             ctx: self.ctx.clone(),
             model: self.model.clone(),
-            pipelines: Pipelines::new(&self.ctx, self.format(), profile).await?,
+            pipelines: Pipelines::new(&self.ctx, self.config(), self.format(), profile).await?,
             weights: self.weights.clone(),
             scratch: self.scratch.clone(),
         }))
@@ -178,7 +178,7 @@ impl GpuModel {
         }
         check_limits(&ctx, &model.config, format)?;
         check_profile(&ctx, &model.config, profile)?;
-        let pipelines = Pipelines::new(&ctx, format, profile).await?;
+        let pipelines = Pipelines::new(&ctx, &model.config, format, profile).await?;
         let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let w = &model.weights;
         let f = |label: &str, v: &[f32]| upload(&ctx, label, bytemuck::cast_slice(v));

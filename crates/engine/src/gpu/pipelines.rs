@@ -8,8 +8,10 @@
 use std::collections::HashMap;
 
 use crate::error::{EngineError, Result};
-use crate::gpu::GpuContext;
-use crate::kernels::{Kernel, Profile};
+use crate::gpu::plan::{self, Layout, PolicyOps};
+use crate::gpu::{plan_decode, GpuContext};
+use crate::kernels::{matmul_split, Kernel, Profile};
+use crate::model::Config;
 use crate::storage::format::Format;
 
 /// Compiled pipelines for weights in one format and one profile, looked up by kernel.
@@ -24,9 +26,17 @@ pub struct Pipelines {
 }
 
 impl Pipelines {
-    /// Compiles every kernel `profile` uses for this device, reading weights in `format`.
-    pub async fn new(ctx: &GpuContext, format: Format, profile: Profile) -> Result<Pipelines> {
-        Pipelines::of(ctx, format, profile, &profile.kernels()).await
+    /// Compiles every kernel a model of `config` dispatches in `profile`
+    /// ([`kernels_for`]) for this device, reading weights in `format`.
+    pub async fn new(
+        ctx: &GpuContext,
+        config: &Config,
+        format: Format,
+        profile: Profile,
+    ) -> Result<Pipelines> {
+        let kernels =
+            kernels_for(config, format, profile, ctx.limits.max_storage_buffer_binding_size);
+        Pipelines::of(ctx, format, profile, &kernels).await
     }
 
     /// Compiles `kernels` as `profile` compiles them (the self-test compiles
@@ -78,6 +88,42 @@ impl Pipelines {
     pub fn has(&self, kernel: Kernel) -> bool {
         self.map.contains_key(&kernel)
     }
+}
+
+/// The kernels run outside a pass: greedy decoding's argmax, the device
+/// probe's sum and one-element add, the attention lesson's weights.
+const OUTSIDE_PASSES: [Kernel; 4] =
+    [Kernel::Argmax, Kernel::BlockSum, Kernel::ResidualAdd, Kernel::AttentionProbs];
+
+/// Every kernel a model of `config` in `format` dispatches in `profile`, in
+/// the table's order: those of every pass a session may build (prefill,
+/// short prefill, decode, each with every cache policy's extra ops; batched
+/// steps, split and tiled; the LM head alone), read from the plans
+/// themselves, and [`OUTSIDE_PASSES`]. Compiling only these is what keeps a
+/// GPT-2 page from compiling the Llama family's kernels (and the other way
+/// round): each pipeline is a compile of its own, a quarter of a second on a
+/// software GPU.
+pub fn kernels_for(
+    config: &Config,
+    format: Format,
+    profile: Profile,
+    max_binding: u64,
+) -> Vec<Kernel> {
+    let layout = Layout::of(config, format, profile, max_binding);
+    let policy = PolicyOps { mass: true, renumber: true };
+    let mut specs = plan::prefill(&layout, policy).specs;
+    specs.extend(plan::short_prefill(&layout, policy).map(|b| b.specs).unwrap_or_default());
+    specs.extend(plan_decode::decode(&layout, policy).specs);
+    specs.extend(plan::lm_head(&layout));
+    for n_seqs in [1, matmul_split::MAX_ROWS + 1] {
+        specs.extend(plan::batch(&layout, n_seqs));
+    }
+    let used: Vec<Kernel> = specs.iter().map(|s| s.dispatch.kernel()).collect();
+    profile
+        .kernels()
+        .into_iter()
+        .filter(|k| used.contains(k) || OUTSIDE_PASSES.contains(k))
+        .collect()
 }
 
 async fn compile(

@@ -20,7 +20,8 @@ pub fn gpu() -> Option<&'static (GpuContext, Pipelines)> {
     let gpu = GPU.get_or_init(|| {
         pollster::block_on(async {
             let ctx = GpuContext::new().await.map_err(|e| e.to_string())?;
-            let pipelines = Pipelines::new(&ctx, Format::F32, Profile::Cpu).await;
+            let pipelines =
+                Pipelines::of(&ctx, Format::F32, Profile::Cpu, &Profile::Cpu.kernels()).await;
             let pipelines = pipelines.map_err(|e| e.to_string())?;
             Ok::<_, String>((ctx, pipelines))
         })
