@@ -1,7 +1,7 @@
-//! The compute pipelines of one kernel profile, compiled once per device and
-//! weight format. Shader compilation runs inside a validation error scope so
-//! a WGSL error becomes an [`EngineError`] naming the kernel instead of a
-//! panic. Every `override` a kernel declares is set from the profile
+//! The compute pipelines of one kernel profile, compiled once per device,
+//! weight format and model (the kernels its passes dispatch, [`kernels_for`]).
+//! Shader compilation runs inside a validation error scope so a WGSL error
+//! becomes an [`EngineError`] naming the kernel instead of a panic. Every `override` a kernel declares is set from the profile
 //! ([`Profile::constant`]): the WGSL says which constants there are, Rust
 //! says their values.
 
