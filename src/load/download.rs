@@ -29,7 +29,8 @@ pub struct BigDownload {
     /// keeps its peak).
     pub worker_bytes: u64,
     /// The CPU worker's coworker's memory, when there is one: its load is the
-    /// worker's (its half of each matrix fits where the file's bytes were).
+    /// worker's (it keeps the model, for variants, and its half of each
+    /// matrix fits where the file's bytes were).
     pub coworker_bytes: u64,
     /// Whether the page found WebGPU (else the worker runs the model).
     pub on_gpu: bool,
@@ -70,7 +71,7 @@ impl BigDownload {
             widened,
             gpu_bytes: held_bytes,
             worker_bytes: file_bytes + page_bytes,
-            // The coworker reads the file and holds its part of every format's matrices.
+            // The coworker reads the file, keeps the model and holds its part of its matrices.
             coworker_bytes: if coworker && !on_gpu { file_bytes + page_bytes } else { 0 },
             on_gpu,
         }

@@ -11,10 +11,10 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use decode_lab_engine::cpu::coworker::{self, Panels, Side, ThreadCoworker, MIN_SHARED};
+use decode_lab_engine::cpu::coworker::{self, ThreadCoworker, MIN_SHARED};
 use decode_lab_engine::cpu::CpuSession;
 use decode_lab_engine::fast::coworker::{self as hook, Coworker};
-use decode_lab_engine::model::{Model, WeightsChoice};
+use decode_lab_engine::model::{Model, Variant, WeightsChoice};
 use decode_lab_engine::storage::format::Format;
 use decode_lab_engine::Wanted;
 use pollster::block_on;
@@ -101,7 +101,7 @@ fn run(model: &Arc<Model>) -> Vec<Vec<u32>> {
 
 fn with_coworker(model: &Arc<Model>, fail_at: usize) -> (Vec<Vec<u32>>, usize, bool) {
     let started = Rc::new(Cell::new(0));
-    let inner = ThreadCoworker::spawn(Panels::new(model, Side::Theirs).unwrap());
+    let inner = ThreadCoworker::spawn(model.clone()).unwrap();
     let counting = Counting { inner, started: started.clone(), fail_at };
     coworker::install(model, Box::new(counting)).unwrap();
     let out = run(model);
@@ -204,7 +204,7 @@ fn the_worker_tries_its_coworker_then_keeps_the_faster_way_with_the_same_logits(
             .collect()
     };
     let alone = steps(&mut Host::new(model.clone()));
-    let inner = ThreadCoworker::spawn(Panels::new(&model, Side::Theirs).unwrap());
+    let inner = ThreadCoworker::spawn(model.clone()).unwrap();
     coworker::install(&model, Box::new(inner)).unwrap();
     let paced = steps(&mut Host::new(model.clone()));
     hook::uninstall();
@@ -233,7 +233,7 @@ fn settling_makes_every_later_step_run_the_chosen_way() {
         other => panic!("{other:?}"),
     };
     assert_eq!(settle(&mut Host::new(model.clone())), None, "no coworker: nothing to choose");
-    let inner = ThreadCoworker::spawn(Panels::new(&model, Side::Theirs).unwrap());
+    let inner = ThreadCoworker::spawn(model.clone()).unwrap();
     coworker::install(&model, Box::new(inner)).unwrap();
     let mut host = Host::new(model.clone());
     let chosen = settle(&mut host).expect("a coworker: a choice");
@@ -246,11 +246,57 @@ fn settling_makes_every_later_step_run_the_chosen_way() {
         })
         .collect();
     // Another format of the model (the quantization lesson's): the coworker
-    // holds no part of it, and its steps say they ran alone.
+    // made it too, and its steps run the chosen way as well.
     host.handle(open(&model, 2, Format::F32));
     let answer = host.handle(Request::Decode { id: 2, token: 1 }).unwrap();
     let Reply::Logits { stats } = answer.reply else { panic!("{:?}", answer.reply) };
     hook::uninstall();
     assert_eq!(ways, vec![chosen; 6], "every step after settling ran the chosen way");
-    assert!(!stats.coworker, "a variant's step ran alone");
+    assert_eq!(stats.coworker, chosen, "a variant's step ran the chosen way too");
+}
+
+/// The worker's variants of its loaded model (the quantization lesson's
+/// formats, with 8-bit activations or not; pooled K/V heads; the first
+/// blocks only): the coworker makes each from its own copy of the loaded
+/// model, so their big products are shared too, and the logits are those of
+/// the variant on one thread alone bit for bit. A variant neither side can
+/// make (8-bit activations for f16 weights) leaves the next ones' jobs in step.
+#[test]
+fn the_coworker_makes_each_variant_too_and_shares_its_products() {
+    let model = in_cpu_layout(model(2, false, Format::F16), false);
+    let mut variants = Vec::new();
+    for format in Format::ALL {
+        variants.push(Variant { format, int8_activations: false, groups: 8, layers: 2 });
+        if format.takes_int8_activations() {
+            variants.push(Variant { format, int8_activations: true, groups: 8, layers: 2 });
+        }
+    }
+    variants
+        .insert(2, Variant { format: Format::F16, int8_activations: true, groups: 8, layers: 2 });
+    variants.push(Variant { format: Format::Int4, int8_activations: false, groups: 2, layers: 2 });
+    variants.push(Variant { format: Format::Int8, int8_activations: true, groups: 8, layers: 1 });
+    let alone: Vec<_> =
+        variants.iter().map(|v| v.make(&model).map(|m| run(&Arc::new(m)))).collect();
+    coworker::install(&model, Box::new(ThreadCoworker::spawn(model.clone()).unwrap())).unwrap();
+    let made: Vec<_> = variants.iter().map(|v| coworker::make_variant(&model, v)).collect();
+    for ((v, made), alone) in variants.iter().zip(made).zip(alone) {
+        let Ok(made) = made else {
+            assert!(alone.is_err() && v.int8_activations, "{v:?}: made alone, not with a coworker");
+            continue;
+        };
+        let made = Arc::new(made);
+        let before = hook::shared();
+        assert_eq!(run(&made), alone.unwrap(), "{v:?}: the same logits bit for bit");
+        // As in the first test: the 5-token prefill and the 6 steps share
+        // every big product, the 70-row prefill its LM head. (Pooled K/V
+        // heads narrow the QKV matrix to 512 × 768, under `MIN_SHARED`.)
+        let per_pass = match v.groups < 8 {
+            true => 2 * made.config.n_layer + 1,
+            false => jobs_per_pass(&made),
+        };
+        let shared = hook::shared() - before;
+        assert_eq!(shared as usize, 7 * per_pass + 1, "{v:?}: products shared");
+    }
+    assert!(hook::installed(), "the coworker never failed");
+    hook::uninstall();
 }

@@ -5,11 +5,13 @@
 //! is done (a worker may block; a message would need its event loop). Only a
 //! cross-origin-isolated page has `SharedArrayBuffer`.
 //!
-//! Layout: `ctrl` (4 × i32: state, job, floats of x, floats of the part),
-//! then x `(ROWS_MAX, widest input)`, then the part `(ROWS_MAX, widest part)`.
+//! Layout: `ctrl` (8 × i32: state, job, floats of x, floats of the part,
+//! then a model variant's code), then x `(ROWS_MAX, widest input)`, then
+//! the part `(ROWS_MAX, widest part)`.
 
-use engine::cpu::coworker::Panels;
+use engine::cpu::coworker::{self, Panels};
 use engine::fast::coworker::Coworker;
+use engine::model::Model;
 use js_sys::{Atomics, Float32Array, Int32Array, Reflect, SharedArrayBuffer};
 use wasm_bindgen::{JsCast, JsValue};
 
@@ -18,7 +20,10 @@ const STATE: u32 = 0;
 const JOB: u32 = 1;
 const X_LEN: u32 = 2;
 const PART_LEN: u32 = 3;
-const CTRL_BYTES: u32 = 16;
+/// `ctrl[VARIANT..VARIANT + 4]`: the variant asked (`model::Variant::code`).
+const VARIANT: u32 = 4;
+const CTRL_INTS: u32 = 8;
+const CTRL_BYTES: u32 = 4 * CTRL_INTS;
 
 /// Nothing asked (the coworker sleeps).
 const IDLE: i32 = 0;
@@ -28,10 +33,16 @@ const ASKED: i32 = 1;
 const DONE: i32 = 2;
 /// The coworker could not run the job.
 const FAILED: i32 = 3;
+/// A variant's code is in place (its first job in `JOB`): the coworker's
+/// turn to make it; it answers `DONE` or `FAILED` as for a job.
+const MAKE: i32 = 4;
 
 /// How long the worker waits for a part before it takes the coworker for
 /// dead and computes the rest of its products alone.
 const PATIENCE_MS: f64 = 10_000.0;
+/// How long the worker waits for the coworker to make a variant (a large
+/// model converted to another format) before it makes do without its part.
+const MAKING_MS: f64 = 120_000.0;
 
 pub struct Exchange {
     ctrl: Int32Array,
@@ -71,7 +82,7 @@ impl Exchange {
             Float32Array::new_with_byte_offset_and_length(buffer, offset as u32, len as u32)
         };
         Ok(Exchange {
-            ctrl: Int32Array::new_with_byte_offset_and_length(buffer, 0, 4),
+            ctrl: Int32Array::new_with_byte_offset_and_length(buffer, 0, CTRL_INTS),
             x: at(CTRL_BYTES as usize, x),
             part: at(CTRL_BYTES as usize + 4 * x, part),
         })
@@ -85,29 +96,66 @@ impl Exchange {
         let _ = Atomics::store(&self.ctrl, i, v);
     }
 
-    /// The coworker's loop: sleep until a job is asked, run it on `panels`,
-    /// hand its part back, forever (the page ends the worker).
-    pub fn serve(&self, panels: &Panels) -> ! {
+    /// The coworker's loop: sleep until a job or a variant is asked, run
+    /// it on `panels` or make it from `model` (its loaded model), answer,
+    /// forever (the page ends the worker).
+    pub fn serve(&self, model: &Model, mut panels: Panels) -> ! {
+        let room = (self.x.length() as usize, self.part.length() as usize);
         loop {
             let state = self.get(STATE);
-            if state != ASKED {
-                // Returns at once if the state changed since it was read.
-                let _ = Atomics::wait(&self.ctrl, STATE, state);
-                continue;
-            }
-            let mut x = vec![0.0; self.get(X_LEN).max(0) as usize]; // (rows, k)
-            self.x.subarray(0, x.len() as u32).copy_to(&mut x);
-            let done = match panels.run(self.get(JOB).max(0) as usize, &x) {
-                Ok(part) if part.len() <= self.part.length() as usize => {
-                    self.part.subarray(0, part.len() as u32).copy_from(&part);
-                    self.set(PART_LEN, part.len() as i32);
-                    DONE
+            let done = match state {
+                ASKED => self.run(&panels),
+                MAKE => {
+                    let code = [0, 1, 2, 3].map(|i| self.get(VARIANT + i));
+                    let first_job = self.get(JOB).max(0) as usize;
+                    match coworker::their_variant(model, code, room) {
+                        Ok(more) => {
+                            panels.hold_at(first_job, more);
+                            DONE
+                        }
+                        Err(_) => FAILED,
+                    }
                 }
-                _ => FAILED,
+                _ => {
+                    // Returns at once if the state changed since it was read.
+                    let _ = Atomics::wait(&self.ctrl, STATE, state);
+                    continue;
+                }
             };
             self.set(STATE, done);
             let _ = Atomics::notify(&self.ctrl, STATE);
         }
+    }
+
+    /// The asked job's part, put in place: `DONE`, or `FAILED`.
+    fn run(&self, panels: &Panels) -> i32 {
+        let mut x = vec![0.0; self.get(X_LEN).max(0) as usize]; // (rows, k)
+        self.x.subarray(0, x.len() as u32).copy_to(&mut x);
+        match panels.run(self.get(JOB).max(0) as usize, &x) {
+            Ok(part) if part.len() <= self.part.length() as usize => {
+                self.part.subarray(0, part.len() as u32).copy_from(&part);
+                self.set(PART_LEN, part.len() as i32);
+                DONE
+            }
+            _ => FAILED,
+        }
+    }
+
+    /// Waits up to `patience_ms` while the coworker has the turn (`asked`);
+    /// whether it answered `DONE`. The buffer is idle again after, unless
+    /// the coworker is still at it.
+    fn wait(&self, asked: i32, patience_ms: f64) -> bool {
+        let started = web_time::Instant::now();
+        while self.get(STATE) == asked {
+            let waited = started.elapsed().as_secs_f64() * 1e3;
+            if waited >= patience_ms {
+                return false;
+            }
+            let _ = Atomics::wait_with_timeout(&self.ctrl, STATE, asked, patience_ms - waited);
+        }
+        let done = self.get(STATE) == DONE;
+        self.set(STATE, IDLE);
+        done
     }
 }
 
@@ -124,19 +172,28 @@ impl Coworker for Exchange {
     }
 
     fn finish(&mut self, out: &mut [f32]) -> bool {
-        let started = web_time::Instant::now();
-        while self.get(STATE) == ASKED {
-            let waited = started.elapsed().as_secs_f64() * 1e3;
-            if waited >= PATIENCE_MS {
-                return false;
-            }
-            let _ = Atomics::wait_with_timeout(&self.ctrl, STATE, ASKED, PATIENCE_MS - waited);
-        }
-        let ok = self.get(STATE) == DONE && self.get(PART_LEN) as usize == out.len();
+        // The coworker writes the part only when asked, so it stays put
+        // once the buffer is idle again.
+        let ok = self.wait(ASKED, PATIENCE_MS) && self.get(PART_LEN) as usize == out.len();
         if ok {
             self.part.subarray(0, out.len() as u32).copy_to(out);
         }
-        self.set(STATE, IDLE);
         ok
+    }
+
+    fn begin_variant(&mut self, first_job: usize, code: [i32; 4]) -> bool {
+        if self.get(STATE) != IDLE {
+            return false;
+        }
+        self.set(JOB, first_job as i32);
+        for (i, c) in (0..).zip(code) {
+            self.set(VARIANT + i, c);
+        }
+        self.set(STATE, MAKE);
+        Atomics::notify(&self.ctrl, STATE).is_ok()
+    }
+
+    fn end_variant(&mut self) -> bool {
+        self.wait(MAKE, MAKING_MS)
     }
 }

@@ -12,8 +12,9 @@
 //! logits) cost 0.25 ms to allocate and fault in, the copy itself 0.01.
 //!
 //! The same script is also the worker's coworker (`exchange.rs`): sent
-//! `{help: {config, format, weights}}` instead of `load`, it keeps only its
-//! half of each big matrix, answers `{head, shared: SharedArrayBuffer}` and
+//! `{help: {config, format, weights}}` instead of `load`, it keeps the model
+//! (to make the worker's variants of it too) and its half of each big
+//! matrix, answers `{head, shared: SharedArrayBuffer}` and
 //! serves products through that buffer from then on; the worker, sent
 //! `{coworker: SharedArrayBuffer}`, hands it half of each product.
 
@@ -141,7 +142,7 @@ mod worker {
         let model = model(help)?;
         let floats = coworker::buffer_floats(&model).map_err(|e| e.to_string())?;
         let panels = Panels::new(&model, Side::Theirs).map_err(|e| e.to_string())?;
-        drop(model);
+        // The model is kept: the worker's variants of it are made here too.
         let (buffer, exchange) = Exchange::create(floats)?;
         let message = Object::new();
         let reply = Reply::Logits { stats: Default::default() };
@@ -149,7 +150,7 @@ mod worker {
         let _ = Reflect::set(&message, &"shared".into(), &buffer);
         let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
         scope.post_message(&message).map_err(|e| format!("{e:?}"))?;
-        exchange.serve(&panels)
+        exchange.serve(&model, panels)
     }
 
     /// Hands half of each big product of the loaded model to the coworker

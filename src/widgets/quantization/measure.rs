@@ -64,7 +64,7 @@ pub struct Row {
     /// Wall time of the prompt's prefill (a second one: the first is cold).
     pub prefill_ms: Option<f64>,
     /// Whether its decode steps shared their products with the CPU
-    /// worker's coworker (which holds parts of the loaded weights only).
+    /// worker's coworker (which makes every variant the worker makes).
     pub coworker: Option<bool>,
     /// Where its greedy text leaves f32's.
     pub parts: Option<Parting>,

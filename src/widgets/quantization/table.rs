@@ -127,9 +127,10 @@ pub fn SpeedVerdict(sinks: Sinks) -> impl IntoView {
         };
         let two = rows.iter().filter(|r| r.coworker == Some(true)).map(|r| r.kind.name());
         let two: Vec<String> = two.collect();
-        let workers = match two.is_empty() {
-            true => String::new(),
-            false => format!(" Decode steps of {} ran on two workers (the CPU worker's coworker holds parts of the loaded weights only), the others' on one.", two.join(", ")),
+        let workers = match two.len() {
+            0 => String::new(),
+            n if n == rows.len() => " Every row's decode steps ran on two workers (the CPU worker and its coworker).".to_string(),
+            _ => format!(" Decode steps of {} ran on two workers (the CPU worker and its coworker), the others' on one.", two.join(", ")),
         };
         let integers = match names(&|t| t.0.int8_activations && t.1 < 1.0) {
             faster if faster.is_empty() => String::new(),

@@ -13,7 +13,7 @@ use std::ops::Range;
 use crate::error::{EngineError, Result};
 use crate::fast;
 use crate::fast::coworker::{self, Coworker};
-use crate::model::{Config, Model};
+use crate::model::{Config, Model, Variant};
 use crate::storage::format::SHARD_ALIGN;
 use crate::storage::matrix::Matrix;
 
@@ -148,12 +148,47 @@ pub fn buffer_floats(model: &Model) -> Result<(usize, usize)> {
 /// Installs `coworker` on this thread for `model`'s products (this thread
 /// keeps a copy of its own part of each: [`Side::Mine`] panels).
 pub fn install(model: &Model, coworker: Box<dyn Coworker>) -> Result<()> {
-    let mine = Panels::new(model, Side::Mine)?;
-    let held: Vec<(&Matrix, usize, usize)> =
-        jobs(model).iter().map(|j| (j.w, j.split, j.n())).collect();
-    let mine = Box::new(move |job: usize, x: &[f32]| mine.run(job, x).ok());
+    let (held, mine) = mine(model)?;
     coworker::install(&held, ROWS_MAX, mine, coworker);
     Ok(())
+}
+
+/// `model`'s shared matrices (each with its split and outputs) and this
+/// thread's part of them.
+fn mine(model: &Model) -> Result<(Vec<coworker::Split<'_>>, coworker::Mine)> {
+    let mine = Panels::new(model, Side::Mine)?;
+    let held = jobs(model).iter().map(|j| (j.w, j.split, j.n())).collect();
+    Ok((held, Box::new(move |job: usize, x: &[f32]| mine.run(job, x).ok())))
+}
+
+/// Makes `variant` of the loaded model `model` on this thread while the
+/// installed coworker, if any, makes it from its own copy; once both have,
+/// the variant's products are shared as the loaded model's are. (Made
+/// from the same words by the same code, both sides' parts are the same.)
+pub fn make_variant(model: &Model, variant: &Variant) -> Result<Model> {
+    let making = coworker::begin_variant(variant.code());
+    let made = variant.make(model);
+    if let Some(making) = making {
+        match made.as_ref().ok().and_then(|m| mine(m).ok()) {
+            Some((held, mine)) => making.end(Some((&held, mine))),
+            None => making.end(None),
+        }
+    }
+    made
+}
+
+/// The coworker's side of [`make_variant`]: `variant` of `model` (its
+/// loaded model), if its products fit an exchange buffer of `room` floats
+/// (`buffer_floats`): its part, as panels.
+pub fn their_variant(model: &Model, code: [i32; 4], room: (usize, usize)) -> Result<Panels> {
+    let variant = Variant::from_code(code)
+        .ok_or_else(|| EngineError::Remote(format!("no model variant {code:?}")))?;
+    let made = variant.make(model)?;
+    let (x, part) = buffer_floats(&made)?;
+    if x > room.0 || part > room.1 {
+        return Err(EngineError::Remote("the variant's products outgrow the buffer".into()));
+    }
+    Panels::new(&made, Side::Theirs)
 }
 
 /// Which part of each product: the engine's thread's first outputs, or the
@@ -189,6 +224,12 @@ impl Panels {
         Ok(Panels { parts })
     }
 
+    /// Holds `more` as jobs `first_job..` (dropping any held from there).
+    pub fn hold_at(&mut self, first_job: usize, more: Panels) {
+        self.parts.truncate(first_job);
+        self.parts.extend(more.parts);
+    }
+
     /// Job `job`'s part for rows `x`: `(rows, its width)`.
     pub fn run(&self, job: usize, x: &[f32]) -> Result<Vec<f32>> {
         let (w, bias) = self
@@ -213,34 +254,53 @@ impl Panels {
 }
 
 /// A coworker on a native thread (tests, and a check of the split anywhere
-/// threads exist): jobs go over a channel to a thread holding [`Panels`].
+/// threads exist): jobs go over a channel to a thread holding the loaded
+/// model and [`Panels`] of it and of its variants.
 #[cfg(not(target_arch = "wasm32"))]
 pub struct ThreadCoworker {
-    jobs: std::sync::mpsc::Sender<(usize, Vec<f32>)>,
+    asks: std::sync::mpsc::Sender<Ask>,
     parts: std::sync::mpsc::Receiver<Result<Vec<f32>>>,
+}
+
+/// What the engine's thread asks a [`ThreadCoworker`].
+#[cfg(not(target_arch = "wasm32"))]
+enum Ask {
+    /// Job `.0`'s part for rows `.1`.
+    Job(usize, Vec<f32>),
+    /// A variant (its code) held from job `.0` on.
+    Variant(usize, [i32; 4]),
 }
 
 #[cfg(not(target_arch = "wasm32"))]
 impl ThreadCoworker {
-    /// A thread holding `panels`.
-    pub fn spawn(panels: Panels) -> ThreadCoworker {
-        let (jobs, job_rx) = std::sync::mpsc::channel::<(usize, Vec<f32>)>();
+    /// A thread holding its part of `model` (loaded as the engine's thread
+    /// loaded it) and the model itself, for variants.
+    pub fn spawn(model: std::sync::Arc<Model>) -> Result<ThreadCoworker> {
+        let mut panels = Panels::new(&model, Side::Theirs)?;
+        let room = buffer_floats(&model)?;
+        let (asks, ask_rx) = std::sync::mpsc::channel::<Ask>();
         let (part_tx, parts) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            for (job, x) in job_rx {
-                if part_tx.send(panels.run(job, &x)).is_err() {
+            for ask in ask_rx {
+                let answer = match ask {
+                    Ask::Job(job, x) => panels.run(job, &x),
+                    Ask::Variant(first_job, code) => their_variant(&model, code, room)
+                        .map(|more| panels.hold_at(first_job, more))
+                        .map(|()| Vec::new()),
+                };
+                if part_tx.send(answer).is_err() {
                     break;
                 }
             }
         });
-        ThreadCoworker { jobs, parts }
+        Ok(ThreadCoworker { asks, parts })
     }
 }
 
 #[cfg(not(target_arch = "wasm32"))]
 impl Coworker for ThreadCoworker {
     fn start(&mut self, job: usize, x: &[f32]) -> bool {
-        self.jobs.send((job, x.to_vec())).is_ok()
+        self.asks.send(Ask::Job(job, x.to_vec())).is_ok()
     }
 
     fn finish(&mut self, out: &mut [f32]) -> bool {
@@ -251,5 +311,13 @@ impl Coworker for ThreadCoworker {
             }
             _ => false,
         }
+    }
+
+    fn begin_variant(&mut self, first_job: usize, code: [i32; 4]) -> bool {
+        self.asks.send(Ask::Variant(first_job, code)).is_ok()
+    }
+
+    fn end_variant(&mut self) -> bool {
+        matches!(self.parts.recv(), Ok(Ok(_)))
     }
 }

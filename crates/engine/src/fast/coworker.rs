@@ -22,7 +22,21 @@ pub trait Coworker {
     /// Waits for that part into `out` (`(rows, its width)`); false if the
     /// coworker failed (the caller then computes it).
     fn finish(&mut self, out: &mut [f32]) -> bool;
+    /// Has the coworker make a variant of the model it loaded (`code`: a
+    /// `model::Variant`'s numbers) and hold its part of it as jobs
+    /// `first_job..` (dropping any it holds from there); false if it cannot.
+    fn begin_variant(&mut self, _first_job: usize, _code: [i32; 4]) -> bool {
+        false
+    }
+    /// Waits for that variant: whether the coworker holds its part now.
+    fn end_variant(&mut self) -> bool {
+        false
+    }
 }
+
+/// A matrix the coworker holds part of, as the engine's thread names it:
+/// the matrix, where its outputs split, and its outputs.
+pub type Split<'a> = (&'a Matrix, usize, usize);
 
 /// This thread's part of job `job` for rows `x` (`(rows, split)`), from
 /// its own copy of that part.
@@ -39,8 +53,17 @@ struct Held {
 struct Installed {
     held: Vec<Held>,
     rows_max: usize,
-    mine: Mine,
+    /// This thread's parts: each from its first job on.
+    mine: Vec<(usize, Mine)>,
     coworker: Box<dyn Coworker>,
+}
+
+impl Installed {
+    /// This thread's part of job `job`.
+    fn mine(&self, job: usize, x: &[f32]) -> Option<Vec<f32>> {
+        let (first, mine) = self.mine.iter().rev().find(|(first, _)| *first <= job)?;
+        mine(job - first, x)
+    }
 }
 
 thread_local! {
@@ -64,15 +87,62 @@ pub fn shared() -> u64 {
 /// thread computing its part with `mine`. A matrix is known by where its
 /// words are, so a converted copy of the model (another format) is not
 /// mistaken for the one the coworker holds.
-pub fn install(
-    held: &[(&Matrix, usize, usize)],
-    rows_max: usize,
-    mine: Mine,
-    coworker: Box<dyn Coworker>,
-) {
-    let held = held.iter().map(|&(m, split, n)| Held { words: m.words().as_ptr(), split, n });
-    let held = held.collect();
+pub fn install(held: &[Split], rows_max: usize, mine: Mine, coworker: Box<dyn Coworker>) {
+    let held = held_of(held);
+    let mine = vec![(0, mine)];
     INSTALLED.with_borrow_mut(|i| *i = Some(Installed { held, rows_max, mine, coworker }));
+}
+
+fn held_of(held: &[Split]) -> Vec<Held> {
+    held.iter().map(|&(m, split, n)| Held { words: m.words().as_ptr(), split, n }).collect()
+}
+
+/// The installed coworker, taken off this thread while it makes a variant
+/// (products meanwhile run here alone): [`begin_variant`]'s answer.
+pub struct Making {
+    installed: Installed,
+    parked: bool,
+    first_job: usize,
+}
+
+/// Asks the installed coworker (handed work or not) to make the variant
+/// `code` too; `None` when there is none or it cannot.
+pub fn begin_variant(code: [i32; 4]) -> Option<Making> {
+    let (mut installed, parked) = match INSTALLED.with_borrow_mut(Option::take) {
+        Some(i) => (i, false),
+        None => (PARKED.with_borrow_mut(Option::take)?, true),
+    };
+    let first_job = installed.held.len();
+    let asked = installed.coworker.begin_variant(first_job, code);
+    let making = Making { installed, parked, first_job };
+    if asked {
+        Some(making)
+    } else {
+        making.put_back();
+        None
+    }
+}
+
+impl Making {
+    /// Waits for the coworker's part of the variant; when it holds it and
+    /// this thread made the variant too (`made`: its matrices as
+    /// [`install`]'s `held`, and this thread's part), their products are
+    /// shared from then on.
+    pub fn end(mut self, made: Option<(&[Split], Mine)>) {
+        let held = self.installed.coworker.end_variant();
+        if let (true, Some((matrices, mine))) = (held, made) {
+            let i = &mut self.installed;
+            i.held.truncate(self.first_job);
+            i.held.extend(held_of(matrices));
+            i.mine.push((self.first_job, mine));
+        }
+        self.put_back();
+    }
+
+    fn put_back(self) {
+        let cell = if self.parked { &PARKED } else { &INSTALLED };
+        cell.with_borrow_mut(|c| *c = Some(self.installed));
+    }
 }
 
 /// Takes the coworker off this thread (products run here alone again).
@@ -141,7 +211,7 @@ fn share(
     if rows > i.rows_max || !i.coworker.start(job, x) {
         return None;
     }
-    let mine = (i.mine)(job, x);
+    let mine = i.mine(job, x);
     let mut theirs = vec![0.0; rows * (n - split)]; // (rows, n - split)
     let done = i.coworker.finish(&mut theirs);
     Some((split, mine?, done.then_some(theirs)))

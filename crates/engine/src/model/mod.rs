@@ -19,6 +19,7 @@ mod shards;
 mod split_pattern;
 mod tokenizer;
 mod tokenizer_read;
+mod variant;
 mod weights;
 mod weights_llama;
 mod weights_read;
@@ -27,6 +28,7 @@ pub use chat::{ChatPrompt, ChatTemplate, Role, Turn};
 pub use config::{Config, Family, Heads};
 pub use llama::{Llama, Llama3Scaling, LlamaBiases, Rope};
 pub use tokenizer::{TextStream, Tokenizer, VocabDiff};
+pub use variant::Variant;
 pub use weights::{LayerWeights, Weights};
 
 use crate::error::{EngineError, Result};

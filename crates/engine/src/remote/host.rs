@@ -8,10 +8,11 @@ use std::task::{Context, Poll, Waker};
 
 use super::pace::Pace;
 use super::wire::{Answer, Reply, Request, SessionId};
+use crate::cpu::coworker::make_variant;
 use crate::cpu::CpuSession;
 use crate::error::{EngineError, Result};
 use crate::fast::coworker;
-use crate::model::{Model, WeightsChoice};
+use crate::model::{Model, Variant, WeightsChoice};
 use crate::step::{Look, StepStats};
 use crate::storage::format::Format;
 
@@ -41,9 +42,8 @@ pub fn cpu_model(
 /// What the worker holds.
 pub struct Host {
     model: Arc<Model>,
-    /// The loaded model in other formats, made on first use: by (format,
-    /// 8-bit activations, K/V groups, blocks).
-    variants: HashMap<(Format, bool, usize, usize), Arc<Model>>,
+    /// The loaded model in other forms, made on first use.
+    variants: HashMap<Variant, Arc<Model>>,
     sessions: HashMap<SessionId, CpuSession>,
     /// An error met by a request nobody awaited, for the session's next awaited one.
     deferred: HashMap<SessionId, String>,
@@ -214,7 +214,8 @@ impl Host {
         if same_format && same_groups && same_layers && same_acts {
             return Ok(self.model.clone());
         }
-        if let Some(model) = self.variants.get(&(format, acts8, groups, layers)) {
+        let variant = Variant { format, int8_activations: acts8, groups, layers };
+        if let Some(model) = self.variants.get(&variant) {
             return Ok(model.clone());
         }
         if same_format && !same_acts {
@@ -224,23 +225,9 @@ impl Host {
                 "8-bit activations or not are chosen at load for the loaded {name} weights"
             )));
         }
-        let mut model = self.model.to_format(format)?;
-        if !same_layers {
-            model = model.first_blocks(layers)?;
-        }
-        if !same_groups {
-            model = model.with_kv_groups(groups)?;
-        }
-        if acts8 && !model.weights.use_int8_activations() {
-            return Err(EngineError::Setting(format!(
-                "8-bit activations multiply int8 or int4 weights: these are {name}"
-            )));
-        }
-        // A converted matrix is row-major (`Matrix::to_format`): the layout
-        // again, so that a variant's steps are timed as fast as they run.
-        model.weights.use_cpu_layout();
-        let model = Arc::new(model);
-        self.variants.insert((format, acts8, groups, layers), model.clone());
+        // The coworker, if any, makes it too and shares its products.
+        let model = Arc::new(make_variant(&self.model, &variant)?);
+        self.variants.insert(variant, model.clone());
         Ok(model)
     }
 
