@@ -141,6 +141,14 @@ impl Exchange {
         }
     }
 
+    /// Hands the coworker the turn: `asked` (a job's or a variant's, whose
+    /// other fields are in place) for job `job`.
+    fn ask(&self, asked: i32, job: usize) -> bool {
+        self.set(JOB, job as i32);
+        self.set(STATE, asked);
+        Atomics::notify(&self.ctrl, STATE).is_ok()
+    }
+
     /// Waits up to `patience_ms` while the coworker has the turn (`asked`);
     /// whether it answered `DONE`. The buffer is idle again after, unless
     /// the coworker is still at it.
@@ -165,10 +173,8 @@ impl Coworker for Exchange {
             return false;
         }
         self.x.subarray(0, x.len() as u32).copy_from(x);
-        self.set(JOB, job as i32);
         self.set(X_LEN, x.len() as i32);
-        self.set(STATE, ASKED);
-        Atomics::notify(&self.ctrl, STATE).is_ok()
+        self.ask(ASKED, job)
     }
 
     fn finish(&mut self, out: &mut [f32]) -> bool {
@@ -185,12 +191,10 @@ impl Coworker for Exchange {
         if self.get(STATE) != IDLE {
             return false;
         }
-        self.set(JOB, first_job as i32);
         for (i, c) in (0..).zip(code) {
             self.set(VARIANT + i, c);
         }
-        self.set(STATE, MAKE);
-        Atomics::notify(&self.ctrl, STATE).is_ok()
+        self.ask(MAKE, first_job)
     }
 
     fn end_variant(&mut self) -> bool {

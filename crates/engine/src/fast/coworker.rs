@@ -102,7 +102,6 @@ fn held_of(held: &[Split]) -> Vec<Held> {
 pub struct Making {
     installed: Installed,
     parked: bool,
-    first_job: usize,
 }
 
 /// Asks the installed coworker (handed work or not) to make the variant
@@ -112,9 +111,9 @@ pub fn begin_variant(code: [i32; 4]) -> Option<Making> {
         Some(i) => (i, false),
         None => (PARKED.with_borrow_mut(Option::take)?, true),
     };
-    let first_job = installed.held.len();
-    let asked = installed.coworker.begin_variant(first_job, code);
-    let making = Making { installed, parked, first_job };
+    // The variant's jobs follow those held (nothing is added until `end`).
+    let asked = installed.coworker.begin_variant(installed.held.len(), code);
+    let making = Making { installed, parked };
     if asked {
         Some(making)
     } else {
@@ -132,9 +131,8 @@ impl Making {
         let held = self.installed.coworker.end_variant();
         if let (true, Some((matrices, mine))) = (held, made) {
             let i = &mut self.installed;
-            i.held.truncate(self.first_job);
+            i.mine.push((i.held.len(), mine));
             i.held.extend(held_of(matrices));
-            i.mine.push((self.first_job, mine));
         }
         self.put_back();
     }
