@@ -202,17 +202,26 @@ fn avx2_loops_give_the_bits_of_the_portable_loops() {
         // Where the CPU has AVX-512, `wide` ran its copies: AVX2's are the same bits too.
         assert_eq!(wide, parallel::without_avx512(run), "{} avx2", format.name());
     }
-    for (m, k, n) in [(17, 67, 256), (1, 67, 256)] {
-        let mut w = Matrix::new(Format::F16, k, n, Channels::Cols, &cases::random(k * n, 12));
-        assert!(w.into_panels());
+    // Every format the CPU layout puts in column panels, a prefill and a
+    // decode step: the AVX-512 copy (chosen on Intel cores, forced here on
+    // any core with AVX-512) and AVX2's give the portable loops' bits.
+    let panelled = [Format::F32, Format::F16, Format::Bf16, Format::Int8, Format::Int8PerTensor];
+    for (format, (m, k, n)) in
+        panelled.into_iter().flat_map(|f| [(17, 67, 256), (1, 67, 256)].map(|s| (f, s)))
+    {
+        let mut w = Matrix::new(format, k, n, Channels::Cols, &cases::random(k * n, 12));
+        assert!(w.into_panels(), "{} in panels", format.name());
         let (x, bias) = (cases::random(m * k, 13), cases::random(n, 14));
         let run = || {
             let mut out = vec![0.0; m * n];
             fast::matmul::run(&x, &w, &bias, &mut out);
             bits(&out)
         };
-        assert_eq!(run(), parallel::without_avx2(run), "panels {m}x{k}x{n}");
-        assert_eq!(run(), parallel::without_avx512(run), "panels {m}x{k}x{n} avx2");
+        let what = format!("{} panels {m}x{k}x{n}", format.name());
+        let portable = parallel::without_avx2(run);
+        assert_eq!(run(), portable, "{what}");
+        assert_eq!(parallel::with_wide_panels(run), portable, "{what} avx-512");
+        assert_eq!(parallel::without_avx512(run), portable, "{what} avx2");
     }
 }
 

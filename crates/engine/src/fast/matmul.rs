@@ -66,19 +66,16 @@ fn run_part(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32
     // This copy compiled for AVX-512 for a prefill and an f16 decode step
     // of a row-major matrix (int4's groups; matrices outside the CPU
     // layout), as measured before the column panels (one core, 124M: f16
-    // decode step 60 → 51 ms, f32 prefill 328 → 300). Not for matrices in
-    // column panels, whose loops the AVX2 copy runs faster (one core of a
-    // Zen 4-class EPYC, 124M, 64-token prefill: f16 316 → 189 ms, bf16 267
-    // → 187, f32 210 → 196; decode steps level). int4 and int8 decode steps
-    // have their own AVX-512 intrinsics (fast::quant_avx512), through
-    // matmul_quant.
+    // decode step 60 → 51 ms, f32 prefill 328 → 300). For matrices in
+    // column panels, where the core runs 512-bit operations whole
+    // (`parallel::wide_panels`). int4 and int8 decode steps have their own
+    // AVX-512 intrinsics (fast::quant_avx512), through matmul_quant.
     #[cfg(target_arch = "x86_64")]
     let prefill = out.len() > c.len();
     #[cfg(target_arch = "x86_64")]
-    if parallel::avx512()
-        && (prefill || w.format == crate::storage::format::Format::F16)
-        && !in_panels(w)
-    {
+    let rows = prefill || w.format == crate::storage::format::Format::F16;
+    #[cfg(target_arch = "x86_64")]
+    if parallel::avx512() && if in_panels(w) { parallel::wide_panels() } else { rows } {
         // SAFETY: the CPU has AVX-512 F and BW (just checked).
         return unsafe { run_part_avx512(x, w, c, bias, out) };
     }
