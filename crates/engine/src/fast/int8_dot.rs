@@ -84,36 +84,52 @@ pub fn matmul(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f
     let parts = s.chunks_exact(PANEL).zip(bias.chunks_exact(PANEL)).enumerate();
     for (p, (s, b)) in parts {
         let panel = &quads[(c.start / PANEL + p) * len..][..len]; // (⌈k / 4⌉, PANEL)
+        let sums = column_sums(panel, rows.len()); // (blocks, PANEL), where pairs use them
         for (two, o) in rows.chunks(2).zip(out.chunks_mut(2 * cols)) {
             let (o0, o1) = o.split_at_mut(cols);
             let o0 = &mut o0[p * PANEL..][..PANEL];
             match two {
                 [(qa, da), (qb, db)] => {
                     let o1 = &mut o1[p * PANEL..][..PANEL];
-                    run_panel([(qa, da), (qb, db)], panel, s, b, [o0, o1]);
+                    run_panel([(qa, da), (qb, db)], panel, s, b, [o0, o1], sums.as_deref());
                 }
-                [(qx, d)] => run_panel([(qx, d)], panel, s, b, [o0]),
+                [(qx, d)] => run_panel([(qx, d)], panel, s, b, [o0], None),
                 _ => unreachable!("chunks of two"),
             }
         }
     }
 }
 
+/// The panel's Σ w of each column and block, where VNNI's loops take
+/// them: with more than one row of x (for one row, summing them costs what
+/// they save).
+fn column_sums(panel: &[u32], rows: usize) -> Option<Vec<i32>> {
+    #[cfg(target_arch = "x86_64")]
+    if rows > 1 && super::parallel::vnni() {
+        // SAFETY: the CPU has AVX2 and AVX-512 VNNI and VL (just checked).
+        return Some(unsafe { super::int8_dot_avx2::column_sums(panel) });
+    }
+    let _ = (panel, rows);
+    None
+}
+
 /// One panel's outputs for `R` quantised rows of x (1, or a prefill's
-/// pairs), in AVX2 where the CPU has it and SIMD128 in wasm: each row's
-/// bits the same for any `R`.
+/// pairs), in AVX2 where the CPU has it and SIMD128 in wasm (`sums`: the
+/// panel's [`column_sums`], or None): each row's bits the same for any `R`.
 fn run_panel<const R: usize>(
     x: [(&[i8], &[f32]); R],
     panel: &[u32],
     s: &[f32],
     b: &[f32],
     o: [&mut [f32]; R],
+    sums: Option<&[i32]>,
 ) {
     #[cfg(target_arch = "x86_64")]
     if super::parallel::vnni() {
         // SAFETY: the CPU has AVX2 and AVX-512 VNNI and VL (just checked).
-        return unsafe { super::int8_dot_avx2::panel_vnni(x, panel, s, b, o) };
+        return unsafe { super::int8_dot_avx2::panel_vnni(x, panel, s, b, o, sums) };
     }
+    let _ = sums; // VNNI's alone
     #[cfg(target_arch = "x86_64")]
     if super::parallel::avx2() {
         // SAFETY: the CPU has AVX2 (just checked).
@@ -172,7 +188,7 @@ pub fn head(x: &[f32], head: &Matrix, vr: Range<usize>) -> Vec<f32> {
             (panel, std::array::from_fn::<f32, PANEL, _>(|j| scale_of(head, PANEL * p + j)))
         };
         return head_panels(&rows, vr, part, |(panel, s), (qx, d), o| {
-            run_panel([(qx, d)], panel, s, &zeros, [o]);
+            run_panel([(qx, d)], panel, s, &zeros, [o], None);
         });
     }
     let (octs, scales) =

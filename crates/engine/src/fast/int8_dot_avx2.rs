@@ -58,11 +58,12 @@ pub fn panel<const R: usize>(
     o: [&mut [f32]; R],
 ) {
     // SAFETY: this function is compiled for AVX2, all `panel_in::<_, false>` needs.
-    unsafe { panel_in::<R, false>(x, panel, s, b, o) }
+    unsafe { panel_in::<R, false>(x, panel, s, b, o, None) }
 }
 
 /// [`panel`] with AVX-512 VNNI's `vpdpbusd` (on AVX2's registers) in place
-/// of `vpmaddubsw`, `vpmaddwd` and the add: the same integer sums.
+/// of `vpmaddubsw`, `vpmaddwd` and the add: the same integer sums. With the
+/// panel's [`column_sums`], x + 128 against w as it is (a prefill's rows).
 #[target_feature(enable = "avx2,avx512vnni,avx512vl")]
 pub fn panel_vnni<const R: usize>(
     x: [(&[i8], &[f32]); R],
@@ -70,14 +71,40 @@ pub fn panel_vnni<const R: usize>(
     s: &[f32],
     b: &[f32],
     o: [&mut [f32]; R],
+    sums: Option<&[i32]>,
 ) {
     // SAFETY: this function is compiled for AVX2 and VNNI, all `panel_in` needs.
-    unsafe { panel_in::<R, true>(x, panel, s, b, o) }
+    unsafe { panel_in::<R, true>(x, panel, s, b, o, sums) }
+}
+
+/// Σ w of each column over each block of a panel of quads (`(⌈k / 4⌉,
+/// PANEL)` words): `(blocks, PANEL)`, made once a panel for every pair of
+/// rows of a prefill ([`panel_vnni`]'s offset).
+#[target_feature(enable = "avx2,avx512vnni,avx512vl")]
+pub fn column_sums(panel: &[u32]) -> Vec<i32> {
+    const QUADS: usize = BLOCK / QUAD; // quads a block
+    let n_quads = panel.len() / PANEL;
+    let mut out = vec![0; n_quads.div_ceil(QUADS) * PANEL]; // (blocks, PANEL)
+    let ones = _mm256_set1_epi8(1);
+    for (blk, o) in out.chunks_exact_mut(PANEL).enumerate() {
+        let mut wsum = [_mm256_setzero_si256(); PANEL / 8];
+        for r4 in blk * QUADS..n_quads.min((blk + 1) * QUADS) {
+            let words = &panel[r4 * PANEL..][..PANEL];
+            for (h, sum) in wsum.iter_mut().enumerate() {
+                *sum = _mm256_dpbusd_epi32(*sum, ones, load_bytes(words, 8 * h));
+            }
+        }
+        for (h, sum) in wsum.into_iter().enumerate() {
+            // SAFETY: eight ints are there (the slice is checked), written unaligned.
+            unsafe { _mm256_storeu_si256(o[8 * h..][..8].as_mut_ptr().cast(), sum) };
+        }
+    }
+    out
 }
 
 /// The loops of [`panel`] (`VNNI` false) and [`panel_vnni`], inlined into
 /// each so compiled for its features. SAFETY: the CPU has AVX2, and AVX-512
-/// VNNI and VL with `VNNI`.
+/// VNNI and VL with `VNNI` or `sums`.
 #[inline(always)]
 unsafe fn panel_in<const R: usize, const VNNI: bool>(
     x: [(&[i8], &[f32]); R],
@@ -85,20 +112,20 @@ unsafe fn panel_in<const R: usize, const VNNI: bool>(
     s: &[f32],
     b: &[f32],
     o: [&mut [f32]; R],
+    sums: Option<&[i32]>,
 ) {
     const QUADS: usize = BLOCK / QUAD; // quads a block
     let mut acc = [[_mm256_setzero_ps(); PANEL / 8]; R];
     let n_quads = panel.len() / PANEL;
-    let (flip, ones) = (_mm256_set1_epi8(-128), _mm256_set1_epi8(1));
-    // With VNNI, a prefill's pairs take x + 128 against w (below): one core
-    // of a Xeon with AMX, 124M, 64-token prefill with int8 weights 101 → 88
-    // ms. Not one row, where the column sums double the `vpdpbusd`s, which
-    // one port runs (a decode step 11.9 → 15.0 ms in one run).
-    let offset = VNNI && R > 1;
+    let flip = _mm256_set1_epi8(-128);
+    // With the column sums (a prefill's pairs), x + 128 against w (below):
+    // one core of a Xeon with AMX, 124M, 64-token prefill with int8 weights
+    // 101 → 88 ms summing them in here, 88 → 84.5 made once a panel. Not for
+    // one row, where summing them here doubled the `vpdpbusd`s, which one
+    // port runs (a decode step 11.9 → 15.0 ms in one run).
+    let offset = sums.is_some();
     for blk in 0..x[0].1.len() {
         let mut isum = [[_mm256_setzero_si256(); PANEL / 8]; R];
-        // With `offset`: each column's Σ w over the block.
-        let mut wsum = [_mm256_setzero_si256(); PANEL / 8];
         for r4 in blk * QUADS..n_quads.min((blk + 1) * QUADS) {
             let words = &panel[r4 * PANEL..][..PANEL];
             let xs: [__m256i; R] = std::array::from_fn(|r| broadcast4(x[r].0, r4 * QUAD));
@@ -110,7 +137,6 @@ unsafe fn panel_in<const R: usize, const VNNI: bool>(
             for h in 0..PANEL / 8 {
                 let w = load_bytes(words, 8 * h);
                 if offset {
-                    wsum[h] = dot4::<true>(wsum[h], ones, w);
                     for (sums, &x4) in isum.iter_mut().zip(&xu) {
                         sums[h] = dot4::<true>(sums[h], x4, w);
                     }
@@ -122,8 +148,11 @@ unsafe fn panel_in<const R: usize, const VNNI: bool>(
                 }
             }
         }
-        if offset {
-            let offsets = wsum.map(|v| _mm256_slli_epi32::<7>(v)); // 128 · Σ w
+        if let Some(columns) = sums {
+            // 128 · Σ w of each column over the block
+            let offsets: [__m256i; PANEL / 8] = std::array::from_fn(|h| {
+                _mm256_slli_epi32::<7>(load_bytes(&columns[blk * PANEL..], 8 * h))
+            });
             for sums in &mut isum {
                 for (sum, offset) in sums.iter_mut().zip(offsets) {
                     *sum = _mm256_sub_epi32(*sum, offset);
