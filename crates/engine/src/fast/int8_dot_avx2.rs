@@ -123,22 +123,27 @@ unsafe fn panel_in<const R: usize, const VNNI: bool>(
     // 101 → 88 ms summing them in here, 88 → 84.5 made once a panel. Not for
     // one row, where summing them here doubled the `vpdpbusd`s, which one
     // port runs (a decode step 11.9 → 15.0 ms in one run).
-    let offset = sums.is_some();
     for blk in 0..x[0].1.len() {
         let mut isum = [[_mm256_setzero_si256(); PANEL / 8]; R];
         for r4 in blk * QUADS..n_quads.min((blk + 1) * QUADS) {
             let words = &panel[r4 * PANEL..][..PANEL];
-            let xs: [__m256i; R] = std::array::from_fn(|r| broadcast4(x[r].0, r4 * QUAD));
-            // With `offset`, x + 128 as unsigned bytes (the quantiser never
-            // gives −128) against w as it is: Σ (x + 128) · w − 128 · Σ w is Σ x · w exactly, in
-            // one `vpdpbusd` a row and one a column's Σ w, where the sign
-            // trick takes two more a row.
-            let xu = xs.map(|x4| _mm256_xor_si256(x4, flip));
+            // With the column sums, x + 128 as unsigned bytes (the quantiser
+            // never gives −128) against w as it is: Σ (x + 128) · w − 128 ·
+            // Σ w is Σ x · w exactly, one `vpdpbusd` a row where the sign
+            // trick takes two more instructions.
+            let xs: [__m256i; R] = std::array::from_fn(|r| {
+                let x4 = broadcast4(x[r].0, r4 * QUAD);
+                if sums.is_some() {
+                    _mm256_xor_si256(x4, flip)
+                } else {
+                    x4
+                }
+            });
             for h in 0..PANEL / 8 {
                 let w = load_bytes(words, 8 * h);
-                if offset {
-                    for (sums, &x4) in isum.iter_mut().zip(&xu) {
-                        sums[h] = dot4::<true>(sums[h], x4, w);
+                if sums.is_some() {
+                    for (row, &x4) in isum.iter_mut().zip(&xs) {
+                        row[h] = dot4::<true>(row[h], x4, w);
                     }
                     continue;
                 }
@@ -153,8 +158,8 @@ unsafe fn panel_in<const R: usize, const VNNI: bool>(
             let offsets: [__m256i; PANEL / 8] = std::array::from_fn(|h| {
                 _mm256_slli_epi32::<7>(load_bytes(&columns[blk * PANEL..], 8 * h))
             });
-            for sums in &mut isum {
-                for (sum, offset) in sums.iter_mut().zip(offsets) {
+            for row in &mut isum {
+                for (sum, offset) in row.iter_mut().zip(offsets) {
                     *sum = _mm256_sub_epi32(*sum, offset);
                 }
             }

@@ -73,9 +73,12 @@ fn run_part(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32
     #[cfg(target_arch = "x86_64")]
     let prefill = out.len() > c.len();
     #[cfg(target_arch = "x86_64")]
-    let rows = prefill || w.format == crate::storage::format::Format::F16;
+    let wide = match in_panels(w) {
+        true => parallel::wide_panels(),
+        false => prefill || w.format == crate::storage::format::Format::F16,
+    };
     #[cfg(target_arch = "x86_64")]
-    if parallel::avx512() && if in_panels(w) { parallel::wide_panels() } else { rows } {
+    if parallel::avx512() && wide {
         // SAFETY: the CPU has AVX-512 F and BW (just checked).
         return unsafe { run_part_avx512(x, w, c, bias, out) };
     }
