@@ -145,6 +145,10 @@ fn matmul_gives_the_definitions_bits_on_every_path() {
             assert_eq!(parallel::without_avx2(run), bits(&want), "{what} portable");
             // AVX2's sums where `run` took AVX-512 VNNI's (the CPU has it).
             assert_eq!(parallel::without_avx512(run), bits(&want), "{what} avx2");
+            // VNNI's sums in AVX-512's registers and in AVX2's, whatever the
+            // core (where the CPU has them).
+            assert_eq!(parallel::with_wide_panels(run), bits(&want), "{what} wide");
+            assert_eq!(parallel::with_narrow_panels(run), bits(&want), "{what} narrow");
             assert_eq!(on_threads(3, run), bits(&want), "{what} threads");
             // Within x's rounding of the f32 path: |Δx| ≤ d / 2 an input.
             let mut f32_path = vec![0.0; m * n];
@@ -206,6 +210,10 @@ fn int4_matmul_gives_the_definitions_bits_on_every_path() {
         assert_eq!(parallel::without_avx2(run), bits(&want), "{what} portable");
         // AVX2's sums where `run` took AVX-512 VNNI's (the CPU has it).
         assert_eq!(parallel::without_avx512(run), bits(&want), "{what} avx2");
+        // VNNI's sums in AVX-512's registers and in AVX2's, whatever the
+        // core (where the CPU has them).
+        assert_eq!(parallel::with_wide_panels(run), bits(&want), "{what} wide");
+        assert_eq!(parallel::with_narrow_panels(run), bits(&want), "{what} narrow");
         assert_eq!(on_threads(3, run), bits(&want), "{what} threads");
     }
 }
@@ -244,6 +252,10 @@ fn lm_head_gives_the_definitions_bits_on_every_path() {
             assert_eq!(parallel::without_avx2(run), bits(&want), "{what} portable");
             // AVX2's sums where `run` took AVX-512 VNNI's (the CPU has it).
             assert_eq!(parallel::without_avx512(run), bits(&want), "{what} avx2");
+            // VNNI's sums in AVX-512's registers and in AVX2's, whatever the
+            // core (where the CPU has them).
+            assert_eq!(parallel::with_wide_panels(run), bits(&want), "{what} wide");
+            assert_eq!(parallel::with_narrow_panels(run), bits(&want), "{what} narrow");
             assert_eq!(on_threads(3, run), bits(&want), "{what} threads");
         }
     }
@@ -291,6 +303,10 @@ fn int4_lm_head_gives_the_definitions_bits_on_every_path() {
         assert_eq!(parallel::without_avx2(run), bits(&want), "{what} portable");
         // AVX2's sums where `run` took AVX-512 VNNI's (the CPU has it).
         assert_eq!(parallel::without_avx512(run), bits(&want), "{what} avx2");
+        // VNNI's sums in AVX-512's registers and in AVX2's, whatever the
+        // core (where the CPU has them).
+        assert_eq!(parallel::with_wide_panels(run), bits(&want), "{what} wide");
+        assert_eq!(parallel::with_narrow_panels(run), bits(&want), "{what} narrow");
         assert_eq!(on_threads(3, run), bits(&want), "{what} threads");
     }
     let mut odd = Matrix::new(Format::Int4, 4, 40, Channels::Rows, &cases::random(160, 43));

@@ -125,6 +125,11 @@ fn run_panel<const R: usize>(
     sums: Option<&[i32]>,
 ) {
     #[cfg(target_arch = "x86_64")]
+    if let (Some(sums), true) = (sums, wide_vnni()) {
+        // SAFETY: the CPU has AVX-512 F, BW and VNNI (just checked).
+        return unsafe { super::int8_dot_avx512::panel(x, panel, s, b, o, sums) };
+    }
+    #[cfg(target_arch = "x86_64")]
     if super::parallel::vnni() {
         // SAFETY: the CPU has AVX2 and AVX-512 VNNI and VL (just checked).
         return unsafe { super::int8_dot_avx2::panel_vnni(x, panel, s, b, o, sums) };
@@ -141,6 +146,13 @@ fn run_panel<const R: usize>(
     for ((qx, d), o) in x.into_iter().zip(o) {
         panel_here(qx, d, panel, s, b, o);
     }
+}
+
+/// Whether the integer sums run VNNI in AVX-512's registers: where the
+/// core runs 512-bit operations whole ([`super::parallel::wide_panels`]).
+#[cfg(target_arch = "x86_64")]
+fn wide_vnni() -> bool {
+    super::parallel::vnni() && super::parallel::wide_panels()
 }
 
 /// One panel's outputs for one quantised row: the definition, in plain
@@ -280,6 +292,11 @@ fn run_int4_panel<const R: usize>(
     b: &[f32],
     o: [&mut [f32]; R],
 ) {
+    #[cfg(target_arch = "x86_64")]
+    if wide_vnni() {
+        // SAFETY: the CPU has AVX-512 F, BW and VNNI (just checked).
+        return unsafe { super::int8_dot_avx512::int4_panel(x, panel, s, b, o) };
+    }
     #[cfg(target_arch = "x86_64")]
     if super::parallel::vnni() {
         // SAFETY: the CPU has AVX2 and AVX-512 VNNI and VL (just checked).

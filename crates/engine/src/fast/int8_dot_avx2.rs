@@ -346,7 +346,7 @@ unsafe fn int4_panel_in<const R: usize, const VNNI: bool>(
 /// padding zero) in a loop.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn block_sum(qy: &[i8], blk: usize) -> i32 {
+pub(super) fn block_sum(qy: &[i8], blk: usize) -> i32 {
     let q = &qy[(BLOCK * blk).min(qy.len())..];
     if q.len() < BLOCK {
         return q.iter().map(|&v| i32::from(v)).sum();

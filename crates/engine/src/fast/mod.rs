@@ -12,6 +12,8 @@ pub mod exp;
 pub mod int8_dot;
 #[cfg(target_arch = "x86_64")]
 mod int8_dot_avx2;
+#[cfg(target_arch = "x86_64")]
+mod int8_dot_avx512;
 #[cfg(target_arch = "wasm32")]
 mod int8_dot_simd128;
 mod int8_quantise;

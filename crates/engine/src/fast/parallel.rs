@@ -7,7 +7,7 @@
 //! round differently), so the numbers depend on neither.
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 /// Set by [`without_avx2`]: the portable loops even where AVX2 is there.
 static PORTABLE: AtomicBool = AtomicBool::new(false);
@@ -15,8 +15,12 @@ static PORTABLE: AtomicBool = AtomicBool::new(false);
 /// Set by [`without_avx512`]: at most the AVX2 copies.
 static NO_AVX512: AtomicBool = AtomicBool::new(false);
 
-/// Set by [`with_wide_panels`]: the column panels' AVX-512 copy on any core.
-static WIDE_PANELS: AtomicBool = AtomicBool::new(false);
+/// Set by [`with_wide_panels`] (`WIDE`) or [`with_narrow_panels`]
+/// (`NARROW`): the column panels' AVX-512 copy on any core, or on none.
+static PANELS: AtomicU8 = AtomicU8::new(BY_VENDOR);
+const BY_VENDOR: u8 = 0;
+const WIDE: u8 = 1;
+const NARROW: u8 = 2;
 
 /// Whether the CPU twins run their AVX2 copies.
 pub fn avx2() -> bool {
@@ -52,7 +56,8 @@ pub fn avx512() -> bool {
 /// 64-token prefill 242 → 216); a Zen 4-class EPYC splits each into two
 /// 256-bit halves, and there the AVX2 copy ran faster (64-token prefill, f16
 /// 316 → 189 ms, bf16 267 → 187, f32 210 → 196; decode steps level), so AMD
-/// cores keep it.
+/// cores keep it. So do the 8-bit activations' integer sums
+/// (`int8_dot`): VNNI in AVX-512's registers where this holds.
 pub fn wide_panels() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -62,7 +67,11 @@ pub fn wide_panels() -> bool {
             let vendor = [id.ebx, id.edx, id.ecx].map(u32::to_le_bytes);
             vendor.concat() == b"GenuineIntel"
         });
-        avx512() && (intel || WIDE_PANELS.load(Ordering::Relaxed))
+        let wide = match PANELS.load(Ordering::Relaxed) {
+            BY_VENDOR => intel,
+            forced => forced == WIDE,
+        };
+        avx512() && wide
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -71,7 +80,8 @@ pub fn wide_panels() -> bool {
 }
 
 /// Whether the 8-bit activations' integer sums run AVX-512 VNNI's
-/// `vpdpbusd` (on AVX2's registers; off with the AVX-512 copies).
+/// `vpdpbusd` (on AVX2's registers, or AVX-512's with [`wide_panels`];
+/// off with the AVX-512 copies).
 pub fn vnni() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -104,9 +114,19 @@ pub fn without_avx512<T>(f: impl FnOnce() -> T) -> T {
 /// `f` with the column panels' AVX-512 copy chosen whatever the core
 /// (where the CPU has AVX-512; for a test comparing the copies).
 pub fn with_wide_panels<T>(f: impl FnOnce() -> T) -> T {
-    WIDE_PANELS.store(true, Ordering::Relaxed);
+    with_panels(WIDE, f)
+}
+
+/// `f` with the column panels' narrower copies whatever the core (AVX2's,
+/// and the integer sums' VNNI on AVX2's registers; for a test).
+pub fn with_narrow_panels<T>(f: impl FnOnce() -> T) -> T {
+    with_panels(NARROW, f)
+}
+
+fn with_panels<T>(choice: u8, f: impl FnOnce() -> T) -> T {
+    PANELS.store(choice, Ordering::Relaxed);
     let out = f();
-    WIDE_PANELS.store(false, Ordering::Relaxed);
+    PANELS.store(BY_VENDOR, Ordering::Relaxed);
     out
 }
 
