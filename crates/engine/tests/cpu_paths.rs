@@ -207,7 +207,7 @@ fn avx2_loops_give_the_bits_of_the_portable_loops() {
     // any core with AVX-512) and AVX2's give the portable loops' bits.
     let panelled = [Format::F32, Format::F16, Format::Bf16, Format::Int8, Format::Int8PerTensor];
     for (format, (m, k, n)) in
-        panelled.into_iter().flat_map(|f| [(17, 67, 256), (1, 67, 256)].map(|s| (f, s)))
+        panelled.into_iter().flat_map(|f| [(17, 67, 352), (1, 67, 352)].map(|s| (f, s)))
     {
         let mut w = Matrix::new(format, k, n, Channels::Cols, &cases::random(k * n, 12));
         assert!(w.into_panels(), "{} in panels", format.name());
