@@ -244,3 +244,38 @@ fn int8_activation_logits_are_bit_identical_to_wasm() {
     assert_eq!(kernels, fast::parallel::without_avx2(portable_forward::acts8_kernel_fingerprint));
     assert_eq!(kernels, portable_forward::ACTS8_KERNEL_FINGERPRINT);
 }
+
+/// A prefill's attention is cut among threads into contiguous rows of about
+/// equal work (`parallel::parts_by_work`): every logit keeps its bits on
+/// one thread and on three, for a first prefill (keys from 0) and a second
+/// one after it (keys from 30), each long enough to be cut.
+#[test]
+fn a_prefills_attention_gives_the_same_bits_on_any_number_of_threads() {
+    use decode_lab_engine::cpu::CpuSession;
+    use decode_lab_engine::model::Model;
+    use decode_lab_engine::Wanted;
+    let config = include_str!("../../../tests/fixtures/golden/untied_f16/config.json");
+    let weights = include_bytes!("../../../tests/fixtures/golden/untied_f16/model.safetensors");
+    let model = std::sync::Arc::new(Model::from_bytes(config, weights).expect("model loads"));
+    let (e, vocab) = (model.config.n_embd, model.config.vocab_size as u32);
+    let prompt: Vec<u32> = (0..96).map(|i| i * 53 % vocab).collect();
+    // (keys0, rows) of each prefill, and the work of its row r
+    for (keys0, rows) in [(0, 96), (30, 66)] {
+        let parts =
+            on_threads(3, || fast::parallel::parts_by_work(rows, |r| (keys0 + r + 1) * 2 * e));
+        assert!(parts.len() > 1, "rows from {keys0} are cut: {parts:?}");
+        let work: Vec<usize> =
+            parts.iter().map(|p| p.clone().map(|r| keys0 + r + 1).sum()).collect();
+        let (most, least) = (work.iter().max().unwrap(), work.iter().min().unwrap());
+        assert!(most - least <= 2 * (keys0 + rows), "about equal work: {work:?}");
+    }
+    let run = |threads| {
+        on_threads(threads, || {
+            let mut session = CpuSession::new(model.clone());
+            let mut logits = session.forward(&prompt[..30], Wanted::All).expect("prefill");
+            logits.extend(session.forward(&prompt[30..], Wanted::All).expect("second prefill"));
+            bits(&logits)
+        })
+    };
+    assert_eq!(run(1), run(3), "logits on one thread and on three");
+}

@@ -144,6 +144,27 @@ pub fn parts(len: usize, work: usize, align: usize) -> Vec<Range<usize>> {
     (0..len).step_by(step.max(1)).map(|s| s..(s + step).min(len)).collect()
 }
 
+/// `0..len` cut into contiguous ranges of about equal work (`work(i)`: item
+/// i's multiply-adds), as many as there are threads, fewer when the total
+/// is small: for items whose work differs (a prefill's causal attention
+/// rows, each attending to one key more than the last).
+pub fn parts_by_work(len: usize, work: impl Fn(usize) -> usize) -> Vec<Range<usize>> {
+    let total: usize = (0..len).map(&work).sum();
+    let n = threads().min(total / MIN_WORK).min(len).max(1);
+    let (mut parts, mut start, mut done) = (Vec::with_capacity(n), 0, 0);
+    for i in 0..len {
+        done += work(i);
+        // a part ends at the first item where `done` reaches its share (so
+        // it holds at most one item's work more than its share)
+        if parts.len() + 1 < n && done * n >= total * (parts.len() + 1) {
+            parts.push(start..i + 1);
+            start = i + 1;
+        }
+    }
+    parts.push(start..len);
+    parts
+}
+
 /// `f` of each part, in order: on the pool's threads natively.
 pub fn map<T: Send>(parts: Vec<Range<usize>>, f: impl Fn(Range<usize>) -> T + Sync) -> Vec<T> {
     #[cfg(not(target_arch = "wasm32"))]
