@@ -15,6 +15,7 @@ use std::arch::x86_64::*;
 
 use super::int8_dot_avx2::block_sum;
 use super::int8_quantise::BLOCK;
+use super::quant_avx512::{load, store};
 use crate::storage::panels::PANEL;
 use crate::storage::quads::{OCT, QUAD};
 
@@ -36,22 +37,6 @@ fn load_bytes<T: bytemuck::Pod>(v: &[T], at: usize) -> __m512i {
     let bytes: &[u8] = bytemuck::cast_slice(&v[at..]);
     // SAFETY: 64 bytes are there (the slice is checked), read unaligned.
     unsafe { _mm512_loadu_si512(bytes[..64].as_ptr().cast()) }
-}
-
-/// Sixteen f32s from `v` (at least sixteen long).
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn load(v: &[f32]) -> __m512 {
-    // SAFETY: sixteen floats are there (the slice is checked), read unaligned.
-    unsafe { _mm512_loadu_ps(v[..16].as_ptr()) }
-}
-
-/// `v` into the first sixteen floats of `o`.
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn store(o: &mut [f32], v: __m512) {
-    // SAFETY: sixteen floats are there (the slice is checked), written unaligned.
-    unsafe { _mm512_storeu_ps(o[..16].as_mut_ptr(), v) }
 }
 
 /// One int8 panel's outputs for `R` quantised rows of a prefill (`x[r]`:

@@ -222,17 +222,17 @@ pub fn int8_panels(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &m
         Format::Int8PerTensor => vec![w.scales().first().copied().unwrap_or(0.0); cols].into(),
         _ => w.scales()[c.clone()].into(),
     };
+    let q = &q[c.start * k..][..cols * k]; // (cols / PANEL, k, PANEL) the parts' panels
     if x.len() > k {
-        return int8_prefill(x, &q[c.start * k..][..cols * k], &scales, bias, out);
+        return int8_prefill(x, q, &scales, bias, out);
     }
     #[cfg(target_arch = "x86_64")]
     if super::parallel::wide_panels() {
-        let q = &q[c.start * k..][..cols * k]; // (cols / PANEL, k, PANEL)
-                                               // SAFETY: the CPU has AVX-512 F (`wide_panels` checked).
+        // SAFETY: the CPU has AVX-512 F (`wide_panels` checked).
         return unsafe { super::quant_avx512::int8_panels(x, q, &scales, bias, out) };
     }
     for (p, (s, b)) in scales.chunks_exact(PANEL).zip(bias.chunks_exact(PANEL)).enumerate() {
-        let panel = &q[(c.start / PANEL + p) * k * PANEL..][..k * PANEL]; // (k, PANEL)
+        let panel = &q[p * k * PANEL..][..k * PANEL]; // (k, PANEL)
         let o = &mut out[p * PANEL..][..PANEL];
         #[cfg(target_arch = "x86_64")]
         if super::parallel::avx2() {

@@ -60,10 +60,18 @@ fn table(s: f32) -> __m512 {
 /// Sixteen f32s from `v` (at least sixteen long).
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn load(v: &[f32]) -> __m512 {
+pub(super) fn load(v: &[f32]) -> __m512 {
     assert!(v.len() >= 16);
     // SAFETY: sixteen floats are there, read unaligned.
     unsafe { _mm512_loadu_ps(v.as_ptr()) }
+}
+
+/// `v` into the first sixteen floats of `o`.
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(super) fn store(o: &mut [f32], v: __m512) {
+    // SAFETY: sixteen floats are there (the slice is checked), written unaligned.
+    unsafe { _mm512_storeu_ps(o[..16].as_mut_ptr(), v) }
 }
 
 /// A group's four words as its fields in two vectors of sixteen indices:
@@ -311,9 +319,7 @@ fn panels<const N: usize>(x: &[f32], q: &[i8], s: &[f32], b: &[f32], o: &mut [f3
     }
     for (p, acc) in acc.into_iter().enumerate() {
         for (h, a) in acc.into_iter().enumerate() {
-            let o = &mut o[PANEL * p + 16 * h..][..16];
-            // SAFETY: sixteen floats are there (the slice is checked), written unaligned.
-            unsafe { _mm512_storeu_ps(o.as_mut_ptr(), a) }
+            store(&mut o[PANEL * p + 16 * h..], a);
         }
     }
 }
