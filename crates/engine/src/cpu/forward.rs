@@ -7,8 +7,7 @@
 use crate::family::norm;
 use crate::fast;
 use crate::kernels::{
-    attention, attention_probs, embedding, gelu, kv_mass, kv_write, residual_add, rope, swiglu,
-    Heads,
+    attention_probs, embedding, gelu, kv_mass, kv_write, residual_add, rope, swiglu, Heads,
 };
 use crate::model::{Config, Family, LayerWeights, Model};
 use crate::step::Wanted;
@@ -100,8 +99,9 @@ fn attend(c: &Config, l: usize, seqs: &mut [Seq], qkv: &[f32], y: &mut [f32], se
     }
 }
 
-/// [`attention::run_cpu`] over one sequence's rows (`q`: `(rows,
-/// qkv_width)`, `y`: `(rows, n_embd)`), cut among threads into contiguous
+/// [`fast::attention::prefill`] (the twin `attention::run_cpu`'s bits)
+/// over one sequence's rows (`q`: `(rows, qkv_width)`, `y`: `(rows,
+/// n_embd)`), cut among threads into contiguous
 /// rows of about equal work (row r attends to `keys0 + r + 1` slots): each
 /// row's numbers are the unsplit run's (the twin's `row0` is its caller's
 /// slicing). One thread held a prefill's attention for every row while the
@@ -119,12 +119,20 @@ fn attention_rows(
     let (width, e) = (heads.qkv_width(), heads.n_embd);
     let parts = fast::parallel::parts_by_work(q.len() / width, |r| (keys0 + r + 1) * 2 * e);
     if let [_] = parts[..] {
-        return attention::run_cpu(q, key_cache, value_cache, heads, keys0, scale, y);
+        return fast::attention::prefill(q, key_cache, value_cache, heads, keys0, scale, y);
     }
     let ys = fast::parallel::map(parts, |rows| {
         let mut yp = vec![0.0; rows.len() * e]; // (rows.len(), n_embd)
         let qp = &q[rows.start * width..rows.end * width];
-        attention::run_cpu(qp, key_cache, value_cache, heads, keys0 + rows.start, scale, &mut yp);
+        fast::attention::prefill(
+            qp,
+            key_cache,
+            value_cache,
+            heads,
+            keys0 + rows.start,
+            scale,
+            &mut yp,
+        );
         yp
     });
     y.copy_from_slice(&ys.concat());

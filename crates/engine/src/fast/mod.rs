@@ -2,11 +2,13 @@
 //! f16 read straight from its words; f32, f16, bf16 and int8 in column
 //! panels; bf16, int8 and int4 decoded in registers (natively in AVX-512 or
 //! AVX2 intrinsics, whichever measured faster for the loop; SIMD128 in
-//! wasm); threads and the browser's coworker. Each computes
+//! wasm); a prefill's attention over keys laid out across; threads and the
+//! browser's coworker. Each computes
 //! exactly the twin's sums in the twin's order, so every path gives the same
 //! bits (tests: `cpu_paths.rs`, `tests/shared/f16_paths.rs`, `coworker.rs`).
 //! The one path with other numbers is named: `int8_dot`, 8-bit activations.
 
+pub mod attention;
 pub mod coworker;
 pub mod exp;
 pub mod int8_dot;

@@ -49,13 +49,28 @@ pub fn run_cpu(
             let k0 = heads.kv0(h);
             let sum = weights(q, key_cache, kv_dim, k0, n_keys, scale, &mut att);
             let out = &mut y[row * n_embd + h0..][..head_size];
-            out.fill(0.0);
-            for (j, a) in att.iter().enumerate() {
-                let v = &value_cache[j * kv_dim + k0..][..head_size];
-                for (o, vv) in out.iter_mut().zip(v) {
-                    *o += a / sum * vv;
-                }
-            }
+            mix(&att, sum, value_cache, kv_dim, k0, out);
+        }
+    }
+}
+
+/// `out = Σ_j (att[j] / sum) · v_j` in order of j from 0.0, v_j the value
+/// row of slot j in the K/V head at column `k0`.
+#[inline(always)] // into `fast::attention`'s AVX-512 and AVX2 copies
+pub fn mix(
+    att: &[f32],         // (n_keys) unnormalised weights
+    sum: f32,            // their sum
+    value_cache: &[f32], // (n_positions, kv_dim)
+    kv_dim: usize,
+    k0: usize,
+    out: &mut [f32], // (head_size)
+) {
+    let head_size = out.len();
+    out.fill(0.0);
+    for (j, a) in att.iter().enumerate() {
+        let v = &value_cache[j * kv_dim + k0..][..head_size];
+        for (o, vv) in out.iter_mut().zip(v) {
+            *o += a / sum * vv;
         }
     }
 }
@@ -102,6 +117,13 @@ pub fn weights(
     for (j, o) in att.iter_mut().enumerate().skip(done) {
         *o = q.iter().zip(key(j)).map(|(a, b)| a * b).sum::<f32>() * scale;
     }
+    exp_sum(att)
+}
+
+/// Scores `att` to unnormalised softmax weights `exp(a − max)`, in place;
+/// returns their sum in order of j.
+#[inline(always)] // into `fast::attention`'s AVX-512 and AVX2 copies
+pub fn exp_sum(att: &mut [f32]) -> f32 {
     // Subtract the max so exp() cannot overflow; `fast::exp`, the same bits
     // natively and in wasm (the platform's differs in the last bit), in its
     // own loop so it vectorises, then summed in order.
