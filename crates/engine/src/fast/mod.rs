@@ -13,6 +13,8 @@ pub mod coworker;
 pub mod exp;
 pub mod int8_dot;
 #[cfg(target_arch = "x86_64")]
+mod int8_dot_amx;
+#[cfg(target_arch = "x86_64")]
 mod int8_dot_avx2;
 #[cfg(target_arch = "x86_64")]
 mod int8_dot_avx512;

@@ -15,6 +15,9 @@ static PORTABLE: AtomicBool = AtomicBool::new(false);
 /// Set by [`without_avx512`]: at most the AVX2 copies.
 static NO_AVX512: AtomicBool = AtomicBool::new(false);
 
+/// Set by [`without_amx`]: a prefill's integer sums in vectors, not tiles.
+static NO_AMX: AtomicBool = AtomicBool::new(false);
+
 /// Set by [`with_wide_panels`] (`WIDE`) or [`with_narrow_panels`]
 /// (`NARROW`): the column panels' AVX-512 copy on any core, or on none.
 static PANELS: AtomicU8 = AtomicU8::new(BY_VENDOR);
@@ -93,6 +96,28 @@ pub fn vnni() -> bool {
     {
         false
     }
+}
+
+/// Whether a prefill's 8-bit activations' integer sums run in AMX tiles
+/// (where the CPU has AMX-INT8 and the OS grants its state, and the column
+/// panels' AVX-512 copy runs: off with it, so each copy below stays testable).
+pub fn amx() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        wide_panels() && !NO_AMX.load(Ordering::Relaxed) && super::int8_dot_amx::available()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// `f` with AMX's tiles switched off: AVX-512 VNNI's sums run (for a test).
+pub fn without_amx<T>(f: impl FnOnce() -> T) -> T {
+    NO_AMX.store(true, Ordering::Relaxed);
+    let out = f();
+    NO_AMX.store(false, Ordering::Relaxed);
+    out
 }
 
 /// `f` with the AVX2 (and AVX-512) copies switched off (for a test comparing them).
