@@ -181,8 +181,9 @@ fn int4_matmul_gives_the_definitions_bits_on_every_path() {
         (1, 7, 64),
         (1, 63, 64),
         (1, 65, 160),
-        (3, 130, 96),
+        (5, 130, 96),
         (17, 40, 64),
+        (33, 1757, 96),
         (1, 768, 2304),
     ] {
         let rows = Matrix::new(Format::Int4, k, n, Channels::Cols, &cases::random(k * n, 31));
@@ -214,6 +215,8 @@ fn int4_matmul_gives_the_definitions_bits_on_every_path() {
         assert_eq!(parallel::without_avx2(run), bits(&want), "{what} portable");
         // AVX2's sums where `run` took AVX-512 VNNI's (the CPU has it).
         assert_eq!(parallel::without_avx512(run), bits(&want), "{what} avx2");
+        // AVX-512 VNNI's sums where `run` took AMX's tiles (m ≥ 4).
+        assert_eq!(parallel::without_amx(run), bits(&want), "{what} vnni");
         // VNNI's sums in AVX-512's registers and in AVX2's, whatever the
         // core (where the CPU has them).
         assert_eq!(parallel::with_wide_panels(run), bits(&want), "{what} wide");
@@ -256,9 +259,6 @@ fn lm_head_gives_the_definitions_bits_on_every_path() {
             assert_eq!(parallel::without_avx2(run), bits(&want), "{what} portable");
             // AVX2's sums where `run` took AVX-512 VNNI's (the CPU has it).
             assert_eq!(parallel::without_avx512(run), bits(&want), "{what} avx2");
-            // AVX-512 VNNI's sums where `run` took AMX's tiles (m ≥ 4, the
-            // CPU has them).
-            assert_eq!(parallel::without_amx(run), bits(&want), "{what} vnni");
             // VNNI's sums in AVX-512's registers and in AVX2's, whatever the
             // core (where the CPU has them).
             assert_eq!(parallel::with_wide_panels(run), bits(&want), "{what} wide");

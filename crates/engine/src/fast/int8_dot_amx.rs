@@ -4,19 +4,20 @@
 //! x by one block of 32 inputs against a tile of 16 columns: 8,192 products,
 //! where AVX-512's `vpdpbusd` adds 64. The matrix's quad panels are already
 //! the layout a tile of the right-hand side takes (four consecutive inputs
-//! of one column a word), so they load as they are. Each block's integer
-//! sums are exact, and each output's float steps are AVX-512's loops' own
-//! (`acc + d_b · isum_b` in order of the blocks from 0.0, then `bias + acc
-//! · s`), so the bits are theirs.
+//! of one column a word), so they load as they are; an int4 panel's fields
+//! are unpacked into quads once a panel, for every row of x. Each block's
+//! integer sums are exact, and each output's float steps are the other
+//! paths' own (`acc + d_b · isum_b` in order of the blocks from 0.0; the
+//! caller's `bias + acc · s`, or int4's `bias + acc`), so the bits are theirs.
 
 use std::arch::asm;
 use std::arch::x86_64::*;
 use std::sync::OnceLock;
 
-use super::int8_quantise::{Quantised, BLOCK};
+use super::int8_quantise::BLOCK;
 use super::quant_avx512::{load, store};
 use crate::storage::panels::PANEL;
-use crate::storage::quads::QUAD;
+use crate::storage::quads::{OCT, QUAD};
 
 /// Rows (of x, and of a tile of sums) a tile holds.
 const TILE_ROWS: usize = 16;
@@ -76,88 +77,129 @@ impl Config {
     }
 }
 
-/// `out = x @ w + bias` for a part's panels: `rows` x quantised (m ≥ 1),
-/// `quads` the part's quad panels (`(panels, ⌈k / 4⌉, PANEL)`), `s` and
-/// `bias` its columns' scales and biases, `out` `(m, cols)`.
-///
-/// # Safety
-/// The CPU has AMX-INT8 and AVX-512 F, and [`available`] said so (the
-/// process holds the tile state).
-#[target_feature(enable = "avx512f")]
-pub unsafe fn matmul(
-    rows: &[Quantised],
-    quads: &[u32],
-    k: usize,
-    s: &[f32],
-    bias: &[f32],
-    out: &mut [f32],
-) {
-    let (m, cols, blocks) = (rows.len(), s.len(), k.div_ceil(BLOCK));
-    let n_quads = k.div_ceil(QUAD);
-    let width = blocks * BLOCK; // bytes of a row of `a`
-    let m_tiles = m.next_multiple_of(2 * TILE_ROWS); // rows in whole pairs of tiles
-                                                     // x's rows one after another, zeros past k and past m: (m_tiles, width)
-    let mut a = vec![0i8; m_tiles * width];
-    for ((q, _), ar) in rows.iter().zip(a.chunks_exact_mut(width)) {
-        let n = q.len().min(width);
-        ar[..n].copy_from_slice(&q[..n]);
-    }
-    let config = Config::new();
-    // SAFETY: 64 bytes of a valid palette-1 configuration.
-    unsafe { asm!("ldtilecfg [{0}]", in(reg) config.0.as_ptr(), options(nostack)) };
-    let mut sums = vec![0i32; m_tiles * PANEL]; // (m_tiles, PANEL) a block's integer sums
-    let mut acc = vec![0.0f32; m * PANEL]; // (m, PANEL) the panel's float sums
-    let mut last = vec![0u32; BLOCK_QUADS * PANEL]; // (8, PANEL) a short last block, zero-padded
-    let (len, short) = (n_quads * PANEL, n_quads % BLOCK_QUADS); // words of one panel; quads of a short last block
-    for (p, (ps, pb)) in s.chunks_exact(PANEL).zip(bias.chunks_exact(PANEL)).enumerate() {
-        let panel = &quads[p * len..][..len]; // (⌈k / 4⌉, PANEL)
-        if short != 0 {
-            last.fill(0);
-            last[..short * PANEL].copy_from_slice(&panel[(n_quads - short) * PANEL..]);
+/// A prefill's rows of x, quantised, and a panel's sums over them in
+/// tiles: the caller quantises each row into [`Tiles::row`] (x for int8
+/// weights, once; x in a panel's int4 scales, once a panel), then takes
+/// each panel's float sums.
+pub struct Tiles {
+    m: usize,
+    blocks: usize,
+    a: Vec<i8>,     // (m_tiles, blocks · BLOCK) x's rows, zeros past k and past m
+    d: Vec<f32>,    // (m, blocks) their blocks' scales
+    b: Vec<u32>,    // (blocks · 8, PANEL) a panel's quad rows in whole blocks
+    sums: Vec<i32>, // (m_tiles, PANEL) a block's integer sums
+    acc: Vec<f32>,  // (m, PANEL) the panel's float sums
+}
+
+impl Tiles {
+    /// Room for `m` rows of `k` inputs.
+    pub fn new(m: usize, k: usize) -> Tiles {
+        let blocks = k.div_ceil(BLOCK);
+        let m_tiles = m.next_multiple_of(2 * TILE_ROWS); // rows in whole pairs of tiles
+        Tiles {
+            m,
+            blocks,
+            a: vec![0; m_tiles * blocks * BLOCK],
+            d: vec![0.0; m * blocks],
+            b: vec![0; blocks * BLOCK_QUADS * PANEL],
+            sums: vec![0; m_tiles * PANEL],
+            acc: vec![0.0; m * PANEL],
         }
-        acc.fill(0.0);
-        for blk in 0..blocks {
-            let b = match short != 0 && blk + 1 == blocks {
-                true => &last[..],
-                false => &panel[blk * BLOCK_QUADS * PANEL..][..BLOCK_QUADS * PANEL],
-            };
+    }
+
+    /// Row `r`'s 8-bit values (`k` rounded up to whole octs, as
+    /// `int8_dot`'s quantiser writes them) and its blocks' scales.
+    pub fn row(&mut self, r: usize, k: usize) -> (&mut [i8], &mut [f32]) {
+        let width = self.blocks * BLOCK;
+        let q = &mut self.a[r * width..][..k.next_multiple_of(OCT)];
+        (q, &mut self.d[r * self.blocks..][..self.blocks])
+    }
+
+    /// The float sums `(m, PANEL)` of every row against an int8 panel
+    /// (`(⌈k / 4⌉, PANEL)` words of quads): `acc + d_b · isum_b` in order
+    /// of the blocks from 0.0.
+    ///
+    /// # Safety
+    /// [`available`] said so (the CPU has AMX-INT8 and AVX-512 F, and the
+    /// process holds the tile state).
+    pub unsafe fn int8_panel(&mut self, panel: &[u32]) -> &[f32] {
+        if panel.len() == self.b.len() {
+            // SAFETY: as the caller's.
+            return unsafe { self.panel_sums(Some(panel)) };
+        }
+        // A short last block: the panel copied where zeros follow it.
+        self.b[..panel.len()].copy_from_slice(panel);
+        // SAFETY: as the caller's.
+        unsafe { self.panel_sums(None) }
+    }
+
+    /// [`int8_panel`](Self::int8_panel) for an int4 panel (`(⌈k / 8⌉,
+    /// PANEL)` words of octs, each field stored plus 8): its fields as
+    /// int8 quads, each oct's low nibbles (its inputs 0–3) then high (4–7).
+    ///
+    /// # Safety
+    /// As [`int8_panel`](Self::int8_panel)'s.
+    pub unsafe fn int4_panel(&mut self, panel: &[u32]) -> &[f32] {
+        let (low, eight) = (0x0f0f_0f0f, 0x0808_0808);
+        for (o8, words) in panel.chunks_exact(PANEL).enumerate() {
+            let (lo, hi) = self.b[2 * o8 * PANEL..][..2 * PANEL].split_at_mut(PANEL);
+            for ((l, h), &w) in lo.iter_mut().zip(hi).zip(words) {
+                // Each byte 0..=15 less 8: no borrow crosses a byte.
+                *l = ((w & low) | 0x8080_8080).wrapping_sub(eight) ^ 0x8080_8080;
+                *h = (((w >> 4) & low) | 0x8080_8080).wrapping_sub(eight) ^ 0x8080_8080;
+            }
+        }
+        // SAFETY: as the caller's.
+        unsafe { self.panel_sums(None) }
+    }
+
+    /// Every row's float sums over a panel of whole blocks of quads
+    /// (`(blocks · 8, PANEL)` words): `panel`, or else the one in `b`.
+    ///
+    /// # Safety
+    /// As [`int8_panel`](Self::int8_panel)'s.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn panel_sums(&mut self, panel: Option<&[u32]>) -> &[f32] {
+        let width = self.blocks * BLOCK; // bytes of a row of `a`
+        let config = Config::new();
+        // SAFETY: 64 bytes of a valid palette-1 configuration.
+        unsafe { asm!("ldtilecfg [{0}]", in(reg) config.0.as_ptr(), options(nostack)) };
+        self.acc.fill(0.0);
+        for blk in 0..self.blocks {
+            let quads = panel.unwrap_or(&self.b);
+            let b = &quads[blk * BLOCK_QUADS * PANEL..][..BLOCK_QUADS * PANEL];
             // SAFETY: every tile reads within `a` and `b` and writes within
             // `sums` (`block_sums`' shapes, from the starts of `a`'s block,
             // `b` and `sums`' rows of each pair of tiles).
             unsafe {
                 load_block(b.as_ptr());
-                for t in (0..m_tiles).step_by(2 * TILE_ROWS) {
-                    let x = a[t * width + blk * BLOCK..].as_ptr();
-                    block_sums(x, width, sums[t * PANEL..].as_mut_ptr());
+                for t in (0..self.sums.len() / PANEL).step_by(2 * TILE_ROWS) {
+                    let x = self.a[t * width + blk * BLOCK..].as_ptr();
+                    block_sums(x, width, self.sums[t * PANEL..].as_mut_ptr());
                 }
             }
-            add_steps(rows, blk, &sums, &mut acc);
+            let d = self.d.chunks_exact(self.blocks).map(|d| d[blk]);
+            add_steps(d, &self.sums[..self.m * PANEL], &mut self.acc);
         }
-        for (o, a) in out.chunks_exact_mut(cols).zip(acc.chunks_exact(PANEL)) {
-            for h in 0..PANEL / 16 {
-                let at = 16 * h;
-                let v = _mm512_mul_ps(load(&a[at..]), load(&ps[at..]));
-                store(&mut o[p * PANEL + at..], _mm512_add_ps(load(&pb[at..]), v));
-            }
-        }
+        // SAFETY: tiles configured above; releasing them ends their use.
+        unsafe { asm!("tilerelease", options(nostack)) };
+        &self.acc
     }
-    // SAFETY: tiles configured above; releasing them ends their use.
-    unsafe { asm!("tilerelease", options(nostack)) };
 }
 
-/// `acc[r] += d_b(r) · isum_b(r)` for every row r of x, block `blk`.
+/// `acc[r] += d_b(r) · isum_b(r)` for every row r of x (`d`: each row's
+/// scale of the block).
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn add_steps(rows: &[Quantised], blk: usize, sums: &[i32], acc: &mut [f32]) {
-    for ((_, d), (isum, acc)) in
-        rows.iter().zip(sums.chunks_exact(PANEL).zip(acc.chunks_exact_mut(PANEL)))
-    {
-        let dv = _mm512_set1_ps(d[blk]);
+fn add_steps(d: impl Iterator<Item = f32>, sums: &[i32], acc: &mut [f32]) {
+    for (d, (isum, acc)) in d.zip(sums.chunks_exact(PANEL).zip(acc.chunks_exact_mut(PANEL))) {
+        let dv = _mm512_set1_ps(d);
         for h in 0..PANEL / 16 {
             let at = 16 * h;
             // SAFETY: sixteen i32 are there (the slice is checked).
             let isum = unsafe { _mm512_loadu_si512(isum[at..at + 16].as_ptr().cast()) };
-            let sum = _mm512_add_ps(load(&acc[at..]), _mm512_mul_ps(dv, _mm512_cvtepi32_ps(isum)));
+            let step = _mm512_mul_ps(dv, _mm512_cvtepi32_ps(isum));
+            let sum = _mm512_add_ps(load(&acc[at..]), step);
             store(&mut acc[at..], sum);
         }
     }
