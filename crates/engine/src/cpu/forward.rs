@@ -7,7 +7,8 @@
 use crate::family::norm;
 use crate::fast;
 use crate::kernels::{
-    attention_probs, embedding, gelu, kv_mass, kv_write, residual_add, rope, swiglu, Heads,
+    attention, attention_probs, embedding, gelu, kv_mass, kv_write, residual_add, rope, swiglu,
+    Heads,
 };
 use crate::model::{Config, Family, LayerWeights, Model};
 use crate::step::Wanted;
@@ -118,24 +119,33 @@ fn attention_rows(
 ) {
     let (width, e) = (heads.qkv_width(), heads.n_embd);
     let parts = fast::parallel::parts_by_work(q.len() / width, |r| (keys0 + r + 1) * 2 * e);
+    let caches = (key_cache, value_cache);
     if let [_] = parts[..] {
-        return fast::attention::prefill(q, key_cache, value_cache, heads, keys0, scale, y);
+        return attention_part(q, caches, heads, keys0, scale, y);
     }
     let ys = fast::parallel::map(parts, |rows| {
         let mut yp = vec![0.0; rows.len() * e]; // (rows.len(), n_embd)
         let qp = &q[rows.start * width..rows.end * width];
-        fast::attention::prefill(
-            qp,
-            key_cache,
-            value_cache,
-            heads,
-            keys0 + rows.start,
-            scale,
-            &mut yp,
-        );
+        attention_part(qp, caches, heads, keys0 + rows.start, scale, &mut yp);
         yp
     });
     y.copy_from_slice(&ys.concat());
+}
+
+/// One part's rows through the twin, or from [`fast::attention::MIN_ROWS`]
+/// rows through its keys laid out across (the same bits).
+fn attention_part(
+    q: &[f32],
+    (key_cache, value_cache): (&[f32], &[f32]),
+    heads: Heads,
+    keys0: usize,
+    scale: f32,
+    y: &mut [f32],
+) {
+    match q.len() / heads.qkv_width() < fast::attention::MIN_ROWS {
+        true => attention::run_cpu(q, key_cache, value_cache, heads, keys0, scale, y),
+        false => fast::attention::prefill(q, key_cache, value_cache, heads, keys0, scale, y),
+    }
 }
 
 /// Each row's rotary turns, for every block's [`rope::run_cpu`] (empty: the

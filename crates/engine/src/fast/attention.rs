@@ -1,22 +1,23 @@
-//! A prefill's attention on the CPU: [`attention::run_cpu`]'s numbers bit
-//! for bit, with each head's keys first laid out across (`(head_size,
-//! keys)`), so that sixteen keys' dot products are sixteen lanes of one
-//! vector loaded in one piece. The twin scores a query against keys a cache
-//! row apart, eight loads gathered one at a time per eight products; a
+//! A prefill's attention on the CPU: the twin's numbers
+//! ([`attention::run_cpu`](crate::kernels::attention::run_cpu)) bit for
+//! bit, with each head's keys first laid out across (`(head_size, keys)`),
+//! so that sixteen keys' dot products are sixteen lanes of one vector
+//! loaded in one piece. The twin scores a query against keys a cache row
+//! apart, eight loads gathered one at a time per eight products; a
 //! prefill's rows all score the same keys, so the layout is paid once per
 //! head and part and used by every row. Each score is still summed in order
-//! of d from −0.0 and then scaled, the weights are the twin's own function
-//! and each output sums its values in order of key, so the bits are the
+//! of d from −0.0 and then scaled, and the softmax weights ([`exp_sum`])
+//! and each output's values in order of key ([`mix`]) are the twin's own
+//! functions, kept here (the twin imports them), so the bits are the
 //! twin's. One core of a Xeon with AMX, 124M, int8 × 8-bit activations:
 //! 512-token prefill 1259 → 558 ms (attention was over half of it),
 //! 64-token 66 → 62.
 
-use crate::kernels::attention;
 use crate::model::Heads;
 
 /// Rows below which the layout costs more than it saves (it touches every
 /// key once, as one row's scores do): a decode step keeps the twin.
-const MIN_ROWS: usize = 4;
+pub const MIN_ROWS: usize = 4;
 
 /// Keys in one vector of sums (AVX-512's sixteen lanes; AVX2 and SIMD128
 /// take two and four vectors).
@@ -25,8 +26,9 @@ const LANES: usize = 16;
 /// Keys scored side by side: four vectors' chains of adds in flight.
 const WIDE: usize = 4 * LANES;
 
-/// [`attention::run_cpu`] for the rows of `q` (`(rows, qkv_width)`, the
-/// caller's slicing), the same bits; `y`: `(rows, n_embd)`.
+/// The twin's attention for the rows of `q` (`(rows, qkv_width)`, the
+/// caller's slicing), the same bits; `y`: `(rows, n_embd)`. For
+/// [`MIN_ROWS`] or more (fewer work, for less than they cost).
 pub fn prefill(
     q: &[f32],           // (rows, n_embd + 2 * kv_dim)
     key_cache: &[f32],   // (n_positions, kv_dim)
@@ -36,9 +38,6 @@ pub fn prefill(
     scale: f32,
     y: &mut [f32], // (rows, n_embd)
 ) {
-    if q.len() / heads.qkv_width() < MIN_ROWS {
-        return attention::run_cpu(q, key_cache, value_cache, heads, keys0, scale, y);
-    }
     let pass = Pass { q, key_cache, value_cache, heads, keys0, scale };
     #[cfg(target_arch = "x86_64")]
     if super::parallel::wide_panels() {
@@ -96,9 +95,9 @@ fn prefill_here(pass: &Pass, y: &mut [f32]) {
         for (row, r) in q.chunks_exact(width).enumerate() {
             let n_keys = keys0 + row + 1;
             scores(&r[h0..][..head_size], &keys, stride, n_keys, scale, &mut att);
-            let sum = attention::exp_sum(&mut att[..n_keys]);
+            let sum = exp_sum(&mut att[..n_keys]);
             let out = &mut y[row * n_embd + h0..][..head_size];
-            mix(&att[..n_keys], sum, value_cache, kv_dim, k0, out);
+            mix_wide(&att[..n_keys], sum, value_cache, kv_dim, k0, out);
         }
     }
 }
@@ -181,11 +180,11 @@ fn dots<const N: usize>(acc: [f32; N], q: &[f32], keys: &[f32], stride: usize) -
     acc
 }
 
-/// [`attention::mix`]'s numbers, `WIDE` of a head's outputs at a time in
-/// registers (the twin adds each value row into `out` in memory: a load
-/// and a store per add).
+/// [`mix`]'s numbers, `WIDE` of a head's outputs at a time in registers
+/// (`mix` adds each value row into `out` in memory: a load and a store per
+/// add).
 #[inline(always)]
-fn mix(
+fn mix_wide(
     att: &[f32],         // (n_keys) unnormalised weights
     sum: f32,            // their sum
     value_cache: &[f32], // (n_positions, kv_dim)
@@ -207,6 +206,43 @@ fn mix(
     }
     // A head size past a multiple of WIDE (GPT-2's is 64): the twin's loop.
     if whole < out.len() {
-        attention::mix(att, sum, value_cache, kv_dim, k0 + whole, &mut out[whole..]);
+        mix(att, sum, value_cache, kv_dim, k0 + whole, &mut out[whole..]);
+    }
+}
+
+/// Scores `att` to unnormalised softmax weights `exp(a − max)`, in place;
+/// returns their sum in order of j: the twin's (`attention::weights`),
+/// here so that both use one definition.
+#[inline(always)] // into this file's AVX-512 and AVX2 copies
+pub fn exp_sum(att: &mut [f32]) -> f32 {
+    // Subtract the max so exp() cannot overflow; `fast::exp`, the same bits
+    // natively and in wasm (the platform's differs in the last bit), in its
+    // own loop so it vectorises, then summed in order.
+    let max = att.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    for a in att.iter_mut() {
+        *a = crate::fast::exp::exp(*a - max);
+    }
+    att.iter().sum()
+}
+
+/// `out = Σ_j (att[j] / sum) · v_j` in order of j from 0.0, v_j the value
+/// row of slot j in the K/V head at column `k0`: the twin's
+/// (`attention::run_cpu`) mix, here so that both use one definition.
+#[inline(always)] // into this file's AVX-512 and AVX2 copies
+pub fn mix(
+    att: &[f32],         // (n_keys) unnormalised weights
+    sum: f32,            // their sum
+    value_cache: &[f32], // (n_positions, kv_dim)
+    kv_dim: usize,
+    k0: usize,
+    out: &mut [f32], // (head_size)
+) {
+    let head_size = out.len();
+    out.fill(0.0);
+    for (j, a) in att.iter().enumerate() {
+        let v = &value_cache[j * kv_dim + k0..][..head_size];
+        for (o, vv) in out.iter_mut().zip(v) {
+            *o += a / sum * vv;
+        }
     }
 }

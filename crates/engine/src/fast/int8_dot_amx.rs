@@ -51,7 +51,9 @@ fn request_tiles() -> bool {
         unsafe { libc::syscall(libc::SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0 }
     }
     #[cfg(not(target_os = "linux"))]
-    false
+    {
+        false
+    }
 }
 
 /// The tiles' shapes (`ldtilecfg`'s 64 bytes): tmm0 and tmm1 (and tmm5

@@ -4,6 +4,7 @@ use bytemuck::{Pod, Zeroable};
 
 use super::cost::{floats, invocations, rounds};
 use super::{At, Cost, Heads, Launch, WG};
+use crate::fast::attention::{exp_sum, mix};
 use crate::storage::format::Format;
 
 /// Largest head the shader holds in workgroup memory.
@@ -54,27 +55,6 @@ pub fn run_cpu(
     }
 }
 
-/// `out = Σ_j (att[j] / sum) · v_j` in order of j from 0.0, v_j the value
-/// row of slot j in the K/V head at column `k0`.
-#[inline(always)] // into `fast::attention`'s AVX-512 and AVX2 copies
-pub fn mix(
-    att: &[f32],         // (n_keys) unnormalised weights
-    sum: f32,            // their sum
-    value_cache: &[f32], // (n_positions, kv_dim)
-    kv_dim: usize,
-    k0: usize,
-    out: &mut [f32], // (head_size)
-) {
-    let head_size = out.len();
-    out.fill(0.0);
-    for (j, a) in att.iter().enumerate() {
-        let v = &value_cache[j * kv_dim + k0..][..head_size];
-        for (o, vv) in out.iter_mut().zip(v) {
-            *o += a / sum * vv;
-        }
-    }
-}
-
 /// Keys whose dot products [`weights`] sums side by side.
 const KEYS: usize = 8;
 
@@ -118,20 +98,6 @@ pub fn weights(
         *o = q.iter().zip(key(j)).map(|(a, b)| a * b).sum::<f32>() * scale;
     }
     exp_sum(att)
-}
-
-/// Scores `att` to unnormalised softmax weights `exp(a − max)`, in place;
-/// returns their sum in order of j.
-#[inline(always)] // into `fast::attention`'s AVX-512 and AVX2 copies
-pub fn exp_sum(att: &mut [f32]) -> f32 {
-    // Subtract the max so exp() cannot overflow; `fast::exp`, the same bits
-    // natively and in wasm (the platform's differs in the last bit), in its
-    // own loop so it vectorises, then summed in order.
-    let max = att.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    for a in att.iter_mut() {
-        *a = crate::fast::exp::exp(*a - max);
-    }
-    att.iter().sum()
 }
 
 /// One dispatch over every row of the pass (a batch's sequence: its one row), at layer scale `scale`.
