@@ -170,16 +170,20 @@ fn add_int8<const N: usize>(
 
 /// Whether [`head`] takes this head: int4 or int8, whole groups a row (the
 /// int8 head on AVX-512 CPUs too, where it measured faster than
-/// `quant_avx512`'s).
+/// `quant_avx512`'s), or f32 in rows, whole sixteens a row.
 pub fn takes_head(head: &Matrix) -> bool {
     let quant = matches!(head.format, Format::Int4 | Format::Int8 | Format::Int8PerTensor);
-    quant && head.cols.is_multiple_of(GROUP)
+    let f32_rows = head.as_f32().is_some() && head.cols.is_multiple_of(16);
+    quant && head.cols.is_multiple_of(GROUP) || f32_rows
 }
 
-/// `lm_head`'s dot products for one row of x and an int4 or int8 head
+/// `lm_head`'s dot products for one row of x and an int4, int8 or f32 head
 /// ([`takes_head`]): out[v] is x · row `vr.start + v` of the head, each as
 /// the twin's sixteen lanes (lane j adds the products k ≡ j (mod 16), in
-/// order of k: two registers) put together by `combine`.
+/// order of k: two registers) put together by `combine`. f32 too: the plain
+/// loop read one row at a time, one chain of adds per lane and one stream
+/// from memory (one core of a Xeon with AMX, 124M f32 decode step: the head
+/// ran at about half the matmuls' bytes a second).
 #[target_feature(enable = "avx2")]
 pub fn head(
     x: &[f32], // (n_embd)
@@ -194,6 +198,13 @@ pub fn head(
     let wrap = |v: usize| v0 + (v - v0) % n; // a row of the head for any v (the prefetch's)
     let bytes = |v: usize| &q[wrap(v) * n_embd..][..n_embd];
     let start = |r: &[i8]| r.as_ptr();
+    if let Some(values) = head.as_f32() {
+        let row = |v: usize| &values[wrap(v) * n_embd..][..n_embd];
+        let start = |r: &[f32]| r.as_ptr().cast();
+        return dot_rows(x, vr, combine, out, (row, start, 64), |r: &[f32], p| {
+            [load(&r[16 * p..]), load(&r[16 * p + 8..])]
+        });
+    }
     match (head.format, head.channels) {
         (Format::Int4, _) => {
             let row = |v: usize| head.int4_part(wrap(v), 0..n_embd);
