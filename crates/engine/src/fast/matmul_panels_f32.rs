@@ -10,11 +10,11 @@
 
 use std::ops::Range;
 
-use super::matmul_panels::K_BLOCK;
+use super::matmul_panels::{through_block, Row, K_BLOCK};
 use crate::storage::panels::PANEL;
 
 /// A panel's outputs, or one row of a panel.
-type Sums = [f32; PANEL];
+pub(super) type Sums = [f32; PANEL];
 
 /// `out = x @ w + bias` for columns `c` (whole panels) of a `(k, n)` f32
 /// matrix in panels (`values`: `(n / PANEL, k, PANEL)`); `bias` and `out`
@@ -61,14 +61,41 @@ pub fn run(
     for (p, (panel, b)) in panels.zip(biases).enumerate() {
         sums.fill(b);
         for (kb, block) in panel.chunks(K_BLOCK * PANEL).enumerate() {
-            let rows = block.len() / PANEL;
-            for (s, xr) in sums.iter_mut().zip(x.chunks_exact(k)) {
-                *s = add_rows(*s, &xr[kb * K_BLOCK..][..rows], block);
-            }
+            prefill_block(&mut sums, x, k, kb * K_BLOCK, block);
         }
         for (s, or) in sums.iter().zip(out.chunks_exact_mut(width)) {
             or[p * PANEL..][..PANEL].copy_from_slice(s);
         }
+    }
+}
+
+/// Every row of x (`(sums.len(), k)`; its columns `k0..` in this block)
+/// through a block of a panel's rows in f32 (`block`: `(rows, PANEL)`), each
+/// row's sums carried on: the prefill step of every panel layout whose
+/// weights become f32 a block at a time (f32, int8, int4).
+#[inline(always)]
+pub(super) fn prefill_block(sums: &mut [Sums], x: &[f32], k: usize, k0: usize, block: &[f32]) {
+    let x_block = |r: usize| &x[r * k + k0..][..block.len() / PANEL];
+    let block: &[Sums] = bytemuck::cast_slice(block); // (rows, PANEL)
+    through_block(sums, x_block, block);
+}
+
+impl Row for Sums {
+    #[inline(always)]
+    fn add(&mut self, xv: f32, row: &Sums) {
+        #[cfg(not(target_arch = "wasm32"))]
+        for j in 0..PANEL {
+            self[j] += xv * row[j];
+        }
+        #[cfg(target_arch = "wasm32")]
+        {
+            *self = add_rows(*self, &[xv], row);
+        }
+    }
+
+    #[inline(always)]
+    fn add_all(self, x: &[f32], rows: &[Sums]) -> Sums {
+        add_rows(self, x, rows.as_flattened())
     }
 }
 

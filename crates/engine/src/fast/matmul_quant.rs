@@ -13,6 +13,7 @@
 use std::ops::Range;
 
 use super::matmul_panels::K_BLOCK;
+use super::matmul_panels_f32::prefill_block;
 use crate::storage::format::{int4_weights, Channels, Format, GROUP};
 use crate::storage::matrix::{split, Matrix};
 use crate::storage::pair::{Bf16, Pair};
@@ -264,9 +265,7 @@ fn int8_prefill(x: &[f32], q: &[i8], scales: &[f32], bias: &[f32], out: &mut [f3
             for row in rows.chunks_exact(PANEL) {
                 block.extend(row.iter().zip(s).map(|(&q, &s)| f32::from(q) * s));
             }
-            for (acc, xr) in sums.iter_mut().zip(x.chunks_exact(k)) {
-                add_rows(acc, &xr[kb * K_BLOCK..][..rows.len() / PANEL], &block);
-            }
+            prefill_block(&mut sums, x, k, kb * K_BLOCK, &block);
         }
         for (acc, or) in sums.iter().zip(out.chunks_exact_mut(cols)) {
             or[p * PANEL..][..PANEL].copy_from_slice(acc);
@@ -305,9 +304,7 @@ pub fn int4_prefill(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &
                     o.copy_from_slice(&int4_weights(word, scale[0]));
                 }
             }
-            for (acc, xr) in sums.iter_mut().zip(x.chunks_exact(k)) {
-                add_rows(acc, &xr[kb..][..rows], &block[..rows * PANEL]);
-            }
+            prefill_block(&mut sums, x, k, kb, &block[..rows * PANEL]);
         }
         for (acc, or) in sums.iter().zip(out.chunks_exact_mut(cols)) {
             or[p * GROUP..][..GROUP].copy_from_slice(acc);
@@ -325,18 +322,4 @@ fn int8_panel(x: &[f32], panel: &[i8], s: &[f32], b: &[f32], o: &mut [f32]) {
         }
     }
     o.copy_from_slice(&acc);
-}
-
-/// `acc[j] += Σ_r x[r] · w[r, j]`, r in order (`w`: `(x.len(), PANEL)` decoded rows).
-#[inline(always)]
-fn add_rows(acc: &mut [f32; PANEL], x: &[f32], w: &[f32]) {
-    // A local copy: summed through the reference, the compiler kept every
-    // output in memory and multiplied lane by lane (a prefill 10x slower).
-    let mut sums = *acc;
-    for (&xr, row) in x.iter().zip(w.chunks_exact(PANEL)) {
-        for (a, &w) in sums.iter_mut().zip(row) {
-            *a += xr * w;
-        }
-    }
-    *acc = sums;
 }
