@@ -130,12 +130,7 @@ pub(super) trait Row: Copy {
 impl Row for Sums {
     #[inline(always)]
     fn add(&mut self, xv: f32, row: &Sums) {
-        #[cfg(not(target_arch = "wasm32"))]
         add(self, xv, row);
-        #[cfg(target_arch = "wasm32")]
-        {
-            *self = add_wide(*self, &[xv], std::slice::from_ref(row));
-        }
     }
 
     #[inline(always)]
@@ -154,7 +149,7 @@ impl Row for Sums {
 #[inline(always)]
 pub(super) fn through_block<'a, S: Row>(
     sums: &mut [S], // (m) one panel's outputs
-    x_block: impl Fn(usize) -> &'a [f32] + Copy,
+    x_block: impl Fn(usize) -> &'a [f32],
     rows: &[S],
 ) {
     match rows_at_once() {
@@ -189,8 +184,8 @@ fn in_runs<'a, S: Row, const R: usize>(
     }
 }
 
-/// `sums += xv · row` (the compiler vectorises it natively, AVX2 included).
-#[cfg(not(target_arch = "wasm32"))]
+/// `sums += xv · row` (the compiler vectorises it natively, AVX2 included;
+/// wasm takes SIMD128's loops, one row of x at a time, and never this).
 #[inline(always)]
 fn add(sums: &mut Sums, xv: f32, [lo, hi]: &Sums) {
     for i in 0..ROW {

@@ -14,7 +14,7 @@ use super::matmul_panels::{through_block, Row, K_BLOCK};
 use crate::storage::panels::PANEL;
 
 /// A panel's outputs, or one row of a panel.
-pub(super) type Sums = [f32; PANEL];
+type Sums = [f32; PANEL];
 
 /// `out = x @ w + bias` for columns `c` (whole panels) of a `(k, n)` f32
 /// matrix in panels (`values`: `(n / PANEL, k, PANEL)`); `bias` and `out`
@@ -83,13 +83,8 @@ pub(super) fn prefill_block(sums: &mut [Sums], x: &[f32], k: usize, k0: usize, b
 impl Row for Sums {
     #[inline(always)]
     fn add(&mut self, xv: f32, row: &Sums) {
-        #[cfg(not(target_arch = "wasm32"))]
         for j in 0..PANEL {
             self[j] += xv * row[j];
-        }
-        #[cfg(target_arch = "wasm32")]
-        {
-            *self = add_rows(*self, &[xv], row);
         }
     }
 

@@ -174,7 +174,7 @@ fn add_int8<const N: usize>(
 pub fn takes_head(head: &Matrix) -> bool {
     let quant = matches!(head.format, Format::Int4 | Format::Int8 | Format::Int8PerTensor);
     let f32_rows = head.as_f32().is_some() && head.cols.is_multiple_of(16);
-    quant && head.cols.is_multiple_of(GROUP) || f32_rows
+    (quant && head.cols.is_multiple_of(GROUP)) || f32_rows
 }
 
 /// `lm_head`'s dot products for one row of x and an int4, int8 or f32 head
