@@ -54,7 +54,7 @@ fn quantise_into(x: &[f32], s: Option<&[f32]>, q: &mut [i8], d: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if super::parallel::avx2() {
         // SAFETY: the CPU has AVX2 (just checked).
-        return unsafe { super::int8_dot_avx2::quantise(x, s, q, d) };
+        return unsafe { super::int8_quantise_avx2::quantise(x, s, q, d) };
     }
     #[cfg(target_arch = "wasm32")]
     return super::int8_dot_simd128::quantise(x, s, q, d);

@@ -11,7 +11,7 @@
 
 use std::arch::x86_64::*;
 
-use super::int8_quantise::{quantise_one, quantise_tail, simd_exact, BLOCK};
+use super::int8_quantise::BLOCK;
 use crate::storage::panels::PANEL;
 use crate::storage::quads::{OCT, QUAD};
 
@@ -193,53 +193,6 @@ unsafe fn dot4<const VNNI: bool>(acc: __m256i, u: __m256i, v: __m256i) -> __m256
             _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)))
         }
     }
-}
-
-/// [`quantise_block`](super::int8_quantise::quantise_block) of a row of x
-/// (`s`: None), or of `y = x · s` (a row of x in one int4 panel's scales),
-/// into `q` and `d`, whole blocks eight lanes at a time: the same products,
-/// the same maximum, the same scale, and `vcvtps2dq`'s rounding, ties to
-/// even; a last short block, one holding a NaN and one whose scale is not
-/// [`simd_exact`] through `quantise_block` itself (so no lane needs NaN's
-/// zeroing). (The portable rounding is a libm call a value:
-/// a quarter of a prefill's matmul time before this.)
-#[target_feature(enable = "avx2")]
-pub fn quantise(x: &[f32], s: Option<&[f32]>, q: &mut [i8], d: &mut [f32]) {
-    let whole = x.len() / BLOCK;
-    let abs = _mm256_set1_epi32(0x7fff_ffff);
-    for (b, d) in d.iter_mut().enumerate().take(whole) {
-        let y: [__m256; 4] = std::array::from_fn(|h| {
-            let at = BLOCK * b + 8 * h;
-            match s {
-                Some(s) => _mm256_mul_ps(load(&x[at..]), load(&s[at..])),
-                None => load(&x[at..]),
-            }
-        });
-        // |v|'s bits, whose order as unsigned integers is the values' own,
-        // with NaN above infinity: the lanes' maximum in three steps.
-        let mut m = _mm256_setzero_si256();
-        for &v in &y {
-            m = _mm256_max_epu32(_mm256_and_si256(_mm256_castps_si256(v), abs), m);
-        }
-        let h = _mm_max_epu32(_mm256_castsi256_si128(m), _mm256_extracti128_si256::<1>(m));
-        let h = _mm_max_epu32(h, _mm_shuffle_epi32::<0b01_00_11_10>(h));
-        let bits = _mm_cvtsi128_si32(_mm_max_epu32(h, _mm_shuffle_epi32::<0b10_11_00_01>(h)));
-        let scale = f32::from_bits(bits as u32) / 127.0;
-        // A NaN in the block, or a scale past `simd_exact` (an infinite one
-        // too): the definition's way. Else no product below is NaN.
-        if bits as u32 > f32::INFINITY.to_bits() || !simd_exact(scale) {
-            *d = quantise_one(x, s, b, q);
-            continue;
-        }
-        let inverse = _mm256_set1_ps(if scale > 0.0 { 1.0 / scale } else { 0.0 });
-        let [q0, q1, q2, q3] = y.map(|v| _mm256_cvtps_epi32(_mm256_mul_ps(v, inverse)));
-        let bytes = _mm256_packs_epi16(_mm256_packs_epi32(q0, q1), _mm256_packs_epi32(q2, q3));
-        let bytes = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-        // SAFETY: 32 bytes are there (the slice is checked), written unaligned.
-        unsafe { _mm256_storeu_si256(q[BLOCK * b..][..BLOCK].as_mut_ptr().cast(), bytes) };
-        *d = scale;
-    }
-    quantise_tail(x, s, whole, q, d);
 }
 
 /// One int4 panel's outputs for `R` quantised rows (`x[r]`: `qy`, `d`;
