@@ -88,7 +88,8 @@ pub fn matmul(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f
         let mut tiles = Tiles::new(x.len() / k, k);
         for (r, xr) in x.chunks_exact(k).enumerate() {
             let (q, d) = tiles.row(r, k);
-            quantise_into(xr, None, q, d);
+            // SAFETY: the CPU has AVX-512 F (`amx` checks).
+            unsafe { super::int8_quantise_avx2::quantise_wide(xr, None, q, d) };
         }
         for (p, (s, b)) in s.chunks_exact(PANEL).zip(bias.chunks_exact(PANEL)).enumerate() {
             // (⌈k / 4⌉, PANEL)
@@ -292,9 +293,12 @@ pub fn matmul_int4(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &m
         for (p, b) in bias.chunks_exact(PANEL).enumerate() {
             let at = c.start / PANEL + p;
             let (panel, s) = (&octs[at * len..][..len], &scales[at * k..][..k]); // (⌈k / 8⌉, PANEL), (k)
+            let next = octs.get((at + 1) * len..).map_or(&[][..], |n| &n[..len.min(n.len())]);
             for (r, xr) in x.chunks_exact(k).enumerate() {
+                super::int8_dot_amx::prefetch_share(next, r, x.len() / k);
                 let (q, d) = tiles.row(r, k);
-                quantise_into(xr, Some(s), q, d);
+                // SAFETY: the CPU has AVX-512 F (`amx` checks).
+                unsafe { super::int8_quantise_avx2::quantise_wide(xr, Some(s), q, d) };
             }
             // SAFETY: the CPU has AMX-INT8 and AVX-512, and the process
             // holds the tile state (`amx` checks).

@@ -79,6 +79,22 @@ impl Config {
     }
 }
 
+/// Row `r`'s share (of `m` rows) of the next panel's words (`next`: none
+/// past the matrix's end), on their way to L1 while this panel's rows are
+/// quantised: a panel is read once a prefill, from memory, between long
+/// stretches of work on x that leave the hardware's prefetcher idle; a
+/// share a row keeps the line fill buffers free for the quantiser's own
+/// loads, where the whole panel at once stalled them.
+pub fn prefetch_share(next: &[u32], r: usize, m: usize) {
+    const LINE: usize = 16; // words of a cache line
+    let share = next.len().div_ceil(LINE).div_ceil(m) * LINE;
+    for line in next.get(r * share..).unwrap_or(&[]).chunks(LINE).take(share / LINE) {
+        // SAFETY: a prefetch reads nothing the program sees, and SSE is
+        // part of every x86_64 CPU.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
+    }
+}
+
 /// A prefill's rows of x, quantised, and a panel's sums over them in
 /// tiles: the caller quantises each row into [`Tiles::row`] (x for int8
 /// weights, once; x in a panel's int4 scales, once a panel), then takes
