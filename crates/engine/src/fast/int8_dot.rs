@@ -57,7 +57,7 @@ fn quantise_into(x: &[f32], s: Option<&[f32]>, q: &mut [i8], d: &mut [f32]) {
         return unsafe { super::int8_quantise_avx2::quantise(x, s, q, d) };
     }
     #[cfg(target_arch = "wasm32")]
-    return super::int8_dot_simd128::quantise(x, s, q, d);
+    return super::int8_quantise_simd128::quantise(x, s, q, d);
     #[allow(unreachable_code)] // in wasm, where SIMD128 always runs
     let y = s.map(|s| scaled(x, s));
     let y = y.as_deref().unwrap_or(x);

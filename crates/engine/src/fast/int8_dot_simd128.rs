@@ -12,7 +12,7 @@
 
 use core::arch::wasm32::*;
 
-use super::int8_quantise::{quantise_one, quantise_tail, simd_exact, BLOCK};
+use super::int8_quantise::BLOCK;
 use crate::storage::panels::PANEL;
 use crate::storage::quads::{OCT, QUAD};
 
@@ -171,47 +171,6 @@ pub fn int4_panel<const R: usize>(
             store_f32(&mut o[at..], f32x4_add(load_f32(&b[at..]), a));
         }
     }
-}
-
-/// `x`, or `y = x · s` (a row of x in one int4 panel's scales), quantised
-/// into `q` and `d` block by block, as the definition's `quantise_block`:
-/// the same maximum (`f32x4.pmax` keeps the running maximum against a NaN
-/// lane, as `f32::max` does), the same scale, rounding ties to even, NaN to
-/// 0 and saturating as `as` does; a last short block, and one whose scale
-/// is not `simd_exact`, through `quantise_block` itself.
-pub fn quantise(x: &[f32], s: Option<&[f32]>, q: &mut [i8], d: &mut [f32]) {
-    let whole = x.len() / BLOCK;
-    for (b, d) in d.iter_mut().enumerate().take(whole) {
-        let y: [v128; BLOCK / LANES] = std::array::from_fn(|h| {
-            let at = BLOCK * b + LANES * h;
-            match s {
-                Some(s) => f32x4_mul(load_f32(&x[at..]), load_f32(&s[at..])),
-                None => load_f32(&x[at..]),
-            }
-        });
-        let m = y.iter().fold(f32x4_splat(0.0), |m, &v| f32x4_pmax(m, f32x4_abs(v)));
-        // The lanes' maximum (all ≥ +0, none NaN: any order is exact).
-        let m = f32x4_pmax(m, i32x4_shuffle::<2, 3, 0, 1>(m, m));
-        let m = f32x4_pmax(m, i32x4_shuffle::<1, 0, 3, 2>(m, m));
-        let scale = f32x4_extract_lane::<0>(m) / 127.0;
-        if !simd_exact(scale) {
-            *d = quantise_one(x, s, b, q);
-            continue;
-        }
-        let inverse = f32x4_splat(if scale > 0.0 { 1.0 / scale } else { 0.0 });
-        let ints = y.map(|v| i32x4_trunc_sat_f32x4(f32x4_nearest(f32x4_mul(v, inverse))));
-        let halves: [v128; 4] =
-            std::array::from_fn(|i| i16x8_narrow_i32x4(ints[2 * i], ints[2 * i + 1]));
-        let bytes =
-            [i8x16_narrow_i16x8(halves[0], halves[1]), i8x16_narrow_i16x8(halves[2], halves[3])];
-        for (i, v) in bytes.into_iter().enumerate() {
-            let out = &mut q[BLOCK * b + 16 * i..][..16];
-            // SAFETY: sixteen bytes are there (the slice is checked); wasm stores unaligned.
-            unsafe { v128_store(out.as_mut_ptr().cast(), v) };
-        }
-        *d = scale;
-    }
-    quantise_tail(x, s, whole, q, d);
 }
 
 /// Σ qy over block `blk` (its padding zero) as an integer.

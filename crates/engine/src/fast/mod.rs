@@ -23,6 +23,8 @@ mod int8_dot_simd128;
 mod int8_quantise;
 #[cfg(target_arch = "x86_64")]
 mod int8_quantise_avx2;
+#[cfg(target_arch = "wasm32")]
+mod int8_quantise_simd128;
 pub mod lm_head;
 pub mod matmul;
 pub mod matmul_panels;

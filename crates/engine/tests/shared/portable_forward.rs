@@ -84,25 +84,40 @@ pub fn acts8_fingerprint() -> u64 {
 }
 
 /// [`acts8_kernel_fingerprint`] as computed natively.
-pub const ACTS8_KERNEL_FINGERPRINT: u64 = 1_461_346_014_795_832_856;
+pub const ACTS8_KERNEL_FINGERPRINT: u64 = 15_102_679_098_157_242_919;
 
 /// Every bit of 8-bit-activation matmuls at awkward sizes (k not a whole
 /// quad, oct or block; one row, pairs and a lone last row; a NaN and an
-/// infinite input) in int8-tensor, int8 (quad panels) and int4 (oct
+/// infinite input; blocks of zeros and of a subnormal scale among the
+/// quantisers' groups) in int8-tensor, int8 (quad panels) and int4 (oct
 /// panels): natively AVX2's loops, in wasm SIMD128's.
 pub fn acts8_kernel_fingerprint() -> u64 {
     let mut bits = Vec::new();
     for format in [Format::Int8PerTensor, Format::Int8, Format::Int4] {
         let dot = if format == Format::Int4 { Dot8::Octs } else { Dot8::Quads };
-        for (m, k, n) in
-            [(1, 1, 32), (1, 7, 64), (2, 63, 32), (3, 65, 64), (1, 100, 96), (5, 130, 32)]
-        {
+        for (m, k, n) in [
+            (1, 1, 32),
+            (1, 7, 64),
+            (2, 63, 32),
+            (3, 65, 64),
+            (1, 100, 96),
+            (5, 130, 32),
+            (4, 300, 32),
+        ] {
             let values = cases::random(k * n, (k * n) as u64);
             let mut w = Matrix::new(format, k, n, Channels::Cols, &values);
             assert!(w.use_int8_activations(dot), "{format:?} {k}x{n}");
             let mut x: Vec<f32> = cases::random(m * k, 7).iter().map(|v| v * 3.0).collect();
             if k == 130 {
                 (x[5], x[k + 40]) = (f32::NAN, f32::INFINITY);
+            }
+            if k == 300 {
+                // Among blocks whose scales the quantisers find together: a
+                // block of zeros, one whose scale is subnormal, a NaN and an
+                // infinity.
+                x[32..64].fill(0.0);
+                x[k + 160..k + 192].iter_mut().for_each(|v| *v *= 1e-39);
+                (x[2 * k + 200], x[3 * k + 260]) = (f32::NAN, f32::INFINITY);
             }
             let bias = cases::random(n, 9);
             let mut out = vec![0.0; m * n];
