@@ -6,11 +6,10 @@
 //! short block, and one whose scale is not `simd_exact`, through
 //! `quantise_block` itself.
 //!
-//! Blocks go [`GROUP`] at a time, as natively
-//! ([`int8_quantise_avx2`](super::int8_quantise_avx2)): their maxima meet
-//! in one vector, and one division each gives the four scales and their
-//! inverses, where each block took its last steps across lanes and two
-//! scalar divisions alone.
+//! Blocks go [`GROUP`] at a time, as natively (`int8_quantise_avx2`):
+//! their maxima meet in one vector, and one division each gives the four
+//! scales and their inverses, where each block took its last steps across
+//! lanes and two scalar divisions alone.
 
 use core::arch::wasm32::*;
 
