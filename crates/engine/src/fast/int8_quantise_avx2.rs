@@ -175,43 +175,51 @@ impl Lanes for Avx512 {
 unsafe fn row<L: Lanes>(x: &[f32], s: Option<&[f32]>, q: &mut [i8], d: &mut [f32]) {
     let whole = x.len() / BLOCK;
     let y = Y { x: &x[..whole * BLOCK], s: s.map(|s| &s[..whole * BLOCK]) };
-    // The whole blocks' values and scales.
+    // The whole blocks' values and scales; whether y has scales is decided
+    // once a row, and each block's loads are compiled for it.
     let (qw, dw) = (&mut q[..whole * BLOCK], &mut d[..whole]);
-    let groups = whole / GROUP;
+    // SAFETY: as the caller's.
+    unsafe {
+        match s {
+            Some(_) => whole_blocks::<L, true>(&y, qw, dw),
+            None => whole_blocks::<L, false>(&y, qw, dw),
+        }
+    }
+    quantise_tail(x, s, whole, q, d);
+}
+
+/// Every whole block of `y` into `q` and `d`: [`GROUP`]s, and one by one
+/// a group that [`group`] hands back and the blocks past the last group.
+///
+/// # Safety
+/// The CPU has `L`'s features; `S` whether `y` has scales.
+#[inline(always)]
+unsafe fn whole_blocks<L: Lanes, const S: bool>(y: &Y, q: &mut [i8], d: &mut [f32]) {
+    let groups = d.len() / GROUP;
     for g in (0..groups).map(|g| g * GROUP) {
         // SAFETY: as the caller's.
-        let done = unsafe {
-            match s {
-                Some(_) => group::<L, true>(&y, g, qw, &mut dw[g..g + GROUP]),
-                None => group::<L, false>(&y, g, qw, &mut dw[g..g + GROUP]),
-            }
-        };
-        if !done {
-            for (b, d) in dw.iter_mut().enumerate().skip(g).take(GROUP) {
+        if unsafe { !group::<L, S>(y, g, q, &mut d[g..g + GROUP]) } {
+            for (b, d) in d.iter_mut().enumerate().skip(g).take(GROUP) {
                 // SAFETY: as the caller's.
-                *d = unsafe { one::<L>(&y, b, qw) };
+                *d = unsafe { one::<L, S>(y, b, q) };
             }
         }
     }
-    for (b, d) in dw.iter_mut().enumerate().skip(groups * GROUP) {
+    for (b, d) in d.iter_mut().enumerate().skip(groups * GROUP) {
         // SAFETY: as the caller's.
-        *d = unsafe { one::<L>(&y, b, qw) };
+        *d = unsafe { one::<L, S>(y, b, q) };
     }
-    quantise_tail(x, s, whole, q, d);
 }
 
 /// Block `b` alone: its values into `q`, its scale returned.
 ///
 /// # Safety
-/// The CPU has `L`'s features.
+/// The CPU has `L`'s features; `S` whether `y` has scales.
 #[inline(always)]
-unsafe fn one<L: Lanes>(y: &Y, b: usize, q: &mut [i8]) -> f32 {
+unsafe fn one<L: Lanes, const S: bool>(y: &Y, b: usize, q: &mut [i8]) -> f32 {
     // SAFETY: as the caller's (the blocks `y` holds are whole).
     unsafe {
-        let v = match y.s {
-            Some(_) => L::block::<true>(y, b),
-            None => L::block::<false>(y, b),
-        };
+        let v = L::block::<S>(y, b);
         let m = L::maxima(&v);
         let h = _mm_max_epu32(_mm256_castsi256_si128(m), _mm256_extracti128_si256::<1>(m));
         let h = _mm_max_epu32(h, _mm_shuffle_epi32::<0b01_00_11_10>(h));

@@ -95,13 +95,12 @@ fn group(x: &[f32], s: Option<&[f32]>, g: usize, q: &mut [i8], d: &mut [f32]) ->
     }
     // 1 / scale, and 0 for a scale of 0 (whose 1 / 0 is infinite).
     let inverse = v128_and(f32x4_div(f32x4_splat(1.0), scale), f32x4_gt(scale, f32x4_splat(0.0)));
-    let (mut scales, mut inverses) = ([0.0f32; GROUP], [0.0f32; GROUP]);
-    // SAFETY: four floats each; wasm stores unaligned.
+    let mut inverses = [0.0f32; GROUP];
+    // SAFETY: four floats each (`d`'s slice is checked); wasm stores unaligned.
     unsafe {
-        v128_store(scales.as_mut_ptr().cast(), scale);
+        v128_store(d[..GROUP].as_mut_ptr().cast(), scale);
         v128_store(inverses.as_mut_ptr().cast(), inverse);
     }
-    d[..GROUP].copy_from_slice(&scales);
     for (i, inverse) in inverses.into_iter().enumerate() {
         store(&block(x, s, g + i), inverse, &mut q[BLOCK * (g + i)..]);
     }
