@@ -28,12 +28,13 @@ pub fn run<P: Pair>(
     out: &mut [f32],
 ) {
     let width = c.len();
-    let panels = columns(words, k, c).chunks_exact(k * ROW);
+    let stream = columns(words, k, c); // (c.len() / PANEL, k, ROW) the wanted panels
+    let panels = stream.chunks_exact(k * ROW);
     let biases = bias.chunks_exact(PANEL);
     if x.len() == k {
         // A decode step: each weight is read once, straight into the sums.
-        for ((panel, b), o) in panels.zip(biases).zip(out.chunks_exact_mut(PANEL)) {
-            interleave(&add_words(start(b), x, panel, pair), o);
+        for (p, (b, o)) in biases.zip(out.chunks_exact_mut(PANEL)).enumerate() {
+            interleave(&add_words(start(b), x, &stream[p * k * ROW..], pair), o);
         }
         return;
     }
@@ -84,12 +85,14 @@ fn start(bias: &[f32]) -> Sums {
     sums
 }
 
-/// `sums` plus each row's products, in order, the rows of the panel
-/// (`panel`: `(x.len(), ROW)` words) widened as they are read.
+/// `sums` plus each row's products, in order, the rows of the panel that
+/// starts `stream` (`(x.len(), ROW)` words, the later panels after it)
+/// widened as they are read.
 #[inline(always)]
-fn add_words<P: Pair>(sums: Sums, x: &[f32], panel: &[u32], pair: P) -> Sums {
+fn add_words<P: Pair>(sums: Sums, x: &[f32], stream: &[u32], pair: P) -> Sums {
+    let panel = &stream[..x.len() * ROW];
     #[cfg(target_arch = "wasm32")]
-    return simd128::add_words(sums, x, panel, pair);
+    return simd128::add_words(sums, x, panel, pair, stream);
     // Plain loops, no iterator handed down: inside the AVX2 copy of the
     // kernel a call the compiler does not inline runs without AVX2 (a
     // `Zip::next` per row made the decode step 2.4x slower natively).
@@ -202,6 +205,7 @@ mod simd128 {
     use core::arch::wasm32::*;
 
     use super::{Pair, Sums, ROW};
+    use crate::fast::touch::{ahead, touch};
 
     /// Four vectors of a panel's eight outputs of one half.
     type Half = [v128; ROW / 4];
@@ -226,10 +230,19 @@ mod simd128 {
         })
     }
 
+    /// `stream`: the panel, then the later ones (each row one cache line,
+    /// touched [`ahead`] of its reads).
     #[inline(always)]
-    pub fn add_words<P: Pair>(sums: Sums, x: &[f32], panel: &[u32], pair: P) -> Sums {
+    pub fn add_words<P: Pair>(
+        sums: Sums,
+        x: &[f32],
+        panel: &[u32],
+        pair: P,
+        stream: &[u32],
+    ) -> Sums {
         let [mut even, mut odd] = load(&sums);
-        for (row, &xv) in panel.chunks_exact(ROW).zip(x) {
+        for (i, (row, &xv)) in panel.chunks_exact(ROW).zip(x).enumerate() {
+            touch(stream, i * ROW + ahead::<u32>());
             let xs = f32x4_splat(xv);
             for q in 0..ROW / 4 {
                 let w = u32x4(row[4 * q], row[4 * q + 1], row[4 * q + 2], row[4 * q + 3]);

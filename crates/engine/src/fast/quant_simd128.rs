@@ -12,6 +12,7 @@
 use core::arch::wasm32::*;
 use std::ops::Range;
 
+use super::touch::touch;
 use crate::storage::format::{Format, GROUP};
 use crate::storage::matrix::Matrix;
 
@@ -40,13 +41,16 @@ pub fn int4_matmul(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &m
     let (cols, row) = (c.len(), |r: usize| w.int4_part(r, c.clone()));
     let mut acc = vec![0.0; cols]; // (cols / 32, 8, 4) the outputs, fields apart
     transpose(bias, &mut acc, |a, b| (a, b));
+    // the words of row r, or none past the matrix: what a step touches ahead
+    let words = |r: usize| if r < x.len() { row(r).0 } else { &[] };
     let mut kk = 0;
     while kk + 8 <= x.len() {
-        add_int4::<8>(&mut acc, std::array::from_fn(|i| (x[kk + i], row(kk + i))));
+        let rows = std::array::from_fn(|i| (x[kk + i], row(kk + i)));
+        add_int4::<8>(&mut acc, rows, std::array::from_fn(|i| words(kk + 8 + i)));
         kk += 8;
     }
     for (kk, &xk) in x.iter().enumerate().skip(kk) {
-        add_int4::<1>(&mut acc, [(xk, row(kk))]);
+        add_int4::<1>(&mut acc, [(xk, row(kk))], [&[]]);
     }
     transpose(&acc, out, |a, b| (b, a));
 }
@@ -65,10 +69,17 @@ fn transpose(from: &[f32], to: &mut [f32], order: fn(usize, usize) -> (usize, us
 /// A row's part of an int4 matrix: its words and its groups' scales.
 type Row<'a> = (&'a [u32], &'a [f32]);
 
-/// acc += x_i · w_i for each (x_i, w_i) in order, the outputs fields apart.
+/// acc += x_i · w_i for each (x_i, w_i) in order, the outputs fields apart;
+/// `next`: the words of the next step's rows, [`touch`]ed a cache line (four
+/// groups) at a time as the same columns of these rows are read.
 #[inline(always)]
-fn add_int4<const N: usize>(acc: &mut [f32], rows: [(f32, Row); N]) {
+fn add_int4<const N: usize>(acc: &mut [f32], rows: [(f32, Row); N], next: [&[u32]; N]) {
     for (g, a) in acc.chunks_exact_mut(GROUP).enumerate() {
+        if g % 4 == 0 {
+            for words in next {
+                touch(words, 4 * g);
+            }
+        }
         let mut sums: [v128; 8] = std::array::from_fn(|t| load(&a[4 * t..]));
         for &(xk, (words, scales)) in &rows {
             let ws = &words[4 * g..][..4];
