@@ -143,14 +143,13 @@ fn pair_part<P: Pair>(
     }
     if halves.len() == n_embd {
         let (even, odd) = halves.split_at(h);
-        for (v, (o, ws)) in out.iter_mut().zip(words.chunks_exact(h)).enumerate() {
+        for (v, o) in out.iter_mut().enumerate() {
+            let row = v * h..(v + 1) * h;
             // The page's loop reads ahead (`fast::touch`); native code leaves
             // it to the core's prefetcher (not measured with touching).
             #[cfg(target_arch = "wasm32")]
-            super::touch::lines(words, v * h..(v + 1) * h);
-            #[cfg(not(target_arch = "wasm32"))]
-            let _ = v;
-            *o = dot_words(even, odd, ws, pair, avx2);
+            super::touch::lines(words, row.clone());
+            *o = dot_words(even, odd, &words[row], pair, avx2);
         }
         return;
     }

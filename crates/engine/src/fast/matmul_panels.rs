@@ -90,16 +90,15 @@ fn start(bias: &[f32]) -> Sums {
 /// widened as they are read.
 #[inline(always)]
 fn add_words<P: Pair>(sums: Sums, x: &[f32], stream: &[u32], pair: P) -> Sums {
-    let panel = &stream[..x.len() * ROW];
     #[cfg(target_arch = "wasm32")]
-    return simd128::add_words(sums, x, panel, pair, stream);
+    return simd128::add_words(sums, x, stream, pair);
     // Plain loops, no iterator handed down: inside the AVX2 copy of the
     // kernel a call the compiler does not inline runs without AVX2 (a
     // `Zip::next` per row made the decode step 2.4x slower natively).
     #[cfg(not(target_arch = "wasm32"))]
     {
         let mut sums = sums;
-        for (row, &xv) in panel.chunks_exact(ROW).zip(x) {
+        for (row, &xv) in stream[..x.len() * ROW].chunks_exact(ROW).zip(x) {
             add(&mut sums, xv, &widen(words_of(row), pair));
         }
         sums
@@ -230,17 +229,12 @@ mod simd128 {
         })
     }
 
-    /// `stream`: the panel, then the later ones (each row one cache line,
-    /// touched [`ahead`] of its reads).
+    /// `stream`: the panel (`(x.len(), ROW)` words), then the later ones;
+    /// each row is one cache line, touched [`ahead`] of its reads.
     #[inline(always)]
-    pub fn add_words<P: Pair>(
-        sums: Sums,
-        x: &[f32],
-        panel: &[u32],
-        pair: P,
-        stream: &[u32],
-    ) -> Sums {
+    pub fn add_words<P: Pair>(sums: Sums, x: &[f32], stream: &[u32], pair: P) -> Sums {
         let [mut even, mut odd] = load(&sums);
+        let panel = &stream[..x.len() * ROW];
         for (i, (row, &xv)) in panel.chunks_exact(ROW).zip(x).enumerate() {
             touch(stream, i * ROW + ahead::<u32>());
             let xs = f32x4_splat(xv);
