@@ -7,6 +7,7 @@
 
 use std::ops::Range;
 
+use super::touch::{ahead, touch};
 use crate::storage::pair::Pair;
 use crate::storage::panels::{columns, PANEL, ROW};
 
@@ -98,7 +99,8 @@ fn add_words<P: Pair>(sums: Sums, x: &[f32], stream: &[u32], pair: P) -> Sums {
     #[cfg(not(target_arch = "wasm32"))]
     {
         let mut sums = sums;
-        for (row, &xv) in stream[..x.len() * ROW].chunks_exact(ROW).zip(x) {
+        for (i, (row, &xv)) in stream[..x.len() * ROW].chunks_exact(ROW).zip(x).enumerate() {
+            touch(stream, i * ROW + ahead::<u32>());
             add(&mut sums, xv, &widen(words_of(row), pair));
         }
         sums
@@ -203,8 +205,7 @@ fn add(sums: &mut Sums, xv: f32, [lo, hi]: &Sums) {
 mod simd128 {
     use core::arch::wasm32::*;
 
-    use super::{Pair, Sums, ROW};
-    use crate::fast::touch::{ahead, touch};
+    use super::{ahead, touch, Pair, Sums, ROW};
 
     /// Four vectors of a panel's eight outputs of one half.
     type Half = [v128; ROW / 4];

@@ -37,5 +37,4 @@ mod quant_avx2;
 mod quant_avx512;
 #[cfg(target_arch = "wasm32")]
 mod quant_simd128;
-#[cfg(target_arch = "wasm32")]
 mod touch;

@@ -26,6 +26,7 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
+use super::touch::{ahead, touch};
 use crate::storage::format::{Format, GROUP};
 use crate::storage::matrix::Matrix;
 use crate::storage::panels::PANEL;
@@ -125,13 +126,16 @@ pub fn int4_matmul(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &m
     let row = |r: usize| w.int4_part(r, c.clone());
     out.copy_from_slice(bias);
     out.chunks_exact_mut(GROUP).for_each(|o| to_even_odd(o, false));
+    // the words of row r, or none past the matrix: what a step fetches early
+    let words = |r: usize| if r < x.len() { row(r).0 } else { &[] };
     let mut kk = 0;
     while kk + 8 <= x.len() {
-        add_int4::<8>(out, std::array::from_fn(|i| (x[kk + i], row(kk + i))));
+        let rows = std::array::from_fn(|i| (x[kk + i], row(kk + i)));
+        add_int4::<8>(out, rows, std::array::from_fn(|i| words(kk + 8 + i)));
         kk += 8;
     }
     for (kk, &xk) in x.iter().enumerate().skip(kk) {
-        add_int4::<1>(out, [(xk, row(kk))]);
+        add_int4::<1>(out, [(xk, row(kk))], [&[]]);
     }
     out.chunks_exact_mut(GROUP).for_each(|o| to_even_odd(o, true));
 }
@@ -140,11 +144,17 @@ pub fn int4_matmul(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &m
 type Row<'a> = (&'a [u32], &'a [f32]);
 
 /// out[j] += x_i · w_i[j] for each (x_i, w_i) in order, each group of `out`
-/// even columns first.
+/// even columns first; `next`: the words of the next step's rows, fetched
+/// early a cache line (four groups) at a time as these rows are read.
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn add_int4<const N: usize>(out: &mut [f32], rows: [(f32, Row); N]) {
+fn add_int4<const N: usize>(out: &mut [f32], rows: [(f32, Row); N], next: [&[u32]; N]) {
     for (g, o) in out.chunks_exact_mut(GROUP).enumerate() {
+        if g % 4 == 0 {
+            for words in next {
+                touch(words, GROUP / 8 * g);
+            }
+        }
         let (mut even, mut odd) = (load(o), load(&o[16..]));
         for &(xk, (ws, ss)) in &rows {
             // x_i times each weight the group can hold: the sixteen products
@@ -308,6 +318,9 @@ fn panels<const N: usize>(x: &[f32], q: &[i8], s: &[f32], b: &[f32], o: &mut [f3
     for (r, &xr) in x.iter().enumerate() {
         let xv = _mm512_set1_ps(xr);
         for (p, (acc, s)) in acc.iter_mut().zip(&s).enumerate() {
+            if r % 2 == 0 {
+                touch(q, (p * k + r) * PANEL + ahead::<i8>()); // a line: two rows
+            }
             let row = &q[(p * k + r) * PANEL..][..PANEL];
             for (h, (a, s)) in acc.iter_mut().zip(s).enumerate() {
                 // SAFETY: sixteen bytes are there (the slice is checked), read unaligned.
