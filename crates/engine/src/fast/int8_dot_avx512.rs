@@ -16,7 +16,7 @@ use std::arch::x86_64::*;
 use super::int8_dot_avx2::block_sum;
 use super::int8_quantise::BLOCK;
 use super::quant_avx512::{load, store};
-use super::touch::{ahead, touch};
+use super::touch;
 use crate::storage::panels::PANEL;
 use crate::storage::quads::{OCT, QUAD};
 
@@ -115,9 +115,8 @@ pub fn int4_panel<const R: usize>(
     for blk in 0..x[0].1.len() {
         let mut sums = [[_mm512_setzero_si512(); HALVES]; R];
         for o8 in blk * OCTS..n_octs.min((blk + 1) * OCTS) {
-            // this row's two lines 8 KiB on (past the panel: the next one's)
-            touch(panel, o8 * PANEL + ahead::<u32>());
-            touch(panel, o8 * PANEL + ahead::<u32>() + PANEL / 2);
+            // this row's lines 8 KiB on (past the panel: the next one's)
+            touch::lines(panel, o8 * PANEL..(o8 + 1) * PANEL);
             let words = &panel[o8 * PANEL..][..PANEL];
             let xs: [(__m512i, __m512i); R] = std::array::from_fn(|r| {
                 (broadcast4(x[r].0, o8 * OCT), broadcast4(x[r].0, o8 * OCT + QUAD))

@@ -27,9 +27,7 @@ pub const fn ahead<T>() -> usize {
 
 /// [`touch`]es the part of `stream` [`ahead`] of `part`, once per 64-byte
 /// line: for a loop that is about to read `part`, with `stream` the rest of
-/// what it reads, in order. (The page's LM head; natively that loop was
-/// slower with it.)
-#[cfg(target_arch = "wasm32")]
+/// what it reads, in order.
 #[inline(always)]
 pub fn lines<T>(stream: &[T], part: std::ops::Range<usize>) {
     let line = (64 / std::mem::size_of::<T>()).max(1);
