@@ -143,10 +143,10 @@ function hostile(seed) {
   return { next, value };
 }
 
-// Pages the hostile-query test loads: 100 in the test command (the parser
+// Pages the hostile-query test loads: 50 in the test command (the parser
 // itself is fuzzed natively: crates/contract/tests/url.rs and fuzz target
 // url_query), 500 under `./tools/dev soak` (HOSTILE_PAGES=500).
-const HOSTILE_PAGES = Number(process.env.HOSTILE_PAGES || 100);
+const HOSTILE_PAGES = Number(process.env.HOSTILE_PAGES || 50);
 
 test(`${HOSTILE_PAGES} generated hostile query strings: no panic, visible notices, no script runs, nothing leaves the origin`, async () => {
   const names = ['prompt', 'temperature', 'top_k', 'top_p', 'min_p', 'repetition_penalty', 'frequency_penalty',

@@ -101,7 +101,9 @@ for (const backend of ['cpu', 'webgpu']) {
     for (const part of [/widget=kv-budget/, /kv_budget=64/, /kv_sinks=2/, /max_tokens=12/, /kv_heads=4/]) assert.match(src, part);
     await noFatal(page);
     await page.close();
-    const again = await lab.open(backend, src.slice(src.indexOf('?')));
+    // The link holds no engine: its copy reopens on the CPU engine (a WebGPU
+    // page load on CI's software GPU costs seconds).
+    const again = await lab.open('cpu', src.slice(src.indexOf('?')));
     assert.equal(await again.inputValue('[data-testid=kv-budget]'), '64');
     assert.equal(await again.inputValue('[data-testid=kv-sinks]'), '2');
     assert.match(await again.textContent('[data-testid=kv-budget-calc]'), /= 2\.1 MB per sequence/);
