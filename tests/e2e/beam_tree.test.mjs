@@ -95,9 +95,7 @@ for (const backend of ['cpu', 'webgpu']) {
     for (const p of [/widget=beam-tree/, /beams=4/, /length_penalty=0/, /ends_at=line/, /max_tokens=10/]) assert.match(src, p);
     await noFatal(page);
     await page.close();
-    // The link holds no engine: its copy reopens on the CPU engine (a WebGPU
-    // page load on CI's software GPU costs seconds).
-    const again = await lab.open('cpu', src.slice(src.indexOf('?')));
+    const again = await lab.openLink(src);
     assert.equal(await again.inputValue('[data-testid=beams]'), '4');
     assert.equal(await again.inputValue('[data-testid=length-penalty]'), '0');
     await searched(again);

@@ -122,9 +122,7 @@ for (const backend of ['cpu', 'webgpu']) {
     for (const part of [/widget=compare-models/, /weights_b=f16/, new RegExp(`max_tokens=${STEPS}`)]) assert.match(src, part);
     await noFatal(page);
     await page.close();
-    // The link holds no engine: its copy reopens on the CPU engine (a WebGPU
-    // page load on CI's software GPU costs seconds).
-    const again = await lab.open('cpu', src.slice(src.indexOf('?')));
+    const again = await lab.openLink(src);
     assert.equal(await again.inputValue('[data-testid=weights-b]'), 'f16');
     await noFatal(again);
     await again.close();

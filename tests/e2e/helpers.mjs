@@ -76,6 +76,12 @@ export async function startLab() {
       }
     }
   };
+  /**
+   * A copied link (an embed's `src`, or any URL of the page) opened again.
+   * The link holds no engine, so it opens on the CPU engine: a WebGPU page
+   * load on CI's software GPU costs seconds.
+   */
+  lab.openLink = (src) => lab.open('cpu', src.slice(src.indexOf('?')));
   return lab;
 }
 

@@ -101,9 +101,7 @@ for (const backend of ['cpu', 'webgpu']) {
     for (const part of [/widget=kv-budget/, /kv_budget=64/, /kv_sinks=2/, /max_tokens=12/, /kv_heads=4/]) assert.match(src, part);
     await noFatal(page);
     await page.close();
-    // The link holds no engine: its copy reopens on the CPU engine (a WebGPU
-    // page load on CI's software GPU costs seconds).
-    const again = await lab.open('cpu', src.slice(src.indexOf('?')));
+    const again = await lab.openLink(src);
     assert.equal(await again.inputValue('[data-testid=kv-budget]'), '64');
     assert.equal(await again.inputValue('[data-testid=kv-sinks]'), '2');
     assert.match(await again.textContent('[data-testid=kv-budget-calc]'), /= 2\.1 MB per sequence/);

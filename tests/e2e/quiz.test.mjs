@@ -137,7 +137,7 @@ test('quiz on cpu: tolerance edge, hostile text inert, a top question, the build
   const asks = await page.$$eval('[data-testid=quiz-ask]', (as) => as.map((a) => a.textContent));
   await noFatal(page);
   await page.close();
-  const again = await lab.open('cpu', src.slice(src.indexOf('?')));
+  const again = await lab.openLink(src);
   await again.waitForSelector('[data-testid=status][data-state=ready]');
   assert.deepEqual(await again.$$eval('[data-testid=quiz-ask]', (as) => as.map((a) => a.textContent)), asks);
   assert.deepEqual(await again.$$eval('[data-testid=quiz-question]', (cs) => cs.map((c) => c.dataset.kind)), ['top', 'count']);

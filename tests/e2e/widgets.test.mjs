@@ -336,9 +336,7 @@ for (const backend of ['cpu', 'webgpu']) {
     assert.doesNotMatch(src, /variant_b=/, 'a choice at its default stays out of the link');
     await noFatal(page);
     await page.close();
-    // The link holds no engine: its copy reopens on the CPU engine (a WebGPU
-    // page load on CI's software GPU costs seconds).
-    const again = await lab.open('cpu', src.slice(src.indexOf('?')));
+    const again = await lab.openLink(src);
     assert.equal(await again.inputValue('[data-testid=variant-a]'), 'bf16');
     assert.equal(await again.inputValue('[data-testid=tensor]'), 'h.1.mlp.c_fc.weight');
     assert.equal(await again.$eval('[data-testid=memory-row] [data-col=gb]', (e) => e.textContent), '28 GB');
@@ -440,9 +438,7 @@ for (const backend of ['cpu', 'webgpu']) {
     assert.match(src, /max_tokens=8/);
     await noFatal(page);
     await page.close();
-    // The link holds no engine: its copy reopens on the CPU engine (a WebGPU
-    // page load on CI's software GPU costs seconds).
-    const again = await lab.open('cpu', src.slice(src.indexOf('?')));
+    const again = await lab.openLink(src);
     assert.equal(await again.inputValue('[data-testid=prefill]'), 'token-by-token');
     assert.equal(await again.inputValue('[data-testid=max-tokens]'), '8');
     await noFatal(again);
@@ -555,9 +551,7 @@ for (const backend of ['cpu', 'webgpu']) {
     await page.screenshot({ path: `${ARTIFACTS}/logit-lens-${backend}.png`, fullPage: true });
     await noFatal(page);
     await page.close();
-    // The link holds no engine: its copy reopens on the CPU engine (a WebGPU
-    // page load on CI's software GPU costs seconds).
-    const again = await lab.open('cpu', src.slice(src.indexOf('?')));
+    const again = await lab.openLink(src);
     await again.waitForSelector('[data-testid=lens-cell].selected', { timeout: 120_000 });
     assert.equal(await again.getAttribute('[data-testid=lens-cell].selected', 'data-layer'), '0');
     assert.equal(await again.getAttribute('[data-testid=lens-cell].selected', 'data-position'), '1');
@@ -627,9 +621,7 @@ for (const backend of ['cpu', 'webgpu']) {
     await page.screenshot({ path: `${ARTIFACTS}/attention-${backend}.png`, fullPage: true });
     await noFatal(page);
     await page.close();
-    // The link holds no engine: its copy reopens on the CPU engine (a WebGPU
-    // page load on CI's software GPU costs seconds).
-    const again = await lab.open('cpu', src.slice(src.indexOf('?')));
+    const again = await lab.openLink(src);
     await again.waitForSelector('[data-testid=att-thumb].selected[data-layer="3"][data-head="2"]', { timeout: 120_000 });
     assert.equal(await again.inputValue('[data-testid=first-token]'), 'hide');
     await noFatal(again);
