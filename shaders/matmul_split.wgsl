@@ -2,7 +2,7 @@
 // to MAX_ROWS rows of x (one per sequence), k split over the workgroup
 // (shaders/split_k.wgsl): every weight is read once for all the rows.
 //   out[r, col] = sum_k x[r, k] * w[k, col] + bias[col]
-// `row_weights` and `reduce_slices` come from shaders/split_k.wgsl, `Word`,
+// `row_weights` comes from shaders/row_weights.wgsl, `reduce_slices` from shaders/split_k.wgsl, `Word`,
 // `w_load`, `w_unpack` and `PER_WORD` from the weight format's snippet.
 // CPU twin: matmul's.
 //

@@ -1,9 +1,15 @@
 // matvec_residual (decode): a block's output projection and the residual add
 // in one dispatch (two in prefill: matmul, residual_add).
-//   x[col] += sum_k y[k] * w[k, col] + bias[col]   (one thread per column)
+//   x[col] += sum_k y[k] * w[k, col] + bias[col]
+// One invocation per weight word of a row: the PER_WORD columns col0.. of
+// that word, so one load of y[k] and one of a word feed PER_WORD products
+// (`row_weights`, shaders/row_weights.wgsl): on a CPU adapter, where this
+// profile runs, loads cost far more than products. Each column still adds
+// its products in order of k, so the sums are the twin's, as before.
 // Used twice per block: attention's c_proj (k = n_embd) and the MLP's c_proj
-// (k = n_inner). Neighbouring threads read neighbouring columns of the
-// Conv1D [in, out] matrix. `Word` and `w_load` come from the weight format's snippet.
+// (k = n_inner). Neighbouring invocations read neighbouring words of the
+// Conv1D [in, out] matrix. `Word`, `w_load`, `w_unpack` and `PER_WORD` come
+// from the weight format's snippet.
 
 struct Params {
     k: u32, // inputs
@@ -22,13 +28,20 @@ override WG: u32 = 64u;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let col = gid.x;
-    if (col >= p.n) {
+    let col0 = gid.x * PER_WORD;
+    if (col0 >= p.n) {
         return;
     }
-    var acc = 0.0;
+    var acc: array<f32, PER_WORD>; // (PER_WORD) the sums of columns col0..
     for (var kk = 0u; kk < p.k; kk = kk + 1u) {
-        acc = acc + y[kk] * w_load(kk * p.n + col, col);
+        let yk = y[kk];
+        let ws = row_weights(kk, p.k, p.n, col0);
+        for (var t = 0u; t < PER_WORD; t = t + 1u) {
+            acc[t] = acc[t] + yk * ws[t];
+        }
     }
-    x[col] = faulted(x[col] + (acc + bias[col]));
+    for (var t = 0u; t < PER_WORD && col0 + t < p.n; t = t + 1u) {
+        let col = col0 + t;
+        x[col] = faulted(x[col] + (acc[t] + bias[col]));
+    }
 }

@@ -20,26 +20,6 @@ fn split_col0(group: u32, tid: u32, wide: u32) -> u32 {
     return (group * wide + tid % wide) * PER_WORD;
 }
 
-// The PER_WORD weights of row kk at columns col0.. (0 past row k or column n):
-// one word load where rows are whole words (n a multiple of PER_WORD), else
-// one load per element (rows straddle words).
-fn row_weights(kk: u32, k: u32, n: u32, col0: u32) -> array<f32, PER_WORD> {
-    var v: array<f32, PER_WORD>;
-    if (kk >= k || col0 >= n) {
-        return v;
-    }
-    let i = kk * n + col0;
-    if (n % PER_WORD == 0u) {
-        return w_unpack(w[i / PER_WORD], i, col0, 1u);
-    }
-    for (var t = 0u; t < PER_WORD; t = t + 1u) {
-        if (col0 + t < n) {
-            v[t] = w_load(i + t, col0 + t);
-        }
-    }
-    return v;
-}
-
 // Every slice's partial sums of the same columns added up, four columns at a
 // time (a tree over the slices): the totals of the invocation's columns.
 // Call from uniform control flow.

@@ -43,9 +43,10 @@ impl Launch for Shape {
         Params { k: self.k, n: self.n, _pad0: 0, _pad1: 0 }
     }
 
-    /// Dispatch size: one thread per output column.
-    fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
-        [p.n.div_ceil(super::WG), 1, 1]
+    /// Dispatch size: one invocation per weight word of a row (its
+    /// `per_word` columns).
+    fn workgroups(&self, p: &Params, format: Format) -> [u32; 3] {
+        [p.n.div_ceil(super::WG * format.per_word() as u32), 1, 1]
     }
 
     /// One round per row of k (its input and its weight).

@@ -1,6 +1,6 @@
 //! The WGSL a kernel is compiled from: its own file, preceded by the shared
 //! snippets it calls — the weight format's (`shaders/format_*.wgsl`: `Word`,
-//! `w_load`, `w_unpack`), `shaders/ln_stats.wgsl`, `shaders/split_k.wgsl`,
+//! `w_load`, `w_unpack`), `shaders/ln_stats.wgsl`, `shaders/split_k.wgsl`, `shaders/row_weights.wgsl`,
 //! `shaders/split_dot.wgsl`, `shaders/qkv_pair.wgsl`, `shaders/kv_slot.wgsl`, `shaders/grid_1d.wgsl`,
 //! the uniforms kernels share (`shaders/lm_head_params.wgsl`,
 //! `shaders/attention_params.wgsl`), `shaders/turned.wgsl`, `shaders/gated.wgsl` and the self-test's fault hook,
@@ -18,6 +18,8 @@ const LN_STATS: &str = include_str!("../../../../shaders/ln_stats.wgsl");
 /// The split-k layout of the projections shaped for real GPUs.
 const SPLIT_K: &str = include_str!("../../../../shaders/split_k.wgsl");
 
+/// One invocation's weights of a row, a word at a time (matvec_residual, the split kernels).
+const ROW_WEIGHTS: &str = include_str!("../../../../shaders/row_weights.wgsl");
 /// The single-row split kernels' dot products (which call the kernel's `input`).
 const SPLIT_DOT: &str = include_str!("../../../../shaders/split_dot.wgsl");
 
@@ -114,6 +116,7 @@ pub fn assemble(kernel: &str, format: Format) -> String {
         format.snippet(),
         LN_STATS,
         SPLIT_K,
+        ROW_WEIGHTS,
         SPLIT_DOT,
         QKV_PAIR,
         KV_SLOT,
@@ -124,7 +127,7 @@ pub fn assemble(kernel: &str, format: Format) -> String {
         GATED,
         FAULT,
     ];
-    let mut taken = [false; 12];
+    let mut taken = vec![false; snippets.len()];
     let mut source = kernel.to_string();
     loop {
         let next = (0..snippets.len()).find(|&i| !taken[i] && needs(&source, snippets[i]));
