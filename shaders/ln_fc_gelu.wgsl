@@ -2,8 +2,10 @@
 // projection and its GELU in one dispatch (three in prefill: layernorm,
 // matmul, gelu).
 //   xn = layernorm(x) · weight + bias           (every workgroup, into workgroup memory)
-//   fc[col] = gelu_new(sum_k xn[k] * w[k, col] + bias[col])   (one thread per column)
-// `Word` and `w_load` come from the weight format's snippet, `normalise_row`
+//   fc[col] = gelu_new(sum_k xn[k] * w[k, col] + bias[col])
+// One invocation per weight word of a row (its PER_WORD columns,
+// `row_weights`): one load feeds PER_WORD products, as matvec_residual's.
+// `Word`, `w_unpack` and `PER_WORD` come from the weight format's snippet, `normalise_row`
 // (into workgroup `xn`) from shaders/ln_stats.wgsl; the GELU is gelu.wgsl's, clamped the same way.
 
 struct Params {
@@ -25,15 +27,22 @@ override WG: u32 = 64u;
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     normalise_row(tid, p.n_embd, p.eps);
-    let col = wid.x * WG + tid;
-    if (col >= p.n) {
+    let col0 = (wid.x * WG + tid) * PER_WORD;
+    if (col0 >= p.n) {
         return;
     }
-    var acc = 0.0;
+    var acc: array<f32, PER_WORD>; // (PER_WORD) the sums of columns col0..
     for (var kk = 0u; kk < p.n_embd; kk = kk + 1u) {
-        acc = acc + xn[kk] * w_load(kk * p.n + col, col);
+        let xk = xn[kk];
+        let ws = row_weights(kk, p.n_embd, p.n, col0);
+        for (var t = 0u; t < PER_WORD; t = t + 1u) {
+            acc[t] = acc[t] + xk * ws[t];
+        }
     }
-    let v = acc + bias[col];
-    let inner = clamp(0.7978845608028654 * (v + 0.044715 * v * v * v), -10.0, 10.0);
-    fc[col] = faulted(0.5 * v * (1.0 + tanh(inner)));
+    for (var t = 0u; t < PER_WORD && col0 + t < p.n; t = t + 1u) {
+        let col = col0 + t;
+        let v = acc[t] + bias[col];
+        let inner = clamp(0.7978845608028654 * (v + 0.044715 * v * v * v), -10.0, 10.0);
+        fc[col] = faulted(0.5 * v * (1.0 + tanh(inner)));
+    }
 }
