@@ -33,11 +33,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     var acc: array<f32, PER_WORD>; // (PER_WORD) the sums of columns col0..
     for (var kk = 0u; kk < p.n_embd; kk = kk + 1u) {
-        let xk = xn[kk];
-        let ws = row_weights(kk, p.n_embd, p.n, col0);
-        for (var t = 0u; t < PER_WORD; t = t + 1u) {
-            acc[t] = acc[t] + xk * ws[t];
-        }
+        acc = add_row(acc, xn[kk], row_weights(kk, p.n_embd, p.n, col0));
     }
     for (var t = 0u; t < PER_WORD && col0 + t < p.n; t = t + 1u) {
         let col = col0 + t;

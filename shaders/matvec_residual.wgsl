@@ -34,11 +34,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     var acc: array<f32, PER_WORD>; // (PER_WORD) the sums of columns col0..
     for (var kk = 0u; kk < p.k; kk = kk + 1u) {
-        let yk = y[kk];
-        let ws = row_weights(kk, p.k, p.n, col0);
-        for (var t = 0u; t < PER_WORD; t = t + 1u) {
-            acc[t] = acc[t] + yk * ws[t];
-        }
+        acc = add_row(acc, y[kk], row_weights(kk, p.k, p.n, col0));
     }
     for (var t = 0u; t < PER_WORD && col0 + t < p.n; t = t + 1u) {
         let col = col0 + t;

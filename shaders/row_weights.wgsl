@@ -1,4 +1,5 @@
-// row_weights: one invocation's weights of a row, a word at a time, for the
+// row_weights: one invocation's weights of a row, a word at a time, and add_row,
+// which adds them times one input into its sums, for the
 // projections that give each invocation the PER_WORD columns of one weight
 // word (matvec_residual, and split_k's kernels): one load feeds PER_WORD
 // products. On a CPU adapter a lane's load costs far more than its products
@@ -23,4 +24,13 @@ fn row_weights(kk: u32, k: u32, n: u32, col0: u32) -> array<f32, PER_WORD> {
         }
     }
     return v;
+}
+
+// acc[t] + x · w[t] for each of the invocation's columns.
+fn add_row(acc: array<f32, PER_WORD>, x: f32, w: array<f32, PER_WORD>) -> array<f32, PER_WORD> {
+    var a = acc;
+    for (var t = 0u; t < PER_WORD; t = t + 1u) {
+        a[t] = a[t] + x * w[t];
+    }
+    return a;
 }

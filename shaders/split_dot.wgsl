@@ -42,12 +42,3 @@ fn input_or_zero(kk: u32, k: u32) -> f32 {
     }
     return 0.0;
 }
-
-// acc[t] + x · w[t] for each of the invocation's columns.
-fn add_row(acc: array<f32, PER_WORD>, x: f32, w: array<f32, PER_WORD>) -> array<f32, PER_WORD> {
-    var a = acc;
-    for (var t = 0u; t < PER_WORD; t = t + 1u) {
-        a[t] = a[t] + x * w[t];
-    }
-    return a;
-}
