@@ -1,12 +1,15 @@
 // ln_qkv (decode): the block's first LayerNorm, the QKV projection and the K/V
 // write in one dispatch (three in prefill: layernorm, matmul, kv_write).
 //   xn = layernorm(x) · weight + bias           (every workgroup, into workgroup memory)
-//   qkv[col] = sum_k xn[k] * w[k, col] + bias[col]   (one thread per column)
+//   qkv[col] = sum_k xn[k] * w[k, col] + bias[col]
 //   key_cache[slot] = qkv[n_embd ..], value_cache[slot] = qkv[n_embd + kv_dim ..]
+// One invocation per weight word of a row (its PER_WORD columns,
+// `row_weights`): one load feeds PER_WORD products, as matvec_residual's.
 // Each workgroup normalises the token's row itself: n_embd reads and two
 // reductions, small next to the n_embd × WG weights it reads after.
-// `Word` and `w_load` come from the weight format's snippet, `normalise_row`
-// (into workgroup `xn`) from shaders/ln_stats.wgsl.
+// `Word`, `w_unpack` and `PER_WORD` come from the weight format's snippet,
+// `normalise_row` (into workgroup `xn`) from shaders/ln_stats.wgsl,
+// `store_qkv` from shaders/kv_slot.wgsl.
 
 struct Params {
     n_embd: u32,
@@ -35,13 +38,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     normalise_row(tid, p.n_embd, p.eps);
     let kv_dim = p.n_embd / p.group;
     let n = p.n_embd + 2u * kv_dim;
-    let col = wid.x * WG + tid;
-    if (col >= n) {
+    let col0 = (wid.x * WG + tid) * PER_WORD;
+    if (col0 >= n) {
         return;
     }
-    var acc = 0.0;
+    var acc: array<f32, PER_WORD>; // (PER_WORD) the sums of columns col0..
     for (var kk = 0u; kk < p.n_embd; kk = kk + 1u) {
-        acc = acc + xn[kk] * w_load(kk * n + col, col);
+        acc = add_row(acc, xn[kk], row_weights(kk, p.n_embd, n, col0));
     }
-    store_qkv(col, acc + bias[col]);
+    for (var t = 0u; t < PER_WORD && col0 + t < n; t = t + 1u) {
+        store_qkv(col0 + t, acc[t] + bias[col0 + t]);
+    }
 }

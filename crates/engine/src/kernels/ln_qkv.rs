@@ -73,9 +73,10 @@ impl Launch for Shape {
         }
     }
 
-    /// Dispatch size: one thread per column of qkv.
-    fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
-        [qkv_cols(p.n_embd, p.group).div_ceil(super::WG), 1, 1]
+    /// Dispatch size: one invocation per weight word of a row of qkv (its
+    /// `per_word` columns).
+    fn workgroups(&self, p: &Params, format: Format) -> [u32; 3] {
+        [qkv_cols(p.n_embd, p.group).div_ceil(super::WG * format.per_word() as u32), 1, 1]
     }
 
     /// The LayerNorm's staged row, then one round per row of k.
