@@ -2,14 +2,17 @@
 // projection, RoPE and the K/V write in one dispatch (four in prefill:
 // rms_norm, matmul, rope, kv_write).
 //   xn = rms_norm(x) · weight                          (every workgroup, into workgroup memory)
-//   qkv[col] = sum_k xn[k] * w[k, col] + bias[col]    (one invocation per column)
+//   qkv[col] = sum_k xn[k] * w[k, col] + bias[col]
 //   q and k pairs turned by this position's angles; key_cache[slot], value_cache[slot] = k, v
 // A rotary pair is two neighbouring columns (model/weights_llama.rs lays
-// "rotate half"'s dimensions d and d + head_size / 2 side by side): the
-// invocations of a pair, tid and tid ^ 1, meet in workgroup memory. The norm's weight and the
+// "rotate half"'s dimensions d and d + head_size / 2 side by side). One
+// invocation owns PAIR_COLS columns: whole weight words of a row
+// (`row_weights`: one load feeds PER_WORD products, as matvec_residual's) and
+// whole rotary pairs, so a pair never leaves the invocation. The norm's weight and the
 // qkv bias share one binding: with the cache, the turns and a scaled
 // format's scales this kernel binds WebGPU's 8 storage buffers.
-// `Word` and `w_load` come from the weight format's snippet, `rms_row` (into
+// `Word`, `w_unpack` and `PER_WORD` come from the weight format's snippet,
+// `PAIR_COLS` and `add_pair_cols` from shaders/row_weights.wgsl, `rms_row` (into
 // workgroup `xn`) from shaders/ln_stats.wgsl, `store_qkv` from
 // shaders/kv_slot.wgsl, `pair_turned` from shaders/qkv_pair.wgsl.
 // CPU twin: rms_norm, matmul, rope and kv_write in a row.
@@ -36,24 +39,26 @@ struct Params {
 
 override WG: u32 = 64u;
 
-var<workgroup> pair: array<f32, WG>; // (WG) each invocation's sum, for its pair's other half
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     rms_row(tid, p.n_embd, p.eps);
     let n = p.n_embd + 2u * (p.n_embd / p.group);
-    let col = wid.x * WG + tid;
-    var acc = 0.0;
-    if (col < n) {
-        for (var kk = 0u; kk < p.n_embd; kk = kk + 1u) {
-            acc = acc + xn[kk] * w_load(kk * n + col, col);
-        }
-        acc = acc + ln[p.n_embd + col];
-    }
-    pair[tid] = acc;
-    workgroupBarrier();
-    if (col >= n) {
+    let col0 = (wid.x * WG + tid) * PAIR_COLS;
+    if (col0 >= n) {
         return;
     }
-    store_qkv(col, pair_turned(col, acc, pair[tid ^ 1u]));
+    var acc: array<f32, PAIR_COLS>; // (PAIR_COLS) the sums of columns col0..
+    for (var kk = 0u; kk < p.n_embd; kk = kk + 1u) {
+        acc = add_pair_cols(acc, xn[kk], kk, p.n_embd, n, col0);
+    }
+    for (var c = 0u; c < PAIR_COLS && col0 + c < n; c = c + 2u) {
+        let col = col0 + c;
+        let own = acc[c] + ln[p.n_embd + col];
+        var other = 0.0; // the pair's second column (none past n)
+        if (col + 1u < n) {
+            other = acc[c + 1u] + ln[p.n_embd + col + 1u];
+            store_qkv(col + 1u, pair_turned(col + 1u, other, own));
+        }
+        store_qkv(col, pair_turned(col, own, other));
+    }
 }

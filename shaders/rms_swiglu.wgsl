@@ -2,13 +2,16 @@
 // MLP's gate and up projection and SwiGLU in one dispatch (three in
 // prefill: rms_norm, matmul, swiglu).
 //   xn = rms_norm(x) · weight                          (every workgroup, into workgroup memory)
-//   gate_up[col] = sum_k xn[k] * w[k, col] + bias[col]  (one invocation per column)
+//   gate_up[col] = sum_k xn[k] * w[k, col] + bias[col]
 //   act[i] = silu(gate_up[2i]) · gate_up[2i + 1]
 // Gate and up are neighbouring columns (model/weights_llama.rs lays them in
-// turn): the invocations of a pair, tid and tid ^ 1, meet in workgroup memory. `Word` and `w_load` come from the
-// weight format's snippet, `rms_row` (into workgroup `xn`) from
-// shaders/ln_stats.wgsl; the gate is swiglu.wgsl's. CPU twin: rms_norm,
-// matmul and swiglu in a row.
+// turn). One invocation owns PAIR_COLS columns: whole weight words of a row
+// (`row_weights`: one load feeds PER_WORD products, as matvec_residual's)
+// and whole gate, up pairs, so a pair never leaves the invocation.
+// `Word`, `w_unpack` and `PER_WORD` come from the weight format's snippet,
+// `rms_row` (into workgroup `xn`) from shaders/ln_stats.wgsl, `PAIR_COLS`
+// and `add_pair_cols` from shaders/row_weights.wgsl; the gate is
+// swiglu.wgsl's. CPU twin: rms_norm, matmul and swiglu in a row.
 
 struct Params {
     n_embd: u32,
@@ -25,24 +28,21 @@ struct Params {
 
 override WG: u32 = 64u;
 
-var<workgroup> pair: array<f32, WG>; // (WG) each invocation's sum, for its gate's up
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     rms_row(tid, p.n_embd, p.eps);
     let n = 2u * p.n;
-    let col = wid.x * WG + tid;
-    var acc = 0.0;
-    if (col < n) {
-        for (var kk = 0u; kk < p.n_embd; kk = kk + 1u) {
-            acc = acc + xn[kk] * w_load(kk * n + col, col);
-        }
-        acc = acc + ln[p.n_embd + col];
+    let col0 = (wid.x * WG + tid) * PAIR_COLS;
+    if (col0 >= n) {
+        return;
     }
-    pair[tid] = acc;
-    workgroupBarrier();
+    var acc: array<f32, PAIR_COLS>; // (PAIR_COLS) the sums of columns col0..
+    for (var kk = 0u; kk < p.n_embd; kk = kk + 1u) {
+        acc = add_pair_cols(acc, xn[kk], kk, p.n_embd, n, col0);
+    }
     // Each gate column (even) writes its output; its up is the next column.
-    if (col < n && col % 2u == 0u) {
-        act[col / 2u] = faulted(gated(acc, pair[tid + 1u]));
+    for (var c = 0u; c < PAIR_COLS && col0 + c < n; c = c + 2u) {
+        let col = col0 + c;
+        act[col / 2u] = faulted(gated(acc[c] + ln[p.n_embd + col], acc[c + 1u] + ln[p.n_embd + col + 1u]));
     }
 }

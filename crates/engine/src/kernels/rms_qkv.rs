@@ -11,6 +11,14 @@ use super::{qkv_cols, At, Cost, Heads, Launch, WG};
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
 
+/// Columns per invocation of the kernels whose neighbouring columns pair up
+/// (`PAIR_COLS` in shaders/row_weights.wgsl: rms_qkv, rms_swiglu): whole
+/// weight words and whole pairs.
+pub fn pair_cols(format: Format) -> u32 {
+    let per_word = format.per_word() as u32;
+    per_word + per_word % 2
+}
+
 /// Mirror of the WGSL `Params`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
@@ -72,9 +80,9 @@ impl Launch for Shape {
         }
     }
 
-    /// Dispatch size: one invocation per column of qkv.
-    fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
-        [qkv_cols(p.n_embd, p.group).div_ceil(WG), 1, 1]
+    /// Dispatch size: one invocation per `pair_cols` columns of qkv.
+    fn workgroups(&self, p: &Params, format: Format) -> [u32; 3] {
+        [qkv_cols(p.n_embd, p.group).div_ceil(WG * pair_cols(format)), 1, 1]
     }
 
     /// The RMSNorm's passes, then one round per row of k, then the turn.

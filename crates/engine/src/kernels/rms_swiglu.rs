@@ -5,7 +5,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::cost::{floats, rounds};
-use super::rms_qkv::{normalised, rms_fused_cost};
+use super::rms_qkv::{normalised, pair_cols, rms_fused_cost};
 use super::{matmul, swiglu};
 use super::{At, Cost, Launch, WG};
 use crate::storage::format::Format;
@@ -48,9 +48,9 @@ impl Launch for Shape {
         Params { n_embd: at.n_embd(), n: self.n, eps: at.eps(), _pad: 0 }
     }
 
-    /// Dispatch size: one invocation per column of the gate and up pair.
-    fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
-        [(2 * p.n).div_ceil(WG), 1, 1]
+    /// Dispatch size: one invocation per `pair_cols` columns of gate and up.
+    fn workgroups(&self, p: &Params, format: Format) -> [u32; 3] {
+        [(2 * p.n).div_ceil(WG * pair_cols(format)), 1, 1]
     }
 
     /// The RMSNorm's passes, then one round per row of k.
