@@ -19,6 +19,9 @@ struct Params {
 
 const TILE: u32 = 4u; // outputs per thread along each axis
 
+// A 4 × 4 block is four vec4 sums (one per row), not a 4 × 4 private array:
+// software adapters (SwiftShader) keep arrays indexed in loops in memory,
+// where vec4 arithmetic stays in registers.
 @compute @workgroup_size(8, 8)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let col0 = gid.x * TILE;
@@ -26,27 +29,38 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (col0 >= p.n || row0 >= p.m) {
         return;
     }
-    var acc: array<array<f32, 4>, 4>; // (row, col), zero-initialised
+    // Clamped indices keep edge threads in bounds; their extra results are not stored.
+    let cols = min(vec4<u32>(col0) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(p.n - 1u));
+    let rows = min(vec4<u32>(row0) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(p.m - 1u)) * p.k;
+    var acc0 = vec4<f32>(); // (4 cols) sums of row row0
+    var acc1 = vec4<f32>(); // (4 cols) row0 + 1
+    var acc2 = vec4<f32>(); // (4 cols) row0 + 2
+    var acc3 = vec4<f32>(); // (4 cols) row0 + 3
     for (var kk = 0u; kk < p.k; kk = kk + 1u) {
-        var a: array<f32, 4>;
-        var b: array<f32, 4>;
-        for (var t = 0u; t < TILE; t = t + 1u) {
-            // Clamped indices keep edge threads in bounds; their extra results are not stored.
-            a[t] = x[min(row0 + t, p.m - 1u) * p.k + kk];
-            let col = min(col0 + t, p.n - 1u);
-            b[t] = w_load(kk * p.n + col, col);
-        }
-        for (var r = 0u; r < TILE; r = r + 1u) {
-            for (var c = 0u; c < TILE; c = c + 1u) {
-                acc[r][c] = acc[r][c] + a[r] * b[c];
-            }
-        }
+        let i = kk * p.n;
+        let b = vec4<f32>(
+            w_load(i + cols.x, cols.x),
+            w_load(i + cols.y, cols.y),
+            w_load(i + cols.z, cols.z),
+            w_load(i + cols.w, cols.w),
+        );
+        acc0 = acc0 + x[rows.x + kk] * b;
+        acc1 = acc1 + x[rows.y + kk] * b;
+        acc2 = acc2 + x[rows.z + kk] * b;
+        acc3 = acc3 + x[rows.w + kk] * b;
     }
-    for (var r = 0u; r < TILE; r = r + 1u) {
-        for (var c = 0u; c < TILE; c = c + 1u) {
-            if (row0 + r < p.m && col0 + c < p.n) {
-                out[(row0 + r) * p.n + col0 + c] = faulted(acc[r][c] + bias[col0 + c]);
-            }
-        }
+    store_row(row0, col0, acc0);
+    store_row(row0 + 1u, col0, acc1);
+    store_row(row0 + 2u, col0, acc2);
+    store_row(row0 + 3u, col0, acc3);
+}
+
+// out[row, col0..] = acc + bias, for the block's columns inside the matrix.
+fn store_row(row: u32, col0: u32, acc: vec4<f32>) {
+    if (row >= p.m) {
+        return;
+    }
+    for (var c = 0u; c < TILE && col0 + c < p.n; c = c + 1u) {
+        out[row * p.n + col0 + c] = faulted(acc[c] + bias[col0 + c]);
     }
 }
