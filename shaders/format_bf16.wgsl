@@ -16,5 +16,24 @@ const PER_WORD: u32 = 2u;
 // The PER_WORD weights of one word whose first element is i (channel ch,
 // the next ch + ch_step, …): what the split kernels read a word at a time.
 fn w_unpack(word: Word, i: u32, ch: u32, ch_step: u32) -> array<f32, PER_WORD> {
-    return array<f32, PER_WORD>(bitcast<f32>(word << 16u), bitcast<f32>(word & 0xffff0000u));
+    let v = w_lanes(word, i, ch, ch_step);
+    return array<f32, PER_WORD>(v.x, v.y);
+}
+
+// The same weights as one value in registers (a scalar, vector or matrix,
+// not a private array): the cpu profile sums with it, because SwiftShader
+// keeps arrays indexed in loops in memory. `lane_at` reads weight t of it and
+// `lanes_of` makes one from an unpacked array (rows straddling words).
+alias Lanes = vec2<f32>;
+
+fn w_lanes(word: Word, i: u32, ch: u32, ch_step: u32) -> Lanes {
+    return vec2<f32>(bitcast<f32>(word << 16u), bitcast<f32>(word & 0xffff0000u));
+}
+
+fn lane_at(v: Lanes, t: u32) -> f32 {
+    return v[t];
+}
+
+fn lanes_of(a: array<f32, PER_WORD>) -> Lanes {
+    return vec2<f32>(a[0], a[1]);
 }

@@ -16,5 +16,23 @@ const PER_WORD: u32 = 1u;
 // The PER_WORD weights of one word whose first element is i (channel ch,
 // the next ch + ch_step, …): what the split kernels read a word at a time.
 fn w_unpack(word: Word, i: u32, ch: u32, ch_step: u32) -> array<f32, PER_WORD> {
-    return array<f32, PER_WORD>(word);
+    return array<f32, PER_WORD>(w_lanes(word, i, ch, ch_step));
+}
+
+// The same weights as one value in registers (a scalar, vector or matrix,
+// not a private array): the cpu profile sums with it, because SwiftShader
+// keeps arrays indexed in loops in memory. `lane_at` reads weight t of it and
+// `lanes_of` makes one from an unpacked array (rows straddling words).
+alias Lanes = f32;
+
+fn w_lanes(word: Word, i: u32, ch: u32, ch_step: u32) -> Lanes {
+    return word;
+}
+
+fn lane_at(v: Lanes, t: u32) -> f32 {
+    return v;
+}
+
+fn lanes_of(a: array<f32, PER_WORD>) -> Lanes {
+    return a[0];
 }

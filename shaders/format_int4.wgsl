@@ -24,9 +24,28 @@ const PER_WORD: u32 = 8u;
 // (sign-extended, as `extractBits` does), four lanes at a time: no private
 // array is filled in a loop, which a GPU's compiler may place in memory.
 fn w_unpack(word: Word, i: u32, ch: u32, ch_step: u32) -> array<f32, PER_WORD> {
+    let v = w_lanes(word, i, ch, ch_step);
+    return array<f32, PER_WORD>(v[0].x, v[0].y, v[0].z, v[0].w, v[1].x, v[1].y, v[1].z, v[1].w);
+}
+
+// The same weights as one value in registers (a scalar, vector or matrix,
+// not a private array): the cpu profile sums with it, because SwiftShader
+// keeps arrays indexed in loops in memory. `lane_at` reads weight t of it and
+// `lanes_of` makes one from an unpacked array (rows straddling words).
+alias Lanes = mat2x4<f32>;
+
+fn w_lanes(word: Word, i: u32, ch: u32, ch_step: u32) -> Lanes {
     let scale = scales[i >> 5u];
     let w = vec4<i32>(bitcast<i32>(word));
     let lo = vec4<f32>((w << vec4<u32>(28u, 24u, 20u, 16u)) >> vec4<u32>(28u)) * scale;
     let hi = vec4<f32>((w << vec4<u32>(12u, 8u, 4u, 0u)) >> vec4<u32>(28u)) * scale;
-    return array<f32, PER_WORD>(lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w);
+    return mat2x4<f32>(lo, hi);
+}
+
+fn lane_at(v: Lanes, t: u32) -> f32 {
+    return v[t >> 2u][t & 3u];
+}
+
+fn lanes_of(a: array<f32, PER_WORD>) -> Lanes {
+    return mat2x4<f32>(vec4<f32>(a[0], a[1], a[2], a[3]), vec4<f32>(a[4], a[5], a[6], a[7]));
 }

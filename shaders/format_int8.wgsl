@@ -22,8 +22,26 @@ const PER_WORD: u32 = 4u;
 // (sign-extended, as `extractBits` does), four lanes at once: no private
 // array is filled in a loop, which a GPU's compiler may place in memory.
 fn w_unpack(word: Word, i: u32, ch: u32, ch_step: u32) -> array<f32, PER_WORD> {
+    let v = w_lanes(word, i, ch, ch_step);
+    return array<f32, PER_WORD>(v.x, v.y, v.z, v.w);
+}
+
+// The same weights as one value in registers (a scalar, vector or matrix,
+// not a private array): the cpu profile sums with it, because SwiftShader
+// keeps arrays indexed in loops in memory. `lane_at` reads weight t of it and
+// `lanes_of` makes one from an unpacked array (rows straddling words).
+alias Lanes = vec4<f32>;
+
+fn w_lanes(word: Word, i: u32, ch: u32, ch_step: u32) -> Lanes {
     let q = vec4<f32>((vec4<i32>(bitcast<i32>(word)) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
     let s = vec4<f32>(scales[ch], scales[ch + ch_step], scales[ch + 2u * ch_step], scales[ch + 3u * ch_step]);
-    let v = q * s;
-    return array<f32, PER_WORD>(v.x, v.y, v.z, v.w);
+    return q * s;
+}
+
+fn lane_at(v: Lanes, t: u32) -> f32 {
+    return v[t];
+}
+
+fn lanes_of(a: array<f32, PER_WORD>) -> Lanes {
+    return vec4<f32>(a[0], a[1], a[2], a[3]);
 }

@@ -19,7 +19,25 @@ const PER_WORD: u32 = 4u;
 // the next ch + ch_step, …): what the split kernels read a word at a time.
 // As format_int8's: four sign-extended bytes at once, no array filled in a loop.
 fn w_unpack(word: Word, i: u32, ch: u32, ch_step: u32) -> array<f32, PER_WORD> {
-    let q = vec4<f32>((vec4<i32>(bitcast<i32>(word)) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
-    let v = q * scales[0];
+    let v = w_lanes(word, i, ch, ch_step);
     return array<f32, PER_WORD>(v.x, v.y, v.z, v.w);
+}
+
+// The same weights as one value in registers (a scalar, vector or matrix,
+// not a private array): the cpu profile sums with it, because SwiftShader
+// keeps arrays indexed in loops in memory. `lane_at` reads weight t of it and
+// `lanes_of` makes one from an unpacked array (rows straddling words).
+alias Lanes = vec4<f32>;
+
+fn w_lanes(word: Word, i: u32, ch: u32, ch_step: u32) -> Lanes {
+    let q = vec4<f32>((vec4<i32>(bitcast<i32>(word)) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
+    return q * scales[0];
+}
+
+fn lane_at(v: Lanes, t: u32) -> f32 {
+    return v[t];
+}
+
+fn lanes_of(a: array<f32, PER_WORD>) -> Lanes {
+    return vec4<f32>(a[0], a[1], a[2], a[3]);
 }

@@ -4,8 +4,8 @@
 //   xn = layernorm(x) · weight + bias           (every workgroup, into workgroup memory)
 //   fc[col] = gelu_new(sum_k xn[k] * w[k, col] + bias[col])
 // One invocation per weight word of a row (its PER_WORD columns,
-// `row_weights`): one load feeds PER_WORD products, as matvec_residual's.
-// `Word`, `w_unpack` and `PER_WORD` come from the weight format's snippet, `normalise_row`
+// `row_dot`): one load feeds PER_WORD products, as matvec_residual's.
+// `Word`, `lane_at` and `PER_WORD` come from the weight format's snippet, `normalise_row`
 // (into workgroup `xn`) from shaders/ln_stats.wgsl; the GELU is gelu.wgsl's, clamped the same way.
 
 struct Params {
@@ -24,6 +24,11 @@ struct Params {
 
 override WG: u32 = 64u;
 
+// row_dot's k-th input.
+fn input(kk: u32) -> f32 {
+    return xn[kk];
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     normalise_row(tid, p.n_embd, p.eps);
@@ -31,13 +36,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (col0 >= p.n) {
         return;
     }
-    var acc: array<f32, PER_WORD>; // (PER_WORD) the sums of columns col0..
-    for (var kk = 0u; kk < p.n_embd; kk = kk + 1u) {
-        acc = add_row(acc, xn[kk], row_weights(kk, p.n_embd, p.n, col0));
-    }
+    let acc = row_dot(p.n_embd, p.n, col0); // (PER_WORD) the sums of columns col0..
     for (var t = 0u; t < PER_WORD && col0 + t < p.n; t = t + 1u) {
         let col = col0 + t;
-        let v = acc[t] + bias[col];
+        let v = lane_at(acc, t) + bias[col];
         let inner = clamp(0.7978845608028654 * (v + 0.044715 * v * v * v), -10.0, 10.0);
         fc[col] = faulted(0.5 * v * (1.0 + tanh(inner)));
     }

@@ -4,10 +4,10 @@
 //   qkv[col] = sum_k xn[k] * w[k, col] + bias[col]
 //   key_cache[slot] = qkv[n_embd ..], value_cache[slot] = qkv[n_embd + kv_dim ..]
 // One invocation per weight word of a row (its PER_WORD columns,
-// `row_weights`): one load feeds PER_WORD products, as matvec_residual's.
+// `row_dot`): one load feeds PER_WORD products, as matvec_residual's.
 // Each workgroup normalises the token's row itself: n_embd reads and two
 // reductions, small next to the n_embd × WG weights it reads after.
-// `Word`, `w_unpack` and `PER_WORD` come from the weight format's snippet,
+// `Word`, `lane_at` and `PER_WORD` come from the weight format's snippet,
 // `normalise_row` (into workgroup `xn`) from shaders/ln_stats.wgsl,
 // `store_qkv` from shaders/kv_slot.wgsl.
 
@@ -33,6 +33,11 @@ struct Params {
 
 override WG: u32 = 64u;
 
+// row_dot's k-th input.
+fn input(kk: u32) -> f32 {
+    return xn[kk];
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     normalise_row(tid, p.n_embd, p.eps);
@@ -42,11 +47,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (col0 >= n) {
         return;
     }
-    var acc: array<f32, PER_WORD>; // (PER_WORD) the sums of columns col0..
-    for (var kk = 0u; kk < p.n_embd; kk = kk + 1u) {
-        acc = add_row(acc, xn[kk], row_weights(kk, p.n_embd, n, col0));
-    }
+    let acc = row_dot(p.n_embd, n, col0); // (PER_WORD) the sums of columns col0..
     for (var t = 0u; t < PER_WORD && col0 + t < n; t = t + 1u) {
-        store_qkv(col0 + t, acc[t] + bias[col0 + t]);
+        store_qkv(col0 + t, lane_at(acc, t) + bias[col0 + t]);
     }
 }

@@ -1,7 +1,7 @@
 // row_weights: one invocation's weights of a row, a word at a time, and add_row,
 // which adds them times one input into its sums, for the
 // projections that give each invocation the PER_WORD columns of one weight
-// word (matvec_residual, and split_k's kernels): one load feeds PER_WORD
+// word (row_dot's rows that straddle words, and split_k's kernels): one load feeds PER_WORD
 // products. On a CPU adapter a lane's load costs far more than its products
 // (lavapipe: some 25 cycles a 4-byte load), so words, not weights, are the
 // count that matters there.

@@ -1,7 +1,7 @@
 //! The WGSL a kernel is compiled from: its own file, preceded by the shared
 //! snippets it calls — the weight format's (`shaders/format_*.wgsl`: `Word`,
 //! `w_load`, `w_unpack`), `shaders/ln_stats.wgsl`, `shaders/split_k.wgsl`, `shaders/row_weights.wgsl`,
-//! `shaders/split_dot.wgsl`, `shaders/qkv_pair.wgsl`, `shaders/kv_slot.wgsl`, `shaders/grid_1d.wgsl`,
+//! `shaders/row_dot.wgsl`, `shaders/split_dot.wgsl`, `shaders/qkv_pair.wgsl`, `shaders/kv_slot.wgsl`, `shaders/grid_1d.wgsl`,
 //! the uniforms kernels share (`shaders/lm_head_params.wgsl`,
 //! `shaders/attention_params.wgsl`), `shaders/turned.wgsl`, `shaders/gated.wgsl` and the self-test's fault hook,
 //! `shaders/fault.wgsl`.
@@ -20,6 +20,8 @@ const SPLIT_K: &str = include_str!("../../../../shaders/split_k.wgsl");
 
 /// One invocation's weights of a row, a word at a time (matvec_residual, the split kernels).
 const ROW_WEIGHTS: &str = include_str!("../../../../shaders/row_weights.wgsl");
+/// The cpu profile's decode dot products, a weight word per invocation (which call the kernel's `input`).
+const ROW_DOT: &str = include_str!("../../../../shaders/row_dot.wgsl");
 /// The single-row split kernels' dot products (which call the kernel's `input`).
 const SPLIT_DOT: &str = include_str!("../../../../shaders/split_dot.wgsl");
 
@@ -117,6 +119,7 @@ pub fn assemble(kernel: &str, format: Format) -> String {
         LN_STATS,
         SPLIT_K,
         ROW_WEIGHTS,
+        ROW_DOT,
         SPLIT_DOT,
         QKV_PAIR,
         KV_SLOT,
