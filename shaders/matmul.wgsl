@@ -2,7 +2,8 @@
 // w is in Hugging Face Conv1D layout [in, out], so neighbouring threads read
 // neighbouring columns of w. Each thread computes a 4×4 block in registers:
 // no workgroup memory and no barriers (barriers are slow on software adapters).
-// `Word` and `w_load` come from the weight format's snippet (shaders/format_*.wgsl).
+// `Word` and `w_load` come from the weight format's snippet (shaders/format_*.wgsl),
+// `store_row` from shaders/store_row.wgsl.
 
 struct Params {
     m: u32, // rows of x (tokens)
@@ -53,14 +54,4 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     store_row(row0 + 1u, col0, acc1);
     store_row(row0 + 2u, col0, acc2);
     store_row(row0 + 3u, col0, acc3);
-}
-
-// out[row, col0..] = acc + bias, for the block's columns inside the matrix.
-fn store_row(row: u32, col0: u32, acc: vec4<f32>) {
-    if (row >= p.m) {
-        return;
-    }
-    for (var c = 0u; c < TILE && col0 + c < p.n; c = c + 1u) {
-        out[row * p.n + col0 + c] = faulted(acc[c] + bias[col0 + c]);
-    }
 }

@@ -5,7 +5,8 @@
 // per workgroup (matmul reads it once per invocation that needs it), each
 // load coalesced (neighbouring invocations take neighbouring k of x, and
 // neighbouring columns of w). Each output still adds its k products in
-// order 0..k. `Word` and `w_load` come from the weight format's snippet.
+// order 0..k. `Word` and `w_load` come from the weight format's snippet,
+// `store_row` from shaders/store_row.wgsl.
 // CPU twin: matmul's.
 
 struct Params {
@@ -75,20 +76,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     }
     let row = row0 + lid.y * TILE;
     let col = col0 + lid.x * TILE;
-    store(row, col, acc0);
-    store(row + 1u, col, acc1);
-    store(row + 2u, col, acc2);
-    store(row + 3u, col, acc3);
+    store_row(row, col, acc0);
+    store_row(row + 1u, col, acc1);
+    store_row(row + 2u, col, acc2);
+    store_row(row + 3u, col, acc3);
 }
 
-// Row `row`'s outputs at columns col ..+4 (those inside the matrix), bias added.
-fn store(row: u32, col: u32, v: vec4<f32>) {
-    if (row >= p.m) {
-        return;
-    }
-    for (var c = 0u; c < TILE; c = c + 1u) {
-        if (col + c < p.n) {
-            out[row * p.n + col + c] = faulted(v[c] + bias[col + c]);
-        }
-    }
-}

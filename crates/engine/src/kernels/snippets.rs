@@ -1,7 +1,7 @@
 //! The WGSL a kernel is compiled from: its own file, preceded by the shared
 //! snippets it calls — the weight format's (`shaders/format_*.wgsl`: `Word`,
 //! `w_load`, `w_unpack`), `shaders/ln_stats.wgsl`, `shaders/split_k.wgsl`, `shaders/row_weights.wgsl`,
-//! `shaders/row_dot.wgsl`, `shaders/split_dot.wgsl`, `shaders/qkv_pair.wgsl`, `shaders/kv_slot.wgsl`, `shaders/grid_1d.wgsl`,
+//! `shaders/row_dot.wgsl`, `shaders/split_dot.wgsl`, `shaders/qkv_pair.wgsl`, `shaders/kv_slot.wgsl`, `shaders/grid_1d.wgsl`, `shaders/store_row.wgsl`,
 //! the uniforms kernels share (`shaders/lm_head_params.wgsl`,
 //! `shaders/attention_params.wgsl`), `shaders/turned.wgsl`, `shaders/gated.wgsl` and the self-test's fault hook,
 //! `shaders/fault.wgsl`.
@@ -33,6 +33,9 @@ const KV_SLOT: &str = include_str!("../../../../shaders/kv_slot.wgsl");
 
 /// The flat index (and uniform) of the kernels with one invocation per element.
 const GRID_1D: &str = include_str!("../../../../shaders/grid_1d.wgsl");
+
+/// How the prefill matmuls (matmul, matmul_tiled) write a row of their 4 × 4 blocks.
+const STORE_ROW: &str = include_str!("../../../../shaders/store_row.wgsl");
 
 /// The uniform of lm_head and lm_head_split.
 const LM_HEAD_PARAMS: &str = include_str!("../../../../shaders/lm_head_params.wgsl");
@@ -124,6 +127,7 @@ pub fn assemble(kernel: &str, format: Format) -> String {
         QKV_PAIR,
         KV_SLOT,
         GRID_1D,
+        STORE_ROW,
         LM_HEAD_PARAMS,
         ATTENTION_PARAMS,
         TURNED,
