@@ -12,7 +12,7 @@
 // qkv bias share one binding: with the cache, the turns and a scaled
 // format's scales this kernel binds WebGPU's 8 storage buffers.
 // `Word`, `w_unpack` and `PER_WORD` come from the weight format's snippet,
-// `PAIR_COLS` and `add_pair_cols` from shaders/row_weights.wgsl, `rms_row` (into
+// `PAIR_COLS` from shaders/row_weights.wgsl, `pair_dot` from shaders/row_dot.wgsl, `rms_row` (into
 // workgroup `xn`) from shaders/ln_stats.wgsl, `store_qkv` from
 // shaders/kv_slot.wgsl, `pair_turned` from shaders/qkv_pair.wgsl.
 // CPU twin: rms_norm, matmul, rope and kv_write in a row.
@@ -39,6 +39,11 @@ struct Params {
 
 override WG: u32 = 64u;
 
+// pair_dot's k-th input.
+fn input(kk: u32) -> f32 {
+    return xn[kk];
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     rms_row(tid, p.n_embd, p.eps);
@@ -47,10 +52,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (col0 >= n) {
         return;
     }
-    var acc: array<f32, PAIR_COLS>; // (PAIR_COLS) the sums of columns col0..
-    for (var kk = 0u; kk < p.n_embd; kk = kk + 1u) {
-        acc = add_pair_cols(acc, xn[kk], kk, p.n_embd, n, col0);
-    }
+    let acc = pair_dot(p.n_embd, n, col0); // (PAIR_COLS) the sums of columns col0..
     for (var c = 0u; c < PAIR_COLS && col0 + c < n; c = c + 2u) {
         let col = col0 + c;
         let own = acc[c] + ln[p.n_embd + col];

@@ -10,7 +10,7 @@
 // and whole gate, up pairs, so a pair never leaves the invocation.
 // `Word`, `w_unpack` and `PER_WORD` come from the weight format's snippet,
 // `rms_row` (into workgroup `xn`) from shaders/ln_stats.wgsl, `PAIR_COLS`
-// and `add_pair_cols` from shaders/row_weights.wgsl; the gate is
+// from shaders/row_weights.wgsl, `pair_dot` from shaders/row_dot.wgsl; the gate is
 // swiglu.wgsl's. CPU twin: rms_norm, matmul and swiglu in a row.
 
 struct Params {
@@ -28,6 +28,11 @@ struct Params {
 
 override WG: u32 = 64u;
 
+// pair_dot's k-th input.
+fn input(kk: u32) -> f32 {
+    return xn[kk];
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     rms_row(tid, p.n_embd, p.eps);
@@ -36,10 +41,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (col0 >= n) {
         return;
     }
-    var acc: array<f32, PAIR_COLS>; // (PAIR_COLS) the sums of columns col0..
-    for (var kk = 0u; kk < p.n_embd; kk = kk + 1u) {
-        acc = add_pair_cols(acc, xn[kk], kk, p.n_embd, n, col0);
-    }
+    let acc = pair_dot(p.n_embd, n, col0); // (PAIR_COLS) the sums of columns col0..
     // Each gate column (even) writes its output; its up is the next column.
     for (var c = 0u; c < PAIR_COLS && col0 + c < n; c = c + 2u) {
         let col = col0 + c;

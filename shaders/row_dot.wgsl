@@ -1,6 +1,7 @@
 // row_dot: the dot products of a cpu-profile decode kernel (ln_qkv,
 // matvec_residual, ln_fc_gelu): one invocation owns the PER_WORD columns of
-// one weight word of a row and sums them over every row of k. The kernel
+// one weight word of a row and sums them over every row of k; pair_dot the
+// same over PAIR_COLS columns (rms_qkv, rms_swiglu). The kernel
 // defines `input(kk)`, the k-th input (its normalised row in workgroup
 // memory, or a vector in storage).
 // The sums are the format's `Lanes` (a value in registers, not a private
@@ -23,6 +24,16 @@ fn row_dot(k: u32, n: u32, col0: u32) -> Lanes {
         for (var kk = 0u; kk < k; kk = kk + 1u) {
             acc = acc + input(kk) * lanes_of(row_weights(kk, k, n, col0));
         }
+    }
+    return acc;
+}
+
+// Σ_kk input(kk) · w[kk, col0 + c] for c < PAIR_COLS, w being (k, n): whole
+// words and whole pairs (shaders/row_weights.wgsl, `add_pair_cols`).
+fn pair_dot(k: u32, n: u32, col0: u32) -> array<f32, PAIR_COLS> {
+    var acc: array<f32, PAIR_COLS>;
+    for (var kk = 0u; kk < k; kk = kk + 1u) {
+        acc = add_pair_cols(acc, input(kk), kk, k, n, col0);
     }
     return acc;
 }
