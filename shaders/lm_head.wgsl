@@ -3,15 +3,17 @@
 // may be split by vocabulary rows over several bindings (a GPU's binding
 // limit): this dispatch holds rows v0 .. v0 + n_vocab and writes their logits.
 // Only the rows whose logits are wanted are computed (usually just the last).
-// One invocation per vocabulary row. Where a word holds four or more weights
-// (int8, int4) and rows are whole words, it reads the row a word at a time:
-// on a CPU adapter (this kernel's profile) a lane's load costs far more than
-// its products (shaders/row_weights.wgsl), and one word then feeds 4 or 8.
-// f32, f16 and bf16 read per element: on SwiftShader the unpacked word's
-// private array costs more than the load it saves (f16 6.4–7.0 → 7.3–9.0 ms
-// a run word at a time, f32 4.4–4.8 → 8.3–9.2; int4 8.2–8.4 → 6.3–7.8).
-// Each row is summed in order of c either way.
-// `Word`, `w_load`, `w_unpack` and `PER_WORD` come from the weight format's
+// One invocation per ROWS (4) vocabulary rows, summed as one vec4: each
+// element of x is loaded once for four rows, and the sums stay in registers
+// (SwiftShader keeps a private array indexed in a loop in memory: an array of
+// four sums doubled this kernel there). Where rows are whole words it reads
+// each row a word at a time (`w_lanes`): on a CPU adapter (this kernel's
+// profile) a lane's load costs far more than its products
+// (shaders/row_weights.wgsl). Native SwiftShader, bundled model, µs a run,
+// one row an invocation → four: f16 4000–4360 → 2930, int8 5910–6010 →
+// 2150–2630, int4 4690–6050 → 2750–4280, f32 3860–3980 → 2690–3300.
+// Each row is summed in order of c from 0.0, as with one row an invocation.
+// `Word`, `w_load`, `w_lanes`, `lane_at` and `PER_WORD` come from the weight format's
 // snippet (shaders/format_*.wgsl).
 
 @group(0) @binding(0) var<uniform> p: LmHeadParams;
@@ -21,27 +23,41 @@
 
 override WG: u32 = 64u;
 
+// Vocabulary rows per invocation: the four lanes of its vec4 of sums
+// (`lm_head::ROWS` in Rust sizes the dispatch).
+const ROWS: u32 = 4u;
+
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let v = gid.x;
+    let v = gid.x * ROWS;
     let r = gid.y;
     if (v >= p.n_vocab || r >= p.n_out) {
         return;
     }
     let xr = (p.row0 + r) * p.n_embd;
-    let wr = v * p.n_embd;
-    var acc = 0.0;
-    if (PER_WORD >= 4u && p.n_embd % PER_WORD == 0u) {
+    // The four rows v.. (rows past the shard read its last row again and are
+    // not stored, so every load stays in bounds).
+    let vs = min(vec4<u32>(v) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(p.n_vocab - 1u));
+    let wr = vs * p.n_embd;
+    var acc = vec4<f32>(0.0); // (ROWS) the sums of rows vs, each in order of c
+    if (p.n_embd % PER_WORD == 0u) {
         for (var c = 0u; c < p.n_embd; c = c + PER_WORD) {
-            let ws = w_unpack(w[(wr + c) / PER_WORD], wr + c, v, 0u);
+            let w0 = w_lanes(w[(wr.x + c) / PER_WORD], wr.x + c, vs.x, 0u);
+            let w1 = w_lanes(w[(wr.y + c) / PER_WORD], wr.y + c, vs.y, 0u);
+            let w2 = w_lanes(w[(wr.z + c) / PER_WORD], wr.z + c, vs.z, 0u);
+            let w3 = w_lanes(w[(wr.w + c) / PER_WORD], wr.w + c, vs.w, 0u);
             for (var t = 0u; t < PER_WORD; t = t + 1u) {
-                acc = acc + x[xr + c + t] * ws[t];
+                let ws = vec4<f32>(lane_at(w0, t), lane_at(w1, t), lane_at(w2, t), lane_at(w3, t));
+                acc = acc + x[xr + c + t] * ws;
             }
         }
     } else {
         for (var c = 0u; c < p.n_embd; c = c + 1u) {
-            acc = acc + x[xr + c] * w_load(wr + c, v);
+            let ws = vec4<f32>(w_load(wr.x + c, vs.x), w_load(wr.y + c, vs.y), w_load(wr.z + c, vs.z), w_load(wr.w + c, vs.w));
+            acc = acc + x[xr + c] * ws;
         }
     }
-    logits[r * p.vocab_size + p.v0 + v] = faulted(acc);
+    for (var j = 0u; j < ROWS && v + j < p.n_vocab; j = j + 1u) {
+        logits[r * p.vocab_size + p.v0 + v + j] = faulted(acc[j]);
+    }
 }

@@ -23,6 +23,10 @@ pub struct Params {
     pub _pad1: u32,
 }
 
+/// Vocabulary rows per invocation of shaders/lm_head.wgsl: the four lanes of
+/// its `vec4` of sums (its `const ROWS`).
+pub const ROWS: u32 = 4;
+
 /// Partial sums of one dot product: lane j sums the products k ≡ j (mod 16).
 pub const LANES: usize = 16;
 
@@ -85,13 +89,13 @@ impl Launch for Shape {
         self.params_at(at)
     }
 
-    /// Dispatch size: one thread per (token of the shard, row).
+    /// Dispatch size: one thread per (token of the shard, [`ROWS`] rows).
     fn workgroups(&self, p: &Params, _: Format) -> [u32; 3] {
-        [p.n_vocab.div_ceil(super::WG), p.n_out, 1]
+        [p.n_vocab.div_ceil(ROWS).div_ceil(super::WG), p.n_out, 1]
     }
 
-    /// One invocation per vocabulary row, one round per element of it:
-    /// neighbouring invocations read rows n_embd apart (not coalesced).
+    /// One invocation per [`ROWS`] vocabulary rows, one round per element
+    /// of them: neighbouring invocations read rows n_embd apart (not coalesced).
     fn cost(&self, p: &Params, format: Format) -> Cost {
         head_cost(
             p,
