@@ -24,7 +24,7 @@ const PER_WORD: u32 = 8u;
 // (sign-extended, as `extractBits` does), four lanes at a time: no private
 // array is filled in a loop, which a GPU's compiler may place in memory.
 fn w_unpack(word: Word, i: u32, ch: u32, ch_step: u32) -> array<f32, PER_WORD> {
-    let v = w_lanes(word, i, ch, ch_step);
+    let v = w_lanes(word, i, w_scales(ch, ch_step));
     return array<f32, PER_WORD>(v[0].x, v[0].y, v[0].z, v[0].w, v[1].x, v[1].y, v[1].z, v[1].w);
 }
 
@@ -34,7 +34,19 @@ fn w_unpack(word: Word, i: u32, ch: u32, ch_step: u32) -> array<f32, PER_WORD> {
 // `lanes_of` makes one from an unpacked array (rows straddling words).
 alias Lanes = mat2x4<f32>;
 
-fn w_lanes(word: Word, i: u32, ch: u32, ch_step: u32) -> Lanes {
+// The scales a word's weights are multiplied by, for channels ch, ch +
+// ch_step, …: the same on every row of k, so the cpu profile's loops
+// (row_dot, lm_head) fetch them once before the loop rather than with every
+// word (on a CPU adapter a load costs far more than its product).
+// int4's scale follows i (groups of 32 along a row, so it changes with k):
+// w_lanes loads it itself, and this is unused (1.0).
+alias Scales = f32;
+
+fn w_scales(ch: u32, ch_step: u32) -> Scales {
+    return 1.0;
+}
+
+fn w_lanes(word: Word, i: u32, s: Scales) -> Lanes {
     let scale = scales[i >> 5u];
     let w = vec4<i32>(bitcast<i32>(word));
     let lo = vec4<f32>((w << vec4<u32>(28u, 24u, 20u, 16u)) >> vec4<u32>(28u)) * scale;

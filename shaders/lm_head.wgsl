@@ -13,7 +13,7 @@
 // one row an invocation → four: f16 4000–4360 → 2930, int8 5910–6010 →
 // 2150–2630, int4 4690–6050 → 2750–4280, f32 3860–3980 → 2690–3300.
 // Each row is summed in order of c from 0.0, as with one row an invocation.
-// `Word`, `w_load`, `w_lanes`, `lane_at` and `PER_WORD` come from the weight format's
+// `Word`, `w_load`, `w_scales`, `w_lanes`, `lane_at` and `PER_WORD` come from the weight format's
 // snippet (shaders/format_*.wgsl).
 
 @group(0) @binding(0) var<uniform> p: LmHeadParams;
@@ -41,11 +41,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let wr = vs * p.n_embd;
     var acc = vec4<f32>(0.0); // (ROWS) the sums of rows vs, each in order of c
     if (p.n_embd % PER_WORD == 0u) {
+        // Each row's scales, fetched once (a row is one channel).
+        let s0 = w_scales(vs.x, 0u);
+        let s1 = w_scales(vs.y, 0u);
+        let s2 = w_scales(vs.z, 0u);
+        let s3 = w_scales(vs.w, 0u);
         for (var c = 0u; c < p.n_embd; c = c + PER_WORD) {
-            let w0 = w_lanes(w[(wr.x + c) / PER_WORD], wr.x + c, vs.x, 0u);
-            let w1 = w_lanes(w[(wr.y + c) / PER_WORD], wr.y + c, vs.y, 0u);
-            let w2 = w_lanes(w[(wr.z + c) / PER_WORD], wr.z + c, vs.z, 0u);
-            let w3 = w_lanes(w[(wr.w + c) / PER_WORD], wr.w + c, vs.w, 0u);
+            let w0 = w_lanes(w[(wr.x + c) / PER_WORD], wr.x + c, s0);
+            let w1 = w_lanes(w[(wr.y + c) / PER_WORD], wr.y + c, s1);
+            let w2 = w_lanes(w[(wr.z + c) / PER_WORD], wr.z + c, s2);
+            let w3 = w_lanes(w[(wr.w + c) / PER_WORD], wr.w + c, s3);
             for (var t = 0u; t < PER_WORD; t = t + 1u) {
                 let ws = vec4<f32>(lane_at(w0, t), lane_at(w1, t), lane_at(w2, t), lane_at(w3, t));
                 acc = acc + x[xr + c + t] * ws;

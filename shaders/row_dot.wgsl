@@ -15,10 +15,12 @@
 fn row_dot(k: u32, n: u32, col0: u32) -> Lanes {
     var acc: Lanes;
     if (n % PER_WORD == 0u) {
-        // Rows are whole words: one load of a word a row.
+        // Rows are whole words: one load of a word a row, the columns'
+        // scales fetched once.
+        let s = w_scales(col0, 1u);
         for (var kk = 0u; kk < k; kk = kk + 1u) {
             let i = kk * n + col0;
-            acc = acc + input(kk) * w_lanes(w[i / PER_WORD], i, col0, 1u);
+            acc = acc + input(kk) * w_lanes(w[i / PER_WORD], i, s);
         }
     } else {
         for (var kk = 0u; kk < k; kk = kk + 1u) {
