@@ -7,11 +7,11 @@
 // A rotary pair is two neighbouring columns (model/weights_llama.rs lays
 // "rotate half"'s dimensions d and d + head_size / 2 side by side). One
 // invocation owns PAIR_COLS columns: whole weight words of a row
-// (`row_weights`: one load feeds PER_WORD products, as matvec_residual's) and
+// (`pair_dot`: one load feeds PER_WORD products, as matvec_residual's) and
 // whole rotary pairs, so a pair never leaves the invocation. The norm's weight and the
 // qkv bias share one binding: with the cache, the turns and a scaled
 // format's scales this kernel binds WebGPU's 8 storage buffers.
-// `Word`, `w_unpack` and `PER_WORD` come from the weight format's snippet,
+// `Word` and `PER_WORD` come from the weight format's snippet,
 // `PAIR_COLS` from shaders/row_weights.wgsl, `pair_dot` from shaders/row_dot.wgsl, `rms_row` (into
 // workgroup `xn`) from shaders/ln_stats.wgsl, `store_qkv` from
 // shaders/kv_slot.wgsl, `pair_turned` from shaders/qkv_pair.wgsl.

@@ -6,9 +6,9 @@
 //   act[i] = silu(gate_up[2i]) · gate_up[2i + 1]
 // Gate and up are neighbouring columns (model/weights_llama.rs lays them in
 // turn). One invocation owns PAIR_COLS columns: whole weight words of a row
-// (`row_weights`: one load feeds PER_WORD products, as matvec_residual's)
+// (`pair_dot`: one load feeds PER_WORD products, as matvec_residual's)
 // and whole gate, up pairs, so a pair never leaves the invocation.
-// `Word`, `w_unpack` and `PER_WORD` come from the weight format's snippet,
+// `Word` and `PER_WORD` come from the weight format's snippet,
 // `rms_row` (into workgroup `xn`) from shaders/ln_stats.wgsl, `PAIR_COLS`
 // from shaders/row_weights.wgsl, `pair_dot` from shaders/row_dot.wgsl; the gate is
 // swiglu.wgsl's. CPU twin: rms_norm, matmul and swiglu in a row.

@@ -31,11 +31,15 @@ fn row_dot(k: u32, n: u32, col0: u32) -> Lanes {
 }
 
 // Σ_kk input(kk) · w[kk, col0 + c] for c < PAIR_COLS, w being (k, n): whole
-// words and whole pairs (shaders/row_weights.wgsl, `add_pair_cols`).
+// pairs, through row_dot a word at a time (one loop where a word holds the
+// pair, two for f32's), so the sums stay in registers inside the loop.
 fn pair_dot(k: u32, n: u32, col0: u32) -> array<f32, PAIR_COLS> {
-    var acc: array<f32, PAIR_COLS>;
-    for (var kk = 0u; kk < k; kk = kk + 1u) {
-        acc = add_pair_cols(acc, input(kk), kk, k, n, col0);
+    var sums: array<f32, PAIR_COLS>;
+    for (var j = 0u; j < PAIR_COLS && col0 + j < n; j = j + PER_WORD) {
+        let acc = row_dot(k, n, col0 + j);
+        for (var t = 0u; t < PER_WORD; t = t + 1u) {
+            sums[j + t] = lane_at(acc, t);
+        }
     }
-    return acc;
+    return sums;
 }

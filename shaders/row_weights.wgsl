@@ -39,16 +39,3 @@ fn add_row(acc: array<f32, PER_WORD>, x: f32, w: array<f32, PER_WORD>) -> array<
 // (rms_qkv's rotary pairs, rms_swiglu's gate and up): whole words and whole
 // pairs, so PER_WORD, or 2 where a word holds one weight (`pair_cols` in Rust).
 const PAIR_COLS: u32 = PER_WORD + PER_WORD % 2u;
-
-// acc[c] + x · w[kk, col0 + c] for the invocation's PAIR_COLS columns, a
-// word at a time.
-fn add_pair_cols(acc: array<f32, PAIR_COLS>, x: f32, kk: u32, k: u32, n: u32, col0: u32) -> array<f32, PAIR_COLS> {
-    var a = acc;
-    for (var j = 0u; j < PAIR_COLS; j = j + PER_WORD) {
-        let ws = row_weights(kk, k, n, col0 + j);
-        for (var t = 0u; t < PER_WORD; t = t + 1u) {
-            a[j + t] = a[j + t] + x * ws[t];
-        }
-    }
-    return a;
-}
