@@ -3,9 +3,12 @@
 // matmul, gelu).
 //   xn = layernorm(x) · weight + bias           (every workgroup, into workgroup memory)
 //   fc[col] = gelu_new(sum_k xn[k] * w[k, col] + bias[col])
-// One invocation per weight word of a row (its PER_WORD columns,
-// `row_dot`): one load feeds PER_WORD products, as matvec_residual's.
-// `Word`, `lane_at` and `PER_WORD` come from the weight format's snippet, `normalise_row`
+// One invocation per PAIR_COLS columns (`pair_dot`): a weight word of a row,
+// one load feeding PER_WORD products, as matvec_residual's; f32 (one weight
+// a word) takes two, which halves its workgroups, each of which runs the
+// LayerNorm (SwiftShader, bundled model, f32, µs a run: ln_qkv 3120–3270 → 1880–2090,
+// ln_fc_gelu 3760–4430 → 2490–2670; lavapipe level).
+// `Word` and `PER_WORD` come from the weight format's snippet, `PAIR_COLS` from shaders/row_weights.wgsl, `normalise_row`
 // (into workgroup `xn`) from shaders/ln_stats.wgsl; the GELU is gelu.wgsl's, clamped the same way.
 
 struct Params {
@@ -24,7 +27,7 @@ struct Params {
 
 override WG: u32 = 64u;
 
-// row_dot's k-th input.
+// pair_dot's k-th input.
 fn input(kk: u32) -> f32 {
     return xn[kk];
 }
@@ -32,14 +35,14 @@ fn input(kk: u32) -> f32 {
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     normalise_row(tid, p.n_embd, p.eps);
-    let col0 = (wid.x * WG + tid) * PER_WORD;
+    let col0 = (wid.x * WG + tid) * PAIR_COLS;
     if (col0 >= p.n) {
         return;
     }
-    let acc = row_dot(p.n_embd, p.n, col0); // (PER_WORD) the sums of columns col0..
-    for (var t = 0u; t < PER_WORD && col0 + t < p.n; t = t + 1u) {
+    let acc = pair_dot(p.n_embd, p.n, col0); // (PAIR_COLS) the sums of columns col0..
+    for (var t = 0u; t < PAIR_COLS && col0 + t < p.n; t = t + 1u) {
         let col = col0 + t;
-        let v = lane_at(acc, t) + bias[col];
+        let v = acc[t] + bias[col];
         let inner = clamp(0.7978845608028654 * (v + 0.044715 * v * v * v), -10.0, 10.0);
         fc[col] = faulted(0.5 * v * (1.0 + tanh(inner)));
     }

@@ -3,11 +3,14 @@
 //   xn = layernorm(x) · weight + bias           (every workgroup, into workgroup memory)
 //   qkv[col] = sum_k xn[k] * w[k, col] + bias[col]
 //   key_cache[slot] = qkv[n_embd ..], value_cache[slot] = qkv[n_embd + kv_dim ..]
-// One invocation per weight word of a row (its PER_WORD columns,
-// `row_dot`): one load feeds PER_WORD products, as matvec_residual's.
+// One invocation per PAIR_COLS columns (`pair_dot`): a weight word of a row,
+// one load feeding PER_WORD products, as matvec_residual's; f32 (one weight
+// a word) takes two, which halves its workgroups, each of which runs the
+// LayerNorm (SwiftShader, bundled model, f32, µs a run: ln_qkv 3120–3270 → 1880–2090,
+// ln_fc_gelu 3760–4430 → 2490–2670; lavapipe level).
 // Each workgroup normalises the token's row itself: n_embd reads and two
 // reductions, small next to the n_embd × WG weights it reads after.
-// `Word`, `lane_at` and `PER_WORD` come from the weight format's snippet,
+// `Word` and `PER_WORD` come from the weight format's snippet, `PAIR_COLS` from shaders/row_weights.wgsl,
 // `normalise_row` (into workgroup `xn`) from shaders/ln_stats.wgsl,
 // `store_qkv` from shaders/kv_slot.wgsl.
 
@@ -33,7 +36,7 @@ struct Params {
 
 override WG: u32 = 64u;
 
-// row_dot's k-th input.
+// pair_dot's k-th input.
 fn input(kk: u32) -> f32 {
     return xn[kk];
 }
@@ -43,12 +46,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     normalise_row(tid, p.n_embd, p.eps);
     let kv_dim = p.n_embd / p.group;
     let n = p.n_embd + 2u * kv_dim;
-    let col0 = (wid.x * WG + tid) * PER_WORD;
+    let col0 = (wid.x * WG + tid) * PAIR_COLS;
     if (col0 >= n) {
         return;
     }
-    let acc = row_dot(p.n_embd, n, col0); // (PER_WORD) the sums of columns col0..
-    for (var t = 0u; t < PER_WORD && col0 + t < n; t = t + 1u) {
-        store_qkv(col0 + t, lane_at(acc, t) + bias[col0 + t]);
+    let acc = pair_dot(p.n_embd, n, col0); // (PAIR_COLS) the sums of columns col0..
+    for (var t = 0u; t < PAIR_COLS && col0 + t < n; t = t + 1u) {
+        store_qkv(col0 + t, acc[t] + bias[col0 + t]);
     }
 }

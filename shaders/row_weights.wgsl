@@ -35,7 +35,9 @@ fn add_row(acc: array<f32, PER_WORD>, x: f32, w: array<f32, PER_WORD>) -> array<
     return a;
 }
 
-// Columns per invocation of the kernels whose neighbouring columns pair up
-// (rms_qkv's rotary pairs, rms_swiglu's gate and up): whole words and whole
-// pairs, so PER_WORD, or 2 where a word holds one weight (`pair_cols` in Rust).
+// Columns per invocation of the cpu profile's fused decode kernels that
+// start with a norm: whole words and whole pairs (rms_qkv's rotary pairs,
+// rms_swiglu's gate and up), so PER_WORD, or 2 where a word holds one weight
+// (f32: also halves ln_qkv's and ln_fc_gelu's workgroups, each of which runs
+// the LayerNorm). `pair_cols` in Rust.
 const PAIR_COLS: u32 = PER_WORD + PER_WORD % 2u;

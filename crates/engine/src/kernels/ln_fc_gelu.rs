@@ -44,10 +44,10 @@ impl Launch for Shape {
         Params { n_embd: at.n_embd(), n: self.n, eps: at.eps(), _pad: 0 }
     }
 
-    /// Dispatch size: one invocation per weight word of a row (its
-    /// `per_word` columns).
+    /// Dispatch size: one invocation per `pair_cols` columns (a
+    /// weight word of a row; two f32 columns).
     fn workgroups(&self, p: &Params, format: Format) -> [u32; 3] {
-        [p.n.div_ceil(super::WG * format.per_word() as u32), 1, 1]
+        [p.n.div_ceil(super::WG * super::rms_qkv::pair_cols(format)), 1, 1]
     }
 
     /// As ln_qkv's: the LayerNorm's three passes, then one round per row of k.

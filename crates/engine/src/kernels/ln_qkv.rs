@@ -73,10 +73,10 @@ impl Launch for Shape {
         }
     }
 
-    /// Dispatch size: one invocation per weight word of a row of qkv (its
-    /// `per_word` columns).
+    /// Dispatch size: one invocation per `pair_cols` columns of qkv
+    /// (a weight word of a row; two f32 columns).
     fn workgroups(&self, p: &Params, format: Format) -> [u32; 3] {
-        [qkv_cols(p.n_embd, p.group).div_ceil(super::WG * format.per_word() as u32), 1, 1]
+        [qkv_cols(p.n_embd, p.group).div_ceil(super::WG * super::rms_qkv::pair_cols(format)), 1, 1]
     }
 
     /// The LayerNorm's staged row, then one round per row of k.

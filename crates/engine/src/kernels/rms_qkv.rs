@@ -11,9 +11,9 @@ use super::{qkv_cols, At, Cost, Heads, Launch, WG};
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
 
-/// Columns per invocation of the kernels whose neighbouring columns pair up
-/// (`PAIR_COLS` in shaders/row_weights.wgsl: rms_qkv, rms_swiglu): whole
-/// weight words and whole pairs.
+/// Columns per invocation of the cpu profile's fused decode kernels that
+/// start with a norm (`PAIR_COLS` in shaders/row_weights.wgsl: rms_qkv,
+/// rms_swiglu, ln_qkv, ln_fc_gelu): whole weight words and whole pairs.
 pub fn pair_cols(format: Format) -> u32 {
     let per_word = format.per_word() as u32;
     per_word + per_word % 2
