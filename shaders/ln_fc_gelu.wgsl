@@ -3,11 +3,7 @@
 // matmul, gelu).
 //   xn = layernorm(x) · weight + bias           (every workgroup, into workgroup memory)
 //   fc[col] = gelu_new(sum_k xn[k] * w[k, col] + bias[col])
-// One invocation per PAIR_COLS columns (`pair_dot`): a weight word of a row,
-// one load feeding PER_WORD products, as matvec_residual's; f32 (one weight
-// a word) takes two, which halves its workgroups, each of which runs the
-// LayerNorm (SwiftShader, bundled model, f32, µs a run: ln_qkv 3120–3270 → 1880–2090,
-// ln_fc_gelu 3760–4430 → 2490–2670; lavapipe level).
+// One invocation per PAIR_COLS columns (`pair_dot`), as ln_qkv's.
 // `Word` and `PER_WORD` come from the weight format's snippet, `PAIR_COLS` from shaders/row_weights.wgsl, `normalise_row`
 // (into workgroup `xn`) from shaders/ln_stats.wgsl; the GELU is gelu.wgsl's, clamped the same way.
 

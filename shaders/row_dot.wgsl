@@ -1,7 +1,7 @@
-// row_dot: the dot products of a cpu-profile decode kernel (ln_qkv,
-// matvec_residual, ln_fc_gelu): one invocation owns the PER_WORD columns of
-// one weight word of a row and sums them over every row of k; pair_dot the
-// same over PAIR_COLS columns (rms_qkv, rms_swiglu). The kernel
+// row_dot: the dot products of a cpu-profile decode kernel (matvec_residual):
+// one invocation owns the PER_WORD columns of one weight word of a row and
+// sums them over every row of k; pair_dot the same over PAIR_COLS columns
+// (ln_qkv, ln_fc_gelu, rms_qkv, rms_swiglu). The kernel
 // defines `input(kk)`, the k-th input (its normalised row in workgroup
 // memory, or a vector in storage).
 // The sums are the format's `Lanes` (a value in registers, not a private

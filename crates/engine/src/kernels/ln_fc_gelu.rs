@@ -47,7 +47,7 @@ impl Launch for Shape {
     /// Dispatch size: one invocation per `pair_cols` columns (a
     /// weight word of a row; two f32 columns).
     fn workgroups(&self, p: &Params, format: Format) -> [u32; 3] {
-        [p.n.div_ceil(super::WG * super::rms_qkv::pair_cols(format)), 1, 1]
+        [p.n.div_ceil(super::WG * super::pair_cols(format)), 1, 1]
     }
 
     /// As ln_qkv's: the LayerNorm's three passes, then one round per row of k.

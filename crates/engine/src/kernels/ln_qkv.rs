@@ -76,7 +76,7 @@ impl Launch for Shape {
     /// Dispatch size: one invocation per `pair_cols` columns of qkv
     /// (a weight word of a row; two f32 columns).
     fn workgroups(&self, p: &Params, format: Format) -> [u32; 3] {
-        [qkv_cols(p.n_embd, p.group).div_ceil(super::WG * super::rms_qkv::pair_cols(format)), 1, 1]
+        [qkv_cols(p.n_embd, p.group).div_ceil(super::WG * super::pair_cols(format)), 1, 1]
     }
 
     /// The LayerNorm's staged row, then one round per row of k.

@@ -203,6 +203,14 @@ impl Kernel {
     }
 }
 
+/// Columns per invocation of the cpu profile's fused decode kernels that
+/// start with a norm (`PAIR_COLS` in shaders/row_weights.wgsl: rms_qkv,
+/// rms_swiglu, ln_qkv, ln_fc_gelu): whole weight words and whole pairs.
+pub fn pair_cols(format: Format) -> u32 {
+    let per_word = format.per_word() as u32;
+    per_word + per_word % 2
+}
+
 /// Columns of qkv for a uniform's `n_embd` and `group`: the queries, then
 /// one K and one V head per group ([`Heads::qkv_width`]).
 pub fn qkv_cols(n_embd: u32, group: u32) -> u32 {

@@ -7,17 +7,9 @@ use bytemuck::{Pod, Zeroable};
 use super::cost::{floats, invocations, matrix_bytes, neighbouring, rounds};
 use super::layernorm::norm_rounds;
 use super::{kv_write, matmul, rms_norm, rope};
-use super::{qkv_cols, At, Cost, Heads, Launch, WG};
+use super::{pair_cols, qkv_cols, At, Cost, Heads, Launch, WG};
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
-
-/// Columns per invocation of the cpu profile's fused decode kernels that
-/// start with a norm (`PAIR_COLS` in shaders/row_weights.wgsl: rms_qkv,
-/// rms_swiglu, ln_qkv, ln_fc_gelu): whole weight words and whole pairs.
-pub fn pair_cols(format: Format) -> u32 {
-    let per_word = format.per_word() as u32;
-    per_word + per_word % 2
-}
 
 /// Mirror of the WGSL `Params`.
 #[repr(C)]

@@ -5,7 +5,8 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::cost::{floats, rounds};
-use super::rms_qkv::{normalised, pair_cols, rms_fused_cost};
+use super::pair_cols;
+use super::rms_qkv::{normalised, rms_fused_cost};
 use super::{matmul, swiglu};
 use super::{At, Cost, Launch, WG};
 use crate::storage::format::Format;
