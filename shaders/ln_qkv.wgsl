@@ -1,6 +1,6 @@
 // ln_qkv (decode): the block's first LayerNorm, the QKV projection and the K/V
 // write in one dispatch (three in prefill: layernorm, matmul, kv_write).
-//   xn = layernorm(x) · weight + bias           (every workgroup, into workgroup memory)
+//   xn = layernorm(x) · weight + bias           (every workgroup, into its row of x)
 //   qkv[col] = sum_k xn[k] * w[k, col] + bias[col]
 //   key_cache[slot] = qkv[n_embd ..], value_cache[slot] = qkv[n_embd + kv_dim ..]
 // One invocation per PAIR_COLS columns (`pair_dot`): a weight word of a row,
@@ -11,7 +11,7 @@
 // Each workgroup normalises the token's row itself: n_embd reads and two
 // reductions, small next to the n_embd × WG weights it reads after.
 // `Word` and `PER_WORD` come from the weight format's snippet, `PAIR_COLS` from shaders/row_weights.wgsl,
-// `normalise_row` (into workgroup `xn`) from shaders/ln_stats.wgsl,
+// `normalise_row_in_x` and `row_in_x` from shaders/row_in_x.wgsl,
 // `store_qkv` from shaders/kv_slot.wgsl.
 
 struct Params {
@@ -26,7 +26,7 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<f32>;                 // (n_embd) residual stream
+@group(0) @binding(1) var<storage, read_write> x: array<f32>;                // (1 + workgroups, n_embd) residual stream, then each workgroup's normalised row
 @group(0) @binding(2) var<storage, read> ln: array<f32>;                // (2, n_embd) ln_1 weight, then bias
 @group(0) @binding(3) var<storage, read> w: array<Word>;                // (n_embd, n_embd + 2 * kv_dim) in the weight format
 @group(0) @binding(4) var<storage, read> bias: array<f32>;              // (n_embd + 2 * kv_dim)
@@ -38,12 +38,12 @@ override WG: u32 = 64u;
 
 // pair_dot's k-th input.
 fn input(kk: u32) -> f32 {
-    return xn[kk];
+    return row_in_x(kk);
 }
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
-    normalise_row(tid, p.n_embd, p.eps);
+    normalise_row_in_x(tid, wid.x, p.n_embd, p.eps);
     let kv_dim = p.n_embd / p.group;
     let n = p.n_embd + 2u * kv_dim;
     let col0 = (wid.x * WG + tid) * PAIR_COLS;

@@ -1,8 +1,9 @@
 // ln_stats: the mean and 1/std of one row of `x`, for every kernel that starts
 // with a LayerNorm (layernorm, ln_qkv, ln_fc_gelu and their _split shapes); they declare `x`, `ln`
-// (weight, then bias) and `WG`. The fused decode kernels also normalise the
+// (weight, then bias) and `WG`. The split decode kernels also normalise the
 // token's row into workgroup memory here (`normalise_row`; the Llama
-// family's, whose `ln` starts with the RMSNorm's weight, `rms_row`).
+// family's, whose `ln` starts with the RMSNorm's weight, `rms_row`); the
+// cpu profile's write theirs to x (shaders/row_in_x.wgsl).
 // One workgroup per row; the mean first, then the variance of the centred
 // values (two passes over the row: more accurate than E[x²] - E[x]² in f32).
 // CPU twin: the statistics in `layernorm::run_cpu`.

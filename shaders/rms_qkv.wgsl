@@ -1,7 +1,7 @@
 // rms_qkv (decode, the Llama family): the block's first RMSNorm, the QKV
 // projection, RoPE and the K/V write in one dispatch (four in prefill:
 // rms_norm, matmul, rope, kv_write).
-//   xn = rms_norm(x) · weight                          (every workgroup, into workgroup memory)
+//   xn = rms_norm(x) · weight                          (every workgroup, into its row of x)
 //   qkv[col] = sum_k xn[k] * w[k, col] + bias[col]
 //   q and k pairs turned by this position's angles; key_cache[slot], value_cache[slot] = k, v
 // A rotary pair is two neighbouring columns (model/weights_llama.rs lays
@@ -12,8 +12,8 @@
 // qkv bias share one binding: with the cache, the turns and a scaled
 // format's scales this kernel binds WebGPU's 8 storage buffers.
 // `Word` and `PER_WORD` come from the weight format's snippet,
-// `PAIR_COLS` from shaders/row_weights.wgsl, `pair_dot` from shaders/row_dot.wgsl, `rms_row` (into
-// workgroup `xn`) from shaders/ln_stats.wgsl, `store_qkv` from
+// `PAIR_COLS` from shaders/row_weights.wgsl, `pair_dot` from shaders/row_dot.wgsl, `rms_row_in_x` and
+// `row_in_x` from shaders/row_in_x.wgsl, `store_qkv` from
 // shaders/kv_slot.wgsl, `pair_turned` from shaders/qkv_pair.wgsl.
 // CPU twin: rms_norm, matmul, rope and kv_write in a row.
 
@@ -29,7 +29,7 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<f32>;                 // (n_embd) residual stream
+@group(0) @binding(1) var<storage, read_write> x: array<f32>;                // (1 + workgroups, n_embd) residual stream, then each workgroup's normalised row
 @group(0) @binding(2) var<storage, read> ln: array<f32>;                // (2 * n_embd + 2 * kv_dim) the norm's weight, then the qkv bias
 @group(0) @binding(3) var<storage, read> w: array<Word>;                // (n_embd, n_embd + 2 * kv_dim) in the weight format
 @group(0) @binding(4) var<storage, read_write> qkv: array<f32>;         // (n_embd + 2 * kv_dim): q | k | v, kv_dim = n_embd / group
@@ -41,12 +41,12 @@ override WG: u32 = 64u;
 
 // pair_dot's k-th input.
 fn input(kk: u32) -> f32 {
-    return xn[kk];
+    return row_in_x(kk);
 }
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
-    rms_row(tid, p.n_embd, p.eps);
+    rms_row_in_x(tid, wid.x, p.n_embd, p.eps);
     let n = p.n_embd + 2u * (p.n_embd / p.group);
     let col0 = (wid.x * WG + tid) * PAIR_COLS;
     if (col0 >= n) {

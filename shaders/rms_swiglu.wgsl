@@ -1,7 +1,7 @@
 // rms_swiglu (decode, the Llama family): the block's second RMSNorm, the
 // MLP's gate and up projection and SwiGLU in one dispatch (three in
 // prefill: rms_norm, matmul, swiglu).
-//   xn = rms_norm(x) · weight                          (every workgroup, into workgroup memory)
+//   xn = rms_norm(x) · weight                          (every workgroup, into its row of x)
 //   gate_up[col] = sum_k xn[k] * w[k, col] + bias[col]
 //   act[i] = silu(gate_up[2i]) · gate_up[2i + 1]
 // Gate and up are neighbouring columns (model/weights_llama.rs lays them in
@@ -9,7 +9,7 @@
 // (`pair_dot`: one load feeds PER_WORD products, as matvec_residual's)
 // and whole gate, up pairs, so a pair never leaves the invocation.
 // `Word` and `PER_WORD` come from the weight format's snippet,
-// `rms_row` (into workgroup `xn`) from shaders/ln_stats.wgsl, `PAIR_COLS`
+// `rms_row_in_x` and `row_in_x` from shaders/row_in_x.wgsl, `PAIR_COLS`
 // from shaders/row_weights.wgsl, `pair_dot` from shaders/row_dot.wgsl; the gate is
 // swiglu.wgsl's. CPU twin: rms_norm, matmul and swiglu in a row.
 
@@ -21,7 +21,7 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<f32>;         // (n_embd) residual stream
+@group(0) @binding(1) var<storage, read_write> x: array<f32>;        // (1 + workgroups, n_embd) residual stream, then each workgroup's normalised row
 @group(0) @binding(2) var<storage, read> ln: array<f32>;        // (n_embd + 2 * n) the norm's weight, then the gate, up bias
 @group(0) @binding(3) var<storage, read> w: array<Word>;        // (n_embd, 2 * n) in the weight format: gate, up in turn
 @group(0) @binding(4) var<storage, read_write> act: array<f32>; // (n)
@@ -30,12 +30,12 @@ override WG: u32 = 64u;
 
 // pair_dot's k-th input.
 fn input(kk: u32) -> f32 {
-    return xn[kk];
+    return row_in_x(kk);
 }
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
-    rms_row(tid, p.n_embd, p.eps);
+    rms_row_in_x(tid, wid.x, p.n_embd, p.eps);
     let n = 2u * p.n;
     let col0 = (wid.x * WG + tid) * PAIR_COLS;
     if (col0 >= n) {

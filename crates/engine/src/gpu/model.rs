@@ -10,7 +10,7 @@ use crate::gpu::readback::{buffer, upload, STORAGE};
 use crate::gpu::{GpuContext, Pipelines};
 use crate::kernels::attention::MAX_HEAD_SIZE;
 use crate::kernels::ln_qkv::LN_MAX_EMBD;
-use crate::kernels::{attention_split, lm_head_split, rope, Profile, WG};
+use crate::kernels::{attention_split, fused_x_rows, lm_head_split, rope, Profile, WG};
 use crate::model::{Config, LayerWeights};
 use crate::step::SharedModel;
 use crate::storage::format::Format;
@@ -96,7 +96,7 @@ pub struct Scratch {
     /// The most rows one pass holds: [`pass_rows`] of the model.
     pub rows: usize,
     pub tokens: wgpu::Buffer, // (rows) u32 ids of this pass
-    pub x: wgpu::Buffer,      // (rows, n_embd) residual stream
+    pub x: wgpu::Buffer,      // (rows or more, n_embd) residual stream (make_scratch)
     pub xb: wgpu::Buffer,     // (rows, n_embd) layernorm output
     pub qkv: wgpu::Buffer,    // (rows, n_embd + 2 * kv_dim)
     pub y: wgpu::Buffer,      // (rows, n_embd) attention output
@@ -365,15 +365,18 @@ fn make_scratch(ctx: &GpuContext, c: &Config) -> Scratch {
     let rows = pass_rows(c) as u64;
     let f = |label: &str, cols: usize| buffer(ctx, label, rows * cols as u64 * 4, STORAGE);
     let gated = c.llama().is_some(); // SwiGLU: gate | up, then its output
+    let fc = if gated { 2 * c.n_inner } else { c.n_inner };
+    // A decode step's fused kernels keep a normalised row a workgroup in x.
+    let x_rows = rows.max(fused_x_rows(c.qkv_width().max(fc)) as u64);
     Scratch {
         rows: rows as usize,
         tokens: f("tokens", 1),
-        x: f("x", c.n_embd),
+        x: buffer(ctx, "x", x_rows * c.n_embd as u64 * 4, STORAGE),
         xb: f("xb", c.n_embd),
         qkv: f("qkv", c.qkv_width()),
         y: f("y", c.n_embd),
         proj: f("proj", c.n_embd),
-        fc: f("fc", if gated { 2 * c.n_inner } else { c.n_inner }),
+        fc: f("fc", fc),
         act: f("act", if gated { c.n_inner } else { 0 }),
         parts: buffer(ctx, "parts", floats_of_parts(c) * 4, STORAGE),
     }

@@ -11,7 +11,8 @@ use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
 
 /// The widest row the fused LayerNorm holds in workgroup memory (`MAX_EMBD`
-/// in ln_stats.wgsl, used by ln_qkv and ln_fc_gelu): 8 KB of the 16 KB every adapter has.
+/// in ln_stats.wgsl, used by the split kernels; the cpu profile's keep it in
+/// x): 8 KB of the 16 KB every adapter has.
 pub const LN_MAX_EMBD: usize = 2048;
 
 /// Mirror of the WGSL `Params`.

@@ -211,6 +211,14 @@ pub fn pair_cols(format: Format) -> u32 {
     per_word + per_word % 2
 }
 
+/// Rows of x a decode step of the cpu profile uses: the residual stream,
+/// then a normalised row for each workgroup of its widest fused kernel, of
+/// `cols` columns (shaders/row_in_x.wgsl); an invocation takes at least one
+/// column, whatever the format.
+pub fn fused_x_rows(cols: usize) -> usize {
+    1 + cols.div_ceil(WG as usize)
+}
+
 /// Columns of qkv for a uniform's `n_embd` and `group`: the queries, then
 /// one K and one V head per group ([`Heads::qkv_width`]).
 pub fn qkv_cols(n_embd: u32, group: u32) -> u32 {

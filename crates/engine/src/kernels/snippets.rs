@@ -1,6 +1,6 @@
 //! The WGSL a kernel is compiled from: its own file, preceded by the shared
 //! snippets it calls — the weight format's (`shaders/format_*.wgsl`: `Word`,
-//! `w_load`, `w_unpack`), `shaders/ln_stats.wgsl`, `shaders/split_k.wgsl`, `shaders/row_weights.wgsl`,
+//! `w_load`, `w_unpack`), `shaders/ln_stats.wgsl`, `shaders/row_in_x.wgsl`, `shaders/split_k.wgsl`, `shaders/row_weights.wgsl`,
 //! `shaders/row_dot.wgsl`, `shaders/split_dot.wgsl`, `shaders/qkv_pair.wgsl`, `shaders/kv_slot.wgsl`, `shaders/grid_1d.wgsl`, `shaders/store_row.wgsl`,
 //! the uniforms kernels share (`shaders/lm_head_params.wgsl`,
 //! `shaders/attention_params.wgsl`), `shaders/turned.wgsl`, `shaders/gated.wgsl` and the self-test's fault hook,
@@ -14,6 +14,9 @@ use crate::storage::format::Format;
 
 /// The LayerNorm statistics the kernels that start with one share.
 const LN_STATS: &str = include_str!("../../../../shaders/ln_stats.wgsl");
+
+/// Where the cpu profile's fused decode kernels keep their normalised row: x's spare rows.
+const ROW_IN_X: &str = include_str!("../../../../shaders/row_in_x.wgsl");
 
 /// The split-k layout of the projections shaped for real GPUs.
 const SPLIT_K: &str = include_str!("../../../../shaders/split_k.wgsl");
@@ -119,6 +122,7 @@ pub fn calls_format(kernel: &str) -> bool {
 pub fn assemble(kernel: &str, format: Format) -> String {
     let snippets = [
         format.snippet(),
+        ROW_IN_X,
         LN_STATS,
         SPLIT_K,
         ROW_WEIGHTS,
@@ -165,6 +169,9 @@ mod tests {
         assert!(has(Kernel::LnQkvSplit, ln) && has(Kernel::LnQkvSplit, split));
         assert!(has(Kernel::LnQkvSplit, format));
         assert!(has(Kernel::LnQkv, ln) && !has(Kernel::LnQkv, split));
+        let in_x = "fn row_in_x";
+        assert!(has(Kernel::LnQkv, in_x) && has(Kernel::RmsSwiglu, in_x));
+        assert!(!has(Kernel::LnQkvSplit, in_x) && !has(Kernel::RmsSwigluSplit, in_x));
         assert!(has(Kernel::MatvecResidualSplit, split) && !has(Kernel::MatvecResidualSplit, ln));
         assert!(!has(Kernel::Attention, format) && !has(Kernel::Attention, ln));
         assert!(has(Kernel::LmHeadSplit, format) && !has(Kernel::LmHeadSplit, ln));

@@ -8,7 +8,7 @@
 //! sum's error by at most 1.1 · |up| + |silu(gate)| and adds swiglu's own
 //! 1e-6 abs + 1e-5 rel.
 
-use super::fused::{ln_dot, wide};
+use super::fused::{ln_dot, wide, x_rows};
 use super::inputs::{at, bytes, config, launch, poisoned, random, weights, Case, Tolerance};
 use crate::kernels::{rms_qkv, rms_qkv_split, rms_swiglu, rms_swiglu_split, rope};
 use crate::kernels::{At, Heads, Kernel, Split};
@@ -75,7 +75,7 @@ fn rms_qkv_case(
         ),
         params,
         buffers: vec![
-            bytes(&x),
+            x_rows(&x, groups),
             bytes(&[lw, bias].concat()),
             words,
             bytes(&poisoned(width)),
@@ -121,7 +121,12 @@ pub fn rms_swiglu_cases(format: Format, split: Option<Split>) -> Vec<Case> {
             format,
             shape: format!("{e} → 2 × {n}{}", wide(split)),
             params,
-            buffers: vec![bytes(&x), bytes(&[lw, bias].concat()), words, bytes(&poisoned(n))],
+            buffers: vec![
+                x_rows(&x, groups),
+                bytes(&[lw, bias].concat()),
+                words,
+                bytes(&poisoned(n)),
+            ],
             scales,
             groups,
             want: vec![(3, "act", act)],

@@ -25,14 +25,22 @@ pub(super) fn ln_dot(xn: &[f32]) -> Tolerance {
     Tolerance { atol: (largest + 1.0) * k * f32::EPSILON, rtol: 1e-5 }
 }
 
+/// x as a fused decode kernel binds it: the token's row, then a poisoned
+/// row per workgroup (`groups`), where the cpu profile's kernels keep their
+/// normalised copy (shaders/row_in_x.wgsl) and must write it before reading
+/// it; the split kernels read the first row only.
+pub(super) fn x_rows(x: &[f32], groups: [u32; 3]) -> Vec<u8> {
+    bytes(&[x, &poisoned(x.len() * groups[0] as usize)].concat())
+}
+
 /// LayerNorm's epsilon: the cases' config's (`inputs::config`).
 const EPS: f32 = 1e-5;
 
-/// The bindings a fused LayerNorm kernel starts with: x, the LayerNorm's
+/// The bindings a fused LayerNorm kernel starts with: x ([`x_rows`]), the LayerNorm's
 /// weight and bias in one buffer, the weight words, the bias, and its
 /// output of `n` values poisoned.
 fn ln_buffers(
-    x: &[f32],
+    x: Vec<u8>,
     ln_weight: &[f32],
     ln_bias: &[f32],
     words: Vec<u8>,
@@ -40,7 +48,7 @@ fn ln_buffers(
     n: usize,
 ) -> Vec<Vec<u8>> {
     let ln = [ln_weight, ln_bias].concat();
-    vec![bytes(x), bytes(&ln), words, bytes(bias), bytes(&poisoned(n))]
+    vec![x, bytes(&ln), words, bytes(bias), bytes(&poisoned(n))]
 }
 
 /// The cases of ln_qkv, or with a split layout, of ln_qkv_split: the same
@@ -86,8 +94,11 @@ pub fn ln_qkv_cases(format: Format, split: Option<Split>) -> Vec<Case> {
                 wide(split)
             ),
             params,
-            buffers: [ln_buffers(&x, &lw, &lb, words, &bias, width), vec![bytes(&k0), bytes(&v0)]]
-                .concat(),
+            buffers: [
+                ln_buffers(x_rows(&x, groups), &lw, &lb, words, &bias, width),
+                vec![bytes(&k0), bytes(&v0)],
+            ]
+            .concat(),
             scales,
             groups,
             want: vec![(4, "qkv", qkv), (5, "keys", kc), (6, "values", vc)],
@@ -164,7 +175,7 @@ pub fn ln_fc_gelu_cases(format: Format, split: Option<Split>) -> Vec<Case> {
             format,
             shape: format!("{n_embd}x{n}{}", wide(split)),
             params,
-            buffers: ln_buffers(&x, &lw, &lb, words, &bias, n),
+            buffers: ln_buffers(x_rows(&x, groups), &lw, &lb, words, &bias, n),
             scales,
             groups,
             want: vec![(4, "fc", want)],
