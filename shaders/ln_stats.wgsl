@@ -9,18 +9,21 @@
 // CPU twin: the statistics in `layernorm::run_cpu`.
 
 var<workgroup> partial: array<f32, WG>; // (WG) per-thread partial sums
+var<workgroup> summed: f32; // the sum, up to 64 threads
 
 // Sum of `value` over the workgroup; every thread gets the result. Up to 64
-// threads (the kernels shaped for CPU adapters), each thread adds the WG
-// partial sums itself, in the same order: two barriers instead of a tree's
-// log2(WG) + 2 (barriers are what software adapters pay for, and the fused
-// decode kernels run this in every workgroup). Above 64 (real GPUs: the
-// split kernels' 256), a tree: no thread reads more than two partials per
-// step. WG is a pipeline constant, so the branch costs nothing.
+// threads (the kernels shaped for CPU adapters), thread 0 adds the WG
+// partial sums in order and the others read its total: two barriers
+// instead of a tree's log2(WG) + 2 (barriers are what software adapters pay
+// for, and the fused decode kernels run this in every workgroup), and WG
+// reads of workgroup memory, not WG a thread (SwiftShader reads it slowly).
+// `summed` is rewritten only after the next call's first barrier, which
+// every thread reaches after reading it. Above 64 (real GPUs: the split
+// kernels' 256), a tree: no thread reads more than two partials per step.
+// WG is a pipeline constant, so the branch costs nothing.
 fn workgroup_sum(tid: u32, value: f32) -> f32 {
     partial[tid] = value;
     workgroupBarrier();
-    var total = 0.0;
     if (WG > 64u) {
         for (var stride = WG / 2u; stride > 0u; stride = stride / 2u) {
             if (tid < stride) {
@@ -28,14 +31,19 @@ fn workgroup_sum(tid: u32, value: f32) -> f32 {
             }
             workgroupBarrier();
         }
-        total = partial[0];
-    } else {
+        let total = partial[0];
+        workgroupBarrier(); // before `partial` is reused
+        return total;
+    }
+    if (tid == 0u) {
+        var total = 0.0;
         for (var i = 0u; i < WG; i = i + 1u) {
             total = total + partial[i];
         }
+        summed = total;
     }
-    workgroupBarrier(); // before `partial` is reused
-    return total;
+    workgroupBarrier();
+    return summed;
 }
 
 const MAX_EMBD: u32 = 2048u; // `LN_MAX_EMBD` in Rust; GPT-2 XL has 1600
