@@ -74,6 +74,21 @@ fn ln_stats(tid: u32, base: u32, n: u32, eps: f32) -> vec2<f32> {
     return vec2<f32>(mean, inverseSqrt(workgroup_sum(tid, sq) / f32(n) + eps));
 }
 
+// 1 / sqrt(mean(x[base .. base + n]²) + eps): RMSNorm's one statistic (rms_norm,
+// rms_row, rms_row_in_x), the row staged on real GPUs as ln_stats stages it.
+// Call from uniform control flow.
+fn rms_stats(tid: u32, base: u32, n: u32, eps: f32) -> f32 {
+    if (WG > 64u) {
+        stage_row(tid, base, n);
+    }
+    var sq = 0.0;
+    for (var c = tid; c < n; c = c + WG) {
+        let v = row_at(base, c);
+        sq = sq + v * v;
+    }
+    return inverseSqrt(workgroup_sum(tid, sq) / f32(n) + eps);
+}
+
 // Element c of the row: staged (real GPUs) or from x.
 fn row_at(base: u32, c: u32) -> f32 {
     if (WG > 64u) {
@@ -159,15 +174,7 @@ fn normalise(c: u32, n: u32, s: vec2<f32>, gain: f32, shift: f32) {
 // row staged on real GPUs, each invocation rewriting its own elements). Call
 // from uniform control flow.
 fn rms_row(tid: u32, n: u32, eps: f32) {
-    if (WG > 64u) {
-        stage_row(tid, 0u, n);
-    }
-    var sq = 0.0;
-    for (var c = tid; c < n; c = c + WG) {
-        let v = row_at(0u, c);
-        sq = sq + v * v;
-    }
-    let rstd = inverseSqrt(workgroup_sum(tid, sq) / f32(n) + eps);
+    let rstd = rms_stats(tid, 0u, n, eps);
     for (var c = tid; c < n; c = c + WG) {
         xn[c] = ln[c] * (row_at(0u, c) * rstd);
     }

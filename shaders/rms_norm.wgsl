@@ -1,8 +1,7 @@
 // rms_norm: out[row, :] = x[row, :] / sqrt(mean(x[row, :]²) + eps) · weight
 // RMSNorm (the Llama family's norm: no mean taken away, no shift). One
-// workgroup per row; the sum of squares through `workgroup_sum`, the row
-// staged in workgroup memory on real GPUs as `ln_stats` stages it
-// (shaders/ln_stats.wgsl).
+// workgroup per row; its statistic from `rms_stats`, the row staged in
+// workgroup memory on real GPUs as `ln_stats` stages it (shaders/ln_stats.wgsl).
 
 struct Params {
     n_rows: u32,
@@ -22,15 +21,8 @@ override WG: u32 = 64u;
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     let row = wid.x; // dispatched with exactly n_rows workgroups
     let base = row * p.n_embd;
-    if (WG > 64u) {
-        stage_row(tid, base, p.n_embd); // each invocation reads back only its own elements
-    }
-    var sq = 0.0;
-    for (var c = tid; c < p.n_embd; c = c + WG) {
-        let v = row_at(base, c);
-        sq = sq + v * v;
-    }
-    let rstd = inverseSqrt(workgroup_sum(tid, sq) / f32(p.n_embd) + p.eps);
+    // staged on real GPUs: each invocation then reads back only its own elements
+    let rstd = rms_stats(tid, base, p.n_embd, p.eps);
     for (var c = tid; c < p.n_embd; c = c + WG) {
         out[base + c] = faulted(ln[c] * (row_at(base, c) * rstd));
     }

@@ -2,8 +2,8 @@
 // one invocation owns the PER_WORD columns of one weight word of a row and
 // sums them over every row of k; pair_dot the same over PAIR_COLS columns
 // (ln_qkv, ln_fc_gelu, rms_qkv, rms_swiglu). The kernel
-// defines `input(kk)`, the k-th input (its normalised row in workgroup
-// memory, or a vector in storage).
+// defines `input(kk)`, the k-th input (its normalised row in x, row_in_x.wgsl,
+// or a vector in storage).
 // The sums are the format's `Lanes` (a value in registers, not a private
 // array), and whether rows straddle words is asked once, outside the loop:
 // SwiftShader (Chromium's software adapter) keeps arrays indexed in loops in

@@ -8,7 +8,7 @@
 // 1925–2726 → 958–1323, ln_fc_gelu 2780–4123 → 1390–1671 with the dot
 // reading x. Reusing x's binding keeps rms_qkv within WebGPU's 8 storage
 // buffers. The kernels declare `x` (read_write), `ln` and `WG`;
-// `ln_stats` and `workgroup_sum` come from shaders/ln_stats.wgsl.
+// `ln_stats` and `rms_stats` come from shaders/ln_stats.wgsl.
 // CPU twin: the kernels' `normalised`.
 
 var<private> xn_at: u32; // where this workgroup's normalised row starts in x
@@ -28,12 +28,7 @@ fn normalise_row_in_x(tid: u32, wid: u32, n: u32, eps: f32) {
 // x[1 + wid] = rms_norm(x[0 .. n]) · weight (`ln[0 .. n]`), as rms_norm.wgsl
 // computes it (one reduction). Call from uniform control flow.
 fn rms_row_in_x(tid: u32, wid: u32, n: u32, eps: f32) {
-    var sq = 0.0;
-    for (var c = tid; c < n; c = c + WG) {
-        let v = x[c];
-        sq = sq + v * v;
-    }
-    let rstd = inverseSqrt(workgroup_sum(tid, sq) / f32(n) + eps);
+    let rstd = rms_stats(tid, 0u, n, eps);
     xn_at = (1u + wid) * n;
     for (var c = tid; c < n; c = c + WG) {
         x[xn_at + c] = ln[c] * (x[c] * rstd);
