@@ -1,19 +1,29 @@
-//! int4 decode steps in wasm SIMD128 intrinsics, four lanes a vector.
-//! SIMD128 shifts every lane by the same count, so a word's eight fields
-//! cannot be eight lanes without a multiply per lane (`i32x4.mul`, slow on
-//! x86); instead each lane holds a different word and field t of all of them
-//! is two shifts (left to the top, then down with the sign). The outputs or
+//! int4 decode steps and the int4 and int8 LM heads in wasm SIMD128
+//! intrinsics, four lanes a vector. SIMD128 shifts every lane by the same
+//! count, so a word's eight fields cannot be eight lanes without a multiply
+//! per lane (`i32x4.mul`, slow on x86); instead each lane holds a different
+//! word and field t of all of them is two shifts (left to the top, then down
+//! with the sign). The outputs or
 //! the dot's lanes are kept in that order while k runs. These are the
 //! twin's products and sums in its order, so the bits are the twin's (the
 //! browser tests run `f16_paths.rs`'s fast-against-twin cases in Chromium).
 //! The page's CPU worker, 124M shape, one worker: int4 62.9 → 42.2 ms/token
 //! (f16 63.2).
+//!
+//! The int8 LM head: sixteen bytes are one vector, widened with their sign
+//! (i8 → i16 → i32) into four vectors of four lanes in order, multiplied as
+//! they are widened (the portable loop unpacked each head row into a buffer,
+//! then read it back for the dot): the page's worker, 124M shape, int8
+//! decode 24.0–25.0 → 20.0–22.3 ms/token on an AMD core. The int8 panels
+//! keep the compiler's vectors of the portable loop: intrinsics with their
+//! sums in registers were faster on this AMD core (about 10 %) and far
+//! slower on an Intel one (README, "Native loops prefetch").
 
 use core::arch::wasm32::*;
 use std::ops::Range;
 
-use super::touch::touch;
-use crate::storage::format::{Format, GROUP};
+use super::touch::{ahead, touch};
+use crate::storage::format::{Channels, Format, GROUP};
 use crate::storage::matrix::Matrix;
 
 /// The weights of fields `f` of a group with scale `s`: `field · s`, the
@@ -27,6 +37,21 @@ fn weights(f: v128, s: v128) -> v128 {
 #[inline(always)]
 fn load(v: &[f32]) -> v128 {
     f32x4(v[0], v[1], v[2], v[3])
+}
+
+/// Sixteen int8 fields `q[..16]` as four vectors of i32, lanes in order.
+#[inline(always)]
+fn int8_fields(q: &[i8]) -> [v128; 4] {
+    let q = &q[..16];
+    // SAFETY: sixteen bytes are there (the slice is checked); wasm loads unaligned.
+    let v = unsafe { v128_load(q.as_ptr().cast()) };
+    let (lo, hi) = (i16x8_extend_low_i8x16(v), i16x8_extend_high_i8x16(v));
+    [
+        i32x4_extend_low_i16x8(lo),
+        i32x4_extend_high_i16x8(lo),
+        i32x4_extend_low_i16x8(hi),
+        i32x4_extend_high_i16x8(hi),
+    ]
 }
 
 /// `matmul_quant`'s int4 decode step: out[j] = bias[j] + Σ_k x[k] · w[k, j]
@@ -107,9 +132,53 @@ fn store(o: &mut [f32], v: v128) {
     ]);
 }
 
-/// Whether [`int4_head`] takes this head: int4, whole groups a row.
+/// Whether [`int4_head`] or [`int8_head`] takes this head: int4, whole
+/// groups a row; int8 with a scale a row (or one for the matrix), whole
+/// sixteens a row.
 pub fn takes_head(head: &Matrix) -> bool {
-    head.format == Format::Int4 && head.cols.is_multiple_of(GROUP)
+    let row_scale = match head.format {
+        Format::Int8 => head.channels == Channels::Rows,
+        format => format == Format::Int8PerTensor,
+    };
+    let int4 = head.format == Format::Int4 && head.cols.is_multiple_of(GROUP);
+    int4 || (row_scale && head.cols.is_multiple_of(16))
+}
+
+/// `lm_head`'s dot products for one row of x and an int8 head with a scale
+/// a row ([`takes_head`]): out[v] is x · row `vr.start + v`, each as the
+/// twin's sixteen lanes (lane L adds the products k ≡ L (mod 16), in order
+/// of k: vector t holds lanes 4t..4t + 4) put together by `combine`. Each
+/// row's bytes are read once, into registers, touched [`ahead`] of their reads.
+pub fn int8_head(
+    x: &[f32], // (n_embd)
+    head: &Matrix,
+    vr: Range<usize>,
+    combine: fn([f32; 16]) -> f32,
+    out: &mut [f32], // (vr.len())
+) {
+    let n_embd = head.cols;
+    let q: &[i8] = bytemuck::cast_slice(head.words()); // (n_vocab, n_embd) the fields
+    let scale = |v: usize| match head.format {
+        Format::Int8 => head.scales()[v],
+        _ => head.scales()[0],
+    };
+    for (o, v) in out.iter_mut().zip(vr) {
+        let (row, s) = (&q[v * n_embd..][..n_embd], f32x4_splat(scale(v)));
+        let mut sums = [f32x4_splat(0.0); 4]; // sums[t]: the twin's lanes 4t..4t + 4
+        for (p, (b, xp)) in row.chunks_exact(16).zip(x.chunks_exact(16)).enumerate() {
+            if p % 4 == 0 {
+                touch(q, v * n_embd + 16 * p + ahead::<i8>()); // a line at a time
+            }
+            for (t, (sum, f)) in sums.iter_mut().zip(int8_fields(b)).enumerate() {
+                *sum = f32x4_add(*sum, f32x4_mul(load(&xp[4 * t..]), weights(f, s)));
+            }
+        }
+        let mut lanes = [0.0f32; 16];
+        for (sum, four) in sums.into_iter().zip(lanes.chunks_exact_mut(4)) {
+            store(four, sum);
+        }
+        *o = combine(lanes);
+    }
 }
 
 /// `lm_head`'s dot products for one row of x and an int4 head
