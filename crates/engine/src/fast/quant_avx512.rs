@@ -81,12 +81,12 @@ pub(super) fn store(o: &mut [f32], v: __m512) {
 /// One widening and one shift, where [`fields`]' order takes two
 /// permutes and two shifts: the decode step keeps its outputs in this
 /// order ([`to_even_odd`]) so that it needs no other.
+/// `words`: the group's first word, four there.
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn fields_even_odd(words: &[u32]) -> (__m512i, __m512i) {
-    assert!(words.len() >= GROUP / 8);
-    // SAFETY: four words are there (just checked), read unaligned.
-    let even = _mm512_cvtepu8_epi32(unsafe { _mm_loadu_si128(words.as_ptr().cast()) });
+unsafe fn fields_even_odd(words: *const u32) -> (__m512i, __m512i) {
+    // SAFETY: four words are there (the caller's promise), read unaligned.
+    let even = _mm512_cvtepu8_epi32(unsafe { _mm_loadu_si128(words.cast()) });
     (even, _mm512_srli_epi32::<4>(even))
 }
 
@@ -145,22 +145,37 @@ type Row<'a> = (&'a [u32], &'a [f32]);
 
 /// out[j] += x_i · w_i[j] for each (x_i, w_i) in order, each group of `out`
 /// even columns first; `next`: the words of the next step's rows, fetched
-/// early a cache line (four groups) at a time as these rows are read.
+/// early a cache line (four groups) at a time as these rows are read. Each
+/// row's words and scales are checked long enough once, here, and read
+/// through their pointers in the loop, as in `quant_avx2::add_int4`: with
+/// a check on each row's words and scale in the loop, a group's eight rows
+/// were eight compares and reloads of spilled row bounds (perf, one core of
+/// a Zen 4-class EPYC, 124M int4 decode).
 #[inline]
 #[target_feature(enable = "avx512f")]
 fn add_int4<const N: usize>(out: &mut [f32], rows: [(f32, Row); N], next: [&[u32]; N]) {
+    const WORDS: usize = GROUP / 8;
+    let groups = out.len() / GROUP;
+    for (_, (ws, ss)) in &rows {
+        assert!(ws.len() >= groups * WORDS && ss.len() >= groups);
+    }
+    let words: [*const u32; N] = std::array::from_fn(|i| rows[i].1 .0.as_ptr());
+    let scales: [*const f32; N] = std::array::from_fn(|i| rows[i].1 .1.as_ptr());
     for (g, o) in out.chunks_exact_mut(GROUP).enumerate() {
         if g % 4 == 0 {
             for words in next {
-                touch(words, GROUP / 8 * g);
+                touch(words, WORDS * g);
             }
         }
         let (mut even, mut odd) = (load(o), load(&o[16..]));
-        for &(xk, (ws, ss)) in &rows {
+        for i in 0..N {
+            // SAFETY: g < groups, and each row has that many groups' words
+            // and scales (checked above).
+            let (s, (f0, f1)) =
+                unsafe { (*scales[i].add(g), fields_even_odd(words[i].add(g * WORDS))) };
             // x_i times each weight the group can hold: the sixteen products
             // its fields can ask for, each the twin's x · w.
-            let products = _mm512_mul_ps(_mm512_set1_ps(xk), table(ss[g]));
-            let (f0, f1) = fields_even_odd(&ws[g * GROUP / 8..]);
+            let products = _mm512_mul_ps(_mm512_set1_ps(rows[i].0), table(s));
             even = _mm512_add_ps(even, _mm512_permutexvar_ps(f0, products));
             odd = _mm512_add_ps(odd, _mm512_permutexvar_ps(f1, products));
         }
