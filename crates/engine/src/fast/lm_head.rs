@@ -110,12 +110,7 @@ fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>, avx2: bool) -> Vec<f
     }
     #[cfg(target_arch = "wasm32")]
     if x.len() == n_embd && super::quant_simd128::takes_head(lm_head) {
-        match lm_head.format {
-            crate::storage::format::Format::Int4 => {
-                super::quant_simd128::int4_head(x, lm_head, vr, combine, &mut out)
-            }
-            _ => super::quant_simd128::int8_head(x, lm_head, vr, combine, &mut out),
-        }
+        super::quant_simd128::head(x, lm_head, vr, combine, &mut out);
         return out;
     }
     let mut buf = Vec::new();

@@ -15,6 +15,7 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
+use super::int4_rows::{self, Row};
 use crate::storage::format::{Channels, Format, GROUP};
 use crate::storage::matrix::Matrix;
 
@@ -90,12 +91,9 @@ pub fn int4_matmul(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &m
     }
 }
 
-/// A row's part of an int4 matrix: its words and its groups' scales.
-type Row<'a> = (&'a [u32], &'a [f32]);
-
 /// out[j] += x_i · w_i[j] for each (x_i, w_i) in order. Each row's words
-/// and scales are checked long enough once, here, and read through their
-/// pointers in the loop: with a bounds check on each row's four words and
+/// and scales are checked long enough once ([`int4_rows::checked`]) and
+/// read through their pointers in the loop: with a bounds check on each row's four words and
 /// its scale, a group's eight rows were a loop the compiler kept rolled, 43
 /// instructions a row where 30 do the work (one core of an AVX2-only EPYC,
 /// 124M shape, int4 decode, five rounds A B: 19.3–22.4 → 17.4–18.9
@@ -104,12 +102,7 @@ type Row<'a> = (&'a [u32], &'a [f32]);
 #[target_feature(enable = "avx2")]
 fn add_int4<const N: usize>(out: &mut [f32], rows: [(f32, Row); N], next: [*const i8; N]) {
     const WORDS: usize = GROUP / 8;
-    let groups = out.len() / GROUP;
-    for (_, (ws, ss)) in &rows {
-        assert!(ws.len() >= groups * WORDS && ss.len() >= groups);
-    }
-    let words: [*const u32; N] = std::array::from_fn(|i| rows[i].1 .0.as_ptr());
-    let scales: [*const f32; N] = std::array::from_fn(|i| rows[i].1 .1.as_ptr());
+    let rp = int4_rows::checked(&rows, out.len() / GROUP);
     for (g, o) in out.chunks_exact_mut(GROUP).enumerate() {
         if g % 4 == 0 {
             for p in next {
@@ -120,7 +113,7 @@ fn add_int4<const N: usize>(out: &mut [f32], rows: [(f32, Row); N], next: [*cons
         for i in 0..N {
             // SAFETY: g < groups, and each row has that many groups' words
             // and scales (checked above).
-            let (ws, s) = unsafe { (words[i].add(g * WORDS), *scales[i].add(g)) };
+            let (ws, s) = unsafe { (rp[i].0.add(g * WORDS), *rp[i].1.add(g)) };
             let (xv, s) = (_mm256_set1_ps(rows[i].0), _mm256_set1_ps(s));
             for (h, a) in acc.iter_mut().enumerate() {
                 // SAFETY: as above, h < WORDS.

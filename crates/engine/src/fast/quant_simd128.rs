@@ -3,12 +3,11 @@
 //! count, so a word's eight fields cannot be eight lanes without a multiply
 //! per lane (`i32x4.mul`, slow on x86); instead each lane holds a different
 //! word and field t of all of them is two shifts (left to the top, then down
-//! with the sign). The outputs or
-//! the dot's lanes are kept in that order while k runs. These are the
-//! twin's products and sums in its order, so the bits are the twin's (the
-//! browser tests run `f16_paths.rs`'s fast-against-twin cases in Chromium).
-//! The page's CPU worker, 124M shape, one worker: int4 62.9 → 42.2 ms/token
-//! (f16 63.2).
+//! with the sign). The outputs or the dot's lanes are kept in that order
+//! while k runs. These are the twin's products and sums in its order, so
+//! the bits are the twin's (the browser tests run `f16_paths.rs`'s
+//! fast-against-twin cases in Chromium). The page's CPU worker, 124M shape,
+//! one worker: int4 62.9 → 42.2 ms/token (f16 63.2).
 //!
 //! The int8 LM head: sixteen bytes are one vector, widened with their sign
 //! (i8 → i16 → i32) into four vectors of four lanes in order, multiplied as
@@ -22,6 +21,7 @@
 use core::arch::wasm32::*;
 use std::ops::Range;
 
+use super::int4_rows::Row;
 use super::touch::{ahead, touch};
 use crate::storage::format::{Channels, Format, GROUP};
 use crate::storage::matrix::Matrix;
@@ -91,9 +91,6 @@ fn transpose(from: &[f32], to: &mut [f32], order: fn(usize, usize) -> (usize, us
     }
 }
 
-/// A row's part of an int4 matrix: its words and its groups' scales.
-type Row<'a> = (&'a [u32], &'a [f32]);
-
 /// acc += x_i · w_i for each (x_i, w_i) in order, the outputs fields apart;
 /// `next`: the words of the next step's rows, [`touch`]ed a cache line (four
 /// groups) at a time as the same columns of these rows are read.
@@ -132,7 +129,22 @@ fn store(o: &mut [f32], v: v128) {
     ]);
 }
 
-/// Whether [`int4_head`] or [`int8_head`] takes this head: int4, whole
+/// `lm_head`'s dot products for one row of x and a head [`takes_head`]
+/// takes: int4's ([`int4_head`]) or int8's ([`int8_head`]).
+pub fn head(
+    x: &[f32], // (n_embd)
+    head: &Matrix,
+    vr: Range<usize>,
+    combine: fn([f32; 16]) -> f32,
+    out: &mut [f32], // (vr.len())
+) {
+    match head.format {
+        Format::Int4 => int4_head(x, head, vr, combine, out),
+        _ => int8_head(x, head, vr, combine, out),
+    }
+}
+
+/// Whether [`head`] takes this head: int4, whole
 /// groups a row; int8 with a scale a row (or one for the matrix), whole
 /// sixteens a row.
 pub fn takes_head(head: &Matrix) -> bool {
@@ -149,7 +161,7 @@ pub fn takes_head(head: &Matrix) -> bool {
 /// twin's sixteen lanes (lane L adds the products k ≡ L (mod 16), in order
 /// of k: vector t holds lanes 4t..4t + 4) put together by `combine`. Each
 /// row's bytes are read once, into registers, touched [`ahead`] of their reads.
-pub fn int8_head(
+fn int8_head(
     x: &[f32], // (n_embd)
     head: &Matrix,
     vr: Range<usize>,
@@ -191,7 +203,7 @@ pub fn int8_head(
 /// shifts by one count, no multiply: lanes L = t, 8 + t, 4 + t, 12 + t, four
 /// different lanes of the twin, each still adding its elements in order. x
 /// is put in that order once for all the rows.
-pub fn int4_head(
+fn int4_head(
     x: &[f32], // (n_embd)
     head: &Matrix,
     vr: Range<usize>,
