@@ -350,6 +350,16 @@ fn the_gpu_refuses_weights_laid_out_for_the_cpu_engine() {
         Ok(_) => panic!("a model laid out for the CPU went to the GPU"),
         Err(e) => assert!(e.to_string().contains("laid out for the CPU engine"), "{e}"),
     }
+    // An f32 head in row panels (the CPU layout's), the blocks row-major:
+    // refused too.
+    let choice = WeightsChoice::Exactly(Format::F32);
+    let mut model = Model::from_bytes_as(&config, &file, choice).unwrap();
+    let w = &mut model.weights;
+    assert!(w.lm_head.as_mut().unwrap_or(&mut w.wte).into_row_panels());
+    match pollster::block_on(GpuModel::new(ctx.clone(), Arc::new(model), Profile::Cpu)) {
+        Ok(_) => panic!("an f32 head in row panels went to the GPU"),
+        Err(e) => assert!(e.to_string().contains("laid out for the CPU engine"), "{e}"),
+    }
     // int8 weights for the CPU engine's 8-bit activations: refused too.
     let choice = WeightsChoice::Exactly(Format::Int8);
     let mut model = Model::from_bytes_as(&config, &file, choice).unwrap();

@@ -10,6 +10,7 @@ use crate::storage::f16_bits::raw_inputs;
 use crate::storage::matrix::{split, Matrix};
 use crate::storage::pair::{Bf16, Pair, F16};
 use crate::storage::quads::Dot8;
+use crate::storage::row_panels;
 
 /// Partial sums of one dot product: lane j adds the products k ≡ j (mod 16).
 const LANES: usize = 16;
@@ -40,7 +41,9 @@ pub fn run(
         }
         return;
     }
-    let parts = parallel::parts(n_vocab, n_vocab * n_embd * n_out, 1);
+    // Whole row panels a thread (the f32 head's CPU layout; any cut gives
+    // the same bits).
+    let parts = parallel::parts(n_vocab, n_vocab * n_embd * n_out, row_panels::ROWS);
     let outs = parallel::map(parts.clone(), |vr| part(x, lm_head, vr));
     for (vr, o) in parts.into_iter().zip(outs) {
         for (r, pr) in o.chunks_exact(vr.len()).enumerate() {
@@ -81,6 +84,10 @@ fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>, avx2: bool) -> Vec<f
     let (n_embd, n) = (lm_head.cols, vr.len());
     let mut out = vec![0.0; x.len() / n_embd * n]; // (n_out, n)
     let rows = vr.start * n_embd / 2..vr.end * n_embd / 2; // words of head rows vr: (n, n_embd / 2)
+    if let (Some(values), true) = (lm_head.f32_row_panels(), x.len() == n_embd) {
+        super::lm_head_rows::run(x, values, lm_head.rows, vr, combine, avx2, &mut out);
+        return out;
+    }
     if let Some(words) = lm_head.f16_words() {
         let (words, scale) = (&words[rows.clone()], lm_head.f16_scale());
         // x scaled for raw weights where every scaled input is finite: (n_out, n_embd)

@@ -1,6 +1,6 @@
 //! The CPU engine's fast paths behind the twins of `matmul` and `lm_head`:
 //! f16 read straight from its words; f32, f16, bf16 and int8 in column
-//! panels; bf16, int8 and int4 decoded in registers (natively in AVX-512 or
+//! panels; an f32 LM head in row panels; bf16, int8 and int4 decoded in registers (natively in AVX-512 or
 //! AVX2 intrinsics, whichever measured faster for the loop; SIMD128 in
 //! wasm); a prefill's attention over keys laid out across; threads and the
 //! browser's coworker. Each computes
@@ -28,6 +28,7 @@ mod int8_quantise_avx2;
 #[cfg(target_arch = "wasm32")]
 mod int8_quantise_simd128;
 pub mod lm_head;
+mod lm_head_rows;
 pub mod matmul;
 pub mod matmul_panels;
 mod matmul_panels_f32;

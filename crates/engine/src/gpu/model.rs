@@ -172,7 +172,7 @@ impl GpuModel {
         let format = model.format();
         if model.weights.matrices().any(Matrix::cpu_only) {
             return Err(EngineError::Gpu(
-                "these weights were laid out for the CPU engine (lifted, in panels, or for its 8-bit activations); load the model again for the GPU"
+                "these weights were laid out for the CPU engine (lifted, in column or row panels, or for its 8-bit activations); load the model again for the GPU"
                     .into(),
             ));
         }

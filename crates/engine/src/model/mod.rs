@@ -135,8 +135,10 @@ impl Model {
     /// refuses a weight beyond its range (±65504) instead of storing infinity.
     pub fn to_format(&self, format: Format) -> Result<Model> {
         if format == Format::F16 {
-            let too_big =
-                self.weights.matrices().flat_map(|m| m.as_f32().or(m.f32_panels()).unwrap_or(&[]));
+            let too_big = self
+                .weights
+                .matrices()
+                .flat_map(|m| m.as_f32().or(m.f32_panels()).or(m.f32_row_panels()).unwrap_or(&[]));
             if let Some(v) = too_big.copied().find(|v| v.abs() > half::f16::MAX.to_f32()) {
                 return Err(EngineError::Setting(format!(
                     "the weights do not fit f16: one is {v}, beyond ±65504 (use f32, int8 or int4)"

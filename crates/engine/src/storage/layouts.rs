@@ -1,6 +1,7 @@
 //! The methods of [`Matrix`] that lay its words out for the CPU engine's
 //! loops, or read them so laid out: cutting column panels into parts, and
-//! the layouts for 8-bit activations ([`quads`](super::quads)). Apart from
+//! the layouts for 8-bit activations ([`quads`](super::quads)), an f32
+//! head's row panels ([`row_panels`](super::row_panels)). Apart from
 //! `matrix.rs`, which imports the layouts' rules, so that no module imports
 //! one that imports it back.
 
@@ -11,6 +12,7 @@ use super::matrix::Matrix;
 use super::panels::PANEL;
 use super::quads::{from_rows, head_octs_from_rows, head_quads_from_rows, locate, locate_oct};
 use super::quads::{octs_from_rows, Dot8};
+use super::row_panels::{self, ROWS, RUN};
 
 /// Whether an int8 matrix has one scale per output along `outputs`, so its
 /// integer sums can be scaled once per output: int8 with its channels
@@ -35,14 +37,15 @@ impl Matrix {
     /// ([`columns`](Self::columns)): whole panels (column panels, quad or
     /// oct panels), whole int4 groups of a row, or whole words of a row
     /// (f32, f16 and bf16 of even width, int8 of a width of whole words).
-    /// `None` for an LM head laid out for 8-bit activations, whose outputs are
-    /// its rows ([`shard`](Self::shard) cuts those), and for a row-major width
+    /// `None` for an LM head laid out for 8-bit activations or in row panels,
+    /// whose outputs are its rows ([`shard`](Self::shard) cuts those), and for a row-major width
     /// that does not start every row on a word (or an int4 group).
     pub fn column_step(&self) -> Option<usize> {
         match self.int8_activations {
             Some(Dot8::Rows) => return None,
             Some(Dot8::Quads | Dot8::Octs) => return Some(PANEL),
             None if self.panels => return Some(PANEL),
+            None if self.row_panels => return None,
             None => {}
         }
         let step = match self.format {
@@ -209,5 +212,49 @@ impl Matrix {
         let (word, t) = locate(r, c, self.rows);
         let q = (self.words[word] >> (8 * t)) as u8 as i8;
         f32::from(q) * self.scales()[if self.format == Format::Int8 { c } else { 0 }]
+    }
+}
+
+impl Matrix {
+    /// Lays an f32 LM head's (or tied embedding's) values out in row panels
+    /// ([`row_panels`](super::row_panels)): the CPU engine's decode step then reads it as
+    /// one stream. The values are the same ([`get`](Matrix::get),
+    /// [`row`](Matrix::row)); the GPU, which reads row-major words, refuses
+    /// it. False (nothing changed) unless the matrix is f32, row-major, at
+    /// least one panel of rows, and whole runs wide.
+    pub fn into_row_panels(&mut self) -> bool {
+        let whole = self.rows >= ROWS && self.cols > 0 && self.cols.is_multiple_of(RUN);
+        if self.format != Format::F32 || self.reordered() || !whole {
+            return false;
+        }
+        self.words = row_panels::from_rows(&self.words, self.rows, self.cols);
+        self.row_panels = true;
+        true
+    }
+
+    /// The values of an f32 matrix in row panels (`None` otherwise).
+    pub fn f32_row_panels(&self) -> Option<&[f32]> {
+        self.row_panels.then(|| bytemuck::cast_slice(&self.words))
+    }
+
+    /// Columns `c` of row `r` of a matrix in row panels, gathered run by run
+    /// into `buf` (`c.len()` long): each run's part is contiguous.
+    pub(super) fn row_panels_part(&self, r: usize, c: Range<usize>, buf: &mut [f32]) {
+        let values: &[f32] = bytemuck::cast_slice(&self.words);
+        let mut col = c.start;
+        while col < c.end {
+            let n = (RUN - col % RUN).min(c.end - col);
+            let at = row_panels::locate(r, col, self.rows, self.cols);
+            buf[col - c.start..][..n].copy_from_slice(&values[at..][..n]);
+            col += n;
+        }
+    }
+
+    /// Rows `r0..r1` of a matrix in row panels (`r0` on a panel, `r1` on one
+    /// or the last row): a slice of its values, the same layout.
+    pub(super) fn row_panels_rows(&self, r0: usize, r1: usize) -> Matrix {
+        assert!(r0.is_multiple_of(ROWS) && (r1.is_multiple_of(ROWS) || r1 == self.rows));
+        let words = self.words[r0 * self.cols..r1 * self.cols].to_vec();
+        Matrix { words, scales: self.scales.clone(), rows: r1 - r0, ..*self }
     }
 }

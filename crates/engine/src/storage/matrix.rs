@@ -6,6 +6,7 @@ use std::ops::Range;
 
 use super::panels::{self, PANEL};
 use super::quads::Dot8;
+use super::row_panels;
 use crate::storage::f16_bits::{f16_pair_as, lifted, F16_LIFT, F16_RAW_SCALE};
 use crate::storage::format::{channel, int4_weights, Channels, Format, GROUP, SHARD_ALIGN};
 use crate::storage::pair::{Bf16, Pair, F16};
@@ -33,6 +34,8 @@ pub struct Matrix {
     pub(super) lifted: bool,
     /// f16 or int8 words in column panels ([`Matrix::into_panels`]), not row-major.
     pub(super) panels: bool,
+    /// f32 values in row panels ([`Matrix::into_row_panels`]), not row-major.
+    pub(super) row_panels: bool,
     /// int8 words that the CPU engine multiplies by 8-bit activations
     /// ([`Matrix::use_int8_activations`]), and how.
     pub(super) int8_activations: Option<Dot8>,
@@ -61,8 +64,19 @@ impl Matrix {
         words: Vec<u32>,
         scales: Vec<f32>,
     ) -> Matrix {
-        let (lifted, panels, int8_activations) = (false, false, None);
-        Matrix { format, rows, cols, channels, words, scales, lifted, panels, int8_activations }
+        let (lifted, panels, row_panels, int8_activations) = (false, false, false, None);
+        Matrix {
+            format,
+            rows,
+            cols,
+            channels,
+            words,
+            scales,
+            lifted,
+            panels,
+            row_panels,
+            int8_activations,
+        }
     }
 
     /// An f32 matrix that takes `values` over (no copy).
@@ -100,6 +114,10 @@ impl Matrix {
 
     /// Element `i` (row-major) as the kernels compute with it.
     pub fn get(&self, i: usize) -> f32 {
+        if self.row_panels {
+            let at = row_panels::locate(i / self.cols, i % self.cols, self.rows, self.cols);
+            return f32::from_bits(self.words[at]);
+        }
         if self.reordered() && !self.panels {
             return self.quads_get(i);
         }
@@ -216,16 +234,20 @@ impl Matrix {
         self.lifted || self.reordered()
     }
 
-    /// Whether the words are out of row-major order (panels, or any layout
-    /// for 8-bit activations).
+    /// Whether the words are out of row-major order (column or row panels,
+    /// or any layout for 8-bit activations).
     pub(super) fn reordered(&self) -> bool {
-        self.panels || self.int8_activations.is_some()
+        self.panels || self.row_panels || self.int8_activations.is_some()
     }
 
     /// Every element as f32.
     pub fn to_f32(&self) -> Vec<f32> {
         if self.f32_panels().is_some() {
             let words = panels::to_rows(&self.words, self.rows, self.cols, 1);
+            return words.into_iter().map(f32::from_bits).collect();
+        }
+        if self.row_panels {
+            let words = row_panels::to_rows(&self.words, self.rows, self.cols);
             return words.into_iter().map(f32::from_bits).collect();
         }
         match self.as_f32() {
@@ -235,9 +257,11 @@ impl Matrix {
     }
 
     /// The values themselves, row-major, when the format is f32 (`None` in
-    /// column panels: [`f32_panels`](Self::f32_panels)).
+    /// column or row panels: [`f32_panels`](Self::f32_panels),
+    /// [`f32_row_panels`](Self::f32_row_panels)).
     pub fn as_f32(&self) -> Option<&[f32]> {
-        (self.format == Format::F32 && !self.panels).then(|| bytemuck::cast_slice(&self.words))
+        let rows = self.format == Format::F32 && !self.reordered();
+        rows.then(|| bytemuck::cast_slice(&self.words))
     }
 
     /// The words of an f16 matrix whose every row starts on a word (even
@@ -281,6 +305,10 @@ impl Matrix {
         }
         buf.clear();
         buf.resize(c.len(), 0.0);
+        if self.row_panels {
+            self.row_panels_part(r, c, buf);
+            return buf;
+        }
         if !self.unpack_words(r, c.start, buf) {
             self.unpack_elements(r, c.start, buf);
         }
@@ -401,6 +429,9 @@ impl Matrix {
         assert!(r0.is_multiple_of(SHARD_ALIGN) && r0 < r1 && r1 <= self.rows);
         if self.int8_activations == Some(Dot8::Rows) {
             return self.head_rows(r0, r1);
+        }
+        if self.row_panels {
+            return self.row_panels_rows(r0, r1);
         }
         assert!(!self.reordered(), "a matrix in panels is split by columns");
         assert_eq!(self.channels, Channels::Rows, "only row channels are split by rows");
