@@ -13,3 +13,4 @@ pub mod pair;
 pub mod panels;
 pub mod quads;
 pub mod row_panels;
+mod rows;
