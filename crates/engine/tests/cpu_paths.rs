@@ -48,8 +48,8 @@ fn panels_hold_the_matrix_and_only_whole_ones_are_made() {
 }
 
 #[test]
-fn a_weight_of_128_or_more_is_not_lifted() {
-    f16_paths::lift_refuses_128();
+fn a_weight_of_64_or_more_is_not_lifted() {
+    f16_paths::lift_refuses_64();
 }
 
 /// An int8, bf16 or f32 matrix in column panels (the CPU layout; int8's on

@@ -90,6 +90,16 @@ fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>, avx2: bool) -> Vec<f
     }
     if let Some(words) = lm_head.f16_words() {
         let (words, scale) = (&words[rows.clone()], lm_head.f16_scale());
+        // A decode step of a lifted head: F16C's conversion where AVX2's
+        // copy runs (the same bits).
+        #[cfg(target_arch = "x86_64")]
+        if avx2 && x.len() == n_embd && lm_head.is_lifted() && f16c_head(n_embd) {
+            if let Some(scaled) = super::f16c::inputs(x) {
+                // SAFETY: the CPU has AVX2 and F16C (f16c_head checked).
+                unsafe { super::f16c::head(&scaled, words, combine, &mut out) };
+                return out;
+            }
+        }
         // x scaled for raw weights where every scaled input is finite: (n_out, n_embd)
         match raw_inputs(x, scale) {
             Some(scaled) => {
@@ -128,6 +138,13 @@ fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>, avx2: bool) -> Vec<f
         }
     }
     out
+}
+
+/// Whether a lifted f16 head's decode step runs [`f16c::head`](super::f16c::head):
+/// F16C's copy runs and the rows are whole sixteens.
+#[cfg(target_arch = "x86_64")]
+fn f16c_head(n_embd: usize) -> bool {
+    parallel::f16c() && n_embd.is_multiple_of(LANES)
 }
 
 /// [`part_here`] for a head of two weights a word (`words`: `(n, n_embd /

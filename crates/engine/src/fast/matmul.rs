@@ -5,6 +5,8 @@
 
 use std::ops::Range;
 
+#[cfg(target_arch = "x86_64")]
+use super::f16c;
 use super::{coworker, matmul_panels, matmul_panels_f32, matmul_quant, parallel};
 use crate::storage::f16_bits::{f16_pair_as, raw_inputs};
 use crate::storage::format::{Format, SHARD_ALIGN};
@@ -118,6 +120,17 @@ fn run_part_here(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut
     }
     if let Some(words) = w.f16_panels() {
         let (scale, k) = (w.f16_scale(), w.rows);
+        // A decode step of a lifted matrix: F16C's conversion where AVX2's
+        // copy runs (the same bits).
+        #[cfg(target_arch = "x86_64")]
+        if x.len() == k && w.is_lifted() && parallel::f16c() {
+            if let Some(scaled) = f16c::inputs(x) {
+                let stream = crate::storage::panels::columns(words, k, c.clone());
+                // SAFETY: the CPU has AVX2 and F16C (just checked).
+                unsafe { f16c::panels(&scaled, stream, bias, out) };
+                return;
+            }
+        }
         // x scaled for raw weights where every scaled input is finite: (m, k)
         return match raw_inputs(x, scale) {
             Some(scaled) => {

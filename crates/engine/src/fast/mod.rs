@@ -11,6 +11,8 @@
 pub mod attention;
 pub mod coworker;
 pub mod exp;
+#[cfg(target_arch = "x86_64")]
+mod f16c;
 #[cfg(any(target_arch = "x86_64", target_arch = "wasm32"))]
 mod int4_rows;
 pub mod int8_dot;

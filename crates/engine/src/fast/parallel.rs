@@ -82,6 +82,20 @@ pub fn wide_panels() -> bool {
     }
 }
 
+/// Whether an f16 decode step over column panels converts its values with
+/// F16C's `vcvtph2ps` (`fast::f16c`): where the AVX2 copy of
+/// the panels' loops runs (not [`wide_panels`]'s AVX-512 one).
+pub fn f16c() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("f16c") && avx2() && !wide_panels()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// Whether the 8-bit activations' integer sums run AVX-512 VNNI's
 /// `vpdpbusd` (on AVX2's registers, or AVX-512's with [`wide_panels`];
 /// off with the AVX-512 copies).

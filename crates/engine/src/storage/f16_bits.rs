@@ -51,7 +51,9 @@ pub const F16_LIFT: u32 = 10;
 
 /// f16 bits `h` with the exponent raised by [`F16_LIFT`], subnormals
 /// normalised (their 10 bits or fewer fit the mantissa exactly); `None` when
-/// the exponent would not fit its 5 bits (|value| ≥ 128, or not finite).
+/// the lifted bits would not be a finite f16 number (|value| ≥ 64, or not
+/// finite): so F16C's conversion reads every lifted word as 2¹⁰ times its
+/// weight (`fast::f16c`).
 pub(super) fn lifted(h: u32) -> Option<u32> {
     let (sign, e, m) = (h & 0x8000, (h >> 10) & 0x1f, h & 0x3ff);
     if e == 0 && m == 0 {
@@ -62,5 +64,5 @@ pub(super) fn lifted(h: u32) -> Option<u32> {
         let p = 31 - m.leading_zeros();
         return Some(sign | ((p + F16_LIFT - 9) << 10) | ((m << (10 - p)) & 0x3ff));
     }
-    (e + F16_LIFT <= 31).then_some(sign | ((e + F16_LIFT) << 10) | m)
+    (e + F16_LIFT < 31).then_some(sign | ((e + F16_LIFT) << 10) | m)
 }

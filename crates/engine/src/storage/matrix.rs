@@ -162,7 +162,7 @@ impl Matrix {
     /// and the kernels scale their inputs by 2¹⁰² instead of 2¹¹², so every
     /// product is the same real number, rounded the same way). For the CPU
     /// engine only: the GPU reads the words as f16. False (nothing changed)
-    /// if the matrix is not f16 or holds a weight of 128 or more.
+    /// if the matrix is not f16 or holds a weight of 64 or more.
     pub fn lift_f16(&mut self) -> bool {
         let halves = |w: u32| [w & 0xffff, w >> 16];
         let fits = |w: &u32| halves(*w).into_iter().all(|h| lifted(h).is_some());
