@@ -13,6 +13,8 @@ use decode_lab_engine::model::Model;
 use decode_lab_engine::{Session, Wanted};
 use wasm_bindgen_test::*;
 
+#[path = "shared/attention_cases.rs"]
+mod attention_cases;
 #[path = "shared/f16_paths.rs"]
 mod f16_paths;
 #[path = "shared/portable.rs"]
@@ -152,4 +154,11 @@ fn f16_paths_equal_the_f32_path_bit_for_bit() {
     f16_paths::panels_hold_the_matrix();
     f16_paths::f32_panels_give_the_twins_bits();
     f16_paths::fast_equals_the_plain_twins();
+}
+
+/// A decode step's attention in wasm (SIMD128's 4×4 transposes) gives the
+/// twin's bits, as natively.
+#[wasm_bindgen_test]
+fn a_decode_steps_attention_gives_the_twins_bits() {
+    attention_cases::step_gives_the_twins_bits("SIMD128");
 }

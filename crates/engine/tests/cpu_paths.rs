@@ -280,41 +280,6 @@ fn a_prefills_attention_gives_the_same_bits_on_any_number_of_threads() {
     assert_eq!(run(1), run(3), "logits on one thread and on three");
 }
 
-/// A prefill's attention over keys laid out across (`fast::attention`)
-/// gives the twin's bits in AVX-512, AVX2 and the portable loops: head
-/// sizes of one vector block (64), of less (24) and past one (80), K/V
-/// heads shared by two and three query heads, key counts that end on every
-/// size of last block, and caches already holding keys (up to 1757).
-#[test]
-fn a_prefills_attention_over_keys_across_gives_the_twins_bits() {
-    use decode_lab_engine::fast::attention::prefill;
-    use decode_lab_engine::kernels::{attention, Heads};
-    let shapes = [(128, 64, 1), (96, 24, 1), (160, 80, 2), (192, 64, 3)];
-    let sizes = [(1, 0), (4, 0), (63, 0), (65, 1), (6, 124), (5, 130), (70, 1687)];
-    for (n_embd, head_size, group) in shapes {
-        let heads = Heads { n_embd, head_size, group };
-        for (rows, keys0) in sizes {
-            let slots = (keys0 + rows) * heads.kv_dim();
-            let q = cases::random(rows * heads.qkv_width(), 3); // (rows, qkv_width)
-            let (key_cache, value_cache) = (cases::random(slots, 5), cases::random(slots, 9));
-            let scale = 1.0 / (head_size as f32).sqrt();
-            let run = |f: &dyn Fn(&mut [f32])| {
-                let mut y = vec![0.0; rows * n_embd]; // (rows, n_embd)
-                f(&mut y);
-                bits(&y)
-            };
-            let twin =
-                run(&|y| attention::run_cpu(&q, &key_cache, &value_cache, heads, keys0, scale, y));
-            let fast = || run(&|y| prefill(&q, &key_cache, &value_cache, heads, keys0, scale, y));
-            let at = format!("{n_embd}/{head_size}/{group}, {rows} rows after {keys0}");
-            assert_eq!(fast(), twin, "{at}, by the core's choice");
-            assert_eq!(fast::parallel::with_wide_panels(fast), twin, "{at}, AVX-512");
-            assert_eq!(fast::parallel::with_narrow_panels(fast), twin, "{at}, AVX2");
-            assert_eq!(fast::parallel::without_avx2(fast), twin, "{at}, portable");
-        }
-    }
-}
-
 /// An f32 LM head in row panels (the CPU layout's) holds the row-major
 /// head's values and gives its logits bit for bit (and so the twin's): in
 /// AVX2 and the portable loop, on one thread and on three, for one row of x

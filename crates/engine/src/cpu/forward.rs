@@ -132,8 +132,9 @@ fn attention_rows(
     y.copy_from_slice(&ys.concat());
 }
 
-/// One part's rows through the twin, or from [`fast::attention::MIN_ROWS`]
-/// rows through its keys laid out across (the same bits).
+/// One part's rows through [`fast::attention_step`] (else the twin where
+/// the CPU lacks AVX2), or from [`fast::attention::MIN_ROWS`] rows through
+/// its keys laid out across (the same bits).
 fn attention_part(
     q: &[f32],
     (key_cache, value_cache): (&[f32], &[f32]),
@@ -142,9 +143,10 @@ fn attention_part(
     scale: f32,
     y: &mut [f32],
 ) {
-    match q.len() / heads.qkv_width() < fast::attention::MIN_ROWS {
-        true => attention::run_cpu(q, key_cache, value_cache, heads, keys0, scale, y),
-        false => fast::attention::prefill(q, key_cache, value_cache, heads, keys0, scale, y),
+    if q.len() / heads.qkv_width() >= fast::attention::MIN_ROWS {
+        fast::attention::prefill(q, key_cache, value_cache, heads, keys0, scale, y)
+    } else if !fast::attention_step::run(q, key_cache, value_cache, heads, keys0, scale, y) {
+        attention::run_cpu(q, key_cache, value_cache, heads, keys0, scale, y)
     }
 }
 

@@ -2,13 +2,15 @@
 //! f16 read straight from its words; f32, f16, bf16 and int8 in column
 //! panels; an f32 LM head in row panels; bf16, int8 and int4 decoded in registers (natively in AVX-512 or
 //! AVX2 intrinsics, whichever measured faster for the loop; SIMD128 in
-//! wasm); a prefill's attention over keys laid out across; threads and the
+//! wasm); a prefill's attention over keys laid out across, a decode step's
+//! turned across in registers; threads and the
 //! browser's coworker. Each computes
 //! exactly the twin's sums in the twin's order, so every path gives the same
 //! bits (tests: `cpu_paths.rs`, `tests/shared/f16_paths.rs`, `coworker.rs`).
 //! The one path with other numbers is named: `int8_dot`, 8-bit activations.
 
 pub mod attention;
+pub mod attention_step;
 pub mod coworker;
 pub mod exp;
 #[cfg(target_arch = "x86_64")]
