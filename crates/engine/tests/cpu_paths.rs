@@ -280,27 +280,39 @@ fn a_prefills_attention_gives_the_same_bits_on_any_number_of_threads() {
     assert_eq!(run(1), run(3), "logits on one thread and on three");
 }
 
-/// An f32 LM head in row panels (the CPU layout's) holds the row-major
-/// head's values and gives its logits bit for bit (and so the twin's): in
-/// AVX2 and the portable loop, on one thread and on three, for one row of x
-/// (the panel loop; rows outside whole panels) and for two (rows gathered);
-/// cut into shards too. Only an f32 head at least a panel long and whole
-/// runs wide is laid out so.
+/// An f32 or int8 LM head in row panels (the CPU layout's) holds the
+/// row-major head's values and gives its logits bit for bit (and so the
+/// twin's): in AVX2 and the portable loops, on one thread and on three, for
+/// one row of x (the panel loop; rows outside whole panels) and for two
+/// (rows gathered); cut into shards too. int8 with a scale a row, a scale
+/// a column, and int8-tensor. Only an f32 or int8 head at least a panel
+/// long and whole runs wide is laid out so.
 #[test]
-fn an_f32_head_in_row_panels_gives_the_row_major_bits() {
+fn a_head_in_row_panels_gives_the_row_major_bits() {
     use decode_lab_engine::fast::parallel;
     let shapes = [(8, 16), (9, 96), (63, 32), (65, 48), (1757, 512)];
-    for (rows, cols) in shapes {
-        let values = cases::random(rows * cols, 21);
-        let head = Matrix::new(Format::F32, rows, cols, Channels::Rows, &values);
+    let kinds = [
+        (Format::F32, Channels::Rows),
+        (Format::Int8, Channels::Rows),
+        (Format::Int8, Channels::Cols),
+        (Format::Int8PerTensor, Channels::Rows),
+    ];
+    for ((rows, cols), (format, channels)) in shapes.into_iter().flat_map(|s| kinds.map(|k| (s, k)))
+    {
+        let what = format!("{} {channels:?} {rows}x{cols}", format.name());
+        let head = Matrix::new(format, rows, cols, channels, &cases::random(rows * cols, 21));
+        let values = head.to_f32();
         let mut panelled = head.clone();
         assert!(panelled.into_row_panels() && panelled.cpu_only() && panelled.as_f32().is_none());
         assert!(!panelled.clone().into_row_panels(), "laid out once");
-        assert_eq!(panelled.to_f32(), values);
-        assert!((0..rows * cols).step_by(7).all(|i| panelled.get(i) == values[i]));
+        assert_eq!(panelled.to_f32(), values, "{what}");
+        assert!((0..rows * cols).step_by(7).all(|i| panelled.get(i) == values[i]), "{what}");
         for r in [0, rows / 2, rows - 1] {
             let mut buf = Vec::new();
-            assert_eq!(panelled.row(r, &mut buf), &values[r * cols..][..cols], "row {r}");
+            let row = &values[r * cols..][..cols];
+            assert_eq!(panelled.row(r, &mut buf), row, "{what}, row {r}");
+            let part = panelled.row_part(r, 5..cols - 3, &mut buf);
+            assert_eq!(part, &row[5..cols - 3], "{what}, row {r}'s part");
         }
         let x = cases::random(3 * cols, 22);
         // vocab_size rows + 5, v0 = 3: only the shard's logits written
@@ -310,7 +322,7 @@ fn an_f32_head_in_row_panels_gives_the_row_major_bits() {
             bits(&out)
         };
         for n_out in [1, 2] {
-            let what = format!("{rows}x{cols}, {n_out} rows of x");
+            let what = format!("{what}, {n_out} rows of x");
             let mut twin = vec![0.0; n_out * (rows + 5)];
             lm_head::run_cpu(&x, &head, 3, rows + 5, 1, n_out, &mut twin);
             let want = logits(&head, n_out);
@@ -320,25 +332,33 @@ fn an_f32_head_in_row_panels_gives_the_row_major_bits() {
             assert_eq!(parallel::without_avx2(portable), want, "{what}, portable");
             assert_eq!(on_threads(3, || logits(&panelled, n_out)), want, "{what}, 3 threads");
         }
-        if rows > 32 {
+        if rows > 32 && channels == Channels::Rows {
             // A shard from a shard boundary to the end: a part panel at its end.
-            assert_eq!(panelled.shard(32, rows).to_f32(), head.shard(32, rows).to_f32());
-            assert_eq!(panelled.shard(0, 32).to_f32(), head.shard(0, 32).to_f32());
+            for (r0, r1) in [(32, rows), (0, 32)] {
+                let (shard, want) = (panelled.shard(r0, r1), head.shard(r0, r1));
+                assert_eq!(shard.to_f32(), want.to_f32(), "{what}, rows {r0}..{r1}");
+                let (mut a, mut b) = (vec![0.0; rows + 5], vec![0.0; rows + 5]);
+                fast::lm_head::run(&x, &shard, r0, rows + 5, 0, 1, &mut a);
+                fast::lm_head::run(&x, &want, r0, rows + 5, 0, 1, &mut b);
+                assert_eq!(bits(&a), bits(&b), "{what}, rows {r0}..{r1}'s logits");
+            }
         }
     }
     let not = |format: Format, rows: usize, cols: usize| {
         let values = cases::random(rows * cols, 23);
         !Matrix::new(format, rows, cols, Channels::Rows, &values).into_row_panels()
     };
-    assert!(not(Format::F16, 64, 64) && not(Format::Int8, 64, 64), "f32 only");
+    assert!(not(Format::F16, 64, 64) && not(Format::Int4, 64, 64), "f32 and int8 only");
     assert!(not(Format::F32, 7, 64) && not(Format::F32, 64, 24), "a panel long, whole runs");
+    assert!(not(Format::Int8, 7, 64) && not(Format::Int8, 64, 24), "a panel long, whole runs");
 }
 
 /// The CPU layout (`Weights::use_cpu_layout`: f16 lifted, the blocks in
-/// column panels, an f32 head in row panels) changes no logit: a prefill and
-/// decode steps of a tied model (`tiny_odd`: its embedding is the head, read
-/// by rows of panels) and an untied one (`untied_f16`: 515 head rows, a part
-/// panel at the end), in f32 and f16, bit for bit.
+/// column panels, an f32 or int8 head in row panels) changes no logit: a
+/// prefill and decode steps of a tied model (`tiny_odd`: its embedding is
+/// the head, read by rows of panels) and an untied one (`untied_f16`: 515
+/// head rows, a part panel at the end), in f32, f16, int8 and int8-tensor,
+/// bit for bit.
 #[test]
 fn the_cpu_layout_changes_no_logit() {
     use decode_lab_engine::cpu::CpuSession;
@@ -355,15 +375,16 @@ fn the_cpu_layout_changes_no_logit() {
             &include_bytes!("../../../tests/fixtures/golden/untied_f16/model.safetensors")[..],
         ),
     ];
-    for ((config, weights), format) in
-        models.iter().flat_map(|m| [(m, Format::F32), (m, Format::F16)])
-    {
+    let formats = [Format::F32, Format::F16, Format::Int8, Format::Int8PerTensor];
+    for ((config, weights), format) in models.iter().flat_map(|m| formats.map(|f| (m, f))) {
         let model = Model::from_bytes(config, weights).unwrap().to_format(format).unwrap();
         let vocab = model.config.vocab_size as u32;
         let mut fast = model.clone();
         fast.weights.use_cpu_layout();
-        let head_in_row_panels = fast.weights.lm_head().f32_row_panels().is_some();
-        assert_eq!(head_in_row_panels, format == Format::F32, "{}", format.name());
+        let head = fast.weights.lm_head();
+        let head_in_row_panels =
+            head.f32_row_panels().is_some() || head.int8_row_panels().is_some();
+        assert_eq!(head_in_row_panels, format != Format::F16, "{}", format.name());
         let logits = |m: Model| {
             let mut session = CpuSession::new(Arc::new(m));
             let prompt: Vec<u32> = (0..13).map(|i| i * 41 % vocab).collect();

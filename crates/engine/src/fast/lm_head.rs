@@ -5,8 +5,10 @@
 
 use std::ops::Range;
 
+use super::lm_head_rows::{Panelled, Scales};
 use super::{coworker, parallel};
 use crate::storage::f16_bits::raw_inputs;
+use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::{split, Matrix};
 use crate::storage::pair::{Bf16, Pair, F16};
 use crate::storage::quads::Dot8;
@@ -84,8 +86,8 @@ fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>, avx2: bool) -> Vec<f
     let (n_embd, n) = (lm_head.cols, vr.len());
     let mut out = vec![0.0; x.len() / n_embd * n]; // (n_out, n)
     let rows = vr.start * n_embd / 2..vr.end * n_embd / 2; // words of head rows vr: (n, n_embd / 2)
-    if let (Some(values), true) = (lm_head.f32_row_panels(), x.len() == n_embd) {
-        super::lm_head_rows::run(x, values, lm_head.rows, vr, combine, avx2, &mut out);
+    if let (Some(head), true) = (row_panels(lm_head), x.len() == n_embd) {
+        super::lm_head_rows::run(x, head, lm_head.rows, vr, combine, avx2, &mut out);
         return out;
     }
     if let Some(words) = lm_head.f16_words() {
@@ -138,6 +140,19 @@ fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>, avx2: bool) -> Vec<f
         }
     }
     out
+}
+
+/// A head in row panels, as [`lm_head_rows`](super::lm_head_rows) reads it.
+fn row_panels(head: &Matrix) -> Option<Panelled<'_>> {
+    if let Some(values) = head.f32_row_panels() {
+        return Some(Panelled::F32(values));
+    }
+    let scales = match (head.format, head.channels) {
+        (Format::Int8, Channels::Rows) => Scales::Rows(head.scales()),
+        (Format::Int8, Channels::Cols) => Scales::Cols(head.scales()),
+        _ => Scales::Tensor(*head.scales().first()?),
+    };
+    Some(Panelled::Int8(head.int8_row_panels()?, scales))
 }
 
 /// Whether a lifted f16 head's decode step runs [`f16c::head`](super::f16c::head):

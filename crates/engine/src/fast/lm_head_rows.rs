@@ -1,4 +1,4 @@
-//! [`lm_head`](super::lm_head)'s decode step over an f32 head in row panels
+//! [`lm_head`](super::lm_head)'s decode step over an f32 or int8 head in row panels
 //! ([`storage::row_panels`](crate::storage::row_panels)): a panel's eight
 //! dot products at once, its runs read in the order they lie, so the head
 //! is one stream. Each dot product is the twin's: sixteen lanes (lane j adds
@@ -11,12 +11,41 @@ use crate::storage::row_panels::{locate, ROWS, RUN};
 /// The lanes of one panel's rows.
 type Lanes = [[f32; RUN]; ROWS];
 
-/// out[v] = x · row `vr.start + v` of a `(rows, x.len())` f32 head in row
-/// panels (`values`), for one row of x. `avx2`: the CPU has AVX2.
+/// A head in row panels: its f32 values, or its int8 fields (one byte
+/// each) and their scales; weight = field · scale, as `Format::load`.
+#[derive(Clone, Copy)]
+pub enum Panelled<'a> {
+    F32(&'a [f32]),
+    Int8(&'a [i8], Scales<'a>),
+}
+
+/// An int8 head's scales: one for the tensor (int8-tensor), one a row or
+/// one a column (int8's channels).
+#[derive(Clone, Copy)]
+pub enum Scales<'a> {
+    Tensor(f32),
+    Rows(&'a [f32]),
+    Cols(&'a [f32]),
+}
+
+impl Scales<'_> {
+    /// The scale of row `r`'s column `c`.
+    #[inline(always)]
+    fn at(self, r: usize, c: usize) -> f32 {
+        match self {
+            Scales::Tensor(s) => s,
+            Scales::Rows(s) => s[r],
+            Scales::Cols(s) => s[c],
+        }
+    }
+}
+
+/// out[v] = x · row `vr.start + v` of a `(rows, x.len())` head in row
+/// panels, for one row of x. `avx2`: the CPU has AVX2.
 #[inline(always)]
 pub fn run(
     x: &[f32], // (cols)
-    values: &[f32],
+    head: Panelled,
     rows: usize,
     vr: Range<usize>,
     combine: fn([f32; RUN]) -> f32,
@@ -29,8 +58,11 @@ pub fn run(
     while v < vr.end {
         let o = &mut out[v - vr.start..];
         if v.is_multiple_of(ROWS) && v + ROWS <= whole {
-            let panel = &values[v * cols..][..ROWS * cols]; // (cols / RUN, ROWS, RUN)
-            let lanes = panel_lanes(x, panel, avx2);
+            let panel = v * cols..(v + ROWS) * cols; // (cols / RUN, ROWS, RUN)
+            let lanes = match head {
+                Panelled::F32(values) => panel_lanes(x, &values[panel], avx2),
+                Panelled::Int8(q, scales) => int8_panel_lanes(x, &q[panel], scales, v, avx2),
+            };
             for (o, l) in o.iter_mut().zip(lanes) {
                 *o = combine(l);
             }
@@ -41,9 +73,13 @@ pub fn run(
         // its runs one by one, the same lanes.
         let mut lanes = [0.0; RUN];
         for (p, xr) in x.chunks_exact(RUN).enumerate() {
-            let run = &values[locate(v, RUN * p, rows, cols)..][..RUN];
+            let at = locate(v, RUN * p, rows, cols);
             for j in 0..RUN {
-                lanes[j] += xr[j] * run[j];
+                let w = match head {
+                    Panelled::F32(values) => values[at + j],
+                    Panelled::Int8(q, scales) => f32::from(q[at + j]) * scales.at(v, RUN * p + j),
+                };
+                lanes[j] += xr[j] * w;
             }
         }
         o[0] = combine(lanes);
@@ -65,6 +101,31 @@ fn panel_lanes(x: &[f32], panel: &[f32], avx2: bool) -> Lanes {
         for (l, run) in lanes.iter_mut().zip(runs.chunks_exact(RUN)) {
             for j in 0..RUN {
                 l[j] += xr[j] * run[j];
+            }
+        }
+    }
+    lanes
+}
+
+/// [`panel_lanes`] for an int8 panel (`q`: `(x.len() / RUN, ROWS, RUN)`
+/// fields) whose first row is row `v0` of the head.
+#[inline(always)]
+fn int8_panel_lanes(x: &[f32], q: &[i8], scales: Scales, v0: usize, avx2: bool) -> Lanes {
+    #[cfg(target_arch = "x86_64")]
+    if avx2 {
+        let row_scales = match scales {
+            Scales::Cols(s) => Err(s),
+            _ => Ok(std::array::from_fn(|i| scales.at(v0 + i, 0))),
+        };
+        // SAFETY: `avx2` only where the CPU has AVX2 (the caller checked).
+        return unsafe { avx2::int8_panel_lanes(x, q, row_scales) };
+    }
+    let _ = avx2;
+    let mut lanes = [[0.0f32; RUN]; ROWS];
+    for (p, (xr, runs)) in x.chunks_exact(RUN).zip(q.chunks_exact(ROWS * RUN)).enumerate() {
+        for (i, (l, run)) in lanes.iter_mut().zip(runs.chunks_exact(RUN)).enumerate() {
+            for j in 0..RUN {
+                l[j] += xr[j] * (f32::from(run[j]) * scales.at(v0 + i, RUN * p + j));
             }
         }
     }
@@ -103,5 +164,52 @@ mod avx2 {
             }
             lanes
         })
+    }
+
+    /// [`super::int8_panel_lanes`] in AVX2: four rows at a time over all of
+    /// x (eight rows' sums and the widening's temporaries would spill AVX2's
+    /// sixteen registers), the panel's first half of each run then the
+    /// second, which the first pass left in L1. `scales`: each row's scale,
+    /// or every column's.
+    #[target_feature(enable = "avx2")]
+    pub fn int8_panel_lanes(x: &[f32], q: &[i8], scales: Result<[f32; ROWS], &[f32]>) -> Lanes {
+        let load = |v: &[f32]| {
+            assert!(v.len() >= 8);
+            // SAFETY: eight floats are there, read unaligned.
+            unsafe { _mm256_loadu_ps(v.as_ptr()) }
+        };
+        // Eight fields as f32 (exact), times their scales: the twin's weights.
+        let weights = |q: &[i8], s: __m256| {
+            assert!(q.len() >= 8);
+            // SAFETY: eight bytes are there, read unaligned.
+            let q = unsafe { _mm_loadl_epi64(q.as_ptr().cast()) };
+            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), s)
+        };
+        let mut lanes = [[0.0f32; RUN]; ROWS];
+        for (half, out) in lanes.chunks_exact_mut(ROWS / 2).enumerate() {
+            let mut acc = [[_mm256_setzero_ps(); 2]; ROWS / 2];
+            for (p, (xr, runs)) in x.chunks_exact(RUN).zip(q.chunks_exact(ROWS * RUN)).enumerate() {
+                let (x0, x1) = (load(xr), load(&xr[8..]));
+                let cols = scales.map_err(|s| (load(&s[RUN * p..]), load(&s[RUN * p + 8..])));
+                for (i, a) in acc.iter_mut().enumerate() {
+                    let row = half * ROWS / 2 + i;
+                    let run = &runs[row * RUN..][..RUN];
+                    let (s0, s1) = match cols {
+                        Ok(rows) => (_mm256_set1_ps(rows[row]), _mm256_set1_ps(rows[row])),
+                        Err(cols) => cols,
+                    };
+                    a[0] = _mm256_add_ps(a[0], _mm256_mul_ps(x0, weights(run, s0)));
+                    a[1] = _mm256_add_ps(a[1], _mm256_mul_ps(x1, weights(&run[8..], s1)));
+                }
+            }
+            for (l, [a0, a1]) in out.iter_mut().zip(acc) {
+                // SAFETY: sixteen floats, written unaligned.
+                unsafe {
+                    _mm256_storeu_ps(l.as_mut_ptr(), a0);
+                    _mm256_storeu_ps(l[8..].as_mut_ptr(), a1);
+                }
+            }
+        }
+        lanes
     }
 }

@@ -1,6 +1,6 @@
 //! The CPU engine's fast paths behind the twins of `matmul` and `lm_head`:
 //! f16 read straight from its words; f32, f16, bf16 and int8 in column
-//! panels; an f32 LM head in row panels; bf16, int8 and int4 decoded in registers (natively in AVX-512 or
+//! panels; an f32 or int8 LM head in row panels; bf16, int8 and int4 decoded in registers (natively in AVX-512 or
 //! AVX2 intrinsics, whichever measured faster for the loop; SIMD128 in
 //! wasm); a prefill's attention over keys laid out across, a decode step's
 //! turned across in registers; threads and the

@@ -182,7 +182,8 @@ fn add_int8<const N: usize>(
 /// int8 head on AVX-512 CPUs too, where it measured faster than
 /// `quant_avx512`'s), or f32 in rows, whole sixteens a row.
 pub fn takes_head(head: &Matrix) -> bool {
-    let quant = matches!(head.format, Format::Int4 | Format::Int8 | Format::Int8PerTensor);
+    let quant = matches!(head.format, Format::Int4 | Format::Int8 | Format::Int8PerTensor)
+        && !head.cpu_only(); // row-major (row panels: `lm_head_rows`)
     let f32_rows = head.as_f32().is_some() && head.cols.is_multiple_of(16);
     (quant && head.cols.is_multiple_of(GROUP)) || f32_rows
 }

@@ -109,8 +109,8 @@ impl Weights {
     /// worker, the CLI's CPU backend): every f16 matrix lifted
     /// ([`Matrix::lift_f16`]: the same values, no subnormal operand in its
     /// products) and the blocks' matrices in column panels
-    /// ([`Matrix::into_panels`]: a decode step streams each one), an f32 LM
-    /// head in row panels ([`Matrix::into_row_panels`]). The numbers
+    /// ([`Matrix::into_panels`]: a decode step streams each one), an f32 or
+    /// int8 LM head in row panels ([`Matrix::into_row_panels`]). The numbers
     /// are those of the loaded weights, bit for bit. The GPU engine refuses
     /// weights in this layout.
     pub fn use_cpu_layout(&mut self) {
@@ -129,8 +129,8 @@ impl Weights {
         if let Some(head) = &mut self.lm_head {
             head.lift_f16();
         }
-        // An f32 head in row panels where AVX2's loop reads them (the page's
-        // SIMD128 loop reads row-major rows).
+        // An f32 or int8 head in row panels where AVX2's loops read them (the
+        // page's SIMD128 loops read row-major rows).
         if cfg!(target_arch = "x86_64") {
             self.lm_head.as_mut().unwrap_or(&mut self.wte).into_row_panels();
         }

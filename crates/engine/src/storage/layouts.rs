@@ -216,36 +216,72 @@ impl Matrix {
 }
 
 impl Matrix {
-    /// Lays an f32 LM head's (or tied embedding's) values out in row panels
-    /// ([`row_panels`](super::row_panels)): the CPU engine's decode step then reads it as
-    /// one stream. The values are the same ([`get`](Matrix::get),
-    /// [`row`](Matrix::row)); the GPU, which reads row-major words, refuses
-    /// it. False (nothing changed) unless the matrix is f32, row-major, at
+    /// Lays an f32 or int8 LM head's (or tied embedding's) values out in row
+    /// panels ([`row_panels`](super::row_panels)): the CPU engine's decode
+    /// step then reads it as one stream. The values are the same
+    /// ([`get`](Matrix::get), [`row`](Matrix::row)), the scales untouched;
+    /// the GPU, which reads row-major words, refuses it. False (nothing
+    /// changed) unless the matrix is f32, int8 or int8-tensor, row-major, at
     /// least one panel of rows, and whole runs wide.
     pub fn into_row_panels(&mut self) -> bool {
         let whole = self.rows >= ROWS && self.cols > 0 && self.cols.is_multiple_of(RUN);
-        if self.format != Format::F32 || self.reordered() || !whole {
+        let (rows, cols) = (self.rows, self.cols);
+        if self.reordered() || !whole {
             return false;
         }
-        self.words = row_panels::from_rows(&self.words, self.rows, self.cols);
+        self.words = match self.format {
+            Format::F32 => row_panels::from_rows(&self.words, rows, cols),
+            Format::Int8 | Format::Int8PerTensor => {
+                let bytes =
+                    row_panels::from_rows(bytemuck::cast_slice::<_, u8>(&self.words), rows, cols);
+                bytes
+                    .chunks_exact(4)
+                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                    .collect()
+            }
+            _ => return false,
+        };
         self.row_panels = true;
         true
     }
 
     /// The values of an f32 matrix in row panels (`None` otherwise).
     pub fn f32_row_panels(&self) -> Option<&[f32]> {
-        self.row_panels.then(|| bytemuck::cast_slice(&self.words))
+        let f32 = self.row_panels && self.format == Format::F32;
+        f32.then(|| bytemuck::cast_slice(&self.words))
+    }
+
+    /// The fields of an int8 or int8-tensor matrix in row panels, one byte
+    /// each (`None` otherwise); each weight is its field times its scale
+    /// ([`Format::load`]).
+    pub fn int8_row_panels(&self) -> Option<&[i8]> {
+        let int8 = matches!(self.format, Format::Int8 | Format::Int8PerTensor);
+        (self.row_panels && int8).then(|| bytemuck::cast_slice(&self.words))
     }
 
     /// Columns `c` of row `r` of a matrix in row panels, gathered run by run
     /// into `buf` (`c.len()` long): each run's part is contiguous.
     pub(super) fn row_panels_part(&self, r: usize, c: Range<usize>, buf: &mut [f32]) {
-        let values: &[f32] = bytemuck::cast_slice(&self.words);
         let mut col = c.start;
         while col < c.end {
             let n = (RUN - col % RUN).min(c.end - col);
             let at = row_panels::locate(r, col, self.rows, self.cols);
-            buf[col - c.start..][..n].copy_from_slice(&values[at..][..n]);
+            let out = &mut buf[col - c.start..][..n];
+            match self.f32_row_panels() {
+                Some(values) => out.copy_from_slice(&values[at..][..n]),
+                None => {
+                    // int8 (the other format laid out so): field · scale, as Format::load.
+                    let q: &[i8] = bytemuck::cast_slice(&self.words);
+                    for (k, (o, &q)) in out.iter_mut().zip(&q[at..]).enumerate() {
+                        let ch = match self.channels {
+                            Channels::Rows => r,
+                            Channels::Cols => col + k,
+                        };
+                        let s = self.scales[if self.format == Format::Int8 { ch } else { 0 }];
+                        *o = f32::from(q) * s;
+                    }
+                }
+            }
             col += n;
         }
     }
@@ -254,7 +290,12 @@ impl Matrix {
     /// or the last row): a slice of its values, the same layout.
     pub(super) fn row_panels_rows(&self, r0: usize, r1: usize) -> Matrix {
         assert!(r0.is_multiple_of(ROWS) && (r1.is_multiple_of(ROWS) || r1 == self.rows));
-        let words = self.words[r0 * self.cols..r1 * self.cols].to_vec();
-        Matrix { words, scales: self.scales.clone(), rows: r1 - r0, ..*self }
+        let per = self.format.per_word(); // whole runs wide: every row starts on a word
+        let words = self.words[r0 * self.cols / per..r1 * self.cols / per].to_vec();
+        let scales = match (self.format, self.channels) {
+            (Format::Int8, Channels::Rows) => self.scales[r0..r1].to_vec(),
+            _ => self.scales.clone(),
+        };
+        Matrix { words, scales, rows: r1 - r0, ..*self }
     }
 }

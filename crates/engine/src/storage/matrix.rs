@@ -32,7 +32,7 @@ pub struct Matrix {
     pub(super) lifted: bool,
     /// f16 or int8 words in column panels ([`Matrix::into_panels`]), not row-major.
     pub(super) panels: bool,
-    /// f32 values in row panels ([`Matrix::into_row_panels`]), not row-major.
+    /// f32 values or int8 fields in row panels ([`Matrix::into_row_panels`]), not row-major.
     pub(super) row_panels: bool,
     /// int8 words that the CPU engine multiplies by 8-bit activations
     /// ([`Matrix::use_int8_activations`]), and how.
@@ -114,7 +114,8 @@ impl Matrix {
     pub fn get(&self, i: usize) -> f32 {
         if self.row_panels {
             let at = row_panels::locate(i / self.cols, i % self.cols, self.rows, self.cols);
-            return f32::from_bits(self.words[at]);
+            let ch = channel(i, self.cols, self.channels);
+            return self.format.load(&self.words, &self.scales, at, ch);
         }
         if self.reordered() && !self.panels {
             return self.quads_get(i);
@@ -244,7 +245,7 @@ impl Matrix {
             let words = panels::to_rows(&self.words, self.rows, self.cols, 1);
             return words.into_iter().map(f32::from_bits).collect();
         }
-        if self.row_panels {
+        if self.f32_row_panels().is_some() {
             let words = row_panels::to_rows(&self.words, self.rows, self.cols);
             return words.into_iter().map(f32::from_bits).collect();
         }
