@@ -296,9 +296,13 @@ fn a_head_in_row_panels_gives_the_row_major_bits() {
         (Format::Int8, Channels::Rows),
         (Format::Int8, Channels::Cols),
         (Format::Int8PerTensor, Channels::Rows),
+        (Format::Int4, Channels::Rows),
     ];
     for ((rows, cols), (format, channels)) in shapes.into_iter().flat_map(|s| kinds.map(|k| (s, k)))
     {
+        if format == Format::Int4 && cols % 32 != 0 {
+            continue; // whole groups a row only (refused below)
+        }
         let what = format!("{} {channels:?} {rows}x{cols}", format.name());
         let head = Matrix::new(format, rows, cols, channels, &cases::random(rows * cols, 21));
         let values = head.to_f32();
@@ -330,6 +334,8 @@ fn a_head_in_row_panels_gives_the_row_major_bits() {
             assert_eq!(logits(&panelled, n_out), want, "{what}");
             let portable = || logits(&panelled, n_out);
             assert_eq!(parallel::without_avx2(portable), want, "{what}, portable");
+            let no_avx512 = parallel::without_avx512(|| logits(&panelled, n_out));
+            assert_eq!(no_avx512, want, "{what}, AVX2 without AVX-512");
             assert_eq!(on_threads(3, || logits(&panelled, n_out)), want, "{what}, 3 threads");
         }
         if rows > 32 && channels == Channels::Rows {
@@ -348,16 +354,18 @@ fn a_head_in_row_panels_gives_the_row_major_bits() {
         let values = cases::random(rows * cols, 23);
         !Matrix::new(format, rows, cols, Channels::Rows, &values).into_row_panels()
     };
-    assert!(not(Format::F16, 64, 64) && not(Format::Int4, 64, 64), "f32 and int8 only");
+    assert!(not(Format::F16, 64, 64) && not(Format::Bf16, 64, 64), "f32, int8 and int4 only");
     assert!(not(Format::F32, 7, 64) && not(Format::F32, 64, 24), "a panel long, whole runs");
     assert!(not(Format::Int8, 7, 64) && not(Format::Int8, 64, 24), "a panel long, whole runs");
+    assert!(not(Format::Int4, 7, 64) && not(Format::Int4, 64, 48), "a panel long, whole groups");
 }
 
 /// The CPU layout (`Weights::use_cpu_layout`: f16 lifted, the blocks in
-/// column panels, an f32 or int8 head in row panels) changes no logit: a
+/// column panels, an f32, int8 or int4 head in row panels) changes no logit: a
 /// prefill and decode steps of a tied model (`tiny_odd`: its embedding is
 /// the head, read by rows of panels) and an untied one (`untied_f16`: 515
-/// head rows, a part panel at the end), in f32, f16, int8 and int8-tensor,
+/// head rows, a part panel at the end; tied too, its embedding 64 wide), in
+/// f32, f16, int8, int8-tensor and int4,
 /// bit for bit.
 #[test]
 fn the_cpu_layout_changes_no_logit() {
@@ -375,16 +383,31 @@ fn the_cpu_layout_changes_no_logit() {
             &include_bytes!("../../../tests/fixtures/golden/untied_f16/model.safetensors")[..],
         ),
     ];
-    let formats = [Format::F32, Format::F16, Format::Int8, Format::Int8PerTensor];
-    for ((config, weights), format) in models.iter().flat_map(|m| formats.map(|f| (m, f))) {
-        let model = Model::from_bytes(config, weights).unwrap().to_format(format).unwrap();
+    let formats = [Format::F32, Format::F16, Format::Int8, Format::Int8PerTensor, Format::Int4];
+    #[cfg(target_arch = "x86_64")]
+    let avx512 = is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw");
+    #[cfg(not(target_arch = "x86_64"))]
+    let avx512 = false;
+    let mut loaded: Vec<Model> = models
+        .iter()
+        .map(|(config, weights)| Model::from_bytes(config, weights).unwrap())
+        .collect();
+    let mut tied = loaded[1].clone(); // its embedding the head: 64 wide, whole int4 groups
+    tied.weights.lm_head = None;
+    loaded.push(tied);
+    for (loaded, format) in loaded.iter().flat_map(|m| formats.map(|f| (m, f))) {
+        let model = loaded.to_format(format).unwrap();
         let vocab = model.config.vocab_size as u32;
         let mut fast = model.clone();
         fast.weights.use_cpu_layout();
         let head = fast.weights.lm_head();
-        let head_in_row_panels =
-            head.f32_row_panels().is_some() || head.int8_row_panels().is_some();
-        assert_eq!(head_in_row_panels, format != Format::F16, "{}", format.name());
+        let head_in_row_panels = head.f32_row_panels().is_some()
+            || head.int8_row_panels().is_some()
+            || head.int4_row_panels().is_some();
+        // int4: where AVX-512 reads it, whole groups a row.
+        let int4_takes = avx512 && head.cols % 32 == 0;
+        let want = format != Format::F16 && (format != Format::Int4 || int4_takes);
+        assert_eq!(head_in_row_panels, want, "{}", format.name());
         let logits = |m: Model| {
             let mut session = CpuSession::new(Arc::new(m));
             let prompt: Vec<u32> = (0..13).map(|i| i * 41 % vocab).collect();

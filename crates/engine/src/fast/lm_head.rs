@@ -86,9 +86,16 @@ fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>, avx2: bool) -> Vec<f
     let (n_embd, n) = (lm_head.cols, vr.len());
     let mut out = vec![0.0; x.len() / n_embd * n]; // (n_out, n)
     let rows = vr.start * n_embd / 2..vr.end * n_embd / 2; // words of head rows vr: (n, n_embd / 2)
-    if let (Some(head), true) = (row_panels(lm_head), x.len() == n_embd) {
-        super::lm_head_rows::run(x, head, lm_head.rows, vr, combine, avx2, &mut out);
-        return out;
+    if let Some(head) = row_panels(lm_head) {
+        // A decode step; or an int4 head's rows of x one at a time (its
+        // fields in row panels have no row loop below that reads them whole).
+        let int4 = matches!(head, Panelled::Int4(..));
+        if x.len() == n_embd || int4 {
+            for (xr, o) in x.chunks_exact(n_embd).zip(out.chunks_exact_mut(n)) {
+                super::lm_head_rows::run(xr, head, lm_head.rows, vr.clone(), combine, avx2, o);
+            }
+            return out;
+        }
     }
     if let Some(words) = lm_head.f16_words() {
         let (words, scale) = (&words[rows.clone()], lm_head.f16_scale());
@@ -146,6 +153,9 @@ fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>, avx2: bool) -> Vec<f
 fn row_panels(head: &Matrix) -> Option<Panelled<'_>> {
     if let Some(values) = head.f32_row_panels() {
         return Some(Panelled::F32(values));
+    }
+    if let Some((words, scales)) = head.int4_row_panels() {
+        return Some(Panelled::Int4(words, scales));
     }
     let scales = match (head.format, head.channels) {
         (Format::Int8, Channels::Rows) => Scales::Rows(head.scales()),

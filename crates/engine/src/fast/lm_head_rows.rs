@@ -1,4 +1,4 @@
-//! [`lm_head`](super::lm_head)'s decode step over an f32 or int8 head in row panels
+//! [`lm_head`](super::lm_head)'s decode step over an f32, int8 or int4 head in row panels
 //! ([`storage::row_panels`](crate::storage::row_panels)): a panel's eight
 //! dot products at once, its runs read in the order they lie, so the head
 //! is one stream. Each dot product is the twin's: sixteen lanes (lane j adds
@@ -6,17 +6,34 @@
 
 use std::ops::Range;
 
-use crate::storage::row_panels::{locate, ROWS, RUN};
+use crate::storage::format::{Format, GROUP};
+use crate::storage::row_panels::{int4_locate, locate, ROWS, RUN};
 
 /// The lanes of one panel's rows.
 type Lanes = [[f32; RUN]; ROWS];
 
-/// A head in row panels: its f32 values, or its int8 fields (one byte
-/// each) and their scales; weight = field · scale, as `Format::load`.
+/// A head in row panels: its f32 values, its int8 fields (one byte
+/// each) and their scales, or its int4 words and group scales in the
+/// panels' order; weight = field · scale, as `Format::load`.
 #[derive(Clone, Copy)]
 pub enum Panelled<'a> {
     F32(&'a [f32]),
     Int8(&'a [i8], Scales<'a>),
+    Int4(&'a [u32], &'a [f32]),
+}
+
+impl Panelled<'_> {
+    /// Weight `(r, c)` of a `(rows, cols)` head.
+    #[inline(always)]
+    fn weight(self, r: usize, c: usize, rows: usize, cols: usize) -> f32 {
+        match self {
+            Panelled::F32(values) => values[locate(r, c, rows, cols)],
+            Panelled::Int8(q, scales) => f32::from(q[locate(r, c, rows, cols)]) * scales.at(r, c),
+            Panelled::Int4(words, scales) => {
+                Format::Int4.load(words, scales, int4_locate(r, c, rows, cols), 0)
+            }
+        }
+    }
 }
 
 /// An int8 head's scales: one for the tensor (int8-tensor), one a row or
@@ -62,6 +79,11 @@ pub fn run(
             let lanes = match head {
                 Panelled::F32(values) => panel_lanes(x, &values[panel], avx2),
                 Panelled::Int8(q, scales) => int8_panel_lanes(x, &q[panel], scales, v, avx2),
+                Panelled::Int4(words, scales) => {
+                    let groups = panel.start / GROUP..panel.end / GROUP; // (cols / GROUP, ROWS)
+                    let words = &words[panel.start / 8..panel.end / 8]; // (cols / GROUP, ROWS, 4)
+                    int4_panel_lanes(x, words, &scales[groups])
+                }
             };
             for (o, l) in o.iter_mut().zip(lanes) {
                 *o = combine(l);
@@ -73,13 +95,8 @@ pub fn run(
         // its runs one by one, the same lanes.
         let mut lanes = [0.0; RUN];
         for (p, xr) in x.chunks_exact(RUN).enumerate() {
-            let at = locate(v, RUN * p, rows, cols);
             for j in 0..RUN {
-                let w = match head {
-                    Panelled::F32(values) => values[at + j],
-                    Panelled::Int8(q, scales) => f32::from(q[at + j]) * scales.at(v, RUN * p + j),
-                };
-                lanes[j] += xr[j] * w;
+                lanes[j] += xr[j] * head.weight(v, RUN * p + j, rows, cols);
             }
         }
         o[0] = combine(lanes);
@@ -130,6 +147,79 @@ fn int8_panel_lanes(x: &[f32], q: &[i8], scales: Scales, v0: usize, avx2: bool) 
         }
     }
     lanes
+}
+
+/// [`panel_lanes`] for an int4 panel (`words`: `(x.len() / GROUP, ROWS,
+/// 4)`, a group's bytes paired as `row_panels` lays them; `scales`:
+/// `(x.len() / GROUP, ROWS)`): lane t adds a group's column t, then its
+/// column t + 16, the twin's order.
+#[inline(always)]
+fn int4_panel_lanes(x: &[f32], words: &[u32], scales: &[f32]) -> Lanes {
+    #[cfg(target_arch = "x86_64")]
+    if super::parallel::avx512() {
+        // SAFETY: the CPU has AVX-512 F (just checked).
+        return unsafe { avx512::int4_panel_lanes(x, words, scales) };
+    }
+    let mut lanes = [[0.0f32; RUN]; ROWS];
+    let groups = words.chunks_exact(ROWS * GROUP / 8).zip(scales.chunks_exact(ROWS));
+    for (xg, (group, s)) in x.chunks_exact(GROUP).zip(groups) {
+        for ((l, w), &s) in lanes.iter_mut().zip(group.chunks_exact(GROUP / 8)).zip(s) {
+            for t in 0..RUN {
+                let byte = w[t / 4] >> (8 * (t % 4));
+                // Each nibble sign-extended, times the scale: `Format::load`'s weight.
+                let field = |bits: u32| (((bits << 28) as i32) >> 28) as f32 * s;
+                l[t] += xg[t] * field(byte);
+                l[t] += xg[t + RUN] * field(byte >> 4);
+            }
+        }
+    }
+    lanes
+}
+
+/// [`int4_panel_lanes`] in AVX-512: a group's weights looked up, not
+/// computed. A row's group has sixteen weights it can hold (`field ·
+/// scale`, the fields −8..7): one multiply makes that table, and each lane
+/// picks its two weights from it by its byte's nibbles (`vpermps` reads an
+/// index's low four bits), one widening and one shift a group. Eight rows'
+/// sums in registers over all of x.
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    use super::{Lanes, GROUP, ROWS, RUN};
+
+    #[target_feature(enable = "avx512f")]
+    pub fn int4_panel_lanes(x: &[f32], words: &[u32], scales: &[f32]) -> Lanes {
+        let load = |v: &[f32]| {
+            assert!(v.len() >= RUN);
+            // SAFETY: sixteen floats are there, read unaligned.
+            unsafe { _mm512_loadu_ps(v.as_ptr()) }
+        };
+        let signed = _mm512_setr_ps(
+            0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, -8.0, -7.0, -6.0, -5.0, -4.0, -3.0, -2.0, -1.0,
+        );
+        let mut acc = [_mm512_setzero_ps(); ROWS];
+        let groups = words.chunks_exact(ROWS * GROUP / 8).zip(scales.chunks_exact(ROWS));
+        for (xg, (group, s)) in x.chunks_exact(GROUP).zip(groups) {
+            let (x0, x1) = (load(xg), load(&xg[RUN..]));
+            for ((a, w), &s) in acc.iter_mut().zip(group.chunks_exact(GROUP / 8)).zip(s) {
+                assert!(w.len() == GROUP / 8);
+                // SAFETY: the group's sixteen bytes are there (just checked), read unaligned.
+                let lo = _mm512_cvtepu8_epi32(unsafe { _mm_loadu_si128(w.as_ptr().cast()) });
+                let table = _mm512_mul_ps(signed, _mm512_set1_ps(s));
+                let w0 = _mm512_permutexvar_ps(lo, table);
+                let w1 = _mm512_permutexvar_ps(_mm512_srli_epi32::<4>(lo), table);
+                *a = _mm512_add_ps(*a, _mm512_mul_ps(x0, w0));
+                *a = _mm512_add_ps(*a, _mm512_mul_ps(x1, w1));
+            }
+        }
+        acc.map(|a| {
+            let mut lanes = [0.0f32; RUN];
+            // SAFETY: sixteen floats, written unaligned.
+            unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), a) };
+            lanes
+        })
+    }
 }
 
 #[cfg(target_arch = "x86_64")]

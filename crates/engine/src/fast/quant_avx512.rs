@@ -182,7 +182,8 @@ fn add_int4<const N: usize>(out: &mut [f32], rows: [(f32, Row); N], next: [&[u32
 /// head runs faster in AVX2's loops, `quant_avx2::head`: a 50257 × 768
 /// head on one core of a Zen 4-class EPYC, 6.5 ms here against 3.7.)
 pub fn takes_head(head: &Matrix) -> bool {
-    head.format == Format::Int4 && head.cols.is_multiple_of(GROUP)
+    // Row-major (row panels: `lm_head_rows`).
+    head.format == Format::Int4 && head.cols.is_multiple_of(GROUP) && !head.cpu_only()
 }
 
 /// `lm_head`'s dot products for one row of x and an int4 head

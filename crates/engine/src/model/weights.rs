@@ -109,8 +109,8 @@ impl Weights {
     /// worker, the CLI's CPU backend): every f16 matrix lifted
     /// ([`Matrix::lift_f16`]: the same values, no subnormal operand in its
     /// products) and the blocks' matrices in column panels
-    /// ([`Matrix::into_panels`]: a decode step streams each one), an f32 or
-    /// int8 LM head in row panels ([`Matrix::into_row_panels`]). The numbers
+    /// ([`Matrix::into_panels`]: a decode step streams each one), an f32,
+    /// int8 or (with AVX-512) int4 LM head in row panels ([`Matrix::into_row_panels`]). The numbers
     /// are those of the loaded weights, bit for bit. The GPU engine refuses
     /// weights in this layout.
     pub fn use_cpu_layout(&mut self) {
@@ -129,10 +129,12 @@ impl Weights {
         if let Some(head) = &mut self.lm_head {
             head.lift_f16();
         }
-        // An f32 or int8 head in row panels where AVX2's loops read them (the
-        // page's SIMD128 loops read row-major rows).
-        if cfg!(target_arch = "x86_64") {
-            self.lm_head.as_mut().unwrap_or(&mut self.wte).into_row_panels();
+        // An f32 or int8 head in row panels where AVX2's loops read them, an
+        // int4 head where AVX-512's do (AVX2 keeps `quant_avx2::head`'s
+        // row-major loop; the page's SIMD128 loops read row-major rows).
+        let head = self.lm_head.as_mut().unwrap_or(&mut self.wte);
+        if cfg!(target_arch = "x86_64") && (head.format != Format::Int4 || avx512()) {
+            head.into_row_panels();
         }
     }
 
@@ -218,4 +220,18 @@ impl Weights {
         };
         blocks + self.lm_head().bytes() + wte_row + 4 * 3 * e
     }
+}
+
+/// Whether the CPU has AVX-512 (F and BW, as `fast::parallel::avx512`,
+/// which this module cannot import without an import circle), where
+/// `fast::lm_head_rows` reads an int4 head in row panels.
+#[cfg(target_arch = "x86_64")]
+fn avx512() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn avx512() -> bool {
+    false
 }

@@ -216,20 +216,28 @@ impl Matrix {
 }
 
 impl Matrix {
-    /// Lays an f32 or int8 LM head's (or tied embedding's) values out in row
+    /// Lays an f32, int8 or int4 LM head's (or tied embedding's) values out in row
     /// panels ([`row_panels`](super::row_panels)): the CPU engine's decode
     /// step then reads it as one stream. The values are the same
-    /// ([`get`](Matrix::get), [`row`](Matrix::row)), the scales untouched;
+    /// ([`get`](Matrix::get), [`row`](Matrix::row)), the scales untouched
+    /// (an int4 matrix's in the panels' order of its groups);
     /// the GPU, which reads row-major words, refuses it. False (nothing
-    /// changed) unless the matrix is f32, int8 or int8-tensor, row-major, at
-    /// least one panel of rows, and whole runs wide.
+    /// changed) unless the matrix is f32, int8, int8-tensor or int4, row-major, at
+    /// least one panel of rows, and whole runs (int4: groups) wide.
     pub fn into_row_panels(&mut self) -> bool {
-        let whole = self.rows >= ROWS && self.cols > 0 && self.cols.is_multiple_of(RUN);
+        let run = if self.format == Format::Int4 { GROUP } else { RUN };
+        let whole = self.rows >= ROWS && self.cols > 0 && self.cols.is_multiple_of(run);
         let (rows, cols) = (self.rows, self.cols);
         if self.reordered() || !whole {
             return false;
         }
         self.words = match self.format {
+            Format::Int4 => {
+                let words;
+                (words, self.scales) =
+                    row_panels::int4_from_rows(&self.words, &self.scales, rows, cols);
+                words
+            }
             Format::F32 => row_panels::from_rows(&self.words, rows, cols),
             Format::Int8 | Format::Int8PerTensor => {
                 let bytes =
@@ -259,9 +267,33 @@ impl Matrix {
         (self.row_panels && int8).then(|| bytemuck::cast_slice(&self.words))
     }
 
+    /// The words of an int4 matrix in row panels and its scales in their
+    /// order (`None` otherwise).
+    pub fn int4_row_panels(&self) -> Option<(&[u32], &[f32])> {
+        let int4 = self.row_panels && self.format == Format::Int4;
+        int4.then_some((&self.words, &self.scales))
+    }
+
+    /// Where element `(r, c)` of a matrix in row panels is, as `Format::load`
+    /// reads it.
+    pub(super) fn row_panels_at(&self, r: usize, c: usize) -> usize {
+        match self.format {
+            Format::Int4 => row_panels::int4_locate(r, c, self.rows, self.cols),
+            _ => row_panels::locate(r, c, self.rows, self.cols),
+        }
+    }
+
     /// Columns `c` of row `r` of a matrix in row panels, gathered run by run
     /// into `buf` (`c.len()` long): each run's part is contiguous.
     pub(super) fn row_panels_part(&self, r: usize, c: Range<usize>, buf: &mut [f32]) {
+        if self.format == Format::Int4 {
+            // A field at a time (a row of the embedding, or a head's row
+            // outside a decode step): each as `Format::load` reads it.
+            for (o, col) in buf.iter_mut().zip(c) {
+                *o = self.format.load(&self.words, &self.scales, self.row_panels_at(r, col), 0);
+            }
+            return;
+        }
         let mut col = c.start;
         while col < c.end {
             let n = (RUN - col % RUN).min(c.end - col);
@@ -294,6 +326,10 @@ impl Matrix {
         let words = self.words[r0 * self.cols / per..r1 * self.cols / per].to_vec();
         let scales = match (self.format, self.channels) {
             (Format::Int8, Channels::Rows) => self.scales[r0..r1].to_vec(),
+            // A group's scale lies where its fields do, a group a scale.
+            (Format::Int4, _) => {
+                self.scales[r0 * self.cols / GROUP..r1 * self.cols / GROUP].to_vec()
+            }
             _ => self.scales.clone(),
         };
         Matrix { words, scales, rows: r1 - r0, ..*self }

@@ -32,7 +32,7 @@ pub struct Matrix {
     pub(super) lifted: bool,
     /// f16 or int8 words in column panels ([`Matrix::into_panels`]), not row-major.
     pub(super) panels: bool,
-    /// f32 values or int8 fields in row panels ([`Matrix::into_row_panels`]), not row-major.
+    /// f32 values, int8 or int4 fields in row panels ([`Matrix::into_row_panels`]), not row-major.
     pub(super) row_panels: bool,
     /// int8 words that the CPU engine multiplies by 8-bit activations
     /// ([`Matrix::use_int8_activations`]), and how.
@@ -113,7 +113,7 @@ impl Matrix {
     /// Element `i` (row-major) as the kernels compute with it.
     pub fn get(&self, i: usize) -> f32 {
         if self.row_panels {
-            let at = row_panels::locate(i / self.cols, i % self.cols, self.rows, self.cols);
+            let at = self.row_panels_at(i / self.cols, i % self.cols);
             let ch = channel(i, self.cols, self.channels);
             return self.format.load(&self.words, &self.scales, at, ch);
         }

@@ -17,8 +17,17 @@
 //! the last row) are the values `r0 · cols..r1 · cols`, laid out the same
 //! way: a shard or a thread's part is a slice. (`Matrix`'s methods for
 //! this layout are in `layouts.rs`, with the other layouts'.)
+//!
+//! An int4 head's row panels ([`int4_from_rows`]) run a group (32 columns,
+//! four words) a row: `(rows / ROWS, cols / GROUP, ROWS, GROUP)` fields and
+//! the scales likewise `(rows / ROWS, cols / GROUP, ROWS)`, so element `i`'s
+//! scale is still scale `i / GROUP` (`Format::load`). Within a group, byte
+//! `t` holds columns `t` (low nibble) and `t + 16` (high): widened to
+//! sixteen lanes, a group's bytes are the twin's lanes' two fields, with no
+//! permute (AVX-512 `lm_head_rows`: a step's int4 head 1.2× fewer
+//! instructions than row-major words' two permutes and two shifts).
 
-use super::format::SHARD_ALIGN;
+use super::format::{GROUP, SHARD_ALIGN};
 
 /// Rows per panel: the rows one decode step's loop dots at once. It divides
 /// [`SHARD_ALIGN`], so every shard of a head is whole panels (and its tail).
@@ -31,11 +40,60 @@ pub const RUN: usize = 16;
 /// Where element `(r, c)` of a `(rows, cols)` matrix in row panels is.
 #[inline(always)]
 pub fn locate(r: usize, c: usize, rows: usize, cols: usize) -> usize {
+    locate_in(r, c, rows, cols, RUN)
+}
+
+/// [`locate`] for runs `run` long (`cols` a multiple of it).
+#[inline(always)]
+fn locate_in(r: usize, c: usize, rows: usize, cols: usize, run: usize) -> usize {
     if r >= rows / ROWS * ROWS {
         return r * cols + c; // the tail, row-major
     }
-    let (g, i, p, j) = (r / ROWS, r % ROWS, c / RUN, c % RUN);
-    ((g * (cols / RUN) + p) * ROWS + i) * RUN + j
+    let (g, i, p, j) = (r / ROWS, r % ROWS, c / run, c % run);
+    ((g * (cols / run) + p) * ROWS + i) * run + j
+}
+
+/// Where field `(r, c)` of a `(rows, cols)` int4 matrix in row panels is
+/// (a field index: word `at / 8`, bits `4 · (at % 8)`): its group's place
+/// in the panels, then its nibble in the group's paired bytes.
+#[inline(always)]
+pub fn int4_locate(r: usize, c: usize, rows: usize, cols: usize) -> usize {
+    let group = locate_in(r, c / GROUP, rows, cols / GROUP, 1);
+    let t = c % GROUP;
+    GROUP * group + 2 * (t % 16) + t / 16
+}
+
+/// An int4 matrix's row-major words and scales (`(rows, cols)`, `cols` a
+/// multiple of [`GROUP`]) in row panels.
+pub fn int4_from_rows(
+    words: &[u32],
+    scales: &[f32],
+    rows: usize,
+    cols: usize,
+) -> (Vec<u32>, Vec<f32>) {
+    let groups = cols / GROUP;
+    let mut out = vec![0u32; words.len()];
+    let mut out_scales = vec![0.0; scales.len()];
+    for r in 0..rows {
+        for g in 0..groups {
+            let to = locate_in(r, g, rows, groups, 1);
+            out_scales[to] = scales[r * groups + g];
+            let from = &words[(r * groups + g) * GROUP / 8..][..GROUP / 8];
+            out[to * GROUP / 8..][..GROUP / 8].copy_from_slice(&paired(from));
+        }
+    }
+    (out, out_scales)
+}
+
+/// A group's four words with byte `t` holding fields `t` and `t + 16`.
+fn paired(group: &[u32]) -> [u32; GROUP / 8] {
+    let field = |t: usize| (group[t / 8] >> (4 * (t % 8))) & 0xf;
+    std::array::from_fn(|w| {
+        (0..4).fold(0, |word, b| {
+            let t = 4 * w + b;
+            word | (field(t) | field(t + 16) << 4) << (8 * b)
+        })
+    })
 }
 
 /// Row-major values (f32 words, int8 bytes) of a `(rows, cols)` matrix in row panels.
