@@ -87,15 +87,8 @@ fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>, avx2: bool) -> Vec<f
     let mut out = vec![0.0; x.len() / n_embd * n]; // (n_out, n)
     let rows = vr.start * n_embd / 2..vr.end * n_embd / 2; // words of head rows vr: (n, n_embd / 2)
     if let Some(head) = row_panels(lm_head) {
-        // A decode step; or an int4 head's rows of x one at a time (its
-        // fields in row panels have no row loop below that reads them whole).
-        let int4 = matches!(head, Panelled::Int4(..));
-        if x.len() == n_embd || int4 {
-            for (xr, o) in x.chunks_exact(n_embd).zip(out.chunks_exact_mut(n)) {
-                super::lm_head_rows::run(xr, head, lm_head.rows, vr.clone(), combine, avx2, o);
-            }
-            return out;
-        }
+        super::lm_head_rows::run(x, n_embd, head, lm_head.rows, vr, combine, avx2, &mut out);
+        return out;
     }
     if let Some(words) = lm_head.f16_words() {
         let (words, scale) = (&words[rows.clone()], lm_head.f16_scale());

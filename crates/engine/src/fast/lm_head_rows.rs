@@ -57,51 +57,133 @@ impl Scales<'_> {
     }
 }
 
-/// out[v] = x · row `vr.start + v` of a `(rows, x.len())` head in row
-/// panels, for one row of x. `avx2`: the CPU has AVX2.
+/// out[r, v] = x[r] · row `vr.start + v` of a `(rows, cols)` head in row
+/// panels, for each row r of x. One row (a decode step) reads each panel
+/// straight; more rows (a prefill's) first read a panel's weights into f32
+/// row panels (24 KiB for 768 columns: in L1), then dot every row of x with
+/// them, so each weight is decoded once, not once a row. `avx2`: the CPU
+/// has AVX2.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)] // `lm_head::run`'s, and the head's shape
 pub fn run(
-    x: &[f32], // (cols)
+    x: &[f32], // (n_out, cols)
+    cols: usize,
     head: Panelled,
     rows: usize,
     vr: Range<usize>,
     combine: fn([f32; RUN]) -> f32,
     avx2: bool,
-    out: &mut [f32], // (vr.len())
+    out: &mut [f32], // (n_out, vr.len())
 ) {
-    let cols = x.len();
+    let (n, single) = (vr.len(), x.len() == cols);
     let whole = vr.end.min(rows / ROWS * ROWS); // rows of vr's whole panels end here
+    let mut weights = Vec::new(); // (cols / RUN, ROWS, RUN) one panel's, rows of x > 1
     let mut v = vr.start;
     while v < vr.end {
-        let o = &mut out[v - vr.start..];
         if v.is_multiple_of(ROWS) && v + ROWS <= whole {
             let panel = v * cols..(v + ROWS) * cols; // (cols / RUN, ROWS, RUN)
-            let lanes = match head {
-                Panelled::F32(values) => panel_lanes(x, &values[panel], avx2),
-                Panelled::Int8(q, scales) => int8_panel_lanes(x, &q[panel], scales, v, avx2),
-                Panelled::Int4(words, scales) => {
-                    let groups = panel.start / GROUP..panel.end / GROUP; // (cols / GROUP, ROWS)
-                    let words = &words[panel.start / 8..panel.end / 8]; // (cols / GROUP, ROWS, 4)
-                    int4_panel_lanes(x, words, &scales[groups])
+            if single {
+                let lanes = match head {
+                    Panelled::F32(values) => panel_lanes(x, &values[panel], avx2),
+                    Panelled::Int8(q, scales) => int8_panel_lanes(x, &q[panel], scales, v, avx2),
+                    Panelled::Int4(words, scales) => {
+                        let (words, scales) = int4_panel(words, scales, panel);
+                        int4_panel_lanes(x, words, scales)
+                    }
+                };
+                for (o, l) in out[v - vr.start..].iter_mut().zip(lanes) {
+                    *o = combine(l);
                 }
-            };
-            for (o, l) in o.iter_mut().zip(lanes) {
-                *o = combine(l);
+            } else {
+                let panel = match head {
+                    Panelled::F32(values) => &values[panel],
+                    _ => head.panel_weights(v, panel, &mut weights),
+                };
+                for (xr, o) in x.chunks_exact(cols).zip(out.chunks_exact_mut(n)) {
+                    let lanes = panel_lanes(xr, panel, avx2);
+                    for (o, l) in o[v - vr.start..].iter_mut().zip(lanes) {
+                        *o = combine(l);
+                    }
+                }
             }
             v += ROWS;
             continue;
         }
         // A row outside vr's whole panels (the head's last rows, row-major):
         // its runs one by one, the same lanes.
-        let mut lanes = [0.0; RUN];
-        for (p, xr) in x.chunks_exact(RUN).enumerate() {
-            for j in 0..RUN {
-                lanes[j] += xr[j] * head.weight(v, RUN * p + j, rows, cols);
+        for (xr, o) in x.chunks_exact(cols).zip(out.chunks_exact_mut(n)) {
+            let mut lanes = [0.0; RUN];
+            for (p, xr) in xr.chunks_exact(RUN).enumerate() {
+                for j in 0..RUN {
+                    lanes[j] += xr[j] * head.weight(v, RUN * p + j, rows, cols);
+                }
             }
+            o[v - vr.start] = combine(lanes);
         }
-        o[0] = combine(lanes);
         v += 1;
     }
+}
+
+/// The words (`(cols / GROUP, ROWS, 4)`) and scales (`(cols / GROUP,
+/// ROWS)`) of the int4 panel whose fields are `panel`.
+#[inline(always)]
+fn int4_panel<'a>(
+    words: &'a [u32],
+    scales: &'a [f32],
+    panel: Range<usize>,
+) -> (&'a [u32], &'a [f32]) {
+    (&words[panel.start / 8..panel.end / 8], &scales[panel.start / GROUP..panel.end / GROUP])
+}
+
+impl Panelled<'_> {
+    /// The weights of the int8 or int4 panel whose fields are `panel` (its
+    /// first row `v0`) as f32 row panels (`(cols / RUN, ROWS, RUN)`, in
+    /// `buf`), each `Format::load`'s.
+    fn panel_weights(self, v0: usize, panel: Range<usize>, buf: &mut Vec<f32>) -> &[f32] {
+        buf.resize(panel.len(), 0.0);
+        match self {
+            Panelled::F32(values) => buf.copy_from_slice(&values[panel]),
+            Panelled::Int8(q, scales) => {
+                for (at, w) in buf.iter_mut().enumerate() {
+                    let (p, i, j) = (at / (ROWS * RUN), at / RUN % ROWS, at % RUN);
+                    *w = f32::from(q[panel.start + at]) * scales.at(v0 + i, RUN * p + j);
+                }
+            }
+            Panelled::Int4(words, scales) => {
+                let (words, scales) = int4_panel(words, scales, panel);
+                int4_panel_weights(words, scales, buf);
+            }
+        }
+        buf
+    }
+}
+
+/// An int4 panel's weights (`words`, `scales` as [`int4_panel`] gives
+/// them) as f32 row panels (`out`: `(cols / RUN, ROWS, RUN)`): a group's
+/// low nibbles are run `2g`, its high nibbles run `2g + 1`.
+fn int4_panel_weights(words: &[u32], scales: &[f32], out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if super::parallel::avx512() {
+        // SAFETY: the CPU has AVX-512 F (just checked).
+        return unsafe { avx512::int4_panel_weights(words, scales, out) };
+    }
+    let groups = words.chunks_exact(ROWS * GROUP / 8).zip(scales.chunks_exact(ROWS));
+    for ((group, s), runs) in groups.zip(out.chunks_exact_mut(2 * ROWS * RUN)) {
+        let (lo, hi) = runs.split_at_mut(ROWS * RUN);
+        for (i, (w, &s)) in group.chunks_exact(GROUP / 8).zip(s).enumerate() {
+            for t in 0..RUN {
+                let byte = w[t / 4] >> (8 * (t % 4));
+                lo[i * RUN + t] = nibble(byte) * s;
+                hi[i * RUN + t] = nibble(byte >> 4) * s;
+            }
+        }
+    }
+}
+
+/// The low four bits of `bits`, sign-extended (an int4 field), as f32.
+#[inline(always)]
+fn nibble(bits: u32) -> f32 {
+    (((bits << 28) as i32) >> 28) as f32
 }
 
 /// The lanes of x · each row of one panel (`(x.len() / RUN, ROWS, RUN)`).
@@ -166,10 +248,9 @@ fn int4_panel_lanes(x: &[f32], words: &[u32], scales: &[f32]) -> Lanes {
         for ((l, w), &s) in lanes.iter_mut().zip(group.chunks_exact(GROUP / 8)).zip(s) {
             for t in 0..RUN {
                 let byte = w[t / 4] >> (8 * (t % 4));
-                // Each nibble sign-extended, times the scale: `Format::load`'s weight.
-                let field = |bits: u32| (((bits << 28) as i32) >> 28) as f32 * s;
-                l[t] += xg[t] * field(byte);
-                l[t] += xg[t + RUN] * field(byte >> 4);
+                // Each nibble times the scale: `Format::load`'s weight.
+                l[t] += xg[t] * (nibble(byte) * s);
+                l[t] += xg[t + RUN] * (nibble(byte >> 4) * s);
             }
         }
     }
@@ -195,9 +276,7 @@ mod avx512 {
             // SAFETY: sixteen floats are there, read unaligned.
             unsafe { _mm512_loadu_ps(v.as_ptr()) }
         };
-        let signed = _mm512_setr_ps(
-            0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, -8.0, -7.0, -6.0, -5.0, -4.0, -3.0, -2.0, -1.0,
-        );
+        let signed = signed();
         let mut acc = [_mm512_setzero_ps(); ROWS];
         let groups = words.chunks_exact(ROWS * GROUP / 8).zip(scales.chunks_exact(ROWS));
         for (xg, (group, s)) in x.chunks_exact(GROUP).zip(groups) {
@@ -219,6 +298,39 @@ mod avx512 {
             unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), a) };
             lanes
         })
+    }
+
+    /// [`super::int4_panel_weights`] by the same lookup.
+    #[target_feature(enable = "avx512f")]
+    pub fn int4_panel_weights(words: &[u32], scales: &[f32], out: &mut [f32]) {
+        let groups = words.chunks_exact(ROWS * GROUP / 8).zip(scales.chunks_exact(ROWS));
+        for ((group, s), runs) in groups.zip(out.chunks_exact_mut(2 * ROWS * RUN)) {
+            let (lo, hi) = runs.split_at_mut(ROWS * RUN);
+            let rows = group.chunks_exact(GROUP / 8).zip(s);
+            for ((w, &s), (lo, hi)) in
+                rows.zip(lo.chunks_exact_mut(RUN).zip(hi.chunks_exact_mut(RUN)))
+            {
+                assert!(w.len() == GROUP / 8 && lo.len() == RUN && hi.len() == RUN);
+                // SAFETY: the group's sixteen bytes are there (just checked), read unaligned.
+                let idx = _mm512_cvtepu8_epi32(unsafe { _mm_loadu_si128(w.as_ptr().cast()) });
+                let table = _mm512_mul_ps(signed(), _mm512_set1_ps(s));
+                // SAFETY: sixteen floats each (just checked), written unaligned.
+                unsafe {
+                    _mm512_storeu_ps(lo.as_mut_ptr(), _mm512_permutexvar_ps(idx, table));
+                    let hi_idx = _mm512_srli_epi32::<4>(idx);
+                    _mm512_storeu_ps(hi.as_mut_ptr(), _mm512_permutexvar_ps(hi_idx, table));
+                }
+            }
+        }
+    }
+
+    /// Entry u: `u` as a signed nibble (the table a scale multiplies).
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn signed() -> __m512 {
+        _mm512_setr_ps(
+            0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, -8.0, -7.0, -6.0, -5.0, -4.0, -3.0, -2.0, -1.0,
+        )
     }
 }
 
