@@ -95,10 +95,7 @@ pub fn run(
                     *o = combine(l);
                 }
             } else {
-                let panel = match head {
-                    Panelled::F32(values) => &values[panel],
-                    _ => head.panel_weights(v, panel, &mut weights),
-                };
+                let panel = head.panel_weights(v, panel, &mut weights);
                 for (xr, o) in x.chunks_exact(cols).zip(out.chunks_exact_mut(n)) {
                     let lanes = panel_lanes(xr, panel, avx2);
                     for (o, l) in o[v - vr.start..].iter_mut().zip(lanes) {
@@ -135,21 +132,26 @@ fn int4_panel<'a>(
     (&words[panel.start / 8..panel.end / 8], &scales[panel.start / GROUP..panel.end / GROUP])
 }
 
-impl Panelled<'_> {
-    /// The weights of the int8 or int4 panel whose fields are `panel` (its
-    /// first row `v0`) as f32 row panels (`(cols / RUN, ROWS, RUN)`, in
-    /// `buf`), each `Format::load`'s.
-    fn panel_weights(self, v0: usize, panel: Range<usize>, buf: &mut Vec<f32>) -> &[f32] {
-        buf.resize(panel.len(), 0.0);
+impl<'a> Panelled<'a> {
+    /// The weights of the panel whose values or fields are `panel` (its
+    /// first row `v0`) as f32 row panels (`(cols / RUN, ROWS, RUN)`): an
+    /// f32 head's own, an int8 or int4 head's read into `buf`, each
+    /// `Format::load`'s.
+    fn panel_weights<'b>(self, v0: usize, panel: Range<usize>, buf: &'b mut Vec<f32>) -> &'b [f32]
+    where
+        'a: 'b,
+    {
         match self {
-            Panelled::F32(values) => buf.copy_from_slice(&values[panel]),
+            Panelled::F32(values) => return &values[panel],
             Panelled::Int8(q, scales) => {
+                buf.resize(panel.len(), 0.0);
                 for (at, w) in buf.iter_mut().enumerate() {
                     let (p, i, j) = (at / (ROWS * RUN), at / RUN % ROWS, at % RUN);
                     *w = f32::from(q[panel.start + at]) * scales.at(v0 + i, RUN * p + j);
                 }
             }
             Panelled::Int4(words, scales) => {
+                buf.resize(panel.len(), 0.0);
                 let (words, scales) = int4_panel(words, scales, panel);
                 int4_panel_weights(words, scales, buf);
             }
@@ -242,19 +244,11 @@ fn int4_panel_lanes(x: &[f32], words: &[u32], scales: &[f32]) -> Lanes {
         // SAFETY: the CPU has AVX-512 F (just checked).
         return unsafe { avx512::int4_panel_lanes(x, words, scales) };
     }
-    let mut lanes = [[0.0f32; RUN]; ROWS];
-    let groups = words.chunks_exact(ROWS * GROUP / 8).zip(scales.chunks_exact(ROWS));
-    for (xg, (group, s)) in x.chunks_exact(GROUP).zip(groups) {
-        for ((l, w), &s) in lanes.iter_mut().zip(group.chunks_exact(GROUP / 8)).zip(s) {
-            for t in 0..RUN {
-                let byte = w[t / 4] >> (8 * (t % 4));
-                // Each nibble times the scale: `Format::load`'s weight.
-                l[t] += xg[t] * (nibble(byte) * s);
-                l[t] += xg[t + RUN] * (nibble(byte >> 4) * s);
-            }
-        }
-    }
-    lanes
+    // Elsewhere (tests without AVX-512: the layout is made only where it
+    // runs) the panel's weights, then the f32 panel's loop: the same lanes.
+    let mut weights = vec![0.0; x.len() * ROWS]; // (x.len() / RUN, ROWS, RUN)
+    int4_panel_weights(words, scales, &mut weights);
+    panel_lanes(x, &weights, false)
 }
 
 /// [`int4_panel_lanes`] in AVX-512: a group's weights looked up, not

@@ -24,8 +24,8 @@
 //! scale is still scale `i / GROUP` (`Format::load`). Within a group, byte
 //! `t` holds columns `t` (low nibble) and `t + 16` (high): widened to
 //! sixteen lanes, a group's bytes are the twin's lanes' two fields, with no
-//! permute (AVX-512 `lm_head_rows`: a step's int4 head 1.2× fewer
-//! instructions than row-major words' two permutes and two shifts).
+//! permute (AVX-512 `lm_head_rows`: one widening and one shift, 9
+//! instructions a row's group where row-major words took 11).
 
 use super::format::{GROUP, SHARD_ALIGN};
 
