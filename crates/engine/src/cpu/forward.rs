@@ -196,6 +196,22 @@ pub fn run(
     wanted: Wanted,
     seen: &mut Seen,
 ) -> Vec<f32> {
+    // A coworker is installed on this thread (the page's second worker,
+    // a test's): the pass stays here, where its kernels find it.
+    if fast::coworker::available() {
+        return run_here(model, seqs, tokens, wanted, seen);
+    }
+    fast::parallel::on_pool(|| run_here(model, seqs, tokens, wanted, seen))
+}
+
+/// [`run`]'s pass, on whichever thread [`run`] gives it.
+fn run_here(
+    model: &Model,
+    seqs: &mut [Seq],
+    tokens: &[u32],
+    wanted: Wanted,
+    seen: &mut Seen,
+) -> Vec<f32> {
     let c = &model.config;
     let (n, e) = (tokens.len(), c.n_embd);
     debug_assert_eq!(seqs.iter().map(|s| s.rows).sum::<usize>(), n);
