@@ -9,6 +9,12 @@ use std::ops::Range;
 use crate::storage::format::{Format, GROUP};
 use crate::storage::row_panels::{int4_locate, locate, ROWS, RUN};
 
+// The loops in AVX2 (f32, int8) and AVX-512 (int4), a file each.
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+
 /// The lanes of one panel's rows.
 type Lanes = [[f32; RUN]; ROWS];
 
@@ -249,163 +255,4 @@ fn int4_panel_lanes(x: &[f32], words: &[u32], scales: &[f32]) -> Lanes {
     let mut weights = vec![0.0; x.len() * ROWS]; // (x.len() / RUN, ROWS, RUN)
     int4_panel_weights(words, scales, &mut weights);
     panel_lanes(x, &weights, false)
-}
-
-/// [`int4_panel_lanes`] in AVX-512: a group's weights looked up, not
-/// computed. A row's group has sixteen weights it can hold (`field ·
-/// scale`, the fields −8..7): one multiply makes that table, and each lane
-/// picks its two weights from it by its byte's nibbles (`vpermps` reads an
-/// index's low four bits), one widening and one shift a group. Eight rows'
-/// sums in registers over all of x.
-#[cfg(target_arch = "x86_64")]
-mod avx512 {
-    use std::arch::x86_64::*;
-
-    use super::{Lanes, GROUP, ROWS, RUN};
-
-    #[target_feature(enable = "avx512f")]
-    pub fn int4_panel_lanes(x: &[f32], words: &[u32], scales: &[f32]) -> Lanes {
-        let load = |v: &[f32]| {
-            assert!(v.len() >= RUN);
-            // SAFETY: sixteen floats are there, read unaligned.
-            unsafe { _mm512_loadu_ps(v.as_ptr()) }
-        };
-        let signed = signed();
-        let mut acc = [_mm512_setzero_ps(); ROWS];
-        let groups = words.chunks_exact(ROWS * GROUP / 8).zip(scales.chunks_exact(ROWS));
-        for (xg, (group, s)) in x.chunks_exact(GROUP).zip(groups) {
-            let (x0, x1) = (load(xg), load(&xg[RUN..]));
-            for ((a, w), &s) in acc.iter_mut().zip(group.chunks_exact(GROUP / 8)).zip(s) {
-                assert!(w.len() == GROUP / 8);
-                // SAFETY: the group's sixteen bytes are there (just checked), read unaligned.
-                let lo = _mm512_cvtepu8_epi32(unsafe { _mm_loadu_si128(w.as_ptr().cast()) });
-                let table = _mm512_mul_ps(signed, _mm512_set1_ps(s));
-                let w0 = _mm512_permutexvar_ps(lo, table);
-                let w1 = _mm512_permutexvar_ps(_mm512_srli_epi32::<4>(lo), table);
-                *a = _mm512_add_ps(*a, _mm512_mul_ps(x0, w0));
-                *a = _mm512_add_ps(*a, _mm512_mul_ps(x1, w1));
-            }
-        }
-        acc.map(|a| {
-            let mut lanes = [0.0f32; RUN];
-            // SAFETY: sixteen floats, written unaligned.
-            unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), a) };
-            lanes
-        })
-    }
-
-    /// [`super::int4_panel_weights`] by the same lookup.
-    #[target_feature(enable = "avx512f")]
-    pub fn int4_panel_weights(words: &[u32], scales: &[f32], out: &mut [f32]) {
-        let groups = words.chunks_exact(ROWS * GROUP / 8).zip(scales.chunks_exact(ROWS));
-        for ((group, s), runs) in groups.zip(out.chunks_exact_mut(2 * ROWS * RUN)) {
-            let (lo, hi) = runs.split_at_mut(ROWS * RUN);
-            let rows = group.chunks_exact(GROUP / 8).zip(s);
-            for ((w, &s), (lo, hi)) in
-                rows.zip(lo.chunks_exact_mut(RUN).zip(hi.chunks_exact_mut(RUN)))
-            {
-                assert!(w.len() == GROUP / 8 && lo.len() == RUN && hi.len() == RUN);
-                // SAFETY: the group's sixteen bytes are there (just checked), read unaligned.
-                let idx = _mm512_cvtepu8_epi32(unsafe { _mm_loadu_si128(w.as_ptr().cast()) });
-                let table = _mm512_mul_ps(signed(), _mm512_set1_ps(s));
-                // SAFETY: sixteen floats each (just checked), written unaligned.
-                unsafe {
-                    _mm512_storeu_ps(lo.as_mut_ptr(), _mm512_permutexvar_ps(idx, table));
-                    let hi_idx = _mm512_srli_epi32::<4>(idx);
-                    _mm512_storeu_ps(hi.as_mut_ptr(), _mm512_permutexvar_ps(hi_idx, table));
-                }
-            }
-        }
-    }
-
-    /// Entry u: `u` as a signed nibble (the table a scale multiplies).
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn signed() -> __m512 {
-        _mm512_setr_ps(
-            0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, -8.0, -7.0, -6.0, -5.0, -4.0, -3.0, -2.0, -1.0,
-        )
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-mod avx2 {
-    use std::arch::x86_64::*;
-
-    use super::{Lanes, ROWS, RUN};
-
-    /// [`super::panel_lanes`] in AVX2: each row's sixteen lanes in two
-    /// registers for all of x, each lane's products added in order.
-    #[target_feature(enable = "avx2")]
-    pub fn panel_lanes(x: &[f32], panel: &[f32]) -> Lanes {
-        let load = |v: &[f32]| {
-            assert!(v.len() >= 8);
-            // SAFETY: eight floats are there, read unaligned.
-            unsafe { _mm256_loadu_ps(v.as_ptr()) }
-        };
-        let mut acc = [[_mm256_setzero_ps(); 2]; ROWS];
-        for (xr, runs) in x.chunks_exact(RUN).zip(panel.chunks_exact(ROWS * RUN)) {
-            let (x0, x1) = (load(xr), load(&xr[8..]));
-            for (a, run) in acc.iter_mut().zip(runs.chunks_exact(RUN)) {
-                a[0] = _mm256_add_ps(a[0], _mm256_mul_ps(x0, load(run)));
-                a[1] = _mm256_add_ps(a[1], _mm256_mul_ps(x1, load(&run[8..])));
-            }
-        }
-        acc.map(|[a0, a1]| {
-            let mut lanes = [0.0f32; RUN];
-            // SAFETY: sixteen floats, written unaligned.
-            unsafe {
-                _mm256_storeu_ps(lanes.as_mut_ptr(), a0);
-                _mm256_storeu_ps(lanes[8..].as_mut_ptr(), a1);
-            }
-            lanes
-        })
-    }
-
-    /// [`super::int8_panel_lanes`] in AVX2: four rows at a time over all of
-    /// x (eight rows' sums and the widening's temporaries would spill AVX2's
-    /// sixteen registers), the panel's first half of each run then the
-    /// second, which the first pass left in L1. `scales`: each row's scale,
-    /// or every column's.
-    #[target_feature(enable = "avx2")]
-    pub fn int8_panel_lanes(x: &[f32], q: &[i8], scales: Result<[f32; ROWS], &[f32]>) -> Lanes {
-        let load = |v: &[f32]| {
-            assert!(v.len() >= 8);
-            // SAFETY: eight floats are there, read unaligned.
-            unsafe { _mm256_loadu_ps(v.as_ptr()) }
-        };
-        // Eight fields as f32 (exact), times their scales: the twin's weights.
-        let weights = |q: &[i8], s: __m256| {
-            assert!(q.len() >= 8);
-            // SAFETY: eight bytes are there, read unaligned.
-            let q = unsafe { _mm_loadl_epi64(q.as_ptr().cast()) };
-            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), s)
-        };
-        let mut lanes = [[0.0f32; RUN]; ROWS];
-        for (half, out) in lanes.chunks_exact_mut(ROWS / 2).enumerate() {
-            let mut acc = [[_mm256_setzero_ps(); 2]; ROWS / 2];
-            for (p, (xr, runs)) in x.chunks_exact(RUN).zip(q.chunks_exact(ROWS * RUN)).enumerate() {
-                let (x0, x1) = (load(xr), load(&xr[8..]));
-                let cols = scales.map_err(|s| (load(&s[RUN * p..]), load(&s[RUN * p + 8..])));
-                for (i, a) in acc.iter_mut().enumerate() {
-                    let row = half * ROWS / 2 + i;
-                    let run = &runs[row * RUN..][..RUN];
-                    let (s0, s1) = match cols {
-                        Ok(rows) => (_mm256_set1_ps(rows[row]), _mm256_set1_ps(rows[row])),
-                        Err(cols) => cols,
-                    };
-                    a[0] = _mm256_add_ps(a[0], _mm256_mul_ps(x0, weights(run, s0)));
-                    a[1] = _mm256_add_ps(a[1], _mm256_mul_ps(x1, weights(&run[8..], s1)));
-                }
-            }
-            for (l, [a0, a1]) in out.iter_mut().zip(acc) {
-                // SAFETY: sixteen floats, written unaligned.
-                unsafe {
-                    _mm256_storeu_ps(l.as_mut_ptr(), a0);
-                    _mm256_storeu_ps(l[8..].as_mut_ptr(), a1);
-                }
-            }
-        }
-        lanes
-    }
 }

@@ -1,0 +1,73 @@
+//! [`int4_panel_lanes`](super::int4_panel_lanes) in AVX-512: a group's weights looked up, not
+//! computed. A row's group has sixteen weights it can hold (`field ·
+//! scale`, the fields −8..7): one multiply makes that table, and each lane
+//! picks its two weights from it by its byte's nibbles (`vpermps` reads an
+//! index's low four bits), one widening and one shift a group. Eight rows'
+//! sums in registers over all of x.
+
+use std::arch::x86_64::*;
+
+use super::{Lanes, GROUP, ROWS, RUN};
+
+#[target_feature(enable = "avx512f")]
+pub fn int4_panel_lanes(x: &[f32], words: &[u32], scales: &[f32]) -> Lanes {
+    let load = |v: &[f32]| {
+        assert!(v.len() >= RUN);
+        // SAFETY: sixteen floats are there, read unaligned.
+        unsafe { _mm512_loadu_ps(v.as_ptr()) }
+    };
+    let signed = signed();
+    let mut acc = [_mm512_setzero_ps(); ROWS];
+    let groups = words.chunks_exact(ROWS * GROUP / 8).zip(scales.chunks_exact(ROWS));
+    for (xg, (group, s)) in x.chunks_exact(GROUP).zip(groups) {
+        let (x0, x1) = (load(xg), load(&xg[RUN..]));
+        for ((a, w), &s) in acc.iter_mut().zip(group.chunks_exact(GROUP / 8)).zip(s) {
+            assert!(w.len() == GROUP / 8);
+            // SAFETY: the group's sixteen bytes are there (just checked), read unaligned.
+            let lo = _mm512_cvtepu8_epi32(unsafe { _mm_loadu_si128(w.as_ptr().cast()) });
+            let table = _mm512_mul_ps(signed, _mm512_set1_ps(s));
+            let w0 = _mm512_permutexvar_ps(lo, table);
+            let w1 = _mm512_permutexvar_ps(_mm512_srli_epi32::<4>(lo), table);
+            *a = _mm512_add_ps(*a, _mm512_mul_ps(x0, w0));
+            *a = _mm512_add_ps(*a, _mm512_mul_ps(x1, w1));
+        }
+    }
+    acc.map(|a| {
+        let mut lanes = [0.0f32; RUN];
+        // SAFETY: sixteen floats, written unaligned.
+        unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), a) };
+        lanes
+    })
+}
+
+/// [`super::int4_panel_weights`] by the same lookup.
+#[target_feature(enable = "avx512f")]
+pub fn int4_panel_weights(words: &[u32], scales: &[f32], out: &mut [f32]) {
+    let groups = words.chunks_exact(ROWS * GROUP / 8).zip(scales.chunks_exact(ROWS));
+    for ((group, s), runs) in groups.zip(out.chunks_exact_mut(2 * ROWS * RUN)) {
+        let (lo, hi) = runs.split_at_mut(ROWS * RUN);
+        let rows = group.chunks_exact(GROUP / 8).zip(s);
+        for ((w, &s), (lo, hi)) in rows.zip(lo.chunks_exact_mut(RUN).zip(hi.chunks_exact_mut(RUN)))
+        {
+            assert!(w.len() == GROUP / 8 && lo.len() == RUN && hi.len() == RUN);
+            // SAFETY: the group's sixteen bytes are there (just checked), read unaligned.
+            let idx = _mm512_cvtepu8_epi32(unsafe { _mm_loadu_si128(w.as_ptr().cast()) });
+            let table = _mm512_mul_ps(signed(), _mm512_set1_ps(s));
+            // SAFETY: sixteen floats each (just checked), written unaligned.
+            unsafe {
+                _mm512_storeu_ps(lo.as_mut_ptr(), _mm512_permutexvar_ps(idx, table));
+                let hi_idx = _mm512_srli_epi32::<4>(idx);
+                _mm512_storeu_ps(hi.as_mut_ptr(), _mm512_permutexvar_ps(hi_idx, table));
+            }
+        }
+    }
+}
+
+/// Entry u: `u` as a signed nibble (the table a scale multiplies).
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn signed() -> __m512 {
+    _mm512_setr_ps(
+        0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, -8.0, -7.0, -6.0, -5.0, -4.0, -3.0, -2.0, -1.0,
+    )
+}
