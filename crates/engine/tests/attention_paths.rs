@@ -8,7 +8,7 @@ use decode_lab_engine::fast;
 #[path = "shared/attention_cases.rs"]
 mod attention_cases;
 
-use attention_cases::{against_twin, SHAPES};
+use attention_cases::{against_twin, step, SHAPES};
 
 /// A prefill's attention over keys laid out across (`fast::attention`)
 /// gives the twin's bits in AVX-512, AVX2 and the portable loops: every
@@ -33,4 +33,25 @@ fn a_prefills_attention_over_keys_across_gives_the_twins_bits() {
 fn a_decode_steps_attention_turned_across_gives_the_twins_bits() {
     attention_cases::step_gives_the_twins_bits("by the core's choice");
     fast::parallel::without_avx2(|| attention_cases::step_gives_the_twins_bits("portable"));
+}
+
+/// A step's one row over a long cache has its heads cut among threads
+/// (`parallel::parts`, as `fast::attention_step::run` cuts them): the
+/// twin's bits on three threads, for shapes whose heads each read their
+/// own cache columns (and GQA's shared ones), cut into two and three parts.
+#[test]
+fn a_decode_steps_attention_cut_by_heads_gives_the_twins_bits() {
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().expect("pool");
+    pool.install(|| {
+        for (shape, keys0, parts) in
+            [((384, 64, 1), 1756, 3), ((320, 32, 1), 1000, 2), ((384, 64, 2), 900, 2)]
+        {
+            let (n_embd, head_size, _) = shape;
+            let work = (keys0 + 1) * 2 * n_embd; // as `run` counts it
+            let cut = fast::parallel::parts(n_embd / head_size, work, 1);
+            assert_eq!(cut.len(), parts, "{shape:?} after {keys0}: {cut:?}");
+            assert_eq!(against_twin(shape, (1, keys0), &step), Ok(()), "three threads");
+        }
+        attention_cases::step_gives_the_twins_bits("three threads");
+    });
 }

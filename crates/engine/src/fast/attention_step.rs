@@ -15,12 +15,16 @@
 //! (A layout paid per step, `fast::attention::prefill`'s, costs a decode
 //! step more than it saves.)
 
+use std::ops::Range;
+
 use crate::model::Heads;
 
 /// The twin's attention for the rows of `q` (`(rows, qkv_width)`, the
 /// caller's slicing), the same bits, into `y` (`(rows, n_embd)`); false
 /// (nothing written) where a native CPU lacks AVX2: the caller runs the
 /// twin. In wasm SIMD128 (every browser with WebGPU has it) it always runs.
+/// A step's one row over a long cache has its heads cut among threads
+/// (each head's numbers are the unsplit run's: heads share nothing).
 pub fn run(
     q: &[f32],           // (rows, n_embd + 2 * kv_dim)
     key_cache: &[f32],   // (n_positions, kv_dim)
@@ -31,22 +35,44 @@ pub fn run(
     y: &mut [f32], // (rows, n_embd)
 ) -> bool {
     let pass = Pass { q, key_cache, value_cache, heads, keys0, scale };
-    #[cfg(target_arch = "x86_64")]
-    if super::parallel::avx2() {
-        // SAFETY: the CPU has AVX2 (just checked).
-        unsafe { run_avx2(&pass, y) };
+    let (n_head, rows) = (heads.n_embd / heads.head_size, q.len() / heads.qkv_width());
+    if !runs() {
+        return false;
+    }
+    // Several rows (a speculative check) are cut by rows by the caller:
+    // counted as no work here, one part.
+    let work = if rows == 1 { (keys0 + 1) * 2 * heads.n_embd } else { 0 }; // multiply-adds
+    let parts = super::parallel::parts(n_head, work, 1);
+    if let [_] = parts[..] {
+        heads_part(&pass, 0..n_head, y);
         return true;
+    }
+    let ys = super::parallel::map(parts, |h| {
+        let mut yp = vec![0.0; h.len() * heads.head_size]; // (heads h, head_size)
+        heads_part(&pass, h, &mut yp);
+        yp
+    });
+    y.copy_from_slice(&ys.concat());
+    true
+}
+
+/// Whether [`run`] runs here: AVX2 natively, always in wasm.
+fn runs() -> bool {
+    cfg!(target_arch = "wasm32") || super::parallel::avx2()
+}
+
+/// Heads `h` of every row of the pass into `y` (`(rows, h.len() ·
+/// head_size)`), in the copy [`runs`] found.
+fn heads_part(pass: &Pass, h: Range<usize>, y: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: the CPU has AVX2 (`runs` checked).
+    unsafe {
+        run_avx2(pass, h, y);
     }
     #[cfg(target_arch = "wasm32")]
-    {
-        rows::<simd128::Simd128>(&pass, y);
-        return true;
-    }
-    #[allow(unreachable_code)] // on wasm32
-    {
-        let _ = (pass, y);
-        false
-    }
+    rows::<simd128::Simd128>(pass, h, y);
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "wasm32")))]
+    let _ = (pass, h, y);
 }
 
 /// [`run`]'s inputs, handed to each compiled copy in one piece.
@@ -79,42 +105,46 @@ trait Across {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn run_avx2(pass: &Pass, y: &mut [f32]) {
-    rows::<avx2::Avx2>(pass, y)
+fn run_avx2(pass: &Pass, h: Range<usize>, y: &mut [f32]) {
+    rows::<avx2::Avx2>(pass, h, y)
 }
 
-/// Every row of the pass: its scores, softmax weights and mix.
+/// Every row of the pass, heads `part`: their scores, softmax weights and
+/// mix into `y` (`(rows, part.len() · head_size)`).
 #[inline(always)]
-fn rows<W: Across>(pass: &Pass, y: &mut [f32]) {
+fn rows<W: Across>(pass: &Pass, part: Range<usize>, y: &mut [f32]) {
     let Pass { q, key_cache, value_cache, heads, keys0, scale } = *pass;
-    let n_head = heads.n_embd / heads.head_size;
-    let mut att = Vec::new(); // (n_head, stride) scores, then weights
-    let mut sums = vec![0.0f32; n_head]; // (n_head) each head's sum of weights
+    let (hs, h0) = (heads.head_size, part.start);
+    let width = part.len() * hs; // a row of y
+    let mut att = Vec::new(); // (part.len(), stride) scores, then weights
+    let mut sums = vec![0.0f32; part.len()]; // (part.len()) each head's sum of weights
     for (row, r) in q.chunks_exact(heads.qkv_width()).enumerate() {
         let n_keys = keys0 + row + 1;
         let stride = n_keys.next_multiple_of(W::LANES);
-        att.resize(n_head * stride, 0.0);
-        scores::<W>(&r[..heads.n_embd], key_cache, heads, n_keys, scale, &mut att);
+        att.resize(part.len() * stride, 0.0);
+        let qp = &r[h0 * hs..part.end * hs];
+        scores::<W>(qp, h0, key_cache, heads, n_keys, scale, &mut att);
         for (a, sum) in att.chunks_exact_mut(stride).zip(&mut sums) {
             *sum = super::attention::exp_sum(&mut a[..n_keys]);
         }
-        let out = &mut y[row * heads.n_embd..][..heads.n_embd];
-        mix(&att, &sums, value_cache, heads, n_keys, out);
+        let out = &mut y[row * width..][..width];
+        mix(&att, &sums, h0, value_cache, heads, n_keys, out);
     }
 }
 
-/// `att[h, j] = (q_h · k_j) · scale` for keys `0..n_keys` of every head
-/// (and lanes past them to a whole vector: the last key repeated there,
+/// `att[h, j] = (q_{h0 + h} · k_j) · scale` for keys `0..n_keys` of each of
+/// the row's heads from h0 (and lanes past them to a whole vector: the last key repeated there,
 /// nobody reads them), a block of two vectors of keys for every head before
 /// the next block.
 #[inline(always)]
 fn scores<W: Across>(
-    q: &[f32],         // (n_embd) one row's queries
+    q: &[f32], // (heads, head_size) one row's queries of heads h0..
+    h0: usize,
     key_cache: &[f32], // (n_positions, kv_dim)
     heads: Heads,
     n_keys: usize,
     scale: f32,
-    att: &mut [f32], // (n_head, stride)
+    att: &mut [f32], // (heads, stride)
 ) {
     let (hs, kv_dim, lanes) = (heads.head_size, heads.kv_dim(), W::LANES);
     let (stride, pairs) = (n_keys.next_multiple_of(lanes), n_keys / (2 * lanes) * 2 * lanes);
@@ -122,7 +152,7 @@ fn scores<W: Across>(
     let blocks = blocks.chain((pairs..n_keys).step_by(lanes).map(|j0| (j0, 1)));
     for (j0, vectors) in blocks {
         for (h, qh) in q.chunks_exact(hs).enumerate() {
-            let k0 = heads.kv0(h);
+            let k0 = heads.kv0(h0 + h);
             let key = |j: usize| &key_cache[j.min(n_keys - 1) * kv_dim + k0..][..hs];
             let out = &mut att[h * stride + j0..][..vectors * lanes];
             match vectors {
@@ -133,17 +163,18 @@ fn scores<W: Across>(
     }
 }
 
-/// `out[h] = Σ_j (att[h, j] / sums[h]) · v_j` (head h's value columns), in
+/// `out[h] = Σ_j (att[h, j] / sums[h]) · v_j` (head h0 + h's value columns), in
 /// order of j from 0.0, the twin's `mix`: a cache row at a time, into every
 /// head's outputs (`out`, a few KB, stays in L1).
 #[inline(always)]
 fn mix(
-    att: &[f32],         // (n_head, stride) unnormalised weights
-    sums: &[f32],        // (n_head) their sums
+    att: &[f32],  // (heads, stride) unnormalised weights of heads h0..
+    sums: &[f32], // (heads) their sums
+    h0: usize,
     value_cache: &[f32], // (n_positions, kv_dim)
     heads: Heads,
     n_keys: usize,
-    out: &mut [f32], // (n_embd)
+    out: &mut [f32], // (heads · head_size)
 ) {
     let (hs, kv_dim) = (heads.head_size, heads.kv_dim());
     let stride = att.len() / sums.len();
@@ -152,7 +183,7 @@ fn mix(
         let v = &value_cache[j * kv_dim..][..kv_dim];
         for (h, (o, sum)) in out.chunks_exact_mut(hs).zip(sums).enumerate() {
             let a = att[h * stride + j] / sum;
-            for (o, vv) in o.iter_mut().zip(&v[heads.kv0(h)..][..hs]) {
+            for (o, vv) in o.iter_mut().zip(&v[heads.kv0(h0 + h)..][..hs]) {
                 *o += a * vv;
             }
         }

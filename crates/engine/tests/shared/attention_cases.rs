@@ -51,17 +51,27 @@ pub fn against_twin(
 /// vectors, one vector, a part of one), on every shape. Where it declines
 /// (no AVX2) the caller's twin runs, as `cpu::forward` does.
 pub fn step_gives_the_twins_bits(what: &str) {
-    use decode_lab_engine::fast::attention_step::run;
-    let step = |q: &[f32], k: &[f32], v: &[f32], heads, keys0, scale, y: &mut [f32]| {
-        if !run(q, k, v, heads, keys0, scale, y) {
-            attention::run_cpu(q, k, v, heads, keys0, scale, y);
-        }
-    };
     let mut sizes: Vec<(usize, usize)> = (0..17).map(|keys0| (1, keys0)).collect();
     sizes.extend([(1, 62), (1, 63), (1, 64), (2, 29), (3, 60), (1, 1756), (3, 1754)]);
     for shape in SHAPES {
         for &size in &sizes {
             assert_eq!(against_twin(shape, size, &step), Ok(()), "{what}");
         }
+    }
+}
+
+/// A decode step's attention as `cpu::forward` runs it:
+/// `fast::attention_step`, or the twin where it declines (no AVX2).
+pub fn step(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    heads: Heads,
+    keys0: usize,
+    scale: f32,
+    y: &mut [f32],
+) {
+    if !decode_lab_engine::fast::attention_step::run(q, k, v, heads, keys0, scale, y) {
+        attention::run_cpu(q, k, v, heads, keys0, scale, y);
     }
 }
