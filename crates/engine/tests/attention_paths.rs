@@ -36,7 +36,7 @@ fn a_decode_steps_attention_turned_across_gives_the_twins_bits() {
 }
 
 /// A step's one row over a long cache has its heads cut among threads
-/// (`parallel::parts`, as `fast::attention_step::run` cuts them): the
+/// (`fast::attention_step::head_parts`, as `run` cuts them): the
 /// twin's bits on three threads, for shapes whose heads each read their
 /// own cache columns (and GQA's shared ones), cut into two and three parts.
 #[test]
@@ -46,9 +46,9 @@ fn a_decode_steps_attention_cut_by_heads_gives_the_twins_bits() {
         for (shape, keys0, parts) in
             [((384, 64, 1), 1756, 3), ((320, 32, 1), 1000, 2), ((384, 64, 2), 900, 2)]
         {
-            let (n_embd, head_size, _) = shape;
-            let work = (keys0 + 1) * 2 * n_embd; // as `run` counts it
-            let cut = fast::parallel::parts(n_embd / head_size, work, 1);
+            let (n_embd, head_size, group) = shape;
+            let heads = decode_lab_engine::kernels::Heads { n_embd, head_size, group };
+            let cut = fast::attention_step::head_parts(heads, 1, keys0);
             assert_eq!(cut.len(), parts, "{shape:?} after {keys0}: {cut:?}");
             assert_eq!(against_twin(shape, (1, keys0), &step), Ok(()), "three threads");
         }

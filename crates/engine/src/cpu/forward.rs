@@ -196,11 +196,6 @@ pub fn run(
     wanted: Wanted,
     seen: &mut Seen,
 ) -> Vec<f32> {
-    // A coworker is installed on this thread (the page's second worker,
-    // a test's): the pass stays here, where its kernels find it.
-    if fast::coworker::available() {
-        return run_here(model, seqs, tokens, wanted, seen);
-    }
     fast::parallel::on_pool(|| run_here(model, seqs, tokens, wanted, seen))
 }
 

@@ -35,25 +35,32 @@ pub fn run(
     y: &mut [f32], // (rows, n_embd)
 ) -> bool {
     let pass = Pass { q, key_cache, value_cache, heads, keys0, scale };
-    let (n_head, rows) = (heads.n_embd / heads.head_size, q.len() / heads.qkv_width());
     if !runs() {
         return false;
     }
-    // Several rows (a speculative check) are cut by rows by the caller:
-    // counted as no work here, one part.
-    let work = if rows == 1 { (keys0 + 1) * 2 * heads.n_embd } else { 0 }; // multiply-adds
-    let parts = super::parallel::parts(n_head, work, 1);
-    if let [_] = parts[..] {
-        heads_part(&pass, 0..n_head, y);
+    let parts = head_parts(heads, q.len() / heads.qkv_width(), keys0);
+    if let [all] = &parts[..] {
+        heads_part(&pass, all.clone(), y);
         return true;
     }
-    let ys = super::parallel::map(parts, |h| {
+    let ys = super::parallel::map(parts.clone(), |h| {
         let mut yp = vec![0.0; h.len() * heads.head_size]; // (heads h, head_size)
         heads_part(&pass, h, &mut yp);
         yp
     });
-    y.copy_from_slice(&ys.concat());
+    let hs = heads.head_size;
+    for (h, yp) in parts.into_iter().zip(ys) {
+        y[h.start * hs..h.end * hs].copy_from_slice(&yp);
+    }
     true
+}
+
+/// The heads [`run`] gives each thread for `rows` rows after `keys0`
+/// cached keys: cut by its multiply-adds for a step's one row; one part
+/// for several (a speculative check, which the caller cuts by rows).
+pub fn head_parts(heads: Heads, rows: usize, keys0: usize) -> Vec<Range<usize>> {
+    let work = if rows == 1 { (keys0 + 1) * 2 * heads.n_embd } else { 0 };
+    super::parallel::parts(heads.n_embd / heads.head_size, work, 1)
 }
 
 /// Whether [`run`] runs here: AVX2 natively, always in wasm.

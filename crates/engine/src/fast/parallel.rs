@@ -224,9 +224,11 @@ pub fn map<T: Send>(parts: Vec<Range<usize>>, f: impl Fn(Range<usize>) -> T + Sy
 /// kernel at a time, two wake-ups each. GPT-2-124M shape, two threads, int4
 /// weights and 8-bit activations: 10,276 context switches a bench run down
 /// to 1,648 (README, "A forward pass on the pool").
+/// A thread with a coworker installed (the page's second worker, a test's)
+/// keeps `f`: the coworker is found on that thread.
 pub fn on_pool<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     #[cfg(not(target_arch = "wasm32"))]
-    if threads() > 1 {
+    if threads() > 1 && !super::coworker::available() {
         // (Called on one of the pool's threads, `scope` runs `f` in place.)
         return rayon::scope(|_| f());
     }
