@@ -282,7 +282,7 @@ fn a_prefills_attention_gives_the_same_bits_on_any_number_of_threads() {
 
 /// An f32 or int8 LM head in row panels (the CPU layout's) holds the
 /// row-major head's values and gives its logits bit for bit (and so the
-/// twin's): in AVX2 and the portable loops, on one thread and on three, for
+/// twin's): in AVX-512, AVX2 and the portable loops, on one thread and on three, for
 /// one row of x (the panel loop; rows outside whole panels) and for two
 /// (rows gathered); cut into shards too. int8 with a scale a row, a scale
 /// a column, and int8-tensor. Only an f32 or int8 head at least a panel
@@ -336,6 +336,12 @@ fn a_head_in_row_panels_gives_the_row_major_bits() {
             assert_eq!(parallel::without_avx2(portable), want, "{what}, portable");
             let no_avx512 = parallel::without_avx512(|| logits(&panelled, n_out));
             assert_eq!(no_avx512, want, "{what}, AVX2 without AVX-512");
+            // The int8 panels' AVX-512 copy runs where the column panels'
+            // does (Intel cores): both ways on any AVX-512 core.
+            let wide = parallel::with_wide_panels(|| logits(&panelled, n_out));
+            assert_eq!(wide, want, "{what}, AVX-512 panels");
+            let narrow = parallel::with_narrow_panels(|| logits(&panelled, n_out));
+            assert_eq!(narrow, want, "{what}, AVX2 panels");
             assert_eq!(on_threads(3, || logits(&panelled, n_out)), want, "{what}, 3 threads");
         }
         if rows > 32 && channels == Channels::Rows {

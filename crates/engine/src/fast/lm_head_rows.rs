@@ -9,7 +9,7 @@ use std::ops::Range;
 use crate::storage::format::{Format, GROUP};
 use crate::storage::row_panels::{int4_locate, locate, ROWS, RUN};
 
-// The loops in AVX2 (f32, int8) and AVX-512 (int4), a file each.
+// The loops in AVX2 (f32, int8) and AVX-512 (int8, int4), a file each.
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 #[cfg(target_arch = "x86_64")]
@@ -224,6 +224,12 @@ fn int8_panel_lanes(x: &[f32], q: &[i8], scales: Scales, v0: usize, avx2: bool) 
             Scales::Cols(s) => Err(s),
             _ => Ok(std::array::from_fn(|i| scales.at(v0 + i, 0))),
         };
+        // AVX-512 where the column panels run theirs (Intel cores: a
+        // 512-bit operation is one there, two halves on AMD's).
+        if super::parallel::wide_panels() {
+            // SAFETY: wide panels only where the CPU has AVX-512 F.
+            return unsafe { avx512::int8_panel_lanes(x, q, row_scales) };
+        }
         // SAFETY: `avx2` only where the CPU has AVX2 (the caller checked).
         return unsafe { avx2::int8_panel_lanes(x, q, row_scales) };
     }

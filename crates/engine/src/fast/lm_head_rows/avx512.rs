@@ -4,10 +4,16 @@
 //! picks its two weights from it by its byte's nibbles (`vpermps` reads an
 //! index's low four bits), one widening and one shift a group. Eight rows'
 //! sums in registers over all of x.
+//!
+//! int8 ([`int8_panel_lanes`](super::int8_panel_lanes)): a run's sixteen
+//! fields widened and converted in two instructions, times their scales,
+//! one register of sums a row: the eight rows in one pass over x, where
+//! AVX2's eight-lane copy takes two passes of twice the instructions.
 
 use std::arch::x86_64::*;
 
 use super::{Lanes, GROUP, ROWS, RUN};
+use crate::fast::touch::{ahead, touch};
 
 #[target_feature(enable = "avx512f")]
 pub fn int4_panel_lanes(x: &[f32], words: &[u32], scales: &[f32]) -> Lanes {
@@ -19,8 +25,11 @@ pub fn int4_panel_lanes(x: &[f32], words: &[u32], scales: &[f32]) -> Lanes {
     let signed = signed();
     let mut acc = [_mm512_setzero_ps(); ROWS];
     let groups = words.chunks_exact(ROWS * GROUP / 8).zip(scales.chunks_exact(ROWS));
-    for (xg, (group, s)) in x.chunks_exact(GROUP).zip(groups) {
+    for (g, (xg, (group, s))) in x.chunks_exact(GROUP).zip(groups).enumerate() {
         let (x0, x1) = (load(xg), load(&xg[RUN..]));
+        // The group's two lines of words (touch's why).
+        touch(words, ROWS * GROUP / 8 * g + ahead::<u32>());
+        touch(words, ROWS * GROUP / 8 * g + 16 + ahead::<u32>());
         for ((a, w), &s) in acc.iter_mut().zip(group.chunks_exact(GROUP / 8)).zip(s) {
             assert!(w.len() == GROUP / 8);
             // SAFETY: the group's sixteen bytes are there (just checked), read unaligned.
@@ -30,6 +39,43 @@ pub fn int4_panel_lanes(x: &[f32], words: &[u32], scales: &[f32]) -> Lanes {
             let w1 = _mm512_permutexvar_ps(_mm512_srli_epi32::<4>(lo), table);
             *a = _mm512_add_ps(*a, _mm512_mul_ps(x0, w0));
             *a = _mm512_add_ps(*a, _mm512_mul_ps(x1, w1));
+        }
+    }
+    acc.map(|a| {
+        let mut lanes = [0.0f32; RUN];
+        // SAFETY: sixteen floats, written unaligned.
+        unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), a) };
+        lanes
+    })
+}
+
+/// [`super::int8_panel_lanes`] in AVX-512 (`scales`: each row's scale, or
+/// every column's): lane j of row i adds `x[k] · (field · scale)` for k ≡
+/// j mod 16 in order of k, the twin's products and order.
+#[target_feature(enable = "avx512f")]
+pub fn int8_panel_lanes(x: &[f32], q: &[i8], scales: Result<[f32; ROWS], &[f32]>) -> Lanes {
+    let load = |v: &[f32]| {
+        assert!(v.len() >= RUN);
+        // SAFETY: sixteen floats are there, read unaligned.
+        unsafe { _mm512_loadu_ps(v.as_ptr()) }
+    };
+    let rows = scales.map(|rows| rows.map(|s| _mm512_set1_ps(s)));
+    let mut acc = [_mm512_setzero_ps(); ROWS];
+    for (p, (xr, runs)) in x.chunks_exact(RUN).zip(q.chunks_exact(ROWS * RUN)).enumerate() {
+        let xv = load(xr);
+        // The run's two lines, AVX2's own speed without this (touch's why).
+        touch(q, ROWS * RUN * p + ahead::<i8>());
+        touch(q, ROWS * RUN * p + 64 + ahead::<i8>());
+        // The scales of this run's columns: the same for every row.
+        let s = match rows {
+            Ok(rows) => rows,
+            Err(cols) => [load(&cols[RUN * p..]); ROWS],
+        };
+        for ((a, run), s) in acc.iter_mut().zip(runs.chunks_exact(RUN)).zip(s) {
+            // SAFETY: a run's sixteen bytes are there (chunks_exact), read unaligned.
+            let q = _mm512_cvtepi8_epi32(unsafe { _mm_loadu_si128(run.as_ptr().cast()) });
+            let w = _mm512_mul_ps(_mm512_cvtepi32_ps(q), s);
+            *a = _mm512_add_ps(*a, _mm512_mul_ps(xv, w));
         }
     }
     acc.map(|a| {
