@@ -80,3 +80,46 @@ pub fn head(x: &[f32], words: &[u32], combine: fn([f32; 16]) -> f32, out: &mut [
         *o = combine(lanes);
     }
 }
+
+/// [`head`] eight rows at a time in AVX-512 (its `vcvtph2ps` converts
+/// sixteen values): a row's sixteen lanes in one register, so eight rows'
+/// sums are in flight where [`head`]'s one row waits on its two chains of
+/// adds (one core of a Xeon, a 50257 × 768 head: the row-at-a-time loops
+/// read it at about 60 % of the blocks' speed). The same lanes, products
+/// and order; rows past the last whole eight by [`head`]. For a CPU with
+/// AVX-512 F and F16C (the caller checks).
+#[target_feature(enable = "avx512f,avx2,f16c")]
+pub fn head_wide(x: &[f32], words: &[u32], combine: fn([f32; 16]) -> f32, out: &mut [f32]) {
+    const ROWS: usize = 8;
+    const AHEAD: usize = 256; // words: 1 KiB along each of the eight rows
+    let h = x.len() / 2; // words a row
+    let whole = out.len() / ROWS * ROWS;
+    let (out, rest) = out.split_at_mut(whole);
+    let (words, rest_words) = words.split_at(whole * h);
+    for (o, rows) in out.chunks_exact_mut(ROWS).zip(words.chunks_exact(ROWS * h)) {
+        let mut acc = [_mm512_setzero_ps(); ROWS];
+        for (p, xs) in x.chunks_exact(16).enumerate() {
+            assert!(xs.len() == 16);
+            // SAFETY: sixteen floats are there (just checked), read unaligned.
+            let xv = unsafe { _mm512_loadu_ps(xs.as_ptr()) };
+            for (i, a) in acc.iter_mut().enumerate() {
+                if p % 2 == 0 {
+                    // Row i's line AHEAD words on (touch's why), once a line.
+                    super::touch::touch(rows, i * h + 8 * p + AHEAD);
+                }
+                let ws = &rows[i * h + 8 * p..][..8];
+                // SAFETY: eight words (sixteen f16 values, elements 16p..
+                // of row i in order) are there (sliced), read unaligned.
+                let w = _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(ws.as_ptr().cast()) });
+                *a = _mm512_add_ps(*a, _mm512_mul_ps(xv, w));
+            }
+        }
+        for (o, a) in o.iter_mut().zip(acc) {
+            let mut lanes = [0.0f32; 16];
+            // SAFETY: sixteen floats, written unaligned.
+            unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), a) };
+            *o = combine(lanes);
+        }
+    }
+    head(x, rest_words, combine, rest);
+}

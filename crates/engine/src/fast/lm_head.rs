@@ -93,12 +93,20 @@ fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>, avx2: bool) -> Vec<f
     if let Some(words) = lm_head.f16_words() {
         let (words, scale) = (&words[rows.clone()], lm_head.f16_scale());
         // A decode step of a lifted head: F16C's conversion where AVX2's
-        // copy runs (the same bits).
+        // copy runs, eight rows at a time where AVX-512's does (the same bits).
         #[cfg(target_arch = "x86_64")]
-        if avx2 && x.len() == n_embd && lm_head.is_lifted() && f16c_head(n_embd) {
+        if avx2
+            && x.len() == n_embd
+            && lm_head.is_lifted()
+            && (f16c_head(n_embd) || wide_f16_head(n_embd))
+        {
             if let Some(scaled) = super::f16c::inputs(x) {
-                // SAFETY: the CPU has AVX2 and F16C (f16c_head checked).
-                unsafe { super::f16c::head(&scaled, words, combine, &mut out) };
+                match wide_f16_head(n_embd) {
+                    // SAFETY: the CPU has AVX-512 F and F16C (just checked).
+                    true => unsafe { super::f16c::head_wide(&scaled, words, combine, &mut out) },
+                    // SAFETY: the CPU has AVX2 and F16C (f16c_head checked).
+                    false => unsafe { super::f16c::head(&scaled, words, combine, &mut out) },
+                }
                 return out;
             }
         }
@@ -163,6 +171,14 @@ fn row_panels(head: &Matrix) -> Option<Panelled<'_>> {
 #[cfg(target_arch = "x86_64")]
 fn f16c_head(n_embd: usize) -> bool {
     parallel::f16c() && n_embd.is_multiple_of(LANES)
+}
+
+/// Whether a lifted f16 head's decode step runs [`f16c::head_wide`](super::f16c::head_wide)
+/// (eight rows at a time): where the column panels run their AVX-512 copy
+/// (Intel cores) and the CPU has F16C, the rows whole sixteens.
+#[cfg(target_arch = "x86_64")]
+fn wide_f16_head(n_embd: usize) -> bool {
+    parallel::wide_panels() && is_x86_feature_detected!("f16c") && n_embd.is_multiple_of(LANES)
 }
 
 /// [`part_here`] for a head of two weights a word (`words`: `(n, n_embd /
