@@ -95,18 +95,19 @@ fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>, avx2: bool) -> Vec<f
         // A decode step of a lifted head: F16C's conversion where AVX2's
         // copy runs, eight rows at a time where AVX-512's does (the same bits).
         #[cfg(target_arch = "x86_64")]
-        if avx2
-            && x.len() == n_embd
-            && lm_head.is_lifted()
-            && (f16c_head(n_embd) || wide_f16_head(n_embd))
-        {
-            if let Some(scaled) = super::f16c::inputs(x) {
-                match wide_f16_head(n_embd) {
-                    // SAFETY: the CPU has AVX-512 F and F16C (just checked).
-                    true => unsafe { super::f16c::head_wide(&scaled, words, combine, &mut out) },
-                    // SAFETY: the CPU has AVX2 and F16C (f16c_head checked).
-                    false => unsafe { super::f16c::head(&scaled, words, combine, &mut out) },
-                }
+        if avx2 && x.len() == n_embd && lm_head.is_lifted() {
+            let wide = super::lm_head_wide::takes(n_embd);
+            let scaled = (wide || f16c_head(n_embd)).then(|| super::f16c::inputs(x));
+            if let Some(scaled) = scaled.flatten() {
+                use super::lm_head_wide::{rows, Words};
+                // SAFETY: the CPU has AVX-512 F and F16C (`takes` checked).
+                let done = match wide {
+                    true => unsafe { rows(&scaled, words, Words::F16Lifted, combine, &mut out) },
+                    false => 0,
+                };
+                let words = &words[done * n_embd / 2..];
+                // SAFETY: the CPU has AVX2 (`avx2`) and F16C (`takes` or f16c_head checked).
+                unsafe { super::f16c::head(&scaled, words, combine, &mut out[done..]) };
                 return out;
             }
         }
@@ -120,7 +121,20 @@ fn part_here(x: &[f32], lm_head: &Matrix, vr: Range<usize>, avx2: bool) -> Vec<f
         return out;
     }
     if let Some(words) = lm_head.bf16_words() {
-        pair_part(x, &words[rows.clone()], Bf16, n_embd, avx2, &mut out);
+        let words = &words[rows.clone()];
+        // A decode step eight rows at a time where AVX-512's copy runs.
+        #[cfg(target_arch = "x86_64")]
+        let done = match avx2 && x.len() == n_embd && super::lm_head_wide::takes(n_embd) {
+            // SAFETY: the CPU has AVX-512 F and F16C (`takes` checked).
+            true => unsafe {
+                use super::lm_head_wide::{rows, Words};
+                rows(x, words, Words::Bf16, combine, &mut out)
+            },
+            false => 0,
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let done = 0;
+        pair_part(x, &words[done * n_embd / 2..], Bf16, n_embd, avx2, &mut out[done..]);
         return out;
     }
     #[cfg(target_arch = "x86_64")]
@@ -171,14 +185,6 @@ fn row_panels(head: &Matrix) -> Option<Panelled<'_>> {
 #[cfg(target_arch = "x86_64")]
 fn f16c_head(n_embd: usize) -> bool {
     parallel::f16c() && n_embd.is_multiple_of(LANES)
-}
-
-/// Whether a lifted f16 head's decode step runs [`f16c::head_wide`](super::f16c::head_wide)
-/// (eight rows at a time): where the column panels run their AVX-512 copy
-/// (Intel cores) and the CPU has F16C, the rows whole sixteens.
-#[cfg(target_arch = "x86_64")]
-fn wide_f16_head(n_embd: usize) -> bool {
-    parallel::wide_panels() && is_x86_feature_detected!("f16c") && n_embd.is_multiple_of(LANES)
 }
 
 /// [`part_here`] for a head of two weights a word (`words`: `(n, n_embd /

@@ -33,6 +33,8 @@ mod int8_quantise_avx2;
 mod int8_quantise_simd128;
 pub mod lm_head;
 mod lm_head_rows;
+#[cfg(target_arch = "x86_64")]
+mod lm_head_wide;
 pub mod matmul;
 pub mod matmul_panels;
 mod matmul_panels_f32;

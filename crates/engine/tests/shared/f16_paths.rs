@@ -98,7 +98,8 @@ pub fn matmul_f16_equals_f32() {
 /// `lm_head` with f16 weights gives the bits it gives with the same values in
 /// f32, for one wanted row (a decode step) and two; on an AVX-512 core in
 /// both copies of the lifted head's decode step (eight rows at a time where
-/// the column panels are wide; 37 rows: a tail of five).
+/// the column panels are wide; 37 rows: a tail of five), and so a bf16
+/// head too (the same wide loop).
 pub fn lm_head_f16_equals_f32() {
     fast::parallel::with_wide_panels(lm_head_f16_equals_f32_here);
     fast::parallel::with_narrow_panels(lm_head_f16_equals_f32_here);
@@ -106,8 +107,18 @@ pub fn lm_head_f16_equals_f32() {
 
 fn lm_head_f16_equals_f32_here() {
     for cols in [2, 6, 8, 14, 16, 64, 72, 770, 784] {
-        for lift in [false, true] {
+        // f16 as stored, f16 lifted, and bf16 of the same values (against
+        // its own values in f32).
+        for (lift, bf16) in [(false, false), (true, false), (false, true)] {
             let (w16, w32) = pair_as(37, cols, Channels::Rows, cols as u64, lift);
+            let (w16, w32) = match bf16 {
+                false => (w16, w32),
+                true => {
+                    let b16 = Matrix::new(Format::Bf16, 37, cols, Channels::Rows, &w32.to_f32());
+                    let b32 = Matrix::new(Format::F32, 37, cols, Channels::Rows, &b16.to_f32());
+                    (b16, b32)
+                }
+            };
             for n_out in [1, 2] {
                 for x in inputs(3 * cols, 5) {
                     // x: (3, cols), row0 = 1; vocab_size 50, v0 = 7
@@ -115,11 +126,11 @@ fn lm_head_f16_equals_f32_here() {
                     fast::lm_head::run(&x, &w16, 7, 50, 1, n_out, &mut a);
                     lm_head::run_cpu(&x, &w32, 7, 50, 1, n_out, &mut b);
                     let at = &x[cols..][..2];
-                    assert_eq!(
-                        bits(&a),
-                        bits(&b),
-                        "cols {cols} n_out {n_out} lift {lift} x {at:?}"
+                    let what = format!(
+                        "{} lift {lift} cols {cols} n_out {n_out} x {at:?}",
+                        w16.format.name()
                     );
+                    assert_eq!(bits(&a), bits(&b), "{what}");
                 }
             }
         }
