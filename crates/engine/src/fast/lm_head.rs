@@ -62,6 +62,8 @@ fn part(x: &[f32], lm_head: &Matrix, vr: Range<usize>) -> Vec<f32> {
     // AVX2 for f16 too where the CPU has AVX-512: the AVX-512 copy of these
     // loops (the compiler's sixteen lanes) ran a 50257 × 768 f16 head in
     // 6.2 ms on one core of a Zen 4-class EPYC, AVX2's intrinsics in 3.9.
+    // (Inside, a decode step's f16, bf16 and int8 heads take their own
+    // AVX-512 loops where the column panels do: `lm_head_wide`, `lm_head_rows`.)
     #[cfg(target_arch = "x86_64")]
     if parallel::avx2() {
         // SAFETY: the CPU has AVX2 (just checked).

@@ -82,9 +82,10 @@ pub fn wide_panels() -> bool {
     }
 }
 
-/// Whether an f16 decode step over column panels converts its values with
-/// F16C's `vcvtph2ps` (`fast::f16c`): where the AVX2 copy of
-/// the panels' loops runs (not [`wide_panels`]'s AVX-512 one).
+/// Whether an f16 decode step over column panels, and a lifted f16 LM
+/// head's, converts its values with F16C's `vcvtph2ps` in AVX2's registers
+/// (`fast::f16c`): where the AVX2 copy of the panels' loops runs (not
+/// [`wide_panels`]'s AVX-512 one, whose head is `fast::lm_head_wide`).
 pub fn f16c() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
