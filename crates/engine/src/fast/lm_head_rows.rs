@@ -9,7 +9,7 @@ use std::ops::Range;
 use crate::storage::format::{Format, GROUP};
 use crate::storage::row_panels::{int4_locate, locate, ROWS, RUN};
 
-// The loops in AVX2 (f32, int8) and AVX-512 (int8, int4), a file each.
+// The loops in AVX2 (f32, int8) and AVX-512 (f32, int8, int4), a file each.
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 #[cfg(target_arch = "x86_64")]
@@ -199,6 +199,10 @@ fn nibble(bits: u32) -> f32 {
 fn panel_lanes(x: &[f32], panel: &[f32], avx2: bool) -> Lanes {
     #[cfg(target_arch = "x86_64")]
     if avx2 {
+        if super::parallel::wide_panels() {
+            // SAFETY: wide panels only where the CPU has AVX-512 F.
+            return unsafe { avx512::panel_lanes(x, panel) };
+        }
         // SAFETY: `avx2` only where the CPU has AVX2 (the caller checked).
         return unsafe { avx2::panel_lanes(x, panel) };
     }

@@ -8,7 +8,9 @@
 //! int8 ([`int8_panel_lanes`](super::int8_panel_lanes)): a run's sixteen
 //! fields widened and converted in two instructions, times their scales,
 //! one register of sums a row: the eight rows in one pass over x, where
-//! AVX2's eight-lane copy takes two passes of twice the instructions.
+//! AVX2's eight-lane copy takes two passes of twice the instructions. f32
+//! likewise (perf, one core of a Xeon, 124M f32 decode: the head's samples
+//! per matmul sample 0.50 → 0.46, about the matmuls' speed per weight).
 
 use std::arch::x86_64::*;
 
@@ -39,6 +41,30 @@ pub fn int4_panel_lanes(x: &[f32], words: &[u32], scales: &[f32]) -> Lanes {
             let w1 = _mm512_permutexvar_ps(_mm512_srli_epi32::<4>(lo), table);
             *a = _mm512_add_ps(*a, _mm512_mul_ps(x0, w0));
             *a = _mm512_add_ps(*a, _mm512_mul_ps(x1, w1));
+        }
+    }
+    acc.map(|a| {
+        let mut lanes = [0.0f32; RUN];
+        // SAFETY: sixteen floats, written unaligned.
+        unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), a) };
+        lanes
+    })
+}
+
+/// [`super::panel_lanes`] in AVX-512: a row's sixteen lanes in one
+/// register, the panel's eight rows over all of x in one pass.
+#[target_feature(enable = "avx512f")]
+pub fn panel_lanes(x: &[f32], panel: &[f32]) -> Lanes {
+    let load = |v: &[f32]| {
+        assert!(v.len() >= RUN);
+        // SAFETY: sixteen floats are there, read unaligned.
+        unsafe { _mm512_loadu_ps(v.as_ptr()) }
+    };
+    let mut acc = [_mm512_setzero_ps(); ROWS];
+    for (xr, runs) in x.chunks_exact(RUN).zip(panel.chunks_exact(ROWS * RUN)) {
+        let xv = load(xr);
+        for (a, run) in acc.iter_mut().zip(runs.chunks_exact(RUN)) {
+            *a = _mm512_add_ps(*a, _mm512_mul_ps(xv, load(run)));
         }
     }
     acc.map(|a| {
