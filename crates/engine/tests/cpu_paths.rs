@@ -336,8 +336,8 @@ fn a_head_in_row_panels_gives_the_row_major_bits() {
             assert_eq!(parallel::without_avx2(portable), want, "{what}, portable");
             let no_avx512 = parallel::without_avx512(|| logits(&panelled, n_out));
             assert_eq!(no_avx512, want, "{what}, AVX2 without AVX-512");
-            // The int8 panels' AVX-512 copy runs where the column panels'
-            // does (Intel cores): both ways on any AVX-512 core.
+            // The f32 and int8 panels' AVX-512 copies run where the column
+            // panels' do (Intel cores): both ways on any AVX-512 core.
             let wide = parallel::with_wide_panels(|| logits(&panelled, n_out));
             assert_eq!(wide, want, "{what}, AVX-512 panels");
             let narrow = parallel::with_narrow_panels(|| logits(&panelled, n_out));

@@ -11,6 +11,8 @@
 
 use std::arch::x86_64::*;
 
+use super::quant_avx512::{load, store};
+
 /// How a head's words hold its weights.
 #[derive(Clone, Copy)]
 pub enum Words {
@@ -46,9 +48,7 @@ pub fn rows(
     for (o, block) in out[..whole].chunks_exact_mut(ROWS).zip(words.chunks_exact(ROWS * h)) {
         let mut acc = [_mm512_setzero_ps(); ROWS];
         for (p, xs) in x.chunks_exact(16).enumerate() {
-            assert!(xs.len() == 16);
-            // SAFETY: sixteen floats are there (just checked), read unaligned.
-            let xv = unsafe { _mm512_loadu_ps(xs.as_ptr()) };
+            let xv = load(xs);
             for (i, a) in acc.iter_mut().enumerate() {
                 if p % 2 == 0 {
                     super::touch::touch(block, i * h + 8 * p + AHEAD); // once a line
@@ -68,8 +68,7 @@ pub fn rows(
         }
         for (o, a) in o.iter_mut().zip(acc) {
             let mut lanes = [0.0f32; 16];
-            // SAFETY: sixteen floats, written unaligned.
-            unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), a) };
+            store(&mut lanes, a);
             *o = combine(lanes);
         }
     }

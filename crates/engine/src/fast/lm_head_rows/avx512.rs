@@ -15,15 +15,11 @@
 use std::arch::x86_64::*;
 
 use super::{Lanes, GROUP, ROWS, RUN};
+use crate::fast::quant_avx512::{load, store};
 use crate::fast::touch::{ahead, touch};
 
 #[target_feature(enable = "avx512f")]
 pub fn int4_panel_lanes(x: &[f32], words: &[u32], scales: &[f32]) -> Lanes {
-    let load = |v: &[f32]| {
-        assert!(v.len() >= RUN);
-        // SAFETY: sixteen floats are there, read unaligned.
-        unsafe { _mm512_loadu_ps(v.as_ptr()) }
-    };
     let signed = signed();
     let mut acc = [_mm512_setzero_ps(); ROWS];
     let groups = words.chunks_exact(ROWS * GROUP / 8).zip(scales.chunks_exact(ROWS));
@@ -43,23 +39,13 @@ pub fn int4_panel_lanes(x: &[f32], words: &[u32], scales: &[f32]) -> Lanes {
             *a = _mm512_add_ps(*a, _mm512_mul_ps(x1, w1));
         }
     }
-    acc.map(|a| {
-        let mut lanes = [0.0f32; RUN];
-        // SAFETY: sixteen floats, written unaligned.
-        unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), a) };
-        lanes
-    })
+    acc.map(|a| lanes(a))
 }
 
 /// [`super::panel_lanes`] in AVX-512: a row's sixteen lanes in one
 /// register, the panel's eight rows over all of x in one pass.
 #[target_feature(enable = "avx512f")]
 pub fn panel_lanes(x: &[f32], panel: &[f32]) -> Lanes {
-    let load = |v: &[f32]| {
-        assert!(v.len() >= RUN);
-        // SAFETY: sixteen floats are there, read unaligned.
-        unsafe { _mm512_loadu_ps(v.as_ptr()) }
-    };
     let mut acc = [_mm512_setzero_ps(); ROWS];
     for (xr, runs) in x.chunks_exact(RUN).zip(panel.chunks_exact(ROWS * RUN)) {
         let xv = load(xr);
@@ -67,12 +53,7 @@ pub fn panel_lanes(x: &[f32], panel: &[f32]) -> Lanes {
             *a = _mm512_add_ps(*a, _mm512_mul_ps(xv, load(run)));
         }
     }
-    acc.map(|a| {
-        let mut lanes = [0.0f32; RUN];
-        // SAFETY: sixteen floats, written unaligned.
-        unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), a) };
-        lanes
-    })
+    acc.map(|a| lanes(a))
 }
 
 /// [`super::int8_panel_lanes`] in AVX-512 (`scales`: each row's scale, or
@@ -80,11 +61,6 @@ pub fn panel_lanes(x: &[f32], panel: &[f32]) -> Lanes {
 /// j mod 16 in order of k, the twin's products and order.
 #[target_feature(enable = "avx512f")]
 pub fn int8_panel_lanes(x: &[f32], q: &[i8], scales: Result<[f32; ROWS], &[f32]>) -> Lanes {
-    let load = |v: &[f32]| {
-        assert!(v.len() >= RUN);
-        // SAFETY: sixteen floats are there, read unaligned.
-        unsafe { _mm512_loadu_ps(v.as_ptr()) }
-    };
     let rows = scales.map(|rows| rows.map(|s| _mm512_set1_ps(s)));
     let mut acc = [_mm512_setzero_ps(); ROWS];
     for (p, (xr, runs)) in x.chunks_exact(RUN).zip(q.chunks_exact(ROWS * RUN)).enumerate() {
@@ -104,12 +80,16 @@ pub fn int8_panel_lanes(x: &[f32], q: &[i8], scales: Result<[f32; ROWS], &[f32]>
             *a = _mm512_add_ps(*a, _mm512_mul_ps(xv, w));
         }
     }
-    acc.map(|a| {
-        let mut lanes = [0.0f32; RUN];
-        // SAFETY: sixteen floats, written unaligned.
-        unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), a) };
-        lanes
-    })
+    acc.map(|a| lanes(a))
+}
+
+/// A row's register of sums as its sixteen lanes.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn lanes(a: __m512) -> [f32; RUN] {
+    let mut lanes = [0.0f32; RUN];
+    store(&mut lanes, a);
+    lanes
 }
 
 /// [`super::int4_panel_weights`] by the same lookup.
