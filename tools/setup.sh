@@ -136,8 +136,8 @@ ensure_transformers_js() {
     mkdir -p "$ROOT/.tools/tjs"
     (cd "$ROOT/.tools/tjs" && npm install --silent --ignore-scripts --no-save @huggingface/transformers@3)
   fi
-  "$TORCH_PYTHON" -c "import optimum.exporters.onnx, onnxconverter_common" 2>/dev/null ||
-    "$TORCH_PYTHON" -m pip install --quiet "optimum[onnx]" onnx onnxruntime onnxconverter-common
+  "$TORCH_PYTHON" -c "import optimum.exporters.onnx, onnxconverter_common, onnxruntime.quantization.matmul_nbits_quantizer" 2>/dev/null ||
+    "$TORCH_PYTHON" -m pip install --quiet "optimum[onnx]" onnx onnxruntime onnxconverter-common onnx-ir
 }
 
 # What `trunk serve` / `trunk build` need.

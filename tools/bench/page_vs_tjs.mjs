@@ -7,10 +7,12 @@
 // decode ms/token as each page reports it, our first token (click → first chip,
 // timed inside the page) and the ratio of medians. WEIGHTS is our page's
 // weight format (`weights=`), DTYPE transformers.js's: f32 against fp32, f16
-// against fp16 and int8-tensor against q8 (8-bit weights, one scale per
-// tensor) are like for like in the weights; ACTIVATIONS=int8 (`activations=`)
-// makes the last like for like in the products too (onnxruntime's dynamic
-// quantization rounds each matmul's input to 8 bits, as ours does).
+// against fp16, int8-tensor against q8 (8-bit weights, one scale per tensor)
+// and int4 against q4 (4-bit weights in groups of 32, one scale each) are like
+// for like in the weights; ACTIVATIONS=int8 (`activations=`) makes int8-tensor
+// against q8 like for like in the products too (onnxruntime's dynamic
+// quantization rounds each matmul's input to 8 bits, as ours does), where q4's
+// MatMulNBits keeps f32 activations, as our int4 does without it.
 //   DIST=dist MODEL=gpt2-124m-shape ONNX=gpt2-124m-shape TOKENS=32 ROUNDS=3 WEIGHTS=f32 DTYPE=fp32 \
 //     TJS=... MODELS=... CHROMIUM=... PLAYWRIGHT_CORE=... node tools/bench/page_vs_tjs.mjs
 import { execFileSync } from 'node:child_process';
