@@ -15,12 +15,66 @@ const LANES: usize = 4;
 /// logarithm per token: with z = (l − max) / t and Z = Σ eᶻ, ln p = z − ln Z,
 /// so −Σ p ln p = ln Z − Σ p z. `-inf` logits get probability 0. `logits`
 /// holds no NaN or +inf and at least one finite value; t > 0.
+///
+/// Natively the same code is compiled again for AVX-512 or AVX2 and taken
+/// where the CPU has it: the baseline x86-64 target puts the exponentials
+/// two to a register (SSE2), AVX-512 eight. Each lane's operations are the
+/// same IEEE ones in the same order (Rust never fuses a multiply and an
+/// add), so the bits are the portable copy's (the test below).
 pub(crate) fn softmax_entropy<L: Copy + Into<f64>>(logits: &[L], t: f64) -> (Arc<[f64]>, f64) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F, all this copy is compiled for.
+            return unsafe { wide::softmax_entropy_avx512(logits, t) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2, all this copy is compiled for.
+            return unsafe { wide::softmax_entropy_avx2(logits, t) };
+        }
+    }
+    softmax_entropy_in(logits, t)
+}
+
+/// [`softmax_entropy`] compiled for wider registers (x86-64 only).
+#[cfg(target_arch = "x86_64")]
+mod wide {
+    use super::*;
+
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn softmax_entropy_avx512<L: Copy + Into<f64>>(
+        logits: &[L],
+        t: f64,
+    ) -> (Arc<[f64]>, f64) {
+        softmax_entropy_in(logits, t)
+    }
+
+    #[target_feature(enable = "avx2")]
+    pub(super) fn softmax_entropy_avx2<L: Copy + Into<f64>>(
+        logits: &[L],
+        t: f64,
+    ) -> (Arc<[f64]>, f64) {
+        softmax_entropy_in(logits, t)
+    }
+}
+
+/// [`softmax_entropy`]'s body, inlined into each copy so that each is
+/// compiled for its own registers.
+#[inline(always)]
+fn softmax_entropy_in<L: Copy + Into<f64>>(logits: &[L], t: f64) -> (Arc<[f64]>, f64) {
     let max = max(logits);
     // Dividing by t (not multiplying by 1/t): a subnormal t makes 1/t infinite.
     let z = |v: L| (v.into() - max) / t;
-    // A pass with no running sum, which the compiler vectorises.
-    let mut probs: Arc<[f64]> = logits.iter().map(|&v| exp_nonpositive(z(v))).collect();
+    // A pass with no running sum, which the compiler vectorises. Written in
+    // place, in this function: `collect()` into an `Arc` is a call of its
+    // own, compiled for the baseline target, and copies through a Vec.
+    let mut probs = Arc::<[f64]>::new_uninit_slice(logits.len());
+    let slots = Arc::get_mut(&mut probs).expect("just allocated, not shared");
+    for (slot, &v) in slots.iter_mut().zip(logits) {
+        slot.write(exp_nonpositive(z(v)));
+    }
+    // SAFETY: the loop above wrote every slot (one per logit).
+    let mut probs = unsafe { probs.assume_init() };
     // Σ e·z without a division per token: Σ e·(l − max), divided by t once.
     let (mut e_sums, mut ed_sums) = ([0.0; LANES], [0.0; LANES]);
     let mut add = |lane: usize, e: f64, v: L| {
@@ -58,6 +112,7 @@ pub(crate) fn one_hot<L: Copy + Into<f64>>(logits: &[L]) -> Arc<[f64]> {
 
 /// The largest value, in lanes like the sums. A plain comparison: NaN never
 /// gets this far, and `f64::max`'s handling of it costs more than the loop.
+#[inline(always)]
 fn max<L: Copy + Into<f64>>(values: &[L]) -> f64 {
     let larger = |a: f64, b: f64| if b > a { b } else { a };
     let mut maxes = [f64::NEG_INFINITY; LANES];
@@ -89,4 +144,64 @@ pub fn log_softmax(logits: &[f32]) -> Vec<f64> {
     let sum: f64 = logits.iter().map(|&v| exp_nonpositive(v as f64 - max)).sum();
     let lse = max + libm::log(sum);
     logits.iter().map(|&v| v as f64 - lse).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Logits of awkward lengths with ties, a −∞ run and a huge spread (so
+    /// some exponentials underflow to subnormals and to 0).
+    fn logits(n: usize) -> Vec<f32> {
+        let mut state = n as u64 ^ 0x9e37_79b9_7f4a_7c15;
+        (0..n)
+            .map(|i| {
+                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                let u = (state >> 40) as f32 / (1u64 << 24) as f32;
+                match i % 97 {
+                    5 if n > 1 => f32::NEG_INFINITY,
+                    7 => 3.25, // ties
+                    11 => -900.0,
+                    _ => 40.0 * u - 20.0,
+                }
+            })
+            .collect()
+    }
+
+    fn bits((probs, entropy): (Arc<[f64]>, f64)) -> (Vec<u64>, u64) {
+        (probs.iter().map(|p| p.to_bits()).collect(), entropy.to_bits())
+    }
+
+    /// Every compiled copy gives the portable copy's bits, for f32 and f64
+    /// logits, at awkward lengths and temperatures (0: exact equality).
+    #[test]
+    fn every_copy_gives_the_same_bits() {
+        for n in [1, 3, 4, 5, 63, 65, 1757, 50_257] {
+            let l32 = logits(n);
+            let l64: Vec<f64> = l32.iter().map(|&v| f64::from(v) * 1.000_000_1).collect();
+            for t in [1.0, 0.7, 1.5, 1e-3, 1e-300] {
+                let want32 = bits(softmax_entropy_in(&l32, t));
+                let want64 = bits(softmax_entropy_in(&l64, t));
+                assert_eq!(bits(softmax_entropy(&l32, t)), want32, "n {n}, t {t}");
+                assert_eq!(bits(softmax_entropy(&l64, t)), want64, "n {n}, t {t}");
+                #[cfg(target_arch = "x86_64")]
+                {
+                    if std::arch::is_x86_feature_detected!("avx512f") {
+                        // SAFETY: checked just above.
+                        let got = unsafe { wide::softmax_entropy_avx512(&l32, t) };
+                        assert_eq!(bits(got), want32, "AVX-512, n {n}, t {t}");
+                        let got = unsafe { wide::softmax_entropy_avx512(&l64, t) };
+                        assert_eq!(bits(got), want64, "AVX-512, n {n}, t {t}");
+                    }
+                    if std::arch::is_x86_feature_detected!("avx2") {
+                        // SAFETY: checked just above.
+                        let got = unsafe { wide::softmax_entropy_avx2(&l32, t) };
+                        assert_eq!(bits(got), want32, "AVX2, n {n}, t {t}");
+                        let got = unsafe { wide::softmax_entropy_avx2(&l64, t) };
+                        assert_eq!(bits(got), want64, "AVX2, n {n}, t {t}");
+                    }
+                }
+            }
+        }
+    }
 }
