@@ -2,25 +2,65 @@
 //! (`quant_avx2`, `quant_avx512`, `quant_simd128`). A leaf: those files
 //! import it, it imports none of them.
 
+#[cfg(target_arch = "x86_64")]
+use std::ops::Range;
+
 /// A row's part of an int4 matrix: its words and its groups' scales
 /// ([`Matrix::int4_part`](crate::storage::matrix::Matrix::int4_part)).
 pub type Row<'a> = (&'a [u32], &'a [f32]);
 
-/// The words and scales of each of `rows` as pointers, each row checked
-/// once to hold `groups` groups' words and scales, for a loop that reads
-/// through them: with a bounds check on each row's words and scale in the
-/// loop, a group's rows were a loop of compares (AVX2: 43 instructions a
-/// row where 30 do the work; AVX-512: a compare and a reload of spilled
-/// bounds a row).
+/// Columns `c` of every row of an int4 matrix, as pointers: row r's words
+/// and scales lie a fixed stride after row 0's (`c` whole groups of a
+/// matrix of whole groups a row, [`whole_groups`]). One check for the
+/// whole matrix (its last row's part lies inside it, so every earlier
+/// row's does), where slicing each row cost a call and two bounds checks
+/// a row, for each thread's part of the columns (a 768-column matrix on
+/// two threads: twelve groups a row).
+///
+/// [`whole_groups`]: super::matmul_quant::whole_groups
 #[cfg(target_arch = "x86_64")]
-#[inline(always)]
-pub fn checked<const N: usize>(
-    rows: &[(f32, Row); N],
-    groups: usize,
-) -> [(*const u32, *const f32); N] {
-    let words = groups * (crate::storage::format::GROUP / 8);
-    for (_, (ws, ss)) in rows {
-        assert!(ws.len() >= words && ss.len() >= groups);
+#[derive(Clone, Copy)]
+pub struct Parts {
+    words: *const u32,   // row 0's first word of c
+    scales: *const f32,  // row 0's first scale of c
+    word_stride: usize,  // words a row (cols / 8)
+    scale_stride: usize, // scales a row (cols / GROUP)
+    groups: usize,       // groups of c (c.len() / GROUP)
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Parts {
+    /// Rows `0..rows` of `w` (at least one), columns `c` (whole groups).
+    pub fn new(w: &crate::storage::matrix::Matrix, rows: usize, c: Range<usize>) -> Parts {
+        let group = crate::storage::format::GROUP;
+        assert!(rows > 0 && w.cols.is_multiple_of(group) && c.start.is_multiple_of(group));
+        let (words, scales) = w.int4_part(0, c.clone());
+        let groups = c.len() / group;
+        // Panics unless the last row's part is inside the matrix.
+        let _ = w.int4_part(rows - 1, c);
+        let (word_stride, scale_stride) = (w.cols / 8, w.cols / group);
+        let (words, scales) = (words.as_ptr(), scales.as_ptr());
+        Parts { words, scales, word_stride, scale_stride, groups }
     }
-    rows.map(|(_, (ws, ss))| (ws.as_ptr(), ss.as_ptr()))
+
+    /// Rows `r0..r0 + N`'s words and scales. Rows from the `rows` given to
+    /// [`Parts::new`] on point past the matrix: fit for a prefetch only
+    /// (which never faults).
+    #[inline(always)]
+    pub fn at<const N: usize>(&self, r0: usize) -> [(*const u32, *const f32); N] {
+        let mut at = [(self.words, self.scales); N];
+        for (i, p) in at.iter_mut().enumerate() {
+            let r = r0 + i;
+            *p = (
+                self.words.wrapping_add(r * self.word_stride),
+                self.scales.wrapping_add(r * self.scale_stride),
+            );
+        }
+        at
+    }
+
+    /// How many groups' words and scales each row holds.
+    pub fn groups(&self) -> usize {
+        self.groups
+    }
 }

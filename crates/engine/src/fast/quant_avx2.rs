@@ -78,43 +78,58 @@ fn int8_weights(q: &[i8], s: __m256) -> __m256 {
 /// group's 32 outputs while they sit in four registers.
 #[target_feature(enable = "avx2")]
 pub fn int4_matmul(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
-    let row = |r: usize| w.int4_part(r, c.clone());
+    if x.is_empty() {
+        out.copy_from_slice(bias);
+        return;
+    }
+    let parts = int4_rows::Parts::new(w, x.len(), c); // every row's columns c
+    assert_eq!(out.len(), parts.groups() * GROUP);
     out.copy_from_slice(bias);
     let mut kk = 0;
     while kk + 8 <= x.len() {
-        let next = std::array::from_fn(|i| row((kk + 8 + i).min(x.len() - 1)).0.as_ptr().cast());
-        add_int4::<8>(out, std::array::from_fn(|i| (x[kk + i], row(kk + i))), next);
+        let xs = std::array::from_fn(|i| x[kk + i]);
+        // SAFETY: rows kk..kk + 8 are the matrix's (< x.len()), each with
+        // out's groups (asserted); the next eight are only fetched early.
+        unsafe { add_int4::<8>(out, xs, parts.at(kk), parts.at(kk + 8)) };
         kk += 8;
     }
     for (kk, &xk) in x.iter().enumerate().skip(kk) {
-        add_int4::<1>(out, [(xk, row(kk))], [row(kk).0.as_ptr().cast()]);
+        // SAFETY: as above, row kk < x.len(); nothing fetched early.
+        unsafe { add_int4::<1>(out, [xk], parts.at(kk), [(std::ptr::null(), std::ptr::null())]) };
     }
 }
 
-/// out[j] += x_i · w_i[j] for each (x_i, w_i) in order. Each row's words
-/// and scales are checked long enough once ([`int4_rows::checked`]) and
-/// read through their pointers in the loop: with a bounds check on each row's four words and
-/// its scale, a group's eight rows were a loop the compiler kept rolled, 43
-/// instructions a row where 30 do the work (one core of an AVX2-only EPYC,
-/// 124M shape, int4 decode, five rounds A B: 19.3–22.4 → 17.4–18.9
-/// ms/token, medians 21.4 → 18.4).
+/// out[j] += x_i · w_i[j] for each x_i and row i's words and scales
+/// (`rows`, [`int4_rows::Parts::at`]) in order; `next`: the next step's
+/// rows, fetched early. Rows are read through their pointers: with a
+/// bounds check on each row's four words and its scale, a group's eight
+/// rows were a loop the compiler kept rolled, 43 instructions a row where
+/// 30 do the work (one core of an AVX2-only EPYC, 124M shape, int4 decode,
+/// five rounds A B: 19.3–22.4 → 17.4–18.9 ms/token, medians 21.4 → 18.4).
+///
+/// # Safety
+/// Each of `rows` holds `out.len() / GROUP` groups' words and scales.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn add_int4<const N: usize>(out: &mut [f32], rows: [(f32, Row); N], next: [*const i8; N]) {
+unsafe fn add_int4<const N: usize>(
+    out: &mut [f32],
+    xs: [f32; N],
+    rows: [(*const u32, *const f32); N],
+    next: [(*const u32, *const f32); N],
+) {
     const WORDS: usize = GROUP / 8;
-    let rp = int4_rows::checked(&rows, out.len() / GROUP);
     for (g, o) in out.chunks_exact_mut(GROUP).enumerate() {
         if g % 4 == 0 {
-            for p in next {
-                prefetch(p.wrapping_add(16 * g)); // a group is sixteen bytes
+            for (words, _) in next {
+                prefetch(words.wrapping_add(WORDS * g).cast()); // a group is sixteen bytes
             }
         }
         let mut acc: [__m256; WORDS] = std::array::from_fn(|h| load(&o[8 * h..]));
         for i in 0..N {
             // SAFETY: g < groups, and each row has that many groups' words
-            // and scales (checked above).
-            let (ws, s) = unsafe { (rp[i].0.add(g * WORDS), *rp[i].1.add(g)) };
-            let (xv, s) = (_mm256_set1_ps(rows[i].0), _mm256_set1_ps(s));
+            // and scales (the caller's promise).
+            let (ws, s) = unsafe { (rows[i].0.add(g * WORDS), *rows[i].1.add(g)) };
+            let (xv, s) = (_mm256_set1_ps(xs[i]), _mm256_set1_ps(s));
             for (h, a) in acc.iter_mut().enumerate() {
                 // SAFETY: as above, h < WORDS.
                 let word = unsafe { *ws.add(h) };

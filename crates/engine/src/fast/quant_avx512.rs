@@ -26,7 +26,7 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::int4_rows::{self, Row};
+use super::int4_rows;
 use super::touch::{ahead, touch};
 use crate::storage::format::{Format, GROUP};
 use crate::storage::matrix::Matrix;
@@ -124,49 +124,65 @@ fn to_even_odd(group: &mut [f32], back: bool) {
 /// group's even and odd columns ([`fields_even_odd`]) until the end.
 #[target_feature(enable = "avx512f")]
 pub fn int4_matmul(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
-    let row = |r: usize| w.int4_part(r, c.clone());
+    if x.is_empty() {
+        out.copy_from_slice(bias);
+        return;
+    }
+    let parts = int4_rows::Parts::new(w, x.len(), c); // every row's columns c
+    assert_eq!(out.len(), parts.groups() * GROUP);
     out.copy_from_slice(bias);
     out.chunks_exact_mut(GROUP).for_each(|o| to_even_odd(o, false));
-    // the words of row r, or none past the matrix: what a step fetches early
-    let words = |r: usize| if r < x.len() { row(r).0 } else { &[] };
     let mut kk = 0;
     while kk + 8 <= x.len() {
-        let rows = std::array::from_fn(|i| (x[kk + i], row(kk + i)));
-        add_int4::<8>(out, rows, std::array::from_fn(|i| words(kk + 8 + i)));
+        let xs = std::array::from_fn(|i| x[kk + i]);
+        // SAFETY: rows kk..kk + 8 are the matrix's (< x.len()), each with
+        // out's groups (asserted); the next eight are only fetched early.
+        unsafe { add_int4::<8>(out, xs, parts.at(kk), parts.at(kk + 8)) };
         kk += 8;
     }
     for (kk, &xk) in x.iter().enumerate().skip(kk) {
-        add_int4::<1>(out, [(xk, row(kk))], [&[]]);
+        // SAFETY: as above, row kk < x.len(); nothing fetched early.
+        unsafe { add_int4::<1>(out, [xk], parts.at(kk), [(std::ptr::null(), std::ptr::null())]) };
     }
     out.chunks_exact_mut(GROUP).for_each(|o| to_even_odd(o, true));
 }
 
-/// out[j] += x_i · w_i[j] for each (x_i, w_i) in order, each group of `out`
-/// even columns first; `next`: the words of the next step's rows, fetched
-/// early a cache line (four groups) at a time as these rows are read. Each
-/// row is checked once and read through its pointers
-/// ([`int4_rows::checked`]; one core of a Zen 4-class EPYC, 124M int4
-/// decode, five rounds A B: medians 9.57 → 9.16 ms/token).
+/// out[j] += x_i · w_i[j] for each x_i and row i's words and scales
+/// (`rows`, [`int4_rows::Parts::at`]) in order, each group of `out` even
+/// columns first; `next`: the next step's rows, fetched early a cache line
+/// (four groups) at a time as these rows are read. Rows are read through
+/// their pointers, checked once for the whole matrix (per row, one core of
+/// a Zen 4-class EPYC, 124M int4 decode, five rounds A B: medians 9.57 →
+/// 9.16 ms/token; then once, not per row, on the Intel Xeon: see the README).
+///
+/// # Safety
+/// Each of `rows` holds `out.len() / GROUP` groups' words and scales.
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn add_int4<const N: usize>(out: &mut [f32], rows: [(f32, Row); N], next: [&[u32]; N]) {
+unsafe fn add_int4<const N: usize>(
+    out: &mut [f32],
+    xs: [f32; N],
+    rows: [(*const u32, *const f32); N],
+    next: [(*const u32, *const f32); N],
+) {
     const WORDS: usize = GROUP / 8;
-    let rp = int4_rows::checked(&rows, out.len() / GROUP);
     for (g, o) in out.chunks_exact_mut(GROUP).enumerate() {
         if g % 4 == 0 {
-            for words in next {
-                touch(words, WORDS * g);
+            for (words, _) in next {
+                // A prefetch reads nothing the program sees and never
+                // faults, whatever the address.
+                _mm_prefetch::<_MM_HINT_T0>(words.wrapping_add(WORDS * g).cast());
             }
         }
         let (mut even, mut odd) = (load(o), load(&o[16..]));
         for i in 0..N {
             // SAFETY: g < groups, and each row has that many groups' words
-            // and scales (checked above).
+            // and scales (the caller's promise).
             let (s, (f0, f1)) =
-                unsafe { (*rp[i].1.add(g), fields_even_odd(rp[i].0.add(g * WORDS))) };
+                unsafe { (*rows[i].1.add(g), fields_even_odd(rows[i].0.add(g * WORDS))) };
             // x_i times each weight the group can hold: the sixteen products
             // its fields can ask for, each the twin's x · w.
-            let products = _mm512_mul_ps(_mm512_set1_ps(rows[i].0), table(s));
+            let products = _mm512_mul_ps(_mm512_set1_ps(xs[i]), table(s));
             even = _mm512_add_ps(even, _mm512_permutexvar_ps(f0, products));
             odd = _mm512_add_ps(odd, _mm512_permutexvar_ps(f1, products));
         }
