@@ -2,11 +2,12 @@
 //! (`quant_avx2`, `quant_avx512`, `quant_simd128`). A leaf: those files
 //! import it, it imports none of them.
 
-#[cfg(target_arch = "x86_64")]
 use std::ops::Range;
 
 /// A row's part of an int4 matrix: its words and its groups' scales
-/// ([`Matrix::int4_part`](crate::storage::matrix::Matrix::int4_part)).
+/// ([`Matrix::int4_part`](crate::storage::matrix::Matrix::int4_part)), as
+/// AVX2's int4 head takes them.
+#[cfg(target_arch = "x86_64")]
 pub type Row<'a> = (&'a [u32], &'a [f32]);
 
 /// Columns `c` of every row of an int4 matrix, as pointers: row r's words
@@ -15,20 +16,22 @@ pub type Row<'a> = (&'a [u32], &'a [f32]);
 /// whole matrix (its last row's part lies inside it, so every earlier
 /// row's does), where slicing each row cost a call and two bounds checks
 /// a row, for each thread's part of the columns (a 768-column matrix on
-/// two threads: twelve groups a row).
+/// two threads: twelve groups a row), and in wasm a bounds check on each
+/// row's words and scale in every group.
 ///
 /// [`whole_groups`]: super::matmul_quant::whole_groups
-#[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy)]
 pub struct Parts {
     words: *const u32,   // row 0's first word of c
     scales: *const f32,  // row 0's first scale of c
     word_stride: usize,  // words a row (cols / 8)
     scale_stride: usize, // scales a row (cols / GROUP)
-    groups: usize,       // groups of c (c.len() / GROUP)
+    // rows that hold what they point at (wasm's `touch` needs it)
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+    rows: usize,
+    groups: usize, // groups of c (c.len() / GROUP)
 }
 
-#[cfg(target_arch = "x86_64")]
 impl Parts {
     /// Rows `0..rows` of `w` (at least one), columns `c` (whole groups).
     pub fn new(w: &crate::storage::matrix::Matrix, rows: usize, c: Range<usize>) -> Parts {
@@ -40,7 +43,7 @@ impl Parts {
         let _ = w.int4_part(rows - 1, c);
         let (word_stride, scale_stride) = (w.cols / 8, w.cols / group);
         let (words, scales) = (words.as_ptr(), scales.as_ptr());
-        Parts { words, scales, word_stride, scale_stride, groups }
+        Parts { words, scales, word_stride, scale_stride, rows, groups }
     }
 
     /// Rows `r0..r0 + N`'s words and scales. Rows from the `rows` given to
@@ -62,5 +65,21 @@ impl Parts {
     /// How many groups' words and scales each row holds.
     pub fn groups(&self) -> usize {
         self.groups
+    }
+
+    /// Starts the fetch of row `r`'s word `at` ([`touch`]), where row `r`
+    /// is the matrix's: in wasm a touch is a load, which must not leave it.
+    /// (x86-64's steps prefetch any address themselves.)
+    ///
+    /// [`touch`]: super::touch::touch
+    #[cfg(target_arch = "wasm32")]
+    #[inline(always)]
+    pub fn touch(&self, r: usize, at: usize) {
+        if r < self.rows {
+            let [(words, _)] = self.at::<1>(r);
+            let len = self.groups * (crate::storage::format::GROUP / 8);
+            // SAFETY: row r < rows holds its groups' words (checked in `new`).
+            super::touch::touch(unsafe { std::slice::from_raw_parts(words, len) }, at);
+        }
     }
 }

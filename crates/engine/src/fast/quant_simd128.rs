@@ -21,7 +21,7 @@
 use core::arch::wasm32::*;
 use std::ops::Range;
 
-use super::int4_rows::Row;
+use super::int4_rows;
 use super::touch::{ahead, touch};
 use crate::storage::format::{Channels, Format, GROUP};
 use crate::storage::matrix::Matrix;
@@ -63,19 +63,24 @@ fn int8_fields(q: &[i8]) -> [v128; 4] {
 /// are kept in that order while k runs (`acc[32g + 4t + j]` is column
 /// `32g + 8j + t`), eight vectors a group, and put back in order at the end.
 pub fn int4_matmul(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
-    let (cols, row) = (c.len(), |r: usize| w.int4_part(r, c.clone()));
+    let cols = c.len();
     let mut acc = vec![0.0; cols]; // (cols / 32, 8, 4) the outputs, fields apart
     transpose(bias, &mut acc, |a, b| (a, b));
-    // the words of row r, or none past the matrix: what a step touches ahead
-    let words = |r: usize| if r < x.len() { row(r).0 } else { &[] };
-    let mut kk = 0;
-    while kk + 8 <= x.len() {
-        let rows = std::array::from_fn(|i| (x[kk + i], row(kk + i)));
-        add_int4::<8>(&mut acc, rows, std::array::from_fn(|i| words(kk + 8 + i)));
-        kk += 8;
-    }
-    for (kk, &xk) in x.iter().enumerate().skip(kk) {
-        add_int4::<1>(&mut acc, [(xk, row(kk))], [&[]]);
+    if !x.is_empty() {
+        let parts = int4_rows::Parts::new(w, x.len(), c); // every row's columns c
+        assert_eq!(acc.len(), parts.groups() * GROUP);
+        let mut kk = 0;
+        while kk + 8 <= x.len() {
+            let xs = std::array::from_fn(|i| x[kk + i]);
+            // SAFETY: rows kk..kk + 8 are the matrix's (< x.len()), each
+            // with acc's groups (asserted).
+            unsafe { add_int4::<8>(&mut acc, xs, parts.at(kk), (&parts, kk + 8)) };
+            kk += 8;
+        }
+        for (kk, &xk) in x.iter().enumerate().skip(kk) {
+            // SAFETY: as above, row kk < x.len(); nothing touched ahead.
+            unsafe { add_int4::<1>(&mut acc, [xk], parts.at(kk), (&parts, x.len())) };
+        }
     }
     transpose(&acc, out, |a, b| (b, a));
 }
@@ -91,22 +96,35 @@ fn transpose(from: &[f32], to: &mut [f32], order: fn(usize, usize) -> (usize, us
     }
 }
 
-/// acc += x_i · w_i for each (x_i, w_i) in order, the outputs fields apart;
-/// `next`: the words of the next step's rows, [`touch`]ed a cache line (four
-/// groups) at a time as the same columns of these rows are read.
+/// acc += x_i · w_i for each x_i and row i's words and scales (`rows`,
+/// [`int4_rows::Parts::at`]) in order, the outputs fields apart; `next`:
+/// the rows from this one on are the next step's, touched a cache line
+/// (four groups) at a time as the same columns of these rows are read
+/// (those past the matrix are not). Rows are read through their pointers,
+/// checked once for the whole matrix (`Parts`).
+///
+/// # Safety
+/// Each of `rows` holds `acc.len() / GROUP` groups' words and scales.
 #[inline(always)]
-fn add_int4<const N: usize>(acc: &mut [f32], rows: [(f32, Row); N], next: [&[u32]; N]) {
+unsafe fn add_int4<const N: usize>(
+    acc: &mut [f32],
+    xs: [f32; N],
+    rows: [(*const u32, *const f32); N],
+    next: (&int4_rows::Parts, usize),
+) {
     for (g, a) in acc.chunks_exact_mut(GROUP).enumerate() {
         if g % 4 == 0 {
-            for words in next {
-                touch(words, 4 * g);
+            for i in 0..N {
+                next.0.touch(next.1 + i, 4 * g);
             }
         }
         let mut sums: [v128; 8] = std::array::from_fn(|t| load(&a[4 * t..]));
-        for &(xk, (words, scales)) in &rows {
-            let ws = &words[4 * g..][..4];
-            let v = u32x4(ws[0], ws[1], ws[2], ws[3]);
-            let (xv, s) = (f32x4_splat(xk), f32x4_splat(scales[g]));
+        for (&xk, &(words, scales)) in xs.iter().zip(&rows) {
+            // SAFETY: g < groups, and each row has that many groups' four
+            // words and scale (the caller's promise); wasm loads need no
+            // alignment.
+            let (v, s) = unsafe { (v128_load(words.add(4 * g).cast()), *scales.add(g)) };
+            let (xv, s) = (f32x4_splat(xk), f32x4_splat(s));
             for (t, sum) in (0..8).zip(sums.iter_mut()) {
                 let f = i32x4_shr(i32x4_shl(v, 28 - 4 * t), 28); // field t of each word
                 *sum = f32x4_add(*sum, f32x4_mul(xv, weights(f, s)));
