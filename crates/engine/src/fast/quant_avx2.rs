@@ -16,6 +16,7 @@ use std::arch::x86_64::*;
 use std::ops::Range;
 
 use super::int4_rows::{self, Row};
+use super::touch::prefetch;
 use crate::storage::format::{Channels, Format, GROUP};
 use crate::storage::matrix::Matrix;
 
@@ -35,16 +36,6 @@ fn store(o: &mut [f32], v: __m256) {
     assert!(o.len() >= 8);
     // SAFETY: eight floats are there, written unaligned.
     unsafe { _mm256_storeu_ps(o.as_mut_ptr(), v) }
-}
-
-/// Asks for the cache line at `p` ahead of its reads: the next rows' bytes
-/// while these rows are read, so that the rows of a matrix (short streams,
-/// one per row, that the hardware's prefetcher starts late) arrive as one.
-#[inline]
-#[target_feature(enable = "avx2")]
-fn prefetch(p: *const i8) {
-    // A prefetch reads nothing the program sees, at any address.
-    _mm_prefetch::<_MM_HINT_T0>(p)
 }
 
 /// The eight fields of `word` as signed integers, lane t field t.
@@ -121,7 +112,7 @@ unsafe fn add_int4<const N: usize>(
     for (g, o) in out.chunks_exact_mut(GROUP).enumerate() {
         if g % 4 == 0 {
             for (words, _) in next {
-                prefetch(words.wrapping_add(WORDS * g).cast()); // a group is sixteen bytes
+                prefetch(words.wrapping_add(WORDS * g)); // a group is sixteen bytes
             }
         }
         let mut acc: [__m256; WORDS] = std::array::from_fn(|h| load(&o[8 * h..]));

@@ -27,7 +27,7 @@ use std::arch::x86_64::*;
 use std::ops::Range;
 
 use super::int4_rows;
-use super::touch::{ahead, touch};
+use super::touch::{ahead, prefetch, touch};
 use crate::storage::format::{Format, GROUP};
 use crate::storage::matrix::Matrix;
 use crate::storage::panels::PANEL;
@@ -169,9 +169,7 @@ unsafe fn add_int4<const N: usize>(
     for (g, o) in out.chunks_exact_mut(GROUP).enumerate() {
         if g % 4 == 0 {
             for (words, _) in next {
-                // A prefetch reads nothing the program sees and never
-                // faults, whatever the address.
-                _mm_prefetch::<_MM_HINT_T0>(words.wrapping_add(WORDS * g).cast());
+                prefetch(words.wrapping_add(WORDS * g));
             }
         }
         let (mut even, mut odd) = (load(o), load(&o[16..]));

@@ -42,12 +42,7 @@ pub fn lines<T>(stream: &[T], part: std::ops::Range<usize>) {
 #[inline(always)]
 pub fn touch<T>(stream: &[T], at: usize) {
     #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: a prefetch reads nothing the program sees and never
-        // faults, whatever the address (`wrapping_add`: no access made).
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(stream.as_ptr().wrapping_add(at).cast()) };
-    }
+    prefetch(stream.as_ptr().wrapping_add(at)); // `wrapping_add`: no access made
     #[cfg(target_arch = "wasm32")]
     if let Some(v) = stream.get(at) {
         // SAFETY: `v` is a live reference. Volatile, so the compiler keeps
@@ -57,4 +52,18 @@ pub fn touch<T>(stream: &[T], at: usize) {
     }
     #[cfg(not(any(target_arch = "x86_64", target_arch = "wasm32")))]
     let _ = (stream, at);
+}
+
+/// Starts the fetch of the cache line at `p`, whatever the address: x86-64's
+/// prefetch reads nothing the program sees and never faults, so loops that
+/// hold raw row pointers fetch a next row's line (or one past the matrix)
+/// with no check: the next rows' bytes while these rows are read, so that
+/// a matrix's rows (short streams, one a row, that the hardware's
+/// prefetcher starts late) arrive as one.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub fn prefetch<T>(p: *const T) {
+    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+    // SAFETY: a prefetch reads nothing the program sees and never faults.
+    unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) };
 }

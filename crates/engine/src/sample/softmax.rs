@@ -22,13 +22,15 @@ const LANES: usize = 4;
 /// same IEEE ones in the same order (Rust never fuses a multiply and an
 /// add), so the bits are the portable copy's (the test below).
 pub(crate) fn softmax_entropy<L: Copy + Into<f64>>(logits: &[L], t: f64) -> (Arc<[f64]>, f64) {
+    // Chosen as the CPU twins choose their copies (`fast::parallel`).
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has AVX-512F, all this copy is compiled for.
+        use crate::fast::parallel;
+        if parallel::avx512() {
+            // SAFETY: the CPU has AVX-512 F, all this copy is compiled for.
             return unsafe { wide::softmax_entropy_avx512(logits, t) };
         }
-        if std::arch::is_x86_feature_detected!("avx2") {
+        if parallel::avx2() {
             // SAFETY: the CPU has AVX2, all this copy is compiled for.
             return unsafe { wide::softmax_entropy_avx2(logits, t) };
         }
