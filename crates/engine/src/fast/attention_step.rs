@@ -59,9 +59,18 @@ pub fn run(
 /// cached keys: cut by its multiply-adds for a step's one row; one part
 /// for several (a speculative check, which the caller cuts by rows).
 pub fn head_parts(heads: Heads, rows: usize, keys0: usize) -> Vec<Range<usize>> {
-    let work = if rows == 1 { (keys0 + 1) * 2 * heads.n_embd } else { 0 };
+    let work = if rows == 1 { (keys0 + 1) * 2 * heads.n_embd * CACHE_READ } else { 0 };
     super::parallel::parts(heads.n_embd / heads.head_size, work, 1)
 }
+
+/// What one of the step's multiply-adds weighs against a matmul's in
+/// [`parts`](super::parallel::parts)' work: each reads an f32 of the K/V
+/// cache that no other step's read brought in (the caches of twelve layers
+/// outgrow the L2 cache past a few dozen keys), where a weight's multiply-adds
+/// read half a byte (int4) to four. Bound by those reads, the heads pay to
+/// share from a few dozen keys on, not from the 171 keys an unweighted
+/// count waits for (GPT-2-124M).
+const CACHE_READ: usize = 8;
 
 /// Whether [`run`] runs here: AVX2 natively, always in wasm.
 fn runs() -> bool {
