@@ -46,4 +46,6 @@ mod quant_avx2;
 mod quant_avx512;
 #[cfg(target_arch = "wasm32")]
 mod quant_simd128;
+#[cfg(not(target_arch = "wasm32"))]
+mod team;
 mod touch;

@@ -205,12 +205,16 @@ pub fn parts_by_work(len: usize, work: impl Fn(usize) -> usize) -> Vec<Range<usi
     parts
 }
 
-/// `f` of each part, in order: on the pool's threads natively.
+/// `f` of each part, in order: natively among a forward pass's team
+/// ([`on_pool`]), else on rayon's pool.
 pub fn map<T: Send>(parts: Vec<Range<usize>>, f: impl Fn(Range<usize>) -> T + Sync) -> Vec<T> {
     #[cfg(not(target_arch = "wasm32"))]
     {
         use rayon::prelude::*;
-        parts.into_par_iter().map(&f).collect()
+        match super::team::map(&parts, &f) {
+            Some(outs) => outs,
+            None => parts.into_par_iter().map(&f).collect(),
+        }
     }
     #[cfg(target_arch = "wasm32")]
     {
@@ -218,20 +222,20 @@ pub fn map<T: Send>(parts: Vec<Range<usize>>, f: impl Fn(Range<usize>) -> T + Sy
     }
 }
 
-/// `f` run on one of the pool's threads (natively, with more than one):
-/// a forward pass calls it once, so that its kernels' parts are shared out
-/// inside the pool (the caller's part run in place, the other taken by a
-/// thread still spinning from the last kernel), not handed from outside a
-/// kernel at a time, two wake-ups each. GPT-2-124M shape, two threads, int4
-/// weights and 8-bit activations: 10,276 context switches a bench run down
-/// to 1,648 (README, "A forward pass on the pool").
+/// `f` run on one of the pool's threads (natively, with more than one),
+/// the others held beside it as its team until it returns
+/// ([`team`](super::team)): a forward pass calls it once, so that its
+/// kernels' parts are shared out among threads that spin between kernels,
+/// not handed from outside a kernel at a time, two wake-ups each (GPT-2-124M
+/// shape, two threads, int4 weights and 8-bit activations: 10,276 context
+/// switches a bench run down to 1,648 on the pool; README, "A forward pass
+/// on the pool" and "A forward pass's team").
 /// A thread with a coworker installed (the page's second worker, a test's)
 /// keeps `f`: the coworker is found on that thread.
 pub fn on_pool<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     #[cfg(not(target_arch = "wasm32"))]
     if threads() > 1 && !super::coworker::available() {
-        // (Called on one of the pool's threads, `scope` runs `f` in place.)
-        return rayon::scope(|_| f());
+        return super::team::lead(f);
     }
     f()
 }
