@@ -196,7 +196,10 @@ pub fn run(
     wanted: Wanted,
     seen: &mut Seen,
 ) -> Vec<f32> {
-    fast::parallel::on_pool(|| run_here(model, seqs, tokens, wanted, seen))
+    let c = &model.config;
+    // the MLP's first matmul or the LM head, over every row at most
+    let work = tokens.len() * c.n_embd * c.n_inner.max(c.vocab_size);
+    fast::parallel::on_pool(work, || run_here(model, seqs, tokens, wanted, seen))
 }
 
 /// [`run`]'s pass, on whichever thread [`run`] gives it.

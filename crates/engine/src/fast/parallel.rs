@@ -222,21 +222,28 @@ pub fn map<T: Send>(parts: Vec<Range<usize>>, f: impl Fn(Range<usize>) -> T + Sy
     }
 }
 
-/// `f` run on one of the pool's threads (natively, with more than one),
-/// the others held beside it as its team until it returns
-/// ([`team`](super::team)): a forward pass calls it once, so that its
-/// kernels' parts are shared out among threads that spin between kernels,
-/// not handed from outside a kernel at a time, two wake-ups each (GPT-2-124M
-/// shape, two threads, int4 weights and 8-bit activations: 10,276 context
-/// switches a bench run down to 1,648 on the pool; README, "A forward pass
-/// on the pool" and "A forward pass's team").
+/// `f` run on one of the pool's threads (natively, with more than one): a
+/// forward pass calls it once, so that its kernels' parts are shared out
+/// inside the pool, not handed from outside a kernel at a time, two wake-ups
+/// each (GPT-2-124M shape, two threads, int4 weights and 8-bit activations:
+/// 10,276 context switches a bench run down to 1,648; README, "A forward
+/// pass on the pool"). Where `work` (the pass's largest kernel's
+/// multiply-adds) is shared out, the pool's other threads are held beside it
+/// as its team until it returns ([`team`](super::team), README "A forward
+/// pass's team"); a smaller pass, all of whose kernels run whole, leaves
+/// them to other passes.
 /// A thread with a coworker installed (the page's second worker, a test's)
 /// keeps `f`: the coworker is found on that thread.
-pub fn on_pool<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+pub fn on_pool<T: Send>(work: usize, f: impl FnOnce() -> T + Send) -> T {
     #[cfg(not(target_arch = "wasm32"))]
     if threads() > 1 && !super::coworker::available() {
-        return super::team::lead(f);
+        if threads().min(work / MIN_WORK) > 1 {
+            return super::team::lead(f);
+        }
+        // (Called on one of the pool's threads, `scope` runs `f` in place.)
+        return rayon::scope(|_| f());
     }
+    let _ = work;
     f()
 }
 
@@ -260,7 +267,7 @@ mod tests {
     #[test]
     fn a_pass_runs_on_the_pool() {
         assert_eq!(rayon::current_thread_index(), None, "the test's own thread");
-        let on_pool_thread = on_pool(|| rayon::current_thread_index().is_some());
+        let on_pool_thread = on_pool(0, || rayon::current_thread_index().is_some());
         assert_eq!(on_pool_thread, rayon::current_num_threads() > 1);
     }
 }

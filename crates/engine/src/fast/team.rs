@@ -158,11 +158,7 @@ impl Team {
         while !self.done.load(SeqCst) {
             let job = self.job.load(SeqCst);
             if job.is_null() {
-                if idle.elapsed() < SPIN {
-                    std::hint::spin_loop();
-                } else {
-                    std::thread::yield_now();
-                }
+                pause(idle);
                 continue;
             }
             self.entered.fetch_add(1, SeqCst);
@@ -193,6 +189,18 @@ impl Drop for InPart {
     }
 }
 
+/// A wait's turn since `since`: the CPU's pause for [`SPIN`], then a yield
+/// to whatever else the OS has to run (a helper the OS took off its core
+/// holding a part the leader waits for, on a machine with more threads than
+/// cores).
+fn pause(since: Instant) {
+    if since.elapsed() < SPIN {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+}
+
 /// A job published to the team while it lives: dropped (after the leader's
 /// claims, or as the leader's own part panics), it claims what is left,
 /// withdraws the job and waits until no helper is inside it.
@@ -211,8 +219,9 @@ impl Drop for Published<'_> {
         let Published(team, job) = *self;
         job.next.fetch_max(job.len, SeqCst);
         team.job.store(ptr::null_mut(), SeqCst);
+        let waiting = Instant::now();
         while team.entered.load(SeqCst) != 0 {
-            std::hint::spin_loop();
+            pause(waiting);
         }
     }
 }
