@@ -197,8 +197,11 @@ pub fn run(
     seen: &mut Seen,
 ) -> Vec<f32> {
     let c = &model.config;
-    // the MLP's first matmul or the LM head, over every row at most
-    let work = tokens.len() * c.n_embd * c.n_inner.max(c.vocab_size);
+    // The MLP's first matmul: where the blocks' kernels run whole (the
+    // bundled model's decode step: 256 × 1024) and only the LM head would
+    // be shared, a team's helper would spin through the whole pass for one
+    // part of one kernel, holding a thread that another pass could use.
+    let work = tokens.len() * c.n_embd * c.n_inner;
     fast::parallel::on_pool(work, || run_here(model, seqs, tokens, wanted, seen))
 }
 

@@ -227,11 +227,11 @@ pub fn map<T: Send>(parts: Vec<Range<usize>>, f: impl Fn(Range<usize>) -> T + Sy
 /// inside the pool, not handed from outside a kernel at a time, two wake-ups
 /// each (GPT-2-124M shape, two threads, int4 weights and 8-bit activations:
 /// 10,276 context switches a bench run down to 1,648; README, "A forward
-/// pass on the pool"). Where `work` (the pass's largest kernel's
-/// multiply-adds) is shared out, the pool's other threads are held beside it
-/// as its team until it returns ([`team`](super::team), README "A forward
-/// pass's team"); a smaller pass, all of whose kernels run whole, leaves
-/// them to other passes.
+/// pass on the pool"). Where `work` (the multiply-adds of the pass's
+/// blocks' largest kernel) is shared out, the pool's other threads are held
+/// beside it as its team until it returns ([`team`](super::team), README "A
+/// forward pass's team"); a smaller pass, whose blocks' kernels run whole,
+/// leaves them to other passes (its LM head still shared over the pool).
 /// A thread with a coworker installed (the page's second worker, a test's)
 /// keeps `f`: the coworker is found on that thread.
 pub fn on_pool<T: Send>(work: usize, f: impl FnOnce() -> T + Send) -> T {
