@@ -196,12 +196,16 @@ pub fn run(
     wanted: Wanted,
     seen: &mut Seen,
 ) -> Vec<f32> {
-    let c = &model.config;
-    // The MLP's first matmul: where the blocks' kernels run whole (the
-    // bundled model's decode step: 256 × 1024) and only the LM head would
-    // be shared, a team's helper would spin through the whole pass for one
-    // part of one kernel, holding a thread that another pass could use.
-    let work = tokens.len() * c.n_embd * c.n_inner;
+    // The MLP's first matmul (GPT-2's n_embd × n_inner, the Llama family's
+    // gate | up pair, twice as wide): where the blocks' kernels run whole
+    // (the bundled model's decode step: 256 × 1024) and only the LM head
+    // would be shared, a team's helper would spin through the whole pass
+    // for one part of one kernel, holding a thread another pass could use.
+    let work = model
+        .weights
+        .layers
+        .first()
+        .map_or(0, |lw| tokens.len() * lw.c_fc_weight.rows * lw.c_fc_weight.cols);
     fast::parallel::on_pool(work, || run_here(model, seqs, tokens, wanted, seen))
 }
 

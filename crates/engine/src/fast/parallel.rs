@@ -174,12 +174,19 @@ fn with_panels<T>(choice: u8, f: impl FnOnce() -> T) -> T {
 /// outweigh handing it to another thread (a few microseconds).
 const MIN_WORK: usize = 1 << 18;
 
+/// How many threads a kernel of `work` multiply-adds is shared among (at
+/// least one): the one count that [`parts`], [`parts_by_work`] and
+/// [`on_pool`]'s choice of a team all go by.
+fn shares(work: usize) -> usize {
+    threads().min(work / MIN_WORK).max(1)
+}
+
 /// `0..len` cut into contiguous ranges whose starts are multiples of `align`
 /// (a whole number of packed words and int4 groups): as many as there are
 /// threads, fewer when `work` (the kernel's multiply-adds) is small; one
 /// range, `0..len`, on one thread.
 pub fn parts(len: usize, work: usize, align: usize) -> Vec<Range<usize>> {
-    let n = threads().min(work / MIN_WORK).min(len / align.max(1)).max(1);
+    let n = shares(work).min(len / align.max(1)).max(1);
     let step = len.div_ceil(n).next_multiple_of(align.max(1));
     (0..len).step_by(step.max(1)).map(|s| s..(s + step).min(len)).collect()
 }
@@ -190,7 +197,7 @@ pub fn parts(len: usize, work: usize, align: usize) -> Vec<Range<usize>> {
 /// rows, each attending to one key more than the last).
 pub fn parts_by_work(len: usize, work: impl Fn(usize) -> usize) -> Vec<Range<usize>> {
     let total: usize = (0..len).map(&work).sum();
-    let n = threads().min(total / MIN_WORK).min(len).max(1);
+    let n = shares(total).min(len).max(1);
     let (mut parts, mut start, mut done) = (Vec::with_capacity(n), 0, 0);
     for i in 0..len {
         done += work(i);
@@ -237,7 +244,7 @@ pub fn map<T: Send>(parts: Vec<Range<usize>>, f: impl Fn(Range<usize>) -> T + Sy
 pub fn on_pool<T: Send>(work: usize, f: impl FnOnce() -> T + Send) -> T {
     #[cfg(not(target_arch = "wasm32"))]
     if threads() > 1 && !super::coworker::available() {
-        if threads().min(work / MIN_WORK) > 1 {
+        if shares(work) > 1 {
             return super::team::lead(f);
         }
         // (Called on one of the pool's threads, `scope` runs `f` in place.)
