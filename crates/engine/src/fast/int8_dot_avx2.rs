@@ -12,6 +12,7 @@
 use std::arch::x86_64::*;
 
 use super::int8_quantise::BLOCK;
+use super::touch;
 use crate::storage::panels::PANEL;
 use crate::storage::quads::{OCT, QUAD};
 
@@ -89,6 +90,8 @@ pub fn column_sums(panel: &[u32]) -> Vec<i32> {
     for (blk, o) in out.chunks_exact_mut(PANEL).enumerate() {
         let mut wsum = [_mm256_setzero_si256(); PANEL / 8];
         for r4 in blk * QUADS..n_quads.min((blk + 1) * QUADS) {
+            // this row's lines 8 KiB on (past the panel: the next one's)
+            touch::lines(panel, r4 * PANEL..(r4 + 1) * PANEL);
             let words = &panel[r4 * PANEL..][..PANEL];
             for (h, sum) in wsum.iter_mut().enumerate() {
                 *sum = _mm256_dpbusd_epi32(*sum, ones, load_bytes(words, 8 * h));
@@ -126,6 +129,8 @@ unsafe fn panel_in<const R: usize, const VNNI: bool>(
     for blk in 0..x[0].1.len() {
         let mut isum = [[_mm256_setzero_si256(); PANEL / 8]; R];
         for r4 in blk * QUADS..n_quads.min((blk + 1) * QUADS) {
+            // this row's lines 8 KiB on (past the panel: the next one's)
+            touch::lines(panel, r4 * PANEL..(r4 + 1) * PANEL);
             let words = &panel[r4 * PANEL..][..PANEL];
             // With the column sums, x + 128 as unsigned bytes (the quantiser
             // never gives −128) against w as it is: Σ (x + 128) · w − 128 ·
@@ -250,6 +255,8 @@ unsafe fn int4_panel_in<const R: usize, const VNNI: bool>(
         // sixteen bits a pair (32 bits a quad with VNNI)
         let mut sums = [[_mm256_setzero_si256(); PANEL / 8]; R];
         for o8 in blk * OCTS..n_octs.min((blk + 1) * OCTS) {
+            // this row's lines 8 KiB on (past the panel: the next one's)
+            touch::lines(panel, o8 * PANEL..(o8 + 1) * PANEL);
             let words = &panel[o8 * PANEL..][..PANEL];
             let xs: [(__m256i, __m256i); R] = std::array::from_fn(|r| {
                 (broadcast4(x[r].0, o8 * OCT), broadcast4(x[r].0, o8 * OCT + QUAD))
