@@ -90,8 +90,6 @@ pub fn column_sums(panel: &[u32]) -> Vec<i32> {
     for (blk, o) in out.chunks_exact_mut(PANEL).enumerate() {
         let mut wsum = [_mm256_setzero_si256(); PANEL / 8];
         for r4 in blk * QUADS..n_quads.min((blk + 1) * QUADS) {
-            // this row's lines 8 KiB on (past the panel: the next one's)
-            touch::lines(panel, r4 * PANEL..(r4 + 1) * PANEL);
             let words = &panel[r4 * PANEL..][..PANEL];
             for (h, sum) in wsum.iter_mut().enumerate() {
                 *sum = _mm256_dpbusd_epi32(*sum, ones, load_bytes(words, 8 * h));
