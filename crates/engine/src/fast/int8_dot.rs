@@ -340,7 +340,14 @@ pub fn scaled(x: &[f32], s: &[f32]) -> Vec<f32> {
 
 /// One int4 panel's outputs for `R` quantised rows (1, or a prefill's
 /// pairs), in AVX2 where the CPU has it and SIMD128 in wasm: each row's
-/// bits the same for any `R`.
+/// bits the same for any `R`. A decode step's one row takes AVX2's
+/// registers on every core, as int8's does ([`run_panel`]): on the Intel
+/// core where AVX-512 runs every other panel loop faster, this one was the
+/// slower (124M, int4 × 8-bit decode, AVX-512 → AVX2, five rounds A B: one
+/// thread 3.88 → 3.23 ms/token, two 2.17 → 1.97; the f32-activation
+/// formats' panels on the same runs kept AVX-512 ahead, f16 27.7 → 19.7 on
+/// one thread). A pair (a prefill where AMX's tiles are not there) keeps
+/// AVX-512's, unpacking each word once for both rows.
 fn run_int4_panel<const R: usize>(
     x: [(&[i8], &[f32]); R],
     panel: &[u32],
@@ -349,7 +356,7 @@ fn run_int4_panel<const R: usize>(
     o: [&mut [f32]; R],
 ) {
     #[cfg(target_arch = "x86_64")]
-    if wide_vnni() {
+    if R > 1 && wide_vnni() {
         // SAFETY: the CPU has AVX-512 F, BW and VNNI (just checked).
         return unsafe { super::int8_dot_avx512::int4_panel(x, panel, s, b, o) };
     }

@@ -3,9 +3,9 @@
 //! a panel's 32 columns are two registers, so each `vpdpbusd` adds 64
 //! products where AVX2's registers add 32. For a prefill's pairs of rows
 //! over int8 quad panels (with the panel's column sums: x + 128 against w
-//! as it is, as [`panel_vnni`] there) and for int4 oct panels (a decode
-//! step's one row too: their fields need no sign trick, which AVX-512 has
-//! no `vpsignb` for). The integer sums are exact and each lane's float
+//! as it is, as [`panel_vnni`] there) and for int4 oct panels' pairs (a
+//! decode step's one row runs AVX2's loop, measured the faster: see
+//! `int8_dot::run_int4_panel`). The integer sums are exact and each lane's float
 //! steps are the ones AVX2's loops take, so the bits are theirs.
 //!
 //! [`wide_panels`]: super::parallel::wide_panels
