@@ -97,11 +97,7 @@ pub fn matmul(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f
             // SAFETY: the CPU has AMX-INT8 and AVX-512, and the process
             // holds the tile state (`amx` checks).
             let acc = unsafe { tiles.int8_panel(panel) }; // (m, PANEL)
-            for (or, a) in out.chunks_exact_mut(cols).zip(acc.chunks_exact(PANEL)) {
-                for (j, o) in or[p * PANEL..][..PANEL].iter_mut().enumerate() {
-                    *o = b[j] + a[j] * s[j];
-                }
-            }
+            put_panel(out, cols, p, &acc, b, Some(s));
         }
         return;
     }
@@ -121,6 +117,20 @@ pub fn matmul(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f
                 [(qx, d)] => run_panel([(qx, d)], panel, s, b, [o0], None),
                 _ => unreachable!("chunks of two"),
             }
+        }
+    }
+}
+
+/// Panel `p`'s columns of each row of `out` (m, cols) from the tiles'
+/// sums `acc` (m, PANEL): `o[j] = b[j] + a[j] · s[j]`, or `b[j] + a[j]`
+/// where `s` is None (int4's: its group scales went into x).
+#[cfg(target_arch = "x86_64")]
+fn put_panel(out: &mut [f32], cols: usize, p: usize, acc: &[f32], b: &[f32], s: Option<&[f32]>) {
+    for (or, a) in out.chunks_exact_mut(cols).zip(acc.chunks_exact(PANEL)) {
+        let or = &mut or[p * PANEL..][..PANEL];
+        match s {
+            Some(s) => or.iter_mut().enumerate().for_each(|(j, o)| *o = b[j] + a[j] * s[j]),
+            None => or.iter_mut().enumerate().for_each(|(j, o)| *o = b[j] + a[j]),
         }
     }
 }
@@ -303,11 +313,7 @@ pub fn matmul_int4(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &m
             // SAFETY: the CPU has AMX-INT8 and AVX-512, and the process
             // holds the tile state (`amx` checks).
             let acc = unsafe { tiles.int4_panel(panel) }; // (m, PANEL)
-            for (or, a) in out.chunks_exact_mut(cols).zip(acc.chunks_exact(PANEL)) {
-                for (j, o) in or[p * PANEL..][..PANEL].iter_mut().enumerate() {
-                    *o = b[j] + a[j];
-                }
-            }
+            put_panel(out, cols, p, &acc, b, None);
         }
         return;
     }
