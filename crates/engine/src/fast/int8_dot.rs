@@ -97,7 +97,7 @@ pub fn matmul(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f
             // SAFETY: the CPU has AMX-INT8 and AVX-512, and the process
             // holds the tile state (`amx` checks).
             let acc = unsafe { tiles.int8_panel(panel) }; // (m, PANEL)
-            put_panel(out, cols, p, &acc, b, Some(s));
+            put_panel(out, cols, p, acc, b, Some(s));
         }
         return;
     }
@@ -313,7 +313,7 @@ pub fn matmul_int4(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &m
             // SAFETY: the CPU has AMX-INT8 and AVX-512, and the process
             // holds the tile state (`amx` checks).
             let acc = unsafe { tiles.int4_panel(panel) }; // (m, PANEL)
-            put_panel(out, cols, p, &acc, b, None);
+            put_panel(out, cols, p, acc, b, None);
         }
         return;
     }
