@@ -59,8 +59,9 @@ pub fn avx512() -> bool {
 /// 64-token prefill 242 → 216); a Zen 4-class EPYC splits each into two
 /// 256-bit halves, and there the AVX2 copy ran faster (64-token prefill, f16
 /// 316 → 189 ms, bf16 267 → 187, f32 210 → 196; decode steps level), so AMD
-/// cores keep it. So do the 8-bit activations' integer sums
-/// (`int8_dot`): VNNI in AVX-512's registers where this holds.
+/// cores keep it. So do a prefill's 8-bit-activation integer sums
+/// (`int8_dot`): VNNI in AVX-512's registers where this holds (a decode
+/// step's one row runs AVX2's registers on every core, measured the faster).
 pub fn wide_panels() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
