@@ -85,6 +85,28 @@ export async function startLab() {
   return lab;
 }
 
+/** How many requests for model files (`/models/…`) the server has answered. */
+export function modelRequests(server) {
+  return [...server.requests].filter(([p]) => p.startsWith('/models/')).reduce((n, [, c]) => n + c, 0);
+}
+
+/**
+ * [`modelRequests`] once the count has stopped moving for `quietMs`: the
+ * start of a test that asserts its own pages request no model. A page of an
+ * earlier test that loaded the model registered the service worker, whose
+ * install fetches the build's files; a request sent just before that page
+ * closed can reach the server after the next test has begun (once, in CI,
+ * one arrived inside the custom-logits test: 264 against 263).
+ */
+export async function settledModelRequests(server, quietMs = 500) {
+  for (let last = modelRequests(server); ;) {
+    await new Promise((ok) => setTimeout(ok, quietMs));
+    const now = modelRequests(server);
+    if (now === last) return now;
+    last = now;
+  }
+}
+
 /** Waits until the page (or frame) reports ready or error. */
 export async function waitSettled(page) {
   await page.waitForSelector('[data-testid=status][data-state=ready], [data-testid=status][data-state=error]', { timeout: 180_000 });

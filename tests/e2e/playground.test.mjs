@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { startLab, noFatal, set, generate, bars, cliGreedy, ARTIFACTS } from './helpers.mjs';
+import { startLab, noFatal, set, generate, bars, cliGreedy, modelRequests, settledModelRequests, ARTIFACTS } from './helpers.mjs';
 
 const PROMPT = 'ROMEO:\n';
 const lab = await startLab();
@@ -248,8 +248,7 @@ test('controls come from the URL, clamped with notices; hostile text stays text'
 });
 
 test('custom logits: exact softmax numbers, no model request', async () => {
-  const modelRequests = () => [...server.requests].filter(([p]) => p.startsWith('/models/')).reduce((n, [, c]) => n + c, 0);
-  const before = modelRequests();
+  const before = await settledModelRequests(server);
   const page = await open('cpu', '?logits=3,2,1,0.5,0.1&labels=the,a,an,this,some&temperature=0.5');
   await page.waitForSelector('[data-testid=bar]');
   const b = await bars(page);
@@ -259,8 +258,7 @@ test('custom logits: exact softmax numbers, no model request', async () => {
   b.forEach((x, i) => assert.ok(Math.abs(x.p - want[i]) < 1e-8, `${x.token}: ${x.p} vs ${want[i]}`));
   await set(page, 'top-k', 2);
   assert.deepEqual((await bars(page)).map((x) => x.kept), [true, true, false, false, false]);
-  const after = modelRequests();
-  assert.equal(after, before, 'no model file was requested');
+  assert.equal(modelRequests(server), before, 'no model file was requested');
   await noFatal(page);
   await page.close();
 });

@@ -3,7 +3,7 @@
 // Run by `./tools/dev test` next to playground.test.mjs (same environment).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startLab, waitSettled, noFatal, noSeriousA11y, set, generate, bars, cliGreedy, ARTIFACTS, WIDGET_TABLE } from './helpers.mjs';
+import { startLab, waitSettled, noFatal, noSeriousA11y, set, generate, bars, cliGreedy, modelRequests, settledModelRequests, ARTIFACTS, WIDGET_TABLE } from './helpers.mjs';
 
 const lab = await startLab();
 let server;
@@ -13,7 +13,6 @@ after(() => lab.stop());
 // Every widget of the table, and those that draw bars by default.
 const WIDGETS = WIDGET_TABLE.map((w) => w.name);
 const WITH_BARS = WIDGET_TABLE.filter((w) => w.controls.includes('bars')).map((w) => w.name);
-const modelRequests = () => [...server.requests].filter(([p]) => p.startsWith('/models/')).reduce((n, [, c]) => n + c, 0);
 // softmax([3, 2, 1, 0.5, 0.1] / 0.5), from Python's math.exp.
 const SOFTMAX_T05 = [0.859537461809, 0.116325745846, 0.015742977762, 0.005791517861, 0.002602296721];
 
@@ -48,7 +47,7 @@ for (const name of WIDGETS) {
 }
 
 test('custom logits in every distribution widget: exact softmax, hostile labels as text, no model request', async () => {
-  const before = modelRequests();
+  const before = await settledModelRequests(server);
   const hostile = '<img src=x onerror="window.__pwned=1">';
   for (const name of ['temperature', 'top-k', 'top-p', 'min-p', 'pipeline']) {
     const q = new URLSearchParams({ widget: name, logits: '3,2,1,0.5,0.1', labels: `the,a,an,this,${hostile}`,
@@ -63,7 +62,7 @@ test('custom logits in every distribution widget: exact softmax, hostile labels 
     await noFatal(page);
     await page.close();
   }
-  assert.equal(modelRequests(), before, 'no model file was requested');
+  assert.equal(modelRequests(server), before, 'no model file was requested');
 });
 
 test('URL state round-trips: set controls, copy the embed code, reopen, same view', async () => {
