@@ -352,8 +352,9 @@ pub fn scaled(x: &[f32], s: &[f32]) -> Vec<f32> {
 /// slower (124M, int4 × 8-bit decode, AVX-512 → AVX2, five rounds A B: one
 /// thread 3.88 → 3.23 ms/token, two 2.17 → 1.97; on the same runs every
 /// f32-activation format's panels kept AVX-512 the faster, f16 19.7 ms
-/// against AVX2's 27.7 on one thread). A pair (a prefill where AMX's tiles are not there) keeps
-/// AVX-512's, unpacking each word once for both rows.
+/// against AVX2's 27.7 on one thread). A pair (a prefill where AMX's
+/// tiles are not there) keeps AVX-512's, unpacking each word once for both
+/// rows.
 fn run_int4_panel<const R: usize>(
     x: [(&[i8], &[f32]); R],
     panel: &[u32],
