@@ -356,8 +356,14 @@ async fn prepare(
 ) -> Result<(Arc<Model>, Tokenizer, bool), LoadError> {
     progress(checking(fetched.bytes));
     // f16 held (weights=auto or f16): an f16 checkpoint's matrices are read
-    // as they are stored, not widened to f32 first (half the page's memory).
-    let parsed = parse(source, fetched, weights.keeps_f16());
+    // as they are stored, not widened to f32 first (half the page's memory);
+    // int8, int4 and bf16 are packed matrix by matrix as they are read.
+    if let Some(format) = weights.packed_on_read() {
+        let what = format!("reading the weights as {}", format.name());
+        progress(Progress { what, ..checking(fetched.bytes) });
+        yield_to_browser().await;
+    }
+    let parsed = parse(source, fetched, weights);
     if parsed.is_err() {
         // A corrupt file must not stay cached: the retry downloads it again.
         source.forget(&ALL_FILES).await;

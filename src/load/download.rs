@@ -17,11 +17,12 @@ pub struct BigDownload {
     /// `model.safetensors`' size.
     pub file_bytes: u64,
     /// The page's memory while loading: the file and the weights as the page
-    /// reads them (an f16 file held as f16: as stored; else widened to f32,
-    /// plus their packed copy when another format is held).
+    /// reads them (an f16 file held as f16: as stored; int8, int4 and bf16:
+    /// packed as they are read, one matrix's f32 values at a time; else
+    /// widened to f32, plus their packed copy when f16 is held).
     pub page_bytes: u64,
-    /// Whether the weights are widened to f32 while loading (for the refusal's words).
-    pub widened: bool,
+    /// How the weights are read (for the refusal's words).
+    pub read: Read,
     /// The weights as held, on the GPU (or in the CPU engine).
     pub gpu_bytes: u64,
     /// The CPU worker's memory, when it runs the model: the file handed to
@@ -34,6 +35,26 @@ pub struct BigDownload {
     pub coworker_bytes: u64,
     /// Whether the page found WebGPU (else the worker runs the model).
     pub on_gpu: bool,
+}
+
+/// How a load reads the checkpoint's weights, as far as memory goes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Read {
+    /// An f16 file held as f16: the words as stored.
+    AsStored,
+    /// Each matrix packed as it is read (`WeightsChoice::packed_on_read`).
+    Packed,
+    /// Every weight widened to f32 first.
+    Widened,
+}
+
+/// The most f32 values a load that packs on read holds at once besides the
+/// file and the packed weights: the embedding, or one block's matrices (the
+/// Llama family's are read a block at a time, to be transposed and fused).
+fn read_at_once(config: &Config) -> u64 {
+    let (e, i, kv) = (config.n_embd, config.n_inner, config.kv_dim());
+    let block = e * (e + 2 * kv) + e * e + 3 * e * i;
+    (config.vocab_size * e).max(block) as u64
 }
 
 impl BigDownload {
@@ -57,18 +78,26 @@ impl BigDownload {
             WeightsChoice::Exactly(format) => format,
         };
         let held_bytes = held.bytes(params);
-        // An f16 file held as f16 is read as stored; anything else is widened
-        // to f32, then packed into a copy unless held as f32.
-        let widened = !(two_byte && weights.keeps_f16());
-        let page_bytes = match (widened, held) {
-            (false, _) => file_bytes + held_bytes,
-            (true, Format::F32) => file_bytes + 4 * params as u64,
-            (true, _) => file_bytes + 4 * params as u64 + held_bytes,
+        // An f16 file held as f16 is read as stored; int8, int4 and bf16 are
+        // packed matrix by matrix; anything else is widened to f32, then
+        // packed into a copy unless held as f32.
+        let read = if two_byte && weights.keeps_f16() {
+            Read::AsStored
+        } else if weights.packed_on_read().is_some() {
+            Read::Packed
+        } else {
+            Read::Widened
+        };
+        let page_bytes = match (read, held) {
+            (Read::AsStored, _) => file_bytes + held_bytes,
+            (Read::Packed, _) => file_bytes + held_bytes + 4 * read_at_once(config),
+            (Read::Widened, Format::F32) => file_bytes + 4 * params as u64,
+            (Read::Widened, _) => file_bytes + 4 * params as u64 + held_bytes,
         };
         BigDownload {
             file_bytes,
             page_bytes,
-            widened,
+            read,
             gpu_bytes: held_bytes,
             worker_bytes: file_bytes + page_bytes,
             // The coworker reads the file, keeps the model and holds its part of its matrices.
@@ -84,7 +113,11 @@ impl BigDownload {
                 "this model needs about {} of the page's memory (the {} file and its weights {}); a WebAssembly page can hold at most {}, so it is over by {}",
                 size(self.page_bytes),
                 size(self.file_bytes),
-                if self.widened { "widened to f32" } else { "as stored" },
+                match self.read {
+                    Read::AsStored => "as stored",
+                    Read::Packed => "packed as they are read",
+                    Read::Widened => "widened to f32",
+                },
                 size(PAGE_MEMORY_LIMIT),
                 size(self.page_bytes - PAGE_MEMORY_LIMIT)
             )

@@ -215,12 +215,14 @@ async fn ask_before_downloading(
 pub const NEEDED: &str =
     "A model folder needs config.json, model.safetensors, and tokenizer.json or vocab.json + merges.txt.";
 
-/// Parses the fetched files; each error names its own file. With `keep_f16`
-/// an f16 checkpoint's matrices stay f16 as stored (no f32 copy).
+/// Parses the fetched files; each error names its own file. Where `weights`
+/// keeps f16, an f16 checkpoint's matrices stay f16 as stored; where it
+/// names int8, int4 or bf16, each matrix is packed as it is read (neither
+/// makes an f32 copy of the model).
 pub fn parse(
     source: &ModelSource,
     f: &Fetched,
-    keep_f16: bool,
+    weights: WeightsChoice,
 ) -> Result<(Model, Tokenizer), String> {
     let at = |name: &str| source.place(name);
     let text = std::str::from_utf8(&f.config)
@@ -235,7 +237,7 @@ pub fn parse(
                 .map_err(|e| format!("{} + merges.txt: {e}", at("vocab.json")))?
         }
     };
-    let weights = Weights::from_safetensors(&f.weights, &config, keep_f16)
+    let weights = Weights::from_safetensors(&f.weights, &config, weights)
         .map_err(|e| format!("{}: {e}", at("model.safetensors")))?;
     Ok((Model { config, weights }, tokenizer))
 }

@@ -53,10 +53,12 @@ fn an_f16_checkpoint_is_read_into_the_words_packing_its_f32_values_gives() {
 
 /// The CLI's and the CPU worker's load (`from_dir_as`, `from_bytes_as`): for
 /// every choice, the model parsing as f32 and packing gives, whichever way
-/// it was read.
+/// it was read (f16 words kept, or each matrix packed as it is read:
+/// `WeightsChoice::packed_on_read`), for GPT-2 and the Llama family (whose
+/// matrices are transposed and reordered before they are packed).
 #[test]
 fn every_weights_choice_holds_what_parsing_as_f32_and_packing_gives() {
-    for name in ["untied_f16", "tiny_odd"] {
+    for name in ["untied_f16", "tiny_odd", "llama_gqa", "mistral_f16"] {
         let (config, bytes) = fixture(name);
         let f32_model = Model::from_bytes(&config, &bytes).unwrap();
         let choices = Format::ALL.map(WeightsChoice::Exactly);

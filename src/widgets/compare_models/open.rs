@@ -83,7 +83,7 @@ pub async fn open(
         Err(LoadError::Failed(why)) => return Err(NotOpened::Failed(why)),
         Err(LoadError::Confirm(big)) => return Err(NotOpened::Confirm(big)),
     };
-    let parsed = parse(&source, &fetched, choice.keeps_f16());
+    let parsed = parse(&source, &fetched, choice);
     if parsed.is_err() {
         // A corrupt file must not stay cached: the next try downloads it again.
         source.forget(&ALL_FILES).await;

@@ -54,22 +54,23 @@ pub const SHARD_INDEX: &str = "model.safetensors.index.json";
 impl Model {
     /// Parses `config.json` text and `model.safetensors` bytes (f32 weights).
     pub fn from_bytes(config_json: &str, safetensors: &[u8]) -> Result<Model> {
-        Model::from_shards(config_json, &[safetensors], false)
+        Model::from_shards(config_json, &[safetensors], WeightsChoice::Exactly(Format::F32))
     }
 
     /// [`from_bytes`](Self::from_bytes), but an f16 checkpoint's matrices stay
     /// f16 as stored: the model [`to_format`](Self::to_format)`(F16)` of the
     /// f32 one would give, without its f32 copy (for a page holding f16).
     pub fn from_bytes_f16(config_json: &str, safetensors: &[u8]) -> Result<Model> {
-        Model::from_shards(config_json, &[safetensors], true)
+        Model::from_shards(config_json, &[safetensors], WeightsChoice::Auto)
     }
 
     /// A checkpoint in one file or several ([`Weights::from_shards`]), its
-    /// matrices as f16 words with `keep_f16` where the checkpoint stores them
-    /// so, else as f32.
-    fn from_shards(config_json: &str, files: &[&[u8]], keep_f16: bool) -> Result<Model> {
+    /// matrices as f16 words where `weights` keeps f16 and the checkpoint
+    /// stores them so, packed where `weights` names a format packed on read,
+    /// else as f32.
+    fn from_shards(config_json: &str, files: &[&[u8]], weights: WeightsChoice) -> Result<Model> {
         let config = Config::from_json(config_json)?;
-        let weights = Weights::from_shards(files, &config, keep_f16)?;
+        let weights = Weights::from_shards(files, &config, weights)?;
         Ok(Model { config, weights })
     }
 
@@ -82,7 +83,7 @@ impl Model {
         safetensors: &[u8],
         weights: WeightsChoice,
     ) -> Result<Model> {
-        Model::from_shards(config_json, &[safetensors], weights.keeps_f16())?.held_as(weights)
+        Model::from_shards(config_json, &[safetensors], weights)?.held_as(weights)
     }
 
     /// This model with its matrices in the format `weights` chooses.
@@ -121,10 +122,12 @@ impl Model {
             }
             _ => vec![read(&file, MAX_FILE_BYTES)?],
         };
-        // The files' bytes are gone before packing: no file + f32 + packed peak.
+        // Formats packed on read pack each matrix while the files are held
+        // (one matrix's f32 values at a time); any other conversion runs once
+        // the files' bytes are gone: never file + the model's f32 + packed.
         let parsed = {
             let files: Vec<&[u8]> = files.iter().map(Vec::as_slice).collect();
-            Model::from_shards(&config, &files, weights.keeps_f16())?
+            Model::from_shards(&config, &files, weights)?
         };
         drop(files);
         parsed.held_as(weights)
@@ -197,6 +200,21 @@ impl WeightsChoice {
     /// matrices are read as stored ([`Model::from_bytes_f16`]), never widened.
     pub fn keeps_f16(self) -> bool {
         matches!(self, WeightsChoice::Auto | WeightsChoice::Exactly(Format::F16))
+    }
+
+    /// The format a load packs each matrix in as soon as it is read, so that
+    /// the f32 values of the whole model are never held at once (a 124M
+    /// model: 0.5 GB, which a page's memory keeps once grown): the formats
+    /// every f32 value fits (int8 and int4 scale to their matrix or group,
+    /// bf16 has f32's range). f16 is checked to fit first, over the whole
+    /// model ([`Model::to_format`]); `auto` looks at every value first.
+    pub fn packed_on_read(self) -> Option<Format> {
+        match self {
+            WeightsChoice::Exactly(
+                f @ (Format::Bf16 | Format::Int8 | Format::Int8PerTensor | Format::Int4),
+            ) => Some(f),
+            _ => None,
+        }
     }
 
     /// The format for `model`.

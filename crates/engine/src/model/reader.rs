@@ -5,15 +5,21 @@ use safetensors::{Dtype, SafeTensors};
 
 use crate::error::{EngineError, Result};
 use crate::model::Config;
-use crate::storage::format::Channels;
+use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
+use crate::storage::pieces::in_pieces;
 
 /// Looks tensors up by their Hugging Face names and converts them to f32,
-/// or (`f16`) keeps f16 matrices as they are stored.
+/// or (`f16`) keeps f16 matrices as they are stored, or (`pack`) packs each
+/// matrix as it is read.
 pub(super) struct Reader<'a> {
     /// The checkpoint's files: one, or the shards of a split checkpoint.
     pub st: &'a [SafeTensors<'a>],
     pub f16: bool,
+    /// The format each matrix is packed in once read
+    /// ([`WeightsChoice::packed_on_read`](super::WeightsChoice::packed_on_read)),
+    /// so that no f32 copy of the whole model is ever held.
+    pub pack: Option<Format>,
     /// What a whole model's class puts before a name: `transformer.`
     /// (`GPT2LMHeadModel`), `model.` (`LlamaForCausalLM`).
     pub prefix: &'static str,
@@ -58,7 +64,8 @@ impl Reader<'_> {
         channels: Channels,
     ) -> Result<Matrix> {
         if !self.f16 {
-            return Ok(Matrix::from_f32(rows, cols, channels, self.exact(name, &[rows, cols])?));
+            let values = self.exact(name, &[rows, cols])?;
+            return Ok(self.held(Matrix::from_f32(rows, cols, channels, values)));
         }
         let view = self.view(name, &[rows, cols])?;
         let bits = view.data().chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]]));
@@ -67,6 +74,15 @@ impl Reader<'_> {
             return Err(EngineError::NonFinite { name: name.to_string(), index, value });
         }
         Ok(Matrix::from_f16_le(rows, cols, channels, view.data()))
+    }
+
+    /// `m` (f32, as read) in the format the load packs into: the same words
+    /// as packing the whole model after reading it.
+    pub(super) fn held(&self, m: Matrix) -> Matrix {
+        match self.pack {
+            Some(format) => m.to_format(format),
+            None => m,
+        }
     }
 
     /// `name` as saved by `GPT2Model`, or `transformer.name` as saved by
@@ -119,21 +135,22 @@ impl Reader<'_> {
     }
 }
 
-/// Little-endian bytes → f32 values. The data may be unaligned, hence byte chunks.
+/// Little-endian bytes → f32 values, in pieces (natively on every core: a
+/// 124M checkpoint's values are most of a load's work). The data may be
+/// unaligned, hence byte chunks.
 fn to_f32(dtype: Dtype, data: &[u8], name: &str) -> Result<Vec<f32>> {
-    let values = match dtype {
-        Dtype::F32 => {
-            data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
-        }
-        Dtype::F16 => {
-            data.chunks_exact(2).map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32()).collect()
-        }
-        Dtype::BF16 => {
-            data.chunks_exact(2).map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32()).collect()
-        }
+    let (size, value): (usize, fn(&[u8]) -> f32) = match dtype {
+        Dtype::F32 => (4, |b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        Dtype::F16 => (2, |b| half::f16::from_le_bytes([b[0], b[1]]).to_f32()),
+        Dtype::BF16 => (2, |b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32()),
         other => {
             return Err(EngineError::Dtype { name: name.to_string(), got: format!("{other:?}") })
         }
     };
-    Ok(values)
+    Ok(in_pieces(data.len() / size, 1, |piece, out| {
+        let bytes = &data[piece.start * size..piece.end * size];
+        for (o, b) in out.iter_mut().zip(bytes.chunks_exact(size)) {
+            *o = value(b);
+        }
+    }))
 }

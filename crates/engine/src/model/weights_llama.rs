@@ -47,7 +47,7 @@ pub(super) fn read(t: &Reader, config: &Config, keep_f16: bool) -> Result<Weight
     let llama = config.llama().expect("a Llama-family config");
     let blocks = |l: usize| LINEARS.map(|p| format!("layers.{l}.{p}.weight")).to_vec();
     let f16 = keep_f16 && t.all_f16(config, "embed_tokens.weight", blocks);
-    let held = |m: Matrix| if f16 { m.to_format(Format::F16) } else { m };
+    let held = |m: Matrix| if f16 { m.to_format(Format::F16) } else { t.held(m) };
     let (e, v) = (config.n_embd, config.vocab_size);
     let layers = (0..config.n_layer)
         .map(|l| read_layer(t, config, llama, l).map(|layer| layer.map_matrices(held)))

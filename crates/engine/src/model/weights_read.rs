@@ -9,31 +9,43 @@ use super::reader::Reader;
 use super::weights::{LayerWeights, Weights};
 use super::weights_llama;
 use crate::error::{EngineError, Result};
-use crate::model::Config;
+use crate::model::{Config, WeightsChoice};
 use crate::storage::format::Channels;
 
 impl Weights {
-    /// Reads and validates every tensor `config` calls for. With `keep_f16`,
-    /// a checkpoint whose every matrix is stored as f16 keeps them so, word
-    /// for word (the same words as packing their f32 values as f16), without
-    /// an f32 copy of them: half the memory while loading a 124M model in a
-    /// page. Otherwise, and for the vectors, values are read as f32.
-    pub fn from_safetensors(bytes: &[u8], config: &Config, keep_f16: bool) -> Result<Weights> {
-        Weights::from_shards(&[bytes], config, keep_f16)
+    /// Reads and validates every tensor `config` calls for. Where `weights`
+    /// keeps f16 ([`WeightsChoice::keeps_f16`]), a checkpoint whose every
+    /// matrix is stored as f16 keeps them so, word for word (the same words as
+    /// packing their f32 values as f16), without an f32 copy of them: half the
+    /// memory while loading a 124M model in a page. Where it names a format
+    /// packed on read ([`WeightsChoice::packed_on_read`]), each matrix is
+    /// packed as soon as it is read. Otherwise, and for the vectors, values
+    /// are read as f32.
+    pub fn from_safetensors(
+        bytes: &[u8],
+        config: &Config,
+        weights: WeightsChoice,
+    ) -> Result<Weights> {
+        Weights::from_shards(&[bytes], config, weights)
     }
 
     /// [`from_safetensors`](Self::from_safetensors) over a checkpoint split
     /// into several files (`model-00001-of-00002.safetensors` …): each tensor
     /// is read from the file that holds it.
-    pub fn from_shards(files: &[&[u8]], config: &Config, keep_f16: bool) -> Result<Weights> {
+    pub fn from_shards(
+        files: &[&[u8]],
+        config: &Config,
+        weights: WeightsChoice,
+    ) -> Result<Weights> {
         let st = files.iter().map(|bytes| SafeTensors::deserialize(bytes));
         let st = st.collect::<std::result::Result<Vec<_>, _>>();
         let st = st.map_err(|e| EngineError::Safetensors(e.to_string()))?;
+        let (keep_f16, pack) = (weights.keeps_f16(), weights.packed_on_read());
         if config.llama().is_some() {
-            let t = Reader { st: &st, f16: false, prefix: "model." };
+            let t = Reader { st: &st, f16: false, pack, prefix: "model." };
             return weights_llama::read(&t, config, keep_f16);
         }
-        let mut t = Reader { st: &st, f16: false, prefix: "transformer." };
+        let mut t = Reader { st: &st, f16: false, pack, prefix: "transformer." };
         let blocks = |l: usize| LayerWeights::MATRIX_NAMES.map(|n| format!("h.{l}.{n}")).to_vec();
         t.f16 = keep_f16 && t.all_f16(config, "wte.weight", blocks);
         let (e, i, v) = (config.n_embd, config.n_inner, config.vocab_size);

@@ -10,6 +10,8 @@ use std::ops::Range;
 
 use half::{bf16, f16};
 
+use super::pieces::in_pieces;
+
 /// A weight storage format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Format {
@@ -146,13 +148,15 @@ impl Format {
 
     /// Packs a `(rows, cols)` row-major matrix: (words, scales). An incomplete
     /// last word is padded with zeros. The scales come first, from the whole
-    /// matrix; the words then in pieces of [`PACK_PIECE`] weights, natively
-    /// on every core (loading GPT-2-124M in int8 spent two thirds of its time
-    /// here, on one thread): each piece's words are the ones packing it in
-    /// one go would give, since a piece starts on a word and on a group.
+    /// matrix; the words then in [`in_pieces`], natively on every core
+    /// (loading GPT-2-124M in int8 spent two thirds of its time here, on one
+    /// thread): each piece's words are the ones packing it in one go would
+    /// give, since a piece starts on a word and on a group.
     pub fn pack(self, w: &[f32], cols: usize, channels: Channels) -> (Vec<u32>, Vec<f32>) {
         let scales = self.scales_of(w, cols, channels);
-        let words = in_pieces(w.len(), |piece| self.words(w, piece, cols, channels, &scales));
+        let words = in_pieces(w.len(), self.per_word(), |piece, out| {
+            self.words(w, piece, cols, channels, &scales, out)
+        });
         (words, scales)
     }
 
@@ -166,12 +170,17 @@ impl Format {
                 vec![scale; self.scale_count(w.len() / cols.max(1), cols, channels)]
             }
             // (a piece holds whole groups)
-            Format::Int4 => in_pieces(w.len(), |p| w[p].chunks(GROUP).map(int4_scale).collect()),
+            Format::Int4 => in_pieces(w.len(), GROUP, |p, out| {
+                for (s, group) in out.iter_mut().zip(w[p].chunks(GROUP)) {
+                    *s = int4_scale(group);
+                }
+            }),
         }
     }
 
     /// The words of `w[piece]` (`piece.start` on a word's and a group's
-    /// first weight), in the matrix's `scales`.
+    /// first weight), in the matrix's `scales`, into `out` (zeroed: one word
+    /// for every [`per_word`](Self::per_word) weights).
     fn words(
         self,
         w: &[f32],
@@ -179,23 +188,29 @@ impl Format {
         cols: usize,
         channels: Channels,
         scales: &[f32],
-    ) -> Vec<u32> {
+        out: &mut [u32],
+    ) {
         let at = piece.start;
         let w = &w[piece];
         match self {
-            Format::F32 => w.iter().map(|v| v.to_bits()).collect(),
+            Format::F32 => {
+                for (o, v) in out.iter_mut().zip(w) {
+                    *o = v.to_bits();
+                }
+            }
             Format::F16 => {
                 let halves = w.iter().map(|&v| u32::from(f16::from_f32(v).to_bits()));
-                pack_fields(halves, 16)
+                pack_fields::<16>(halves, out)
             }
             Format::Bf16 => {
                 let halves = w.iter().map(|&v| u32::from(bf16::from_f32(v).to_bits()));
-                pack_fields(halves, 16)
+                pack_fields::<16>(halves, out)
             }
             Format::Int8 => {
-                pack_fields(int8_fields(w, |i| scales[channel(at + i, cols, channels)]), 8)
+                let fields = int8_fields(w, |i| scales[channel(at + i, cols, channels)]);
+                pack_fields::<8>(fields, out)
             }
-            Format::Int8PerTensor => pack_fields(int8_fields(w, |_| scales[0]), 8),
+            Format::Int8PerTensor => pack_fields::<8>(int8_fields(w, |_| scales[0]), out),
             Format::Int4 => {
                 let q = w.iter().enumerate().map(|(i, &v)| {
                     let s = scales[(at + i) / GROUP];
@@ -204,7 +219,7 @@ impl Format {
                     let q = ((v * inv + 8.5) as i32).clamp(0, 15) - 8;
                     (q as u32) & 0xf
                 });
-                pack_fields(q, 4)
+                pack_fields::<4>(q, out)
             }
         }
     }
@@ -256,38 +271,13 @@ pub fn channel(i: usize, cols: usize, channels: Channels) -> usize {
     }
 }
 
-/// Weights a piece of [`Format::pack`]'s words holds: whole words and whole
-/// int4 groups, and enough work (a few hundred microseconds) to outweigh
-/// handing it to another thread.
-pub const PACK_PIECE: usize = 1 << 16;
-
-/// `out(piece)` of each [`PACK_PIECE`] of `0..len` in turn, joined:
-/// natively on rayon's pool, on the page in place (its worker is one thread).
-fn in_pieces<T: Copy + Send>(len: usize, out: impl Fn(Range<usize>) -> Vec<T> + Sync) -> Vec<T> {
-    let pieces = (0..len).step_by(PACK_PIECE).map(|s| s..(s + PACK_PIECE).min(len));
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        use rayon::prelude::*;
-        let pieces: Vec<_> = pieces.collect();
-        pieces.into_par_iter().map(&out).collect::<Vec<_>>().concat()
-    }
-    #[cfg(target_arch = "wasm32")]
-    {
-        pieces.flat_map(out).collect()
-    }
-}
-
-/// `bits`-wide fields, element j at bit `(j % (32 / bits)) · bits` of word `j / (32 / bits)`.
-fn pack_fields(fields: impl Iterator<Item = u32>, bits: usize) -> Vec<u32> {
-    let per = 32 / bits;
-    let mut words = Vec::new();
+/// `BITS`-wide fields into the zeroed `words`, element j at bit `(j % (32 /
+/// BITS)) · BITS` of word `j / (32 / BITS)`.
+fn pack_fields<const BITS: usize>(fields: impl Iterator<Item = u32>, words: &mut [u32]) {
+    let per = 32 / BITS;
     for (j, f) in fields.enumerate() {
-        if j % per == 0 {
-            words.push(0);
-        }
-        *words.last_mut().expect("pushed above") |= f << ((j % per) * bits);
+        words[j / per] |= f << ((j % per) * BITS);
     }
-    words
 }
 
 /// Each weight as an int8 field: `round(v / scale(i))` in [-127, 127].
@@ -333,6 +323,7 @@ fn int4_scale(group: &[f32]) -> f32 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::pieces::PIECE;
     use super::*;
 
     /// Packing in pieces (natively on every core) gives the words and scales
@@ -342,7 +333,7 @@ mod tests {
     /// took the wrong channel's or group's scale would differ).
     #[test]
     fn pieces_pack_as_one() {
-        let (rows, cols) = (3 * PACK_PIECE / 45 + 8, 45); // 196,965 weights
+        let (rows, cols) = (3 * PIECE / 45 + 8, 45); // 196,965 weights
         let w: Vec<f32> = (0..rows * cols)
             .map(|i| {
                 let (r, c) = (i / cols, i % cols);
@@ -357,7 +348,8 @@ mod tests {
                     Format::Int4 => w.chunks(GROUP).map(int4_scale).collect(),
                     _ => format.scales_of(&w, cols, channels),
                 };
-                let one_words = format.words(&w, 0..w.len(), cols, channels, &one_scales);
+                let mut one_words = vec![0; w.len().div_ceil(format.per_word())];
+                format.words(&w, 0..w.len(), cols, channels, &one_scales, &mut one_words);
                 assert_eq!(scales, one_scales, "{format:?} {channels:?} scales");
                 assert!(words == one_words, "{format:?} {channels:?} words");
             }

@@ -107,7 +107,13 @@ impl Matrix {
         if format == self.format {
             return self.clone();
         }
-        Matrix::new(format, self.rows, self.cols, self.channels, &self.to_f32())
+        let pack =
+            |values: &[f32]| Matrix::new(format, self.rows, self.cols, self.channels, values);
+        // A row-major f32 matrix packs from its own words: no f32 copy.
+        match self.as_f32() {
+            Some(values) => pack(values),
+            None => pack(&self.to_f32()),
+        }
     }
 
     /// Element `i` (row-major) as the kernels compute with it.

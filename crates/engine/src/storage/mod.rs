@@ -11,6 +11,7 @@ mod layouts;
 pub mod matrix;
 pub mod pair;
 pub mod panels;
+pub(crate) mod pieces;
 pub mod quads;
 pub mod row_panels;
 mod rows;

@@ -1,0 +1,40 @@
+//! Work over a loaded matrix in pieces, each writing its own part of one
+//! output vector: natively on rayon's pool, on the page in place (its worker
+//! is one thread). Loading spends its time here (packing every weight,
+//! widening a checkpoint's values to f32), and in the page faults of fresh
+//! memory: one output allocated once (zeroed by the system, not written
+//! twice) is faulted in by the threads that fill it, where pieces returned
+//! as vectors and joined took a second allocation and a copy of everything.
+
+use std::ops::Range;
+
+/// Weights a piece holds: a multiple of every format's weights a word and of
+/// an int4 group, so a piece starts on a word and on a group, and enough work
+/// (a few hundred microseconds) to outweigh handing it to another thread.
+pub const PIECE: usize = 1 << 16;
+
+/// One value for every `per` of `0..len`'s items (the last `per` may be
+/// short), `fill(piece, out)` writing each [`PIECE`]'s values into `out`,
+/// its part of the result (zeroed beforehand). `per` divides [`PIECE`].
+pub fn in_pieces<T: Copy + Default + Send>(
+    len: usize,
+    per: usize,
+    fill: impl Fn(Range<usize>, &mut [T]) + Sync,
+) -> Vec<T> {
+    debug_assert!(per > 0 && PIECE.is_multiple_of(per));
+    let mut out = vec![T::default(); len.div_ceil(per)];
+    let piece = |i: usize| i * PIECE..((i + 1) * PIECE).min(len);
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        use rayon::prelude::*;
+        let parts = out.par_chunks_mut(PIECE / per).enumerate();
+        parts.for_each(|(i, part)| fill(piece(i), part));
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        for (i, part) in out.chunks_mut(PIECE / per).enumerate() {
+            fill(piece(i), part);
+        }
+    }
+    out
+}
