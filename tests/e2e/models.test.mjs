@@ -346,11 +346,17 @@ for (const backend of ['webgpu', 'cpu']) {
     // int4 weights × 8-bit activations: the coworker holds its part of the oct panels and of
     // the head's (50,257 rows: the last panel partly past the end), and the first steps,
     // alternately shared and alone, write the CLI's text.
-    const int4 = await openWithHub(backend, '?model=e2e-models/gpt2-124m-shape/&weights=int4&activations=int8', {}, {}, false);
+    const int4 = await openWithHub(backend, '?model=e2e-models/gpt2-124m-shape/&weights=int4&activations=int8&test_hooks=1', {}, {}, false);
     await int4.waitForSelector('[data-testid=confirm-download]', { timeout: 60_000 });
+    // Each matrix packed as it is read: the file, 62 MB of int4 words and the largest matrix's
+    // f32 values (the 154 MB embedding), not the whole model widened to f32 (809 MB).
+    assert.match(await int4.textContent('[data-testid=confirm-download]'), /Loading it takes about 466 MB of this page's memory/);
     await int4.click('[data-testid=confirm-yes]');
     await waitSettled(int4);
     assert.equal(await int4.getAttribute('[data-testid=backend]', 'data-cpu-workers'), '2');
+    const packed = await int4.evaluate(() => window.decodeLabTest.wasmMemoryBytes());
+    console.log(`# cpu: the page's wasm memory after loading 124M as int4: ${(packed / 1e6).toFixed(0)} MB`);
+    assert.ok(packed < 700e6, `page wasm memory ${packed} bytes`);
     await greedyEqualsCli(int4, '124M shape in int4 × 8-bit activations on two workers', GPT2,
       ['--weights', 'int4', '--activations', 'int8']);
     await noFatal(int4);

@@ -3,6 +3,7 @@
 //! directly, so the browser's CPU fallback gets the smaller formats too).
 
 use super::panels::{self, PANEL};
+use super::pieces::in_pieces;
 use super::quads::Dot8;
 use super::row_panels;
 use crate::storage::f16_bits::{f16_pair_as, lifted, F16_LIFT, F16_RAW_SCALE};
@@ -90,14 +91,16 @@ impl Matrix {
     /// those of packing the same values from f32.
     pub fn from_f16_le(rows: usize, cols: usize, channels: Channels, data: &[u8]) -> Matrix {
         debug_assert_eq!(data.len(), 2 * rows * cols);
-        let words = data
-            .chunks(4)
-            .map(|b| match *b {
-                [a, b, c, d] => u32::from_le_bytes([a, b, c, d]),
-                [a, b] => u32::from_le_bytes([a, b, 0, 0]), // an odd count: zero padding
-                _ => 0,
-            })
-            .collect();
+        let words = in_pieces(data.len() / 2, 2, |piece, out| {
+            let bytes = &data[2 * piece.start..2 * piece.end];
+            for (o, b) in out.iter_mut().zip(bytes.chunks(4)) {
+                *o = match *b {
+                    [a, b, c, d] => u32::from_le_bytes([a, b, c, d]),
+                    [a, b] => u32::from_le_bytes([a, b, 0, 0]), // an odd count: zero padding
+                    _ => 0,
+                };
+            }
+        });
         Matrix::of_words(Format::F16, rows, cols, channels, words, Vec::new())
     }
 

@@ -21,6 +21,7 @@
 use std::ops::Range;
 
 use super::format::SHARD_ALIGN;
+use super::pieces::in_parts;
 
 /// Columns per panel. It divides [`SHARD_ALIGN`], where threads and the
 /// coworker split a product, so every part of a product is whole panels.
@@ -32,15 +33,15 @@ pub const ROW: usize = PANEL / 2;
 
 /// Row-major words of a `(k, n)` matrix (`per` elements a word: 1 for f32,
 /// 2 for f16, 4 for int8) in panels: `(n / PANEL, k, PANEL / per)`.
+/// A panel at a time, natively on every core (with the fresh memory's page
+/// faults, most of an f16 model's layout time on one thread).
 pub fn from_rows(words: &[u32], k: usize, n: usize, per: usize) -> Vec<u32> {
     let (row, panel) = (n / per, PANEL / per);
-    let mut panels = Vec::with_capacity(words.len());
-    for p in 0..n / PANEL {
-        for r in 0..k {
-            panels.extend_from_slice(&words[r * row + p * panel..][..panel]);
+    in_parts(words.len(), k * panel, |p, out| {
+        for (r, run) in out.chunks_exact_mut(panel).enumerate() {
+            run.copy_from_slice(&words[r * row + p * panel..][..panel]);
         }
-    }
-    panels
+    })
 }
 
 /// [`from_rows`] undone: the row-major words of a `(k, n)` matrix in panels.

@@ -22,18 +22,27 @@ pub fn in_pieces<T: Copy + Default + Send>(
     fill: impl Fn(Range<usize>, &mut [T]) + Sync,
 ) -> Vec<T> {
     debug_assert!(per > 0 && PIECE.is_multiple_of(per));
-    let mut out = vec![T::default(); len.div_ceil(per)];
     let piece = |i: usize| i * PIECE..((i + 1) * PIECE).min(len);
+    in_parts(len.div_ceil(per), PIECE / per, |i, part| fill(piece(i), part))
+}
+
+/// `len` values made in parts of `part` values (the last may be short),
+/// `fill(i, out)` writing part `i` into `out` (zeroed beforehand).
+pub fn in_parts<T: Copy + Default + Send>(
+    len: usize,
+    part: usize,
+    fill: impl Fn(usize, &mut [T]) + Sync,
+) -> Vec<T> {
+    let mut out = vec![T::default(); len];
     #[cfg(not(target_arch = "wasm32"))]
     {
         use rayon::prelude::*;
-        let parts = out.par_chunks_mut(PIECE / per).enumerate();
-        parts.for_each(|(i, part)| fill(piece(i), part));
+        out.par_chunks_mut(part.max(1)).enumerate().for_each(|(i, o)| fill(i, o));
     }
     #[cfg(target_arch = "wasm32")]
     {
-        for (i, part) in out.chunks_mut(PIECE / per).enumerate() {
-            fill(piece(i), part);
+        for (i, o) in out.chunks_mut(part.max(1)).enumerate() {
+            fill(i, o);
         }
     }
     out
