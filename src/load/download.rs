@@ -49,12 +49,14 @@ pub enum Read {
 }
 
 /// The most f32 values a load that packs on read holds at once besides the
-/// file and the packed weights: the embedding, or one block's matrices (the
-/// Llama family's are read a block at a time, to be transposed and fused).
+/// file and the packed weights: none for GPT-2 (each matrix is packed from
+/// its stored values a piece at a time), one block's matrices for the Llama
+/// family (read a block at a time, to be transposed and fused).
 fn read_at_once(config: &Config) -> u64 {
-    let (e, i, kv) = (config.n_embd, config.n_inner, config.kv_dim());
-    let block = e * (e + 2 * kv) + e * e + 3 * e * i;
-    (config.vocab_size * e).max(block) as u64
+    match config.llama() {
+        Some(_) => config.block_matrix_weights() as u64,
+        None => 0,
+    }
 }
 
 impl BigDownload {

@@ -146,6 +146,8 @@ fn weight_bytes_shrink_with_the_format() {
     let (model, _, _) = load();
     let c = &model.config;
     let matrices: usize = model.weights.matrices().map(|m| m.rows * m.cols).sum();
+    let block: usize = model.weights.layers[0].matrices().iter().map(|m| m.rows * m.cols).sum();
+    assert_eq!(c.block_matrix_weights(), block);
     let rest = 4 * (c.n_params() - matrices) as u64;
     let bytes = |f: Format| model.to_format(f).unwrap().weights.bytes();
     assert_eq!(bytes(Format::F32), 4 * c.n_params() as u64);

@@ -265,7 +265,8 @@ fn a_uniform_sliding_window_caps_the_context() {
     assert_eq!(n_positions(null), long);
 }
 
-/// `Config::n_params` counts the checkpoint's tensors, biases and untied heads included.
+/// `Config::n_params` counts the checkpoint's tensors, biases and untied heads included;
+/// `Config::block_matrix_weights` a block's matrices.
 #[test]
 fn the_parameter_count_is_the_checkpoints() {
     for case in CASES {
@@ -275,6 +276,10 @@ fn the_parameter_count_is_the_checkpoints() {
             st.tensors().iter().map(|(_, t)| t.shape().iter().product::<usize>()).sum();
         let model = Model::from_dir(&dir(case)).unwrap();
         assert_eq!(model.config.n_params(), stored, "{case}");
+        // (the page's memory estimate counts a Llama block's f32 matrices)
+        let block = &model.weights.layers[0];
+        let matrices: usize = block.matrices().iter().map(|m| m.rows * m.cols).sum();
+        assert_eq!(model.config.block_matrix_weights(), matrices, "{case}");
     }
 }
 

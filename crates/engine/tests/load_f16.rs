@@ -54,11 +54,12 @@ fn an_f16_checkpoint_is_read_into_the_words_packing_its_f32_values_gives() {
 /// The CLI's and the CPU worker's load (`from_dir_as`, `from_bytes_as`): for
 /// every choice, the model parsing as f32 and packing gives, whichever way
 /// it was read (f16 words kept, or each matrix packed as it is read:
-/// `WeightsChoice::packed_on_read`), for GPT-2 and the Llama family (whose
-/// matrices are transposed and reordered before they are packed).
+/// `WeightsChoice::packed_on_read`, straight from the stored f16, bf16 or
+/// f32 values a piece at a time), for GPT-2 and the Llama family (whose
+/// blocks are transposed and reordered before they are packed).
 #[test]
 fn every_weights_choice_holds_what_parsing_as_f32_and_packing_gives() {
-    for name in ["untied_f16", "tiny_odd", "llama_gqa", "mistral_f16"] {
+    for name in ["untied_f16", "tiny_odd", "llama_gqa", "mistral_f16", "qwen2_bf16"] {
         let (config, bytes) = fixture(name);
         let f32_model = Model::from_bytes(&config, &bytes).unwrap();
         let choices = Format::ALL.map(WeightsChoice::Exactly);
@@ -94,6 +95,11 @@ fn a_non_finite_f16_weight_is_refused_the_same_way() {
         let direct = Model::from_bytes_f16(&config, &bytes).unwrap_err().to_string();
         let widened = Model::from_bytes(&config, &bytes).unwrap_err().to_string();
         assert_eq!(direct, widened);
+        // packed on read: checked from the bits, never widened whole
+        for format in [Format::Int4, Format::Int8, Format::Bf16] {
+            let packed = Model::from_bytes_as(&config, &bytes, WeightsChoice::Exactly(format));
+            assert_eq!(packed.unwrap_err().to_string(), widened, "{format:?}");
+        }
         assert!(
             direct.contains(name) && direct.contains('5') && direct.contains(shown),
             "{direct}"

@@ -173,22 +173,32 @@ impl Config {
         }
     }
 
+    /// Weights in one block's matrices: q, k and v, the attention's output,
+    /// and the MLP's two (GPT-2) or three (gate, up, down) matrices.
+    pub fn block_matrix_weights(&self) -> usize {
+        let (e, i, kv) = (self.n_embd, self.n_inner, self.kv_dim());
+        let mlp = match &self.family {
+            Family::Gpt2 => 2,
+            Family::Llama(_) => 3,
+        };
+        e * (e + 2 * kv) + e * e + mlp * e * i
+    }
+
     /// Number of parameters in the checkpoint (tied LM head counted once).
     pub fn n_params(&self) -> usize {
         let (e, i, kv) = (self.n_embd, self.n_inner, self.kv_dim());
         let head = if self.tie_word_embeddings { 0 } else { self.vocab_size * e };
-        let (block, rest) = match &self.family {
-            Family::Gpt2 => {
-                let block = 4 * e + (e * 3 * e + 3 * e) + (e * e + e) + (e * i + i) + (i * e + e);
-                (block, self.n_positions * e + 2 * e)
-            }
+        // each block's vectors: norms, and biases
+        let (vectors, rest) = match &self.family {
+            Family::Gpt2 => (4 * e + 3 * e + e + i + e, self.n_positions * e + 2 * e),
             Family::Llama(l) => {
                 let b = l.biases;
                 let biases = [(b.qkv, e + 2 * kv), (b.o, e), (b.mlp, 2 * i + e)];
                 let biases: usize = biases.iter().filter(|(on, _)| *on).map(|(_, n)| n).sum();
-                (2 * e + e * (e + 2 * kv) + e * e + 3 * e * i + biases, e)
+                (2 * e + biases, e)
             }
         };
+        let block = self.block_matrix_weights() + vectors;
         self.vocab_size * e + self.n_layer * block + rest + head
     }
 }

@@ -7,7 +7,7 @@ use crate::error::{EngineError, Result};
 use crate::model::Config;
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
-use crate::storage::pieces::in_pieces;
+use crate::storage::values::{Stored, StoredValues};
 
 /// Looks tensors up by their Hugging Face names and converts them to f32,
 /// or (`f16`) keeps f16 matrices as they are stored, or (`pack`) packs each
@@ -55,7 +55,9 @@ impl Reader<'_> {
         self.matrix_named(&full, rows, cols, channels)
     }
 
-    /// A weight matrix under exactly `name`.
+    /// A weight matrix under exactly `name`: its f16 words kept (`f16`), or
+    /// packed straight from its stored values a piece at a time (`pack`: no
+    /// f32 copy of it), or its f32 values.
     pub(super) fn matrix_named(
         &self,
         name: &str,
@@ -63,25 +65,20 @@ impl Reader<'_> {
         cols: usize,
         channels: Channels,
     ) -> Result<Matrix> {
-        if !self.f16 {
-            let values = self.exact(name, &[rows, cols])?;
-            return Ok(self.held(Matrix::from_f32(rows, cols, channels, values)));
-        }
-        let view = self.view(name, &[rows, cols])?;
-        let bits = view.data().chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]]));
-        if let Some((index, h)) = bits.enumerate().find(|(_, h)| h & 0x7c00 == 0x7c00) {
-            let value = half::f16::from_bits(h).to_f32();
-            return Err(EngineError::NonFinite { name: name.to_string(), index, value });
-        }
-        Ok(Matrix::from_f16_le(rows, cols, channels, view.data()))
+        let values = self.stored(name, &[rows, cols])?;
+        Ok(match (self.f16, self.pack) {
+            (true, _) => Matrix::from_f16_le(rows, cols, channels, values.data),
+            (false, Some(format)) => Matrix::packed(format, rows, cols, channels, &values),
+            (false, None) => Matrix::from_f32(rows, cols, channels, values.to_f32()),
+        })
     }
 
     /// `m` (f32, as read) in the format the load packs into: the same words
     /// as packing the whole model after reading it.
     pub(super) fn held(&self, m: Matrix) -> Matrix {
         match self.pack {
-            Some(format) => m.to_format(format),
-            None => m,
+            Some(format) if format != m.format => m.to_format(format),
+            _ => m,
         }
     }
 
@@ -103,9 +100,24 @@ impl Reader<'_> {
     }
 
     pub(super) fn exact(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
+        Ok(self.stored(name, shape)?.to_f32())
+    }
+
+    /// The values stored under exactly `name`, checked to have `shape`, a
+    /// dtype that widens to f32 and no value that is not finite.
+    fn stored(&self, name: &str, shape: &[usize]) -> Result<StoredValues<'_>> {
         let view = self.view(name, shape)?;
-        let values = to_f32(view.dtype(), view.data(), name)?;
-        if let Some((index, &value)) = values.iter().enumerate().find(|(_, x)| !x.is_finite()) {
+        let stored = match view.dtype() {
+            Dtype::F32 => Stored::F32,
+            Dtype::F16 => Stored::F16,
+            Dtype::BF16 => Stored::Bf16,
+            other => {
+                let got = format!("{other:?}");
+                return Err(EngineError::Dtype { name: name.to_string(), got });
+            }
+        };
+        let values = StoredValues { stored, data: view.data() };
+        if let Some((index, value)) = values.first_non_finite() {
             return Err(EngineError::NonFinite { name: name.to_string(), index, value });
         }
         Ok(values)
@@ -133,24 +145,4 @@ impl Reader<'_> {
     pub(super) fn missing(&self, name: &str) -> EngineError {
         EngineError::MissingTensor { name: name.to_string(), prefix: self.prefix }
     }
-}
-
-/// Little-endian bytes → f32 values, in pieces (natively on every core: a
-/// 124M checkpoint's values are most of a load's work). The data may be
-/// unaligned, hence byte chunks.
-fn to_f32(dtype: Dtype, data: &[u8], name: &str) -> Result<Vec<f32>> {
-    let (size, value): (usize, fn(&[u8]) -> f32) = match dtype {
-        Dtype::F32 => (4, |b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-        Dtype::F16 => (2, |b| half::f16::from_le_bytes([b[0], b[1]]).to_f32()),
-        Dtype::BF16 => (2, |b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32()),
-        other => {
-            return Err(EngineError::Dtype { name: name.to_string(), got: format!("{other:?}") })
-        }
-    };
-    Ok(in_pieces(data.len() / size, 1, |piece, out| {
-        let bytes = &data[piece.start * size..piece.end * size];
-        for (o, b) in out.iter_mut().zip(bytes.chunks_exact(size)) {
-            *o = value(b);
-        }
-    }))
 }

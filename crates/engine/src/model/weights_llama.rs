@@ -52,9 +52,10 @@ pub(super) fn read(t: &Reader, config: &Config, keep_f16: bool) -> Result<Weight
     let layers = (0..config.n_layer)
         .map(|l| read_layer(t, config, llama, l).map(|layer| layer.map_matrices(held)))
         .collect::<Result<Vec<_>>>()?;
+    // (packed on read straight from its stored values: the largest matrix)
     let embedding = |name: &str| -> Result<Matrix> {
         let full = t.resolve(name).ok_or_else(|| t.missing(name))?;
-        Ok(held(Matrix::from_f32(v, e, Channels::Rows, t.exact(&full, &[v, e])?)))
+        Ok(held(t.matrix_named(&full, v, e, Channels::Rows)?))
     };
     let lm_head = match config.tie_word_embeddings {
         true => None,

@@ -6,11 +6,10 @@
 //! and scales. Layer norms, biases, the position embedding and the KV cache
 //! stay f32 in every format.
 
-use std::ops::Range;
-
 use half::{bf16, f16};
 
-use super::pieces::in_pieces;
+use super::pieces::{in_parts, in_pieces, PIECE};
+use super::values::Values;
 
 /// A weight storage format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -151,47 +150,59 @@ impl Format {
     /// matrix; the words then in [`in_pieces`], natively on every core
     /// (loading GPT-2-124M in int8 spent two thirds of its time here, on one
     /// thread): each piece's words are the ones packing it in one go would
-    /// give, since a piece starts on a word and on a group.
-    pub fn pack(self, w: &[f32], cols: usize, channels: Channels) -> (Vec<u32>, Vec<f32>) {
+    /// give, since a piece starts on a word and on a group. `w` is read a
+    /// piece at a time, in both passes: a checkpoint's stored values are
+    /// widened to f32 one piece at a time ([`Values`]).
+    pub fn pack(
+        self,
+        w: &(impl Values + ?Sized),
+        cols: usize,
+        channels: Channels,
+    ) -> (Vec<u32>, Vec<f32>) {
         let scales = self.scales_of(w, cols, channels);
-        let words = in_pieces(w.len(), self.per_word(), |piece, out| {
-            self.words(w, piece, cols, channels, &scales, out)
+        let words = in_pieces(w.count(), self.per_word(), |piece, out| {
+            let at = piece.start;
+            w.with(piece, |values| self.words(values, at, cols, channels, &scales, out))
         });
         (words, scales)
     }
 
-    /// [`pack`](Format::pack)'s scales of the whole matrix `w`.
-    fn scales_of(self, w: &[f32], cols: usize, channels: Channels) -> Vec<f32> {
+    /// [`pack`](Format::pack)'s scales of the whole matrix `w`, from its
+    /// pieces' (maxima are the same in any order).
+    fn scales_of(self, w: &(impl Values + ?Sized), cols: usize, channels: Channels) -> Vec<f32> {
+        let len = w.count();
         match self {
             Format::F32 | Format::F16 | Format::Bf16 => Vec::new(),
             Format::Int8 => int8_scales(w, cols, channels),
             Format::Int8PerTensor => {
-                let scale = w.iter().fold(0.0f32, |m, v| m.max(v.abs())) / 127.0;
-                vec![scale; self.scale_count(w.len() / cols.max(1), cols, channels)]
+                let piece_max = in_pieces(len, PIECE, |p, out| out[0] = w.with(p, absmax));
+                let scale = piece_max.into_iter().fold(0.0f32, f32::max) / 127.0;
+                vec![scale; self.scale_count(len / cols.max(1), cols, channels)]
             }
             // (a piece holds whole groups)
-            Format::Int4 => in_pieces(w.len(), GROUP, |p, out| {
-                for (s, group) in out.iter_mut().zip(w[p].chunks(GROUP)) {
-                    *s = int4_scale(group);
-                }
+            Format::Int4 => in_pieces(len, GROUP, |p, out| {
+                w.with(p, |values| {
+                    for (s, group) in out.iter_mut().zip(values.chunks(GROUP)) {
+                        *s = int4_scale(group);
+                    }
+                })
             }),
         }
     }
 
-    /// The words of `w[piece]` (`piece.start` on a word's and a group's
-    /// first weight), in the matrix's `scales`, into `out` (zeroed: one word
-    /// for every [`per_word`](Self::per_word) weights).
+    /// The words of the piece `w` whose first weight is the matrix's `at`
+    /// (on a word's and a group's first weight), in the matrix's `scales`,
+    /// into `out` (zeroed: one word for every [`per_word`](Self::per_word)
+    /// weights).
     fn words(
         self,
         w: &[f32],
-        piece: Range<usize>,
+        at: usize,
         cols: usize,
         channels: Channels,
         scales: &[f32],
         out: &mut [u32],
     ) {
-        let at = piece.start;
-        let w = &w[piece];
         match self {
             Format::F32 => {
                 for (o, v) in out.iter_mut().zip(w) {
@@ -292,26 +303,46 @@ fn int8_fields<'a>(
     })
 }
 
-/// `max|w| / 127` per output channel.
-fn int8_scales(w: &[f32], cols: usize, channels: Channels) -> Vec<f32> {
-    let n = match channels {
-        Channels::Rows => w.len() / cols.max(1),
-        Channels::Cols => cols,
-    };
-    let mut absmax = vec![0.0f32; n];
-    // row by row, no division a weight (`channel`'s): a third of an int8
-    // load's time went to finding the channels
-    for (r, row) in w.chunks(cols.max(1)).enumerate() {
-        match channels {
-            Channels::Rows => absmax[r] = row.iter().fold(0.0, |m, v| m.max(v.abs())),
-            Channels::Cols => {
-                for (m, v) in absmax.iter_mut().zip(row) {
-                    *m = m.max(v.abs());
+/// The largest magnitude in `w` (0 for none).
+fn absmax(w: &[f32]) -> f32 {
+    w.iter().fold(0.0, |m, v| m.max(v.abs()))
+}
+
+/// `max|w| / 127` per output channel, over parts of whole rows: row by row,
+/// no division a weight (`channel`'s: a third of an int8 load's time went to
+/// finding the channels). Along columns each part keeps its own maxima,
+/// folded after.
+fn int8_scales(w: &(impl Values + ?Sized), cols: usize, channels: Channels) -> Vec<f32> {
+    let (len, n_cols, cols) = (w.count(), cols, cols.max(1));
+    let rows_per = (PIECE / cols).max(1); // rows a part
+    let part_rows = |i: usize| i * rows_per * cols..((i + 1) * rows_per * cols).min(len);
+    let channel_max = match channels {
+        Channels::Rows => in_parts(len / cols, rows_per, |i, out| {
+            w.with(part_rows(i), |part| {
+                for (m, row) in out.iter_mut().zip(part.chunks(cols)) {
+                    *m = absmax(row);
                 }
-            }
+            })
+        }),
+        Channels::Cols => {
+            let parts = (len / cols).div_ceil(rows_per);
+            let maxima = in_parts(parts * cols, cols, |i, out: &mut [f32]| {
+                w.with(part_rows(i), |part| {
+                    for row in part.chunks(cols) {
+                        for (m, v) in out.iter_mut().zip(row) {
+                            *m = m.max(v.abs());
+                        }
+                    }
+                })
+            });
+            let fold = |mut all: Vec<f32>, part: &[f32]| {
+                all.iter_mut().zip(part).for_each(|(m, p)| *m = m.max(*p));
+                all
+            };
+            maxima.chunks(cols).fold(vec![0.0f32; n_cols], fold)
         }
-    }
-    absmax.into_iter().map(|m| m / 127.0).collect()
+    };
+    channel_max.into_iter().map(|m| m / 127.0).collect()
 }
 
 /// q4_0's scale: the group's weight of largest magnitude (sign kept) over -8,
@@ -343,15 +374,30 @@ mod tests {
             .collect();
         for format in Format::ALL {
             for channels in [Channels::Rows, Channels::Cols] {
-                let (words, scales) = format.pack(&w, cols, channels);
-                let one_scales = match format {
-                    Format::Int4 => w.chunks(GROUP).map(int4_scale).collect(),
-                    _ => format.scales_of(&w, cols, channels),
-                };
+                let (words, scales) = format.pack(&w[..], cols, channels);
+                let one_scales = one_go_scales(format, &w, cols, channels);
                 let mut one_words = vec![0; w.len().div_ceil(format.per_word())];
-                format.words(&w, 0..w.len(), cols, channels, &one_scales, &mut one_words);
+                format.words(&w, 0, cols, channels, &one_scales, &mut one_words);
                 assert_eq!(scales, one_scales, "{format:?} {channels:?} scales");
                 assert!(words == one_words, "{format:?} {channels:?} words");
+            }
+        }
+    }
+
+    /// The scales of `w` from every weight in turn, by the formats' rules.
+    fn one_go_scales(format: Format, w: &[f32], cols: usize, channels: Channels) -> Vec<f32> {
+        let n = format.scale_count(w.len() / cols, cols, channels);
+        match format {
+            Format::F32 | Format::F16 | Format::Bf16 => Vec::new(),
+            Format::Int4 => w.chunks(GROUP).map(int4_scale).collect(),
+            Format::Int8PerTensor => vec![absmax(w) / 127.0; n],
+            Format::Int8 => {
+                let mut m = vec![0.0f32; n];
+                for (i, v) in w.iter().enumerate() {
+                    let ch = channel(i, cols, channels);
+                    m[ch] = m[ch].max(v.abs());
+                }
+                m.into_iter().map(|m| m / 127.0).collect()
             }
         }
     }

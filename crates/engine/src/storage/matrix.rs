@@ -6,6 +6,7 @@ use super::panels::{self, PANEL};
 use super::pieces::in_pieces;
 use super::quads::Dot8;
 use super::row_panels;
+use super::values::Values;
 use crate::storage::f16_bits::{f16_pair_as, lifted, F16_LIFT, F16_RAW_SCALE};
 use crate::storage::format::{channel, Channels, Format, GROUP, SHARD_ALIGN};
 use crate::storage::pair::{Bf16, Pair, F16};
@@ -49,7 +50,19 @@ impl Matrix {
         channels: Channels,
         values: &[f32],
     ) -> Matrix {
-        debug_assert_eq!(values.len(), rows * cols);
+        Matrix::packed(format, rows, cols, channels, values)
+    }
+
+    /// `values` packed into `format`, read a piece at a time: a checkpoint's
+    /// stored values are packed without an f32 copy of the matrix.
+    pub fn packed(
+        format: Format,
+        rows: usize,
+        cols: usize,
+        channels: Channels,
+        values: &(impl Values + ?Sized),
+    ) -> Matrix {
+        debug_assert_eq!(values.count(), rows * cols);
         let (words, scales) = format.pack(values, cols, channels);
         Matrix::of_words(format, rows, cols, channels, words, scales)
     }

@@ -15,3 +15,4 @@ pub(crate) mod pieces;
 pub mod quads;
 pub mod row_panels;
 mod rows;
+pub mod values;
