@@ -48,17 +48,6 @@ pub enum Read {
     Widened,
 }
 
-/// The most f32 values a load that packs on read holds at once besides the
-/// file and the packed weights: none for GPT-2 (each matrix is packed from
-/// its stored values a piece at a time), one block's matrices for the Llama
-/// family (read a block at a time, to be transposed and fused).
-fn read_at_once(config: &Config) -> u64 {
-    match config.llama() {
-        Some(_) => config.block_matrix_weights() as u64,
-        None => 0,
-    }
-}
-
 impl BigDownload {
     /// The estimate for a file of `file_bytes` holding `config`'s weights,
     /// held as `weights` asks, run on the GPU (`on_gpu`) or in the CPU worker
@@ -91,8 +80,9 @@ impl BigDownload {
             Read::Widened
         };
         let page_bytes = match (read, held) {
-            (Read::AsStored, _) => file_bytes + held_bytes,
-            (Read::Packed, _) => file_bytes + held_bytes + 4 * read_at_once(config),
+            // (each matrix packed from its stored values a piece at a time,
+            // a Llama block's gathered so: no matrix is ever f32 whole)
+            (Read::AsStored | Read::Packed, _) => file_bytes + held_bytes,
             (Read::Widened, Format::F32) => file_bytes + 4 * params as u64,
             (Read::Widened, _) => file_bytes + 4 * params as u64 + held_bytes,
         };

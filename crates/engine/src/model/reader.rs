@@ -7,7 +7,7 @@ use crate::error::{EngineError, Result};
 use crate::model::Config;
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
-use crate::storage::values::{Stored, StoredValues};
+use crate::storage::values::{Stored, StoredValues, Values};
 
 /// Looks tensors up by their Hugging Face names and converts them to f32,
 /// or (`f16`) keeps f16 matrices as they are stored, or (`pack`) packs each
@@ -66,19 +66,25 @@ impl Reader<'_> {
         channels: Channels,
     ) -> Result<Matrix> {
         let values = self.stored(name, &[rows, cols])?;
-        Ok(match (self.f16, self.pack) {
-            (true, _) => Matrix::from_f16_le(rows, cols, channels, values.data),
-            (false, Some(format)) => Matrix::packed(format, rows, cols, channels, &values),
-            (false, None) => Matrix::from_f32(rows, cols, channels, values.to_f32()),
+        Ok(match self.f16 {
+            true => Matrix::from_f16_le(rows, cols, channels, values.data),
+            false => self.hold(rows, cols, channels, &values),
         })
     }
 
-    /// `m` (f32, as read) in the format the load packs into: the same words
-    /// as packing the whole model after reading it.
-    pub(super) fn held(&self, m: Matrix) -> Matrix {
+    /// A `(rows, cols)` matrix of `values` packed as `pack` says, a piece at
+    /// a time (the same words as packing the whole model after reading it as
+    /// f32), or its f32 values.
+    pub(super) fn hold(
+        &self,
+        rows: usize,
+        cols: usize,
+        channels: Channels,
+        values: &impl Values,
+    ) -> Matrix {
         match self.pack {
-            Some(format) if format != m.format => m.to_format(format),
-            _ => m,
+            Some(format) => Matrix::packed(format, rows, cols, channels, values),
+            None => Matrix::from_f32(rows, cols, channels, values.to_f32()),
         }
     }
 
@@ -86,6 +92,11 @@ impl Reader<'_> {
     /// `GPT2LMHeadModel` (`model.name`: the Llama family's).
     pub(super) fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
         self.exact(&self.resolve(name).ok_or_else(|| self.missing(name))?, shape)
+    }
+
+    /// The values stored under `name` (see [`get`](Self::get)), unread.
+    pub(super) fn values(&self, name: &str, shape: &[usize]) -> Result<StoredValues<'_>> {
+        self.stored(&self.resolve(name).ok_or_else(|| self.missing(name))?, shape)
     }
 
     /// The name `name` is stored under, if it is.

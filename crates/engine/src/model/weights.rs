@@ -41,17 +41,6 @@ impl LayerWeights {
         [c_attn_weight, attn_proj_weight, c_fc_weight, mlp_proj_weight]
     }
 
-    /// The same block with `f` applied to each of its matrices.
-    pub fn map_matrices(self, f: impl Fn(Matrix) -> Matrix) -> LayerWeights {
-        LayerWeights {
-            c_attn_weight: f(self.c_attn_weight),
-            attn_proj_weight: f(self.attn_proj_weight),
-            c_fc_weight: f(self.c_fc_weight),
-            mlp_proj_weight: f(self.mlp_proj_weight),
-            ..self
-        }
-    }
-
     /// Values in the f32 vectors (layer norms and biases).
     fn vector_len(&self) -> usize {
         [

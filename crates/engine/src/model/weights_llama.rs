@@ -2,7 +2,9 @@
 //! kernel already reads: per block one `[in, out]` QKV matrix (`q | k | v`),
 //! one output projection, one MLP input matrix (gate and up) and one MLP
 //! output matrix, in the format the engine packs. The checkpoint's
-//! `nn.Linear` weights are `[out, in]`; they are transposed here, once.
+//! `nn.Linear` weights are `[out, in]`; they are transposed here, once,
+//! gathered a piece at a time from the stored values as they are packed
+//! ([`Gathered`]): no block is ever held as f32 on the way.
 //!
 //! Two column orders differ from the checkpoint's, so that each pair a
 //! kernel combines sits in neighbouring columns (one invocation, or one
@@ -27,6 +29,7 @@ use super::{Config, Llama};
 use crate::error::Result;
 use crate::storage::format::{Channels, Format};
 use crate::storage::matrix::Matrix;
+use crate::storage::values::{Gathered, StoredValues};
 
 /// The checkpoint's linear layers of one block, in data-flow order (after
 /// `layers.{l}.`), and the number of output rows each has.
@@ -47,15 +50,13 @@ pub(super) fn read(t: &Reader, config: &Config, keep_f16: bool) -> Result<Weight
     let llama = config.llama().expect("a Llama-family config");
     let blocks = |l: usize| LINEARS.map(|p| format!("layers.{l}.{p}.weight")).to_vec();
     let f16 = keep_f16 && t.all_f16(config, "embed_tokens.weight", blocks);
-    let held = |m: Matrix| if f16 { m.to_format(Format::F16) } else { t.held(m) };
+    let t = &Reader { pack: if f16 { Some(Format::F16) } else { t.pack }, ..*t };
     let (e, v) = (config.n_embd, config.vocab_size);
-    let layers = (0..config.n_layer)
-        .map(|l| read_layer(t, config, llama, l).map(|layer| layer.map_matrices(held)))
-        .collect::<Result<Vec<_>>>()?;
-    // (packed on read straight from its stored values: the largest matrix)
+    let layers =
+        (0..config.n_layer).map(|l| read_layer(t, config, llama, l)).collect::<Result<Vec<_>>>()?;
     let embedding = |name: &str| -> Result<Matrix> {
         let full = t.resolve(name).ok_or_else(|| t.missing(name))?;
-        Ok(held(t.matrix_named(&full, v, e, Channels::Rows)?))
+        t.matrix_named(&full, v, e, Channels::Rows)
     };
     let lm_head = match config.tie_word_embeddings {
         true => None,
@@ -71,82 +72,77 @@ pub(super) fn read(t: &Reader, config: &Config, keep_f16: bool) -> Result<Weight
     })
 }
 
-/// Block `l`, its matrices f32.
+/// Block `l`, its matrices in the format `t` holds them in.
 fn read_layer(t: &Reader, c: &Config, llama: &Llama, l: usize) -> Result<LayerWeights> {
-    let (e, i, kv) = (c.n_embd, c.n_inner, c.kv_dim());
+    let (e, i, kv, hs) = (c.n_embd, c.n_inner, c.kv_dim(), c.head_size);
     let name = |s: &str| format!("layers.{l}.{s}");
     // (out, in) as stored, and its bias where the config has one.
-    let linear = |part: &str, out: usize, inp: usize, bias: bool| -> Result<(Vec<f32>, Vec<f32>)> {
-        let w = t.get(&name(&format!("{part}.weight")), &[out, inp])?;
+    let linear = |part: &str, out: usize, inp: usize, bias: bool| -> Result<Linear> {
+        let w = t.values(&name(&format!("{part}.weight")), &[out, inp])?;
         let b = match bias {
             true => t.get(&name(&format!("{part}.bias")), &[out])?,
             false => vec![0.0; out],
         };
-        Ok((w, b))
+        Ok(Linear { w, b })
     };
     let b = llama.biases;
     let [q, k, v, o, gate, up, down] = LINEARS;
-    let hs = c.head_size;
-    let q = paired(linear(q, e, e, b.qkv)?, hs);
-    let (k, v) = (paired(linear(k, kv, e, b.qkv)?, hs), linear(v, kv, e, b.qkv)?);
+    let (q, k, v) = (linear(q, e, e, b.qkv)?, linear(k, kv, e, b.qkv)?, linear(v, kv, e, b.qkv)?);
     let o = linear(o, e, e, b.o)?;
-    let gate_up = interleaved(&linear(gate, i, e, b.mlp)?, &linear(up, i, e, b.mlp)?, e);
+    let (gate, up) = (linear(gate, i, e, b.mlp)?, linear(up, i, e, b.mlp)?);
     let down = linear(down, e, i, b.mlp)?;
-    let qkv = [&q, &k, &v];
+    let qkv = [paired(0, e, hs), paired(1, kv, hs), in_order(2, kv)].concat();
+    let (c_attn_weight, c_attn_bias) = side_by_side(t, e, vec![q, k, v], qkv);
+    let (attn_proj_weight, attn_proj_bias) = side_by_side(t, e, vec![o], in_order(0, e));
+    let gate_up = (0..i).flat_map(|j| [(0, j), (1, j)]).collect();
+    let (c_fc_weight, c_fc_bias) = side_by_side(t, e, vec![gate, up], gate_up);
+    let (mlp_proj_weight, mlp_proj_bias) = side_by_side(t, i, vec![down], in_order(0, e));
     Ok(LayerWeights {
         ln_1_weight: t.get(&name("input_layernorm.weight"), &[e])?,
         ln_1_bias: Vec::new(),
-        c_attn_weight: stacked(&qkv, e),
-        c_attn_bias: stacked_bias(&qkv),
-        attn_proj_weight: stacked(&[&o], e),
-        attn_proj_bias: o.1,
+        c_attn_weight,
+        c_attn_bias,
+        attn_proj_weight,
+        attn_proj_bias,
         ln_2_weight: t.get(&name("post_attention_layernorm.weight"), &[e])?,
         ln_2_bias: Vec::new(),
-        c_fc_weight: stacked(&[&gate_up], e),
-        c_fc_bias: gate_up.1,
-        mlp_proj_weight: stacked(&[&down], i),
-        mlp_proj_bias: down.1,
+        c_fc_weight,
+        c_fc_bias,
+        mlp_proj_weight,
+        mlp_proj_bias,
     })
 }
 
-/// An `(out, in)` linear layer and its bias.
-type Linear = (Vec<f32>, Vec<f32>);
+/// An `(out, in)` linear layer as stored, and its bias.
+struct Linear<'a> {
+    w: StoredValues<'a>,
+    b: Vec<f32>,
+}
 
-/// `linear` with each head's output rows interleaved: row `2j` is the
-/// head's row `j`, row `2j + 1` its row `j + head_size / 2`.
-fn paired((w, b): Linear, head_size: usize) -> Linear {
-    let inp = w.len() / b.len();
+/// Linear `part`'s `n` rows, each head's interleaved: column `2j` of a head
+/// is its row `j`, column `2j + 1` its row `j + head_size / 2`.
+fn paired(part: usize, n: usize, head_size: usize) -> Vec<(usize, usize)> {
     let half = head_size / 2;
     let source = |r: usize| r - r % head_size + (r % head_size) / 2 + (r % 2) * half;
-    let rows = (0..b.len()).map(source);
-    (
-        rows.clone().flat_map(|r| w[r * inp..][..inp].to_vec()).collect(),
-        rows.map(|r| b[r]).collect(),
-    )
+    (0..n).map(|r| (part, source(r))).collect()
 }
 
-/// Two `(n, in)` linear layers as one `(2n, in)`, their rows in turn.
-fn interleaved((wa, ba): &Linear, (wb, bb): &Linear, inp: usize) -> Linear {
-    let rows = wa.chunks_exact(inp).zip(wb.chunks_exact(inp));
-    let w = rows.flat_map(|(a, b)| a.iter().chain(b).copied()).collect();
-    (w, ba.iter().zip(bb).flat_map(|(&a, &b)| [a, b]).collect())
+/// Linear `part`'s `n` rows in order.
+fn in_order(part: usize, n: usize) -> Vec<(usize, usize)> {
+    (0..n).map(|r| (part, r)).collect()
 }
 
-/// The `[inp, Σ out]` matrix of `(out, inp)` linear layers side by side, each transposed.
-fn stacked(parts: &[&Linear], inp: usize) -> Matrix {
-    let width: usize = parts.iter().map(|(_, b)| b.len()).sum();
-    let mut values = vec![0.0; inp * width]; // (inp, width)
-    let mut col0 = 0;
-    for (w, b) in parts {
-        for (c, row) in w.chunks_exact(inp).enumerate() {
-            row.iter().enumerate().for_each(|(r, &x)| values[r * width + col0 + c] = x);
-        }
-        col0 += b.len();
-    }
-    Matrix::from_f32(inp, width, Channels::Cols, values)
-}
-
-/// The biases of [`stacked`]'s parts, side by side.
-fn stacked_bias(parts: &[&Linear]) -> Vec<f32> {
-    parts.iter().flat_map(|(_, b)| b.iter().copied()).collect()
+/// The `[inp, columns.len()]` matrix of `parts` transposed side by side,
+/// column `c` being row `columns[c].1` of `parts[columns[c].0]` (held as `t`
+/// holds matrices), and its bias (the same rows' biases).
+fn side_by_side(
+    t: &Reader,
+    inp: usize,
+    parts: Vec<Linear>,
+    columns: Vec<(usize, usize)>,
+) -> (Matrix, Vec<f32>) {
+    let bias = columns.iter().map(|&(part, row)| parts[part].b[row]).collect();
+    let parts = parts.into_iter().map(|linear| linear.w).collect();
+    let gathered = Gathered { parts, inp, columns };
+    (t.hold(inp, gathered.columns.len(), Channels::Cols, &gathered), bias)
 }

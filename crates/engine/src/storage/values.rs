@@ -1,7 +1,8 @@
 //! A matrix's values as packing reads them: f32 values already held, or a
 //! checkpoint's stored words (little-endian f32, f16 or bf16) widened to f32
 //! a piece at a time, so that packing a stored matrix never holds all of it
-//! as f32 (a 124M checkpoint's embedding is 154 MB of f32).
+//! as f32 (a 124M checkpoint's embedding is 154 MB of f32); or values
+//! gathered from several stored matrices (a Llama block's, transposed).
 
 use std::ops::Range;
 
@@ -11,13 +12,31 @@ use super::pieces::in_pieces;
 pub trait Values: Sync {
     /// How many values there are.
     fn count(&self) -> usize;
-    /// `f` of the values in `range`, as f32.
-    fn with<R>(&self, range: Range<usize>, f: impl FnOnce(&[f32]) -> R) -> R;
+
+    /// The values in `range` into `out` (`range.len()` long), as f32.
+    fn fill(&self, range: Range<usize>, out: &mut [f32]);
+
+    /// `f` of the values in `range`: filled into a piece's own buffer
+    /// (values already f32 lend their own).
+    fn with<R>(&self, range: Range<usize>, f: impl FnOnce(&[f32]) -> R) -> R {
+        let mut values = vec![0.0; range.len()];
+        self.fill(range, &mut values);
+        f(&values)
+    }
+
+    /// Every value as f32, in pieces (natively on every core).
+    fn to_f32(&self) -> Vec<f32> {
+        in_pieces(self.count(), 1, |piece, out| self.fill(piece, out))
+    }
 }
 
 impl Values for [f32] {
     fn count(&self) -> usize {
         self.len()
+    }
+
+    fn fill(&self, range: Range<usize>, out: &mut [f32]) {
+        out.copy_from_slice(&self[range]);
     }
 
     fn with<R>(&self, range: Range<usize>, f: impl FnOnce(&[f32]) -> R) -> R {
@@ -73,20 +92,6 @@ impl StoredValues<'_> {
         let index = self.data.chunks_exact(size).position(exponent)?;
         Some((index, self.stored.value(&self.data[index * size..])))
     }
-
-    /// Every value as f32, in pieces (natively on every core).
-    pub fn to_f32(&self) -> Vec<f32> {
-        in_pieces(self.count(), 1, |piece, out| self.widen(piece, out))
-    }
-
-    /// The values in `range` into `out` (`range.len()` long).
-    fn widen(&self, range: Range<usize>, out: &mut [f32]) {
-        let size = self.stored.size();
-        let bytes = &self.data[range.start * size..range.end * size];
-        for (o, b) in out.iter_mut().zip(bytes.chunks_exact(size)) {
-            *o = self.stored.value(b);
-        }
-    }
 }
 
 impl Values for StoredValues<'_> {
@@ -94,10 +99,60 @@ impl Values for StoredValues<'_> {
         self.data.len() / self.stored.size()
     }
 
-    fn with<R>(&self, range: Range<usize>, f: impl FnOnce(&[f32]) -> R) -> R {
-        let mut values = vec![0.0; range.len()];
-        self.widen(range, &mut values);
-        f(&values)
+    /// One loop per way of storing (the choice made once, not a value at a
+    /// time: loading spends its time here).
+    fn fill(&self, range: Range<usize>, out: &mut [f32]) {
+        let size = self.stored.size();
+        let bytes = &self.data[range.start * size..range.end * size];
+        match self.stored {
+            Stored::F32 => widen(out, bytes, f32::from_le_bytes),
+            Stored::F16 => widen(out, bytes, |b| half::f16::from_le_bytes(b).to_f32()),
+            Stored::Bf16 => widen(out, bytes, |b| half::bf16::from_le_bytes(b).to_f32()),
+        }
+    }
+}
+
+/// `bytes` as values of `N` little-endian bytes each, into `out`.
+#[inline(always)]
+fn widen<const N: usize>(out: &mut [f32], bytes: &[u8], value: impl Fn([u8; N]) -> f32) {
+    for (o, b) in out.iter_mut().zip(bytes.chunks_exact(N)) {
+        *o = value(b.try_into().expect("N bytes"));
+    }
+}
+
+/// An `[inp, columns.len()]` matrix whose column `c` is row `columns[c].1`
+/// of the stored `[_, inp]` matrix `parts[columns[c].0]`: a checkpoint's
+/// `nn.Linear` weights (`[out, in]`) transposed and side by side, their rows
+/// in any order, read a piece at a time (no f32 copy of any of them).
+pub struct Gathered<'a> {
+    pub parts: Vec<StoredValues<'a>>,
+    pub inp: usize,
+    pub columns: Vec<(usize, usize)>,
+}
+
+impl Values for Gathered<'_> {
+    fn count(&self) -> usize {
+        self.inp * self.columns.len()
+    }
+
+    /// Column by column: each column's rows in the piece are one run of its
+    /// stored row, widened together, then spread a row apart (the piece is
+    /// a few hundred KiB: in cache), where value by value each read would
+    /// land on another stored row.
+    fn fill(&self, range: Range<usize>, out: &mut [f32]) {
+        let width = self.columns.len();
+        let rows = range.start / width..range.end.div_ceil(width);
+        let mut run = vec![0.0; rows.len()];
+        for (c, &(part, row)) in self.columns.iter().enumerate() {
+            let at = row * self.inp;
+            self.parts[part].fill(at + rows.start..at + rows.end, &mut run);
+            for (r, &v) in rows.clone().zip(&run) {
+                let i = r * width + c;
+                if range.contains(&i) {
+                    out[i - range.start] = v;
+                }
+            }
+        }
     }
 }
 
@@ -143,6 +198,26 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// A gathered matrix holds each part's rows as its columns, in the order
+    /// `columns` gives, over several pieces (65 × 2 · 1009 values).
+    #[test]
+    fn gathered_columns_are_the_parts_rows() {
+        let (inp, rows) = (65, 1009);
+        let value = |part: usize, i: usize| (part * 100_000 + i) as f32; // exact in f32
+        let data: Vec<Vec<u8>> = (0..2)
+            .map(|p| (0..rows * inp).flat_map(|i| value(p, i).to_le_bytes()).collect())
+            .collect();
+        let parts = data.iter().map(|d| StoredValues { stored: Stored::F32, data: d }).collect();
+        let columns: Vec<_> = (0..rows).flat_map(|j| [(1, rows - 1 - j), (0, j)]).collect();
+        let gathered = Gathered { parts, inp, columns: columns.clone() };
+        let got = gathered.to_f32();
+        assert!(got.len() > 2 * PIECE);
+        for (i, v) in got.into_iter().enumerate() {
+            let (r, (part, row)) = (i / columns.len(), columns[i % columns.len()]);
+            assert_eq!(v, value(part, row * inp + r), "element {i}");
         }
     }
 
