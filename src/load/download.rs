@@ -68,7 +68,7 @@ impl BigDownload {
             WeightsChoice::Auto => Format::F32,
             WeightsChoice::Exactly(format) => format,
         };
-        let held_bytes = held.bytes(params);
+        let held_bytes = config.weight_bytes(held);
         // An f16 file held as f16 is read as stored; int8, int4 and bf16 are
         // packed matrix by matrix; anything else is widened to f32, then
         // packed into a copy unless held as f32.

@@ -313,11 +313,12 @@ for (const backend of ['webgpu', 'cpu']) {
     // Over 100 MB: the page asks first, stating the memory on this backend.
     await page.waitForSelector('[data-testid=confirm-download]', { timeout: 60_000 });
     const question = await page.textContent('[data-testid=confirm-download]');
-    // f16 held as stored: the 249 MB file plus 249 MB of weights (none widened to f32).
-    assert.match(question, /is 249 MB\. Loading it takes about 498 MB of this page's memory/);
+    // f16 held as stored: the 249 MB file plus 251 MB of weights (the matrices' f16 words and
+    // the f32 vectors; none widened to f32).
+    assert.match(question, /is 249 MB\. Loading it takes about 500 MB of this page's memory/);
     // On the CPU: the worker and its coworker (the page is cross-origin isolated) each load their own copy.
-    if (backend === 'cpu') assert.match(question, /about 747 MB more in the CPU worker .* and about 747 MB in a second worker that computes half of each step: about 1\.99 GB in all/);
-    else assert.match(question, /about 249 MB on the GPU/);
+    if (backend === 'cpu') assert.match(question, /about 748 MB more in the CPU worker .* and about 748 MB in a second worker that computes half of each step: about 2\.00 GB in all/);
+    else assert.match(question, /about 251 MB on the GPU/);
     await page.click('[data-testid=confirm-yes]');
     await waitSettled(page);
     assert.equal(await page.getAttribute('[data-testid=backend]', 'data-backend'), backend);
@@ -348,9 +349,10 @@ for (const backend of ['webgpu', 'cpu']) {
     // alternately shared and alone, write the CLI's text.
     const int4 = await openWithHub(backend, '?model=e2e-models/gpt2-124m-shape/&weights=int4&activations=int8&test_hooks=1', {}, {}, false);
     await int4.waitForSelector('[data-testid=confirm-download]', { timeout: 60_000 });
-    // Each matrix packed from its stored f16 values a piece at a time: the file and 62 MB of
-    // int4 words, not the whole model widened to f32 (809 MB) nor the embedding (466 MB).
-    assert.match(await int4.textContent('[data-testid=confirm-download]'), /Loading it takes about 311 MB of this page's memory/);
+    // Each matrix packed from its stored f16 values a piece at a time: the file and 81 MB of
+    // weights (62 MB of int4 words, 15 MB of scales, the f32 vectors), not the whole model
+    // widened to f32 (809 MB) nor the embedding (466 MB).
+    assert.match(await int4.textContent('[data-testid=confirm-download]'), /Loading it takes about 330 MB of this page's memory/);
     await int4.click('[data-testid=confirm-yes]');
     await waitSettled(int4);
     assert.equal(await int4.getAttribute('[data-testid=backend]', 'data-cpu-workers'), '2');
@@ -432,7 +434,7 @@ test('a download over 100 MB waits for a yes that states its size and memory; on
   // As int4 the file alone is over: the refusal says how the weights would have been read.
   const huge4 = await openWithHub('cpu', '?model=someone/huge-gpt2&weights=int4', big, { 'model.safetensors': 6_000_000_000 });
   assert.equal(await huge4.getAttribute('[data-testid=status]', 'data-state'), 'error');
-  assert.match(await huge4.textContent('.error-box'), /needs about 6\.04 GB of the page's memory \(the 6\.00 GB file and its weights packed as they are read\); a WebAssembly page can hold at most 4\.29 GB/);
+  assert.match(await huge4.textContent('.error-box'), /needs about 6\.05 GB of the page's memory \(the 6\.00 GB file and its weights packed as they are read\); a WebAssembly page can hold at most 4\.29 GB/);
   assert.ok(!huge4.hub.some((r) => r.startsWith('GET') && r.endsWith('model.safetensors')), 'nothing downloaded');
   await noFatal(huge4);
   await huge4.close();

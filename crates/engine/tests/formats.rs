@@ -159,6 +159,10 @@ fn weight_bytes_shrink_with_the_format() {
     assert_eq!(bytes(Format::Int8PerTensor), rest + matrices as u64 + 4 * n_matrices);
     let groups: usize = model.weights.matrices().map(|m| (m.rows * m.cols).div_ceil(32)).sum();
     assert_eq!(bytes(Format::Int4), rest + matrices as u64 / 2 + 4 * groups as u64);
+    // what the page says before a download, from the config alone
+    for f in Format::ALL {
+        assert_eq!(c.weight_bytes(f), bytes(f), "{f:?}");
+    }
 }
 
 /// The GPU engine and the CPU engine agree in every format, in each kernel

@@ -266,7 +266,8 @@ fn a_uniform_sliding_window_caps_the_context() {
 }
 
 /// `Config::n_params` counts the checkpoint's tensors, biases and untied heads included;
-/// `Config::block_matrix_weights` a block's matrices.
+/// `Config::block_matrix_weights` a block's matrices, `Config::weight_bytes` the
+/// weights' bytes in every format.
 #[test]
 fn the_parameter_count_is_the_checkpoints() {
     for case in CASES {
@@ -280,6 +281,10 @@ fn the_parameter_count_is_the_checkpoints() {
         let block = &model.weights.layers[0];
         let matrices: usize = block.matrices().iter().map(|m| m.rows * m.cols).sum();
         assert_eq!(model.config.block_matrix_weights(), matrices, "{case}");
+        for f in Format::ALL {
+            let held = model.to_format(f).unwrap().weights.bytes();
+            assert_eq!(model.config.weight_bytes(f), held, "{case} {f:?}");
+        }
     }
 }
 

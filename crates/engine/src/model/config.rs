@@ -6,6 +6,7 @@ use serde::Deserialize;
 
 use super::llama::Llama;
 use crate::error::{EngineError, Result};
+use crate::storage::format::{Channels, Format};
 
 /// Hyper-parameters of a model, validated.
 #[derive(Debug, Clone, PartialEq)]
@@ -173,15 +174,51 @@ impl Config {
         }
     }
 
-    /// Weights in one block's matrices: q, k and v, the attention's output,
-    /// and the MLP's two (GPT-2) or three (gate, up, down) matrices.
-    pub fn block_matrix_weights(&self) -> usize {
+    /// One block's matrices as the kernels hold them, `(rows, cols)` =
+    /// `[in, out]` (output channels along the columns): q | k | v, the
+    /// attention's output, the MLP's input (the Llama family's gate and up
+    /// side by side), the MLP's output.
+    pub fn block_matrices(&self) -> [(usize, usize); 4] {
         let (e, i, kv) = (self.n_embd, self.n_inner, self.kv_dim());
-        let mlp = match &self.family {
-            Family::Gpt2 => 2,
-            Family::Llama(_) => 3,
+        let mlp_in = match &self.family {
+            Family::Gpt2 => i,
+            Family::Llama(_) => 2 * i,
         };
-        e * (e + 2 * kv) + e * e + mlp * e * i
+        [(e, e + 2 * kv), (e, e), (e, mlp_in), (i, e)]
+    }
+
+    /// Weights in one block's matrices.
+    pub fn block_matrix_weights(&self) -> usize {
+        self.block_matrices().iter().map(|(rows, cols)| rows * cols).sum()
+    }
+
+    /// Bytes of the weights held in `format`, as loaded
+    /// ([`Weights::bytes`](super::Weights::bytes)): each matrix's words and
+    /// scales, everything else f32. What the page tells before a download.
+    pub fn weight_bytes(&self, format: Format) -> u64 {
+        let bytes = |(rows, cols, channels): (usize, usize, Channels)| {
+            format.bytes(rows * cols) + 4 * format.scale_count(rows, cols, channels) as u64
+        };
+        let (e, v) = (self.n_embd, self.vocab_size);
+        let embeddings = if self.tie_word_embeddings { 1 } else { 2 }; // (and the LM head)
+        let block: u64 =
+            self.block_matrices().map(|(r, c)| bytes((r, c, Channels::Cols))).iter().sum();
+        let matrices = embeddings * bytes((v, e, Channels::Rows)) + self.n_layer as u64 * block;
+        // Every matrix's bias is held, zeros where the checkpoint has none.
+        let biases: usize = self.block_matrices().iter().map(|(_, cols)| cols).sum();
+        let (norms, rest) = self.vectors();
+        matrices + 4 * (self.n_layer * (norms + biases) + rest) as u64
+    }
+
+    /// The f32 values besides the matrices' and their biases: a block's
+    /// norms (GPT-2's weights and biases, RMS norms' weights), and those
+    /// outside the blocks (the final norm; GPT-2's position embedding).
+    fn vectors(&self) -> (usize, usize) {
+        let e = self.n_embd;
+        match &self.family {
+            Family::Gpt2 => (4 * e, self.n_positions * e + 2 * e),
+            Family::Llama(_) => (2 * e, e),
+        }
     }
 
     /// Number of parameters in the checkpoint (tied LM head counted once).
