@@ -205,9 +205,13 @@ impl Config {
             self.block_matrices().map(|(r, c)| bytes((r, c, Channels::Cols))).iter().sum();
         let matrices = embeddings * bytes((v, e, Channels::Rows)) + self.n_layer as u64 * block;
         // Every matrix's bias is held, zeros where the checkpoint has none.
-        let biases: usize = self.block_matrices().iter().map(|(_, cols)| cols).sum();
         let (norms, rest) = self.vectors();
-        matrices + 4 * (self.n_layer * (norms + biases) + rest) as u64
+        matrices + 4 * (self.n_layer * (norms + self.block_biases()) + rest) as u64
+    }
+
+    /// A block's biases as held: one per output column of each matrix.
+    fn block_biases(&self) -> usize {
+        self.block_matrices().iter().map(|(_, cols)| cols).sum()
     }
 
     /// The f32 values besides the matrices' and their biases: a block's
@@ -225,17 +229,17 @@ impl Config {
     pub fn n_params(&self) -> usize {
         let (e, i, kv) = (self.n_embd, self.n_inner, self.kv_dim());
         let head = if self.tie_word_embeddings { 0 } else { self.vocab_size * e };
-        // each block's vectors: norms, and biases
-        let (vectors, rest) = match &self.family {
-            Family::Gpt2 => (4 * e + 3 * e + e + i + e, self.n_positions * e + 2 * e),
+        // each block's biases, where the checkpoint has them
+        let biases = match &self.family {
+            Family::Gpt2 => self.block_biases(),
             Family::Llama(l) => {
                 let b = l.biases;
                 let biases = [(b.qkv, e + 2 * kv), (b.o, e), (b.mlp, 2 * i + e)];
-                let biases: usize = biases.iter().filter(|(on, _)| *on).map(|(_, n)| n).sum();
-                (2 * e + biases, e)
+                biases.iter().filter(|(on, _)| *on).map(|(_, n)| n).sum()
             }
         };
-        let block = self.block_matrix_weights() + vectors;
+        let (norms, rest) = self.vectors();
+        let block = self.block_matrix_weights() + norms + biases;
         self.vocab_size * e + self.n_layer * block + rest + head
     }
 }

@@ -16,9 +16,10 @@ pub(super) struct Reader<'a> {
     /// The checkpoint's files: one, or the shards of a split checkpoint.
     pub st: &'a [SafeTensors<'a>],
     pub f16: bool,
-    /// The format each matrix is packed in once read
-    /// ([`WeightsChoice::packed_on_read`](super::WeightsChoice::packed_on_read)),
-    /// so that no f32 copy of the whole model is ever held.
+    /// The format each matrix is packed in straight from its stored values
+    /// ([`WeightsChoice::packed_on_read`](super::WeightsChoice::packed_on_read);
+    /// f16 for a Llama-family checkpoint held as f16), so that no matrix is
+    /// ever held as f32 on the way.
     pub pack: Option<Format>,
     /// What a whole model's class puts before a name: `transformer.`
     /// (`GPT2LMHeadModel`), `model.` (`LlamaForCausalLM`).
