@@ -75,7 +75,11 @@ impl CpuWorker {
     /// bytes the page parsed into `model`, so both hold the same weights,
     /// packed in its format); then, where the page can share memory between
     /// workers and the model's products are big enough, a coworker for it.
-    pub async fn start(config: &[u8], weights: &[u8], model: &Model) -> Result<CpuWorker, String> {
+    pub async fn start(
+        config: &[u8],
+        weights: &Uint8Array,
+        model: &Model,
+    ) -> Result<CpuWorker, String> {
         let packing =
             Packing { format: model.format(), int8_activations: model.weights.int8_activations() };
         let (mut link, _) = CpuWorker::spawn(config, weights, packing, "load")
@@ -104,7 +108,7 @@ impl CpuWorker {
     async fn add_coworker(
         &self,
         config: &[u8],
-        weights: &[u8],
+        weights: &Uint8Array,
         packing: Packing,
     ) -> Result<CpuWorker, String> {
         let (helper, answer) = CpuWorker::spawn(config, weights, packing, "help")
@@ -126,7 +130,7 @@ impl CpuWorker {
     /// format, int8_activations, weights}}` once it listens; its answer as it came.
     async fn spawn(
         config: &[u8],
-        weights: &[u8],
+        weights: &Uint8Array,
         packing: Packing,
         role: &str,
     ) -> Result<(CpuWorker, JsValue), String> {
@@ -280,13 +284,14 @@ fn read(data: &JsValue, spare: Option<&Spare>) -> Result<Answer, String> {
 /// the message moves).
 fn files_message(
     config: &[u8],
-    weights: &[u8],
+    weights: &Uint8Array,
     packing: Packing,
     role: &str,
 ) -> (Object, Uint8Array) {
     let Packing { format, int8_activations } = packing;
     let files = Object::new();
-    let bytes = Uint8Array::from(weights);
+    // The worker's own copy, moved to it (the page keeps its array).
+    let bytes = weights.slice(0, weights.length());
     let config = String::from_utf8_lossy(config).into_owned();
     let _ = Reflect::set(&files, &"config".into(), &config.into());
     let _ = Reflect::set(&files, &"format".into(), &format.name().into());

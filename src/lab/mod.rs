@@ -219,11 +219,12 @@ impl Lab {
     ) -> impl std::future::Future<Output = Result<(Engine, CpuThread), String>> + use<> {
         let (source, model) = (self.source.clone(), self.model.clone());
         async move {
+            // In JavaScript arrays, as the load fetched them.
             let file = async |name: &str| {
                 let gone = || format!("{} is no longer there", source.place(name));
-                source.get(name, |_, _| ()).await?.ok_or_else(gone)
+                source.get_array(name, |_, _| ()).await?.ok_or_else(gone)
             };
-            let config = file("config.json").await?;
+            let config = file("config.json").await?.to_vec();
             let weights = file("model.safetensors").await?;
             let worker = CpuWorker::start(&config, &weights, &model).await?;
             let thread = worker_thread(&worker);

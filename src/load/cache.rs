@@ -8,6 +8,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Cache, Response};
 
+use super::download::FILE_LIMIT;
 use super::stored::{
     check_stored, checksum_key, file_name, notice, record_checksum, record_of, store_failed,
     text_response, ABSENT, PENDING,
@@ -43,7 +44,7 @@ pub async fn evict(url: &str) {
 pub async fn fetch_optional(
     url: &str,
     progress: impl Fn(u64, Option<u64>),
-) -> Result<Option<Vec<u8>>, String> {
+) -> Result<Option<Uint8Array>, String> {
     with_lock(&format!("decode-lab:{url}"), fetch_through_cache(url, progress)).await
 }
 
@@ -142,7 +143,7 @@ pub async fn head(url: &str) -> Result<Option<Option<u64>>, String> {
 async fn fetch_through_cache(
     url: &str,
     progress: impl Fn(u64, Option<u64>),
-) -> Result<Option<Vec<u8>>, String> {
+) -> Result<Option<Uint8Array>, String> {
     if let Some(r) = cached_response(url).await {
         let total = content_length(&r);
         let bytes = read_body(url, &r, total, &progress).await?;
@@ -184,7 +185,7 @@ async fn fetch_through_cache(
 async fn fetch_and_store(
     url: &str,
     progress: impl Fn(u64, Option<u64>),
-) -> Result<Option<Vec<u8>>, String> {
+) -> Result<Option<Uint8Array>, String> {
     let window = web_sys::window().ok_or("no window")?;
     let r: Response = JsFuture::from(window.fetch_with_str(url))
         .await
@@ -210,7 +211,7 @@ async fn fetch_and_store(
     };
     let total = content_length(&r);
     let bytes = read_body(url, &r, total, &progress).await?;
-    if total.is_some_and(|t| t != bytes.len() as u64) {
+    if total.is_some_and(|t| t != u64::from(bytes.length())) {
         // The short body may still be committed: wait for it, then drop it.
         // The begun-download mark stays, so the next visit says it restarts.
         if let (Some(c), Some(put)) = (&cache, stored) {
@@ -219,7 +220,7 @@ async fn fetch_and_store(
         }
         return Err(format!(
             "the download of {url} broke off after {} of {} bytes: reload to download it again",
-            bytes.len(),
+            bytes.length(),
             total.unwrap_or(0)
         ));
     }
@@ -275,13 +276,16 @@ async fn read_body(
     response: &Response,
     total: Option<u64>,
     progress: &impl Fn(u64, Option<u64>),
-) -> Result<Vec<u8>, String> {
+) -> Result<Uint8Array, String> {
     let Some(body) = response.body() else {
-        return Ok(Vec::new());
+        return Ok(Uint8Array::new_with_length(0));
     };
     let reader: web_sys::ReadableStreamDefaultReader =
         body.get_reader().dyn_into().map_err(|_| format!("{url}: unreadable body"))?;
-    let mut bytes = Vec::with_capacity(total.unwrap_or(0) as usize);
+    // In a JavaScript array, outside the WebAssembly memory (which keeps its
+    // peak): the loader reads the weights from it a tensor at a time.
+    let mut bytes = new_array(url, total.map_or(0, |t| t.min(FILE_LIMIT)))?;
+    let mut len: u32 = 0;
     progress(0, total);
     loop {
         let chunk = JsFuture::from(reader.read())
@@ -293,9 +297,34 @@ async fn read_body(
             break;
         }
         if let Ok(value) = Reflect::get(&chunk, &"value".into()) {
-            bytes.extend(Uint8Array::new(&value).to_vec());
+            let value = Uint8Array::new(&value);
+            let need = u64::from(len) + u64::from(value.length());
+            if need > FILE_LIMIT {
+                return Err(format!("{url} is over {FILE_LIMIT} bytes, more than a page can hold"));
+            }
+            if need > u64::from(bytes.length()) {
+                // A body longer than its length said, or of no stated length.
+                let grown = new_array(url, need.max(2 * u64::from(len)).min(FILE_LIMIT))?;
+                grown.set(&bytes.subarray(0, len), 0);
+                bytes = grown;
+            }
+            bytes.set(&value, len);
+            len = need as u32;
         }
-        progress(bytes.len() as u64, total);
+        progress(u64::from(len), total);
     }
-    Ok(bytes)
+    Ok(match len == bytes.length() {
+        true => bytes,
+        false => bytes.slice(0, len),
+    })
+}
+
+/// A zeroed array of `len` bytes for `url`'s body, or why the browser gave
+/// none (out of memory: an error, where a failed allocation would abort).
+fn new_array(url: &str, len: u64) -> Result<Uint8Array, String> {
+    let class = Reflect::get(&js_sys::global(), &"Uint8Array".into()).unwrap_or_default();
+    let class: &js_sys::Function = class.unchecked_ref();
+    let made = Reflect::construct(class, &js_sys::Array::of1(&(len as f64).into()));
+    made.map(JsCast::unchecked_into)
+        .map_err(|e| format!("no room for {url} ({len} bytes) in this page: {}", js_error(&e)))
 }

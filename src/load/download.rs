@@ -11,27 +11,34 @@ pub const CONFIRM_BYTES: u64 = 100_000_000;
 /// The most a page's WebAssembly memory can grow to (wasm32: 4 GiB).
 pub const PAGE_MEMORY_LIMIT: u64 = 4 << 30;
 
+/// The longest file a page keeps (a JavaScript array's length is a u32 here).
+pub const FILE_LIMIT: u64 = u32::MAX as u64;
+
 /// A model file big enough to ask about first.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BigDownload {
     /// `model.safetensors`' size.
     pub file_bytes: u64,
-    /// The page's memory while loading: the file and the weights as the page
-    /// reads them (an f16 file held as f16: as stored; int8, int4 and bf16:
-    /// packed as they are read, one matrix's f32 values at a time; else
-    /// widened to f32, plus their packed copy when f16 is held).
+    /// The page's memory while loading: the file (in a JavaScript array)
+    /// and [`wasm_bytes`](Self::wasm_bytes).
     pub page_bytes: u64,
+    /// The page's WebAssembly memory while loading: the weights as the page
+    /// reads them (an f16 file held as f16: as stored; int8, int4 and bf16:
+    /// packed as they are read, a piece at a time; else widened to f32, plus
+    /// their packed copy when f16 is held) and the largest matrix's bytes as
+    /// read.
+    pub wasm_bytes: u64,
     /// How the weights are read (for the refusal's words).
     pub read: Read,
     /// The weights as held, on the GPU (or in the CPU engine).
     pub gpu_bytes: u64,
-    /// The CPU worker's memory, when it runs the model: the file handed to
-    /// it, and then the page's own load over again (a WebAssembly memory
-    /// keeps its peak).
+    /// The CPU worker's memory, when it runs the model: its copy of the file,
+    /// the page's load over again and the largest matrix in the CPU layout
+    /// (a WebAssembly memory keeps its peak).
     pub worker_bytes: u64,
     /// The CPU worker's coworker's memory, when there is one: its load is the
     /// worker's (it keeps the model, for variants, and its half of each
-    /// matrix fits where the file's bytes were).
+    /// matrix fits where the largest matrix's bytes were).
     pub coworker_bytes: u64,
     /// Whether the page found WebGPU (else the worker runs the model).
     pub on_gpu: bool,
@@ -79,39 +86,60 @@ impl BigDownload {
         } else {
             Read::Widened
         };
-        let page_bytes = match (read, held) {
+        // The page and the CPU worker both keep the file in a JavaScript
+        // array and read it a tensor at a time: their WebAssembly memory holds
+        // the weights as read and the largest matrix's bytes as read (or as
+        // copied into the CPU layout).
+        let weights_bytes = match (read, held) {
             // (each matrix packed from its stored values a piece at a time,
             // a Llama block's gathered so: no matrix is ever f32 whole)
-            (Read::AsStored | Read::Packed, _) => file_bytes + held_bytes,
-            (Read::Widened, Format::F32) => file_bytes + 4 * params as u64,
-            (Read::Widened, _) => file_bytes + 4 * params as u64 + held_bytes,
+            (Read::AsStored | Read::Packed, _) => held_bytes,
+            (Read::Widened, Format::F32) => 4 * params as u64,
+            (Read::Widened, _) => 4 * params as u64 + held_bytes,
         };
+        let largest = config.largest_matrix_weights();
+        let stored_width = if two_byte { 2 } else { 4 };
+        let wasm_bytes = weights_bytes + stored_width * largest as u64;
+        let page_bytes = file_bytes + wasm_bytes;
+        // The worker's load is the page's, from its own copy of the file; then
+        // its CPU layout copies each matrix anew (the largest where the read's
+        // bytes no longer fit).
+        let worker_bytes = page_bytes + held.bytes(largest);
         BigDownload {
             file_bytes,
             page_bytes,
+            wasm_bytes,
             read,
             gpu_bytes: held_bytes,
-            worker_bytes: file_bytes + page_bytes,
-            // The coworker reads the file, keeps the model and holds its part of its matrices.
-            coworker_bytes: if coworker && !on_gpu { file_bytes + page_bytes } else { 0 },
+            worker_bytes,
+            // The coworker loads as the worker does, keeps the model and holds its part of its matrices.
+            coworker_bytes: if coworker && !on_gpu { worker_bytes } else { 0 },
             on_gpu,
         }
     }
 
-    /// Why the model cannot be loaded in a page at all, if it cannot.
+    /// Why the model cannot be loaded in a page at all, if it cannot: a
+    /// file longer than a page's array, or weights over its WebAssembly memory.
     pub fn refusal(&self) -> Option<String> {
-        (self.page_bytes > PAGE_MEMORY_LIMIT).then(|| {
-            format!(
-                "this model needs about {} of the page's memory (the {} file and its weights {}); a WebAssembly page can hold at most {}, so it is over by {}",
-                size(self.page_bytes),
+        if self.file_bytes > FILE_LIMIT {
+            return Some(format!(
+                "model.safetensors is {}; a page can hold a file of at most {}, so it is over by {}",
                 size(self.file_bytes),
+                size(FILE_LIMIT),
+                size(self.file_bytes - FILE_LIMIT)
+            ));
+        }
+        (self.wasm_bytes > PAGE_MEMORY_LIMIT).then(|| {
+            format!(
+                "this model needs about {} of the page's WebAssembly memory (its weights {} and its largest matrix as read); a WebAssembly page can hold at most {}, so it is over by {}",
+                size(self.wasm_bytes),
                 match self.read {
                     Read::AsStored => "as stored",
                     Read::Packed => "packed as they are read",
                     Read::Widened => "widened to f32",
                 },
                 size(PAGE_MEMORY_LIMIT),
-                size(self.page_bytes - PAGE_MEMORY_LIMIT)
+                size(self.wasm_bytes - PAGE_MEMORY_LIMIT)
             )
         })
     }

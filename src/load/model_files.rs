@@ -3,7 +3,10 @@
 //! with every error naming its file. Shared by every way a model is chosen
 //! (`model=`, the picker), since they all end in a [`ModelSource`].
 
-use engine::model::{ChatTemplate, Config, Family, Model, Tokenizer, Weights, WeightsChoice};
+use engine::model::{
+    ChatTemplate, Config, Family, JsBytes, Model, Tokenizer, Weights, WeightsChoice,
+};
+use js_sys::Uint8Array;
 
 use crate::load::download::{BigDownload, CONFIRM_BYTES};
 use crate::load::source::ModelSource;
@@ -60,8 +63,9 @@ pub struct Fetched {
     /// `tokenizer_config.json` and `chat_template.jinja`, where there
     /// (Llama-family models only).
     chat: (Option<Vec<u8>>, Option<Vec<u8>>),
-    /// `model.safetensors` (the CPU worker parses it too).
-    pub weights: Vec<u8>,
+    /// `model.safetensors`, outside the WebAssembly memory: the page reads
+    /// it a tensor at a time, and hands a copy to the CPU worker.
+    pub weights: Uint8Array,
     /// Bytes over every file.
     pub bytes: u64,
 }
@@ -85,7 +89,7 @@ pub async fn fetch_files(
     progress: &impl Fn(Progress),
 ) -> Result<Fetched, LoadError> {
     let mut done = 0;
-    let mut get = async |name: &str| -> Result<Option<Vec<u8>>, String> {
+    let mut get = async |name: &str| -> Result<Option<Uint8Array>, String> {
         let report = |loaded, total: Option<u64>| {
             progress(Progress {
                 what: format!("downloading {name}"),
@@ -93,28 +97,30 @@ pub async fn fetch_files(
                 total: total.map(|t| done + t),
             })
         };
-        let bytes = source.get(name, report).await?;
-        done += bytes.as_ref().map_or(0, |b| b.len() as u64);
+        let bytes = source.get_array(name, report).await?;
+        done += bytes.as_ref().map_or(0, |b| u64::from(b.length()));
         Ok(bytes)
     };
+    // The small files into the page's memory; the weights stay in their array.
+    let small = |bytes: Option<Uint8Array>| bytes.map(|b| b.to_vec());
     let missing = |name: &str| missing(source, name);
-    let config = get("config.json").await?.ok_or_else(|| missing("config.json"))?;
+    let config = small(get("config.json").await?).ok_or_else(|| missing("config.json"))?;
     // Fetched in this order: the small files first, so a wrong folder fails fast.
-    let tokenizer = match get("tokenizer.json").await? {
+    let tokenizer = match small(get("tokenizer.json").await?) {
         Some(json) => TokenizerFiles::Json(json),
         None => {
-            let vocab = get("vocab.json").await?.ok_or_else(|| missing("tokenizer.json"))?;
-            let merges = get("merges.txt").await?.ok_or_else(|| missing("merges.txt"))?;
+            let vocab = small(get("vocab.json").await?).ok_or_else(|| missing("tokenizer.json"))?;
+            let merges = small(get("merges.txt").await?).ok_or_else(|| missing("merges.txt"))?;
             TokenizerFiles::VocabMerges(vocab, merges)
         }
     };
     // GPT-2 has no chat template: its pages ask for no more files.
     let chat = match is_llama(&config) {
         true => {
-            let tokenizer_config = get(TOKENIZER_CONFIG).await?;
+            let tokenizer_config = small(get(TOKENIZER_CONFIG).await?);
             let in_config = tokenizer_config.as_ref().is_some_and(|c| holds_template(c));
             let jinja = match tokenizer_config.is_some() && !in_config {
-                true => get(CHAT_JINJA).await?,
+                true => small(get(CHAT_JINJA).await?),
                 false => None,
             };
             (tokenizer_config, jinja)
@@ -237,7 +243,8 @@ pub fn parse(
                 .map_err(|e| format!("{} + merges.txt: {e}", at("vocab.json")))?
         }
     };
-    let weights = Weights::from_safetensors(&f.weights, &config, weights)
+    let file = JsBytes(f.weights.clone());
+    let weights = Weights::from_files(&[&file], &config, weights)
         .map_err(|e| format!("{}: {e}", at("model.safetensors")))?;
     Ok((Model { config, weights }, tokenizer))
 }

@@ -38,12 +38,23 @@ impl ModelSource {
     }
 
     /// The bytes of `name`, `None` when the folder does not have it;
-    /// `progress(loaded, total)` as they arrive.
+    /// `progress(loaded, total)` as they arrive. In the page's memory: for
+    /// the small files.
     pub async fn get(
         &self,
         name: &str,
         progress: impl Fn(u64, Option<u64>),
     ) -> Result<Option<Vec<u8>>, String> {
+        Ok(self.get_array(name, progress).await?.map(|bytes| bytes.to_vec()))
+    }
+
+    /// [`get`](Self::get), the bytes left in a JavaScript array outside the
+    /// WebAssembly memory (`model.safetensors`, read a tensor at a time).
+    pub async fn get_array(
+        &self,
+        name: &str,
+        progress: impl Fn(u64, Option<u64>),
+    ) -> Result<Option<js_sys::Uint8Array>, String> {
         fetch_optional(&self.place(name), progress).await
     }
 

@@ -51,29 +51,28 @@ pub fn store_failed(url: &str, e: &JsValue) -> String {
 }
 
 /// SHA-256 of `bytes` in hex, by the browser's own digest.
-async fn sha256(bytes: &[u8]) -> Result<String, JsValue> {
+async fn sha256(bytes: &Uint8Array) -> Result<String, JsValue> {
     let subtle = web_sys::window().ok_or(JsValue::NULL)?.crypto()?.subtle();
-    // The digest copies the bytes when called, before any await.
-    let digest = JsFuture::from(subtle.digest_with_str_and_u8_array("SHA-256", bytes)?).await?;
+    let digest = JsFuture::from(subtle.digest_with_str_and_js_u8_array("SHA-256", bytes)?).await?;
     Ok(Uint8Array::new(&digest).to_vec().iter().map(|b| format!("{b:02x}")).collect())
 }
 
-pub async fn record_checksum(cache: &Cache, url: &str, bytes: &[u8]) -> Result<(), JsValue> {
-    let record = format!("{} {}", bytes.len(), sha256(bytes).await?);
+pub async fn record_checksum(cache: &Cache, url: &str, bytes: &Uint8Array) -> Result<(), JsValue> {
+    let record = format!("{} {}", bytes.length(), sha256(bytes).await?);
     let response = text_response(&record)?;
     JsFuture::from(cache.put_with_str(&checksum_key(url), &response)).await.map(|_| ())
 }
 
 /// Whether `bytes`, read from the cache for `url`, are what was stored:
 /// `Err` says how they differ (cut short, changed, or stored without a record).
-pub async fn check_stored(cache: &Cache, url: &str, bytes: &[u8]) -> Result<(), String> {
+pub async fn check_stored(cache: &Cache, url: &str, bytes: &Uint8Array) -> Result<(), String> {
     let record = record_of(cache, url).await.filter(|r| r != PENDING && r != ABSENT);
     let Some(record) = record else {
         return Err("was stored without its checksum (an unfinished download)".into());
     };
     let (size, sum) = record.split_once(' ').unwrap_or(("", ""));
-    if size != bytes.len().to_string() {
-        return Err(format!("holds {} bytes, not the {size} that were downloaded", bytes.len()));
+    if size != bytes.length().to_string() {
+        return Err(format!("holds {} bytes, not the {size} that were downloaded", bytes.length()));
     }
     match sha256(bytes).await {
         Ok(s) if s == sum => Ok(()),

@@ -3,11 +3,14 @@
 
 mod common;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::ops::Range;
 
-use decode_lab_engine::model::{Config, Model};
+use decode_lab_engine::model::{Checkpoint, Config, FileBytes, Model, OnDisk, WeightsChoice};
+use decode_lab_engine::EngineError;
 use safetensors::tensor::TensorView;
-use safetensors::Dtype;
+use safetensors::{Dtype, SafeTensors};
 
 /// A valid config for a 1-layer model with n_embd 4, 2 heads, vocab 5, 3 positions.
 const CONFIG: &str = r#"{"n_layer":1,"n_head":2,"n_embd":4,"n_positions":3,"vocab_size":5,"activation_function":"gelu_new"}"#;
@@ -195,5 +198,76 @@ fn pytorch_only_sharded_and_tokenizer_files_are_explained() {
     std::fs::write(dir.join("merges.txt"), "#version: 0.2\na b\n").unwrap();
     let t = Tokenizer::from_dir(&dir).expect("vocab.json + merges.txt");
     assert_eq!(t.encode("ab").unwrap(), [2]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A file's bytes that say which ranges were read, and fail past `cut`
+/// (a file cut short after its header was read).
+struct Watched {
+    bytes: Vec<u8>,
+    cut: u64,
+    longest: std::cell::Cell<u64>,
+}
+
+impl FileBytes for Watched {
+    fn size(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    fn read(&self, range: Range<u64>) -> decode_lab_engine::Result<Cow<'_, [u8]>> {
+        self.longest.set(self.longest.get().max(range.end - range.start));
+        if range.end > self.cut {
+            let message = "failed to fill whole buffer".to_string();
+            return Err(EngineError::Io { path: "watched".into(), message });
+        }
+        Ok(Cow::Owned(self.bytes[range.start as usize..range.end as usize].to_vec()))
+    }
+}
+
+#[test]
+fn a_file_is_read_a_tensor_at_a_time_as_its_bytes_would_load() {
+    let dir = common::fixtures().join("golden").join("tiny_odd");
+    let config = std::fs::read_to_string(dir.join("config.json")).unwrap();
+    let bytes = std::fs::read(dir.join("model.safetensors")).unwrap();
+    let tensors = SafeTensors::deserialize(&bytes).unwrap().tensors();
+    let largest = tensors.iter().map(|(_, t)| t.data().len() as u64).max().unwrap();
+    for choice in ["f32", "auto", "int8", "int4", "bf16"] {
+        let choice = WeightsChoice::from_name(choice).unwrap();
+        let file = Watched { cut: bytes.len() as u64, bytes: bytes.clone(), longest: 0.into() };
+        let read = Model::from_file_as(&config, &file, choice).unwrap();
+        let whole = Model::from_bytes_as(&config, &bytes, choice).unwrap();
+        assert_eq!(format!("{:?}", read.weights), format!("{:?}", whole.weights), "{choice:?}");
+        // No read longer than the largest tensor (the header is shorter).
+        assert_eq!(file.longest.get(), largest, "{choice:?}");
+    }
+    // Cut short after its header: an error naming the file, not a panic.
+    for cut in [bytes.len() as u64 - 1, bytes.len() as u64 / 2] {
+        let file = Watched { cut, bytes: bytes.clone(), longest: 0.into() };
+        let e = Model::from_file_as(&config, &file, WeightsChoice::Auto).unwrap_err().to_string();
+        assert!(e.contains("watched") && e.contains("failed to fill whole buffer"), "{e}");
+    }
+}
+
+/// The CLI's folder: the file opened, then cut short before its tensors are
+/// read (another program writing it): an I/O error naming it, where a
+/// memory-mapped file would have crashed the process.
+#[test]
+fn a_model_file_cut_short_while_it_loads_is_an_error() {
+    let from = common::fixtures().join("golden").join("tiny_odd");
+    let dir = std::env::temp_dir().join(format!("decode-lab-cut-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("model.safetensors");
+    std::fs::copy(from.join("model.safetensors"), &file).unwrap();
+    let config = std::fs::read_to_string(from.join("config.json")).unwrap();
+    let on_disk = OnDisk::open(&file, 1 << 30).unwrap();
+    let whole = Model::from_file_as(&config, &on_disk, WeightsChoice::Auto).unwrap();
+    assert_eq!(whole.config, Model::from_dir(&from).unwrap().config);
+    let checkpoint = Checkpoint::open(&on_disk).unwrap();
+    std::fs::File::options().write(true).open(&file).unwrap().set_len(100).unwrap();
+    let info = checkpoint.info("wte.weight").or(checkpoint.info("transformer.wte.weight"));
+    let e = checkpoint.data(info.unwrap()).unwrap_err().to_string();
+    assert!(e.contains("model.safetensors"), "{e}");
+    let e = Model::from_file_as(&config, &on_disk, WeightsChoice::Auto).unwrap_err().to_string();
+    assert!(e.contains("model.safetensors"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -36,7 +36,7 @@ mod worker {
     use std::sync::Arc;
 
     use engine::cpu::coworker::{self, Panels, Side};
-    use engine::model::Model;
+    use engine::model::{JsBytes, Model};
     use engine::remote::wire::{self, Answer, Reply, Request};
     use engine::remote::{cpu_model, Host};
     use engine::storage::format::Format;
@@ -125,8 +125,9 @@ mod worker {
         let format = Format::from_name(&format).ok_or(format!("no weight format {format}"))?;
         let acts8 = get("int8_activations").as_bool().unwrap_or(false);
         let weights = get("weights").dyn_into::<Uint8Array>().map_err(|_| "no weights given")?;
-        // The bytes come into this thread's memory once, then are dropped.
-        cpu_model(&config, &weights.to_vec(), format, acts8).map_err(|e| e.to_string())
+        // Read a tensor at a time from outside this thread's memory: it holds
+        // the model and one tensor's bytes, never the whole file as well.
+        cpu_model(&config, &JsBytes(weights), format, acts8).map_err(|e| e.to_string())
     }
 
     /// Parses the model's files and packs the matrices in `format`.

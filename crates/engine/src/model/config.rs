@@ -192,6 +192,13 @@ impl Config {
         self.block_matrices().iter().map(|(rows, cols)| rows * cols).sum()
     }
 
+    /// Weights in the largest matrix: the embedding, or a block's largest
+    /// (what a load reading a tensor at a time holds besides the model).
+    pub fn largest_matrix_weights(&self) -> usize {
+        let block = self.block_matrices().map(|(rows, cols)| rows * cols);
+        block.into_iter().fold(self.vocab_size * self.n_embd, usize::max)
+    }
+
     /// Bytes of the weights held in `format`, as loaded
     /// ([`Weights::bytes`](super::Weights::bytes)): each matrix's words and
     /// scales, everything else f32. What the page tells before a download.

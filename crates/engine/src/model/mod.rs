@@ -6,6 +6,7 @@ mod bpe;
 mod bpe_merge;
 mod char_class;
 mod chat;
+mod checkpoint;
 mod config;
 mod config_llama;
 mod config_read;
@@ -25,6 +26,7 @@ mod weights_llama;
 mod weights_read;
 
 pub use chat::{ChatPrompt, ChatTemplate, Role, Turn};
+pub use checkpoint::{Checkpoint, FileBytes, JsBytes, OnDisk};
 pub use config::{Config, Family, Heads};
 pub use llama::{Llama, Llama3Scaling, LlamaBiases, Rope};
 pub use tokenizer::{TextStream, Tokenizer, VocabDiff};
@@ -54,23 +56,27 @@ pub const SHARD_INDEX: &str = "model.safetensors.index.json";
 impl Model {
     /// Parses `config.json` text and `model.safetensors` bytes (f32 weights).
     pub fn from_bytes(config_json: &str, safetensors: &[u8]) -> Result<Model> {
-        Model::from_shards(config_json, &[safetensors], WeightsChoice::Exactly(Format::F32))
+        Model::from_files(config_json, &[&safetensors], WeightsChoice::Exactly(Format::F32))
     }
 
     /// [`from_bytes`](Self::from_bytes), but an f16 checkpoint's matrices stay
     /// f16 as stored: the model [`to_format`](Self::to_format)`(F16)` of the
     /// f32 one would give, without its f32 copy (for a page holding f16).
     pub fn from_bytes_f16(config_json: &str, safetensors: &[u8]) -> Result<Model> {
-        Model::from_shards(config_json, &[safetensors], WeightsChoice::Auto)
+        Model::from_files(config_json, &[&safetensors], WeightsChoice::Auto)
     }
 
-    /// A checkpoint in one file or several ([`Weights::from_shards`]), its
+    /// A checkpoint in one file or several ([`Weights::from_files`]), its
     /// matrices as f16 words where `weights` keeps f16 and the checkpoint
     /// stores them so, packed where `weights` names a format packed on read,
     /// else as f32.
-    fn from_shards(config_json: &str, files: &[&[u8]], weights: WeightsChoice) -> Result<Model> {
+    fn from_files(
+        config_json: &str,
+        files: &[&dyn FileBytes],
+        weights: WeightsChoice,
+    ) -> Result<Model> {
         let config = Config::from_json(config_json)?;
-        let weights = Weights::from_shards(files, &config, weights)?;
+        let weights = Weights::from_files(files, &config, weights)?;
         Ok(Model { config, weights })
     }
 
@@ -83,7 +89,18 @@ impl Model {
         safetensors: &[u8],
         weights: WeightsChoice,
     ) -> Result<Model> {
-        Model::from_shards(config_json, &[safetensors], weights)?.held_as(weights)
+        Model::from_file_as(config_json, &safetensors, weights)
+    }
+
+    /// [`from_bytes_as`](Self::from_bytes_as) from a file wherever its bytes
+    /// are (the CPU worker's outside its WebAssembly memory), read a tensor
+    /// at a time.
+    pub fn from_file_as(
+        config_json: &str,
+        safetensors: &dyn FileBytes,
+        weights: WeightsChoice,
+    ) -> Result<Model> {
+        Model::from_files(config_json, &[safetensors], weights)?.held_as(weights)
     }
 
     /// This model with its matrices in the format `weights` chooses.
@@ -116,21 +133,17 @@ impl Model {
             .map_err(|_| EngineError::Config("config.json is not UTF-8 text".to_string()))?;
         let file = dir.join("model.safetensors");
         let files = match (file.exists(), dir.join(SHARD_INDEX).exists()) {
-            (false, true) => shards::read_shards(dir)?,
+            (false, true) => shards::open_shards(dir)?,
             (false, false) if dir.join("pytorch_model.bin").exists() => {
                 return Err(EngineError::PytorchOnly { location: dir.display().to_string() });
             }
-            _ => vec![read(&file, MAX_FILE_BYTES)?],
+            _ => vec![OnDisk::open(&file, MAX_FILE_BYTES)?],
         };
-        // Formats packed on read pack each matrix while the files are held
-        // (one matrix's f32 values at a time); any other conversion runs once
-        // the files' bytes are gone: never file + the model's f32 + packed.
-        let parsed = {
-            let files: Vec<&[u8]> = files.iter().map(Vec::as_slice).collect();
-            Model::from_shards(&config, &files, weights)?
-        };
-        drop(files);
-        parsed.held_as(weights)
+        // The files are read a tensor at a time, never whole: formats packed
+        // on read hold one matrix's stored bytes besides the model; any
+        // other conversion runs on the model as read.
+        let files: Vec<&dyn FileBytes> = files.iter().map(|f| f as &dyn FileBytes).collect();
+        Model::from_files(&config, &files, weights)?.held_as(weights)
     }
 
     /// The same model with its weight matrices in `format` (from a model as
@@ -237,8 +250,23 @@ pub const MAX_FILE_BYTES: u64 = 8 << 30;
 /// refused before the first byte.
 pub fn read(path: &std::path::Path, max_bytes: u64) -> Result<Vec<u8>> {
     use std::io::Read;
+    let len = checked_len(path, max_bytes)?;
+    let file = std::fs::File::open(path).map_err(|e| io_error(path, e))?;
+    // `take` guards a file that grows while it is read.
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.take(max_bytes + 1).read_to_end(&mut bytes).map_err(|e| io_error(path, e))?;
+    if bytes.len() as u64 > max_bytes {
+        let message = format!("the file grew past {max_bytes} bytes while it was read");
+        return Err(EngineError::Io { path: path.display().to_string(), message });
+    }
+    Ok(bytes)
+}
+
+/// The length of the regular file at `path`, refused (see [`read`]) when
+/// it is not one or is over `max_bytes`.
+fn checked_len(path: &std::path::Path, max_bytes: u64) -> Result<u64> {
     let io = |message: String| EngineError::Io { path: path.display().to_string(), message };
-    let meta = std::fs::metadata(path).map_err(|e| io(e.to_string()))?;
+    let meta = std::fs::metadata(path).map_err(|e| io_error(path, e))?;
     if !meta.is_file() {
         return Err(io(
             "not a regular file (a directory, device or pipe cannot be a model file)".into()
@@ -250,12 +278,10 @@ pub fn read(path: &std::path::Path, max_bytes: u64) -> Result<Vec<u8>> {
             meta.len()
         )));
     }
-    let file = std::fs::File::open(path).map_err(|e| io(e.to_string()))?;
-    // `take` guards a file that grows while it is read.
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(max_bytes + 1).read_to_end(&mut bytes).map_err(|e| io(e.to_string()))?;
-    if bytes.len() as u64 > max_bytes {
-        return Err(io(format!("the file grew past {max_bytes} bytes while it was read")));
-    }
-    Ok(bytes)
+    Ok(meta.len())
+}
+
+/// An OS error reading `path`, naming it.
+fn io_error(path: &std::path::Path, e: std::io::Error) -> EngineError {
+    EngineError::Io { path: path.display().to_string(), message: e.to_string() }
 }

@@ -1,8 +1,12 @@
 //! Tensors of a safetensors file by their Hugging Face names, checked and
 //! converted to f32 (or kept as f16 words).
 
-use safetensors::{Dtype, SafeTensors};
+use std::borrow::Cow;
 
+use safetensors::tensor::TensorInfo;
+use safetensors::Dtype;
+
+use super::checkpoint::Checkpoint;
 use crate::error::{EngineError, Result};
 use crate::model::Config;
 use crate::storage::format::{Channels, Format};
@@ -14,7 +18,7 @@ use crate::storage::values::{Stored, StoredValues, Values};
 /// matrix as it is read.
 pub(super) struct Reader<'a> {
     /// The checkpoint's files: one, or the shards of a split checkpoint.
-    pub st: &'a [SafeTensors<'a>],
+    pub st: &'a [Checkpoint<'a>],
     pub f16: bool,
     /// The format each matrix is packed in straight from its stored values
     /// ([`WeightsChoice::packed_on_read`](super::WeightsChoice::packed_on_read);
@@ -41,7 +45,7 @@ impl Reader<'_> {
             names.push("lm_head.weight".into());
         }
         let stored = |name: &str| self.resolve(name).and_then(|n| self.tensor(&n));
-        names.iter().all(|n| stored(n).is_some_and(|t| t.dtype() == Dtype::F16))
+        names.iter().all(|n| stored(n).is_some_and(|(_, t)| t.dtype == Dtype::F16))
     }
 
     /// A weight matrix under `name` (see [`get`](Self::get)), output channels along `channels`.
@@ -68,7 +72,7 @@ impl Reader<'_> {
     ) -> Result<Matrix> {
         let values = self.stored(name, &[rows, cols])?;
         Ok(match self.f16 {
-            true => Matrix::from_f16_le(rows, cols, channels, values.data),
+            true => Matrix::from_f16_le(rows, cols, channels, &values.data),
             false => self.hold(rows, cols, channels, &values),
         })
     }
@@ -107,8 +111,8 @@ impl Reader<'_> {
     }
 
     /// The tensor stored under exactly `name`, in whichever file holds it.
-    fn tensor(&self, name: &str) -> Option<safetensors::tensor::TensorView<'_>> {
-        self.st.iter().find_map(|file| file.tensor(name).ok())
+    fn tensor(&self, name: &str) -> Option<(&Checkpoint<'_>, &TensorInfo)> {
+        self.st.iter().find_map(|file| Some((file, file.info(name)?)))
     }
 
     pub(super) fn exact(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
@@ -118,8 +122,8 @@ impl Reader<'_> {
     /// The values stored under exactly `name`, checked to have `shape`, a
     /// dtype that widens to f32 and no value that is not finite.
     fn stored(&self, name: &str, shape: &[usize]) -> Result<StoredValues<'_>> {
-        let view = self.view(name, shape)?;
-        let stored = match view.dtype() {
+        let (dtype, data) = self.view(name, shape)?;
+        let stored = match dtype {
             Dtype::F32 => Stored::F32,
             Dtype::F16 => Stored::F16,
             Dtype::BF16 => Stored::Bf16,
@@ -128,28 +132,25 @@ impl Reader<'_> {
                 return Err(EngineError::Dtype { name: name.to_string(), got });
             }
         };
-        let values = StoredValues { stored, data: view.data() };
+        let values = StoredValues { stored, data };
         if let Some((index, value)) = values.first_non_finite() {
             return Err(EngineError::NonFinite { name: name.to_string(), index, value });
         }
         Ok(values)
     }
 
-    /// The tensor stored under exactly `name`, checked to have `shape`.
-    pub(super) fn view(
-        &self,
-        name: &str,
-        shape: &[usize],
-    ) -> Result<safetensors::tensor::TensorView<'_>> {
-        let view = self.tensor(name).ok_or_else(|| self.missing(name))?;
-        if view.shape() != shape {
+    /// The dtype and bytes of the tensor stored under exactly `name`,
+    /// checked to have `shape` before its bytes are read.
+    fn view(&self, name: &str, shape: &[usize]) -> Result<(Dtype, Cow<'_, [u8]>)> {
+        let (file, info) = self.tensor(name).ok_or_else(|| self.missing(name))?;
+        if info.shape != shape {
             return Err(EngineError::Shape {
                 name: name.to_string(),
                 expected: shape.to_vec(),
-                got: view.shape().to_vec(),
+                got: info.shape.clone(),
             });
         }
-        Ok(view)
+        Ok((info.dtype, file.data(info)?))
     }
 }
 

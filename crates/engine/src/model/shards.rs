@@ -5,11 +5,12 @@
 
 use serde_json::Value;
 
-use super::{read, MAX_CONFIG_BYTES, MAX_FILE_BYTES, SHARD_INDEX};
+use super::{read, OnDisk, MAX_CONFIG_BYTES, MAX_FILE_BYTES, SHARD_INDEX};
 use crate::error::{EngineError, Result};
 
-/// The bytes of every file the index names, in the order first named.
-pub fn read_shards(dir: &std::path::Path) -> Result<Vec<Vec<u8>>> {
+/// Every file the index names, opened (each read a tensor at a time), in
+/// the order first named.
+pub fn open_shards(dir: &std::path::Path) -> Result<Vec<OnDisk>> {
     let bad = |m: String| EngineError::Safetensors(format!("{SHARD_INDEX}: {m}"));
     let index: Value =
         serde_json::from_slice(&read(&dir.join(SHARD_INDEX), MAX_CONFIG_BYTES * 16)?)
@@ -39,7 +40,7 @@ pub fn read_shards(dir: &std::path::Path) -> Result<Vec<Vec<u8>>> {
         .map(|name| {
             let path = dir.join(name);
             match path.exists() {
-                true => read(&path, MAX_FILE_BYTES),
+                true => OnDisk::open(&path, MAX_FILE_BYTES),
                 false => {
                     Err(bad(format!("it names {name}, which {} does not have", dir.display())))
                 }

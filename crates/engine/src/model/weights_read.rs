@@ -3,12 +3,11 @@
 //! forward passes can trust their inputs. GPT-2's tensors are read here, the
 //! Llama family's in `weights_llama.rs`.
 
-use safetensors::SafeTensors;
-
+use super::checkpoint::{Checkpoint, FileBytes};
 use super::reader::Reader;
 use super::weights::{LayerWeights, Weights};
 use super::weights_llama;
-use crate::error::{EngineError, Result};
+use crate::error::Result;
 use crate::model::{Config, WeightsChoice};
 use crate::storage::format::Channels;
 
@@ -26,20 +25,19 @@ impl Weights {
         config: &Config,
         weights: WeightsChoice,
     ) -> Result<Weights> {
-        Weights::from_shards(&[bytes], config, weights)
+        Weights::from_files(&[&bytes], config, weights)
     }
 
-    /// [`from_safetensors`](Self::from_safetensors) over a checkpoint split
-    /// into several files (`model-00001-of-00002.safetensors` …): each tensor
-    /// is read from the file that holds it.
-    pub fn from_shards(
-        files: &[&[u8]],
+    /// [`from_safetensors`](Self::from_safetensors) over a checkpoint in one
+    /// file or split into several (`model-00001-of-00002.safetensors` …),
+    /// wherever their bytes are: every header is checked first, then each
+    /// tensor is read from the file that holds it as it is needed.
+    pub fn from_files(
+        files: &[&dyn FileBytes],
         config: &Config,
         weights: WeightsChoice,
     ) -> Result<Weights> {
-        let st = files.iter().map(|bytes| SafeTensors::deserialize(bytes));
-        let st = st.collect::<std::result::Result<Vec<_>, _>>();
-        let st = st.map_err(|e| EngineError::Safetensors(e.to_string()))?;
+        let st = files.iter().map(|&bytes| Checkpoint::open(bytes)).collect::<Result<Vec<_>>>()?;
         let (keep_f16, pack) = (weights.keeps_f16(), weights.packed_on_read());
         if config.llama().is_some() {
             let t = Reader { st: &st, f16: false, pack, prefix: "model." };

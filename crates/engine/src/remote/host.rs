@@ -12,7 +12,7 @@ use crate::cpu::coworker::make_variant;
 use crate::cpu::CpuSession;
 use crate::error::{EngineError, Result};
 use crate::fast::coworker;
-use crate::model::{Model, Variant, WeightsChoice};
+use crate::model::{FileBytes, Model, Variant, WeightsChoice};
 use crate::step::{Look, StepStats};
 use crate::storage::format::Format;
 
@@ -23,11 +23,11 @@ use crate::storage::format::Format;
 /// parts are cut from the very words the host's matrices hold.
 pub fn cpu_model(
     config_json: &str,
-    safetensors: &[u8],
+    safetensors: &dyn FileBytes,
     format: Format,
     int8_activations: bool,
 ) -> Result<Model> {
-    let mut model = Model::from_bytes_as(config_json, safetensors, WeightsChoice::Exactly(format))?;
+    let mut model = Model::from_file_as(config_json, safetensors, WeightsChoice::Exactly(format))?;
     if int8_activations && !model.weights.use_int8_activations() {
         return Err(EngineError::Setting(format!(
             "8-bit activations multiply int8 or int4 weights, not {}",
@@ -57,7 +57,7 @@ impl Host {
     /// (in the CPU engine's layout, [`Weights::use_cpu_layout`](crate::model::Weights::use_cpu_layout):
     /// the same values, read faster).
     pub fn load(config_json: &str, safetensors: &[u8], format: Format) -> Result<Host> {
-        Ok(Host::new(Arc::new(cpu_model(config_json, safetensors, format, false)?)))
+        Ok(Host::new(Arc::new(cpu_model(config_json, &safetensors, format, false)?)))
     }
 
     /// A host over an already loaded model.

@@ -4,6 +4,7 @@
 //! as f32 (a 124M checkpoint's embedding is 154 MB of f32); or values
 //! gathered from several stored matrices (a Llama block's, transposed).
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use super::pieces::in_pieces;
@@ -72,11 +73,12 @@ impl Stored {
 }
 
 /// A checkpoint's stored values: `data` holds `data.len() / stored.size()`
-/// of them. The data may be unaligned, hence bytes.
-#[derive(Clone, Copy)]
+/// of them. The data may be unaligned, hence bytes; borrowed from a file in
+/// memory, or read from one that is not.
+#[derive(Clone)]
 pub struct StoredValues<'a> {
     pub stored: Stored,
-    pub data: &'a [u8],
+    pub data: Cow<'a, [u8]>,
 }
 
 impl StoredValues<'_> {
@@ -182,7 +184,7 @@ mod tests {
                         w.iter().flat_map(|&v| half::bf16::from_f32(v).to_le_bytes()).collect()
                     }
                 };
-                let values = StoredValues { stored, data: &data };
+                let values = StoredValues { stored, data: (&data[..]).into() };
                 let widened = values.to_f32();
                 let rounded = |v: f32| match stored {
                     Stored::F32 => v,
@@ -210,7 +212,8 @@ mod tests {
         let data: Vec<Vec<u8>> = (0..2)
             .map(|p| (0..rows * inp).flat_map(|i| value(p, i).to_le_bytes()).collect())
             .collect();
-        let parts = data.iter().map(|d| StoredValues { stored: Stored::F32, data: d }).collect();
+        let parts =
+            data.iter().map(|d| StoredValues { stored: Stored::F32, data: d[..].into() }).collect();
         let columns: Vec<_> = (0..rows).flat_map(|j| [(1, rows - 1 - j), (0, j)]).collect();
         let gathered = Gathered { parts, inp, columns: columns.clone() };
         let got = gathered.to_f32();
@@ -228,7 +231,7 @@ mod tests {
         for stored in [Stored::F16, Stored::Bf16] {
             for bits in 0..=u16::MAX {
                 let data = bits.to_le_bytes();
-                let values = StoredValues { stored, data: &data };
+                let values = StoredValues { stored, data: (&data[..]).into() };
                 let widened = stored.value(&data);
                 assert_eq!(values.first_non_finite().is_some(), !widened.is_finite(), "{bits:#x}");
             }
@@ -237,7 +240,7 @@ mod tests {
         for v in edges.into_iter().chain([f32::from_bits(0x7f80_0001), f32::from_bits(0xff7f_ffff)])
         {
             let data = v.to_le_bytes();
-            let values = StoredValues { stored: Stored::F32, data: &data };
+            let values = StoredValues { stored: Stored::F32, data: (&data[..]).into() };
             assert_eq!(values.first_non_finite().is_some(), !v.is_finite(), "{v}");
         }
     }
