@@ -88,8 +88,7 @@ impl BigDownload {
         };
         // The page and the CPU worker both keep the file in a JavaScript
         // array and read it a tensor at a time: their WebAssembly memory holds
-        // the weights as read and the largest matrix's bytes as read (or as
-        // copied into the CPU layout).
+        // the weights as read and the largest matrix's bytes as read.
         let weights_bytes = match (read, held) {
             // (each matrix packed from its stored values a piece at a time,
             // a Llama block's gathered so: no matrix is ever f32 whole)

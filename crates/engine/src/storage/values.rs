@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use super::pieces::in_pieces;
+use super::pieces::{in_parts, in_pieces, PIECE};
 
 /// Values packing reads a piece at a time ([`Format::pack`](super::format::Format::pack)).
 pub trait Values: Sync {
@@ -62,6 +62,25 @@ impl Stored {
         }
     }
 
+    /// Whether any of the values stored in `bytes` is not finite: every
+    /// exponent bit set, in their little-endian bits.
+    fn any_non_finite(self, bytes: &[u8]) -> bool {
+        match self {
+            Stored::F32 => {
+                let bits = bytes.as_chunks::<4>().0.iter().map(|b| u32::from_le_bytes(*b));
+                bits.fold(false, |any, v| any | (v & 0x7f80_0000 == 0x7f80_0000))
+            }
+            Stored::F16 => {
+                let bits = bytes.as_chunks::<2>().0.iter().map(|b| u16::from_le_bytes(*b));
+                bits.fold(false, |any, v| any | (v & 0x7c00 == 0x7c00))
+            }
+            Stored::Bf16 => {
+                let bits = bytes.as_chunks::<2>().0.iter().map(|b| u16::from_le_bytes(*b));
+                bits.fold(false, |any, v| any | (v & 0x7f80 == 0x7f80))
+            }
+        }
+    }
+
     /// The value of its little-endian bytes `b`.
     fn value(self, b: &[u8]) -> f32 {
         match self {
@@ -84,14 +103,21 @@ pub struct StoredValues<'a> {
 impl StoredValues<'_> {
     /// The first value that is not finite (NaN or infinite), and where: read
     /// from the bits, without widening (every exponent bit set).
+    /// Each piece is scanned whole without a branch (a loop the compiler
+    /// vectorises), natively on every core; only a piece that has one is
+    /// searched value by value.
     pub fn first_non_finite(&self) -> Option<(usize, f32)> {
         let size = self.stored.size();
-        let exponent = |b: &[u8]| match self.stored {
-            Stored::F32 => b[3] & 0x7f == 0x7f && b[2] & 0x80 == 0x80,
-            Stored::F16 => b[1] & 0x7c == 0x7c,
-            Stored::Bf16 => b[1] & 0x7f == 0x7f && b[0] & 0x80 == 0x80,
+        let bytes = |piece: usize| {
+            let from = piece * PIECE * size; // a piece that exists: within the data
+            &self.data[from..(from + PIECE * size).min(self.data.len())]
         };
-        let index = self.data.chunks_exact(size).position(exponent)?;
+        let has = in_parts(self.count().div_ceil(PIECE), 1, |piece, out| {
+            out[0] = self.stored.any_non_finite(bytes(piece));
+        });
+        let piece = has.iter().position(|&h| h)?;
+        let at = bytes(piece).chunks_exact(size).position(|b| self.stored.any_non_finite(b))?;
+        let index = piece * PIECE + at;
         Some((index, self.stored.value(&self.data[index * size..])))
     }
 }
@@ -242,6 +268,43 @@ mod tests {
             let data = v.to_le_bytes();
             let values = StoredValues { stored: Stored::F32, data: (&data[..]).into() };
             assert_eq!(values.first_non_finite().is_some(), !v.is_finite(), "{v}");
+        }
+    }
+
+    /// Over several pieces and a ragged tail: the first of two non-finite
+    /// values is found where it is, whichever piece holds it.
+    #[test]
+    fn the_first_non_finite_value_is_found_in_any_piece() {
+        let n = 2 * PIECE + 1757;
+        for stored in [Stored::F32, Stored::F16, Stored::Bf16] {
+            let finite = vec![0.5f32; n];
+            let at = |i: usize, v: f32| {
+                let mut values = finite.clone();
+                values[i] = v;
+                values.iter().flat_map(|&v| stored_bytes(stored, v)).collect::<Vec<u8>>()
+            };
+            let data = at(0, 1.0);
+            assert_eq!(StoredValues { stored, data: data.into() }.first_non_finite(), None);
+            for first in [0, PIECE - 1, PIECE, 2 * PIECE + 3, n - 1] {
+                let mut data = at(first, f32::INFINITY);
+                // a second one later in the same or the next piece
+                if first + 5 < n {
+                    let later = stored_bytes(stored, f32::NEG_INFINITY);
+                    let size = later.len();
+                    data[(first + 5) * size..(first + 6) * size].copy_from_slice(&later);
+                }
+                let found = StoredValues { stored, data: data.into() }.first_non_finite();
+                assert_eq!(found, Some((first, f32::INFINITY)), "{stored:?} at {first}");
+            }
+        }
+    }
+
+    /// `v` as `stored` stores it, little-endian.
+    fn stored_bytes(stored: Stored, v: f32) -> Vec<u8> {
+        match stored {
+            Stored::F32 => v.to_le_bytes().to_vec(),
+            Stored::F16 => half::f16::from_f32(v).to_le_bytes().to_vec(),
+            Stored::Bf16 => half::bf16::from_f32(v).to_le_bytes().to_vec(),
         }
     }
 }
