@@ -95,7 +95,7 @@ impl<'a> Checkpoint<'a> {
 pub struct OnDisk {
     file: std::sync::Mutex<std::fs::File>,
     len: u64,
-    path: String,
+    path: std::path::PathBuf,
 }
 
 impl OnDisk {
@@ -103,7 +103,7 @@ impl OnDisk {
     pub fn open(path: &std::path::Path, max_bytes: u64) -> Result<OnDisk> {
         let len = super::checked_len(path, max_bytes)?;
         let file = std::fs::File::open(path).map_err(|e| super::io_error(path, e))?;
-        Ok(OnDisk { file: file.into(), len, path: path.display().to_string() })
+        Ok(OnDisk { file: file.into(), len, path: path.to_path_buf() })
     }
 }
 
@@ -119,7 +119,7 @@ impl FileBytes for OnDisk {
         // A file cut short after its header was read: an error, not a crash.
         file.seek(SeekFrom::Start(range.start))
             .and_then(|_| file.read_exact(&mut out))
-            .map_err(|e| EngineError::Io { path: self.path.clone(), message: e.to_string() })?;
+            .map_err(|e| super::io_error(&self.path, e))?;
         Ok(Cow::Owned(out))
     }
 }
