@@ -26,15 +26,17 @@ pub struct BigDownload {
     /// reads them (an f16 file held as f16: as stored; int8, int4 and bf16:
     /// packed as they are read, a piece at a time; else widened to f32, plus
     /// their packed copy when f16 is held) and the largest matrix's bytes as
-    /// read.
+    /// read into a buffer of their own (none for GPT-2 held as stored: each
+    /// matrix is read straight into its words; a Llama block is gathered
+    /// from its stored values).
     pub wasm_bytes: u64,
     /// How the weights are read (for the refusal's words).
     pub read: Read,
     /// The weights as held, on the GPU (or in the CPU engine).
     pub gpu_bytes: u64,
     /// The CPU worker's memory, when it runs the model: its copy of the file,
-    /// the page's load over again and the largest matrix in the CPU layout
-    /// (a WebAssembly memory keeps its peak).
+    /// the page's load over again and the largest block matrix laid out anew
+    /// for the CPU (a WebAssembly memory keeps its peak).
     pub worker_bytes: u64,
     /// The CPU worker's coworker's memory, when there is one: its load is the
     /// worker's (it keeps the model, for variants, and its half of each
@@ -88,7 +90,8 @@ impl BigDownload {
         };
         // The page and the CPU worker both keep the file in a JavaScript
         // array and read it a tensor at a time: their WebAssembly memory holds
-        // the weights as read and the largest matrix's bytes as read.
+        // the weights as read and the largest matrix's bytes read into a
+        // buffer of their own.
         let weights_bytes = match (read, held) {
             // (each matrix packed from its stored values a piece at a time,
             // a Llama block's gathered so: no matrix is ever f32 whole)
@@ -96,14 +99,22 @@ impl BigDownload {
             (Read::Widened, Format::F32) => 4 * params as u64,
             (Read::Widened, _) => 4 * params as u64 + held_bytes,
         };
-        let largest = config.largest_matrix_weights();
         let stored_width = if two_byte { 2 } else { 4 };
-        let wasm_bytes = weights_bytes + stored_width * largest as u64;
+        let largest_block = config.block_matrices().into_iter().map(|(r, c)| r * c).max();
+        let largest_block = largest_block.unwrap_or(0) as u64;
+        let read_bytes = match read {
+            // GPT-2's f16 words are read straight into the matrices that keep them.
+            Read::AsStored if config.llama().is_none() => 0,
+            // A Llama block's matrices are gathered from their stored values.
+            Read::AsStored => stored_width * largest_block,
+            Read::Packed | Read::Widened => stored_width * config.largest_matrix_weights() as u64,
+        };
+        let wasm_bytes = weights_bytes + read_bytes;
         let page_bytes = file_bytes + wasm_bytes;
         // The worker's load is the page's, from its own copy of the file; then
-        // its CPU layout copies each matrix anew (the largest where the read's
-        // bytes no longer fit).
-        let worker_bytes = page_bytes + held.bytes(largest);
+        // its CPU layout copies each block matrix anew (in place of the
+        // last; the embedding keeps its words).
+        let worker_bytes = page_bytes + held.bytes(largest_block as usize);
         BigDownload {
             file_bytes,
             page_bytes,
@@ -130,12 +141,12 @@ impl BigDownload {
         }
         (self.wasm_bytes > PAGE_MEMORY_LIMIT).then(|| {
             format!(
-                "this model needs about {} of the page's WebAssembly memory (its weights {} and its largest matrix as read); a WebAssembly page can hold at most {}, so it is over by {}",
+                "this model needs about {} of the page's WebAssembly memory ({}); a WebAssembly page can hold at most {}, so it is over by {}",
                 size(self.wasm_bytes),
                 match self.read {
-                    Read::AsStored => "as stored",
-                    Read::Packed => "packed as they are read",
-                    Read::Widened => "widened to f32",
+                    Read::AsStored => "its weights as stored",
+                    Read::Packed => "its weights packed as they are read and its largest matrix as read",
+                    Read::Widened => "its weights widened to f32 and its largest matrix as read",
                 },
                 size(PAGE_MEMORY_LIMIT),
                 size(self.wasm_bytes - PAGE_MEMORY_LIMIT)

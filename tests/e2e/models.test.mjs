@@ -314,14 +314,13 @@ for (const backend of ['webgpu', 'cpu']) {
     // Over 100 MB: the page asks first, stating the memory on this backend.
     await page.waitForSelector('[data-testid=confirm-download]', { timeout: 60_000 });
     const question = await page.textContent('[data-testid=confirm-download]');
-    // f16 held as stored: the 249 MB file (kept in a JavaScript array), 251 MB of weights (the
-    // matrices' f16 words and the f32 vectors; none widened to f32) and the embedding's 77 MB as read.
-    // the f32 vectors; none widened to f32).
-    assert.match(question, /is 249 MB\. Loading it takes about 577 MB of this page's memory/);
+    // f16 held as stored: the 249 MB file (kept in a JavaScript array) and 251 MB of weights (the
+    // matrices' f16 words, each read straight into them, and the f32 vectors; none widened to f32).
+    assert.match(question, /is 249 MB\. Loading it takes about 500 MB of this page's memory/);
     // On the CPU: the worker and its coworker (the page is cross-origin isolated) each load their own
-    // copy the same way, reading the file handed to them a tensor at a time, then lay the
-    // embedding out anew for the CPU (77 MB).
-    if (backend === 'cpu') assert.match(question, /about 654 MB more in the CPU worker .* and about 654 MB in a second worker that computes half of each step: about 1\.88 GB in all/);
+    // copy the same way, reading the file handed to them a tensor at a time, then lay each block
+    // matrix out anew for the CPU (the largest: 5 MB).
+    if (backend === 'cpu') assert.match(question, /about 504 MB more in the CPU worker .* and about 504 MB in a second worker that computes half of each step: about 1\.51 GB in all/);
     else assert.match(question, /about 251 MB on the GPU/);
     await page.click('[data-testid=confirm-yes]');
     await waitSettled(page);
@@ -432,9 +431,10 @@ test('a download over 100 MB waits for a yes that states its size and memory; on
   const question = await page.textContent('[data-testid=confirm-download]');
   // The file, the weights widened to f32 (307 MB) and the largest matrix as read (the 206 MB embedding).
   assert.match(question, /model\.safetensors is 548 MB\. Loading it takes about 1\.06 GB of this page's memory/);
-  // Without WebGPU the worker loads its own copy as the page does, and lays the embedding out
-  // anew; on this cross-origin-isolated page so does its coworker (the model is big enough to share).
-  assert.match(question, /about 1\.27 GB more in the CPU worker that runs it \(it loads its own copy\) and about 1\.27 GB in a second worker that computes half of each step: about 3\.59 GB in all/);
+  // Without WebGPU the worker loads its own copy as the page does, and lays each block matrix out
+  // anew (the largest: 17 MB); on this cross-origin-isolated page so does its coworker (the model
+  // is big enough to share).
+  assert.match(question, /about 1\.08 GB more in the CPU worker that runs it \(it loads its own copy\) and about 1\.08 GB in a second worker that computes half of each step: about 3\.22 GB in all/);
   assert.ok(!page.hub.includes('GET /someone/big-gpt2/resolve/main/model.safetensors'), 'nothing downloaded before the yes');
   await page.click('[data-testid=confirm-yes]');
   await waitSettled(page);

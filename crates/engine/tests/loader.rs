@@ -201,12 +201,26 @@ fn pytorch_only_sharded_and_tokenizer_files_are_explained() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// A file's bytes that say which ranges were read, and fail past `cut`
-/// (a file cut short after its header was read).
+/// A file's bytes that say which ranges were read (into a buffer of their
+/// own, or straight into the caller's memory), and fail past `cut` (a file
+/// cut short after its header was read).
 struct Watched {
     bytes: Vec<u8>,
     cut: u64,
-    longest: std::cell::Cell<u64>,
+    own: std::cell::RefCell<Vec<Range<u64>>>,
+    into: std::cell::RefCell<Vec<Range<u64>>>,
+}
+
+impl Watched {
+    fn new(bytes: &[u8], cut: u64) -> Watched {
+        Watched { bytes: bytes.to_vec(), cut, own: Vec::new().into(), into: Vec::new().into() }
+    }
+
+    /// The longest range read, either way.
+    fn longest(&self) -> u64 {
+        let (own, into) = (self.own.borrow(), self.into.borrow());
+        own.iter().chain(into.iter()).map(|r| r.end - r.start).max().unwrap_or(0)
+    }
 }
 
 impl FileBytes for Watched {
@@ -214,37 +228,79 @@ impl FileBytes for Watched {
         self.bytes.len() as u64
     }
 
-    fn read(&self, range: Range<u64>) -> decode_lab_engine::Result<Cow<'_, [u8]>> {
-        self.longest.set(self.longest.get().max(range.end - range.start));
+    fn read_into(&self, range: Range<u64>, out: &mut [u8]) -> decode_lab_engine::Result<()> {
+        self.into.borrow_mut().push(range.clone());
         if range.end > self.cut {
             let message = "failed to fill whole buffer".to_string();
             return Err(EngineError::Io { path: "watched".into(), message });
         }
-        Ok(Cow::Owned(self.bytes[range.start as usize..range.end as usize].to_vec()))
+        out.copy_from_slice(&self.bytes[range.start as usize..range.end as usize]);
+        Ok(())
     }
+
+    fn read(&self, range: Range<u64>) -> decode_lab_engine::Result<Cow<'_, [u8]>> {
+        let mut out = vec![0; (range.end - range.start) as usize];
+        self.read_into(range.clone(), &mut out)?;
+        self.into.borrow_mut().pop();
+        self.own.borrow_mut().push(range);
+        Ok(Cow::Owned(out))
+    }
+}
+
+/// Where each matrix's (2-D tensor's) bytes are in safetensors file `bytes`.
+fn matrix_ranges(bytes: &[u8]) -> Vec<(String, Range<u64>)> {
+    let (header, metadata) = SafeTensors::read_metadata(bytes).unwrap();
+    let start = 8 + header as u64;
+    let tensors = metadata.tensors();
+    let matrices = tensors.into_iter().filter(|(_, info)| info.shape.len() == 2);
+    let range = |(from, to): (usize, usize)| start + from as u64..start + to as u64;
+    matrices.map(|(name, info)| (name, range(info.data_offsets))).collect()
 }
 
 #[test]
 fn a_file_is_read_a_tensor_at_a_time_as_its_bytes_would_load() {
-    let dir = common::fixtures().join("golden").join("tiny_odd");
-    let config = std::fs::read_to_string(dir.join("config.json")).unwrap();
-    let bytes = std::fs::read(dir.join("model.safetensors")).unwrap();
-    let tensors = SafeTensors::deserialize(&bytes).unwrap().tensors();
-    let largest = tensors.iter().map(|(_, t)| t.data().len() as u64).max().unwrap();
-    for choice in ["f32", "auto", "int8", "int4", "bf16"] {
-        let choice = WeightsChoice::from_name(choice).unwrap();
-        let file = Watched { cut: bytes.len() as u64, bytes: bytes.clone(), longest: 0.into() };
-        let read = Model::from_file_as(&config, &file, choice).unwrap();
-        let whole = Model::from_bytes_as(&config, &bytes, choice).unwrap();
-        assert_eq!(format!("{:?}", read.weights), format!("{:?}", whole.weights), "{choice:?}");
-        // No read longer than the largest tensor (the header is shorter).
-        assert_eq!(file.longest.get(), largest, "{choice:?}");
+    for fixture in ["tiny_odd", "untied_f16", "mistral_f16"] {
+        let dir = common::fixtures().join("golden").join(fixture);
+        let config = std::fs::read_to_string(dir.join("config.json")).unwrap();
+        let bytes = std::fs::read(dir.join("model.safetensors")).unwrap();
+        let tensors = SafeTensors::deserialize(&bytes).unwrap().tensors();
+        let largest = tensors.iter().map(|(_, t)| t.data().len() as u64).max().unwrap();
+        let matrices = tensors.iter().filter(|(_, t)| t.shape().len() == 2);
+        let f16 = matrices.clone().all(|(_, t)| t.dtype() == Dtype::F16);
+        for choice in ["f32", "auto", "f16", "int8", "int4", "bf16"] {
+            let choice = WeightsChoice::from_name(choice).unwrap();
+            let file = Watched::new(&bytes, bytes.len() as u64);
+            let read = Model::from_file_as(&config, &file, choice).unwrap();
+            let whole = Model::from_bytes_as(&config, &bytes, choice).unwrap();
+            let (a, b) = (format!("{:?}", read.weights), format!("{:?}", whole.weights));
+            assert_eq!(a, b, "{fixture} {choice:?}");
+            // No read longer than the largest tensor (the header is shorter).
+            assert_eq!(file.longest(), largest, "{fixture} {choice:?}");
+            // An f16 file held as f16: GPT-2's matrices and a Llama's
+            // embedding and head (its blocks are gathered from their stored
+            // values; the positions are read as f32) are read straight into
+            // their words, with no buffer of their own.
+            let straight = |name: &str| !name.contains("layers.") && !name.contains("wpe");
+            for (name, range) in matrix_ranges(&bytes) {
+                let own = file.own.borrow().contains(&range);
+                let into = file.into.borrow().contains(&range);
+                let kept = f16 && choice.keeps_f16() && straight(&name);
+                assert_eq!((own, into), (!kept, kept), "{fixture} {choice:?} {name}");
+            }
+        }
     }
-    // Cut short after its header: an error naming the file, not a panic.
-    for cut in [bytes.len() as u64 - 1, bytes.len() as u64 / 2] {
-        let file = Watched { cut, bytes: bytes.clone(), longest: 0.into() };
-        let e = Model::from_file_as(&config, &file, WeightsChoice::Auto).unwrap_err().to_string();
-        assert!(e.contains("watched") && e.contains("failed to fill whole buffer"), "{e}");
+    // Cut short after its header: an error naming the file, not a panic,
+    // whichever way the tensor is read.
+    for fixture in ["tiny_odd", "untied_f16"] {
+        let dir = common::fixtures().join("golden").join(fixture);
+        let config = std::fs::read_to_string(dir.join("config.json")).unwrap();
+        let bytes = std::fs::read(dir.join("model.safetensors")).unwrap();
+        for cut in [bytes.len() as u64 - 1, bytes.len() as u64 / 2] {
+            let file = Watched::new(&bytes, cut);
+            let e = Model::from_file_as(&config, &file, WeightsChoice::Auto).unwrap_err();
+            let e = e.to_string();
+            assert!(e.contains("watched") && e.contains("failed to fill whole buffer"), "{e}");
+        }
     }
 }
 

@@ -19,14 +19,27 @@ pub trait FileBytes {
     /// The file's length in bytes.
     fn size(&self) -> u64;
 
+    /// Bytes `range` of the file (within [`size`](Self::size)) into `out`
+    /// (as long as `range`): read straight into memory that keeps them.
+    fn read_into(&self, range: Range<u64>, out: &mut [u8]) -> Result<()>;
+
     /// Bytes `range` of the file (within [`size`](Self::size)): borrowed where
     /// the whole file is in memory, else read into their own buffer.
-    fn read(&self, range: Range<u64>) -> Result<Cow<'_, [u8]>>;
+    fn read(&self, range: Range<u64>) -> Result<Cow<'_, [u8]>> {
+        let mut out = vec![0; (range.end - range.start) as usize];
+        self.read_into(range, &mut out)?;
+        Ok(Cow::Owned(out))
+    }
 }
 
 impl FileBytes for &[u8] {
     fn size(&self) -> u64 {
         self.len() as u64
+    }
+
+    fn read_into(&self, range: Range<u64>, out: &mut [u8]) -> Result<()> {
+        out.copy_from_slice(&self[range.start as usize..range.end as usize]);
+        Ok(())
     }
 
     fn read(&self, range: Range<u64>) -> Result<Cow<'_, [u8]>> {
@@ -86,8 +99,18 @@ impl<'a> Checkpoint<'a> {
 
     /// The bytes of tensor `info` (one of this file's).
     pub fn data(&self, info: &TensorInfo) -> Result<Cow<'a, [u8]>> {
+        self.bytes.read(self.range(info))
+    }
+
+    /// The bytes of tensor `info` (one of this file's) into `out`, as long.
+    pub fn data_into(&self, info: &TensorInfo, out: &mut [u8]) -> Result<()> {
+        self.bytes.read_into(self.range(info), out)
+    }
+
+    /// Where tensor `info`'s bytes are in the file.
+    fn range(&self, info: &TensorInfo) -> Range<u64> {
         let (from, to) = info.data_offsets;
-        self.bytes.read(self.start + from as u64..self.start + to as u64)
+        self.start + from as u64..self.start + to as u64
     }
 }
 
@@ -112,15 +135,13 @@ impl FileBytes for OnDisk {
         self.len
     }
 
-    fn read(&self, range: Range<u64>) -> Result<Cow<'_, [u8]>> {
+    fn read_into(&self, range: Range<u64>, out: &mut [u8]) -> Result<()> {
         use std::io::{Read, Seek, SeekFrom};
-        let mut out = vec![0; (range.end - range.start) as usize];
         let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
         // A file cut short after its header was read: an error, not a crash.
         file.seek(SeekFrom::Start(range.start))
-            .and_then(|_| file.read_exact(&mut out))
-            .map_err(|e| super::io_error(&self.path, e))?;
-        Ok(Cow::Owned(out))
+            .and_then(|_| file.read_exact(out))
+            .map_err(|e| super::io_error(&self.path, e))
     }
 }
 
@@ -134,10 +155,11 @@ impl FileBytes for JsBytes {
         self.0.length().into()
     }
 
-    fn read(&self, range: Range<u64>) -> Result<Cow<'_, [u8]>> {
+    fn read_into(&self, range: Range<u64>, out: &mut [u8]) -> Result<()> {
         // Within the array's length (the loader reads only inside `size`),
         // which a u32 holds.
         let (from, to) = (range.start as u32, range.end as u32);
-        Ok(Cow::Owned(self.0.subarray(from, to).to_vec()))
+        self.0.subarray(from, to).copy_to(out);
+        Ok(())
     }
 }

@@ -19,6 +19,8 @@ use crate::storage::values::{Stored, StoredValues, Values};
 pub(super) struct Reader<'a> {
     /// The checkpoint's files: one, or the shards of a split checkpoint.
     pub st: &'a [Checkpoint<'a>],
+    /// Whether the matrices are stored as f16 and held so ([`Reader::all_f16`]):
+    /// then [`matrix`](Reader::matrix) reads each straight into its words.
     pub f16: bool,
     /// The format each matrix is packed in straight from its stored values
     /// ([`WeightsChoice::packed_on_read`](super::WeightsChoice::packed_on_read);
@@ -70,11 +72,37 @@ impl Reader<'_> {
         cols: usize,
         channels: Channels,
     ) -> Result<Matrix> {
+        if self.f16 {
+            return self.f16_words(name, rows, cols, channels);
+        }
         let values = self.stored(name, &[rows, cols])?;
-        Ok(match self.f16 {
-            true => Matrix::from_f16_le(rows, cols, channels, &values.data),
-            false => self.hold(rows, cols, channels, &values),
-        })
+        Ok(self.hold(rows, cols, channels, &values))
+    }
+
+    /// An f16 matrix under exactly `name`, its bytes read straight into its
+    /// words ([`Matrix::from_f16_read`]), then checked as [`stored`](Self::stored)
+    /// checks values.
+    fn f16_words(
+        &self,
+        name: &str,
+        rows: usize,
+        cols: usize,
+        channels: Channels,
+    ) -> Result<Matrix> {
+        let (file, info) = self.shaped(name, &[rows, cols])?;
+        if info.dtype != Dtype::F16 {
+            let got = format!("{:?}", info.dtype);
+            return Err(EngineError::Dtype { name: name.to_string(), got });
+        }
+        let matrix = Matrix::from_f16_read(rows, cols, channels, |out| file.data_into(info, out))?;
+        let data = bytemuck::cast_slice(matrix.words());
+        let values = StoredValues { stored: Stored::F16, data: data[..2 * rows * cols].into() };
+        match values.first_non_finite() {
+            Some((index, value)) => {
+                Err(EngineError::NonFinite { name: name.to_string(), index, value })
+            }
+            None => Ok(matrix),
+        }
     }
 
     /// A `(rows, cols)` matrix of `values` packed as `pack` says, a piece at
@@ -142,6 +170,12 @@ impl Reader<'_> {
     /// The dtype and bytes of the tensor stored under exactly `name`,
     /// checked to have `shape` before its bytes are read.
     fn view(&self, name: &str, shape: &[usize]) -> Result<(Dtype, Cow<'_, [u8]>)> {
+        let (file, info) = self.shaped(name, shape)?;
+        Ok((info.dtype, file.data(info)?))
+    }
+
+    /// The tensor stored under exactly `name`, checked to have `shape`.
+    fn shaped(&self, name: &str, shape: &[usize]) -> Result<(&Checkpoint<'_>, &TensorInfo)> {
         let (file, info) = self.tensor(name).ok_or_else(|| self.missing(name))?;
         if info.shape != shape {
             return Err(EngineError::Shape {
@@ -150,7 +184,7 @@ impl Reader<'_> {
                 got: info.shape.clone(),
             });
         }
-        Ok((info.dtype, file.data(info)?))
+        Ok((file, info))
     }
 }
 

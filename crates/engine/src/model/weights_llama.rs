@@ -50,7 +50,9 @@ pub(super) fn read(t: &Reader, config: &Config, keep_f16: bool) -> Result<Weight
     let llama = config.llama().expect("a Llama-family config");
     let blocks = |l: usize| LINEARS.map(|p| format!("layers.{l}.{p}.weight")).to_vec();
     let f16 = keep_f16 && t.all_f16(config, "embed_tokens.weight", blocks);
-    let t = &Reader { pack: if f16 { Some(Format::F16) } else { t.pack }, ..*t };
+    // Held as f16: the blocks' matrices gathered from their stored values
+    // (`pack`), the embedding and head read straight into their words (`f16`).
+    let t = &Reader { pack: if f16 { Some(Format::F16) } else { t.pack }, f16, ..*t };
     let (e, v) = (config.n_embd, config.vocab_size);
     let layers =
         (0..config.n_layer).map(|l| read_layer(t, config, llama, l)).collect::<Result<Vec<_>>>()?;

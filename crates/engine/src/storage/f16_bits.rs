@@ -49,20 +49,53 @@ pub fn raw_inputs(x: &[f32], scale: f32) -> Option<Vec<f32>> {
 /// smallest subnormal (2⁻²⁴) becomes a normal number under [`f16_pair_raw`].
 pub const F16_LIFT: u32 = 10;
 
-/// f16 bits `h` with the exponent raised by [`F16_LIFT`], subnormals
-/// normalised (their 10 bits or fewer fit the mantissa exactly); `None` when
-/// the lifted bits would not be a finite f16 number (|value| ≥ 64, or not
-/// finite): so F16C's conversion reads every lifted word as 2¹⁰ times its
-/// weight (`fast::f16c`).
-pub(super) fn lifted(h: u32) -> Option<u32> {
-    let (sign, e, m) = (h & 0x8000, (h >> 10) & 0x1f, h & 0x3ff);
-    if e == 0 && m == 0 {
-        return Some(h); // ±0
+/// Whether f16 bits `h` can be lifted: the raised exponent of a finite
+/// f16 number below 64 in magnitude (subnormals always can), so F16C's
+/// conversion reads every lifted word as 2¹⁰ times its weight
+/// (`fast::f16c`). A compare, so a scan of a matrix vectorises.
+#[inline(always)]
+pub(super) fn lifts(h: u32) -> bool {
+    (h & 0x7c00) < (31 - F16_LIFT) << 10
+}
+
+/// f16 bits `h` (one that [`lifts`]) with the exponent raised by
+/// [`F16_LIFT`]: the same number times 2¹⁰. Without a branch, so lifting a
+/// matrix vectorises (natively and in SIMD128): a normal number's exponent
+/// field is raised in place; a subnormal's 10 bits or fewer, converted to
+/// f32 exactly (`m` = 1.f · 2ᵖ), give its normalised mantissa and an
+/// exponent from which the lifted one follows (`m · 2⁻²⁴ · 2¹⁰` =
+/// 1.f · 2^(p − 14): field p + 1, f32's field 127 + p less 126); ±0 stays.
+#[inline(always)]
+pub(super) fn lift(h: u32) -> u32 {
+    let (sign, e, m) = (h & 0x8000, h & 0x7c00, h & 0x3ff);
+    let normal = h + (F16_LIFT << 10);
+    let subnormal = sign | ((m as f32).to_bits() >> 13).wrapping_sub(126 << 10);
+    match (e, m) {
+        (0, 0) => h,
+        (0, _) => subnormal,
+        _ => normal,
     }
-    if e == 0 {
-        // m · 2⁻²⁴ = 1.f · 2^(p − 24), p the top bit of m: exponent field p − 9 + LIFT
-        let p = 31 - m.leading_zeros();
-        return Some(sign | ((p + F16_LIFT - 9) << 10) | ((m << (10 - p)) & 0x3ff));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every f16 pattern: those that lift are finite numbers below 64 in
+    /// magnitude, and each lifts to a finite f16 number of 2¹⁰ times its
+    /// value (read as F16C reads it), normal unless zero.
+    #[test]
+    fn lifting_multiplies_every_value_below_64_by_1024() {
+        let value = |h: u32| f16_pair_raw(h).0 * F16_RAW_SCALE;
+        for h in 0..=u16::MAX as u32 {
+            let v = value(h);
+            assert_eq!(lifts(h), v.is_finite() && v.abs() < 64.0, "{h:#06x}");
+            if lifts(h) {
+                let up = lift(h);
+                assert!(up <= 0xffff && up & 0x7c00 != 0x7c00, "{h:#06x} → {up:#06x}");
+                assert_eq!(value(up).to_bits(), (v * 1024.0).to_bits(), "{h:#06x}");
+                assert!(v == 0.0 || up & 0x7c00 != 0, "{h:#06x} stays subnormal");
+            }
+        }
     }
-    (e + F16_LIFT < 31).then_some(sign | ((e + F16_LIFT) << 10) | m)
 }

@@ -34,16 +34,22 @@ pub fn in_parts<T: Copy + Default + Send>(
     fill: impl Fn(usize, &mut [T]) + Sync,
 ) -> Vec<T> {
     let mut out = vec![T::default(); len];
+    each_part(&mut out, part, fill);
+    out
+}
+
+/// `f(i, part)` on each part of `part` values of `values` (the last may be
+/// short), in place.
+pub fn each_part<T: Send>(values: &mut [T], part: usize, f: impl Fn(usize, &mut [T]) + Sync) {
     #[cfg(not(target_arch = "wasm32"))]
     {
         use rayon::prelude::*;
-        out.par_chunks_mut(part.max(1)).enumerate().for_each(|(i, o)| fill(i, o));
+        values.par_chunks_mut(part.max(1)).enumerate().for_each(|(i, o)| f(i, o));
     }
     #[cfg(target_arch = "wasm32")]
     {
-        for (i, o) in out.chunks_mut(part.max(1)).enumerate() {
-            fill(i, o);
+        for (i, o) in values.chunks_mut(part.max(1)).enumerate() {
+            f(i, o);
         }
     }
-    out
 }

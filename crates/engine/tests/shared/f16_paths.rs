@@ -51,6 +51,23 @@ pub fn lift_refuses_64() {
     assert_eq!(m, before);
     let mut below = Matrix::new(Format::F16, 1, 2, Channels::Cols, &[63.96875, -6.0e-8]);
     assert!(below.lift_f16() && below.is_lifted());
+    // Over several pieces (65,536 words each) and a ragged tail: a weight of
+    // 64 or more in any piece keeps the whole matrix as it was.
+    let cols = 3 * 65_536 + 1757;
+    let mut w = cases::random(2 * cols, 11);
+    w[..3].copy_from_slice(&[6.0e-8, -0.0, 63.96875]);
+    for at in [0, 2 * 65_536 + 1, 2 * cols - 1] {
+        let mut over = w.clone();
+        over[at] = -64.0;
+        let mut m = Matrix::new(Format::F16, 2, cols, Channels::Cols, &over);
+        let before = m.clone();
+        assert!(!m.lift_f16(), "64 at {at}");
+        assert_eq!(m, before, "64 at {at}");
+    }
+    let mut m = Matrix::new(Format::F16, 2, cols, Channels::Cols, &w);
+    let values = m.to_f32();
+    assert!(m.lift_f16() && m.is_lifted());
+    assert_eq!(bits(&m.to_f32()), bits(&values), "lifting keeps every value");
 }
 
 /// Random inputs of `len`, and the same with their first values at and
