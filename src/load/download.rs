@@ -39,8 +39,8 @@ pub struct BigDownload {
     /// for the CPU (a WebAssembly memory keeps its peak).
     pub worker_bytes: u64,
     /// The CPU worker's coworker's memory, when there is one: its load is the
-    /// worker's (it keeps the model, for variants, and its half of each
-    /// matrix fits where the largest matrix's bytes were).
+    /// worker's, and besides the model (kept, for variants) it holds a copy
+    /// of its half of each shared product's matrix.
     pub coworker_bytes: u64,
     /// Whether the page found WebGPU (else the worker runs the model).
     pub on_gpu: bool,
@@ -115,6 +115,11 @@ impl BigDownload {
         // its CPU layout copies each block matrix anew (in place of the
         // last; the embedding keeps its words).
         let worker_bytes = page_bytes + held.bytes(largest_block as usize);
+        // The coworker's copy of its half of every block matrix and the head
+        // (the worker reads its own half from its weights).
+        let shared =
+            config.n_layer * config.block_matrix_weights() + config.vocab_size * config.n_embd;
+        let halves = held.bytes(shared) / 2;
         BigDownload {
             file_bytes,
             page_bytes,
@@ -122,8 +127,7 @@ impl BigDownload {
             read,
             gpu_bytes: held_bytes,
             worker_bytes,
-            // The coworker loads as the worker does, keeps the model and holds its part of its matrices.
-            coworker_bytes: if coworker && !on_gpu { worker_bytes } else { 0 },
+            coworker_bytes: if coworker && !on_gpu { worker_bytes + halves } else { 0 },
             on_gpu,
         }
     }

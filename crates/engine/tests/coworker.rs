@@ -11,7 +11,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use decode_lab_engine::cpu::coworker::{self, ThreadCoworker, MIN_SHARED};
+use decode_lab_engine::cpu::coworker::{self, Panels, Side, ThreadCoworker, MIN_SHARED};
 use decode_lab_engine::cpu::CpuSession;
 use decode_lab_engine::fast::coworker::{self as hook, Coworker};
 use decode_lab_engine::model::{Model, Variant, WeightsChoice};
@@ -138,6 +138,18 @@ fn a_coworker_changes_no_logit_and_takes_every_big_product() {
     }
     let f16 = models.iter().find(|(name, _)| name == "f16 in the CPU layout").unwrap();
     assert!(f16.1.weights.layers[0].c_fc_weight.f16_panels().is_some(), "f16 panels are cut");
+    // The engine's thread reads its part of column panels and head rows from
+    // the model itself; halves of row-major rows, and the coworker's part,
+    // are copies of their own.
+    for (name, model) in &models {
+        let blocks = model.weights.layers.iter().flat_map(|l| l.matrices());
+        let in_panels = blocks.clone().all(|m| m.panel_major());
+        let mine = Panels::new(model, Side::Mine).unwrap().copied_bytes();
+        let theirs = Panels::new(model, Side::Theirs).unwrap().copied_bytes();
+        assert_eq!(mine == 0, in_panels, "{name}: {mine} bytes copied");
+        let half = blocks.map(|m| m.bytes()).sum::<u64>() / 2;
+        assert!(theirs > half, "{name}: the coworker holds {theirs} bytes");
+    }
     for (name, model) in models {
         let alone = run(&model);
         let (shared, started, still) = with_coworker(&model, usize::MAX);

@@ -131,7 +131,7 @@ impl Exchange {
     fn run(&self, panels: &Panels) -> i32 {
         let mut x = vec![0.0; self.get(X_LEN).max(0) as usize]; // (rows, k)
         self.x.subarray(0, x.len() as u32).copy_to(&mut x);
-        match panels.run(self.get(JOB).max(0) as usize, &x) {
+        match panels.run(self.get(JOB).max(0) as usize, None, &x) {
             Ok(part) if part.len() <= self.part.length() as usize => {
                 self.part.subarray(0, part.len() as u32).copy_from(&part);
                 self.set(PART_LEN, part.len() as i32);

@@ -6,7 +6,10 @@
 //! the columns, `split..n`) and the LM head (the second half of the
 //! vocabulary rows): the products that read every weight once per token and
 //! so bound a decode step. The coworker holds only its part of each, as
-//! matrices of their own (contiguous, so its loops stream them).
+//! matrices of their own (contiguous, so its loops stream them); the
+//! engine's thread computes its part straight from the model's matrix where
+//! that part is one run of its words (column panels, head rows: the CPU
+//! layout's), else from a copy likewise.
 
 use std::ops::Range;
 
@@ -146,7 +149,8 @@ pub fn buffer_floats(model: &Model) -> Result<(usize, usize)> {
 }
 
 /// Installs `coworker` on this thread for `model`'s products (this thread
-/// keeps a copy of its own part of each: [`Side::Mine`] panels).
+/// computes its own part of each from `model`'s matrix, or from a copy of
+/// it where the part is not one run of words: [`Side::Mine`] panels).
 pub fn install(model: &Model, coworker: Box<dyn Coworker>) -> Result<()> {
     let (held, mine) = mine(model)?;
     coworker::install(&held, ROWS_MAX, mine, coworker);
@@ -158,7 +162,7 @@ pub fn install(model: &Model, coworker: Box<dyn Coworker>) -> Result<()> {
 fn mine(model: &Model) -> Result<(Vec<coworker::Split<'_>>, coworker::Mine)> {
     let mine = Panels::new(model, Side::Mine)?;
     let held = jobs(model).iter().map(|j| (j.w, j.split, j.n())).collect();
-    Ok((held, Box::new(move |job: usize, x: &[f32]| mine.run(job, x).ok())))
+    Ok((held, Box::new(move |job: usize, w: &Matrix, x: &[f32]| mine.run(job, Some(w), x).ok())))
 }
 
 /// Makes `variant` of the loaded model `model` on this thread while the
@@ -199,29 +203,47 @@ pub enum Side {
     Theirs,
 }
 
-/// One side's part of each job's matrix (and bias), laid out on its own.
+/// One side's part of each job's matrix (and bias).
 pub struct Panels {
-    parts: Vec<(Matrix, Option<Vec<f32>>)>, // (jobs): panel or head shard, bias part
+    parts: Vec<Part>, // (jobs)
+}
+
+/// One side's part of a job: its outputs (a matmul's columns, head rows),
+/// their bias, and the part's own copy of the matrix's words unless it is
+/// computed from the matrix itself.
+struct Part {
+    outputs: Range<usize>,
+    bias: Option<Vec<f32>>,
+    own: Option<Matrix>,
 }
 
 impl Panels {
-    /// `side`'s parts of `model`'s jobs (the model may be dropped after).
+    /// `side`'s parts of `model`'s jobs. The coworker's are copies (the
+    /// model may be dropped after); the engine's thread's are read from the
+    /// model's own matrices where they are one run of words (whole panels of
+    /// columns, head rows: at 124M f16, 125 MB of copies not made).
     pub fn new(model: &Model, side: Side) -> Result<Panels> {
         buffer_floats(model)?;
         let parts = jobs(model)
             .iter()
             .map(|j| {
                 let c = j.part(side);
-                match j.bias {
-                    Some(bias) => {
-                        let panel = j.w.columns(c.clone()).expect("checked by cuts()");
-                        (panel, Some(bias[c].to_vec()))
-                    }
-                    None => (j.w.shard(c.start, c.end), None),
-                }
+                let in_place = side == Side::Mine && (j.bias.is_none() || j.w.panel_major());
+                let own = match (in_place, j.bias) {
+                    (true, _) => None,
+                    (false, Some(_)) => Some(j.w.columns(c.clone()).expect("checked by cuts()")),
+                    (false, None) => Some(j.w.shard(c.start, c.end)),
+                };
+                let bias = j.bias.map(|b| b[c.clone()].to_vec());
+                Part { outputs: c, bias, own }
             })
             .collect();
         Ok(Panels { parts })
+    }
+
+    /// Bytes of the copies of matrices held (words and scales).
+    pub fn copied_bytes(&self) -> u64 {
+        self.parts.iter().filter_map(|p| p.own.as_ref()).map(Matrix::bytes).sum()
     }
 
     /// Holds `more` as jobs `first_job..` (dropping any held from there).
@@ -230,24 +252,29 @@ impl Panels {
         self.parts.extend(more.parts);
     }
 
-    /// Job `job`'s part for rows `x`: `(rows, its width)`.
-    pub fn run(&self, job: usize, x: &[f32]) -> Result<Vec<f32>> {
-        let (w, bias) = self
-            .parts
-            .get(job)
-            .ok_or_else(|| EngineError::Remote(format!("the coworker has no job {job}")))?;
-        let (k, n) = match bias {
-            Some(_) => (w.rows, w.cols),
-            None => (w.cols, w.rows),
+    /// Job `job`'s part for rows `x`: `(rows, its width)`, from its own copy
+    /// or from `w`, the job's matrix (the engine's thread's, in place).
+    pub fn run(&self, job: usize, w: Option<&Matrix>, x: &[f32]) -> Result<Vec<f32>> {
+        let no_job = || EngineError::Remote(format!("the coworker has no job {job}"));
+        let part = self.parts.get(job).ok_or_else(no_job)?;
+        let (w, c) = match (&part.own, w) {
+            (Some(own), _) => (own, 0..part.outputs.len()),
+            (None, Some(w)) => (w, part.outputs.clone()),
+            (None, None) => return Err(no_job()),
+        };
+        let k = match part.bias {
+            Some(_) => w.rows,
+            None => w.cols,
         };
         let rows = x.len() / k.max(1);
         if rows * k != x.len() || rows > ROWS_MAX {
             return Err(EngineError::Remote(format!("job {job}: x of {} floats", x.len())));
         }
+        let n = c.len();
         let mut out = vec![0.0; rows * n]; // (rows, n)
-        match bias {
-            Some(bias) => fast::matmul::run(x, w, bias, &mut out),
-            None => fast::lm_head::run(x, w, 0, n, 0, rows, &mut out),
+        match &part.bias {
+            Some(bias) => fast::matmul::run_columns(x, w, c, bias, &mut out),
+            None => fast::lm_head::rows_of(x, w, c, &mut out, n),
         }
         Ok(out)
     }
@@ -283,7 +310,7 @@ impl ThreadCoworker {
         std::thread::spawn(move || {
             for ask in ask_rx {
                 let answer = match ask {
-                    Ask::Job(job, x) => panels.run(job, &x),
+                    Ask::Job(job, x) => panels.run(job, None, &x),
                     Ask::Variant(first_job, code) => their_variant(&model, code, room)
                         .map(|more| panels.hold_at(first_job, more))
                         .map(|()| Vec::new()),

@@ -4,9 +4,10 @@
 //! of part of every large matrix (`cpu::coworker::Panels`). While one is
 //! installed on this thread, [`matmul`](super::matmul) and
 //! [`lm_head`](super::lm_head) hand it x, compute their own part meanwhile
-//! (from a copy of their part laid out on its own: half of each row of a
-//! row-major matrix streams from memory nearly as slowly as the whole row)
-//! and take its part back. Each output is still computed whole by one thread
+//! (straight from the matrix where their part is one run of its words —
+//! column panels, head rows — else from a copy of their part laid out on
+//! its own: half of each row of a row-major matrix streams from memory
+//! nearly as slowly as the whole row) and take its part back. Each output is still computed whole by one thread
 //! with the arithmetic of an unsplit run, so the numbers are the same bit for
 //! bit; a coworker that fails is dropped and its part computed here.
 
@@ -38,9 +39,9 @@ pub trait Coworker {
 /// the matrix, where its outputs split, and its outputs.
 pub type Split<'a> = (&'a Matrix, usize, usize);
 
-/// This thread's part of job `job` for rows `x` (`(rows, split)`), from
-/// its own copy of that part.
-pub type Mine = Box<dyn Fn(usize, &[f32]) -> Option<Vec<f32>>>;
+/// This thread's part of job `job`, a product with matrix `w`, for rows `x`
+/// (`(rows, split)`): from `w` itself, or from its own copy of that part.
+pub type Mine = Box<dyn Fn(usize, &Matrix, &[f32]) -> Option<Vec<f32>>>;
 
 /// One matrix the coworker holds part of: where, and from which of its `n`
 /// outputs (a matmul's columns, the LM head's vocabulary rows) its part starts.
@@ -60,9 +61,9 @@ struct Installed {
 
 impl Installed {
     /// This thread's part of job `job`.
-    fn mine(&self, job: usize, x: &[f32]) -> Option<Vec<f32>> {
+    fn mine(&self, job: usize, w: &Matrix, x: &[f32]) -> Option<Vec<f32>> {
         let (first, mine) = self.mine.iter().rev().find(|(first, _)| *first <= job)?;
-        mine(job - first, x)
+        mine(job - first, w, x)
     }
 }
 
@@ -209,7 +210,7 @@ fn share(
     if rows > i.rows_max || !i.coworker.start(job, x) {
         return None;
     }
-    let mine = i.mine(job, x);
+    let mine = i.mine(job, w, x);
     let mut theirs = vec![0.0; rows * (n - split)]; // (rows, n - split)
     let done = i.coworker.finish(&mut theirs);
     Some((split, mine?, done.then_some(theirs)))

@@ -43,13 +43,29 @@ pub fn run(
         }
         return;
     }
+    rows_of(x, lm_head, 0..n_vocab, &mut logits[v0..], vocab_size);
+}
+
+/// The logits of head rows `vr` for each row of `x`, shared among threads:
+/// row `r`'s at `out[r * stride..][..vr.len()]`. [`run`] unshared, and the
+/// coworker's engine thread's part straight from the head it splits.
+pub(crate) fn rows_of(
+    x: &[f32],
+    lm_head: &Matrix,
+    vr: Range<usize>,
+    out: &mut [f32],
+    stride: usize,
+) {
+    let (n, n_embd) = (vr.len(), lm_head.cols);
+    let n_out = x.len() / n_embd.max(1);
     // Whole row panels a thread (the f32 head's CPU layout; any cut gives
-    // the same bits).
-    let parts = parallel::parts(n_vocab, n_vocab * n_embd * n_out, row_panels::ROWS);
-    let outs = parallel::map(parts.clone(), |vr| part(x, lm_head, vr));
-    for (vr, o) in parts.into_iter().zip(outs) {
-        for (r, pr) in o.chunks_exact(vr.len()).enumerate() {
-            logits[r * vocab_size + v0 + vr.start..][..vr.len()].copy_from_slice(pr);
+    // the same bits), counted from 0 (`vr` starts on a shard boundary).
+    let parts = parallel::parts(n, n * n_embd * n_out, row_panels::ROWS);
+    let outs =
+        parallel::map(parts.clone(), |p| part(x, lm_head, vr.start + p.start..vr.start + p.end));
+    for (p, o) in parts.into_iter().zip(outs) {
+        for (r, pr) in o.chunks_exact(p.len()).enumerate() {
+            out[r * stride + p.start..][..p.len()].copy_from_slice(pr);
         }
     }
 }

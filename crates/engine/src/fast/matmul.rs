@@ -26,7 +26,7 @@ const ROW_BLOCK: usize = 16;
 /// 0..k (the same rounding as one at a time), whatever the format's path and
 /// however the columns are shared among threads.
 pub fn run(x: &[f32], w: &Matrix, bias: &[f32], out: &mut [f32]) {
-    let (k, n) = (w.rows, w.cols);
+    let n = w.cols;
     let m = out.len() / n.max(1);
     let theirs_here = |s: usize| {
         let mut part = vec![0.0; m * (n - s)]; // (m, n - s)
@@ -41,18 +41,28 @@ pub fn run(x: &[f32], w: &Matrix, bias: &[f32], out: &mut [f32]) {
         }
         return;
     }
+    run_columns(x, w, 0..n, bias, out);
+}
+
+/// Columns `c` of the product (`bias` and `out`, `(m, c.len())`, hold only
+/// those), shared among threads: [`run`] unshared, and the coworker's
+/// engine thread's part straight from the matrix it splits.
+pub(crate) fn run_columns(x: &[f32], w: &Matrix, c: Range<usize>, bias: &[f32], out: &mut [f32]) {
+    let (k, n) = (w.rows, c.len());
+    let m = out.len() / n.max(1);
+    // Parts on shard boundaries counted from 0 (`c` starts on one).
     let parts = parallel::parts(n, m * k * n, SHARD_ALIGN);
     if parts.len() == 1 {
-        return run_part(x, w, 0..n, bias, out);
+        return run_part(x, w, c, bias, out);
     }
-    let outs = parallel::map(parts.clone(), |c| {
-        let mut o = vec![0.0; m * c.len()]; // (m, c.len()) this part's columns
-        run_part(x, w, c.clone(), &bias[c], &mut o);
+    let outs = parallel::map(parts.clone(), |p| {
+        let mut o = vec![0.0; m * p.len()]; // (m, p.len()) this part's columns
+        run_part(x, w, c.start + p.start..c.start + p.end, &bias[p], &mut o);
         o
     });
-    for (c, o) in parts.into_iter().zip(outs) {
-        for (or, pr) in out.chunks_exact_mut(n).zip(o.chunks_exact(c.len())) {
-            or[c.clone()].copy_from_slice(pr);
+    for (p, o) in parts.into_iter().zip(outs) {
+        for (or, pr) in out.chunks_exact_mut(n).zip(o.chunks_exact(p.len())) {
+            or[p.clone()].copy_from_slice(pr);
         }
     }
 }

@@ -55,6 +55,14 @@ impl Matrix {
         self.cols.is_multiple_of(step).then_some(step)
     }
 
+    /// Whether whole panels of columns are one run of words (column panels,
+    /// or panels for 8-bit activations: the CPU layout's block matrices), so
+    /// a product's part streams from the matrix itself as fast as from a
+    /// copy ([`columns`](Self::columns) of it).
+    pub fn panel_major(&self) -> bool {
+        self.panels || matches!(self.int8_activations, Some(Dot8::Quads | Dot8::Octs))
+    }
+
     /// Columns `c` as a matrix of their own, the same words and scales
     /// copied, not repacked (a coworker's part of a matmul: each output is
     /// computed from the same bits as before); `None` unless
