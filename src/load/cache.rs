@@ -8,7 +8,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Cache, Response};
 
-use super::download::FILE_LIMIT;
+use super::download::{size, FILE_LIMIT};
 use super::stored::{
     check_stored, checksum_key, file_name, notice, record_checksum, record_of, store_failed,
     text_response, ABSENT, PENDING,
@@ -300,7 +300,8 @@ async fn read_body(
             let value = Uint8Array::new(&value);
             let need = u64::from(len) + u64::from(value.length());
             if need > FILE_LIMIT {
-                return Err(format!("{url} is over {FILE_LIMIT} bytes, more than a page can hold"));
+                let limit = size(FILE_LIMIT);
+                return Err(format!("{url} is over {limit}, more than a page can hold"));
             }
             if need > u64::from(bytes.length()) {
                 // A body longer than its length said, or of no stated length.
@@ -326,5 +327,5 @@ fn new_array(url: &str, len: u64) -> Result<Uint8Array, String> {
     let class: &js_sys::Function = class.unchecked_ref();
     let made = Reflect::construct(class, &js_sys::Array::of1(&(len as f64).into()));
     made.map(JsCast::unchecked_into)
-        .map_err(|e| format!("no room for {url} ({len} bytes) in this page: {}", js_error(&e)))
+        .map_err(|e| format!("no room for {url} ({}) in this page: {}", size(len), js_error(&e)))
 }
