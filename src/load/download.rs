@@ -35,12 +35,14 @@ pub struct BigDownload {
     /// The weights as held, on the GPU (or in the CPU engine).
     pub gpu_bytes: u64,
     /// The CPU worker's memory, when it runs the model: its copy of the file,
-    /// the page's load over again and the largest block matrix laid out anew
-    /// for the CPU (a WebAssembly memory keeps its peak).
+    /// the page's load over again, the largest block matrix laid out anew
+    /// for the CPU (a WebAssembly memory keeps its peak) and, with a coworker
+    /// and int8 or int4 blocks (row-major in a page), a copy of its half of
+    /// each.
     pub worker_bytes: u64,
     /// The CPU worker's coworker's memory, when there is one: its load is the
-    /// worker's, and besides the model (kept, for variants) it holds a copy
-    /// of its half of each shared product's matrix.
+    /// worker's (both keep the model and read their halves of each product
+    /// from it, or from copies of them: see `worker_bytes`).
     pub coworker_bytes: u64,
     /// Whether the page found WebGPU (else the worker runs the model).
     pub on_gpu: bool,
@@ -113,13 +115,17 @@ impl BigDownload {
         let page_bytes = file_bytes + wasm_bytes;
         // The worker's load is the page's, from its own copy of the file; then
         // its CPU layout copies each block matrix anew (in place of the
-        // last; the embedding keeps its words).
-        let worker_bytes = page_bytes + held.bytes(largest_block as usize);
-        // The coworker's copy of its half of every block matrix and the head
-        // (the worker reads its own half from its weights).
-        let shared =
-            config.n_layer * config.block_matrix_weights() + config.vocab_size * config.n_embd;
-        let halves = held.bytes(shared) / 2;
+        // last; the embedding keeps its words). With a coworker, each reads
+        // its half of a product from its weights where that half is one run
+        // of words (column panels, head rows), and copies half of each row
+        // of a row-major block matrix (int8 and int4 in a page).
+        let shares = coworker && !on_gpu;
+        let row_major = matches!(held, Format::Int8 | Format::Int8PerTensor | Format::Int4);
+        let halves = match shares && row_major {
+            true => held.bytes(config.n_layer * config.block_matrix_weights()) / 2,
+            false => 0,
+        };
+        let worker_bytes = page_bytes + held.bytes(largest_block as usize) + halves;
         BigDownload {
             file_bytes,
             page_bytes,
@@ -127,7 +133,7 @@ impl BigDownload {
             read,
             gpu_bytes: held_bytes,
             worker_bytes,
-            coworker_bytes: if coworker && !on_gpu { worker_bytes + halves } else { 0 },
+            coworker_bytes: if shares { worker_bytes } else { 0 },
             on_gpu,
         }
     }

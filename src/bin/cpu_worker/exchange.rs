@@ -12,6 +12,7 @@
 use engine::cpu::coworker::{self, Panels};
 use engine::fast::coworker::Coworker;
 use engine::model::Model;
+use engine::storage::matrix::Matrix;
 use js_sys::{Atomics, Float32Array, Int32Array, Reflect, SharedArrayBuffer};
 use wasm_bindgen::{JsCast, JsValue};
 
@@ -101,10 +102,12 @@ impl Exchange {
     /// forever (the page ends the worker).
     pub fn serve(&self, model: &Model, mut panels: Panels) -> ! {
         let room = (self.x.length() as usize, self.part.length() as usize);
+        // Parts held in place are read from these (a variant's are copies).
+        let matrices = coworker::job_matrices(model);
         loop {
             let state = self.get(STATE);
             let done = match state {
-                ASKED => self.run(&panels),
+                ASKED => self.run(&panels, &matrices),
                 MAKE => {
                     let code = [0, 1, 2, 3].map(|i| self.get(VARIANT + i));
                     let first_job = self.get(JOB).max(0) as usize;
@@ -128,10 +131,11 @@ impl Exchange {
     }
 
     /// The asked job's part, put in place: `DONE`, or `FAILED`.
-    fn run(&self, panels: &Panels) -> i32 {
+    fn run(&self, panels: &Panels, matrices: &[&Matrix]) -> i32 {
         let mut x = vec![0.0; self.get(X_LEN).max(0) as usize]; // (rows, k)
         self.x.subarray(0, x.len() as u32).copy_to(&mut x);
-        match panels.run(self.get(JOB).max(0) as usize, None, &x) {
+        let job = self.get(JOB).max(0) as usize;
+        match panels.run(job, matrices.get(job).copied(), &x) {
             Ok(part) if part.len() <= self.part.length() as usize => {
                 self.part.subarray(0, part.len() as u32).copy_from(&part);
                 self.set(PART_LEN, part.len() as i32);

@@ -5,11 +5,11 @@
 //! A job is each block's four matmuls (the coworker takes the right half of
 //! the columns, `split..n`) and the LM head (the second half of the
 //! vocabulary rows): the products that read every weight once per token and
-//! so bound a decode step. The coworker holds only its part of each, as
-//! matrices of their own (contiguous, so its loops stream them); the
-//! engine's thread computes its part straight from the model's matrix where
-//! that part is one run of its words (column panels, head rows: the CPU
-//! layout's), else from a copy likewise.
+//! so bound a decode step. Each side computes its part straight from its
+//! own copy of the model's matrix where that part is one run of its words
+//! (column panels, head rows: the CPU layout's), else from a copy of the
+//! part as a matrix of its own (contiguous, so its loops stream it); a
+//! variant the coworker makes and drops is held as copies.
 
 use std::ops::Range;
 
@@ -165,6 +165,12 @@ fn mine(model: &Model) -> Result<(Vec<coworker::Split<'_>>, coworker::Mine)> {
     Ok((held, Box::new(move |job: usize, w: &Matrix, x: &[f32]| mine.run(job, Some(w), x).ok())))
 }
 
+/// Each job's matrix in `model`, in job order: what [`Panels::run`] reads
+/// a part held in place from.
+pub fn job_matrices(model: &Model) -> Vec<&Matrix> {
+    jobs(model).iter().map(|j| j.w).collect()
+}
+
 /// Makes `variant` of the loaded model `model` on this thread while the
 /// installed coworker, if any, makes it from its own copy; once both have,
 /// the variant's products are shared as the loaded model's are. (Made
@@ -192,7 +198,7 @@ pub fn their_variant(model: &Model, code: [i32; 4], room: (usize, usize)) -> Res
     if x > room.0 || part > room.1 {
         return Err(EngineError::Remote("the variant's products outgrow the buffer".into()));
     }
-    Panels::new(&made, Side::Theirs)
+    Panels::copied(&made, Side::Theirs)
 }
 
 /// Which part of each product: the engine's thread's first outputs, or the
@@ -210,7 +216,7 @@ pub struct Panels {
 
 /// One side's part of a job: its outputs (a matmul's columns, head rows),
 /// their bias, and the part's own copy of the matrix's words unless it is
-/// computed from the matrix itself.
+/// computed from the matrix itself (handed to [`Panels::run`]).
 struct Part {
     outputs: Range<usize>,
     bias: Option<Vec<f32>>,
@@ -218,17 +224,27 @@ struct Part {
 }
 
 impl Panels {
-    /// `side`'s parts of `model`'s jobs. The coworker's are copies (the
-    /// model may be dropped after); the engine's thread's are read from the
-    /// model's own matrices where they are one run of words (whole panels of
-    /// columns, head rows: at 124M f16, 125 MB of copies not made).
+    /// `side`'s parts of `model`'s jobs, read from the model's own matrices
+    /// where they are one run of words (whole panels of columns, head rows:
+    /// at 124M f16, 124 MB of copies not made on each side), so the model
+    /// must be kept and its job's matrix handed to [`run`](Self::run).
     pub fn new(model: &Model, side: Side) -> Result<Panels> {
+        Panels::cut(model, side, true)
+    }
+
+    /// `side`'s parts of `model`'s jobs, each a copy of its own (the model
+    /// may be dropped after: a variant the coworker makes).
+    pub fn copied(model: &Model, side: Side) -> Result<Panels> {
+        Panels::cut(model, side, false)
+    }
+
+    fn cut(model: &Model, side: Side, kept: bool) -> Result<Panels> {
         buffer_floats(model)?;
         let parts = jobs(model)
             .iter()
             .map(|j| {
                 let c = j.part(side);
-                let in_place = side == Side::Mine && (j.bias.is_none() || j.w.panel_major());
+                let in_place = kept && (j.bias.is_none() || j.w.panel_major());
                 let own = match (in_place, j.bias) {
                     (true, _) => None,
                     (false, Some(_)) => Some(j.w.columns(c.clone()).expect("checked by cuts()")),
@@ -253,7 +269,7 @@ impl Panels {
     }
 
     /// Job `job`'s part for rows `x`: `(rows, its width)`, from its own copy
-    /// or from `w`, the job's matrix (the engine's thread's, in place).
+    /// or from `w`, the job's matrix (a part held in place).
     pub fn run(&self, job: usize, w: Option<&Matrix>, x: &[f32]) -> Result<Vec<f32>> {
         let no_job = || EngineError::Remote(format!("the coworker has no job {job}"));
         let part = self.parts.get(job).ok_or_else(no_job)?;
@@ -308,9 +324,10 @@ impl ThreadCoworker {
         let (asks, ask_rx) = std::sync::mpsc::channel::<Ask>();
         let (part_tx, parts) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
+            let matrices = job_matrices(&model);
             for ask in ask_rx {
                 let answer = match ask {
-                    Ask::Job(job, x) => panels.run(job, None, &x),
+                    Ask::Job(job, x) => panels.run(job, matrices.get(job).copied(), &x),
                     Ask::Variant(first_job, code) => their_variant(&model, code, room)
                         .map(|more| panels.hold_at(first_job, more))
                         .map(|()| Vec::new()),
