@@ -96,13 +96,8 @@ impl Reader<'_> {
         }
         let matrix = Matrix::from_f16_read(rows, cols, channels, |out| file.data_into(info, out))?;
         let data = bytemuck::cast_slice(matrix.words());
-        let values = StoredValues { stored: Stored::F16, data: data[..2 * rows * cols].into() };
-        match values.first_non_finite() {
-            Some((index, value)) => {
-                Err(EngineError::NonFinite { name: name.to_string(), index, value })
-            }
-            None => Ok(matrix),
-        }
+        finite(name, &StoredValues { stored: Stored::F16, data: data[..2 * rows * cols].into() })?;
+        Ok(matrix)
     }
 
     /// A `(rows, cols)` matrix of `values` packed as `pack` says, a piece at
@@ -161,9 +156,7 @@ impl Reader<'_> {
             }
         };
         let values = StoredValues { stored, data };
-        if let Some((index, value)) = values.first_non_finite() {
-            return Err(EngineError::NonFinite { name: name.to_string(), index, value });
-        }
+        finite(name, &values)?;
         Ok(values)
     }
 
@@ -191,5 +184,15 @@ impl Reader<'_> {
 impl Reader<'_> {
     pub(super) fn missing(&self, name: &str) -> EngineError {
         EngineError::MissingTensor { name: name.to_string(), prefix: self.prefix }
+    }
+}
+
+/// An error naming the first value of tensor `name` that is not finite, if any.
+fn finite(name: &str, values: &StoredValues) -> Result<()> {
+    match values.first_non_finite() {
+        Some((index, value)) => {
+            Err(EngineError::NonFinite { name: name.to_string(), index, value })
+        }
+        None => Ok(()),
     }
 }
