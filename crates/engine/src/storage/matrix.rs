@@ -3,7 +3,7 @@
 //! directly, so the browser's CPU fallback gets the smaller formats too).
 
 use super::panels::{self, PANEL};
-use super::pieces::{each_part, in_parts, PIECE};
+use super::pieces::{each_part, in_pieces, PIECE};
 use super::quads::Dot8;
 use super::row_panels;
 use super::values::Values;
@@ -211,13 +211,11 @@ impl Matrix {
         // compiler vectorises), natively on every core: this was 16 % of an
         // f16 model's load on one thread, a half at a time.
         let halves = |w: u32| [w & 0xffff, w >> 16];
-        let fits = |words: &[u32]| {
-            words.iter().fold(true, |all, &w| all & lifts(w & 0xffff) & lifts(w >> 16))
-        };
-        let pieces = in_parts(self.words.len().div_ceil(PIECE), 1, |i, out| {
-            out[0] = fits(&self.words[i * PIECE..((i + 1) * PIECE).min(self.words.len())]);
+        let fits = in_pieces(self.words.len(), PIECE, |piece, out| {
+            let words = self.words[piece].iter();
+            out[0] = words.fold(true, |all, &w| all & lifts(w & 0xffff) & lifts(w >> 16));
         });
-        if !pieces.into_iter().all(|fits| fits) {
+        if !fits.into_iter().all(|fits| fits) {
             return false;
         }
         each_part(&mut self.words, PIECE, |_, words| {
