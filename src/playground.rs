@@ -193,14 +193,19 @@ pub fn StatsLine(driver: Driver) -> impl IntoView {
     // The WGSL kernels' profile on WebGPU (read with each step: a lost
     // device moves the page to the CPU engine, which has none).
     let kernels = move || driver.lab.with_value(|l| l.backend.kernels());
+    // Before the first decode step there is no figure to show, not a 0.0.
+    let decode = move || match s().tokens_per_s > 0.0 {
+        true => format!("decode {:.1} ms/token · {:.1} tokens/s", s().decode_ms, s().tokens_per_s),
+        false => "decode: no step yet".to_string(),
+    };
     view! {
         <p class="stats" data-testid="stats" data-prefill-ms=move || s().prefill_ms.to_string()
             data-decode-ms=move || s().decode_ms.to_string() data-tokens-per-s=move || s().tokens_per_s.to_string()
             data-workers=move || s().workers.map(|w| w.to_string())
             data-kernels=move || { s(); kernels() }>
             {move || format!(
-                "prefill {} tokens in {:.1} ms · decode {:.1} ms/token · {:.1} tokens/s · context {}/{} · KV cache {:.1} KiB{}{}",
-                s().prompt_tokens, s().prefill_ms, s().decode_ms, s().tokens_per_s, s().context, s().n_positions,
+                "prefill {} tokens in {:.1} ms · {} · context {}/{} · KV cache {:.1} KiB{}{}",
+                s().prompt_tokens, s().prefill_ms, decode(), s().context, s().n_positions,
                 s().kv_bytes as f64 / 1024.0,
                 match s().workers {
                     Some(1) => " · 1 worker".to_string(),

@@ -27,11 +27,14 @@ for (const backend of ['webgpu', 'cpu']) {
     const kernels = backend === 'webgpu' ? 'cpu' : null;
     assert.equal(await page.getAttribute('[data-testid=backend]', 'data-kernels'), kernels);
     if (kernels) assert.match(await page.getAttribute('[data-testid=backend]', 'title'), /WGSL kernels: cpu \(the adapter is a CPU\)/);
+    // No decode step yet: the line says so rather than showing 0.0 ms/token.
+    assert.match(await page.textContent('[data-testid=stats]'), / · decode: no step yet · /);
     await set(page, 'prompt', PROMPT);
     await set(page, 'temperature', 0);
     await set(page, 'max-tokens', 24);
     assert.equal(await generate(page), cliGreedy(24));
     assert.equal(await page.getAttribute('[data-testid=stats]', 'data-kernels'), kernels);
+    assert.match(await page.textContent('[data-testid=stats]'), / · decode [\d.]+ ms\/token · [\d.]+ tokens\/s · /);
     await page.screenshot({ path: `${ARTIFACTS}/playground-${backend}.png`, fullPage: true });
     await noFatal(page);
     await page.close();
