@@ -90,6 +90,11 @@ pub fn NumberControl(
 /// editor and is skipped here).
 #[component]
 pub fn ControlsPanel(controls: Controls, shown: Shown) -> impl IntoView {
+    // No panel where no control but the prompt (which has its own editor)
+    // is shown: an empty one kept a grid column and a landmark with nothing in it.
+    if shown.controls.iter().all(|&(control, _)| control == Control::Prompt) {
+        return ().into_any();
+    }
     let views = shown
         .controls
         .iter()
@@ -112,7 +117,7 @@ pub fn ControlsPanel(controls: Controls, shown: Shown) -> impl IntoView {
             }
         })
         .collect_view();
-    view! { <section class="controls" aria-label="sampling controls">{views}</section> }
+    view! { <section class="controls" aria-label="sampling controls">{views}</section> }.into_any()
 }
 
 /// The seed, with a button that draws a new one.

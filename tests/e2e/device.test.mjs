@@ -26,6 +26,10 @@ for (const backend of ['webgpu', 'cpu']) {
     await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
     const ready = Number(await page.getAttribute('[data-testid=device-load]', 'data-ready-at'));
     assert.ok(ready > 0, `ready at ${ready} ms`);
+    // No controls to show: no empty panel for them, and the figures take the whole width.
+    assert.equal(await page.locator('.device > .controls').count(), 0);
+    const [editor, panel] = await Promise.all(['.device > .editor', '.device > .panel'].map((s) => page.locator(s).boundingBox()));
+    assert.ok(Math.abs(panel.x - editor.x) < 1 && panel.width > 0.9 * editor.width, JSON.stringify({ editor, panel }));
     await page.click('[data-testid=measure-device]');
     await page.waitForSelector('[data-testid=device-report]', { timeout: 300_000 });
     await idle(page);
