@@ -30,7 +30,8 @@ pub(crate) fn table_csv(table: &web_sys::Element) -> String {
     out
 }
 
-fn quote(cell: &str) -> String {
+/// `cell` as one CSV cell: quoted where it holds a comma, a quote or a line break.
+pub(crate) fn quote(cell: &str) -> String {
     match cell.contains([',', '"', '\n', '\r']) {
         true => format!("\"{}\"", cell.replace('"', "\"\"")),
         false => cell.to_string(),

@@ -121,9 +121,16 @@ fn AsTable(series: Vec<Series>, x_label: &'static str, y_label: &'static str) ->
 
 /// Every chart's text alternative: its numbers as a table behind "Show as
 /// table" (a `details`, so a keyboard and a screen reader reach it); the
-/// first cell of each row is its row header.
+/// first cell of each row is its row header. Above it the chart's **Copy as
+/// PNG** and **Download CSV**: the table's cells as shown, or `csv` where
+/// the chart has more to give than its rounded cells (the attention map).
 #[component]
-pub fn ChartTable(caption: String, head: Vec<String>, rows: Vec<Vec<String>>) -> impl IntoView {
+pub fn ChartTable(
+    caption: String,
+    head: Vec<String>,
+    rows: Vec<Vec<String>>,
+    #[prop(optional)] csv: Option<Callback<(), String>>,
+) -> impl IntoView {
     let head = head.into_iter().map(|h| view! { <th scope="col">{h}</th> }).collect_view();
     let rows = rows
         .into_iter()
@@ -143,8 +150,12 @@ pub fn ChartTable(caption: String, head: Vec<String>, rows: Vec<Vec<String>>) ->
     let slug = crate::csv::slug(&caption);
     let csv_name = format!("decode-lab-{slug}.csv");
     let download = move |_| {
-        if let Some(t) = table.run(()) {
-            crate::csv::save(&csv_name, &crate::csv::table_csv(&t));
+        let text = match csv {
+            Some(csv) => Some(csv.run(())),
+            None => table.run(()).map(|t| crate::csv::table_csv(&t)),
+        };
+        if let Some(text) = text {
+            crate::csv::save(&csv_name, &text);
         }
     };
     view! {

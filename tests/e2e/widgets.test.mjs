@@ -3,6 +3,7 @@
 // Run by `./tools/dev test` next to playground.test.mjs (same environment).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { startLab, waitSettled, noFatal, noSeriousA11y, set, generate, bars, cliGreedy, modelRequests, settledModelRequests, ARTIFACTS, WIDGET_TABLE } from './helpers.mjs';
 
 const lab = await startLab();
@@ -572,8 +573,13 @@ test('logit-lens: the CPU engine and WebGPU read the same grid', () => {
 // The attention maps are read live on each engine; the exported CSV is the
 // check that every row is a distribution that never looks ahead.
 const headRows = {};
-const csvRows = (href) => decodeURIComponent(href.slice(href.indexOf(',') + 1)).trim().split('\n').slice(1)
-  .map((line) => { const f = line.split(','); return { query: Number(f[2]), key: Number(f[3]), weight: Number(f[f.length - 1]) }; });
+// The chosen map's Download CSV, as its lines' query, key and weight (the
+// first two fields and the last: a token's text may hold a quoted comma).
+const mapCsv = async (page) => {
+  const [file] = await Promise.all([page.waitForEvent('download'), page.click('.attention [aria-label^="Download CSV: layer"]')]);
+  return readFileSync(await file.path(), 'utf8').trim().split('\r\n').slice(1)
+    .map((line) => { const f = line.split(','); return { query: Number(f[2]), key: Number(f[3]), weight: Number(f[f.length - 1]) }; });
+};
 const rowSums = (rows) => rows.reduce((s, r) => { s[r.query] = (s[r.query] || 0) + r.weight; return s; }, []);
 for (const backend of ['cpu', 'webgpu']) {
   test(`attention on ${backend}: every head's map, rows sum to 1 in the CSV, the first token hidden and renormalised, hover tints the text, generate and watch, URL round-trip`, async () => {
@@ -583,7 +589,7 @@ for (const backend of ['cpu', 'webgpu']) {
     headRows[backend] = await page.$$eval('[data-testid=head-row]', (rs) => rs.map((r) => [Number(r.dataset.first), Number(r.dataset.previous)]));
     const n = await page.locator('[data-testid=att-token]').count();
     // The CSV of the chosen head: n(n + 1) / 2 weights, each row a distribution.
-    let rows = csvRows(await page.getAttribute('[data-testid=export-csv]', 'href'));
+    let rows = await mapCsv(page);
     assert.equal(rows.length, n * (n + 1) / 2);
     rowSums(rows).forEach((s, q) => assert.ok(Math.abs(s - 1) < 1e-5, `query ${q} sums to ${s}`));
     assert.ok(rows.every((r) => r.key <= r.query));
@@ -591,6 +597,8 @@ for (const backend of ['cpu', 'webgpu']) {
     const table = await page.$$eval('.attention [data-testid=chart-table] tbody tr', (rs) => rs.map((r) => [...r.querySelectorAll('td')].map((c) => c.textContent)));
     assert.equal(table.length, n);
     rows.forEach((r) => assert.ok(Math.abs(Number(table[r.query][r.key]) - r.weight) <= 5e-4 + 1e-9, `${r.query},${r.key}`));
+    // One Download CSV and one Copy as PNG for the map (the widget had a second pair of its own).
+    assert.equal(await page.locator('.attention [aria-label^="Download CSV: layer"], .attention [aria-label^="Copy as PNG: layer"]').count(), 2);
     // Hovering a row of the map tints the text by that row's weights.
     const map = page.locator('[data-testid=att-heatmap]');
     const box = await map.boundingBox();
@@ -600,15 +608,24 @@ for (const backend of ['cpu', 'webgpu']) {
     assert.ok(Math.abs(tints.reduce((a, b) => a + b, 0) - 1) < 1e-4, `the last row's weights: ${tints}`);
     // Hide the first token: key 0 drops out of every row but the first, the rest renormalised.
     await page.selectOption('[data-testid=first-token]', 'hide');
-    await page.waitForFunction(() => decodeURIComponent(document.querySelector('[data-testid=export-csv]').href).includes(',1,0,'));
-    rows = csvRows(await page.getAttribute('[data-testid=export-csv]', 'href'));
+    // (The table's cell of query 1, key 0 reads 0 once the first token is hidden.)
+    await page.waitForFunction(() => document.querySelector('.attention [data-testid=chart-table] tbody tr:nth-child(2) td').textContent === '0.000');
+    rows = await mapCsv(page);
     rows.filter((r) => r.key === 0 && r.query > 0).forEach((r) => assert.equal(r.weight, 0));
     rowSums(rows).forEach((s, q) => assert.ok(Math.abs(s - 1) < 1e-5, `hidden: query ${q} sums to ${s}`));
     // A click opens another head, and the link carries the choices.
     await page.click('[data-testid=att-thumb][data-layer="3"][data-head="2"]');
     assert.match(await page.textContent('[data-testid=att-title]'), /Layer 3, head 2/);
-    await page.click('[data-testid=export-png]');
-    assert.match(await page.getAttribute('[data-testid=export-png]', 'href'), /^data:image\/png;base64,/);
+    // Copy as PNG puts the chosen map on the clipboard as a PNG.
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
+    const copy = '.attention [aria-label^="Copy as PNG: layer 3, head 2"]';
+    await page.click(copy);
+    await page.waitForFunction((b) => document.querySelector(b).nextElementSibling.textContent === 'copied', copy);
+    const png = await page.evaluate(async () => {
+      const [item] = await navigator.clipboard.read();
+      return [...new Uint8Array(await (await item.getType('image/png')).arrayBuffer()).subarray(1, 4)];
+    });
+    assert.deepEqual(png, [0x50, 0x4e, 0x47], 'a PNG');
     await page.click('[data-testid=copy-embed]');
     const code = await page.inputValue('[data-testid=embed-code]');
     const src = code.match(/src="([^"]+)"/)[1].replaceAll('&amp;', '&');

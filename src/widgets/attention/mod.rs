@@ -78,7 +78,7 @@ pub fn Attention(driver: Driver, shown: Shown) -> impl IntoView {
                 {move || limited().into_iter().map(|m| view! { <p class="notice" role="status" data-testid="limit-notice">{m}</p> }).collect_view()}
                 <h3 data-testid="att-title">{move || { let (l, h) = chosen.get(); format!("Layer {l}, head {h}: hover a row to see where that token looked") }}</h3>
                 <Heatmap driver=d maps=maps chosen=chosen hide=hide node=large/>
-                <readouts::Exports driver=d maps=maps chosen=chosen hide=hide canvas=large/>
+                <readouts::MapTable driver=d maps=maps chosen=chosen hide=hide/>
                 <readouts::HeadTable maps=maps pick=pick/>
             </section>
         </div>

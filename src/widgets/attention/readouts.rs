@@ -3,9 +3,7 @@
 //! and the chosen head's map as CSV and PNG.
 
 use engine::lessons::heads::{head_stats, label};
-use leptos::html::Canvas;
 use leptos::prelude::*;
-use wasm_bindgen::JsCast;
 
 use super::canvas::shown;
 use super::compute::Maps;
@@ -49,44 +47,35 @@ pub fn HeadTable(maps: RwSignal<Maps>, pick: Callback<(usize, usize)>) -> impl I
     }
 }
 
-/// The chosen head's map as CSV (one line per query and visible key) and PNG.
+/// The chosen head's map as a table behind "Show as table", with the
+/// chart's Copy as PNG and a Download CSV of every weight it shows: one line
+/// per query and visible key, at full precision, with its layer, head and
+/// tokens (the table's cells are rounded for reading).
 #[component]
-pub fn Exports(
+pub fn MapTable(
     driver: Driver,
     maps: RwSignal<Maps>,
     chosen: Signal<(usize, usize)>,
     hide: Signal<bool>,
-    canvas: NodeRef<Canvas>,
 ) -> impl IntoView {
     let d = driver;
-    let csv = move || {
-        let (l, h) = chosen.get();
-        let text = |t: u32| d.lab.with_value(|lab| lab.token_text(t)).replace('"', "\"\"");
-        maps.with(|m| {
-            let (n, w) = (m.n(), shown(m, l, h, hide.get()));
-            let mut out = String::from("layer,head,query,key,query_token,key_token,weight\n");
+    let csv = Callback::new(move |()| {
+        let (l, h) = chosen.get_untracked();
+        let text = |t: u32| crate::csv::quote(&d.lab.with_value(|lab| lab.token_text(t)));
+        maps.with_untracked(|m| {
+            let (n, w) = (m.n(), shown(m, l, h, hide.get_untracked()));
+            let mut out = String::from("layer,head,query,key,query_token,key_token,weight\r\n");
             for i in 0..n {
                 for j in 0..=i {
                     let (q, k) = (text(m.tokens[i]), text(m.tokens[j]));
-                    out += &format!("{l},{h},{i},{j},\"{q}\",\"{k}\",{}\n", w[i * n + j]);
+                    out += &format!("{l},{h},{i},{j},{q},{k},{}\r\n", w[i * n + j]);
                 }
             }
-            format!("data:text/csv;charset=utf-8,{}", js_sys::encode_uri_component(&out))
+            out
         })
-    };
-    let name = move |ext: &str| {
-        let (l, h) = chosen.get();
-        format!("attention-L{l}-H{h}.{ext}")
-    };
-    // The PNG is the canvas as it is when clicked.
-    let png = move |ev: web_sys::MouseEvent| {
-        let (Some(c), Some(a)) = (canvas.get_untracked(), ev.current_target()) else { return };
-        if let (Ok(url), Ok(a)) = (c.to_data_url(), a.dyn_into::<web_sys::Element>()) {
-            let _ = a.set_attribute("href", &url);
-        }
-    };
+    });
     // The chosen map as a table (the canvas's text alternative): row i is where token i looks.
-    let table = move || {
+    move || {
         let (l, h) = chosen.get();
         let text = |t: u32| d.lab.with_value(|lab| lab.token_text(t));
         maps.with(|m| {
@@ -104,14 +93,7 @@ pub fn Exports(
                 .collect();
             let caption =
                 format!("layer {l}, head {h}: each row's weights over the tokens it sees");
-            view! { <ChartTable caption=caption head=head rows=rows/> }
+            view! { <ChartTable caption=caption head=head rows=rows csv=csv/> }
         })
-    };
-    view! {
-        {table}
-        <div class="buttons">
-            <a class="button" data-testid="export-csv" href=csv download=move || name("csv")>"Export CSV"</a>
-            <a class="button" data-testid="export-png" href="#" download=move || name("png") on:click=png>"Export PNG"</a>
-        </div>
     }
 }
