@@ -59,6 +59,9 @@ for (const backend of ['webgpu', 'cpu']) {
     assert.equal(report.model.params > 0 && report.model.format.length > 0, true);
     await page.click('[data-testid=copy-device-report]');
     assert.deepEqual(JSON.parse(await page.evaluate(() => navigator.clipboard.readText())), report);
+    // On a phone's width the tables scroll in their own boxes: the page itself does not.
+    await page.setViewportSize({ width: 390, height: 900 });
+    assert.equal(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth), 0);
     await noFatal(page);
     await page.close();
   });

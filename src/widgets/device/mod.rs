@@ -13,6 +13,7 @@ use leptos::prelude::*;
 
 use crate::driver::Driver;
 use crate::embed::{copy_to_clipboard, select_all};
+use crate::scroll::Scroll;
 use crate::widgets::measuring::{MeasureEditor, MeasuredPanel, Progress};
 use report::DeviceReport;
 
@@ -86,21 +87,21 @@ fn LoadTable(
     ];
     let body = rows
         .into_iter()
-        .map(|(what, v)| view! { <tr><td>{what}</td><td class="num">{ms(v)}</td></tr> })
+        .map(|(what, v)| view! { <tr><th scope="row">{what}</th><td class="num">{ms(v)}</td></tr> })
         .collect_view();
     let first = move || {
         report.get().map(|r| ms(r.first_token_ms)).unwrap_or_else(|| "Measure to time it".into())
     };
     view! {
         <h3>"Loading this page"</h3>
-        <table class="device-load" data-testid="device-load" data-ready-at=times.ready_at_ms.to_string()>
+        <Scroll label="loading this page, by part"><table class="figures device-load" data-testid="device-load" data-ready-at=times.ready_at_ms.to_string()>
             <thead><tr><th>"part"</th><th>"ms"</th></tr></thead>
             <tbody>
                 {body}
-                <tr><td>"the first token (a fresh session's prompt pass)"</td><td class="num" data-testid="device-first-token">{first}</td></tr>
-                <tr><td>"ready, from the page's start"</td><td class="num">{ms(times.ready_at_ms)}</td></tr>
+                <tr><th scope="row">"the first token (a fresh session's prompt pass)"</th><td class="num" data-testid="device-first-token">{first}</td></tr>
+                <tr><th scope="row">"ready, from the page's start"</th><td class="num">{ms(times.ready_at_ms)}</td></tr>
             </tbody>
-        </table>
+        </table></Scroll>
     }
 }
 
@@ -118,7 +119,7 @@ fn ProfilesTable(report: RwSignal<Option<DeviceReport>>) -> impl IntoView {
                 view! {
                     <tr data-testid="device-profile" data-profile=p.profile.clone()
                         data-decode-ms=p.decode_ms_per_token.to_string() data-prefill-ms=p.prefill_ms_per_token.to_string()>
-                        <td>{p.profile.clone()}</td>
+                        <th scope="row">{p.profile.clone()}</th>
                         <td class="num">{p.pipelines_ms.map_or("—".into(), ms)}</td>
                         <td class="num">{format!("{:.3}", p.prefill_ms_per_token)}</td>
                         <td class="num">{format!("{:.3}", p.decode_ms_per_token)}</td>
@@ -135,10 +136,10 @@ fn ProfilesTable(report: RwSignal<Option<DeviceReport>>) -> impl IntoView {
                 "A {}-token prompt in one pass, then {} decode steps (medians; GPU: the device's own time, where it has timestamps).",
                 first.0, first.1
             )}</p>
-            <table class="device-profiles">
+            <Scroll label="the model in each kernel profile"><table class="figures device-profiles">
                 <thead><tr><th>"profile"</th><th>"pipelines, ms"</th><th>"prefill, ms/token"</th><th>"decode, ms/token"</th><th>"GPU, ms/token"</th><th></th></tr></thead>
                 <tbody>{rows}</tbody>
-            </table>
+            </table></Scroll>
         })
     }
 }
