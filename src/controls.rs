@@ -143,7 +143,9 @@ fn TextControl(spec: &'static Spec, text: RwSignal<String>, locked: bool) -> imp
     view! {
         <div class="control" class:locked=locked title=spec.help data-control=spec.name>
             <label for=id.clone()>{spec.label}</label>
-            <textarea id=id data-testid=spec.testid() rows="2" disabled=locked
+            // The line on what it takes shows in the empty box too, not
+            // only as a tooltip, which a touch screen never shows.
+            <textarea id=id data-testid=spec.testid() rows="2" disabled=locked placeholder=spec.help
                 prop:value=move || text.get() on:input=move |ev| text.set(event_target_value(&ev))></textarea>
         </div>
     }

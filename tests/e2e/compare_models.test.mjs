@@ -82,6 +82,8 @@ for (const backend of ['cpu', 'webgpu']) {
     const page = await lab.open(backend, `?widget=compare-models&prompt=${encodeURIComponent(PROMPT)}&max_tokens=${STEPS}`);
     assert.equal(await page.getAttribute('[data-testid=backend]', 'data-backend'), backend);
     assert.equal(await page.inputValue('[data-testid=weights-b]'), 'int4');
+    // The empty Model B box says what it takes (the control's help, also its tooltip).
+    assert.match(await page.getAttribute('[data-testid=model-b]', 'placeholder'), /a Hub id or a folder address.*empty = this page's model again/);
     await generate(page);
     assert.equal(await page.locator('[data-testid=error]').count(), 0);
     assert.equal(await page.getAttribute('[data-testid=compare-vocab]', 'data-match'), 'true');
