@@ -598,7 +598,8 @@ for (const backend of ['cpu', 'webgpu']) {
     assert.equal(table.length, n);
     rows.forEach((r) => assert.ok(Math.abs(Number(table[r.query][r.key]) - r.weight) <= 5e-4 + 1e-9, `${r.query},${r.key}`));
     // One Download CSV and one Copy as PNG for the map (the widget had a second pair of its own).
-    assert.equal(await page.locator('.attention [aria-label^="Download CSV: layer"], .attention [aria-label^="Copy as PNG: layer"]').count(), 2);
+    const mapExports = ['Download CSV: layer', 'Copy as PNG: layer'].map((l) => `.attention [aria-label^="${l}"]`);
+    assert.equal(await page.locator([...mapExports, '[data-testid=export-csv]', '[data-testid=export-png]'].join(', ')).count(), 2);
     // Hovering a row of the map tints the text by that row's weights.
     const map = page.locator('[data-testid=att-heatmap]');
     const box = await map.boundingBox();
