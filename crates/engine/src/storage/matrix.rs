@@ -213,7 +213,10 @@ impl Matrix {
         let halves = |w: u32| [w & 0xffff, w >> 16];
         let fits = in_pieces(self.words.len(), PIECE, |piece, out| {
             let words = self.words[piece].iter();
-            out[0] = words.fold(true, |all, &w| all & lifts(w & 0xffff) & lifts(w >> 16));
+            out[0] = words.fold(true, |all, &w| {
+                let [lo, hi] = halves(w);
+                all & lifts(lo) & lifts(hi)
+            });
         });
         if !fits.into_iter().all(|fits| fits) {
             return false;
