@@ -61,13 +61,16 @@ pub fn MapTable(
     let d = driver;
     let csv = Callback::new(move |()| {
         let (l, h) = chosen.get_untracked();
-        let text = |t: u32| crate::csv::quote(&d.lab.with_value(|lab| lab.token_text(t)));
         maps.with_untracked(|m| {
             let (n, w) = (m.n(), shown(m, l, h, hide.get_untracked()));
+            // Each token's cell once, not once per line it stands in (n² / 2 lines).
+            let cells: Vec<String> = d.lab.with_value(|lab| {
+                m.tokens[..n].iter().map(|&t| crate::csv::quote(&lab.token_text(t))).collect()
+            });
             let mut out = String::from("layer,head,query,key,query_token,key_token,weight\r\n");
             for i in 0..n {
                 for j in 0..=i {
-                    let (q, k) = (text(m.tokens[i]), text(m.tokens[j]));
+                    let (q, k) = (&cells[i], &cells[j]);
                     out += &format!("{l},{h},{i},{j},{q},{k},{}\r\n", w[i * n + j]);
                 }
             }
