@@ -50,10 +50,24 @@ pub fn NumberControl(
     // What a screen reader says as the slider moves: its name and its value
     // to the step's precision ("Temperature 0.50"), not a bare number.
     let digits = (-range.step.log10().floor()).max(0.0) as usize;
-    let spoken = move || format!("{label} {:.digits$}", value.get());
+    // A marked value says what it means too ("Top-k 0 (off)").
+    let spoken = move || {
+        let v = value.get();
+        match spec.means(v) {
+            Some(means) => format!("{label} {v:.digits$} ({means})"),
+            None => format!("{label} {v:.digits$}"),
+        }
+    };
+    // The marks stand under the label, where a touch screen sees them (it
+    // never shows the tooltip); the number box is described by them.
+    let marks = spec.marks_line();
+    let marks_id = marks.is_some().then(|| format!("{id}-marks"));
     view! {
         <div class="control" class:locked=locked title=help data-control=spec.name>
-            <label for=id.clone()>{label}</label>
+            <span class="name">
+                <label for=id.clone()>{label}</label>
+                {marks.map(|m| view! { <small class="marks" id=marks_id.clone()>{m}</small> })}
+            </span>
             <input
                 type="range"
                 aria-label=label
@@ -68,6 +82,7 @@ pub fn NumberControl(
             <input
                 id=id
                 type="number"
+                aria-describedby=marks_id
                 data-testid=testid
                 min=range.min.to_string()
                 max=range.max.to_string()

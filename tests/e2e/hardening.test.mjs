@@ -21,6 +21,12 @@ async function controlsOf(page) {
       testid: el.querySelector('[data-testid]')?.dataset.testid,
       number: !!slider,
       min: slider && Number(slider.min), max: slider && Number(slider.max), step: slider && Number(slider.step),
+      help: el.title,
+      spoken: slider?.getAttribute('aria-valuetext'),
+      marks: el.querySelector('.marks')?.textContent,
+      marksShown: !!el.querySelector('.marks')?.getClientRects().length,
+      describedBy: el.querySelector('input[type=number]')?.getAttribute('aria-describedby'),
+      marksId: el.querySelector('.marks')?.id,
     };
   }));
 }
@@ -34,6 +40,21 @@ for (const backend of ['webgpu', 'cpu']) {
       assert.ok(names.includes(name), `${name} is a control of the playground`);
     }
     controls.forEach((c) => assert.equal(c.testid, c.name.replaceAll('_', '-'), c.name));
+    // What a marked value means stands under the label, not only in the tooltip (a touch screen
+    // shows none): each piece of it is its help's own words, the number box is described by it,
+    // and the slider says it while sitting there.
+    const marked = controls.filter((c) => c.marks);
+    assert.deepEqual(marked.map((c) => c.name), ['temperature', 'top_k', 'top_p', 'min_p', 'repetition_penalty',
+      'frequency_penalty', 'presence_penalty', 'no_repeat_ngram']);
+    for (const c of marked) {
+      assert.ok(c.marksShown, `${c.name}'s marks are shown`);
+      c.marks.split(', ').forEach((m) => assert.ok(c.help.includes(m), `${c.name}: "${m}" is in its help "${c.help}"`));
+      assert.equal(c.describedBy, c.marksId, c.name);
+    }
+    const topK = controls.find((c) => c.name === 'top_k');
+    assert.equal(topK.marks, '0 = off');
+    assert.equal(topK.spoken, 'Top-k 0 (off)');
+    assert.equal(controls.find((c) => c.name === 'temperature').spoken, 'Temperature 0.80');
     // A value two thirds of the way up each range (a third would leave the repetition penalty at its neutral 1), snapped to its step, for every number control.
     const want = {};
     for (const c of controls.filter((c) => c.number)) {
@@ -48,6 +69,7 @@ for (const backend of ['webgpu', 'cpu']) {
       assert.equal(Number(got) || got, Number(value) || value, name);
     }
     assert.equal(await again.locator('[data-testid=url-notices]').count(), 0, 'in-range values need no notice');
+    assert.equal(await again.getAttribute('[data-control=top_k] input[type=range]', 'aria-valuetext'), `Top-k ${want.top_k}`);
     // Penalties on: the strip names each processor and what it changed.
     await again.waitForSelector('[data-testid=pipeline-strip] [data-processor=frequency_penalty]');
     const strip = await again.$$eval('[data-testid=pipeline-strip] [data-processor]', (els) => els.map((e) => e.dataset.processor));

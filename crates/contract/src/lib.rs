@@ -11,6 +11,7 @@
 
 pub mod controls;
 pub mod logits;
+pub mod marks;
 pub mod model_ref;
 pub mod query;
 pub mod quiz;
@@ -21,6 +22,7 @@ pub mod widgets;
 
 pub use controls::{echo, Control, Drives, Input, Range, Spec, Taken, DEFAULT_PROMPT, SPECS};
 pub use logits::{parse_logits, parse_sets, LogitSets};
+pub use marks::Mark;
 pub use model_ref::model_base;
 pub use query::Query;
 pub use read::{
