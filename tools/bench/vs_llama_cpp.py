@@ -87,7 +87,8 @@ def table(a, threads):
                 runs[kind].append(theirs(a, kind, threads)[:2])
         print(f"  round {r + 1} of {a.rounds} done", file=sys.stderr)
     med = lambda xs, i: statistics.median(x[i] for x in xs)
-    print(f"\n{threads} thread(s), {a.rounds} rounds, medians (ms; load average before: {os.getloadavg()[0]:.2f})")
+    print(f"\n{threads} thread(s), {a.rounds} rounds, medians (ms; each run's prefill the median of its three passes;"
+          f" load average before: {os.getloadavg()[0]:.2f})")
     print("| format | ours decode | llama.cpp decode | llama.cpp ÷ ours | ours prefill | llama.cpp prefill | llama.cpp ÷ ours |")
     print("|---|---|---|---|---|---|---|")
     for name, _, kind in ROWS:

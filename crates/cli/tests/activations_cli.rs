@@ -1,7 +1,7 @@
 //! `--activations int8`: the CPU engine's 8-bit activations for int8
 //! weights, as a user runs them: text that repeats byte for byte, logits
-//! near the f32 path's but not equal, and a clear refusal where the option
-//! cannot apply (other formats, the GPU).
+//! near the f32 path's but not equal, a clear refusal where the option
+//! cannot apply (other formats, the GPU), and the bench's prefill figure.
 
 mod common;
 
@@ -70,4 +70,26 @@ fn int8_activations_refuse_other_weights_and_the_gpu() {
     assert!(!err.contains("panicked"), "{err}");
     let err = run(&["--backend", "gpu", "--weights", "int8"]);
     assert!(err.contains("--activations int8 is the CPU engine's"), "{err}");
+}
+
+/// The bench's prefill figure is the median of three timed passes, each
+/// listed in the order run (int4 with int8 activations on two threads: the
+/// first pass after the warm-up at times ran 1.3–2× the later ones).
+#[test]
+fn the_bench_reports_the_median_of_three_prefill_passes() {
+    let model = bundled();
+    let args = ["bench", "--model", &model, "--backend", "cpu", "--weights", "int4"];
+    let out = decode_lab(
+        &[&args[..], &["--activations", "int8", "--prompt-len", "8", "--tokens", "2"]].concat(),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| l.starts_with("prefill")).expect("a prefill line");
+    let figure = line.split_whitespace().nth(1).expect("a figure");
+    let passes =
+        line.split_once("passes: ").and_then(|(_, p)| p.strip_suffix(" ms in the order run"));
+    let mut passes: Vec<&str> = passes.expect("the passes").split(", ").collect();
+    assert_eq!(passes.len(), 3, "{line}");
+    passes.sort_by(|a, b| a.parse::<f64>().unwrap().total_cmp(&b.parse().unwrap()));
+    assert_eq!(passes[1], figure, "{line}");
 }
