@@ -20,6 +20,22 @@ fn on_threads<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
     rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool").install(f)
 }
 
+/// `run`'s bits are `want` on every path the CPU engine may take: its own
+/// pick; the portable loops (wasm's); AVX2's sums where it took AVX-512
+/// VNNI's; VNNI's where it took AMX's tiles (m ≥ 4); VNNI's sums in
+/// AVX-512's registers and in AVX2's, whatever the core (each where the CPU
+/// has it); and three threads.
+fn on_every_path(run: &(impl Fn() -> Vec<u32> + Sync), want: &[f32], what: &str) {
+    let want = bits(want);
+    assert_eq!(run(), want, "{what}");
+    assert_eq!(parallel::without_avx2(run), want, "{what} portable");
+    assert_eq!(parallel::without_avx512(run), want, "{what} avx2");
+    assert_eq!(parallel::without_amx(run), want, "{what} vnni");
+    assert_eq!(parallel::with_wide_panels(run), want, "{what} wide");
+    assert_eq!(parallel::with_narrow_panels(run), want, "{what} narrow");
+    assert_eq!(on_threads(3, run), want, "{what} threads");
+}
+
 /// The int8 field of element `i` of a row-major int8 matrix.
 fn field(w: &Matrix, i: usize) -> i32 {
     i32::from(bytemuck::cast_slice::<u32, i8>(w.words())[i])
@@ -159,18 +175,7 @@ fn matmul_gives_the_definitions_bits_on_every_path() {
                 bits(&out)
             };
             let what = format!("{} m {m} k {k} n {n}", format.name());
-            assert_eq!(run(), bits(&want), "{what}");
-            assert_eq!(parallel::without_avx2(run), bits(&want), "{what} portable");
-            // AVX2's sums where `run` took AVX-512 VNNI's (the CPU has it).
-            assert_eq!(parallel::without_avx512(run), bits(&want), "{what} avx2");
-            // AVX-512 VNNI's sums where `run` took AMX's tiles (m ≥ 4, the
-            // CPU has them).
-            assert_eq!(parallel::without_amx(run), bits(&want), "{what} vnni");
-            // VNNI's sums in AVX-512's registers and in AVX2's, whatever the
-            // core (where the CPU has them).
-            assert_eq!(parallel::with_wide_panels(run), bits(&want), "{what} wide");
-            assert_eq!(parallel::with_narrow_panels(run), bits(&want), "{what} narrow");
-            assert_eq!(on_threads(3, run), bits(&want), "{what} threads");
+            on_every_path(&run, &want, &what);
             // Within x's rounding of the f32 path: |Δx| ≤ d / 2 an input.
             let mut f32_path = vec![0.0; m * n];
             fast::matmul::run(&x, &rows, &bias, &mut f32_path);
@@ -232,17 +237,7 @@ fn int4_matmul_gives_the_definitions_bits_on_every_path() {
             bits(&out)
         };
         let what = format!("int4 m {m} k {k} n {n}");
-        assert_eq!(run(), bits(&want), "{what}");
-        assert_eq!(parallel::without_avx2(run), bits(&want), "{what} portable");
-        // AVX2's sums where `run` took AVX-512 VNNI's (the CPU has it).
-        assert_eq!(parallel::without_avx512(run), bits(&want), "{what} avx2");
-        // AVX-512 VNNI's sums where `run` took AMX's tiles (m ≥ 4).
-        assert_eq!(parallel::without_amx(run), bits(&want), "{what} vnni");
-        // VNNI's sums in AVX-512's registers and in AVX2's, whatever the
-        // core (where the CPU has them).
-        assert_eq!(parallel::with_wide_panels(run), bits(&want), "{what} wide");
-        assert_eq!(parallel::with_narrow_panels(run), bits(&want), "{what} narrow");
-        assert_eq!(on_threads(3, run), bits(&want), "{what} threads");
+        on_every_path(&run, &want, &what);
     }
 }
 
@@ -276,15 +271,7 @@ fn lm_head_gives_the_definitions_bits_on_every_path() {
                 bits(&logits)
             };
             let what = format!("{} head {rows}x{cols}", format.name());
-            assert_eq!(run(), bits(&want), "{what}");
-            assert_eq!(parallel::without_avx2(run), bits(&want), "{what} portable");
-            // AVX2's sums where `run` took AVX-512 VNNI's (the CPU has it).
-            assert_eq!(parallel::without_avx512(run), bits(&want), "{what} avx2");
-            // VNNI's sums in AVX-512's registers and in AVX2's, whatever the
-            // core (where the CPU has them).
-            assert_eq!(parallel::with_wide_panels(run), bits(&want), "{what} wide");
-            assert_eq!(parallel::with_narrow_panels(run), bits(&want), "{what} narrow");
-            assert_eq!(on_threads(3, run), bits(&want), "{what} threads");
+            on_every_path(&run, &want, &what);
         }
     }
 }
@@ -327,15 +314,7 @@ fn int4_lm_head_gives_the_definitions_bits_on_every_path() {
             bits(&logits)
         };
         let what = format!("int4 head {rows}x{cols}");
-        assert_eq!(run(), bits(&want), "{what}");
-        assert_eq!(parallel::without_avx2(run), bits(&want), "{what} portable");
-        // AVX2's sums where `run` took AVX-512 VNNI's (the CPU has it).
-        assert_eq!(parallel::without_avx512(run), bits(&want), "{what} avx2");
-        // VNNI's sums in AVX-512's registers and in AVX2's, whatever the
-        // core (where the CPU has them).
-        assert_eq!(parallel::with_wide_panels(run), bits(&want), "{what} wide");
-        assert_eq!(parallel::with_narrow_panels(run), bits(&want), "{what} narrow");
-        assert_eq!(on_threads(3, run), bits(&want), "{what} threads");
+        on_every_path(&run, &want, &what);
     }
     let mut odd = Matrix::new(Format::Int4, 4, 40, Channels::Rows, &cases::random(160, 43));
     assert!(!odd.use_int8_activations(Dot8::Rows), "groups across rows");
