@@ -3,7 +3,7 @@
 // widget table on the CPU engine, once each page is ready (asserted: an error
 // page would pass the audit) and again after each one's main action (the
 // table's `action`: Generate, Measure, a control moved…), in the state the
-// action leaves; on WebGPU over the playground here, and over every widget
+// action leaves, and that state then fits 320 px (reflow); on WebGPU over the playground here, and over every widget
 // where widgets.test.mjs loads it (one page load per widget and backend: a
 // WebGPU page costs seconds of shader compiling on CI's software GPU).
 // Prints the violations per route and state by impact and rule; fails on
@@ -64,6 +64,12 @@ for (const backend of ['cpu', 'webgpu']) {
         const errors = await page.$$eval('[data-testid=error]', (es) => es.map((e) => e.textContent));
         assert.deepEqual(errors, [], `${route.name}: its action ended without an error`);
         bad.push(...await findings(page, `${backend} ${route.name} after ${route.action.set ? `setting ${route.action.set}` : route.action.press}`));
+        // Reflow (WCAG 1.4.10): what the action drew (tables, charts, strips) fits 320 px
+        // without the page scrolling sideways; wide content scrolls inside its own box.
+        await page.setViewportSize({ width: 320, height: 900 });
+        await page.waitForTimeout(100);
+        const over = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+        if (over > 0) bad.push(`${backend} ${route.name} after its action: ${over} px too wide at 320 px`);
       }
       await noFatal(page);
       await page.close();
