@@ -50,23 +50,24 @@ pub fn NumberControl(
     // What a screen reader says as the slider moves: its name and its value
     // to the step's precision ("Temperature 0.50"), not a bare number.
     let digits = (-range.step.log10().floor()).max(0.0) as usize;
+    // The marks stand under the label, where a touch screen sees them (it
+    // never shows the tooltip); the number box is described by them.
+    let marks = spec.marks(); // read from the help once, not at every move
+    let line = marks.line();
+    let marks_id = line.is_some().then(|| format!("{id}-marks"));
     // A marked value says what it means too ("Top-k 0 (off)").
     let spoken = move || {
         let v = value.get();
-        match spec.means(v) {
+        match marks.means(v) {
             Some(means) => format!("{label} {v:.digits$} ({means})"),
             None => format!("{label} {v:.digits$}"),
         }
     };
-    // The marks stand under the label, where a touch screen sees them (it
-    // never shows the tooltip); the number box is described by them.
-    let marks = spec.marks_line();
-    let marks_id = marks.is_some().then(|| format!("{id}-marks"));
     view! {
         <div class="control" class:locked=locked title=help data-control=spec.name>
             <span class="name">
                 <label for=id.clone()>{label}</label>
-                {marks.map(|m| view! { <small class="marks" id=marks_id.clone()>{m}</small> })}
+                {line.map(|m| view! { <small class="marks" id=marks_id.clone()>{m}</small> })}
             </span>
             <input
                 type="range"

@@ -3,9 +3,10 @@
 // widget table on the CPU engine, once each page is ready (asserted: an error
 // page would pass the audit) and again after each one's main action (the
 // table's `action`: Generate, Measure, a control moved…), in the state the
-// action leaves, and that state then fits 320 px (reflow); on WebGPU over the playground here, and over every widget
-// where widgets.test.mjs loads it (one page load per widget and backend: a
-// WebGPU page costs seconds of shader compiling on CI's software GPU).
+// action leaves, and that state then fits 320 px (reflow); on WebGPU over
+// the playground here, and over every widget where widgets.test.mjs loads it
+// (one page load per widget and backend: a WebGPU page costs seconds of
+// shader compiling on CI's software GPU).
 // Prints the violations per route and state by impact and rule; fails on
 // any serious or critical one.
 // Run by `./tools/dev test` (AXE_CORE: axe.min.js, installed by tools/setup.sh).

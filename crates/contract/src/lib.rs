@@ -22,7 +22,7 @@ pub mod widgets;
 
 pub use controls::{echo, Control, Drives, Input, Range, Spec, Taken, DEFAULT_PROMPT, SPECS};
 pub use logits::{parse_logits, parse_sets, LogitSets};
-pub use marks::Mark;
+pub use marks::{Mark, Marks};
 pub use model_ref::model_base;
 pub use query::Query;
 pub use read::{

@@ -15,12 +15,17 @@ pub struct Mark {
 /// Where a mark's words end: the help's next clause or aside.
 const ENDS: &[char] = &[';', ',', '(', ')'];
 
+/// A control's marks in rising order, read once (a slider's every move
+/// looks its value up here).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Marks(Vec<Mark>);
+
 impl Spec {
     /// Its marks in rising order: each "N = words" of the help whose N is a
     /// whole number in the control's range (not "k = after block k"). Empty
     /// for text and choice controls.
-    pub fn marks(&self) -> Vec<Mark> {
-        let Input::Number { range, .. } = self.input else { return Vec::new() };
+    pub fn marks(&self) -> Marks {
+        let Input::Number { range, .. } = self.input else { return Marks::default() };
         let help = self.help;
         let mut marks: Vec<Mark> = help
             .match_indices(" = ")
@@ -37,25 +42,29 @@ impl Spec {
             })
             .collect();
         marks.sort_by(|a, b| a.value.total_cmp(&b.value));
-        marks
+        Marks(marks)
+    }
+}
+
+impl Marks {
+    /// Each mark, in rising order.
+    pub fn iter(&self) -> impl Iterator<Item = &Mark> {
+        self.0.iter()
     }
 
     /// The marks as the page shows them under the label ("0 = off"), or
     /// `None` where there are none.
-    pub fn marks_line(&self) -> Option<String> {
-        let marks = self.marks();
-        (!marks.is_empty()).then(|| {
-            marks
-                .iter()
-                .map(|m| format!("{} = {}", m.value, m.means))
-                .collect::<Vec<_>>()
-                .join(", ")
+    pub fn line(&self) -> Option<String> {
+        (!self.0.is_empty()).then(|| {
+            let each: Vec<String> =
+                self.iter().map(|m| format!("{} = {}", m.value, m.means)).collect();
+            each.join(", ")
         })
     }
 
     /// What `value` means, where it is one of the marks.
     pub fn means(&self, value: f64) -> Option<&'static str> {
-        self.marks().into_iter().find(|m| m.value == value).map(|m| m.means)
+        self.iter().find(|m| m.value == value).map(|m| m.means)
     }
 }
 
@@ -64,7 +73,7 @@ mod tests {
     use crate::controls::{Control, SPECS};
 
     fn line(c: Control) -> Option<String> {
-        c.spec().marks_line()
+        c.spec().marks().line()
     }
 
     #[test]
@@ -91,16 +100,16 @@ mod tests {
 
     #[test]
     fn a_value_means_its_mark_and_only_its_own() {
-        let top_k = Control::TopK.spec();
+        let top_k = Control::TopK.spec().marks();
         assert_eq!(top_k.means(0.0), Some("off"));
         assert_eq!(top_k.means(1.0), None);
-        assert_eq!(Control::RepetitionPenalty.spec().means(1.0), Some("off"));
+        assert_eq!(Control::RepetitionPenalty.spec().marks().means(1.0), Some("off"));
     }
 
     #[test]
     fn every_mark_is_a_value_its_control_can_take() {
         for spec in SPECS {
-            for mark in spec.marks() {
+            for mark in spec.marks().iter() {
                 let taken = spec.read(&mark.value.to_string()).unwrap();
                 assert!(!taken.adjusted, "{}: {} is not one of its values", spec.name, mark.value);
                 assert!(!mark.means.contains('='), "{}: {:?}", spec.name, mark.means);
